@@ -1,0 +1,59 @@
+/**
+ * What ingest produces: records, independent of the file format they came from.
+ * The run is not part of a record: the pipeline knows which run a file belongs to.
+ */
+
+/** One logging step of one file. `step` is absent for formats that do not number their lines; the
+ * pipeline then numbers them 1, 2, 3 ... in file order (persisted, so a restart continues the count). */
+export interface MetricRecord {
+  step?: number;
+  epoch?: number;
+  /** canonical metric name -> value (NaN and ±Infinity allowed: a `nan` loss is news) */
+  values: Map<string, number>;
+}
+
+/** One generation with its reward. Only the best and worst few per step are kept. */
+export interface ExampleRecord {
+  step?: number;
+  /** Identity used to merge the same generation seen in two files (completions + breakdown). */
+  key: string;
+  prompt?: string;
+  completion: string;
+  reward: number;
+  breakdown: Record<string, number>;
+}
+
+export type ParseResult =
+  | { kind: 'metric'; record: MetricRecord }
+  | { kind: 'example'; record: ExampleRecord }
+  /** Recognised and deliberately ignored: blank lines, tqdm bars, banners, other stdout chatter. */
+  | { kind: 'noise' }
+  /** Looked like data but could not be read: counted per file under `reason`, never fatal. */
+  | { kind: 'bad'; reason: string };
+
+/** Parses the lines of one file. Created per file, so it may keep per-file state (e.g. a header). */
+export type LineParser = (line: string) => ParseResult;
+
+export interface FileInfo {
+  /** path relative to the run directory, with `/` separators, e.g. `reward_logs/completions.jsonl` */
+  relPath: string;
+}
+
+/** A line-oriented format (all but trainer_state.json). */
+export interface LineFormat {
+  id: string;
+  kind: 'lines';
+  /** Decide from the name and the first bytes of the file. `head` may be empty for a new file. */
+  detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
+  open(file: FileInfo): LineParser;
+}
+
+/** A format whose file is rewritten whole (trainer_state.json): re-read from the start on each change. */
+export interface DocumentFormat {
+  id: string;
+  kind: 'document';
+  detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
+  parse(text: string, file: FileInfo): ParseResult[];
+}
+
+export type Format = LineFormat | DocumentFormat;
