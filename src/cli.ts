@@ -1,0 +1,225 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { SingleBar } from 'cli-progress';
+import { config as loadDotenv } from 'dotenv';
+import { cpSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { makeIngestor, startApp } from './app.ts';
+import { renderReplyText } from './chat/console.ts';
+import { rewardHistory } from './commands/rewardHistory.ts';
+import { runList } from './commands/runList.ts';
+import { runStatus } from './commands/runStatus.ts';
+import type { Reply } from './commands/reply.ts';
+import { loadConfig, resolveDbPath, UserError } from './config/load.ts';
+import type { Config } from './config/schema.ts';
+import { backfill, type BackfillSummary } from './ingest/backfill.ts';
+import { stderrLog } from './log.ts';
+import { Store } from './store/store.ts';
+
+const SAMPLE_RUN = join(dirname(fileURLToPath(import.meta.url)), '../samples/grpo-demo');
+
+interface GlobalOpts {
+  db?: string;
+  config?: string;
+}
+
+function setup(cmd: Command): { config: Config; dbPath: string } {
+  const opts = cmd.optsWithGlobals<GlobalOpts>();
+  const { config } = loadConfig(opts.config);
+  return { config, dbPath: resolveDbPath(opts.db, config) };
+}
+
+function withStore<T>(cmd: Command, fn: (store: Store, config: Config) => T): T {
+  const { config, dbPath } = setup(cmd);
+  const store = Store.open(dbPath);
+  try {
+    return fn(store, config);
+  } finally {
+    store.close();
+  }
+}
+
+function print(reply: Reply, json: boolean | undefined): void {
+  if (json) process.stdout.write(`${JSON.stringify(reply.data, null, 2)}\n`);
+  else process.stdout.write(`${renderReplyText(reply, process.stdout.isTTY === true)}\n`);
+}
+
+const positiveInt = (raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
+  return n;
+};
+
+async function runBackfill(store: Store, config: Config, roots: string[]): Promise<BackfillSummary> {
+  const ingestor = makeIngestor(store, config, stderrLog);
+  const bar = process.stderr.isTTY
+    ? new SingleBar({ format: 'backfill [{bar}] {percentage}% {value}/{total} MB', stream: process.stderr })
+    : null;
+  let started = false;
+  try {
+    return await backfill(ingestor, roots, config.watch, ({ total, done }) => {
+      if (!bar) return;
+      const mb = (b: number): number => Math.round(b / 1e5) / 10;
+      if (!started) bar.start(mb(total), 0);
+      started = true;
+      bar.update(mb(done));
+    });
+  } finally {
+    if (started) bar?.stop();
+  }
+}
+
+function describeBackfill(s: BackfillSummary, seconds: number): string {
+  const lines = [
+    `backfill: ${s.runs.length} run${s.runs.length === 1 ? '' : 's'}, ${s.files.length} file${s.files.length === 1 ? '' : 's'}, ` +
+      `${s.records.toLocaleString('en')} records from ${(s.bytes / 1e6).toFixed(1)} MB in ${seconds.toFixed(1)} s`,
+  ];
+  const skips = Object.entries(s.skips).sort((a, b) => b[1] - a[1]);
+  const skipped = skips.reduce((n, [, c]) => n + c, 0);
+  if (skipped > 0) {
+    lines.push(`  skipped ${skipped} line${skipped === 1 ? '' : 's'}: ${skips.map(([r, c]) => `${r} ${c}`).join(', ')}`);
+  }
+  return lines.join('\n');
+}
+
+/** Directories named on the command line, checked so that a typo fails with one clear line. */
+function checkDirs(dirs: readonly string[]): string[] {
+  return dirs.map((d) => {
+    const abs = resolve(d);
+    let st;
+    try {
+      st = statSync(abs);
+      readdirSync(abs);
+    } catch (err) {
+      throw new UserError(`${d}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    if (!st.isDirectory()) throw new UserError(`${d}: not a directory`);
+    return abs;
+  });
+}
+
+const program = new Command('rlwatch')
+  .description('Watches GRPO/PPO fine-tuning logs, stores every metric in SQLite, and tells you when a run goes wrong.')
+  .option('--db <path>', 'SQLite file (default: $RLWATCH_DB, the config\'s db, or ./rlwatch.db)')
+  .option('--config <file>', 'YAML config (default: $RLWATCH_CONFIG or ./rlwatch.yaml)')
+  .showHelpAfterError('(rlwatch --help lists the commands)');
+
+program
+  .command('start')
+  .description('watch the configured roots (or DIRs) and ingest new lines as they are written')
+  .argument('[dirs...]', 'directories to watch instead of watch.roots')
+  .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
+    const { config, dbPath } = setup(cmd);
+    const roots = dirs.length > 0 ? checkDirs(dirs) : checkDirs(config.watch.roots);
+    if (roots.length === 0) {
+      throw new UserError('nothing to watch: pass directories (rlwatch start DIR) or set watch.roots in rlwatch.yaml');
+    }
+    const app = await startApp({ config, dbPath, roots, log: stderrLog });
+    stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${dbPath}`);
+    stderrLog.info(`${app.store.runs.list().length} runs so far; Ctrl-C stops`);
+    await new Promise<void>((done) => {
+      const stop = (): void => {
+        void app.stop().then(done);
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+  });
+
+program
+  .command('backfill')
+  .description('ingest what is already in DIRs and exit')
+  .argument('<dirs...>', 'directories holding runs')
+  .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
+    const roots = checkDirs(dirs);
+    const { config, dbPath } = setup(cmd);
+    const store = Store.open(dbPath);
+    try {
+      const t0 = performance.now();
+      const summary = await runBackfill(store, config, roots);
+      process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n`);
+    } finally {
+      store.close();
+    }
+  });
+
+program
+  .command('runs')
+  .description('list the runs: name, path, first/last step, last epoch, records, last update')
+  .option('--json', 'print JSON')
+  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
+
+const run = program.command('run').description('one run');
+run
+  .command('status')
+  .description('latest step, epoch and the latest value of each canonical metric')
+  .argument('[run]', 'run name (may be left out when there is only one run)')
+  .option('--json', 'print JSON')
+  .action((name: string | undefined, opts: { json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(runStatus({ store }, { run: name }), opts.json)),
+  );
+run
+  .command('list')
+  .description('the same as `rlwatch runs`')
+  .option('--json', 'print JSON')
+  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
+
+program
+  .command('reward')
+  .description('reward (or any metric) over time')
+  .command('history')
+  .description('the series of one metric, steps ascending')
+  .argument('[run]', 'run name (may be left out when there is only one run)')
+  .option('--metric <name>', 'metric to show', 'reward')
+  .option('--last <n>', 'only the newest N points', positiveInt)
+  .option('--json', 'print JSON')
+  .action((name: string | undefined, opts: { metric: string; last?: number; json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) =>
+      print(rewardHistory({ store }, { run: name, metric: opts.metric, last: opts.last }), opts.json),
+    ),
+  );
+
+program
+  .command('demo')
+  .description('copy the bundled sample GRPO run to a temporary directory, ingest it and show its status')
+  .action(async (_opts: unknown, cmd: Command) => {
+    const { config, dbPath } = setup(cmd);
+    const root = mkdtempSync(join(tmpdir(), 'rlwatch-demo-'));
+    cpSync(SAMPLE_RUN, join(root, 'grpo-demo'), { recursive: true });
+    const store = Store.open(dbPath);
+    try {
+      const previous = store.runs.byName('grpo-demo');
+      if (previous) store.runs.remove(previous.id); // a fresh replay each time
+      const t0 = performance.now();
+      const summary = await runBackfill(store, config, [root]);
+      const color = process.stdout.isTTY === true;
+      process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n\n`);
+      process.stdout.write(`${renderReplyText(runStatus({ store }, { run: 'grpo-demo' }), color)}\n\n`);
+      process.stdout.write(`${renderReplyText(rewardHistory({ store }, { run: 'grpo-demo', last: 5 }), color)}\n\n`);
+      const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
+      process.stdout.write(
+        `The sample run is in ${join(root, 'grpo-demo')}; its data is in ${dbPath}.\n` +
+          `Try: bin/rlwatch runs${db}   bin/rlwatch reward history grpo-demo --metric frac_zero_std${db}\n`,
+      );
+    } finally {
+      store.close();
+    }
+  });
+
+export async function main(argv: string[]): Promise<void> {
+  loadDotenv({ quiet: true });
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof UserError) {
+      process.stderr.write(`rlwatch: ${err.message}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`rlwatch: internal error: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 2;
+    }
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main(process.argv);

@@ -1,0 +1,36 @@
+import { UserError } from '../config/load.ts';
+import type { RunRow } from '../store/runs.ts';
+import type { Store } from '../store/store.ts';
+
+/** What a command answers, whatever the front end: the CLI prints it, the chat adapters render it. */
+export interface Reply {
+  title: string;
+  /** name/value pairs shown as a table (CLI) or embed fields (chat) */
+  fields: Array<{ name: string; value: string }>;
+  /** free text below the fields */
+  lines: string[];
+  /** the machine-readable answer: what `--json` prints */
+  data: unknown;
+}
+
+export interface CommandContext {
+  store: Store;
+}
+
+/** The named run; with no name, the only run there is. */
+export function resolveRun(store: Store, name: string | undefined): RunRow {
+  const runs = store.runs.list();
+  if (name === undefined || name === '') {
+    if (runs.length === 1) return runs[0] as RunRow;
+    if (runs.length === 0) throw new UserError('no runs yet: run `rlwatch backfill DIR` or `rlwatch start` first');
+    throw new UserError(`which run? one of: ${runs.map((r) => r.name).join(', ')}`);
+  }
+  const run = store.runs.byName(name);
+  if (run) return run;
+  const known = runs.map((r) => r.name);
+  throw new UserError(
+    `unknown run '${name}'` + (known.length > 0 ? ` (known: ${known.join(', ')})` : ' (no runs yet)'),
+  );
+}
+
+export const isoTime = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());

@@ -1,0 +1,33 @@
+import { formatValue, jsonValue } from '../render/numbers.ts';
+import { isoTime, type CommandContext, type Reply } from './reply.ts';
+
+/** `runs` / `run list`: every run with its step range, last epoch, record count and last update. */
+export function runList({ store }: CommandContext): Reply {
+  const runs = store.runs.list().map((r) => {
+    const epoch = store.points.series(r.id, 'epoch', 1)[0]?.value ?? null;
+    return {
+      name: r.name,
+      path: r.path,
+      firstStep: r.first_step,
+      lastStep: r.last_step,
+      lastEpoch: epoch === null ? null : jsonValue(epoch),
+      records: r.records,
+      updatedAt: isoTime(r.updated_at),
+    };
+  });
+  return {
+    title: runs.length === 0 ? 'No runs yet' : `${runs.length} run${runs.length === 1 ? '' : 's'}`,
+    fields: [],
+    lines: runs.map((r) =>
+      [
+        r.name,
+        `steps ${r.firstStep ?? '-'}..${r.lastStep ?? '-'}`,
+        `epoch ${r.lastEpoch === null ? '-' : formatValue(Number(r.lastEpoch))}`,
+        `${r.records} records`,
+        `updated ${r.updatedAt ?? 'never'}`,
+        r.path,
+      ].join('  '),
+    ),
+    data: runs,
+  };
+}

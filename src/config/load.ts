@@ -1,0 +1,53 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { ConfigSchema, type Config } from './schema.ts';
+
+/** A problem with the user's input (config, arguments, names): printed as one line, exit 1. */
+export class UserError extends Error {}
+
+export interface LoadedConfig {
+  config: Config;
+  /** the file read, or null when running on defaults */
+  file: string | null;
+}
+
+/** `--config`, else RLWATCH_CONFIG, else ./rlwatch.yaml if present, else the defaults. Paths inside the
+ * file are resolved against its directory. */
+export function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const given = explicit ?? env.RLWATCH_CONFIG;
+  const file = given ? resolve(given) : existsSync('rlwatch.yaml') ? resolve('rlwatch.yaml') : null;
+  if (file === null) return { config: ConfigSchema.parse({}), file: null };
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(file, 'utf8'));
+  } catch (err) {
+    if (err instanceof YAMLParseError) throw new UserError(`${file}: not valid YAML: ${err.message.split('\n')[0]}`);
+    throw new UserError(`${file}: cannot read: ${(err as Error).message}`);
+  }
+  const parsed = ConfigSchema.safeParse(raw ?? {});
+  if (!parsed.success) throw new UserError(`${file}: ${describeIssue(parsed.error)}`);
+  const base = dirname(file);
+  const config = parsed.data;
+  config.watch.roots = config.watch.roots.map((r) => resolve(base, r));
+  if (config.db) config.db = resolve(base, config.db);
+  return { config, file };
+}
+
+/** The first problem, as `field.path: what was expected`. */
+function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid configuration';
+  if (issue.code === 'unrecognized_keys') {
+    const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+    return `${where}unknown field ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
+  }
+  const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+  return `${field}: ${issue.message}`;
+}
+
+/** --db, else RLWATCH_DB, else the config's `db`, else ./rlwatch.db. */
+export function resolveDbPath(flag: string | undefined, config: Config, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(flag ?? env.RLWATCH_DB ?? config.db ?? 'rlwatch.db');
+}

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+/** rlwatch.yaml. Unknown keys are errors: a typo must not silently fall back to a default. */
+export const ConfigSchema = z
+  .object({
+    /** SQLite file; `--db` and RLWATCH_DB take precedence. Relative to the config file. */
+    db: z.string().min(1).optional(),
+    watch: z
+      .object({
+        /** directories whose sub-directories holding logs are runs; relative to the config file */
+        roots: z.array(z.string().min(1)).default([]),
+        /** poll instead of fs events: NFS, Lustre and other network file systems send no events */
+        poll: z.boolean().default(false),
+        pollIntervalMs: z.number().int().min(100).default(2000),
+        /** extra glob-free path fragments to ignore (dot-directories and node_modules always are) */
+        ignore: z.array(z.string().min(1)).default([]),
+        /** how deep below a root to look for runs */
+        depth: z.number().int().min(0).max(32).default(8),
+      })
+      .strict()
+      .prefault({}),
+    ingest: z
+      .object({
+        /** longer lines are skipped and counted, never held in memory whole */
+        maxLineBytes: z.number().int().min(1024).default(8 * 1024 * 1024),
+        /** best and worst generations kept per step */
+        examplesPerStep: z.number().int().min(0).max(50).default(2),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+export type Config = z.infer<typeof ConfigSchema>;

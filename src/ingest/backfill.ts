@@ -1,0 +1,55 @@
+import { statSync } from 'node:fs';
+import { discoverFiles } from './discover.ts';
+import type { FileOutcome, Ingestor } from './ingestor.ts';
+
+export interface BackfillSummary {
+  runs: string[];
+  files: FileOutcome[];
+  bytes: number;
+  records: number;
+  lines: number;
+  skips: Record<string, number>;
+}
+
+export interface BackfillProgress {
+  total: number;
+  done: number;
+}
+
+/** Ingests everything already under `roots` once, file by file, and sums up what it found. */
+export async function backfill(
+  ingestor: Ingestor,
+  roots: readonly string[],
+  opts: { depth: number; ignore?: readonly string[] },
+  onProgress: (p: BackfillProgress) => void = () => {},
+): Promise<BackfillSummary> {
+  const work = roots.flatMap((root) =>
+    discoverFiles(root, opts.depth, opts.ignore).map((path) => ({ root, path, size: sizeOf(path) })),
+  );
+  const total = work.reduce((n, w) => n + w.size, 0);
+  const summary: BackfillSummary = { runs: [], files: [], bytes: 0, records: 0, lines: 0, skips: {} };
+  const runs = new Set<string>();
+  let done = 0;
+  for (const w of work) {
+    const outcome = await ingestor.ingest(w.path, w.root);
+    done += w.size;
+    onProgress({ total, done });
+    if (!outcome) continue;
+    runs.add(outcome.run);
+    summary.files.push(outcome);
+    summary.bytes += outcome.bytes;
+    summary.records += outcome.records;
+    summary.lines += outcome.lines;
+    for (const [reason, n] of Object.entries(outcome.skips)) summary.skips[reason] = (summary.skips[reason] ?? 0) + n;
+  }
+  summary.runs = [...runs].sort();
+  return summary;
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,276 @@
+import { closeSync, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { relative, sep } from 'node:path';
+import { setImmediate as nextTick } from 'node:timers/promises';
+import type { FileRow, SkipCount } from '../store/files.ts';
+import type { Batch, BatchResult, Store } from '../store/store.ts';
+import { FORMATS, detectFormat } from './formats/index.ts';
+import { readLines } from './lineReader.ts';
+import type { DocumentFormat, ExampleRecord, Format, LineParser, ParseResult } from './records.ts';
+import { locateRun } from './runLocator.ts';
+
+export interface IngestOptions {
+  maxLineBytes: number;
+  examplesPerStep: number;
+  /** bytes read per transaction */
+  chunkBytes?: number;
+}
+
+export type IngestEvent =
+  | { kind: 'batch'; result: BatchResult }
+  | { kind: 'restart'; path: string; why: 'truncated' | 'rotated' }
+  | { kind: 'unreadable'; path: string; error: string };
+
+/** What one call to `ingest` did to one file. */
+export interface FileOutcome {
+  path: string;
+  run: string;
+  format: string;
+  bytes: number;
+  lines: number;
+  records: number;
+  /** lines that parsed as nothing, by reason */
+  skips: Record<string, number>;
+}
+
+const HEAD_BYTES = 64 * 1024;
+const SAMPLE_CHARS = 200;
+/** trainer_state.json is re-read whole; past this it is not a Trainer state file. */
+const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Turns bytes into committed records, one file at a time: detects the format, reads from the stored
+ * offset, numbers records without steps, and commits each chunk with its offset in one transaction.
+ * Callers must not ingest the same file concurrently (the watcher and backfill call it serially).
+ */
+export class Ingestor {
+  private readonly parsers = new Map<number, LineParser>();
+  /** files judged not (yet) a log: path -> size when judged, so they are looked at again only once grown */
+  private readonly undecided = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: IngestOptions,
+    private readonly onEvent: (e: IngestEvent) => void = () => {},
+  ) {}
+
+  /** Reads what is new in `path` (a file under the watch root `root`). Null when it is not a log file. */
+  async ingest(path: string, root: string): Promise<FileOutcome | null> {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
+      return null;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) return null;
+      const row = this.fileRow(fd, st, path, root);
+      if (!row) return null;
+      const format = FORMATS.find((f) => f.id === row.format);
+      if (!format) return null; // a format since removed from the code
+      const outcome: FileOutcome = {
+        path,
+        run: locateRun(root, path).name,
+        format: format.id,
+        bytes: 0,
+        lines: 0,
+        records: 0,
+        skips: {},
+      };
+      if (format.kind === 'document') this.readDocument(fd, st, row, format, outcome);
+      else await this.readNewLines(fd, st, row, outcome);
+      return outcome;
+    } catch (err) {
+      this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
+      return null;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The stored row of a known file, or a new one once its format is recognised. */
+  private fileRow(fd: number, st: Stats, path: string, root: string): FileRow | null {
+    const known = this.store.files.byPath(path);
+    if (known) return known;
+    if (this.undecided.get(path) === st.size) return null;
+    const loc = locateRun(root, path);
+    const head = Buffer.alloc(Math.min(HEAD_BYTES, st.size));
+    const n = head.length > 0 ? readSync(fd, head, 0, head.length, 0) : 0;
+    const verdict = detectFormat({ relPath: loc.relPath }, head.toString('utf8', 0, n));
+    if (verdict === null || verdict === 'later') {
+      this.undecided.set(path, st.size);
+      return null;
+    }
+    this.undecided.delete(path);
+    const run = this.store.runs.ensure(loc.name, loc.dir);
+    return this.store.files.add(run.id, path, verdict.format.id);
+  }
+
+  private parserFor(row: FileRow, relPath: string): LineParser {
+    let parser = this.parsers.get(row.id);
+    if (!parser) {
+      const format = FORMATS.find((f) => f.id === row.format && f.kind === 'lines');
+      if (!format || format.kind !== 'lines') throw new Error(`no line format ${row.format}`);
+      parser = format.open({ relPath });
+      this.parsers.set(row.id, parser);
+    }
+    return parser;
+  }
+
+  private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
+    let offset = row.offset;
+    if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
+      offset = 0;
+      this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
+    } else if (st.size < offset) {
+      offset = 0;
+      this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
+    }
+    if (offset === st.size && row.ino !== null) return;
+    const run = this.runOf(row);
+    const parse = this.parserFor(row, run.relPath);
+    let seq = row.seq;
+    for (const chunk of readLines(fd, offset, st.size, this.opts.maxLineBytes, this.opts.chunkBytes)) {
+      const batch = this.emptyBatch(row, st, chunk.end, seq);
+      if (chunk.tooLong > 0) addSkip(batch.skips, 'line too long', chunk.tooLong, '');
+      let exampleStep: number | undefined;
+      for (const line of chunk.lines) {
+        const r = parse(line);
+        if (r.kind === 'metric') {
+          const step = r.record.step ?? ++seq;
+          batch.metrics.push({ step, values: withEpoch(r.record.values, r.record.epoch) });
+        } else if (r.kind === 'example') {
+          if (!Number.isFinite(r.record.reward)) {
+            addSkip(batch.skips, 'generation without a finite reward', 1, line);
+            continue;
+          }
+          // Generations without a step belong to the step being trained while they were written.
+          exampleStep ??= (this.store.runs.byId(row.run_id)?.last_step ?? 0) + 1;
+          batch.examples.push({ ...r.record, step: r.record.step ?? exampleStep });
+        } else if (r.kind === 'bad') {
+          addSkip(batch.skips, r.reason, 1, line);
+        }
+      }
+      batch.examples = keepExtremes(batch.examples, this.opts.examplesPerStep);
+      batch.progress.seq = seq;
+      batch.progress.lines = chunk.lines.length + chunk.tooLong;
+      batch.progress.records = batch.metrics.length;
+      this.commit(batch, out, chunk.end - offset);
+      offset = chunk.end;
+      await nextTick(); // let the watcher, timers and chat clients breathe between chunks
+    }
+    if (row.ino === null && offset === 0) {
+      // an empty new file: remember its identity so a later rotation is recognised
+      this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
+    }
+  }
+
+  /** trainer_state.json is rewritten whole: re-read it when it changed and upsert every entry by step. */
+  private readDocument(fd: number, st: Stats, row: FileRow, format: DocumentFormat, out: FileOutcome): void {
+    if (row.ino === st.ino && row.size === st.size && row.mtime_ms === st.mtimeMs) return;
+    const batch = this.emptyBatch(row, st, st.size, row.seq);
+    if (st.size > MAX_DOCUMENT_BYTES) {
+      addSkip(batch.skips, 'document too large', 1, '');
+    } else {
+      const buf = Buffer.alloc(st.size);
+      const n = readSync(fd, buf, 0, st.size, 0);
+      const results = format.parse(buf.toString('utf8', 0, n), { relPath: this.runOf(row).relPath });
+      for (const r of results) {
+        if (r.kind === 'metric' && r.record.step !== undefined) {
+          batch.metrics.push({ step: r.record.step, values: withEpoch(r.record.values, r.record.epoch) });
+        } else if (r.kind === 'metric') {
+          addSkip(batch.skips, 'entry without step', 1, '');
+        } else if (r.kind === 'bad') {
+          addSkip(batch.skips, r.reason, 1, '');
+        }
+      }
+      if (results.some(isBad) && batch.metrics.length === 0) {
+        // caught mid-write: count it, but leave size/mtime so that the next change reads it again
+        batch.progress.size = row.size;
+        batch.progress.mtimeMs = row.mtime_ms ?? 0;
+      }
+    }
+    batch.progress.lines = 1;
+    batch.progress.records = batch.metrics.length;
+    this.commit(batch, out, st.size);
+  }
+
+  private commit(batch: Batch, out: FileOutcome, bytes: number): void {
+    const result = this.store.commit(batch, this.opts.examplesPerStep);
+    out.bytes += bytes;
+    out.lines += batch.progress.lines;
+    out.records += batch.metrics.length;
+    for (const [reason, s] of batch.skips) out.skips[reason] = (out.skips[reason] ?? 0) + s.count;
+    if (batch.metrics.length > 0 || batch.examples.length > 0) this.onEvent({ kind: 'batch', result });
+  }
+
+  private runOf(row: FileRow): { name: string; relPath: string } {
+    const run = this.store.runs.byId(row.run_id);
+    if (!run) throw new Error(`file ${row.path} belongs to no run`);
+    return { name: run.name, relPath: relative(run.path, row.path).split(sep).join('/') };
+  }
+
+  private emptyBatch(row: FileRow, st: Stats, offset: number, seq: number): Batch {
+    return {
+      runId: row.run_id,
+      fileId: row.id,
+      metrics: [],
+      examples: [],
+      skips: new Map(),
+      progress: { dev: st.dev, ino: st.ino, offset, size: st.size, mtimeMs: st.mtimeMs, seq, lines: 0, records: 0 },
+    };
+  }
+}
+
+const isBad = (r: ParseResult): boolean => r.kind === 'bad';
+
+function withEpoch(values: Map<string, number>, epoch: number | undefined): Map<string, number> {
+  if (epoch !== undefined && !values.has('epoch')) values.set('epoch', epoch);
+  return values;
+}
+
+function addSkip(skips: Map<string, SkipCount>, reason: string, count: number, line: string): void {
+  const s = skips.get(reason);
+  const sample = line.slice(0, SAMPLE_CHARS);
+  if (s) {
+    s.count += count;
+    if (sample) s.sample = sample;
+  } else skips.set(reason, { count, sample });
+}
+
+/** A chunk of a 200 MB completions file holds thousands of generations per step: only the best and
+ * worst `keep` of each step (after merging duplicates by key) can survive, so only those go to SQLite. */
+function keepExtremes(
+  examples: Array<ExampleRecord & { step: number }>,
+  keep: number,
+): Array<ExampleRecord & { step: number }> {
+  if (examples.length === 0 || keep <= 0) return [];
+  const byStep = new Map<number, Map<string, ExampleRecord & { step: number }>>();
+  for (const e of examples) {
+    let m = byStep.get(e.step);
+    if (!m) byStep.set(e.step, (m = new Map()));
+    const twin = m.get(e.key);
+    if (!twin) m.set(e.key, e);
+    else {
+      if (e.completion.length > twin.completion.length) twin.completion = e.completion;
+      twin.prompt ??= e.prompt;
+      twin.breakdown = { ...twin.breakdown, ...e.breakdown };
+    }
+  }
+  const out: Array<ExampleRecord & { step: number }> = [];
+  const byKey = (a: ExampleRecord, b: ExampleRecord): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+  for (const m of byStep.values()) {
+    const all = [...m.values()];
+    if (all.length <= 2 * keep) {
+      out.push(...all);
+      continue;
+    }
+    // the same order as the store's pruning, so that a generation's twin from another file ranks alike
+    const best = all.sort((a, b) => b.reward - a.reward || byKey(a, b)).slice(0, keep);
+    const worst = all.sort((a, b) => a.reward - b.reward || byKey(a, b)).slice(0, keep);
+    out.push(...new Set([...best, ...worst]));
+  }
+  return out;
+}

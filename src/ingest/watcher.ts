@@ -1,0 +1,104 @@
+import { watch, type FSWatcher } from 'chokidar';
+import { basename, resolve, sep } from 'node:path';
+import { isIgnoredDir } from './discover.ts';
+import type { Ingestor } from './ingestor.ts';
+import { CANDIDATE_FILE } from './runLocator.ts';
+
+export interface WatchOptions {
+  poll: boolean;
+  pollIntervalMs: number;
+  depth: number;
+  ignore: readonly string[];
+}
+
+/**
+ * Watches the roots with chokidar and feeds changed files to the ingestor one at a time (SQLite has one
+ * writer, and a file must never be read twice at once). A change during a read queues one more read.
+ */
+export class LiveIngest {
+  private watcher: FSWatcher | null = null;
+  private readonly roots: string[];
+  private readonly queue = new Set<string>();
+  private draining: Promise<void> | null = null;
+
+  constructor(
+    private readonly ingestor: Ingestor,
+    roots: readonly string[],
+    private readonly opts: WatchOptions,
+    private readonly onError: (err: Error) => void = () => {},
+  ) {
+    // longest first, so that a nested root claims its own files
+    this.roots = roots.map((r) => resolve(r)).sort((a, b) => b.length - a.length);
+  }
+
+  /** Resolves once the files present at start-up have been read. */
+  async start(): Promise<void> {
+    const ignored = (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }): boolean => {
+      if (this.roots.includes(path)) return false;
+      const name = basename(path);
+      if (stats?.isDirectory()) return isIgnoredDir(name, this.opts.ignore);
+      if (stats?.isFile()) return !CANDIDATE_FILE.test(name);
+      return isIgnoredDir(name, this.opts.ignore) && !CANDIDATE_FILE.test(name);
+    };
+    const watcher = watch(this.roots, {
+      ignored,
+      persistent: true,
+      ignoreInitial: false,
+      usePolling: this.opts.poll,
+      interval: this.opts.pollIntervalMs,
+      binaryInterval: this.opts.pollIntervalMs,
+      depth: this.opts.depth,
+      ignorePermissionErrors: true,
+    });
+    this.watcher = watcher;
+    watcher.on('add', (p) => this.enqueue(p));
+    watcher.on('change', (p) => this.enqueue(p));
+    watcher.on('error', (e) => this.onError(e instanceof Error ? e : new Error(String(e))));
+    await new Promise<void>((done) => watcher.once('ready', () => done()));
+    await this.idle();
+  }
+
+  /** Resolves when every queued file has been read. */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  async stop(): Promise<void> {
+    await this.watcher?.close();
+    this.watcher = null;
+    this.queue.clear();
+    await this.idle();
+  }
+
+  private enqueue(path: string): void {
+    this.queue.add(path);
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = null;
+      // a path queued after the loop's last look, before this callback, must not be stranded
+      if (this.queue.size > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    for (let path = first(this.queue); path !== undefined; path = first(this.queue)) {
+      this.queue.delete(path);
+      const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
+      if (!root) continue;
+      try {
+        await this.ingestor.ingest(path, root);
+      } catch (err) {
+        this.onError(err as Error);
+      }
+    }
+  }
+}
+
+function first(set: Set<string>): string | undefined {
+  for (const v of set) return v;
+  return undefined;
+}

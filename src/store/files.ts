@@ -1,0 +1,77 @@
+import type { Database } from 'better-sqlite3';
+
+export interface FileRow {
+  id: number;
+  run_id: number;
+  path: string;
+  format: string;
+  dev: number | null;
+  ino: number | null;
+  offset: number;
+  size: number;
+  mtime_ms: number | null;
+  seq: number;
+  lines: number;
+  records: number;
+  skipped: number;
+}
+
+/** Where a file was read up to; written in the same transaction as the records read. */
+export interface FileProgress {
+  dev: number;
+  ino: number;
+  offset: number;
+  size: number;
+  mtimeMs: number;
+  seq: number;
+  lines: number;
+  records: number;
+}
+
+export interface SkipCount {
+  count: number;
+  sample: string;
+}
+
+export class Files {
+  constructor(private readonly db: Database) {}
+
+  byPath(path: string): FileRow | undefined {
+    return this.db.prepare('SELECT * FROM files WHERE path = ?').get(path) as FileRow | undefined;
+  }
+
+  add(runId: number, path: string, format: string): FileRow {
+    this.db.prepare('INSERT INTO files (run_id, path, format) VALUES (?, ?, ?)').run(runId, path, format);
+    return this.byPath(path) as FileRow;
+  }
+
+  ofRun(runId: number): FileRow[] {
+    return this.db.prepare('SELECT * FROM files WHERE run_id = ? ORDER BY path').all(runId) as FileRow[];
+  }
+
+  /** Sets the absolute progress and adds the batch's line/record/skip counts. */
+  advance(fileId: number, p: FileProgress, skipped: number): void {
+    this.db
+      .prepare(
+        `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
+           seq = :seq, lines = lines + :lines, records = records + :records, skipped = skipped + :skipped,
+           updated_at = :now
+         WHERE id = :fileId`,
+      )
+      .run({ ...p, fileId, skipped, now: Date.now() });
+  }
+
+  addSkips(fileId: number, skips: Map<string, SkipCount>): void {
+    const stmt = this.db.prepare(
+      `INSERT INTO file_skips (file_id, reason, count, sample) VALUES (?, ?, ?, ?)
+       ON CONFLICT (file_id, reason) DO UPDATE SET count = count + excluded.count, sample = excluded.sample`,
+    );
+    for (const [reason, { count, sample }] of skips) stmt.run(fileId, reason, count, sample);
+  }
+
+  skipsOf(fileId: number): Array<{ reason: string; count: number; sample: string }> {
+    return this.db
+      .prepare('SELECT reason, count, sample FROM file_skips WHERE file_id = ? ORDER BY count DESC')
+      .all(fileId) as Array<{ reason: string; count: number; sample: string }>;
+  }
+}

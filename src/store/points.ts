@@ -1,0 +1,103 @@
+import type { Database, Statement } from 'better-sqlite3';
+
+export interface SeriesPoint {
+  step: number;
+  epoch: number | null;
+  /** NaN where the run logged nan */
+  value: number;
+}
+
+export interface LatestValue {
+  metric: string;
+  step: number;
+  value: number;
+}
+
+/** SQLite has no NaN: it is stored as NULL and read back as NaN. */
+const toDb = (v: number): number | null => (Number.isNaN(v) ? null : v);
+const fromDb = (v: number | null): number => (v === null ? NaN : v);
+
+export class Points {
+  private readonly ids = new Map<string, number>();
+  private readonly insertPoint: Statement;
+  private readonly insertStep: Statement;
+  private readonly insertRunMetric: Statement;
+
+  constructor(private readonly db: Database) {
+    this.insertPoint = db.prepare(
+      `INSERT INTO points (run_id, metric_id, step, value) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id, metric_id, step) DO UPDATE SET value = excluded.value`,
+    );
+    this.insertStep = db.prepare('INSERT OR IGNORE INTO steps (run_id, step, at) VALUES (?, ?, ?)');
+    this.insertRunMetric = db.prepare('INSERT OR IGNORE INTO run_metrics (run_id, metric_id) VALUES (?, ?)');
+  }
+
+  metricId(name: string): number {
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      this.db.prepare('INSERT OR IGNORE INTO metrics (name) VALUES (?)').run(name);
+      id = this.db.prepare('SELECT id FROM metrics WHERE name = ?').pluck().get(name) as number;
+      this.ids.set(name, id);
+    }
+    return id;
+  }
+
+  /** Writes one step's values (call inside the batch transaction). Returns whether the step is new. */
+  write(runId: number, step: number, values: Map<string, number>, at: number, seen: Set<number>): boolean {
+    for (const [name, value] of values) {
+      const id = this.metricId(name);
+      this.insertPoint.run(runId, id, step, toDb(value));
+      if (!seen.has(id)) {
+        seen.add(id);
+        this.insertRunMetric.run(runId, id);
+      }
+    }
+    return this.insertStep.run(runId, step, at).changes > 0;
+  }
+
+  metricsOf(runId: number): string[] {
+    return this.db
+      .prepare(
+        `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = ? ORDER BY m.name`,
+      )
+      .pluck()
+      .all(runId) as string[];
+  }
+
+  /** The last value of every metric the run has logged. */
+  latest(runId: number): LatestValue[] {
+    const rows = this.db
+      .prepare(
+        `SELECT m.name AS metric, p.step AS step, p.value AS value
+         FROM run_metrics r
+         JOIN metrics m ON m.id = r.metric_id
+         JOIN points p ON p.run_id = r.run_id AND p.metric_id = r.metric_id
+           AND p.step = (SELECT max(step) FROM points q WHERE q.run_id = r.run_id AND q.metric_id = r.metric_id)
+         WHERE r.run_id = ?
+         ORDER BY m.name`,
+      )
+      .all(runId) as Array<{ metric: string; step: number; value: number | null }>;
+    return rows.map((r) => ({ ...r, value: fromDb(r.value) }));
+  }
+
+  /** One metric of one run, steps ascending, with the epoch logged at each step; `last` keeps the newest N. */
+  series(runId: number, metric: string, last?: number): SeriesPoint[] {
+    const metricId = this.metricId(metric);
+    const epochId = this.metricId('epoch');
+    const rows = this.db
+      .prepare(
+        `SELECT p.step AS step, e.value AS epoch, p.value AS value
+         FROM points p
+         LEFT JOIN points e ON e.run_id = p.run_id AND e.metric_id = :epochId AND e.step = p.step
+         WHERE p.run_id = :runId AND p.metric_id = :metricId
+         ORDER BY p.step DESC
+         LIMIT :limit`,
+      )
+      .all({ runId, metricId, epochId, limit: last ?? -1 }) as Array<{
+      step: number;
+      epoch: number | null;
+      value: number | null;
+    }>;
+    return rows.reverse().map((r) => ({ step: r.step, epoch: r.epoch, value: fromDb(r.value) }));
+  }
+}

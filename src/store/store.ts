@@ -1,0 +1,80 @@
+import type Database from 'better-sqlite3';
+import type { ExampleRecord } from '../ingest/records.ts';
+import { openDb } from './db.ts';
+import { Examples } from './examples.ts';
+import { Files, type FileProgress, type SkipCount } from './files.ts';
+import { Points } from './points.ts';
+import { Runs } from './runs.ts';
+
+/** What one read of one file produced, committed together with the offset it was read up to. */
+export interface Batch {
+  runId: number;
+  fileId: number;
+  metrics: Array<{ step: number; values: Map<string, number> }>;
+  examples: Array<ExampleRecord & { step: number }>;
+  skips: Map<string, SkipCount>;
+  progress: FileProgress;
+}
+
+export interface BatchResult {
+  runId: number;
+  /** steps (new or updated) that this batch wrote, for the engine to look at */
+  minStep: number | null;
+  maxStep: number | null;
+  newSteps: number;
+}
+
+/** The SQLite store: one object per process, owning the connection and the table modules. */
+export class Store {
+  readonly runs: Runs;
+  readonly files: Files;
+  readonly points: Points;
+  readonly examples: Examples;
+  private readonly commitTx: (b: Batch, keep: number) => BatchResult;
+
+  constructor(readonly db: Database.Database) {
+    this.runs = new Runs(db);
+    this.files = new Files(db);
+    this.points = new Points(db);
+    this.examples = new Examples(db);
+    this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
+  }
+
+  static open(path: string): Store {
+    return new Store(openDb(path));
+  }
+
+  /** Records and the file offset in one transaction: a crash never loses or duplicates a line. */
+  commit(batch: Batch, examplesPerStep: number): BatchResult {
+    return this.commitTx(batch, examplesPerStep);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private writeBatch(b: Batch, keep: number): BatchResult {
+    const at = Date.now();
+    const seen = new Set<number>();
+    let newSteps = 0;
+    let minStep = Infinity;
+    let maxStep = -Infinity;
+    for (const m of b.metrics) {
+      if (this.points.write(b.runId, m.step, m.values, at, seen)) newSteps++;
+      if (m.step < minStep) minStep = m.step;
+      if (m.step > maxStep) maxStep = m.step;
+    }
+    if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
+    if (b.metrics.length > 0) this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
+    let skipped = 0;
+    for (const s of b.skips.values()) skipped += s.count;
+    if (skipped > 0) this.files.addSkips(b.fileId, b.skips);
+    this.files.advance(b.fileId, b.progress, skipped);
+    return {
+      runId: b.runId,
+      minStep: b.metrics.length > 0 ? minStep : null,
+      maxStep: b.metrics.length > 0 ? maxStep : null,
+      newSteps,
+    };
+  }
+}
