@@ -1,0 +1,51 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, resolveDbPath, UserError } from '../src/config/load.ts';
+import { tempDir } from './helpers.ts';
+
+function configFile(text: string): string {
+  const path = join(tempDir(), 'rlwatch.yaml');
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('loadConfig', () => {
+  it('resolves roots and db against the config file', () => {
+    const path = configFile('db: data/x.db\nwatch:\n  roots: [runs]\n  poll: true\n');
+    const { config } = loadConfig(path, {});
+    const dir = join(path, '..');
+    expect(config.watch).toMatchObject({ roots: [join(dir, 'runs')], poll: true, pollIntervalMs: 2000 });
+    expect(config.db).toBe(join(dir, 'data/x.db'));
+    expect(config.ingest.examplesPerStep).toBe(2);
+  });
+
+  it('names the file, the field and what was expected', () => {
+    const path = configFile('watch:\n  roots: runs\n');
+    expect(() => loadConfig(path, {})).toThrow(UserError);
+    expect(() => loadConfig(path, {})).toThrow(new RegExp(`^${path}: watch\\.roots: .*array`, 'i'));
+  });
+
+  it('rejects unknown fields, so a typo is not silently ignored', () => {
+    const path = configFile('watch:\n  rots: [runs]\n');
+    expect(() => loadConfig(path, {})).toThrow(`${path}: watch: unknown field 'rots'`);
+  });
+
+  it('reports YAML syntax errors with the file name', () => {
+    const path = configFile('watch: [unclosed\n');
+    expect(() => loadConfig(path, {})).toThrow(new RegExp(`^${path}: not valid YAML`));
+  });
+
+  it('takes RLWATCH_CONFIG when --config is absent', () => {
+    const path = configFile('ingest:\n  examplesPerStep: 3\n');
+    expect(loadConfig(undefined, { RLWATCH_CONFIG: path }).config.ingest.examplesPerStep).toBe(3);
+  });
+
+  it('picks the database: --db, then RLWATCH_DB, then the config, then ./rlwatch.db', () => {
+    const { config } = loadConfig(configFile('db: /tmp/from-config.db\n'), {});
+    expect(resolveDbPath('/tmp/flag.db', config, { RLWATCH_DB: '/tmp/env.db' })).toBe('/tmp/flag.db');
+    expect(resolveDbPath(undefined, config, { RLWATCH_DB: '/tmp/env.db' })).toBe('/tmp/env.db');
+    expect(resolveDbPath(undefined, config, {})).toBe('/tmp/from-config.db');
+    expect(resolveDbPath(undefined, { ...config, db: undefined }, {})).toBe(join(process.cwd(), 'rlwatch.db'));
+  });
+});
