@@ -1,0 +1,22 @@
+# rlwatch: `docker build -t rlwatch .` then
+#   docker run -v /path/to/runs:/runs:ro -v rlwatch-data:/data rlwatch start /runs
+# The database lives on the /data volume; mount a config at /config/rlwatch.yaml and pass --config to use one.
+FROM node:20-bookworm-slim AS deps
+# better-sqlite3 compiles its native addon when no prebuilt binary can be fetched
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY bin ./bin
+COPY src ./src
+COPY migrations ./migrations
+COPY samples ./samples
+ENV NODE_ENV=production RLWATCH_DB=/data/rlwatch.db
+VOLUME /data
+ENTRYPOINT ["/app/bin/rlwatch"]
+CMD ["start"]
