@@ -1,0 +1,110 @@
+/**
+ * Canonical metric names and the number syntax found in training logs.
+ * Every format maps its keys through `canonicalName` so that rules and charts see one name per quantity.
+ */
+
+/** The names rules and charts know, besides `rewards/<fn>` and `rewards/<fn>/std`. */
+export const CANONICAL_METRICS: ReadonlySet<string> = new Set([
+  'reward',
+  'reward_std',
+  'frac_zero_std',
+  'entropy',
+  'grad_norm',
+  'loss',
+  'lr',
+  'kl',
+  'epoch',
+  'completion_length',
+  'clipped_ratio',
+  'pass_at_1',
+  'pass_at_all',
+]);
+
+const ALIASES: ReadonlyMap<string, string> = new Map([
+  // TRL GRPOTrainer
+  ['frac_reward_zero_std', 'frac_zero_std'],
+  ['learning_rate', 'lr'],
+  ['completions/mean_length', 'completion_length'],
+  ['completions/clipped_ratio', 'clipped_ratio'],
+  // TRL PPO/RLOO trainers log the same quantities under `objective/`
+  ['objective/kl', 'kl'],
+  ['objective/entropy', 'entropy'],
+  // verl / TinyZero
+  ['critic/score/mean', 'reward'],
+  ['actor/entropy', 'entropy'],
+  ['actor/entropy_loss', 'entropy'],
+  ['actor/grad_norm', 'grad_norm'],
+  ['actor/pg_loss', 'loss'],
+  ['actor/lr', 'lr'],
+  ['actor/kl_loss', 'kl'],
+  ['response_length/mean', 'completion_length'],
+  ['response_length/clip_ratio', 'clipped_ratio'],
+  // seed 000 learning.log
+  ['grad', 'grad_norm'],
+  ['syntax_rew', 'rewards/syntax_aware_reward'],
+]);
+
+/**
+ * Maps a raw key onto its canonical name; any other key comes back trimmed.
+ * `train/` is stripped first because wandb/trackio exports and some TRL callbacks prefix train metrics
+ * with it (`train/reward`, `train/rewards/acc/mean`); `eval/` is kept: eval metrics are a different series.
+ */
+export function canonicalName(raw: string): string {
+  let name = raw.trim();
+  if (name.startsWith('train/') && name.length > 6) name = name.slice(6);
+  const alias = ALIASES.get(name);
+  if (alias !== undefined) return alias;
+  // TRL: rewards/<fn>/mean -> rewards/<fn>; rewards/<fn>/std stays as it is
+  if (name.startsWith('rewards/') && name.endsWith('/mean') && name.length > 13) return name.slice(0, -5);
+  return name;
+}
+
+/** True for names the built-in rules know: the canonical set and `rewards/*`. */
+export function isCanonicalMetric(canonical: string): boolean {
+  return CANONICAL_METRICS.has(canonical) || canonical.startsWith('rewards/');
+}
+
+const NON_FINITE = /^([+-]?)(nan|inf|infinity)$/i;
+/** `np.float64(x)`, `numpy.float32(x)`, `np.int64(x)`, `tensor(x)`, `tensor(x, device='cuda:0')`. */
+const WRAPPED = /^(?:(?:np|numpy)\.[a-z]+\d*|(?:torch\.)?tensor)\(\s*([^,()]*?)\s*(?:,.*)?\)$/;
+
+/**
+ * Reads a number as Python, numpy and torch print it. NaN and ±Infinity are numbers (a `nan` loss is
+ * news); `None`, `null`, booleans and anything else are not. Hot path: plain `Number()` first.
+ */
+export function parseNumber(raw: string): number | undefined {
+  const s = raw.trim();
+  return plainNumber(s) ?? parseSlow(s, true);
+}
+
+/** `Number()`, minus its surprises: '' is 0 and 0x1f/0b1/0o7 are read as integers. */
+function plainNumber(s: string): number | undefined {
+  if (s.length === 0) return undefined;
+  const n = Number(s);
+  if (n !== n) return undefined;
+  if (s.length > 2 && s.charCodeAt(0) === 48 /* 0 */) {
+    const c = s.charCodeAt(1) | 0x20; // lower-case
+    if (c === 120 /* x */ || c === 98 /* b */ || c === 111 /* o */) return undefined;
+  }
+  return n;
+}
+
+function parseSlow(s: string, unwrap: boolean): number | undefined {
+  const nonFinite = NON_FINITE.exec(s);
+  if (nonFinite) {
+    if (nonFinite[2]!.toLowerCase() === 'nan') return NaN;
+    return nonFinite[1] === '-' ? -Infinity : Infinity;
+  }
+  if (!unwrap || s.length < 2) return undefined;
+  const first = s.charCodeAt(0);
+  // transformers 5 quotes its numbers: '0.06166'
+  if ((first === 39 || first === 34) && s.charCodeAt(s.length - 1) === first) return parseInner(s.slice(1, -1));
+  const wrapped = WRAPPED.exec(s);
+  return wrapped ? parseInner(wrapped[1]!) : undefined;
+}
+
+/** One level of unwrapping only: nobody prints `'np.float64(1)'`. */
+function parseInner(s: string): number | undefined {
+  const t = s.trim();
+  return plainNumber(t) ?? parseSlow(t, false);
+}

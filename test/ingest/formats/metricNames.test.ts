@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalName, isCanonicalMetric, parseNumber } from '../../../src/ingest/metricNames.ts';
+
+describe('canonicalName', () => {
+  it.each([
+    // TRL
+    ['frac_reward_zero_std', 'frac_zero_std'],
+    ['learning_rate', 'lr'],
+    ['completions/mean_length', 'completion_length'],
+    ['completions/clipped_ratio', 'clipped_ratio'],
+    ['rewards/accuracy_reward/mean', 'rewards/accuracy_reward'],
+    ['rewards/accuracy_reward/std', 'rewards/accuracy_reward/std'],
+    ['reward_std', 'reward_std'],
+    ['grad_norm', 'grad_norm'],
+    ['kl', 'kl'],
+    ['objective/kl', 'kl'],
+    ['train/reward', 'reward'],
+    ['train/rewards/fmt/mean', 'rewards/fmt'],
+    ['train/learning_rate', 'lr'],
+    ['eval/reward', 'eval/reward'],
+    // verl
+    ['critic/score/mean', 'reward'],
+    ['actor/entropy', 'entropy'],
+    ['actor/entropy_loss', 'entropy'],
+    ['actor/grad_norm', 'grad_norm'],
+    ['actor/pg_loss', 'loss'],
+    ['actor/lr', 'lr'],
+    ['actor/kl_loss', 'kl'],
+    ['response_length/mean', 'completion_length'],
+    ['response_length/clip_ratio', 'clipped_ratio'],
+    ['critic/score/max', 'critic/score/max'],
+    // seed 000
+    ['grad', 'grad_norm'],
+    ['syntax_rew', 'rewards/syntax_aware_reward'],
+    // others unchanged, trimmed
+    ['  timing_s/gen ', 'timing_s/gen'],
+    ['rewards/mean', 'rewards/mean'],
+    ['train/', 'train/'],
+  ])('%s -> %s', (raw, name) => {
+    expect(canonicalName(raw)).toBe(name);
+  });
+
+  it('knows the canonical set and rewards/*', () => {
+    expect(isCanonicalMetric('frac_zero_std')).toBe(true);
+    expect(isCanonicalMetric('rewards/syntax_aware_reward/std')).toBe(true);
+    expect(isCanonicalMetric('frac_reward_zero_std')).toBe(false);
+    expect(isCanonicalMetric('timing_s/gen')).toBe(false);
+  });
+});
+
+describe('parseNumber', () => {
+  it.each([
+    ['0.123', 0.123],
+    [' 2e-06 ', 2e-6],
+    ['-1.5E+3', -1500],
+    ['42', 42],
+    ['.5', 0.5],
+    ['np.float64(0.01)', 0.01],
+    ['np.float32(-3.5)', -3.5],
+    ['numpy.float64(1e-06)', 1e-6],
+    ['np.int64(7)', 7],
+    ['np.float64(nan)', NaN],
+    ['tensor(0.5)', 0.5],
+    ["tensor(0.5, device='cuda:0')", 0.5],
+    ["tensor(-2.25, device='cuda:0', dtype=torch.bfloat16)", -2.25],
+    ["'0.06166'", 0.06166],
+    ['"0.5"', 0.5],
+    ["'nan'", NaN],
+    ['nan', NaN],
+    ['NaN', NaN],
+    ['-nan', NaN],
+    ['inf', Infinity],
+    ['-inf', -Infinity],
+    ['Infinity', Infinity],
+    ['-Infinity', -Infinity],
+    ['+inf', Infinity],
+  ])('%s -> %d', (raw, value) => {
+    expect(parseNumber(raw)).toEqual(value);
+  });
+
+  it.each(['None', 'null', 'True', 'False', '', '  ', 'abc', '1.00%', '1m', '10/1000', '0x1f', '0b1', '0o7',
+    "'np.float64(1)'", 'tensor([0.5, 0.6])', "'abc'", "'", 'np.float64()'])('%j -> undefined', (raw) => {
+    expect(parseNumber(raw)).toBeUndefined();
+  });
+});
