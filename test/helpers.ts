@@ -1,14 +1,15 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll } from 'vitest';
 
 const made: string[] = [];
-afterEach(() => {
+// after the file's tests, not each test: a `beforeAll` fixture lives as long as its tests
+afterAll(() => {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A fresh temporary directory, removed after the test. */
+/** A fresh temporary directory, removed once the test file is done. */
 export function tempDir(prefix = 'rlw-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);

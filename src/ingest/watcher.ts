@@ -4,6 +4,12 @@ import { isIgnoredDir } from './discover.ts';
 import type { Ingestor } from './ingestor.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
+/** chokidar drops a change event that comes within 5 ms of the previous one and sends no trailing event,
+ * so the last append of a burst could go unnoticed: every change is looked at once more this much later. */
+const TRAILING_CHECK_MS = 50;
+/** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen. */
+const SWEEP_MS = 30_000;
+
 export interface WatchOptions {
   poll: boolean;
   pollIntervalMs: number;
@@ -20,6 +26,9 @@ export class LiveIngest {
   private readonly roots: string[];
   private readonly queue = new Set<string>();
   private draining: Promise<void> | null = null;
+  private readonly seen = new Set<string>();
+  private readonly trailing = new Map<string, NodeJS.Timeout>();
+  private sweep: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly ingestor: Ingestor,
@@ -51,10 +60,12 @@ export class LiveIngest {
       ignorePermissionErrors: true,
     });
     this.watcher = watcher;
-    watcher.on('add', (p) => this.enqueue(p));
-    watcher.on('change', (p) => this.enqueue(p));
+    watcher.on('add', (p) => this.changed(p));
+    watcher.on('change', (p) => this.changed(p));
     watcher.on('error', (e) => this.onError(e instanceof Error ? e : new Error(String(e))));
     await new Promise<void>((done) => watcher.once('ready', () => done()));
+    this.sweep = setInterval(() => this.seen.forEach((p) => this.enqueue(p)), SWEEP_MS);
+    this.sweep.unref();
     await this.idle();
   }
 
@@ -66,8 +77,24 @@ export class LiveIngest {
   async stop(): Promise<void> {
     await this.watcher?.close();
     this.watcher = null;
+    if (this.sweep) clearInterval(this.sweep);
+    this.trailing.forEach((t) => clearTimeout(t));
+    this.trailing.clear();
     this.queue.clear();
     await this.idle();
+  }
+
+  private changed(path: string): void {
+    this.seen.add(path);
+    this.enqueue(path);
+    clearTimeout(this.trailing.get(path));
+    this.trailing.set(
+      path,
+      setTimeout(() => {
+        this.trailing.delete(path);
+        this.enqueue(path);
+      }, TRAILING_CHECK_MS),
+    );
   }
 
   private enqueue(path: string): void {
