@@ -196,11 +196,11 @@ program
       const color = process.stdout.isTTY === true;
       process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n\n`);
       process.stdout.write(`${renderReplyText(runStatus({ store }, { run: 'grpo-demo' }), color)}\n\n`);
-      process.stdout.write(`${renderReplyText(rewardHistory({ store }, { run: 'grpo-demo', last: 5 }), color)}\n\n`);
+      process.stdout.write(`${renderReplyText(rewardHistory({ store }, { run: 'grpo-demo', metric: 'frac_zero_std' }), color)}\n\n`);
       const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
       process.stdout.write(
         `The sample run is in ${join(root, 'grpo-demo')}; its data is in ${dbPath}.\n` +
-          `Try: bin/rlwatch runs${db}   bin/rlwatch reward history grpo-demo --metric frac_zero_std${db}\n`,
+          `Try: bin/rlwatch runs${db}   bin/rlwatch reward history grpo-demo --metric entropy${db}\n`,
       );
     } finally {
       store.close();

@@ -1,10 +1,10 @@
 import { UserError } from '../config/load.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
-import { sparkline } from '../render/sparkline.ts';
+import { overview } from '../render/sparkline.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 /** Rows of the text table; the full series is in `data` (and, with the chat issue, in the chart). */
-const TABLE_ROWS = 20;
+const TABLE_ROWS = 10;
 
 /** `reward history [run] [--metric NAME] [--last N]`: the series of one metric, steps ascending. */
 export function rewardHistory(
@@ -32,7 +32,7 @@ export function rewardHistory(
       (points.length > 0 ? `, steps ${points[0]?.step}..${last?.step}` : ''),
     fields: [],
     lines: [
-      sparkline(values),
+      overview(values),
       stats,
       ...points.slice(-TABLE_ROWS).map(
         (p) => `step ${String(p.step).padStart(6)}  epoch ${p.epoch === null ? '   -' : formatValue(p.epoch).padStart(4)}  ${formatValue(p.value)}`,
