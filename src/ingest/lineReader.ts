@@ -39,7 +39,7 @@ export function* readLines(
   start: number,
   size: number,
   maxLineBytes: number,
-  chunkBytes = 1 << 20,
+  chunkBytes = 256 * 1024,
 ): Generator<LineChunk> {
   const buf = Buffer.allocUnsafe(chunkBytes);
   let readPos = start;

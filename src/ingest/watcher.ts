@@ -4,9 +4,9 @@ import { isIgnoredDir } from './discover.ts';
 import type { Ingestor } from './ingestor.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
-/** chokidar drops a change event that comes within 5 ms of the previous one and sends no trailing event,
+/** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
  * so the last append of a burst could go unnoticed: every change is looked at once more this much later. */
-const TRAILING_CHECK_MS = 50;
+const TRAILING_CHECK_MS = 60;
 /** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen. */
 const SWEEP_MS = 30_000;
 

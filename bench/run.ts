@@ -1,0 +1,260 @@
+/**
+ * `npm run bench`: backfill throughput against a bare SQLite loop, peak RSS of backfill, live latency.
+ * Prints a table and writes bench/out/results.json. A report, not a test: exits 0 whatever the figures.
+ *
+ * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS; BENCH_REPEAT
+ * backfill runs of the learning.log (default 2; the completions file gets one more).
+ * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill children to bench/out/prof/.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import type { ChildResult } from './backfill-child.ts';
+import { bareInsert, type BareResult } from './bare.ts';
+import { writeCompletions, writeLearningLog } from './generate.ts';
+import { liveLatency, type LiveResult } from './live.ts';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const REPO = join(BENCH_DIR, '..');
+const OUT = join(BENCH_DIR, 'out');
+const MB = 1e6;
+
+const envInt = (name: string, dflt: number): number => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : dflt;
+};
+const LINES = envInt('BENCH_LINES', 1_000_000);
+const COMPLETIONS_BYTES = envInt('BENCH_COMPLETIONS_MB', 200) * MB;
+const LIVE_APPENDS = envInt('BENCH_LIVE_APPENDS', 1000);
+const CPU_PROF = process.env['BENCH_CPU_PROF'] === '1';
+/** backfill runs per file: V8's heap growth makes the peak RSS vary by ~40 MB from run to run */
+const REPEAT = envInt('BENCH_REPEAT', 2);
+
+const say = (msg: string): void => {
+  process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${msg}\n`);
+};
+
+function timed<T>(fn: () => T): { value: T; seconds: number } {
+  const t0 = performance.now();
+  const value = fn();
+  return { value, seconds: (performance.now() - t0) / 1000 };
+}
+
+function runChild(root: string, db: string, label: string): ChildResult {
+  const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', join(OUT, 'prof'), '--cpu-prof-name', `${label}.cpuprofile`] : [];
+  const child = spawnSync(
+    process.execPath,
+    [...prof, '--import', 'tsx', join(BENCH_DIR, 'backfill-child.ts'), root, db],
+    { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MB },
+  );
+  const last = child.stdout.trim().split('\n').pop() ?? '';
+  if (child.status !== 0 || !last.startsWith('{')) {
+    throw new Error(`backfill child (${label}) failed: status ${child.status}, stdout ${JSON.stringify(last)}`);
+  }
+  return JSON.parse(last) as ChildResult;
+}
+
+/** Several runs of one backfill: the median time and the worst peak RSS, with every run kept. */
+interface Repeated extends ChildResult {
+  runs: Array<{ seconds: number; maxRssKB: number }>;
+}
+
+function runChildren(root: string, db: string, label: string, times: number): Repeated {
+  const all: ChildResult[] = [];
+  for (let i = 0; i < times; i++) {
+    all.push(runChild(root, db, times > 1 ? `${label}-${i + 1}` : label));
+    removeDb(db);
+    say(`  run ${i + 1}/${times}: ${all[i]!.seconds.toFixed(1)} s, peak RSS ${(all[i]!.maxRssKB / 1024).toFixed(0)} MB`);
+  }
+  const secs = all.map((r) => r.seconds).sort((a, b) => a - b);
+  const mid = secs.length >> 1;
+  const median = secs.length % 2 === 1 ? secs[mid]! : (secs[mid - 1]! + secs[mid]!) / 2;
+  return {
+    ...all[0]!,
+    seconds: median,
+    maxRssKB: Math.max(...all.map((r) => r.maxRssKB)),
+    baselineMaxRssKB: Math.max(...all.map((r) => r.baselineMaxRssKB)),
+    runs: all.map((r) => ({ seconds: r.seconds, maxRssKB: r.maxRssKB })),
+  };
+}
+
+const rssList = (r: Repeated): string => r.runs.map((x) => (x.maxRssKB / 1024).toFixed(0)).join(', ');
+
+function removeDb(path: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+}
+
+// ------------------------------------------------------------------------------------------- phases
+
+mkdirSync(OUT, { recursive: true });
+
+// 1. backfill of a learning.log, in a child process (for its peak RSS)
+const logRoot = join(OUT, 'backfill');
+const logPath = join(logRoot, 'run1', 'learning.log');
+rmSync(logRoot, { recursive: true, force: true });
+say(`writing ${LINES.toLocaleString('en')} lines of learning.log`);
+const genLog = timed(() => writeLearningLog(logPath, LINES));
+say(`  ${(genLog.value / MB).toFixed(1)} MB in ${genLog.seconds.toFixed(1)} s; backfilling it in a child process`);
+const logDb = join(OUT, 'backfill.db');
+const log = runChildren(logRoot, logDb, 'learning-log', REPEAT);
+
+// 2. the bare SQLite ceiling for the same number of points
+const perStep = Math.max(1, Math.round(log.points / Math.max(1, log.steps)));
+say(`bare better-sqlite3 upsert of ${log.points.toLocaleString('en')} points (${perStep} per step)`);
+const bareDb = join(OUT, 'bare.db');
+const bare: BareResult = bareInsert(bareDb, log.points, perStep);
+say(`  ${bare.seconds.toFixed(1)} s`);
+removeDb(bareDb);
+rmSync(logRoot, { recursive: true, force: true });
+
+// 3. backfill of a large completions.jsonl, in a child process
+const compRoot = join(OUT, 'completions');
+const compPath = join(compRoot, 'run1', 'reward_logs', 'completions.jsonl');
+rmSync(compRoot, { recursive: true, force: true });
+say(`writing ${(COMPLETIONS_BYTES / MB).toFixed(0)} MB of completions.jsonl`);
+const genComp = timed(() => writeCompletions(compPath, COMPLETIONS_BYTES));
+say(`  ${genComp.value.lines.toLocaleString('en')} lines in ${genComp.seconds.toFixed(1)} s; backfilling it in a child process`);
+const compDb = join(OUT, 'completions.db');
+const comp = runChildren(compRoot, compDb, 'completions', REPEAT + 1);
+rmSync(compRoot, { recursive: true, force: true });
+
+// 4. live latency
+say(`live: ${LIVE_APPENDS} appends, 20 ms apart`);
+const liveDir = join(OUT, 'live');
+const live: LiveResult = await liveLatency(liveDir, LIVE_APPENDS, 20);
+// chokidar drops a 'change' within 50 ms of the last one it emitted: appends further apart show the
+// latency of one event per line
+const slowAppends = Math.max(1, Math.round(LIVE_APPENDS / 5));
+say(`live: ${slowAppends} appends, 60 ms apart`);
+const liveSlow: LiveResult = await liveLatency(liveDir, slowAppends, 60);
+rmSync(liveDir, { recursive: true, force: true });
+
+// ------------------------------------------------------------------------------------------- report
+
+const backfillPps = log.points / log.seconds;
+const ratio = backfillPps / bare.pointsPerSec;
+const logRssMB = log.maxRssKB / 1024;
+const compRssMB = comp.maxRssKB / 1024;
+const targets = {
+  backfillVsBare: { target: '>= 0.5', value: ratio, pass: ratio >= 0.5 },
+  learningLogPeakRss: { target: '< 200 MB', value: logRssMB, pass: logRssMB < 200 },
+  completionsPeakRss: { target: '< 200 MB', value: compRssMB, pass: compRssMB < 200 },
+  // a line never committed counts as infinite latency
+  liveP99: { target: '< 250 ms', value: live.p99Ms, pass: live.p99Ms < 250 },
+};
+
+const results = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model ?? 'unknown',
+  backfill: {
+    file: 'learning.log',
+    lines: log.lines,
+    bytes: log.bytes,
+    records: log.records,
+    points: log.points,
+    steps: log.steps,
+    seconds: log.seconds,
+    linesPerSec: log.lines / log.seconds,
+    pointsPerSec: backfillPps,
+    mbPerSec: log.bytes / MB / log.seconds,
+    peakRssMB: logRssMB,
+    baselineRssMB: log.baselineMaxRssKB / 1024,
+    skips: log.skips,
+    runs: log.runs,
+    generateSeconds: genLog.seconds,
+  },
+  bare: { ...bare, perStep, txRows: 80_000, ratio },
+  completions: {
+    file: 'reward_logs/completions.jsonl',
+    lines: comp.lines,
+    bytes: comp.bytes,
+    examplesKept: comp.examples,
+    seconds: comp.seconds,
+    linesPerSec: comp.lines / comp.seconds,
+    mbPerSec: comp.bytes / MB / comp.seconds,
+    peakRssMB: compRssMB,
+    baselineRssMB: comp.baselineMaxRssKB / 1024,
+    skips: comp.skips,
+    runs: comp.runs,
+    generateSeconds: genComp.seconds,
+  },
+  live,
+  liveSlow,
+  targets,
+};
+writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+
+const n = (v: number, digits = 0): string =>
+  v.toLocaleString('en', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const verdict = (pass: boolean): string => (pass ? 'PASS' : 'FAIL');
+const ms = (v: number): string => (Number.isFinite(v) ? `${n(v, 1)} ms` : 'never');
+const missed = (l: LiveResult): string =>
+  l.missed > 0 ? `, ${l.missed} never committed (line${l.missed > 1 ? 's' : ''} ${l.missedSteps.slice(0, 5).join(', ')})` : '';
+const rows: Array<[string, string, string, string]> = [
+  [
+    'learning.log backfill',
+    `${n(log.lines)} lines, ${n(log.bytes / MB, 1)} MB, ${n(log.seconds, 1)} s (median of ${log.runs.length})`,
+    '',
+    '',
+  ],
+  ['  lines/s', n(log.lines / log.seconds), '', ''],
+  ['  points/s', `${n(backfillPps)} (${n(log.points)} points)`, '', ''],
+  ['  MB/s', n(log.bytes / MB / log.seconds, 1), '', ''],
+  [
+    '  peak RSS (worst run)',
+    `${n(logRssMB, 1)} MB (runs: ${rssList(log)}; baseline ${n(log.baselineMaxRssKB / 1024, 1)} MB)`,
+    '< 200 MB',
+    verdict(targets.learningLogPeakRss.pass),
+  ],
+  ['bare SQLite upsert', `${n(bare.points)} points, ${n(bare.seconds, 1)} s`, '', ''],
+  ['  points/s', n(bare.pointsPerSec), '', ''],
+  ['  backfill ÷ bare', n(ratio, 2), '>= 0.5', verdict(targets.backfillVsBare.pass)],
+  [
+    'completions.jsonl backfill',
+    `${n(comp.lines)} lines, ${n(comp.bytes / MB, 1)} MB, ${n(comp.seconds, 1)} s (median of ${comp.runs.length})`,
+    '',
+    '',
+  ],
+  ['  MB/s', n(comp.bytes / MB / comp.seconds, 1), '', ''],
+  [
+    '  peak RSS (worst run)',
+    `${n(compRssMB, 1)} MB (runs: ${rssList(comp)}; baseline ${n(comp.baselineMaxRssKB / 1024, 1)} MB)`,
+    '< 200 MB',
+    verdict(targets.completionsPeakRss.pass),
+  ],
+  [
+    'live append → onBatch, 20 ms gaps',
+    `${live.committed}/${live.appended} committed, ${live.multiLineBatches} multi-line batches${missed(live)}`,
+    '',
+    '',
+  ],
+  ['  p50 / p90', `${ms(live.p50Ms)} / ${ms(live.p90Ms)}`, '', ''],
+  ['  p99', ms(live.p99Ms), '< 250 ms', verdict(targets.liveP99.pass)],
+  ['  max committed / mean', `${ms(live.maxMs)} / ${ms(live.meanMs)}`, '', ''],
+  [
+    'live, 60 ms gaps (info)',
+    `${liveSlow.committed}/${liveSlow.appended} committed, ${liveSlow.multiLineBatches} multi-line batches${missed(liveSlow)}`,
+    '',
+    '',
+  ],
+  ['  p50 / p99 / max', `${ms(liveSlow.p50Ms)} / ${ms(liveSlow.p99Ms)} / ${ms(liveSlow.maxMs)}`, '', ''],
+];
+const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), ['measure', 'figure', 'target', ''][i]!.length));
+const line = (r: readonly string[]): string => r.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+const out = [
+  '',
+  `rlwatch bench — ${results.node}, ${results.cpus} × ${results.cpuModel}  (file MB = 10^6 bytes; RSS MB = 2^20 bytes)`,
+  line(['measure', 'figure', 'target', '']),
+  line(width.map((w) => '-'.repeat(w))),
+  ...rows.map(line),
+  '',
+  `results: ${join(OUT, 'results.json')}`,
+  '',
+];
+process.stdout.write(out.join('\n'));
+process.exit(0);
