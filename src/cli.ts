@@ -5,8 +5,9 @@ import { cpSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeIngestor, startApp } from './app.ts';
+import { backfillPipeline, startApp, terminal } from './app.ts';
 import { renderReplyText } from './chat/console.ts';
+import { ackAlert, alertList, muteAlerts, muteList, unmute } from './commands/alerts.ts';
 import { rewardHistory } from './commands/rewardHistory.ts';
 import { runList } from './commands/runList.ts';
 import { runStatus } from './commands/runStatus.ts';
@@ -51,20 +52,25 @@ const positiveInt = (raw: string): number => {
   return n;
 };
 
-async function runBackfill(store: Store, config: Config, roots: string[]): Promise<BackfillSummary> {
-  const ingestor = makeIngestor(store, config, stderrLog);
+/** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
+async function runBackfill(store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => void): Promise<void> {
+  const { ingestor, finish } = backfillPipeline(store, config, stderrLog, [terminal()]);
   const bar = process.stderr.isTTY
     ? new SingleBar({ format: 'backfill [{bar}] {percentage}% {value}/{total} MB', stream: process.stderr })
     : null;
   let started = false;
   try {
-    return await backfill(ingestor, roots, config.watch, ({ total, done }) => {
+    const summary = await backfill(ingestor, roots, config.watch, ({ total, done }) => {
       if (!bar) return;
       const mb = (b: number): number => Math.round(b / 1e5) / 10;
       if (!started) bar.start(mb(total), 0);
       started = true;
       bar.update(mb(done));
     });
+    if (started) bar?.stop();
+    started = false;
+    report(summary);
+    await finish();
   } finally {
     if (started) bar?.stop();
   }
@@ -137,8 +143,9 @@ program
     const store = Store.open(dbPath);
     try {
       const t0 = performance.now();
-      const summary = await runBackfill(store, config, roots);
-      process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n`);
+      await runBackfill(store, config, roots, (summary) =>
+        process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n`),
+      );
     } finally {
       store.close();
     }
@@ -192,9 +199,11 @@ program
       const previous = store.runs.byName('grpo-demo');
       if (previous) store.runs.remove(previous.id); // a fresh replay each time
       const t0 = performance.now();
-      const summary = await runBackfill(store, config, [root]);
+      await runBackfill(store, config, [root], (summary) =>
+        process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n\n`),
+      );
       const color = process.stdout.isTTY === true;
-      process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n\n`);
+      process.stdout.write('\n');
       process.stdout.write(`${renderReplyText(runStatus({ store }, { run: 'grpo-demo' }), color)}\n\n`);
       process.stdout.write(`${renderReplyText(rewardHistory({ store }, { run: 'grpo-demo', metric: 'frac_zero_std' }), color)}\n\n`);
       const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
@@ -207,8 +216,64 @@ program
     }
   });
 
+const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
+
+program
+  .command('alerts')
+  .description('firing alerts (all incidents with --all), newest first')
+  .argument('[run]', 'only this run')
+  .option('--run <run>', 'only this run')
+  .option('--all', 'resolved incidents too')
+  .option('--json', 'print JSON')
+  .action((name: string | undefined, opts: { run?: string; all?: boolean; json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(alertList({ store }, { run: opts.run ?? name, all: opts.all }), opts.json)),
+  );
+
+program
+  .command('ack')
+  .description('acknowledge an alert: no more repeats until it resolves')
+  .argument('<id>', 'alert id', positiveInt)
+  .option('--comment <text>', 'what you are doing about it')
+  .option('--by <name>', 'who acks (default: $USER)')
+  .option('--json', 'print JSON')
+  .action((id: number, opts: { comment?: string; by?: string; json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(ackAlert({ store }, { id, by: opts.by ?? user(), comment: opts.comment }), opts.json)),
+  );
+
+program
+  .command('mute')
+  .description('record but do not post alerts matching run, rule and severity (any may be left out)')
+  .requiredOption('--for <duration>', 'how long, e.g. 30m, 2h, 1d')
+  .option('--run <run>', 'run name or glob')
+  .option('--rule <id>', 'rule id')
+  .option('--severity <s>', 'info, warning or critical')
+  .option('--reason <text>', 'why')
+  .option('--by <name>', 'who mutes (default: $USER)')
+  .option('--json', 'print JSON')
+  .action((opts: { for: string; run?: string; rule?: string; severity?: string; reason?: string; by?: string; json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(muteAlerts({ store }, { ...opts, by: opts.by ?? user() }), opts.json)),
+  );
+
+program
+  .command('mutes')
+  .description('the mutes in force')
+  .option('--json', 'print JSON')
+  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(muteList({ store }), opts.json)));
+
+program
+  .command('unmute')
+  .description('end a mute now')
+  .argument('<id>', 'mute id', positiveInt)
+  .option('--json', 'print JSON')
+  .action((id: number, opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(unmute({ store }, { id }), opts.json)));
+
 export async function main(argv: string[]): Promise<void> {
   loadDotenv({ quiet: true });
+  // `rlwatch alerts | head` closes the pipe early: that is the reader's choice, not an error
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   try {
     await program.parseAsync(argv);
   } catch (err) {

@@ -1,4 +1,8 @@
 import type { Reply } from '../commands/reply.ts';
+import type { ExampleSnippet, Notification } from '../engine/notification.ts';
+import type { Target } from '../notify/dispatcher.ts';
+import { formatValue } from '../render/numbers.ts';
+import { sparkline } from '../render/sparkline.ts';
 
 const bold = (s: string, color: boolean): string => (color ? `\x1b[1m${s}\x1b[22m` : s);
 const dim = (s: string, color: boolean): string => (color ? `\x1b[2m${s}\x1b[22m` : s);
@@ -10,4 +14,40 @@ export function renderReplyText(reply: Reply, color: boolean): string {
   for (const f of reply.fields) out.push(`  ${dim(f.name.padEnd(width), color)}  ${f.value}`);
   for (const line of reply.lines) out.push(`  ${line}`);
   return out.join('\n');
+}
+
+const SEVERITY_COLOR: Record<string, string> = { critical: '31', warning: '33', info: '36' };
+const paint = (s: string, code: string, color: boolean): string => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
+
+/** One notification (a run's burst of alert changes) as terminal text. */
+export function renderNotification(n: Notification, color: boolean): string {
+  const out: string[] = [];
+  for (const item of n.items) {
+    const state = item.kind === 'resolved' ? 'RESOLVED' : item.kind === 'repeat' ? 'STILL FIRING' : 'FIRING';
+    const badge = paint(`[${item.severity.toUpperCase()}]`, item.kind === 'resolved' ? '32' : (SEVERITY_COLOR[item.severity] ?? '0'), color);
+    const where = [n.run, `step ${item.step}`, ...(item.epoch === null ? [] : [`epoch ${formatValue(item.epoch)}`])].join(' · ');
+    out.push(`${badge} ${bold(`${item.rule} ${state}`, color)} #${item.alertId} · ${where}`);
+    out.push(`  ${item.summary}`);
+    if (item.recent.length > 1) out.push(`  ${item.metric} ${sparkline(item.recent)} (last ${item.recent.length})`);
+    if (item.examples && item.kind !== 'resolved') {
+      const show = (label: string, e: ExampleSnippet): string => {
+        const parts = Object.entries(e.breakdown).map(([k, v]) => `${k} ${formatValue(v)}`).join(', ');
+        const text = e.completion.replace(/\s+/g, ' ').slice(0, 160);
+        return `  ${label} ${formatValue(e.reward)}${parts ? ` (${parts})` : ''}: ${dim(text, color)}`;
+      };
+      const ex = item.examples;
+      if (ex.best[0]) out.push(show(`best of step ${ex.step}:`, ex.best[0]));
+      if (ex.worst[0]) out.push(show(`worst of step ${ex.step}:`, ex.worst[0]));
+    }
+    if (item.kind !== 'resolved') out.push(dim(`  rlwatch ack ${item.alertId}   rlwatch mute --run ${n.run} --rule ${item.rule} --for 1h`, color));
+  }
+  return out.join('\n');
+}
+
+/** The terminal notifier: prints each notification on stdout. */
+export function consoleTarget(write: (s: string) => void, color: boolean): Target {
+  return {
+    name: 'console',
+    deliver: async (n) => write(`${renderNotification(n, color)}\n`),
+  };
 }

@@ -2,6 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
+import { ruleBookFor } from '../engine/presets/index.ts';
+import { RuleError } from '../engine/rules.ts';
 import { ConfigSchema, type Config } from './schema.ts';
 
 /** A problem with the user's input (config, arguments, names): printed as one line, exit 1. */
@@ -30,6 +32,12 @@ export function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.e
   if (!parsed.success) throw new UserError(`${file}: ${describeIssue(parsed.error)}`);
   const base = dirname(file);
   const config = parsed.data;
+  try {
+    ruleBookFor(config); // a bad rule stops start-up here, naming the rule's place in the file
+  } catch (err) {
+    if (err instanceof RuleError) throw new UserError(`${file}: ${err.message}`);
+    throw err;
+  }
   config.watch.roots = config.watch.roots.map((r) => resolve(base, r));
   if (config.db) config.db = resolve(base, config.db);
   return { config, file };

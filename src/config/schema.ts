@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseDuration } from '../engine/duration.ts';
 
 /** rlwatch.yaml. Unknown keys are errors: a typo must not silently fall back to a default. */
 export const ConfigSchema = z
@@ -25,6 +26,20 @@ export const ConfigSchema = z
         maxLineBytes: z.number().int().min(1024).default(8 * 1024 * 1024),
         /** best and worst generations kept per step */
         examplesPerStep: z.number().int().min(0).max(50).default(2),
+      })
+      .strict()
+      .prefault({}),
+    alerts: z
+      .object({
+        /** the built-in rules: `grpo` (see README) or `none` */
+        preset: z.enum(['grpo', 'none']).default('grpo'),
+        /** how often a firing, unacknowledged alert is announced again */
+        repeatInterval: z
+          .string()
+          .refine((s) => parseDuration(s) !== undefined, { message: 'expected a duration such as 30m, 4h or 1d' })
+          .default('4h'),
+        /** rules to add, and changes to preset rules (by id; with `runs`, for matching runs only) */
+        rules: z.array(z.unknown()).default([]),
       })
       .strict()
       .prefault({}),

@@ -100,4 +100,20 @@ export class Points {
     }>;
     return rows.reverse().map((r) => ({ step: r.step, epoch: r.epoch, value: fromDb(r.value) }));
   }
+
+  /** Values of one metric after `step`, ascending (what the engine has not looked at yet). */
+  after(runId: number, metric: string, step: number): Array<{ step: number; value: number }> {
+    const rows = this.db
+      .prepare('SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step')
+      .all(runId, this.metricId(metric), step) as Array<{ step: number; value: number | null }>;
+    return rows.map((r) => ({ step: r.step, value: fromDb(r.value) }));
+  }
+
+  /** The last `n` values of one metric up to and including `step`, ascending. */
+  upTo(runId: number, metric: string, step: number, n: number): Array<{ step: number; value: number }> {
+    const rows = this.db
+      .prepare('SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ORDER BY step DESC LIMIT ?')
+      .all(runId, this.metricId(metric), step, n) as Array<{ step: number; value: number | null }>;
+    return rows.reverse().map((r) => ({ step: r.step, value: fromDb(r.value) }));
+  }
 }

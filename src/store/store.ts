@@ -1,10 +1,13 @@
 import type Database from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
 import { openDb } from './db.ts';
+import { Alerts } from './alerts.ts';
 import { Examples } from './examples.ts';
 import { Files, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
+import { Outbox } from './outbox.ts';
 import { Runs } from './runs.ts';
+import { Silences } from './silences.ts';
 
 /** What one read of one file produced, committed together with the offset it was read up to. */
 export interface Batch {
@@ -30,6 +33,9 @@ export class Store {
   readonly files: Files;
   readonly points: Points;
   readonly examples: Examples;
+  readonly alerts: Alerts;
+  readonly silences: Silences;
+  readonly outbox: Outbox;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
 
   constructor(readonly db: Database.Database) {
@@ -37,6 +43,9 @@ export class Store {
     this.files = new Files(db);
     this.points = new Points(db);
     this.examples = new Examples(db);
+    this.alerts = new Alerts(db);
+    this.silences = new Silences(db);
+    this.outbox = new Outbox(db);
     this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
   }
 

@@ -1,0 +1,113 @@
+import { UserError } from '../config/load.ts';
+import { parseDuration, formatDuration } from '../engine/duration.ts';
+import { Severity } from '../engine/rules.ts';
+import { silenceMatches, type SilenceRow } from '../store/silences.ts';
+import { isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+/** `alerts [run] [--all]`: firing alerts (all incidents with --all), newest first, muted ones marked. */
+export function alertList({ store }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now()): Reply {
+  const run = args.run ? resolveRun(store, args.run) : undefined;
+  const names = new Map(store.runs.list().map((r) => [r.id, r.name]));
+  const silences = store.silences.active(now);
+  const rows = store.alerts.list({ runId: run?.id, all: args.all }).map((a) => {
+    const runName = names.get(a.run_id) ?? '?';
+    return {
+      id: a.id,
+      run: runName,
+      rule: a.rule,
+      metric: a.metric,
+      severity: a.severity,
+      state: a.state,
+      step: a.fired_step ?? a.started_step,
+      summary: a.summary,
+      startedAt: isoTime(a.fired_at ?? a.started_at),
+      resolvedAt: isoTime(a.resolved_at),
+      ackedBy: a.acked_by,
+      muted: a.state !== 'resolved' && silences.some((s) => silenceMatches(s, { run: runName, rule: a.rule, severity: a.severity })),
+    };
+  });
+  const what = args.all ? 'alerts' : 'firing alerts';
+  return {
+    title: rows.length === 0 ? `No ${what}${run ? ` for ${run.name}` : ''}` : `${rows.length} ${what}${run ? ` for ${run.name}` : ''}`,
+    fields: [],
+    lines: rows.map(
+      (r) =>
+        `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}: ${r.summary}` +
+        (r.ackedBy ? ` [acked by ${r.ackedBy}]` : '') +
+        (r.muted ? ' [muted]' : ''),
+    ),
+    data: rows,
+  };
+}
+
+/** `ack ID [comment]`: stops repeats of an alert until it resolves. */
+export function ackAlert({ store }: CommandContext, args: { id: number; by: string; comment?: string }, now = Date.now()): Reply {
+  const alert = store.alerts.byId(args.id);
+  if (!alert) throw new UserError(`no alert #${args.id} (see \`alerts --all\`)`);
+  if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
+  store.alerts.ack(alert.id, args.by, args.comment ?? null, now);
+  return {
+    title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by}`,
+    fields: [],
+    lines: args.comment ? [args.comment] : [],
+    data: { id: alert.id, ackedBy: args.by, ackedAt: isoTime(now), comment: args.comment ?? null },
+  };
+}
+
+function describeSilence(s: SilenceRow): string {
+  const what = [s.run && `run ${s.run}`, s.rule && `rule ${s.rule}`, s.severity && `severity ${s.severity}`].filter(Boolean).join(', ');
+  return `#${s.id} ${what || 'everything'} until ${isoTime(s.ends_at)} by ${s.author}${s.reason ? `: ${s.reason}` : ''}`;
+}
+
+const silenceData = (s: SilenceRow) => ({
+  id: s.id,
+  run: s.run,
+  rule: s.rule,
+  severity: s.severity,
+  startsAt: isoTime(s.starts_at),
+  endsAt: isoTime(s.ends_at),
+  author: s.author,
+  reason: s.reason,
+});
+
+/** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted. */
+export function muteAlerts(
+  { store }: CommandContext,
+  args: { run?: string; rule?: string; severity?: string; for: string; reason?: string; by: string },
+  now = Date.now(),
+): Reply {
+  const ms = parseDuration(args.for);
+  if (ms === undefined) throw new UserError(`'${args.for}' is not a duration: use e.g. 30m, 2h or 1d`);
+  const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
+  if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
+  if (args.run && !args.run.includes('*') && !args.run.includes('?')) resolveRun(store, args.run);
+  const s = store.silences.add({
+    run: args.run ?? null,
+    rule: args.rule ?? null,
+    severity: severity ? severity.data : null,
+    starts_at: now,
+    ends_at: now + ms,
+    author: args.by,
+    reason: args.reason ?? '',
+  });
+  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines: [describeSilence(s)], data: silenceData(s) };
+}
+
+/** `mutes`: the mutes in force. */
+export function muteList({ store }: CommandContext, now = Date.now()): Reply {
+  const active = store.silences.active(now);
+  return {
+    title: active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
+    fields: [],
+    lines: active.map(describeSilence),
+    data: active.map(silenceData),
+  };
+}
+
+/** `unmute ID`: ends a mute now; what it held back and still fires is posted on the next tick. */
+export function unmute({ store }: CommandContext, args: { id: number }, now = Date.now()): Reply {
+  const s = store.silences.byId(args.id);
+  if (!s || s.ended_at !== null || s.ends_at <= now) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
+  store.silences.end(s.id, now);
+  return { title: `Unmuted #${s.id}`, fields: [], lines: [describeSilence(s)], data: silenceData(s) };
+}

@@ -1,0 +1,123 @@
+import { silenceMatches } from '../store/silences.ts';
+import type { AlertRow } from '../store/alerts.ts';
+import type { Store } from '../store/store.ts';
+import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, type RunContext } from './evaluate.ts';
+import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
+import type { RuleBook } from './rules.ts';
+
+export interface EngineOptions {
+  repeatIntervalMs: number;
+  /** outbox targets every notification is written for */
+  targets: readonly string[];
+  now?: () => number;
+  /** when this process started watching: a run silent since before then is not "stalled" */
+  sessionStart?: number;
+}
+
+const RECENT = 50;
+const SNIPPET_CHARS = 400;
+
+/**
+ * Evaluates the rules of a run after each batch and turns alert changes into outbox rows, all in one
+ * transaction. Knows nothing of terminals or chat platforms.
+ */
+export class Engine {
+  private readonly now: () => number;
+  private readonly sessionStart: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly book: RuleBook,
+    private readonly opts: EngineOptions,
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.sessionStart = opts.sessionStart ?? this.now();
+  }
+
+  /** After a batch: the run's step-driven rules, then (unless backfilling) its notifications. */
+  evaluate(runId: number, announce = true): number {
+    return this.store.db.transaction(() => {
+      const run = this.store.runs.byId(runId);
+      if (!run) return 0;
+      const ctx: RunContext = { store: this.store, runId, now: this.now };
+      for (const rule of this.book.forRun(run.name)) {
+        if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
+        else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
+        else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
+      }
+      return announce ? this.announce(runId) : 0;
+    })();
+  }
+
+  /** On a timer: stalls, repeats and expired mutes of every run. */
+  tick(): number {
+    return this.store.db.transaction(() => {
+      let written = 0;
+      for (const run of this.store.runs.list()) {
+        const ctx: RunContext = { store: this.store, runId: run.id, now: this.now };
+        for (const rule of this.book.forRun(run.name)) {
+          if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
+        }
+        written += this.announce(run.id);
+      }
+      return written;
+    })();
+  }
+
+  /**
+   * Writes one outbox row per target for what the run's alerts need said now: new firings, resolutions
+   * of announced alerts, repeats after the interval (not when acked). Muted alerts are recorded, not
+   * announced; once the mute ends they are, if still firing.
+   */
+  announce(runId: number): number {
+    const run = this.store.runs.byId(runId);
+    if (!run) return 0;
+    const now = this.now();
+    const silences = this.store.silences.active(now);
+    const items: NotificationItem[] = [];
+    for (const a of this.store.alerts.announceable(runId)) {
+      const muted = silences.some((s) => silenceMatches(s, { run: run.name, rule: a.rule, severity: a.severity }));
+      let kind: NotificationItem['kind'] | null = null;
+      if (a.state === 'resolved') kind = 'resolved';
+      else if (muted) kind = null;
+      else if (a.notified_state !== 'firing') kind = 'firing';
+      else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs) kind = 'repeat';
+      if (!kind) continue;
+      items.push(this.item(a, kind));
+      this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
+    }
+    if (items.length === 0) return 0;
+    const notification: Notification = { run: run.name, items };
+    for (const target of this.opts.targets) this.store.outbox.add(runId, target, notification, now);
+    return this.opts.targets.length;
+  }
+
+  private item(a: AlertRow, kind: NotificationItem['kind']): NotificationItem {
+    const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
+    const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
+    const epoch = this.store.points.upTo(a.run_id, 'epoch', step, 1)[0]?.value ?? null;
+    const recent = a.metric === 'activity' ? [] : this.store.points.upTo(a.run_id, a.metric, step, RECENT).map((p) => p.value);
+    const kept = this.store.examples.atOrBefore(a.run_id, step);
+    const snip = (e: (typeof kept)[number]): ExampleSnippet => ({
+      reward: e.reward,
+      breakdown: e.breakdown,
+      completion: e.completion.length > SNIPPET_CHARS ? `${e.completion.slice(0, SNIPPET_CHARS)}…` : e.completion,
+    });
+    const half = Math.ceil(kept.length / 2);
+    return {
+      alertId: a.id,
+      kind,
+      severity: a.severity,
+      rule: a.rule,
+      metric: a.metric,
+      summary,
+      step,
+      epoch,
+      recent,
+      examples:
+        kept.length === 0
+          ? null
+          : { step: kept[0]!.step, best: kept.slice(0, half).map(snip), worst: kept.slice(half).reverse().map(snip) },
+    };
+  }
+}

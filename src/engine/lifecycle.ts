@@ -1,0 +1,55 @@
+import type { AlertRow, Alerts } from '../store/alerts.ts';
+
+/** What a rule decided about one step of one alert key. */
+export type Verdict =
+  /** the condition holds; `firing` once it has held long enough */
+  | { kind: 'bad'; firing: boolean; severity: string; summary: string; details: Record<string, unknown> }
+  /** the condition no longer holds; `recovered` once the alert may resolve (hysteresis) */
+  | { kind: 'ok'; recovered: boolean; summary: string; details: Record<string, unknown> };
+
+/**
+ * Moves one alert key through pending → firing → resolved as verdicts arrive, step by step. Every
+ * transition is written with its step and time; a pending alert that clears before firing is dropped.
+ */
+export class Lifecycle {
+  private current: AlertRow | undefined;
+
+  constructor(
+    private readonly alerts: Alerts,
+    private readonly key: { runId: number; rule: string; metric: string },
+    private readonly now: () => number,
+  ) {
+    this.current = alerts.open(key.runId, key.rule, key.metric);
+  }
+
+  get state(): AlertRow['state'] | null {
+    return this.current?.state ?? null;
+  }
+
+  get details(): Record<string, unknown> {
+    return this.current ? (JSON.parse(this.current.details) as Record<string, unknown>) : {};
+  }
+
+  apply(step: number, v: Verdict): void {
+    const at = this.now();
+    const cur = this.current;
+    if (v.kind === 'bad') {
+      const change = { step, at, severity: v.severity, summary: v.summary, details: v.details };
+      if (!cur) {
+        this.current = this.alerts.create(this.key.runId, this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change);
+      } else if (cur.state === 'pending' && v.firing) {
+        this.alerts.fire(cur.id, change);
+        this.current = this.alerts.byId(cur.id);
+      }
+      return;
+    }
+    if (!cur) return;
+    if (cur.state === 'pending') {
+      this.alerts.drop(cur.id);
+      this.current = undefined;
+    } else if (v.recovered) {
+      this.alerts.resolve(cur.id, { step, at, severity: cur.severity, summary: v.summary, details: v.details });
+      this.current = undefined;
+    }
+  }
+}

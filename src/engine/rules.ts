@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { globMatch, parseDuration } from './duration.ts';
+
+export const Severity = z.enum(['info', 'warning', 'critical']);
+export type Severity = z.infer<typeof Severity>;
+
+export const Op = z.enum(['>', '>=', '<', '<=', '==', '!=']);
+export type Op = z.infer<typeof Op>;
+
+const Condition = z.object({ metric: z.string().min(1), op: Op, value: z.number() }).strict();
+export type Condition = z.infer<typeof Condition>;
+
+const Duration = z.string().refine((s) => parseDuration(s) !== undefined, {
+  message: 'expected a duration such as 90s, 15m, 2h or 1d',
+});
+
+const common = {
+  id: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
+  severity: Severity.default('warning'),
+  /** glob over run names; the rule applies to matching runs only */
+  runs: z.string().min(1).optional(),
+  enabled: z.boolean().default(true),
+  description: z.string().optional(),
+};
+
+/** Metric op value held for `for` consecutive records; resolves after `recoverFor` records past `recover`. */
+const Threshold = z
+  .object({
+    ...common,
+    kind: z.literal('threshold'),
+    metric: z.string().min(1).optional(),
+    op: Op.optional(),
+    value: z.number().optional(),
+    /** more conditions that must hold at the same step */
+    and: z.array(Condition).default([]),
+    /** alternatives, each its own alert keyed by its first metric */
+    any: z.array(z.array(Condition).min(1)).optional(),
+    for: z.number().int().min(1).default(1),
+    /** hysteresis: firing until the metric is back past this value (default: the threshold itself) */
+    recover: z.number().optional(),
+    recoverFor: z.number().int().min(1).default(1),
+  })
+  .strict()
+  .refine((r) => r.any !== undefined || (r.metric !== undefined && r.op !== undefined && r.value !== undefined), {
+    message: 'a threshold rule needs metric, op and value (or any: [[conditions]])',
+  });
+
+/** Mean of the last `window` records against the `window` before them. */
+const Trend = z
+  .object({
+    ...common,
+    kind: z.literal('trend'),
+    /** a metric name, or a prefix pattern such as `rewards/*` (one alert per matching metric) */
+    metrics: z.array(z.string().min(1)).min(1),
+    window: z.number().int().min(2).default(20),
+    /** relative change that counts (0.10 = 10%) */
+    change: z.number().positive().default(0.1),
+    /** absolute change that must also be exceeded, so that values near 0 do not swing by 1000% */
+    minDelta: z.number().min(0).default(0.01),
+    direction: z.enum(['up', 'down', 'any', 'flat']).default('any'),
+    /** severities of a rise and of a fall (direction any) */
+    rise: Severity.default('info'),
+    fall: Severity.default('warning'),
+    /** direction flat: only while the mean is below this (a plateau of a low reward) */
+    below: z.number().optional(),
+  })
+  .strict();
+
+const Stall = z
+  .object({ ...common, kind: z.literal('stall'), after: Duration.default('15m') })
+  .strict();
+
+/** By epoch E, the mean of the last `window` records of the metric should satisfy op value. */
+const Milestone = z
+  .object({
+    ...common,
+    kind: z.literal('milestone'),
+    epoch: z.number().positive(),
+    metric: z.string().min(1),
+    op: Op,
+    value: z.number(),
+    window: z.number().int().min(1).default(10),
+  })
+  .strict();
+
+export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone]);
+export type Rule = z.infer<typeof RuleSchema>;
+export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
+export type TrendRule = Extract<Rule, { kind: 'trend' }>;
+export type StallRule = Extract<Rule, { kind: 'stall' }>;
+export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
+
+/** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
+export const RuleOverride = z
+  .object({ id: z.string().min(1), runs: z.string().min(1).optional() })
+  .catchall(z.unknown());
+export type RuleOverride = z.infer<typeof RuleOverride>;
+
+/** The alternatives of a threshold rule, each a list of conditions that must all hold. */
+export function alternatives(rule: ThresholdRule): Condition[][] {
+  if (rule.any) return rule.any;
+  return [[{ metric: rule.metric as string, op: rule.op as Op, value: rule.value as number }, ...rule.and]];
+}
+
+const EPSILON = 1e-9;
+export function compare(a: number, op: Op, b: number): boolean {
+  switch (op) {
+    case '>':
+      return a > b;
+    case '>=':
+      return a >= b - EPSILON;
+    case '<':
+      return a < b;
+    case '<=':
+      return a <= b + EPSILON;
+    case '==':
+      return Math.abs(a - b) <= EPSILON;
+    case '!=':
+      return Math.abs(a - b) > EPSILON;
+  }
+}
+
+/**
+ * The rules in force: the preset, changed and extended by the config's entries. An entry whose id is
+ * known patches that rule (with `runs`: only for those runs); an unknown id must be a complete rule.
+ */
+export class RuleBook {
+  private constructor(
+    private readonly base: Rule[],
+    private readonly scoped: Array<{ runs: string; id: string; patch: Record<string, unknown> }>,
+  ) {}
+
+  static build(preset: readonly Rule[], entries: readonly unknown[]): RuleBook {
+    const base = [...preset];
+    const scoped: Array<{ runs: string; id: string; patch: Record<string, unknown> }> = [];
+    entries.forEach((entry, i) => {
+      const where = `alerts.rules[${i}]`;
+      const head = RuleOverride.safeParse(entry);
+      if (!head.success) throw new RuleError(`${where}: ${head.error.issues[0]?.message ?? 'invalid rule'}`);
+      const at = base.findIndex((r) => r.id === head.data.id);
+      if (at < 0) {
+        base.push(parseRule(entry, where));
+      } else if (head.data.runs !== undefined && base[at]?.runs === undefined) {
+        const { id, runs, ...patch } = head.data;
+        parseRule({ ...base[at], ...patch }, where); // validate now, not at evaluation time
+        scoped.push({ id, runs, patch });
+      } else {
+        base[at] = parseRule({ ...base[at], ...head.data }, where);
+      }
+    });
+    return new RuleBook(base, scoped);
+  }
+
+  /** The enabled rules for one run, with the run-scoped changes applied. */
+  forRun(runName: string): Rule[] {
+    return this.base
+      .map((rule) => {
+        const patches = this.scoped.filter((s) => s.id === rule.id && globMatch(s.runs, runName));
+        return patches.length === 0 ? rule : RuleSchema.parse(Object.assign({}, rule, ...patches.map((p) => p.patch)));
+      })
+      .filter((r) => r.enabled && (r.runs === undefined || globMatch(r.runs, runName)));
+  }
+
+  all(): readonly Rule[] {
+    return this.base;
+  }
+}
+
+export class RuleError extends Error {}
+
+function parseRule(entry: unknown, where: string): Rule {
+  const r = RuleSchema.safeParse(entry);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const field = issue && issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
+  throw new RuleError(`${where}${field}: ${issue?.message ?? 'invalid rule'}`);
+}

@@ -1,0 +1,139 @@
+import type { Database } from 'better-sqlite3';
+
+export type AlertState = 'pending' | 'firing' | 'resolved';
+
+export interface AlertRow {
+  id: number;
+  run_id: number;
+  rule: string;
+  metric: string;
+  severity: string;
+  state: AlertState;
+  summary: string;
+  details: string;
+  started_step: number;
+  started_at: number;
+  fired_step: number | null;
+  fired_at: number | null;
+  resolved_step: number | null;
+  resolved_at: number | null;
+  acked_by: string | null;
+  acked_at: number | null;
+  ack_comment: string | null;
+  notified_state: string | null;
+  notified_at: number | null;
+}
+
+export interface AlertChange {
+  step: number;
+  at: number;
+  severity: string;
+  summary: string;
+  details: Record<string, unknown>;
+}
+
+/** Alert incidents, their transitions, and the rule cursors the engine keeps per run. */
+export class Alerts {
+  constructor(private readonly db: Database) {}
+
+  open(runId: number, rule: string, metric: string): AlertRow | undefined {
+    return this.db
+      .prepare(`SELECT * FROM alerts WHERE run_id = ? AND rule = ? AND metric = ? AND state != 'resolved'`)
+      .get(runId, rule, metric) as AlertRow | undefined;
+  }
+
+  byId(id: number): AlertRow | undefined {
+    return this.db.prepare('SELECT * FROM alerts WHERE id = ?').get(id) as AlertRow | undefined;
+  }
+
+  create(runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): AlertRow {
+    const info = this.db
+      .prepare(
+        `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
+           fired_step, fired_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
+        state === 'firing' ? c.step : null, state === 'firing' ? c.at : null);
+    const id = Number(info.lastInsertRowid);
+    this.event(id, state, c);
+    return this.byId(id) as AlertRow;
+  }
+
+  fire(id: number, c: AlertChange): void {
+    this.db
+      .prepare(`UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
+      .run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
+    this.event(id, 'firing', c);
+  }
+
+  resolve(id: number, c: AlertChange): void {
+    this.db
+      .prepare(`UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
+      .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
+    this.event(id, 'resolved', c);
+  }
+
+  /** A pending alert whose condition cleared before it fired was never an incident. */
+  drop(id: number): void {
+    this.db.prepare('DELETE FROM alerts WHERE id = ?').run(id);
+  }
+
+  ack(id: number, by: string, comment: string | null, at: number): void {
+    this.db.prepare('UPDATE alerts SET acked_by = ?, acked_at = ?, ack_comment = ? WHERE id = ?').run(by, at, comment, id);
+  }
+
+  markNotified(id: number, state: 'firing' | 'resolved', at: number): void {
+    this.db.prepare('UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
+  }
+
+  /** Alerts that may need announcing: firing ones, and resolved ones whose firing was announced. */
+  announceable(runId: number): AlertRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM alerts WHERE run_id = ? AND (state = 'firing' OR (state = 'resolved' AND notified_state = 'firing'))
+         ORDER BY id`,
+      )
+      .all(runId) as AlertRow[];
+  }
+
+  list(opts: { runId?: number; all?: boolean }): AlertRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM alerts WHERE (:runId IS NULL OR run_id = :runId) AND (:all OR state = 'firing')
+         ORDER BY id DESC`,
+      )
+      .all({ runId: opts.runId ?? null, all: opts.all ? 1 : 0 }) as AlertRow[];
+  }
+
+  events(id: number): Array<{ at: number; step: number | null; state: string; details: string }> {
+    return this.db.prepare('SELECT at, step, state, details FROM alert_events WHERE alert_id = ? ORDER BY id').all(id) as Array<{
+      at: number;
+      step: number | null;
+      state: string;
+      details: string;
+    }>;
+  }
+
+  cursor(runId: number, rule: string, metric: string): { step: number; state: Record<string, unknown> } | undefined {
+    const row = this.db
+      .prepare('SELECT step, state FROM rule_cursors WHERE run_id = ? AND rule = ? AND metric = ?')
+      .get(runId, rule, metric) as { step: number; state: string } | undefined;
+    return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
+  }
+
+  saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): void {
+    this.db
+      .prepare(
+        `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
+      )
+      .run(runId, rule, metric, step, JSON.stringify(state));
+  }
+
+  private event(id: number, state: string, c: AlertChange): void {
+    this.db
+      .prepare('INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
+      .run(id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }));
+  }
+}

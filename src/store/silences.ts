@@ -1,0 +1,48 @@
+import type { Database } from 'better-sqlite3';
+import { globMatch } from '../engine/duration.ts';
+
+export interface SilenceRow {
+  id: number;
+  run: string | null;
+  rule: string | null;
+  severity: string | null;
+  starts_at: number;
+  ends_at: number;
+  author: string;
+  reason: string;
+  ended_at: number | null;
+}
+
+/** Mutes: matchers (run glob, rule, severity; NULL matches anything), a time span, an author, a reason. */
+export class Silences {
+  constructor(private readonly db: Database) {}
+
+  add(s: Omit<SilenceRow, 'id' | 'ended_at'>): SilenceRow {
+    const info = this.db
+      .prepare('INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.reason);
+    return this.byId(Number(info.lastInsertRowid)) as SilenceRow;
+  }
+
+  byId(id: number): SilenceRow | undefined {
+    return this.db.prepare('SELECT * FROM silences WHERE id = ?').get(id) as SilenceRow | undefined;
+  }
+
+  end(id: number, at: number): void {
+    this.db.prepare('UPDATE silences SET ended_at = ? WHERE id = ?').run(at, id);
+  }
+
+  active(now: number): SilenceRow[] {
+    return this.db
+      .prepare('SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= ? AND ends_at > ? ORDER BY id')
+      .all(now, now) as SilenceRow[];
+  }
+}
+
+export function silenceMatches(s: SilenceRow, alert: { run: string; rule: string; severity: string }): boolean {
+  return (
+    (s.run === null || globMatch(s.run, alert.run)) &&
+    (s.rule === null || s.rule === alert.rule) &&
+    (s.severity === null || s.severity === alert.severity)
+  );
+}
