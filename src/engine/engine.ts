@@ -1,7 +1,7 @@
 import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { Store } from '../store/store.ts';
-import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, type RunContext } from './evaluate.ts';
+import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
 import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
 import type { RuleBook } from './rules.ts';
 
@@ -39,7 +39,7 @@ export class Engine {
     return this.store.db.transaction(() => {
       const run = this.store.runs.byId(runId);
       if (!run) return 0;
-      const ctx: RunContext = { store: this.store, runId, now: this.now };
+      const ctx = runContext(this.store, runId, this.now);
       for (const rule of this.book.forRun(run.name)) {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
         else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
@@ -54,7 +54,7 @@ export class Engine {
     return this.store.db.transaction(() => {
       let written = 0;
       for (const run of this.store.runs.list()) {
-        const ctx: RunContext = { store: this.store, runId: run.id, now: this.now };
+        const ctx = runContext(this.store, run.id, this.now);
         for (const rule of this.book.forRun(run.name)) {
           if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
         }

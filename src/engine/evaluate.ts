@@ -5,6 +5,7 @@ import { Lifecycle } from './lifecycle.ts';
 import {
   alternatives,
   compare,
+  type Condition,
   type MilestoneRule,
   type StallRule,
   type ThresholdRule,
@@ -15,6 +16,23 @@ export interface RunContext {
   store: Store;
   runId: number;
   now: () => number;
+  /** `store.points.after`, memoised for one evaluation: several rules read the same series */
+  after(metric: string, step: number): Array<{ step: number; value: number }>;
+}
+
+export function runContext(store: Store, runId: number, now: () => number): RunContext {
+  const memo = new Map<string, Array<{ step: number; value: number }>>();
+  return {
+    store,
+    runId,
+    now,
+    after(metric, step) {
+      const key = `${step}\u0000${metric}`;
+      let rows = memo.get(key);
+      if (!rows) memo.set(key, (rows = store.points.after(runId, metric, step)));
+      return rows;
+    },
+  };
 }
 
 /** Before any step: where a rule's cursor starts. */
@@ -29,35 +47,41 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     if (!first) continue;
     const cursor = store.alerts.cursor(runId, rule.id, first.metric);
     const from = cursor?.step ?? START;
-    const main = store.points.after(runId, first.metric, from);
+    const main = ctx.after(first.metric, from);
     if (main.length === 0) continue;
-    const others = rest.map((c) => new Map(store.points.after(runId, c.metric, from).map((p) => [p.step, p.value])));
+    const others = rest.map((c) => new Map(ctx.after(c.metric, from).map((p) => [p.step, p.value])));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: first.metric }, ctx.now);
     for (const p of main) {
       const values = [p.value, ...others.map((m) => m.get(p.step))];
       if (values.some((v) => v === undefined || Number.isNaN(v))) continue; // neither bad nor recovered
-      const shown = conds.map((c, i) => `${c.metric} ${formatValue(values[i] as number)}`);
-      const details = { values: Object.fromEntries(conds.map((c, i) => [c.metric, values[i]])) };
       if (conds.every((c, i) => compare(values[i] as number, c.op, c.value))) {
         streak++;
         recovering = 0;
-        const summary =
-          conds.map((c, i) => `${shown[i]} ${c.op} ${formatValue(c.value)}`).join(' and ') +
-          ` for ${plural(streak, 'step')}`;
-        lc.apply(p.step, { kind: 'bad', firing: streak >= rule.for, severity: rule.severity, summary, details });
+        const firing = streak >= rule.for;
+        if (!lc.wouldChange('bad', firing)) continue;
+        const n = streak;
+        const { shown, details } = describeValues(conds, values);
+        const describe = () => ({
+          summary: shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ') + ` for ${plural(n, 'step')}`,
+          details: details(),
+        });
+        lc.apply(p.step, { kind: 'bad', firing, severity: rule.severity, describe });
       } else {
         streak = 0;
         // hysteresis: a single-condition rule resolves only once the value is back past `recover`
         const past = conds.length > 1 || rule.recover === undefined || !compare(p.value, first.op, rule.recover);
         recovering = past ? recovering + 1 : 0;
+        const recovered = recovering >= rule.recoverFor;
+        if (!lc.wouldChange('ok', recovered)) continue;
         const bound = rule.recover ?? first.value;
+        const n = recovering;
+        const { shown, details } = describeValues(conds, values);
         lc.apply(p.step, {
           kind: 'ok',
-          recovered: recovering >= rule.recoverFor,
-          summary: `${shown.join(', ')}: back past ${formatValue(bound)} for ${plural(recovering, 'step')}`,
-          details,
+          recovered,
+          describe: () => ({ summary: `${shown().join(', ')}: back past ${formatValue(bound)} for ${plural(n, 'step')}`, details: details() }),
         });
       }
     }
@@ -79,10 +103,24 @@ function expandMetrics(patterns: readonly string[], logged: readonly string[]): 
   return [...out];
 }
 
+/** `metric value` for each condition, and the values as details: built only for transitions. */
+function describeValues(conds: readonly Condition[], values: ReadonlyArray<number | undefined>) {
+  return {
+    shown: (): string[] => conds.map((c, i) => `${c.metric} ${formatValue(values[i] as number)}`),
+    details: () => ({ values: Object.fromEntries(conds.map((c, i) => [c.metric, values[i]])) }),
+  };
+}
+
 function mean(values: readonly number[], from: number, to: number): number {
   let sum = 0;
   for (let i = from; i < to; i++) sum += values[i] as number;
   return sum / (to - from);
+}
+
+/** A firing trend alert whose direction differs from the current one (a rise turned into a fall). */
+function turned(lc: Lifecycle, up: boolean): boolean {
+  const d = lc.details.direction;
+  return d !== undefined && d !== 'flat' && d !== (up ? 'up' : 'down');
 }
 
 /** Trend: the mean of the last `window` records against the mean of the `window` before them. */
@@ -92,7 +130,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   for (const metric of expandMetrics(rule.metrics, store.points.metricsOf(runId))) {
     const cursor = store.alerts.cursor(runId, rule.id, metric);
     const from = cursor?.step ?? START;
-    const fresh = store.points.after(runId, metric, from).filter((p) => Number.isFinite(p.value));
+    const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
     if (fresh.length === 0) continue;
     const history = cursor ? store.points.upTo(runId, metric, from, 2 * w - 1).filter((p) => Number.isFinite(p.value)) : [];
     const points = [...history, ...fresh];
@@ -107,33 +145,42 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const down = rel < -rule.change && -delta > rule.minDelta;
       const flat = Math.abs(rel) < rule.change && after < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
-      const pct = `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%`;
+      const pct = (): string => `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%`;
       const details = { from: before, to: after, change: rel, window: w };
-      let bad: { severity: string; summary: string; direction: string } | null = null;
+      const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
+      const settled = rule.direction === 'flat' || Math.abs(rel) <= rule.change / 2;
+      // most steps change nothing: skip the words (and, while firing, the direction check) for those
+      if (isBad ? lc.state === 'firing' && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
+      let bad: { severity: string; direction: string; summary: () => string } | null = null;
       if (rule.direction === 'flat') {
         if (flat) {
           bad = {
             severity: rule.severity,
             direction: 'flat',
-            summary: `${metric} flat at ${formatValue(after)} (${pct} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
+            summary: () => `${metric} flat at ${formatValue(after)} (${pct()} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
           };
         }
       } else if ((up && rule.direction !== 'down') || (down && rule.direction !== 'up')) {
         bad = {
           severity: up ? rule.rise : rule.fall,
           direction: up ? 'up' : 'down',
-          summary: `${metric} ${up ? '↗' : '↘'} ${pct} (${formatValue(before)} → ${formatValue(after)}) over ${w}-step windows`,
+          summary: () => `${metric} ${up ? '↗' : '↘'} ${pct()} (${formatValue(before)} → ${formatValue(after)}) over ${w}-step windows`,
         };
       }
       if (bad && lc.state !== null && lc.details.direction !== undefined && lc.details.direction !== bad.direction) {
         // a rise that turns into a fall is a new incident
-        lc.apply(step, { kind: 'ok', recovered: true, summary: `${metric} turned ${bad.direction}`, details });
+        const turned = bad.direction;
+        lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary: `${metric} turned ${turned}`, details }) });
       }
       if (bad) {
-        lc.apply(step, { kind: 'bad', firing: true, severity: bad.severity, summary: bad.summary, details: { ...details, direction: bad.direction } });
+        const { summary, direction } = bad;
+        lc.apply(step, { kind: 'bad', firing: true, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
       } else {
-        const settled = rule.direction === 'flat' || Math.abs(rel) <= rule.change / 2;
-        lc.apply(step, { kind: 'ok', recovered: settled, summary: `${metric} ${pct} (${formatValue(before)} → ${formatValue(after)})`, details });
+        lc.apply(step, {
+          kind: 'ok',
+          recovered: settled,
+          describe: () => ({ summary: `${metric} ${pct()} (${formatValue(before)} → ${formatValue(after)})`, details }),
+        });
       }
     }
     store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, {});
@@ -145,31 +192,55 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
 export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   const { store, runId } = ctx;
   const cursor = store.alerts.cursor(runId, rule.id, rule.metric);
-  const epochs = store.points.after(runId, 'epoch', cursor?.step ?? START);
-  if (epochs.length === 0) return;
   let reached = cursor?.state.reached === true;
   const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: rule.metric }, ctx.now);
-  for (const e of epochs) {
-    if (!reached && !(e.value >= rule.epoch - 1e-9)) continue;
-    const first = !reached;
-    reached = true;
-    if (!first && lc.state === null) break; // met (or judged) already: nothing more to watch
-    const recent = store.points.upTo(runId, rule.metric, e.step, rule.window).map((p) => p.value).filter(Number.isFinite);
-    if (recent.length === 0) continue; // the run does not log this metric (yet)
-    const m = mean(recent, 0, recent.length);
-    const details = { epoch: e.value, mean: m, window: recent.length };
-    if (!compare(m, rule.op, rule.value)) {
-      if (first) {
-        lc.apply(e.step, {
-          kind: 'bad',
-          firing: true,
-          severity: rule.severity,
-          summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(e.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})`,
-          details,
-        });
+  if (reached && lc.state === null) return; // judged and met: nothing more to watch
+  const from = cursor?.step ?? START;
+  const epochs = ctx.after('epoch', from);
+  if (epochs.length === 0) return;
+  const detailsOf = (epoch: number | null, m: number, n: number) => ({ epoch, mean: m, window: n });
+  let watchFrom = from; // recovery is watched on the metric's own steps after this one
+  if (!reached) {
+    const at = epochs.find((e) => e.value >= rule.epoch - 1e-9);
+    if (at) {
+      const recent = store.points.upTo(runId, rule.metric, at.step, rule.window).map((p) => p.value).filter(Number.isFinite);
+      // a run that does not log the metric yet is judged when it first does, at a later epoch record
+      if (recent.length > 0) {
+        reached = true;
+        watchFrom = at.step;
+        const m = mean(recent, 0, recent.length);
+        if (!compare(m, rule.op, rule.value)) {
+          lc.apply(at.step, {
+            kind: 'bad',
+            firing: true,
+            severity: rule.severity,
+            describe: () => ({
+              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})`,
+              details: detailsOf(at.value, m, recent.length),
+            }),
+          });
+        }
       }
-    } else {
-      lc.apply(e.step, { kind: 'ok', recovered: true, summary: `${rule.metric} ${formatValue(m)} now ${rule.op} ${formatValue(rule.value)}`, details });
+    }
+  }
+  if (lc.state === 'firing') {
+    // one query for the whole batch: the window before, then the new values, with a rolling mean
+    const before = store.points.upTo(runId, rule.metric, watchFrom, rule.window).map((p) => p.value).filter(Number.isFinite);
+    const fresh = ctx.after(rule.metric, watchFrom).filter((p) => Number.isFinite(p.value));
+    const window = [...before];
+    for (const p of fresh) {
+      window.push(p.value);
+      if (window.length > rule.window) window.shift();
+      const m = mean(window, 0, window.length);
+      if (compare(m, rule.op, rule.value)) {
+        const n = window.length;
+        lc.apply(p.step, {
+          kind: 'ok',
+          recovered: true,
+          describe: () => ({ summary: `${rule.metric} ${formatValue(m)} now ${rule.op} ${formatValue(rule.value)}`, details: detailsOf(null, m, n) }),
+        });
+        break;
+      }
     }
   }
   store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, { reached });
@@ -191,14 +262,10 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
   const idle = formatDuration(Math.floor((now - last) / 60_000) * 60_000 || 1000);
   const details = { lastActivity: last, lastStep: run.last_step };
   if (stalled) {
-    lc.apply(run.last_step, {
-      kind: 'bad',
-      firing: true,
-      severity: rule.severity,
-      summary: `no new record for ${idle} (last at step ${run.last_step}, ${new Date(last).toISOString().slice(11, 19)} UTC): crashed or hung?`,
-      details,
-    });
+    const summary = `no new record for ${idle} (last at step ${run.last_step}, ${new Date(last).toISOString().slice(11, 19)} UTC): crashed or hung?`;
+    lc.apply(run.last_step, { kind: 'bad', firing: true, severity: rule.severity, describe: () => ({ summary, details }) });
   } else {
-    lc.apply(run.last_step, { kind: 'ok', recovered: true, summary: finished ? 'the run finished' : 'records are arriving again', details });
+    const summary = finished ? 'the run finished' : 'records are arriving again';
+    lc.apply(run.last_step, { kind: 'ok', recovered: true, describe: () => ({ summary, details }) });
   }
 }

@@ -1,11 +1,14 @@
 import type { AlertRow, Alerts } from '../store/alerts.ts';
 
+/** Words and values for a transition; built only when a transition happens (most steps change nothing). */
+export type Describe = () => { summary: string; details: Record<string, unknown> };
+
 /** What a rule decided about one step of one alert key. */
 export type Verdict =
   /** the condition holds; `firing` once it has held long enough */
-  | { kind: 'bad'; firing: boolean; severity: string; summary: string; details: Record<string, unknown> }
+  | { kind: 'bad'; firing: boolean; severity: string; describe: Describe }
   /** the condition no longer holds; `recovered` once the alert may resolve (hysteresis) */
-  | { kind: 'ok'; recovered: boolean; summary: string; details: Record<string, unknown> };
+  | { kind: 'ok'; recovered: boolean; describe: Describe };
 
 /**
  * Moves one alert key through pending → firing → resolved as verdicts arrive, step by step. Every
@@ -30,15 +33,22 @@ export class Lifecycle {
     return this.current ? (JSON.parse(this.current.details) as Record<string, unknown>) : {};
   }
 
+  /** Whether a verdict of this kind would change anything: lets the hot loop skip building one. */
+  wouldChange(kind: Verdict['kind'], flag: boolean): boolean {
+    const cur = this.current;
+    if (kind === 'bad') return !cur || (cur.state === 'pending' && flag);
+    return cur !== undefined && (cur.state === 'pending' || flag);
+  }
+
   apply(step: number, v: Verdict): void {
     const at = this.now();
     const cur = this.current;
     if (v.kind === 'bad') {
-      const change = { step, at, severity: v.severity, summary: v.summary, details: v.details };
+      const change = () => ({ step, at, severity: v.severity, ...v.describe() });
       if (!cur) {
-        this.current = this.alerts.create(this.key.runId, this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change);
+        this.current = this.alerts.create(this.key.runId, this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change());
       } else if (cur.state === 'pending' && v.firing) {
-        this.alerts.fire(cur.id, change);
+        this.alerts.fire(cur.id, change());
         this.current = this.alerts.byId(cur.id);
       }
       return;
@@ -48,7 +58,7 @@ export class Lifecycle {
       this.alerts.drop(cur.id);
       this.current = undefined;
     } else if (v.recovered) {
-      this.alerts.resolve(cur.id, { step, at, severity: cur.severity, summary: v.summary, details: v.details });
+      this.alerts.resolve(cur.id, { step, at, severity: cur.severity, ...v.describe() });
       this.current = undefined;
     }
   }
