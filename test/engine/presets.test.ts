@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import { GRPO_PRESET, RUNAWAY_REWARD_CAP } from '../../src/engine/presets/grpo.ts';
+import { Trace, seedLine, times } from './trace.ts';
+
+// seed 000 ("Interpreting Common Patterns"), verbatim
+const HEALTHY = [
+  '[Epoch 0.10]  loss=-0.0311  grad=0.028  lr=2.00e-06  reward=0.207±0.006  syntax_rew=0.207±0.012  entropy=0.055  frac_zero_std=0.75',
+  '[Epoch 0.20]  loss=-0.0415  grad=0.035  lr=1.95e-06  reward=0.315±0.015  syntax_rew=0.315±0.018  entropy=0.068  frac_zero_std=0.50',
+  '[Epoch 0.30]  loss=-0.0520  grad=0.042  lr=1.90e-06  reward=0.428±0.022  syntax_rew=0.428±0.025  entropy=0.074  frac_zero_std=0.25',
+].map(seedLine);
+const COLLAPSE = [
+  '[Epoch 0.50]  loss=0.0000  grad=0.000  lr=1.85e-06  reward=0.210±0.000  syntax_rew=0.210±0.000  entropy=0.044  frac_zero_std=1.00',
+  '[Epoch 0.51]  loss=0.0000  grad=0.000  lr=1.84e-06  reward=0.210±0.000  syntax_rew=0.210±0.000  entropy=0.044  frac_zero_std=1.00',
+].map(seedLine);
+const RUNAWAY = seedLine(
+  '[Epoch 0.25]  loss=-0.0311  grad=0.028  lr=1.98e-06  reward=0.050±0.000  syntax_rew=0.050±0.000  entropy=0.055  frac_zero_std=1.00',
+);
+const SPIKE = [
+  '[Epoch 0.35]  loss=0.0947  grad=15.786  lr=1.90e-06  reward=0.207±0.012  entropy=0.103  frac_zero_std=0.75',
+  '[Epoch 0.36]  loss=-0.0312  grad=0.024  lr=1.89e-06  reward=0.207±0.006  entropy=0.080  frac_zero_std=0.75',
+].map(seedLine);
+
+const firing = (t: Trace) =>
+  t.alerts().filter((a) => a.state === 'firing').map((a) => `${a.rule}@${a.fired_step}`).sort();
+
+describe('GRPO preset on the seed 000 patterns', () => {
+  it('has the rule ids of the design', () => {
+    expect(GRPO_PRESET.map((r) => r.id)).toEqual(
+      expect.arrayContaining([
+        'mode_collapse',
+        'entropy_collapse',
+        'grad_explosion',
+        'no_learning',
+        'runaway_completions',
+        'reward_plateau',
+        'reward_trend',
+        'run_stalled',
+      ]),
+    );
+  });
+
+  it('healthy training raises nothing', () => {
+    const t = new Trace().feed(HEALTHY);
+    expect(t.alerts()).toEqual([]);
+  });
+
+  it('mode collapse held for 3 records: mode_collapse and no_learning fire, and the frac_zero_std milestone at epoch 0.5', () => {
+    const t = new Trace().feed([...HEALTHY, COLLAPSE[0]!, COLLAPSE[1]!, COLLAPSE[1]!]);
+    expect(firing(t)).toEqual(['milestone_frac_zero_std_epoch_0.5@4', 'mode_collapse@6', 'no_learning@6']);
+    expect(t.alert('mode_collapse')).toMatchObject({
+      severity: 'critical',
+      metric: 'frac_zero_std',
+      started_step: 4,
+      summary: 'frac_zero_std 1 > 0.8 for 3 steps',
+    });
+    expect(t.alert('no_learning')).toMatchObject({
+      severity: 'critical',
+      metric: 'loss',
+      summary: 'loss 0 == 0 and grad_norm 0 == 0 for 3 steps',
+    });
+  });
+
+  it('frac_zero_std 1.00 for 2 records only is still pending', () => {
+    const t = new Trace().feed([...HEALTHY, ...COLLAPSE]);
+    expect(t.alert('mode_collapse')).toMatchObject({ state: 'pending', started_step: 4 });
+  });
+
+  it('entropy 0.03 for 3 records fires entropy_collapse; it resolves only once above 0.05 for 3 records', () => {
+    const low = { ...HEALTHY[2]!, entropy: 0.03 };
+    const t = new Trace().feed([...HEALTHY, low, low, low]);
+    expect(firing(t)).toEqual(['entropy_collapse@6']);
+    expect(t.alert('entropy_collapse')).toMatchObject({ severity: 'warning', summary: 'entropy 0.03 < 0.04 for 3 steps' });
+    t.feed(times(3, { ...low, entropy: 0.044 })); // no longer < 0.04, not yet back past 0.05
+    expect(t.alert('entropy_collapse').state).toBe('firing');
+    t.feed(times(3, { ...low, entropy: 0.06 }));
+    expect(t.alert('entropy_collapse')).toMatchObject({ state: 'resolved', resolved_step: 12 });
+  });
+
+  it('grad 15.786 fires grad_explosion at once; it resolves after 5 normal records', () => {
+    const t = new Trace().feed([...HEALTHY, SPIKE[0]!]);
+    expect(firing(t)).toEqual(['grad_explosion@4']);
+    expect(t.alert('grad_explosion')).toMatchObject({
+      severity: 'critical',
+      metric: 'grad_norm',
+      summary: 'grad_norm 15.79 > 10 for 1 step',
+    });
+    t.feed(times(4, SPIKE[1]!));
+    expect(t.alert('grad_explosion').state).toBe('firing');
+    t.feed([SPIKE[1]!]);
+    expect(t.alert('grad_explosion')).toMatchObject({ state: 'resolved', resolved_step: 9 });
+  });
+
+  it('an infinite grad_norm is an explosion too', () => {
+    const t = new Trace().feed([{ grad_norm: Infinity }]);
+    expect(t.alert('grad_explosion')).toMatchObject({ state: 'firing', summary: 'grad_norm inf > 10 for 1 step' });
+  });
+
+  it('no_learning needs loss and grad_norm both 0', () => {
+    const t = new Trace().feed(times(5, { loss: 0, grad_norm: 0.3, reward: 0.3 }));
+    t.feed(times(5, { loss: 0.01, grad_norm: 0, reward: 0.3 }));
+    expect(t.alerts()).toEqual([]);
+    t.feed(times(3, { loss: 0, grad_norm: 0, reward: 0.3 }));
+    expect(firing(t)).toEqual(['no_learning@13']);
+  });
+
+  it('reward 0.050±0.000 held for 3 records fires runaway_completions on reward', () => {
+    expect(RUNAWAY.reward).toBe(RUNAWAY_REWARD_CAP);
+    const t = new Trace().feed([RUNAWAY, RUNAWAY, RUNAWAY]);
+    expect(t.alert('runaway_completions')).toMatchObject({
+      state: 'firing',
+      metric: 'reward',
+      severity: 'critical',
+      fired_step: 3,
+      summary: 'reward 0.05 <= 0.05 and reward_std 0 == 0 for 3 steps',
+    });
+  });
+
+  it('a low reward with spread is not runaway', () => {
+    const t = new Trace().feed(times(3, { reward: 0.05, reward_std: 0.03 }));
+    expect(t.alerts()).toEqual([]);
+  });
+
+  it('clipped_ratio 0.8 held for 3 records fires runaway_completions on clipped_ratio', () => {
+    const t = new Trace().feed(times(3, { reward: 0.4, reward_std: 0.1, clipped_ratio: 0.8 }));
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.state} ${a.fired_step}`)).toEqual([
+      'runaway_completions clipped_ratio firing 3',
+    ]);
+  });
+
+  it('both runaway signs are two incidents of one rule', () => {
+    const t = new Trace().feed(times(3, { reward: 0.05, reward_std: 0, clipped_ratio: 0.9 }));
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'runaway_completions clipped_ratio']);
+  });
+
+  it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th', () => {
+    const flat = Array.from({ length: 60 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
+    const t = new Trace().feed(flat.slice(0, 59));
+    expect(t.alerts()).toEqual([]);
+    t.feed(flat.slice(59));
+    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 60 });
+    expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 30 steps\), below 0\.3$/);
+  });
+
+  it('a flat reward above 0.3 is not a plateau of concern', () => {
+    const t = new Trace().feed(times(60, { reward: 0.6 }));
+    expect(t.alerts()).toEqual([]);
+  });
+
+  it('the plateau resolves when the reward moves again', () => {
+    const t = new Trace().feed(times(60, { reward: 0.2 }));
+    t.feed(times(10, { reward: 0.3 }));
+    expect(t.alert('reward_plateau').state).toBe('resolved');
+  });
+
+  it('a verl-style run without frac_zero_std stays silent on the rules about it, whole epochs through', () => {
+    const verl = Array.from({ length: 100 }, (_, i) => ({
+      epoch: (i + 1) / 100,
+      reward: 0.5,
+      entropy: 0.3,
+      grad_norm: 0.5,
+      loss: -0.02,
+      kl: 0.001,
+      clipped_ratio: 0.01,
+      completion_length: 300,
+    }));
+    const t = new Trace().feed(verl);
+    expect(t.alerts()).toEqual([]);
+    // the same run with frac_zero_std at 0.5 would have missed both frac_zero_std milestones
+    const withFrac = new Trace().feed(verl.map((v) => ({ ...v, frac_zero_std: 0.5 })));
+    expect(firing(withFrac)).toEqual(['milestone_frac_zero_std_epoch_0.5@50', 'stop_frac_zero_std_epoch_1@100']);
+  });
+});
