@@ -39,13 +39,15 @@ export class Engine {
     return this.store.db.transaction(() => {
       const run = this.store.runs.byId(runId);
       if (!run) return 0;
+      const since = this.now();
       const ctx = runContext(this.store, runId, this.now);
       for (const rule of this.book.forRun(run.name)) {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
         else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
         else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
       }
-      return announce ? this.announce(runId) : 0;
+      // live, an incident that fired and resolved within one batch is still news
+      return announce ? this.announce(runId, since) : 0;
     })();
   }
 
@@ -69,16 +71,19 @@ export class Engine {
    * of announced alerts, repeats after the interval (not when acked). Muted alerts are recorded, not
    * announced; once the mute ends they are, if still firing.
    */
-  announce(runId: number): number {
+  announce(runId: number, firedSince?: number): number {
     const run = this.store.runs.byId(runId);
     if (!run) return 0;
     const now = this.now();
     const silences = this.store.silences.active(now);
     const items: NotificationItem[] = [];
-    for (const a of this.store.alerts.announceable(runId)) {
+    for (const a of this.store.alerts.announceable(runId, firedSince)) {
       const muted = silences.some((s) => silenceMatches(s, { run: run.name, rule: a.rule, severity: a.severity }));
       let kind: NotificationItem['kind'] | null = null;
-      if (a.state === 'resolved') kind = 'resolved';
+      if (a.state === 'resolved' && a.notified_state === null) {
+        if (!muted) items.push(this.item(a, 'firing'));
+        kind = muted ? null : 'resolved';
+      } else if (a.state === 'resolved') kind = 'resolved';
       else if (muted) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
       else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs) kind = 'repeat';

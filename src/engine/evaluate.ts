@@ -132,7 +132,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     const from = cursor?.step ?? START;
     const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
     if (fresh.length === 0) continue;
-    const history = cursor ? store.points.upTo(runId, metric, from, 2 * w - 1).filter((p) => Number.isFinite(p.value)) : [];
+    const history = cursor ? store.points.upTo(runId, metric, from, 2 * w - 1, true) : [];
     const points = [...history, ...fresh];
     const values = points.map((p) => p.value);
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now);
@@ -145,7 +145,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const down = rel < -rule.change && -delta > rule.minDelta;
       const flat = Math.abs(rel) < rule.change && after < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
-      const pct = (): string => `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%`;
+      const pct = (): string => (Number.isFinite(rel) ? `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%` : 'from 0');
       const details = { from: before, to: after, change: rel, window: w };
       const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
       const settled = rule.direction === 'flat' || Math.abs(rel) <= rule.change / 2;
@@ -203,7 +203,7 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   if (!reached) {
     const at = epochs.find((e) => e.value >= rule.epoch - 1e-9);
     if (at) {
-      const recent = store.points.upTo(runId, rule.metric, at.step, rule.window).map((p) => p.value).filter(Number.isFinite);
+      const recent = store.points.upTo(runId, rule.metric, at.step, rule.window, true).map((p) => p.value);
       // a run that does not log the metric yet is judged when it first does, at a later epoch record
       if (recent.length > 0) {
         reached = true;
@@ -225,7 +225,7 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   }
   if (lc.state === 'firing') {
     // one query for the whole batch: the window before, then the new values, with a rolling mean
-    const before = store.points.upTo(runId, rule.metric, watchFrom, rule.window).map((p) => p.value).filter(Number.isFinite);
+    const before = store.points.upTo(runId, rule.metric, watchFrom, rule.window, true).map((p) => p.value);
     const fresh = ctx.after(rule.metric, watchFrom).filter((p) => Number.isFinite(p.value));
     const window = [...before];
     for (const p of fresh) {

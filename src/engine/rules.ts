@@ -92,7 +92,7 @@ export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
 
 /** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
 export const RuleOverride = z
-  .object({ id: z.string().min(1), runs: z.string().min(1).optional() })
+  .object({ id: z.string({ error: 'every rule needs an id' }).min(1), runs: z.string().min(1).optional() })
   .catchall(z.unknown());
 export type RuleOverride = z.infer<typeof RuleOverride>;
 
@@ -136,7 +136,11 @@ export class RuleBook {
     entries.forEach((entry, i) => {
       const where = `alerts.rules[${i}]`;
       const head = RuleOverride.safeParse(entry);
-      if (!head.success) throw new RuleError(`${where}: ${head.error.issues[0]?.message ?? 'invalid rule'}`);
+      if (!head.success) {
+        const issue = head.error.issues[0];
+        const field = issue && issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
+        throw new RuleError(`${where}${field}: ${issue?.message ?? 'invalid rule'}`);
+      }
       const at = base.findIndex((r) => r.id === head.data.id);
       if (at < 0) {
         base.push(parseRule(entry, where));

@@ -87,14 +87,17 @@ export class Alerts {
     this.db.prepare('UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
   }
 
-  /** Alerts that may need announcing: firing ones, and resolved ones whose firing was announced. */
-  announceable(runId: number): AlertRow[] {
+  /** Alerts that may need announcing: firing ones, resolved ones whose firing was announced, and ones that
+   * fired at or after `firedSince` and resolved before they could be announced. */
+  announceable(runId: number, firedSince = Infinity): AlertRow[] {
     return this.db
       .prepare(
-        `SELECT * FROM alerts WHERE run_id = ? AND (state = 'firing' OR (state = 'resolved' AND notified_state = 'firing'))
+        `SELECT * FROM alerts WHERE run_id = :runId AND (state = 'firing'
+           OR (state = 'resolved' AND notified_state = 'firing')
+           OR (state = 'resolved' AND notified_state IS NULL AND fired_at >= :since))
          ORDER BY id`,
       )
-      .all(runId) as AlertRow[];
+      .all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
   }
 
   list(opts: { runId?: number; all?: boolean }): AlertRow[] {

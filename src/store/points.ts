@@ -109,10 +109,13 @@ export class Points {
     return rows.map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
 
-  /** The last `n` values of one metric up to and including `step`, ascending. */
-  upTo(runId: number, metric: string, step: number, n: number): Array<{ step: number; value: number }> {
+  /** The last `n` values of one metric up to and including `step`, ascending; with `finite`, the last `n`
+   * finite ones (windows of means must not come up short because of a nan). */
+  upTo(runId: number, metric: string, step: number, n: number, finite = false): Array<{ step: number; value: number }> {
+    // NaN is stored as NULL; ±Infinity as REAL infinities, which 9e999 spells in SQL
+    const where = finite ? 'AND value IS NOT NULL AND abs(value) < 9e999' : '';
     const rows = this.db
-      .prepare('SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ORDER BY step DESC LIMIT ?')
+      .prepare(`SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ${where} ORDER BY step DESC LIMIT ?`)
       .all(runId, this.metricId(metric), step, n) as Array<{ step: number; value: number | null }>;
     return rows.reverse().map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
