@@ -1,11 +1,11 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { config as loadDotenv } from 'dotenv';
-import { cpSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backfillPipeline, startApp, terminal } from './app.ts';
+import { DEMO_RUN, replayDemo } from './demo.ts';
 import { renderReplyText } from './chat/console.ts';
 import { ackAlert, alertList, muteAlerts, muteList, unmute } from './commands/alerts.ts';
 import { rewardHistory } from './commands/rewardHistory.ts';
@@ -17,8 +17,6 @@ import type { Config } from './config/schema.ts';
 import { backfill, type BackfillSummary } from './ingest/backfill.ts';
 import { stderrLog } from './log.ts';
 import { Store } from './store/store.ts';
-
-const SAMPLE_RUN = join(dirname(fileURLToPath(import.meta.url)), '../samples/grpo-demo');
 
 interface GlobalOpts {
   db?: string;
@@ -189,31 +187,25 @@ program
 
 program
   .command('demo')
-  .description('copy the bundled sample GRPO run to a temporary directory, ingest it and show its status')
-  .action(async (_opts: unknown, cmd: Command) => {
+  .description('replay the bundled sample GRPO run into a temporary directory while watching it: alerts fire and resolve live')
+  .option('--pace <ms>', 'milliseconds between steps', (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number of milliseconds');
+    return n;
+  }, 100)
+  .action(async (opts: { pace: number }, cmd: Command) => {
     const { config, dbPath } = setup(cmd);
-    const root = mkdtempSync(join(tmpdir(), 'rlwatch-demo-'));
-    cpSync(SAMPLE_RUN, join(root, 'grpo-demo'), { recursive: true });
-    const store = Store.open(dbPath);
-    try {
-      const previous = store.runs.byName('grpo-demo');
-      if (previous) store.runs.remove(previous.id); // a fresh replay each time
-      const t0 = performance.now();
-      await runBackfill(store, config, [root], (summary) =>
-        process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n\n`),
-      );
+    const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog });
+    withStore(cmd, (store) => {
       const color = process.stdout.isTTY === true;
-      process.stdout.write('\n');
-      process.stdout.write(`${renderReplyText(runStatus({ store }, { run: 'grpo-demo' }), color)}\n\n`);
-      process.stdout.write(`${renderReplyText(rewardHistory({ store }, { run: 'grpo-demo', metric: 'frac_zero_std' }), color)}\n\n`);
-      const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
-      process.stdout.write(
-        `The sample run is in ${join(root, 'grpo-demo')}; its data is in ${dbPath}.\n` +
-          `Try: bin/rlwatch runs${db}   bin/rlwatch reward history grpo-demo --metric entropy${db}\n`,
-      );
-    } finally {
-      store.close();
-    }
+      process.stdout.write(`\n${renderReplyText(runStatus({ store }, { run: DEMO_RUN }), color)}\n\n`);
+      process.stdout.write(`${renderReplyText(alertList({ store }, { run: DEMO_RUN, all: true }), color)}\n\n`);
+    });
+    const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
+    process.stdout.write(
+      `The replayed run is in ${runDir}; its data is in ${dbPath}.\n` +
+        `Try: bin/rlwatch reward history ${DEMO_RUN} --metric frac_zero_std${db}   bin/rlwatch alerts --all${db}\n`,
+    );
   });
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';

@@ -16,6 +16,8 @@ export function renderReplyText(reply: Reply, color: boolean): string {
   return out.join('\n');
 }
 
+/** reward components shown per generation: enough to see why, short enough for one line */
+const BREAKDOWN_PARTS = 6;
 const SEVERITY_COLOR: Record<string, string> = { critical: '31', warning: '33', info: '36' };
 const paint = (s: string, code: string, color: boolean): string => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
 
@@ -31,7 +33,10 @@ export function renderNotification(n: Notification, color: boolean): string {
     if (item.recent.length > 1) out.push(`  ${item.metric} ${sparkline(item.recent)} (last ${item.recent.length})`);
     if (item.examples && item.kind !== 'resolved') {
       const show = (label: string, e: ExampleSnippet): string => {
-        const parts = Object.entries(e.breakdown).map(([k, v]) => `${k} ${formatValue(v)}`).join(', ');
+        const parts = Object.entries(e.breakdown)
+          .slice(0, BREAKDOWN_PARTS)
+          .map(([k, v]) => `${k} ${formatValue(v)}`)
+          .join(', ');
         const text = e.completion.replace(/\s+/g, ' ').slice(0, 160);
         return `  ${label} ${formatValue(e.reward)}${parts ? ` (${parts})` : ''}: ${dim(text, color)}`;
       };

@@ -5,7 +5,7 @@ import type { FileRow, SkipCount } from '../store/files.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { readLines } from './lineReader.ts';
-import type { DocumentFormat, ExampleRecord, Format, LineParser, ParseResult } from './records.ts';
+import type { DocumentFormat, ExampleRecord, LineParser, ParseResult } from './records.ts';
 import { locateRun } from './runLocator.ts';
 
 export interface IngestOptions {

@@ -1,0 +1,66 @@
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { startApp } from './app.ts';
+import type { Config } from './config/schema.ts';
+import type { Log } from './log.ts';
+import { Store } from './store/store.ts';
+
+export const SAMPLE_RUN = join(dirname(fileURLToPath(import.meta.url)), '../samples/grpo-demo');
+export const DEMO_RUN = 'grpo-demo';
+
+/** The sample's files, and how many of their lines belong to one training step. */
+const FILES = [
+  { path: 'reward_logs/completions.jsonl', perStep: 4 },
+  { path: 'reward_logs/syntax_aware_breakdown.jsonl', perStep: 4 },
+  { path: 'learning.log', perStep: 1 },
+  { path: 'batch_metrics.jsonl', perStep: 1 },
+];
+
+const linesOf = (path: string): string[] => readFileSync(join(SAMPLE_RUN, path), 'utf8').split('\n').filter(Boolean);
+
+/**
+ * `rlwatch demo`: the sample run is written into a temporary directory step by step, as a trainer would
+ * (generations first, then the step's metrics), while `start` watches it, so alerts fire and resolve in the
+ * terminal as they would on a real run. Returns the directory.
+ */
+export async function replayDemo(opts: { config: Config; dbPath: string; paceMs: number; log: Log }): Promise<string> {
+  const root = mkdtempSync(join(tmpdir(), 'rlwatch-demo-'));
+  const runDir = join(root, DEMO_RUN);
+  const sources = FILES.map((f) => ({ ...f, lines: linesOf(f.path), target: join(runDir, f.path) }));
+  for (const s of sources) {
+    mkdirSync(dirname(s.target), { recursive: true });
+    writeFileSync(s.target, '');
+  }
+  forgetPreviousDemo(opts.dbPath);
+  const app = await startApp({ config: opts.config, dbPath: opts.dbPath, roots: [root], log: opts.log });
+  const steps = Math.min(...sources.map((s) => Math.floor(s.lines.length / s.perStep)));
+  opts.log.info(`replaying ${steps} steps of ${DEMO_RUN} into ${runDir}, one every ${opts.paceMs} ms`);
+  for (let step = 0; step < steps; step++) {
+    for (const s of sources) {
+      const chunk = s.lines.slice(step * s.perStep, (step + 1) * s.perStep);
+      appendFileSync(s.target, `${chunk.join('\n')}\n`);
+    }
+    if ((step + 1) % 50 === 0) opts.log.info(`step ${step + 1}/${steps}`);
+    await sleep(opts.paceMs);
+  }
+  // let the watcher see the last lines (its trailing re-check waits 60 ms) before stopping
+  const last = () => app.store.runs.byName(DEMO_RUN)?.last_step ?? 0;
+  for (let i = 0; i < 100 && last() < steps; i++) await sleep(50);
+  await app.live.idle();
+  await app.stop();
+  return runDir;
+}
+
+/** Each demo is a fresh replay: the previous demo run (in an older temporary directory) is removed. */
+function forgetPreviousDemo(dbPath: string): void {
+  const store = Store.open(dbPath);
+  try {
+    const previous = store.runs.byName(DEMO_RUN);
+    if (previous) store.runs.remove(previous.id);
+  } finally {
+    store.close();
+  }
+}
