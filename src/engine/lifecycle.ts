@@ -16,6 +16,8 @@ export type Verdict =
  */
 export class Lifecycle {
   private current: AlertRow | undefined;
+  /** the current row's details, parsed once: trend rules look at them on every step while firing */
+  private parsed: { row: AlertRow; details: Record<string, unknown> } | undefined;
 
   constructor(
     private readonly alerts: Alerts,
@@ -30,7 +32,10 @@ export class Lifecycle {
   }
 
   get details(): Record<string, unknown> {
-    return this.current ? (JSON.parse(this.current.details) as Record<string, unknown>) : {};
+    const cur = this.current;
+    if (!cur) return {};
+    if (this.parsed?.row !== cur) this.parsed = { row: cur, details: JSON.parse(cur.details) as Record<string, unknown> };
+    return this.parsed.details;
   }
 
   /** Whether a verdict of this kind would change anything: lets the hot loop skip building one. */
