@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { backfillPipeline, startApp, terminal } from './app.ts';
 import { DEMO_RUN, replayDemo } from './demo.ts';
 import { renderReplyText } from './chat/console.ts';
-import { ackAlert, alertList, muteAlerts, muteList, unmute } from './commands/alerts.ts';
-import { rewardHistory } from './commands/rewardHistory.ts';
+import { alertList } from './commands/alerts.ts';
+import { bindWords, checkArgs, COMMANDS, knownNames, usage, type CommandSpec } from './commands/registry.ts';
 import { runList } from './commands/runList.ts';
 import { runStatus } from './commands/runStatus.ts';
 import type { Reply } from './commands/reply.ts';
@@ -43,12 +43,6 @@ function print(reply: Reply, json: boolean | undefined): void {
   if (json) process.stdout.write(`${JSON.stringify(reply.data, null, 2)}\n`);
   else process.stdout.write(`${renderReplyText(reply, process.stdout.isTTY === true)}\n`);
 }
-
-const positiveInt = (raw: string): number => {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
-  return n;
-};
 
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
 async function runBackfill(store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => void): Promise<void> {
@@ -151,39 +145,59 @@ program
 
 program
   .command('runs')
-  .description('list the runs: name, path, first/last step, last epoch, records, last update')
+  .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
 
-const run = program.command('run').description('one run');
-run
-  .command('status')
-  .description('latest step, epoch and the latest value of each canonical metric')
-  .argument('[run]', 'run name (may be left out when there is only one run)')
-  .option('--json', 'print JSON')
-  .action((name: string | undefined, opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) => print(runStatus({ store }, { run: name }), opts.json)),
-  );
-run
-  .command('list')
-  .description('the same as `rlwatch runs`')
-  .option('--json', 'print JSON')
-  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
+const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
 
-program
-  .command('reward')
-  .description('reward (or any metric) over time')
-  .command('history')
-  .description('the series of one metric, steps ascending')
-  .argument('[run]', 'run name (may be left out when there is only one run)')
-  .option('--metric <name>', 'metric to show', 'reward')
-  .option('--last <n>', 'only the newest N points', positiveInt)
-  .option('--json', 'print JSON')
-  .action((name: string | undefined, opts: { metric: string; last?: number; json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) =>
-      print(rewardHistory({ store }, { run: name, metric: opts.metric, last: opts.last }), opts.json),
-    ),
-  );
+/** Adds a command of the shared tree: positional words are read as Slack reads them, flags by name. */
+function addShared(parent: Command, spec: CommandSpec): void {
+  const cmd = parent.command(spec.path[spec.path.length - 1] as string).description(spec.description);
+  const positional = spec.options.filter((o) => o.positional);
+  const takesWords = spec.options.length > 0;
+  if (takesWords) {
+    // the words are read as Slack reads `/mute grpo-7b 2h`; every option also has its --flag
+    cmd.argument('[words...]', `${usage(spec, '').split(' ').slice(spec.path.length + 1).join(' ')}, as in chat`);
+    cmd.usage(`[options] ${positional.map((o) => (o.required ? `<${o.name}>` : `[${o.name}]`)).join(' ')}`.trim());
+  }
+  for (const o of takesWords ? spec.options : []) {
+    const flag = o.flag ?? o.name;
+    cmd.option(o.type === 'boolean' ? `--${flag}` : `--${flag} <${o.name}>`, o.description);
+  }
+  if (spec.access === 'write') cmd.option('--by <name>', 'who (default: $USER)');
+  cmd.option('--json', 'print JSON');
+  cmd.action((...params: unknown[]) => {
+    const self = params[params.length - 1] as Command;
+    const words = takesWords ? (params[0] as string[]) : [];
+    const opts = self.opts<Record<string, string | boolean | undefined>>();
+    withStore(self, (store) => {
+      const prefix = `rlwatch `;
+      const bound = bindWords(spec, words, knownNames(store), prefix);
+      for (const o of spec.options) {
+        const v = opts[o.flag ?? o.name];
+        if (v !== undefined) bound[o.name] = v;
+      }
+      const args = checkArgs(spec, bound, prefix);
+      print(spec.run({ store, user: String(opts.by ?? user()) }, args), opts.json === true);
+    });
+  });
+}
+
+const groups = new Map<string, Command>();
+for (const spec of COMMANDS) {
+  if (spec.path.length === 1) {
+    addShared(program, spec);
+    continue;
+  }
+  const [group] = spec.path;
+  let parent = groups.get(group);
+  if (!parent) {
+    parent = program.command(group).description(group === 'run' ? 'one run' : `${group} over time`);
+    groups.set(group, parent);
+  }
+  addShared(parent, spec);
+}
 
 program
   .command('demo')
@@ -207,57 +221,6 @@ program
         `Try: bin/rlwatch reward history ${DEMO_RUN} --metric frac_zero_std${db}   bin/rlwatch alerts --all${db}\n`,
     );
   });
-
-const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
-
-program
-  .command('alerts')
-  .description('firing alerts (all incidents with --all), newest first')
-  .argument('[run]', 'only this run')
-  .option('--run <run>', 'only this run')
-  .option('--all', 'resolved incidents too')
-  .option('--json', 'print JSON')
-  .action((name: string | undefined, opts: { run?: string; all?: boolean; json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) => print(alertList({ store }, { run: opts.run ?? name, all: opts.all }), opts.json)),
-  );
-
-program
-  .command('ack')
-  .description('acknowledge an alert: no more repeats until it resolves')
-  .argument('<id>', 'alert id', positiveInt)
-  .option('--comment <text>', 'what you are doing about it')
-  .option('--by <name>', 'who acks (default: $USER)')
-  .option('--json', 'print JSON')
-  .action((id: number, opts: { comment?: string; by?: string; json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) => print(ackAlert({ store }, { id, by: opts.by ?? user(), comment: opts.comment }), opts.json)),
-  );
-
-program
-  .command('mute')
-  .description('record but do not post alerts matching run, rule and severity (any may be left out)')
-  .requiredOption('--for <duration>', 'how long, e.g. 30m, 2h, 1d')
-  .option('--run <run>', 'run name or glob')
-  .option('--rule <id>', 'rule id')
-  .option('--severity <s>', 'info, warning or critical')
-  .option('--reason <text>', 'why')
-  .option('--by <name>', 'who mutes (default: $USER)')
-  .option('--json', 'print JSON')
-  .action((opts: { for: string; run?: string; rule?: string; severity?: string; reason?: string; by?: string; json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) => print(muteAlerts({ store }, { ...opts, by: opts.by ?? user() }), opts.json)),
-  );
-
-program
-  .command('mutes')
-  .description('the mutes in force')
-  .option('--json', 'print JSON')
-  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(muteList({ store }), opts.json)));
-
-program
-  .command('unmute')
-  .description('end a mute now')
-  .argument('<id>', 'mute id', positiveInt)
-  .option('--json', 'print JSON')
-  .action((id: number, opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(unmute({ store }, { id }), opts.json)));
 
 export async function main(argv: string[]): Promise<void> {
   loadDotenv({ quiet: true });

@@ -13,6 +13,10 @@ export function renderReplyText(reply: Reply, color: boolean): string {
   const width = Math.max(0, ...reply.fields.map((f) => f.name.length));
   for (const f of reply.fields) out.push(`  ${dim(f.name.padEnd(width), color)}  ${f.value}`);
   for (const line of reply.lines) out.push(`  ${line}`);
+  for (const b of reply.blocks ?? []) {
+    out.push(`  ${dim(b.title, color)}`);
+    for (const line of b.code.split('\n')) out.push(`    ${line}`);
+  }
   return out.join('\n');
 }
 

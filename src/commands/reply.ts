@@ -9,8 +9,20 @@ export interface Reply {
   fields: Array<{ name: string; value: string }>;
   /** free text below the fields */
   lines: string[];
+  /** preformatted text (generations, code) shown as code blocks, each under its title */
+  blocks?: Array<{ title: string; code: string }>;
+  /** a line chart the chat front ends render as a PNG */
+  chart?: ChartSpec;
   /** the machine-readable answer: what `--json` prints */
   data: unknown;
+}
+
+export interface ChartSpec {
+  title: string;
+  metric: string;
+  points: Array<{ step: number; value: number }>;
+  /** a step to mark (an alert's firing step) */
+  markStep?: number;
 }
 
 export interface CommandContext {

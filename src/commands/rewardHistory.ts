@@ -38,6 +38,7 @@ export function rewardHistory(
         (p) => `step ${String(p.step).padStart(6)}  epoch ${p.epoch === null ? '   -' : formatValue(p.epoch).padStart(4)}  ${formatValue(p.value)}`,
       ),
     ],
+    chart: { title: `${metric} of ${run.name}`, metric, points: points.map((p) => ({ step: p.step, value: p.value })) },
     data: {
       run: run.name,
       metric,

@@ -55,6 +55,11 @@ export class Points {
     return this.insertStep.run(runId, step, at).changes > 0;
   }
 
+  /** Every metric name any run has logged. */
+  allNames(): string[] {
+    return this.db.prepare('SELECT name FROM metrics ORDER BY name').pluck().all() as string[];
+  }
+
   metricsOf(runId: number): string[] {
     return this.db
       .prepare(

@@ -90,7 +90,7 @@ describe('the CLI', () => {
     expect(missingDir.stderr).toBe(`rlwatch: ${join(root, 'missing')}: cannot read: ENOENT\n`);
     const badLast = rlwatch(['reward', 'history', 'grpo-a', '--last', 'x', '--db', db]);
     expect(badLast.status).toBe(1);
-    expect(badLast.stderr).toMatch(/--last <n>' argument 'x' is invalid\. expected a whole number/);
+    expect(badLast.stderr).toBe("rlwatch: usage: rlwatch reward history [run] [metric] [last]: last must be a whole number, not 'x'\n");
   });
 
   it('stops on a bad config, naming the file and the field', () => {
