@@ -47,13 +47,14 @@ export const terminal = (): Target => consoleTarget((s) => process.stdout.write(
  */
 export function backfillPipeline(store: Store, config: Config, log: Log, targets: readonly Target[]) {
   const engine = makeEngine(store, config, targets);
-  const dispatcher = new Dispatcher(store, targets, (t, err) => log.warn(`cannot notify ${t}: ${err.message}`));
+  const dispatcher = new Dispatcher(store, targets, { onError: (t, err) => log.warn(`cannot notify ${t}: ${err.message}`) });
   const ingestor = new Ingestor(store, config.ingest, ingestEvents(log, (r) => engine.evaluate(r.runId, false)));
   return {
     ingestor,
     async finish(): Promise<void> {
       engine.tick();
       await dispatcher.kick();
+      await dispatcher.stop();
     },
   };
 }
@@ -70,7 +71,7 @@ export async function startApp(opts: {
   const store = Store.open(opts.dbPath);
   const targets = opts.targets ?? [terminal()];
   const engine = makeEngine(store, opts.config, targets);
-  const dispatcher = new Dispatcher(store, targets, (t, err) => opts.log.warn(`cannot notify ${t}: ${err.message}`));
+  const dispatcher = new Dispatcher(store, targets, { onError: (t, err) => opts.log.warn(`cannot notify ${t}: ${err.message}`) });
   // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
   let catchingUp = true;
   const ingestor = new Ingestor(
@@ -99,6 +100,7 @@ export async function startApp(opts: {
       clearInterval(timer);
       await live.stop();
       await dispatcher.kick();
+      await dispatcher.stop();
       store.close();
     },
   };

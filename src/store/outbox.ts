@@ -7,6 +7,7 @@ export interface OutboxRow {
   target: string;
   payload: string;
   attempts: number;
+  next_attempt_at: number | null;
 }
 
 /** Notifications waiting for delivery, per target, in the order they were written. */
@@ -21,7 +22,7 @@ export class Outbox {
 
   pending(target: string, limit = 50): OutboxRow[] {
     return this.db
-      .prepare('SELECT id, created_at, run_id, target, payload, attempts FROM outbox WHERE target = ? AND done_at IS NULL ORDER BY id LIMIT ?')
+      .prepare('SELECT id, created_at, run_id, target, payload, attempts, next_attempt_at FROM outbox WHERE target = ? AND done_at IS NULL ORDER BY id LIMIT ?')
       .all(target, limit) as OutboxRow[];
   }
 
@@ -29,7 +30,10 @@ export class Outbox {
     this.db.prepare('UPDATE outbox SET done_at = ? WHERE id = ?').run(at, id);
   }
 
-  failed(id: number, error: string): void {
-    this.db.prepare('UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?').run(error, id);
+  /** A failed try: counted, with the error, and when the row may be tried again. */
+  failed(id: number, error: string, nextAttemptAt: number | null = null): void {
+    this.db
+      .prepare('UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?')
+      .run(error, nextAttemptAt, id);
   }
 }

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
 import { openDb } from './db.ts';
 import { Alerts } from './alerts.ts';
+import { ChatMessages } from './chatMessages.ts';
 import { Examples } from './examples.ts';
 import { Files, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
@@ -36,6 +37,7 @@ export class Store {
   readonly alerts: Alerts;
   readonly silences: Silences;
   readonly outbox: Outbox;
+  readonly chatMessages: ChatMessages;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
 
   constructor(readonly db: Database.Database) {
@@ -46,6 +48,7 @@ export class Store {
     this.alerts = new Alerts(db);
     this.silences = new Silences(db);
     this.outbox = new Outbox(db);
+    this.chatMessages = new ChatMessages(db);
     this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
   }
 

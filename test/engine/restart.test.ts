@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Notification } from '../../src/engine/notification.ts';
-import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
+import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { HOUR, MIN, Trace, presetOnly, times } from './trace.ts';
 
 const spike = (targets = ['console']) => new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR, targets });
@@ -71,26 +71,39 @@ describe('restart', () => {
 });
 
 describe('dispatcher', () => {
-  it('a target that throws keeps the row pending with attempts counted; a later kick delivers in order', async () => {
+  it('a target that throws keeps the row pending, waits a growing backoff, then delivers in order', async () => {
     const target = fakeTarget();
     const errors: string[] = [];
-    const d = () => new Dispatcher(t.store, [target], (name, err) => errors.push(`${name}: ${err.message}`));
     const t = spike();
+    const d = () =>
+      new Dispatcher(t.store, [target], { now: () => t.now, baseBackoffMs: 1000, onError: (name, err) => errors.push(`${name}: ${err.message}`) });
     target.failing = true;
     t.feed([{ grad_norm: 15.786 }]);
-    await d().kick();
-    expect(t.outbox()).toMatchObject([{ attempts: 1, last_error: 'console down', done_at: null }]);
+    const first = d();
+    await first.kick();
+    await first.stop();
+    expect(t.outbox()).toMatchObject([{ attempts: 1, last_error: 'console down', done_at: null, next_attempt_at: t.now + 1000 }]);
+    const early = d();
+    await early.kick(); // within the backoff: not tried
+    await early.stop();
+    expect(t.outbox()[0]).toMatchObject({ attempts: 1 });
     t.feed(times(5, { grad_norm: 0.1 }));
-    await d().kick();
+    t.advance(1000);
+    const second = d();
+    await second.kick();
+    await second.stop();
     // the drain stops at the first failure: the newer row is not tried ahead of the older one
     expect(t.outbox()).toMatchObject([
-      { attempts: 2, done_at: null },
+      { attempts: 2, done_at: null, next_attempt_at: t.now + 2000 },
       { attempts: 0, done_at: null },
     ]);
     expect(errors).toEqual(['console: console down', 'console: console down']);
     target.failing = false;
     t.restart();
-    await d().kick();
+    t.advance(2000);
+    const third = d();
+    await third.kick();
+    await third.stop();
     expect(target.delivered).toEqual(['firing grad_explosion@1', 'resolved grad_explosion@6']);
     expect(t.outbox().map((r) => [r.attempts, r.done_at !== null])).toEqual([
       [2, true],
@@ -98,12 +111,31 @@ describe('dispatcher', () => {
     ]);
   });
 
+  it('honours a Retry-After from the platform instead of the backoff', async () => {
+    const t = spike();
+    let calls = 0;
+    const limited: Target = {
+      name: 'console',
+      deliver: async () => {
+        calls++;
+        if (calls === 1) throw new DeliveryError('rate limited', 7000);
+      },
+    };
+    t.feed([{ grad_norm: 15.786 }]);
+    const d = new Dispatcher(t.store, [limited], { now: () => t.now });
+    await d.kick();
+    expect(t.outbox()[0]).toMatchObject({ attempts: 1, next_attempt_at: t.now + 7000 });
+    await d.stop();
+  });
+
   it('a failing target does not hold back another target', async () => {
     const ok = fakeTarget('console');
     const down = fakeTarget('chat');
     down.failing = true;
     const t = spike(['console', 'chat']).feed([{ grad_norm: 15.786 }]);
-    await new Dispatcher(t.store, [down, ok]).kick();
+    const d = new Dispatcher(t.store, [down, ok]);
+    await d.kick();
+    await d.stop();
     expect(ok.delivered).toEqual(['firing grad_explosion@1']);
     expect(t.store.outbox.pending('chat')).toHaveLength(1);
     expect(t.store.outbox.pending('console')).toEqual([]);

@@ -68,6 +68,7 @@ export interface SentRow {
   done_at: number | null;
   attempts: number;
   last_error: string | null;
+  next_attempt_at: number | null;
   notification: Notification;
 }
 
@@ -193,7 +194,7 @@ export class Trace {
   /** Every outbox row of a target, delivered or not, in order. */
   outbox(target = 'console'): SentRow[] {
     const rows = this.store.db
-      .prepare('SELECT id, target, created_at, done_at, attempts, last_error, payload FROM outbox WHERE target = ? ORDER BY id')
+      .prepare('SELECT id, target, created_at, done_at, attempts, last_error, next_attempt_at, payload FROM outbox WHERE target = ? ORDER BY id')
       .all(target) as Array<Omit<SentRow, 'notification'> & { payload: string }>;
     return rows.map(({ payload, ...r }) => ({ ...r, notification: JSON.parse(payload) as Notification }));
   }

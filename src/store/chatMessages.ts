@@ -1,0 +1,40 @@
+import type { Database } from 'better-sqlite3';
+
+export interface ChatMessageRow {
+  id: number;
+  target: string;
+  ref: string;
+  run_id: number;
+  alert_ids: string;
+  posted_at: number;
+}
+
+/** Which chat message shows which alerts, per target. */
+export class ChatMessages {
+  constructor(private readonly db: Database) {}
+
+  record(target: string, ref: string, runId: number, alertIds: readonly number[], at: number): void {
+    this.db.transaction(() => {
+      const info = this.db
+        .prepare('INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, posted_at) VALUES (?, ?, ?, ?, ?)')
+        .run(target, ref, runId, JSON.stringify(alertIds), at);
+      const id = info.changes > 0 ? Number(info.lastInsertRowid) : this.byRef(target, ref)!.id;
+      const link = this.db.prepare('INSERT OR IGNORE INTO alert_messages (alert_id, message_id) VALUES (?, ?)');
+      for (const a of alertIds) link.run(a, id);
+    })();
+  }
+
+  byRef(target: string, ref: string): ChatMessageRow | undefined {
+    return this.db.prepare('SELECT * FROM chat_messages WHERE target = ? AND ref = ?').get(target, ref) as ChatMessageRow | undefined;
+  }
+
+  /** The messages of `target` that show this alert, newest first. */
+  ofAlert(alertId: number, target: string): ChatMessageRow[] {
+    return this.db
+      .prepare(
+        `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+         WHERE a.alert_id = ? AND m.target = ? ORDER BY m.id DESC`,
+      )
+      .all(alertId, target) as ChatMessageRow[];
+  }
+}
