@@ -1,0 +1,346 @@
+import { Resvg } from '@resvg/resvg-js';
+import * as vega from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+import { lttbIndices } from './lttb.ts';
+
+/** The eight bytes every PNG file starts with. */
+export const PNG_SIGNATURE: Buffer = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/** At most this many points are drawn; longer series are down-sampled with LTTB. */
+export const MAX_CHART_POINTS = 1000;
+
+export const DEFAULT_CHART_WIDTH = 800;
+export const DEFAULT_CHART_HEIGHT = 360;
+
+const FONT = 'DejaVu Sans';
+const BACKGROUND = '#ffffff';
+const LINE_COLOUR = '#1f6fb4';
+const MARK_COLOUR = '#d62728';
+const TEXT_COLOUR = '#222222';
+const GRID_COLOUR = '#e6e6e6';
+
+export interface LineChartOptions {
+  title: string;
+  metric: string;
+  points: ReadonlyArray<{ step: number; value: number }>;
+  /** Draws a red vertical rule at this step (e.g. the step at which an alert fired). */
+  markStep?: number;
+  /** Width of the PNG in pixels (default 800). */
+  width?: number;
+  /** Height of the chart in pixels (default 360). */
+  height?: number;
+}
+
+/** One row of chart data; `value: null` breaks the line (a gap where the series had nan/inf). */
+export interface ChartRow {
+  step: number;
+  value: number | null;
+}
+
+/** Renders a line chart of `metric` over steps as PNG bytes. Never touches the network. */
+export async function renderLineChart(opts: LineChartOptions): Promise<Buffer> {
+  const width = positiveInt(opts.width, DEFAULT_CHART_WIDTH);
+  const height = positiveInt(opts.height, DEFAULT_CHART_HEIGHT);
+  const rows = chartRows(opts.points, MAX_CHART_POINTS);
+  const markStep = opts.markStep !== undefined && Number.isFinite(opts.markStep) ? opts.markStep : undefined;
+  const spec = lineChartSpec({ title: opts.title, metric: opts.metric, rows, markStep, width, height });
+  const svg = await specToSvg(spec);
+  return svgToPng(svg, width);
+}
+
+/**
+ * The rows to draw: non-finite steps and values dropped, ordered by step, down-sampled with LTTB to
+ * at most `maxPoints` points, with a `value: null` row wherever the series had non-finite values
+ * between two drawn points (so the line shows a gap there instead of bridging it).
+ */
+export function chartRows(points: ReadonlyArray<{ step: number; value: number }>, maxPoints: number): ChartRow[] {
+  const len = points.length;
+  const xs = new Float64Array(len);
+  const ys = new Float64Array(len);
+  // gapsUpTo[k]: how many runs of non-finite values precede finite point k (a prefix count).
+  const gapsUpTo = new Uint32Array(len);
+  let n = fillFinite(points, xs, ys, gapsUpTo);
+  if (n < 0) {
+    // Rare (steps normally arrive in order): sort a copy and go again. NaN steps are dropped anyway.
+    const sorted = points.filter((p) => Number.isFinite(p.step)).sort((a, b) => a.step - b.step);
+    n = fillFinite(sorted, xs, ys, gapsUpTo);
+  }
+  if (n <= 0) return [];
+
+  const kept = lttbIndices(xs, ys, n, maxPoints);
+  const rows: ChartRow[] = [];
+  let prev = -1;
+  for (let i = 0; i < kept.length; i++) {
+    const idx = kept[i] as number;
+    if (prev >= 0 && (gapsUpTo[idx] as number) > (gapsUpTo[prev] as number)) {
+      rows.push({ step: ((xs[prev] as number) + (xs[idx] as number)) / 2, value: null });
+    }
+    rows.push({ step: xs[idx] as number, value: ys[idx] as number });
+    prev = idx;
+  }
+  return rows;
+}
+
+/**
+ * Copies the points with finite step and value into `xs`/`ys` and returns how many there are, or
+ * -1 as soon as the steps turn out not to be in order.
+ */
+function fillFinite(
+  points: ReadonlyArray<{ step: number; value: number }>,
+  xs: Float64Array,
+  ys: Float64Array,
+  gapsUpTo: Uint32Array,
+): number {
+  let gaps = 0;
+  let inGap = false;
+  let lastStep = -Infinity;
+  let n = 0;
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i] as { step: number; value: number };
+    const step = p.step;
+    const value = p.value;
+    if (!Number.isFinite(step)) continue;
+    if (step < lastStep) return -1;
+    lastStep = step;
+    if (!Number.isFinite(value)) {
+      if (!inGap) gaps++;
+      inGap = true;
+      continue;
+    }
+    inGap = false;
+    xs[n] = step;
+    ys[n] = value;
+    gapsUpTo[n] = gaps;
+    n++;
+  }
+  return n;
+}
+
+/** The vega-lite spec of the chart (exported for tests and debugging). */
+export function lineChartSpec(o: {
+  title: string;
+  metric: string;
+  rows: ChartRow[];
+  markStep?: number | undefined;
+  width: number;
+  height: number;
+}): TopLevelSpec {
+  const base = {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    width: o.width,
+    height: o.height,
+    autosize: { type: 'fit', contains: 'padding' },
+    padding: { left: 12, right: 20, top: 12, bottom: 10 },
+    background: BACKGROUND,
+    title: { text: o.title, anchor: 'start', fontSize: 18, fontWeight: 'bold', color: TEXT_COLOUR, offset: 12, limit: Math.max(100, o.width - 40) },
+    config: {
+      font: FONT,
+      view: { stroke: '#cccccc' },
+      axis: {
+        labelFontSize: 13,
+        titleFontSize: 14,
+        titleFontWeight: 'bold',
+        labelColor: TEXT_COLOUR,
+        titleColor: TEXT_COLOUR,
+        gridColor: GRID_COLOUR,
+        domainColor: '#888888',
+        tickColor: '#888888',
+        labelOverlap: true,
+      },
+    },
+  } as const;
+
+  const xAxisBase = { title: 'step', tickCount: 8, labelFlush: true };
+  // Vega measures text by estimate (no canvas in Node): a long rotated metric name must be cut to the
+  // plot's height, or the axis grows above the plot and pushes the chart title off the picture.
+  const yAxis = { title: o.metric, tickCount: 6, titleLimit: Math.max(60, o.height - 110) };
+
+  if (o.rows.every((r) => r.value === null)) {
+    // Keep the axes (titled) so the picture still says what it is about, and say there is nothing to draw.
+    return {
+      ...base,
+      data: { values: [{}] },
+      layer: [
+        {
+          mark: { type: 'text', fontSize: 22, color: '#888888', align: 'center', baseline: 'middle' },
+          encoding: {
+            x: { datum: 0.5, type: 'quantitative', scale: { domain: [0, 1] }, axis: { ...xAxisBase, labels: false, ticks: false, grid: false } },
+            y: { datum: 0.5, type: 'quantitative', scale: { domain: [0, 1] }, axis: { ...yAxis, labels: false, ticks: false, grid: false } },
+            text: { value: 'no data' },
+          },
+        },
+      ],
+    } as TopLevelSpec;
+  }
+
+  let lo = Infinity;
+  let hi = -Infinity;
+  let yLo = Infinity;
+  let yHi = -Infinity;
+  let drawn = 0;
+  let integerSteps = true;
+  for (const r of o.rows) {
+    if (r.value === null) continue;
+    drawn++;
+    if (r.step < lo) lo = r.step;
+    if (r.step > hi) hi = r.step;
+    if (r.value < yLo) yLo = r.value;
+    if (r.value > yHi) yHi = r.value;
+    if (!Number.isInteger(r.step)) integerSteps = false;
+  }
+  if (o.markStep !== undefined) {
+    lo = Math.min(lo, o.markStep);
+    hi = Math.max(hi, o.markStep);
+  }
+  // Small step counts read best in full ("2,500"); large ones with an SI suffix per tick ("250k").
+  const xAxis = {
+    ...xAxisBase,
+    ...(Math.max(Math.abs(lo), Math.abs(hi)) < 10_000 ? { format: ',~f' } : { labelExpr: "format(datum.value, '~s')" }),
+    ...(integerSteps ? { tickMinStep: 1 } : {}),
+  };
+  // Tiny (KL, learning rates) and huge values read better in exponent form than as 0.0000250.
+  const yMag = Math.max(Math.abs(yLo), Math.abs(yHi));
+  const yLabels =
+    yMag !== 0 && (yMag < 1e-3 || yMag >= 1e6) ? { labelExpr: "datum.value === 0 ? '0' : format(datum.value, '.3~e')" } : {};
+  // A flat series (or a single point) gets a domain around its value, or vega invents odd ticks.
+  const yDomain = yLo === yHi ? { domain: [yLo - (Math.abs(yLo) * 0.1 || 1), yHi + (Math.abs(yHi) * 0.1 || 1)] } : {};
+
+  const layers: unknown[] = [];
+  if (o.markStep !== undefined) {
+    // Drawn first so the series stays visible on top of it (the mark is often exactly at a spike).
+    layers.push({
+      data: { values: [{ step: o.markStep }] },
+      mark: { type: 'rule', color: MARK_COLOUR, strokeWidth: 2.5, opacity: 0.9 },
+      encoding: { x: { field: 'step', type: 'quantitative' } },
+    });
+  }
+  layers.push({
+    data: { values: o.rows },
+    mark: {
+      type: 'line',
+      color: LINE_COLOUR,
+      strokeWidth: 2,
+      strokeJoin: 'round',
+      invalid: 'break-paths-filter-domains',
+      point: drawn <= 60 ? { filled: true, size: 45, color: LINE_COLOUR } : false,
+    },
+    encoding: {
+      x: { field: 'step', type: 'quantitative', scale: { zero: false, nice: false, padding: 6 }, axis: xAxis },
+      y: { field: 'value', type: 'quantitative', scale: { zero: false, nice: true, ...yDomain }, axis: { ...yAxis, ...yLabels } },
+    },
+  });
+  if (o.markStep !== undefined) {
+    // The label goes on the side of the rule with more room.
+    const onRight = hi === lo || (o.markStep - lo) / (hi - lo) < 0.75;
+    layers.push({
+      data: { values: [{ step: o.markStep, label: `step ${formatStep(o.markStep)}` }] },
+      mark: {
+        type: 'text',
+        color: MARK_COLOUR,
+        fontSize: 13,
+        fontWeight: 'bold',
+        align: onRight ? 'left' : 'right',
+        baseline: 'top',
+        dx: onRight ? 6 : -6,
+        dy: 4,
+      },
+      encoding: {
+        x: { field: 'step', type: 'quantitative' },
+        y: { value: 0 },
+        text: { field: 'label' },
+      },
+    });
+  }
+  return { ...base, layer: layers } as TopLevelSpec;
+}
+
+/** Compiles a vega-lite spec and renders it to SVG with vega's headless view (no canvas, no network). */
+export async function specToSvg(spec: TopLevelSpec): Promise<string> {
+  useDejaVuTextMetrics();
+  const vgSpec = compile(spec).spec;
+  const view = new vega.View(vega.parse(vgSpec), {
+    renderer: 'none',
+    loader: offlineLoader,
+    logLevel: vega.Error,
+  });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}
+
+/**
+ * Rasterises an SVG to PNG at `width` pixels. Fonts come from the system; without any fonts the
+ * text is simply missing (resvg does not fail).
+ */
+export function svgToPng(svg: string, width: number, fonts: { loadSystemFonts: boolean } = { loadSystemFonts: true }): Buffer {
+  const resvg = new Resvg(svg, {
+    background: BACKGROUND,
+    font: { loadSystemFonts: fonts.loadSystemFonts, defaultFontFamily: FONT },
+    fitTo: { mode: 'width', value: width },
+  });
+  return resvg.render().asPng();
+}
+
+/** Refuses every load: charts carry their data inline, so vega never needs files or the network. */
+const offlineLoader: vega.Loader = {
+  load: (uri: string) => Promise.reject(new Error(`rlwatch charts do not load external resources (${uri})`)),
+  sanitize: (uri: string) => Promise.reject(new Error(`rlwatch charts do not load external resources (${uri})`)),
+  http: (uri: string) => Promise.reject(new Error(`rlwatch charts do not load external resources (${uri})`)),
+  file: (uri: string) => Promise.reject(new Error(`rlwatch charts do not load external resources (${uri})`)),
+};
+
+/*
+ * Text measurement. Without the `canvas` package vega guesses every character as 0.8 em wide, which
+ * is ~25% too wide for DejaVu Sans: titles get cut short and axes get too much room. Like vl-convert,
+ * we give vega a better `textMetrics.width`: the advance widths of DejaVu Sans (regular and bold) for
+ * printable ASCII, in thousandths of an em, measured with resvg; other characters count 0.7 em.
+ */
+// prettier-ignore
+const DEJAVU_REGULAR = [318,401,460,838,636,950,780,275,390,390,500,838,318,361,318,337,636,636,636,636,636,636,636,636,636,636,337,337,838,838,838,531,1000,709,686,698,770,632,575,775,752,295,295,656,557,863,748,787,603,787,695,635,595,732,684,989,685,611,685,390,337,390,838,500,500,613,635,550,635,615,344,635,634,278,278,579,278,974,634,612,635,635,395,521,392,634,592,818,592,592,525,636,337,636,838];
+// prettier-ignore
+const DEJAVU_BOLD = [348,456,521,838,696,1002,872,306,457,457,523,838,380,415,380,365,696,696,696,696,696,696,696,696,696,696,400,400,838,838,838,580,1000,774,762,734,830,683,683,821,837,372,372,775,637,995,837,850,733,850,770,680,703,812,774,1103,771,724,725,457,365,457,838,500,500,675,716,593,716,678,405,716,712,343,343,665,343,1042,712,687,716,716,493,595,478,712,652,924,645,652,582,712,365,712,838];
+
+interface TextItem {
+  text?: unknown;
+  fontSize?: number;
+  fontWeight?: string | number;
+}
+
+/** Width in pixels of `text` (or the item's own text) in DejaVu Sans at the item's size and weight. */
+export function dejaVuTextWidth(item: TextItem, text?: unknown): number {
+  const value = text === undefined ? item.text : text;
+  if (value === null || value === undefined) return 0;
+  const str = Array.isArray(value) ? value.join(' ') : String(value);
+  const size = typeof item.fontSize === 'number' ? item.fontSize : 11;
+  const weight = item.fontWeight;
+  const bold = weight === 'bold' || weight === 'bolder' || (typeof weight === 'number' && weight >= 600) || (typeof weight === 'string' && Number(weight) >= 600);
+  const table = bold ? DEJAVU_BOLD : DEJAVU_REGULAR;
+  let units = 0;
+  for (let i = 0; i < str.length; i++) {
+    const c = str.charCodeAt(i);
+    units += c >= 32 && c < 127 ? (table[c - 32] as number) : 700;
+  }
+  return (units * size) / 1000;
+}
+
+let textMetricsInstalled = false;
+
+/** Points vega's (module-global) text measurement at {@link dejaVuTextWidth}, unless a canvas measures text. */
+function useDejaVuTextMetrics(): void {
+  if (textMetricsInstalled) return;
+  textMetricsInstalled = true;
+  const metrics = (vega as unknown as { textMetrics?: { width: unknown; estimateWidth: unknown } }).textMetrics;
+  // Only replace vega's guess; a real canvas (if one is ever installed) measures better.
+  if (metrics && metrics.width === metrics.estimateWidth) metrics.width = dejaVuTextWidth;
+}
+
+function formatStep(step: number): string {
+  return Number.isInteger(step) ? step.toLocaleString('en-US') : String(step);
+}
+
+function positiveInt(v: number | undefined, fallback: number): number {
+  if (v === undefined || !Number.isFinite(v) || v < 1) return fallback;
+  return Math.round(v);
+}

@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  chartRows,
+  dejaVuTextWidth,
+  lineChartSpec,
+  PNG_SIGNATURE,
+  renderLineChart,
+  specToSvg,
+  svgToPng,
+} from '../../src/render/chart.ts';
+
+/** Width and height from the IHDR chunk, which always comes first after the signature. */
+function pngSize(png: Buffer): { width: number; height: number } {
+  expect(png.subarray(12, 16).toString('latin1')).toBe('IHDR');
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}
+
+function expectPng(png: Buffer, width = 800, height = 360): void {
+  expect(Buffer.isBuffer(png)).toBe(true);
+  expect(png.subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+  expect(pngSize(png)).toEqual({ width, height });
+  // A real picture, not just a header.
+  expect(png.length).toBeGreaterThan(2_000);
+}
+
+const curve = (n: number) => Array.from({ length: n }, (_, i) => ({ step: i * 10, value: 0.2 + 0.5 * (1 - Math.exp(-i / 60)) + 0.03 * Math.sin(i / 4) }));
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
+
+describe('renderLineChart', () => {
+  it('renders a 300-point series as an 800x360 PNG', async () => {
+    const png = await renderLineChart({ title: 'run a · reward', metric: 'reward/mean', points: curve(300) });
+    expectPng(png);
+  });
+
+  it('honours width and height', async () => {
+    const png = await renderLineChart({ title: 'small', metric: 'kl', points: curve(50), width: 400, height: 240 });
+    expectPng(png, 400, 240);
+  });
+
+  it('renders an empty series as a chart saying "no data"', async () => {
+    const png = await renderLineChart({ title: 'run a · kl', metric: 'kl', points: [] });
+    expectPng(png, 800, 360);
+    const svg = await specToSvg(lineChartSpec({ title: 'run a · kl', metric: 'kl', rows: [], width: 800, height: 360 }));
+    expect(svg).toContain('no data');
+    expect(svg).toContain('run a · kl');
+  });
+
+  it('renders a series of only non-finite values as "no data"', async () => {
+    const points = [NaN, Infinity, -Infinity].map((value, step) => ({ step, value }));
+    expectPng(await renderLineChart({ title: 't', metric: 'kl', points }));
+    expect(chartRows(points, 1000)).toEqual([]);
+  });
+
+  it('drops NaN and Infinity and leaves a gap instead of crashing', async () => {
+    const points = curve(300).map((p, i) => (i >= 100 && i < 110 ? { ...p, value: NaN } : i === 200 ? { ...p, value: Infinity } : p));
+    expectPng(await renderLineChart({ title: 'gappy', metric: 'loss', points }));
+
+    const rows = chartRows(points, 1000);
+    expect(rows.filter((r) => r.value !== null)).toHaveLength(289);
+    // One break where the NaN run was, one for the Infinity, each between its neighbours.
+    const breaks = rows.filter((r) => r.value === null);
+    expect(breaks).toHaveLength(2);
+    expect(breaks[0]!.step).toBeGreaterThan(990);
+    expect(breaks[0]!.step).toBeLessThan(1100);
+    expect(breaks[1]!.step).toBe(2000);
+  });
+
+  it('draws a red rule at markStep', async () => {
+    const png = await renderLineChart({ title: 'fired', metric: 'reward', points: curve(300), markStep: 2400 });
+    expectPng(png);
+    const svg = await specToSvg(
+      lineChartSpec({ title: 'fired', metric: 'reward', rows: chartRows(curve(300), 1000), markStep: 2400, width: 800, height: 360 }),
+    );
+    expect(svg.toLowerCase()).toContain('#d62728');
+    expect(svg).toContain('step 2,400');
+    expect(svg).toContain('>reward<');
+    expect(svg).toContain('>step<');
+    // No mark without markStep.
+    const plain = await specToSvg(lineChartSpec({ title: 'x', metric: 'reward', rows: chartRows(curve(300), 1000), width: 800, height: 360 }));
+    expect(plain.toLowerCase()).not.toContain('#d62728');
+  });
+
+  it('renders a markStep outside the data and a single point', async () => {
+    expectPng(await renderLineChart({ title: 'one', metric: 'kl', points: [{ step: 5, value: 0.1 }], markStep: 50 }));
+    expectPng(await renderLineChart({ title: 'nan mark', metric: 'kl', points: curve(20), markStep: NaN }));
+  });
+
+  it('sorts out-of-order steps', () => {
+    const rows = chartRows(
+      [
+        { step: 3, value: 3 },
+        { step: 1, value: 1 },
+        { step: NaN, value: 9 },
+        { step: 2, value: 2 },
+      ],
+      1000,
+    );
+    expect(rows).toEqual([
+      { step: 1, value: 1 },
+      { step: 2, value: 2 },
+      { step: 3, value: 3 },
+    ]);
+  });
+
+  it('down-samples to at most 1,000 points and renders 1,000,000 points', async () => {
+    const points = Array.from({ length: 1_000_000 }, (_, i) => ({ step: i, value: Math.sin(i / 40_000) + (i === 500_000 ? 10 : 0) }));
+    const rows = chartRows(points, 1000);
+    expect(rows).toHaveLength(1000);
+    expect(rows).toContainEqual({ step: 500_000, value: 10 + Math.sin(500_000 / 40_000) });
+
+    const started = performance.now();
+    const png = await renderLineChart({ title: 'a million', metric: 'loss', points, markStep: 500_000 });
+    const ms = performance.now() - started;
+    expectPng(png);
+    if (ms > 1_000) console.log(`rendering 1,000,000 points took ${ms.toFixed(0)} ms`);
+  });
+
+  it('never touches the network and puts no URLs in the spec', async () => {
+    const fetchSpy = vi.fn(() => Promise.reject(new Error('network used')));
+    vi.stubGlobal('fetch', fetchSpy);
+    expectPng(await renderLineChart({ title: 't', metric: 'm', points: curve(30), markStep: 100 }));
+    expect(fetchSpy).not.toHaveBeenCalled();
+    const spec = JSON.stringify(lineChartSpec({ title: 't', metric: 'm', rows: chartRows(curve(30), 1000), markStep: 100, width: 800, height: 360 }));
+    expect(spec).not.toMatch(/"url"/);
+  });
+
+  it('still produces a PNG when no fonts are available', async () => {
+    const svg = await specToSvg(lineChartSpec({ title: 't', metric: 'm', rows: chartRows(curve(30), 1000), width: 800, height: 360 }));
+    expectPng(svgToPng(svg, 800, { loadSystemFonts: false }));
+  });
+
+  it('measures text with DejaVu Sans advance widths instead of vega\'s 0.8 em guess', () => {
+    expect(dejaVuTextWidth({ text: '0123456789', fontSize: 10 })).toBeCloseTo(63.6);
+    expect(dejaVuTextWidth({ text: 'step', fontSize: 14, fontWeight: 'bold' })).toBeGreaterThan(dejaVuTextWidth({ text: 'step', fontSize: 14 }));
+    expect(dejaVuTextWidth({ fontSize: 12 }, 'abc')).toBeGreaterThan(0);
+    expect(dejaVuTextWidth({ text: null })).toBe(0);
+  });
+});
