@@ -9,6 +9,8 @@ export interface EngineOptions {
   repeatIntervalMs: number;
   /** outbox targets every notification is written for */
   targets: readonly string[];
+  /** when given, the targets of each alert instead: routing by run and severity */
+  route?: (run: string, severity: string) => readonly string[];
   now?: () => number;
   /** when this process started watching: a run silent since before then is not "stalled" */
   sessionStart?: number;
@@ -92,9 +94,20 @@ export class Engine {
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
     }
     if (items.length === 0) return 0;
-    const notification: Notification = { run: run.name, items };
-    for (const target of this.opts.targets) this.store.outbox.add(runId, target, notification, now);
-    return this.opts.targets.length;
+    // one row per target, with the items routed there, in the order they arose
+    const byTarget = new Map<string, NotificationItem[]>();
+    for (const item of items) {
+      for (const target of this.opts.route?.(run.name, item.severity) ?? this.opts.targets) {
+        const list = byTarget.get(target);
+        if (list) list.push(item);
+        else byTarget.set(target, [item]);
+      }
+    }
+    for (const [target, routed] of byTarget) {
+      const notification: Notification = { run: run.name, items: routed };
+      this.store.outbox.add(runId, target, notification, now);
+    }
+    return byTarget.size;
   }
 
   private item(a: AlertRow, kind: NotificationItem['kind']): NotificationItem {
