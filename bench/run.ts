@@ -1,6 +1,7 @@
 /**
- * `npm run bench`: backfill throughput against a bare SQLite loop, peak RSS of backfill, live latency.
- * Prints a table and writes bench/out/results.json. A report, not a test: exits 0 whatever the figures.
+ * `npm run bench`: backfill throughput against a bare SQLite loop, peak RSS of backfill, live latency,
+ * and the labelled alert scenarios (bench/scenarios.ts). Prints tables and writes bench/out/results.json
+ * and bench/out/scenarios.json. A report, not a test: exits 0 whatever the figures.
  *
  * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS; BENCH_REPEAT
  * backfill runs of the learning.log (default 2; the completions file gets one more).
@@ -16,6 +17,7 @@ import type { ChildResult } from './backfill-child.ts';
 import { bareInsert, type BareResult } from './bare.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
+import { formatScenarioReport, runScenarios } from './scenarios.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO = join(BENCH_DIR, '..');
@@ -132,6 +134,11 @@ say(`live: ${slowAppends} appends, 60 ms apart`);
 const liveSlow: LiveResult = await liveLatency(liveDir, slowAppends, 60);
 rmSync(liveDir, { recursive: true, force: true });
 
+// 5. alert scenarios: labelled traces through Store + Engine
+say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall');
+const scenarios = runScenarios({ outDir: OUT });
+say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
+
 // ------------------------------------------------------------------------------------------- report
 
 const backfillPps = log.points / log.seconds;
@@ -185,6 +192,12 @@ const results = {
   },
   live,
   liveSlow,
+  scenarios: {
+    file: 'scenarios.json',
+    passed: scenarios.passed,
+    failed: scenarios.failed,
+    verdicts: Object.fromEntries(scenarios.scenarios.map((s) => [s.name, s.pass ? 'PASS' : 'FAIL'])),
+  },
   targets,
 };
 writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -254,6 +267,8 @@ const out = [
   ...rows.map(line),
   '',
   `results: ${join(OUT, 'results.json')}`,
+  '',
+  formatScenarioReport(scenarios),
   '',
 ];
 process.stdout.write(out.join('\n'));

@@ -148,7 +148,10 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const pct = (): string => (Number.isFinite(rel) ? `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%` : 'from 0');
       const details = { from: before, to: after, change: rel, window: w };
       const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
-      const settled = rule.direction === 'flat' || Math.abs(rel) <= rule.change / 2;
+      // hysteresis both ways: a trend settles once the change is back under half the threshold; a plateau
+      // ends once the metric moves by twice the threshold or climbs past `below` (else it flaps at the edge)
+      const settled =
+        rule.direction === 'flat' ? Math.abs(rel) >= 2 * rule.change || after >= (rule.below ?? Infinity) : Math.abs(rel) <= rule.change / 2;
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
       if (isBad ? lc.state === 'firing' && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
       let bad: { severity: string; direction: string; summary: () => string } | null = null;

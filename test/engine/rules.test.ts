@@ -102,7 +102,10 @@ describe('threshold', () => {
 });
 
 describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () => {
-  const trend = () => new Trace({ book: presetOnly('reward_trend') });
+  // the mechanics on round 20-step windows (the preset's own window is pinned by the scenario benchmark)
+  const trendBook = (extra: Record<string, unknown> = {}) =>
+    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, ...extra }]);
+  const trend = () => new Trace({ book: trendBook() });
 
   it('a 20% fall of the reward is a warning with ↘ and from → to', () => {
     const t = trend().feed(series('reward', [...Array(20).fill(0.5), ...Array(19).fill(0.4)]));
@@ -130,8 +133,7 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
     const trace = series('reward', [...Array(20).fill(0.001), ...Array(20).fill(0.002)]);
     expect(trend().feed(trace).alerts()).toEqual([]);
     // the guard is minDelta alone: without it the same +100% fires
-    const book = RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', minDelta: 0 }]);
-    expect(new Trace({ book }).feed(trace).alert('reward_trend')).toMatchObject({ severity: 'info', fired_step: 40 });
+    expect(new Trace({ book: trendBook({ minDelta: 0 }) }).feed(trace).alert('reward_trend')).toMatchObject({ severity: 'info', fired_step: 40 });
   });
 
   it('resolves once the windows settle within half the change', () => {

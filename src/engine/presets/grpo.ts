@@ -51,7 +51,7 @@ export const GRPO_PRESET: readonly Rule[] = [
     // 002: "Alert System: Warnings for significant reward changes (>10%)";
     // "Trend Alert Step 150: accuracy ↗️ +15.3% (0.654 → 0.754)". A rise is info, a fall a warning.
     id: 'reward_trend', kind: 'trend', severity: 'info',
-    metrics: ['reward', 'rewards/*'], direction: 'any', window: 20, change: 0.1, minDelta: 0.02,
+    metrics: ['reward', 'rewards/*'], direction: 'any', window: 15, change: 0.1, minDelta: 0.02,
     rise: 'info', fall: 'warning',
   },
   {
