@@ -1,4 +1,6 @@
 import { consoleTarget } from './chat/console.ts';
+import { DiscordBot, type DiscordOptions } from './chat/discord.ts';
+import { SlackBot, type SlackOptions } from './chat/slack.ts';
 import type { Config } from './config/schema.ts';
 import { parseDuration } from './engine/duration.ts';
 import { Engine } from './engine/engine.ts';
@@ -6,18 +8,50 @@ import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
 import { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
-import { Dispatcher, type Target } from './notify/dispatcher.ts';
+import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
+import { channelsFor, targetName } from './notify/routing.ts';
 import type { BatchResult } from './store/store.ts';
 import { Store } from './store/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at. */
 const TICK_MS = 10_000;
 
+/** What the chat bots need besides the store, config and log: tokens and endpoints, from the environment. */
+export interface ChatSettings {
+  discord?: Omit<DiscordOptions, 'store' | 'config' | 'log'>;
+  slack?: Omit<SlackOptions, 'store' | 'config' | 'log'>;
+}
+
+/** Chat settings from DISCORD_* and SLACK_* variables; a platform without its token stays off. */
+export function chatFromEnv(config: Config, env: NodeJS.ProcessEnv = process.env): ChatSettings {
+  const chat: ChatSettings = {};
+  if (env.DISCORD_TOKEN) {
+    chat.discord = {
+      token: env.DISCORD_TOKEN,
+      apiUrl: env.DISCORD_API_URL || undefined,
+      guildId: env.DISCORD_GUILD_ID || undefined,
+      channel: config.discord.channel ?? (env.DISCORD_CHANNEL_ID || undefined),
+    };
+  }
+  if (env.SLACK_BOT_TOKEN) {
+    chat.slack = {
+      botToken: env.SLACK_BOT_TOKEN,
+      appToken: env.SLACK_APP_TOKEN || undefined,
+      signingSecret: env.SLACK_SIGNING_SECRET || undefined,
+      apiUrl: env.SLACK_API_URL || undefined,
+      channel: config.slack.channel ?? (env.SLACK_CHANNEL_ID || undefined),
+    };
+  }
+  return chat;
+}
+
 export interface App {
   store: Store;
   live: LiveIngest;
   engine: Engine;
   dispatcher: Dispatcher;
+  discord: DiscordBot | null;
+  slack: SlackBot | null;
   stop(): Promise<void>;
 }
 
@@ -30,11 +64,23 @@ export function ingestEvents(log: Log, onBatch: (r: BatchResult) => void = () =>
   };
 }
 
-export function makeEngine(store: Store, config: Config, targets: readonly Target[], now?: () => number): Engine {
+/** The engine, routing every alert to the terminal (if any) and to the chat channels its run and
+ * severity are routed to. */
+export function makeEngine(
+  store: Store,
+  config: Config,
+  opts: { terminal: boolean; discord?: string; slack?: string; now?: () => number },
+): Engine {
+  const route = (run: string, severity: string): string[] => [
+    ...(opts.terminal ? ['console'] : []),
+    ...(opts.discord !== undefined ? channelsFor(config, 'discord', opts.discord, run, severity).map((c) => targetName('discord', c)) : []),
+    ...(opts.slack !== undefined ? channelsFor(config, 'slack', opts.slack, run, severity).map((c) => targetName('slack', c)) : []),
+  ];
   return new Engine(store, ruleBookFor(config), {
     repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
-    targets: targets.map((t) => t.name),
-    now,
+    targets: [],
+    route,
+    now: opts.now,
   });
 }
 
@@ -45,9 +91,9 @@ export const terminal = (): Target => consoleTarget((s) => process.stdout.write(
  * ingest → store → engine → outbox → notify, for one pass over what is there (`backfill`): rules are
  * evaluated over the whole history, and only what is still firing at the end is announced.
  */
-export function backfillPipeline(store: Store, config: Config, log: Log, targets: readonly Target[]) {
-  const engine = makeEngine(store, config, targets);
-  const dispatcher = new Dispatcher(store, targets, { onError: (t, err) => log.warn(`cannot notify ${t}: ${err.message}`) });
+export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
+  const engine = makeEngine(store, config, { terminal: true });
+  const dispatcher = new Dispatcher(store, [target], { onError: (t, err) => log.warn(`cannot notify ${t}: ${err.message}`) });
   const ingestor = new Ingestor(store, config.ingest, ingestEvents(log, (r) => engine.evaluate(r.runId, false)));
   return {
     ingestor,
@@ -59,30 +105,52 @@ export function backfillPipeline(store: Store, config: Config, log: Log, targets
   };
 }
 
-/** `rlwatch start`: the same pipeline, live. Resolves once the files already present have been read. */
+/** `rlwatch start`: the same pipeline, live, with the chat bots when configured. Resolves once the files
+ * already present have been read. */
 export async function startApp(opts: {
   config: Config;
   dbPath: string;
   roots: readonly string[];
   log: Log;
-  targets?: readonly Target[];
+  chat?: ChatSettings;
+  /** the terminal notifier; null for none */
+  terminal?: Target | null;
+  /** delivery backoff (tests shorten it) */
+  delivery?: Pick<DispatcherOptions, 'baseBackoffMs' | 'maxBackoffMs'>;
   onBatch?: (r: BatchResult) => void;
 }): Promise<App> {
   const store = Store.open(opts.dbPath);
-  const targets = opts.targets ?? [terminal()];
-  const engine = makeEngine(store, opts.config, targets);
-  const dispatcher = new Dispatcher(store, targets, { onError: (t, err) => opts.log.warn(`cannot notify ${t}: ${err.message}`) });
+  const { config, log } = opts;
+  const term = opts.terminal === undefined ? terminal() : opts.terminal;
+  const discord = opts.chat?.discord ? new DiscordBot({ ...opts.chat.discord, store, config, log }) : null;
+  const slack = opts.chat?.slack ? new SlackBot({ ...opts.chat.slack, store, config, log }) : null;
+  try {
+    await discord?.start();
+    await slack?.start();
+  } catch (err) {
+    await discord?.stop();
+    await slack?.stop();
+    store.close();
+    throw err;
+  }
+  const targets = [...(term ? [term] : []), ...(discord?.targets() ?? []), ...(slack?.targets() ?? [])];
+  const engine = makeEngine(store, config, {
+    terminal: term !== null,
+    discord: discord ? (opts.chat?.discord?.channel ?? '') : undefined,
+    slack: slack ? (opts.chat?.slack?.channel ?? '') : undefined,
+  });
+  const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, onError: (t, err) => log.warn(`cannot notify ${t}: ${err.message}`) });
   // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
   let catchingUp = true;
   const ingestor = new Ingestor(
     store,
-    opts.config.ingest,
-    ingestEvents(opts.log, (r) => {
+    config.ingest,
+    ingestEvents(log, (r) => {
       if (engine.evaluate(r.runId, !catchingUp) > 0) void dispatcher.kick();
       opts.onBatch?.(r);
     }),
   );
-  const live = new LiveIngest(ingestor, opts.roots, opts.config.watch, (err) => opts.log.warn(err.message));
+  const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
   await live.start();
   catchingUp = false;
   const tick = (): void => {
@@ -96,11 +164,15 @@ export async function startApp(opts: {
     live,
     engine,
     dispatcher,
+    discord,
+    slack,
     async stop() {
       clearInterval(timer);
       await live.stop();
       await dispatcher.kick();
       await dispatcher.stop();
+      await discord?.stop();
+      await slack?.stop();
       store.close();
     },
   };

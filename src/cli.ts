@@ -4,7 +4,7 @@ import { config as loadDotenv } from 'dotenv';
 import { readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backfillPipeline, startApp, terminal } from './app.ts';
+import { backfillPipeline, chatFromEnv, startApp, terminal } from './app.ts';
 import { DEMO_RUN, replayDemo } from './demo.ts';
 import { renderReplyText } from './chat/console.ts';
 import { alertList } from './commands/alerts.ts';
@@ -46,7 +46,7 @@ function print(reply: Reply, json: boolean | undefined): void {
 
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
 async function runBackfill(store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => void): Promise<void> {
-  const { ingestor, finish } = backfillPipeline(store, config, stderrLog, [terminal()]);
+  const { ingestor, finish } = backfillPipeline(store, config, stderrLog, terminal());
   const bar = process.stderr.isTTY
     ? new SingleBar({ format: 'backfill [{bar}] {percentage}% {value}/{total} MB', stream: process.stderr })
     : null;
@@ -113,7 +113,9 @@ program
     if (roots.length === 0) {
       throw new UserError('nothing to watch: pass directories (rlwatch start DIR) or set watch.roots in rlwatch.yaml');
     }
-    const app = await startApp({ config, dbPath, roots, log: stderrLog });
+    const chat = chatFromEnv(config);
+    if (!chat.discord && !chat.slack) stderrLog.info('no DISCORD_TOKEN or SLACK_BOT_TOKEN set: alerts go to the terminal only');
+    const app = await startApp({ config, dbPath, roots, log: stderrLog, chat });
     stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${dbPath}`);
     stderrLog.info(`${app.store.runs.list().length} runs so far; Ctrl-C stops`);
     await new Promise<void>((done) => {

@@ -1,0 +1,100 @@
+import type { Notification, NotificationItem } from '../engine/notification.ts';
+import { formatValue } from '../render/numbers.ts';
+import { sparkline } from '../render/sparkline.ts';
+import { silenceMatches } from '../store/silences.ts';
+import type { Store } from '../store/store.ts';
+import type { ChartSpec } from '../commands/reply.ts';
+
+/** One alert as a chat card, whatever the platform: built from the notification item and the alert's
+ * current state, so that an ack, a mute or a resolution re-renders the same card. */
+export interface AlertCard {
+  alertId: number;
+  run: string;
+  title: string;
+  severity: string;
+  /** what colours the card */
+  status: 'firing' | 'acked' | 'muted' | 'resolved';
+  summary: string;
+  fields: Array<{ name: string; value: string }>;
+  /** a line under the summary: who acked, who muted, when it resolved */
+  note: string | null;
+  sparkline: string | null;
+  examples: Array<{ title: string; code: string }>;
+  chart: ChartSpec | null;
+  buttons: Array<{ id: string; label: string; disabled: boolean }>;
+}
+
+export const COLORS: Record<AlertCard['status'] | 'info' | 'warning' | 'critical', number> = {
+  critical: 0xd7263d,
+  warning: 0xf4a261,
+  info: 0x2a9d8f,
+  firing: 0xd7263d,
+  acked: 0x8d99ae,
+  muted: 0x8d99ae,
+  resolved: 0x2a9d8f,
+};
+
+/** Custom ids of the buttons: `<action>:<alertId>`. */
+export type ButtonAction = 'ack' | 'muteRun' | 'muteRule';
+export const parseButton = (id: string): { action: ButtonAction; alertId: number } | null => {
+  const m = /^(ack|muteRun|muteRule):(\d+)$/.exec(id);
+  return m ? { action: m[1] as ButtonAction, alertId: Number(m[2]) } : null;
+};
+
+const CHART_POINTS = 200;
+const EXAMPLE_CHARS = 500;
+
+export function alertCards(store: Store, n: Notification, now = Date.now()): AlertCard[] {
+  const silences = store.silences.active(now);
+  return n.items.map((item) => card(store, n.run, item, silences, now));
+}
+
+function card(store: Store, run: string, item: NotificationItem, silences: ReturnType<Store['silences']['active']>, now: number): AlertCard {
+  const alert = store.alerts.byId(item.alertId);
+  const resolved = alert?.state === 'resolved';
+  const muted = !resolved && alert !== undefined && silences.some((s) => silenceMatches(s, { run, rule: alert.rule, severity: alert.severity }));
+  const status: AlertCard['status'] = resolved ? 'resolved' : alert?.acked_by ? 'acked' : muted ? 'muted' : 'firing';
+  const resolvedSummary = resolved ? String((JSON.parse(alert.details) as { resolved?: { summary?: string } }).resolved?.summary ?? '') : '';
+  const notes: string[] = [];
+  if (alert?.acked_by) notes.push(`Acked by ${alert.acked_by}${alert.ack_comment ? `: ${alert.ack_comment}` : ''}`);
+  if (muted) notes.push('Muted: recorded, not posted again until the mute ends');
+  if (resolved) notes.push(`Resolved at step ${alert.resolved_step}${resolvedSummary ? `: ${resolvedSummary}` : ''}`);
+  const runRow = store.runs.byName(run);
+  const chartPoints =
+    runRow && item.metric !== 'activity' ? store.points.upTo(runRow.id, item.metric, item.step + 50, CHART_POINTS) : [];
+  const ex = item.examples;
+  const cut = (s: string): string => (s.length > EXAMPLE_CHARS ? `${s.slice(0, EXAMPLE_CHARS)}…` : s);
+  const describe = (label: string, e: { reward: number; breakdown: Record<string, number> }): string =>
+    `${label} ${formatValue(e.reward)}` +
+    (Object.keys(e.breakdown).length > 0 ? ` (${Object.entries(e.breakdown).slice(0, 6).map(([k, v]) => `${k} ${formatValue(v)}`).join(', ')})` : '');
+  const state = resolved ? 'resolved' : item.kind === 'repeat' ? 'still firing' : 'firing';
+  return {
+    alertId: item.alertId,
+    run,
+    title: `${item.severity.toUpperCase()} · ${item.rule} ${state} · ${run}`,
+    severity: item.severity,
+    status,
+    summary: item.kind === 'resolved' ? (alert ? alert.summary : item.summary) : item.summary,
+    fields: [
+      { name: 'Run', value: run },
+      { name: 'Metric', value: item.metric },
+      { name: 'Step', value: String(item.step) },
+      ...(item.epoch === null ? [] : [{ name: 'Epoch', value: formatValue(item.epoch) }]),
+      { name: 'Alert', value: `#${item.alertId}` },
+    ],
+    note: notes.length > 0 ? notes.join(' · ') : null,
+    sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
+    examples: ex
+      ? [
+          ...ex.best.slice(0, 1).map((e) => ({ title: describe(`best of step ${ex.step}:`, e), code: cut(e.completion) })),
+          ...ex.worst.slice(0, 1).map((e) => ({ title: describe(`worst of step ${ex.step}:`, e), code: cut(e.completion) })),
+        ]
+      : [],
+    chart: chartPoints.length > 1 ? { title: `${item.metric} · ${run}`, metric: item.metric, points: chartPoints, markStep: item.step } : null,
+    buttons: [
+      { id: `ack:${item.alertId}`, label: alert?.acked_by ? 'Acked' : 'Ack', disabled: resolved || Boolean(alert?.acked_by) },
+      { id: `muteRun:${item.alertId}`, label: 'Mute run 1h', disabled: resolved },
+      { id: `muteRule:${item.alertId}`, label: 'Mute rule 24h', disabled: resolved },
+    ],
+  };
+}

@@ -1,0 +1,279 @@
+import {
+  ActionRowBuilder,
+  AttachmentBuilder,
+  ButtonBuilder,
+  ButtonStyle,
+  Client,
+  DiscordAPIError,
+  EmbedBuilder,
+  GatewayIntentBits,
+  HTTPError,
+  MessageFlags,
+  type APIApplicationCommandOption,
+  type AutocompleteInteraction,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type GuildMember,
+  type Interaction,
+  type RESTPostAPIChatInputApplicationCommandsJSONBody,
+} from 'discord.js';
+import { once } from 'node:events';
+import type { Config } from '../config/schema.ts';
+import { UserError } from '../config/load.ts';
+import { COMMANDS, checkArgs, knownNames, type Args, type CommandSpec, type OptionSpec } from '../commands/registry.ts';
+import type { Reply } from '../commands/reply.ts';
+import type { Notification } from '../engine/notification.ts';
+import type { Log } from '../log.ts';
+import { DeliveryError, type Target } from '../notify/dispatcher.ts';
+import { allChannels, targetName } from '../notify/routing.ts';
+import { renderLineChart } from '../render/chart.ts';
+import type { Store } from '../store/store.ts';
+import { alertCards, COLORS, parseButton, type AlertCard } from './cards.ts';
+import { act, mayAct } from './actions.ts';
+import { codeBlock, cut, joinWithin } from './limits.ts';
+
+/** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
+const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100 };
+/** alerts per message: one row of buttons each */
+const CARDS_PER_MESSAGE = LIMIT.rows;
+
+export interface DiscordOptions {
+  token: string;
+  /** REST base (DISCORD_API_URL) for tests and proxies; the gateway URL comes from it */
+  apiUrl?: string;
+  guildId?: string;
+  channel?: string;
+  store: Store;
+  config: Config;
+  log: Log;
+  /** REST retries of 5xx and network errors (0 in tests) */
+  retries?: number;
+}
+
+const OPTION_TYPE = { string: 3, integer: 4, boolean: 5 } as const;
+
+/** The slash commands, from the shared tree: groups become commands with subcommands. */
+export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBody[] {
+  const option = (o: OptionSpec): APIApplicationCommandOption =>
+    ({
+      type: OPTION_TYPE[o.type],
+      name: o.name,
+      description: cut(o.description, LIMIT.optionDescription),
+      required: o.required === true,
+      ...(o.choices ? { choices: o.choices.map((c) => ({ name: c, value: c })) } : {}),
+      ...(o.autocomplete ? { autocomplete: true } : {}),
+    }) as APIApplicationCommandOption;
+  // Discord wants required options first
+  const options = (spec: CommandSpec) => [...spec.options].sort((a, b) => Number(b.required === true) - Number(a.required === true)).map(option);
+  const out: RESTPostAPIChatInputApplicationCommandsJSONBody[] = [];
+  for (const spec of COMMANDS) {
+    if (spec.path.length === 1) {
+      out.push({ name: spec.path[0], description: cut(spec.description, 100), options: options(spec) });
+      continue;
+    }
+    const [group, sub] = spec.path;
+    let cmd = out.find((c) => c.name === group);
+    if (!cmd) out.push((cmd = { name: group, description: group === 'run' ? 'one run' : `${group} over time`, options: [] }));
+    cmd.options!.push({ type: 1, name: sub, description: cut(spec.description, 100), options: options(spec) } as APIApplicationCommandOption);
+  }
+  return out;
+}
+
+/** A Reply as one embed (with its chart attached) — the same content the CLI prints. */
+async function replyMessage(reply: Reply): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[] }> {
+  const embed = new EmbedBuilder().setTitle(cut(reply.title, LIMIT.title)).setColor(0x264653);
+  const text = joinWithin(
+    [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${codeBlock(b.code, 1000)}`)],
+    '\n',
+    LIMIT.description,
+  );
+  if (text) embed.setDescription(text);
+  const fields = reply.fields.slice(0, LIMIT.fields).map((f) => ({ name: cut(f.name, LIMIT.fieldName), value: cut(f.value || '-', LIMIT.fieldValue), inline: true }));
+  if (fields.length > 0) embed.addFields(fields);
+  const files: AttachmentBuilder[] = [];
+  if (reply.chart) {
+    files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
+    embed.setImage('attachment://chart.png');
+  }
+  return { embeds: [embed], files };
+}
+
+/** Alert cards as embeds with one row of buttons per alert, and each card's chart attached. */
+async function cardsMessage(cards: readonly AlertCard[]) {
+  const embeds: EmbedBuilder[] = [];
+  const files: AttachmentBuilder[] = [];
+  const components: ActionRowBuilder<ButtonBuilder>[] = [];
+  for (const c of cards) {
+    const parts = [c.summary, ...(c.note ? [`**${c.note}**`] : []), ...(c.sparkline ? [`\`${c.sparkline}\``] : [])];
+    for (const e of c.examples) parts.push(`${cut(e.title, 300)}\n${codeBlock(e.code, 700)}`);
+    const embed = new EmbedBuilder()
+      .setTitle(cut(c.title, LIMIT.title))
+      .setColor(c.status === 'firing' ? COLORS[c.severity as 'info'] ?? COLORS.firing : COLORS[c.status])
+      .setDescription(joinWithin(parts, '\n', LIMIT.description))
+      .addFields(c.fields.slice(0, LIMIT.fields).map((f) => ({ name: f.name, value: cut(f.value, LIMIT.fieldValue), inline: true })));
+    if (c.chart) {
+      const name = `chart-${c.alertId}.png`;
+      files.push(new AttachmentBuilder(await renderLineChart(c.chart), { name }));
+      embed.setImage(`attachment://${name}`);
+    }
+    embeds.push(embed);
+    components.push(
+      new ActionRowBuilder<ButtonBuilder>().addComponents(
+        c.buttons.map((b) =>
+          new ButtonBuilder()
+            .setCustomId(b.id)
+            .setLabel(b.label)
+            .setStyle(b.id.startsWith('ack') ? ButtonStyle.Primary : ButtonStyle.Secondary)
+            .setDisabled(b.disabled),
+        ),
+      ),
+    );
+  }
+  return { embeds, files, components, attachments: [] };
+}
+
+/** A refused or failed REST call as a delivery error the dispatcher understands. */
+function deliveryError(err: unknown): Error {
+  if (err instanceof DiscordAPIError || err instanceof HTTPError) return new DeliveryError(`Discord ${err.status}: ${err.message}`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * The Discord bot: a gateway client (outbound only) that registers the command tree, answers commands,
+ * autocomplete and buttons, and delivers alert notifications to its channels, editing them in place.
+ */
+export class DiscordBot {
+  readonly client: Client;
+  private readonly channels: string[];
+
+  constructor(private readonly opts: DiscordOptions) {
+    this.client = new Client({
+      intents: [GatewayIntentBits.Guilds],
+      rest: { ...(opts.apiUrl ? { api: opts.apiUrl } : {}), ...(opts.retries !== undefined ? { retries: opts.retries } : {}) },
+    });
+    this.channels = allChannels(opts.config, 'discord', opts.channel);
+    this.client.on('interactionCreate', (i) => void this.onInteraction(i));
+    this.client.on('error', (e) => opts.log.warn(`discord: ${e.message}`));
+  }
+
+  /** Logs in, waits for the guilds, and registers the commands (guild commands when a guild is set). */
+  async start(): Promise<void> {
+    const ready = once(this.client, 'clientReady');
+    await this.client.login(this.opts.token);
+    await ready;
+    const commands = this.client.application!.commands;
+    if (this.opts.guildId) await commands.set(discordCommands(), this.opts.guildId);
+    else await commands.set(discordCommands());
+    this.opts.log.info(`discord: connected as ${this.client.user?.tag}; alerts to ${this.channels.join(', ') || 'no channel'}`);
+  }
+
+  async stop(): Promise<void> {
+    await this.client.destroy();
+  }
+
+  /** One delivery target per channel alerts may be routed to. */
+  targets(): Target[] {
+    return this.channels.map((channel) => ({ name: targetName('discord', channel), deliver: (n) => this.deliver(channel, n) }));
+  }
+
+  private async deliver(channelId: string, n: Notification): Promise<void> {
+    const { store } = this.opts;
+    const target = targetName('discord', channelId);
+    try {
+      const channel = await this.client.channels.fetch(channelId);
+      if (!channel?.isSendable()) throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`);
+      const run = store.runs.byName(n.run);
+      // resolutions edit the messages that announced the alert; everything else is posted
+      const fresh = n.items.filter((i) => i.kind !== 'resolved' || store.chatMessages.ofAlert(i.alertId, target).length === 0);
+      for (const item of n.items.filter((i) => !fresh.includes(i))) {
+        for (const m of store.chatMessages.ofAlert(item.alertId, target)) {
+          await channel.messages.edit(m.ref, await cardsMessage(alertCards(store, JSON.parse(m.payload) as Notification)));
+        }
+      }
+      for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
+        const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
+        const sent = await channel.send(await cardsMessage(alertCards(store, part)));
+        store.chatMessages.record(target, sent.id, run?.id ?? 0, part.items.map((x) => x.alertId), part, Date.now());
+      }
+    } catch (err) {
+      throw deliveryError(err);
+    }
+  }
+
+  private async onInteraction(i: Interaction): Promise<void> {
+    try {
+      if (i.isAutocomplete()) await this.autocomplete(i);
+      else if (i.isChatInputCommand()) await this.command(i);
+      else if (i.isButton()) await this.button(i);
+    } catch (err) {
+      this.opts.log.warn(`discord: interaction failed: ${(err as Error).message}`);
+    }
+  }
+
+  private allowed(i: ChatInputCommandInteraction | ButtonInteraction): boolean {
+    const roles = (i.member as GuildMember | null)?.roles?.cache;
+    return mayAct(this.opts.config.discord.allow.users, this.opts.config.discord.allow.roles, i.user.id, roles ? [...roles.keys()] : []);
+  }
+
+  private async command(i: ChatInputCommandInteraction): Promise<void> {
+    const sub = i.options.getSubcommand(false);
+    const spec = COMMANDS.find((c) => (sub ? c.path[0] === i.commandName && c.path[1] === sub : c.path.length === 1 && c.path[0] === i.commandName));
+    if (!spec) return void (await i.reply({ content: `unknown command /${i.commandName}`, flags: MessageFlags.Ephemeral }));
+    if (spec.access === 'write' && !this.allowed(i)) {
+      return void (await i.reply({ content: `You may not use /${spec.path.join(' ')}: ask for the ack/mute right (discord.allow in rlwatch.yaml).`, flags: MessageFlags.Ephemeral }));
+    }
+    let reply: Reply;
+    try {
+      const given: Args = {};
+      for (const o of spec.options) {
+        const v = i.options.get(o.name)?.value;
+        if (v !== undefined) given[o.name] = v;
+      }
+      reply = spec.run({ store: this.opts.store, user: `@${i.user.username}` }, checkArgs(spec, given));
+    } catch (err) {
+      if (err instanceof UserError) return void (await i.reply({ content: cut(err.message, 2000), flags: MessageFlags.Ephemeral }));
+      throw err;
+    }
+    if (reply.chart) {
+      await i.deferReply(); // rendering a chart may take longer than the 3 s Discord waits for an answer
+      await i.editReply(await replyMessage(reply));
+    } else {
+      await i.reply(await replyMessage(reply));
+    }
+  }
+
+  private async autocomplete(i: AutocompleteInteraction): Promise<void> {
+    const focused = i.options.getFocused(true);
+    const known = knownNames(this.opts.store);
+    let names: readonly string[] = [];
+    if (focused.name === 'run') names = known.runs;
+    else if (focused.name === 'metric') {
+      const run = i.options.getString('run');
+      const row = run ? this.opts.store.runs.byName(run) : undefined;
+      names = row ? this.opts.store.points.metricsOf(row.id) : known.metrics;
+    }
+    const typed = String(focused.value).toLowerCase();
+    await i.respond(names.filter((n) => n.toLowerCase().includes(typed)).slice(0, LIMIT.choices).map((n) => ({ name: n, value: n })));
+  }
+
+  private async button(i: ButtonInteraction): Promise<void> {
+    const parsed = parseButton(i.customId);
+    if (!parsed) return;
+    const { store } = this.opts;
+    if (!this.allowed(i)) {
+      return void (await i.reply({ content: 'You may not ack or mute alerts here: ask for the right (discord.allow in rlwatch.yaml).', flags: MessageFlags.Ephemeral }));
+    }
+    try {
+      act(store, parsed, `@${i.user.username}`, 'Discord');
+    } catch (err) {
+      if (err instanceof UserError) return void (await i.reply({ content: err.message, flags: MessageFlags.Ephemeral }));
+      throw err;
+    }
+    const target = targetName('discord', i.channelId);
+    const message = store.chatMessages.byRef(target, i.message.id);
+    const payload: Notification = message
+      ? (JSON.parse(message.payload) as Notification)
+      : { run: '', items: [] };
+    await i.update(payload.items.length > 0 ? await cardsMessage(alertCards(store, payload)) : {});
+  }
+}

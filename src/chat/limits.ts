@@ -1,0 +1,25 @@
+/** Cuts text to `max` characters, marking the cut with an ellipsis. */
+export function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return max <= 1 ? text.slice(0, max) : `${text.slice(0, max - 1)}…`;
+}
+
+/** A fenced code block of at most `max` characters in all: the code is cut, never the fence, and a
+ * fence inside the code cannot close the block early. */
+export function codeBlock(code: string, max: number): string {
+  const fence = '```';
+  const safe = code.replace(/```/g, '`\u200b``');
+  const room = max - 2 * fence.length - 2;
+  return room <= 0 ? '' : `${fence}\n${cut(safe, room)}\n${fence}`;
+}
+
+/** Joins parts with `sep`, dropping whole parts from the end once `max` would be exceeded. */
+export function joinWithin(parts: readonly string[], sep: string, max: number): string {
+  let out = '';
+  for (const p of parts) {
+    const next = out === '' ? p : `${out}${sep}${p}`;
+    if (next.length > max) break;
+    out = next;
+  }
+  return out;
+}

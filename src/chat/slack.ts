@@ -1,0 +1,250 @@
+import { App, LogLevel, type RespondFn, type SlashCommand } from '@slack/bolt';
+import type { WebClient } from '@slack/web-api';
+import type { Config } from '../config/schema.ts';
+import { UserError } from '../config/load.ts';
+import { COMMANDS, findCommand, groupUsage, knownNames, parseText } from '../commands/registry.ts';
+import type { Reply } from '../commands/reply.ts';
+import type { Notification } from '../engine/notification.ts';
+import type { Log } from '../log.ts';
+import { DeliveryError, type Target } from '../notify/dispatcher.ts';
+import { allChannels, targetName } from '../notify/routing.ts';
+import { renderLineChart } from '../render/chart.ts';
+import type { Store } from '../store/store.ts';
+import { act, mayAct } from './actions.ts';
+import { alertCards, parseButton, type AlertCard } from './cards.ts';
+import { codeBlock, cut, joinWithin } from './limits.ts';
+
+/** Block Kit's limits (https://api.slack.com/reference/block-kit/blocks). */
+const LIMIT = { header: 150, section: 3000, fields: 10, field: 2000, blocks: 50, context: 2000 };
+const CARDS_PER_MESSAGE = 5;
+/** how long a user-group membership lookup is trusted */
+const GROUP_CACHE_MS = 5 * 60_000;
+
+export interface SlackOptions {
+  botToken: string;
+  /** Socket Mode (xapp-…); without it, Bolt's HTTP receiver with the signing secret */
+  appToken?: string;
+  signingSecret?: string;
+  /** Web API base (SLACK_API_URL) for tests and proxies */
+  apiUrl?: string;
+  channel?: string;
+  store: Store;
+  config: Config;
+  log: Log;
+  /** Web API retries of failed calls (0 in tests) */
+  retries?: number;
+}
+
+/** A Block Kit block, loosely typed: the layouts here are checked by the tests against what Slack accepts. */
+interface Block {
+  type: string;
+  [key: string]: unknown;
+}
+const mrkdwn = (text: string): Block => ({ type: 'section', text: { type: 'mrkdwn', text: cut(text, LIMIT.section) } });
+
+/** A Reply as Block Kit: header, fields, text, code blocks. */
+export function replyBlocks(reply: Reply): Block[] {
+  const blocks: Block[] = [{ type: 'header', text: { type: 'plain_text', text: cut(reply.title, LIMIT.header) } }];
+  if (reply.fields.length > 0) {
+    for (let i = 0; i < reply.fields.length; i += LIMIT.fields) {
+      blocks.push({
+        type: 'section',
+        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: cut(`*${f.name}*\n${f.value}`, LIMIT.field) })),
+      });
+    }
+  }
+  const text = joinWithin(reply.lines.map((l) => cut(l, 500)), '\n', LIMIT.section);
+  if (text) blocks.push(mrkdwn(text));
+  for (const b of reply.blocks ?? []) blocks.push(mrkdwn(`${cut(b.title, 300)}\n${codeBlock(b.code, 1500)}`));
+  return blocks.slice(0, LIMIT.blocks);
+}
+
+/** Alert cards as Block Kit, each with its buttons (or, once acked or resolved, a note instead). */
+export function cardBlocks(cards: readonly AlertCard[]): Block[] {
+  const blocks: Block[] = [];
+  for (const c of cards) {
+    if (blocks.length > 0) blocks.push({ type: 'divider' });
+    blocks.push({ type: 'header', text: { type: 'plain_text', text: cut(c.title, LIMIT.header) } });
+    blocks.push(mrkdwn(c.summary));
+    blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${f.value}` })) });
+    const context = [...(c.sparkline ? [`\`${c.sparkline}\``] : []), ...(c.note ? [`*${c.note}*`] : [])];
+    if (context.length > 0) blocks.push({ type: 'context', elements: context.map((t) => ({ type: 'mrkdwn', text: cut(t, LIMIT.context) })) });
+    for (const e of c.examples) blocks.push(mrkdwn(`${cut(e.title, 300)}\n${codeBlock(e.code, 900)}`));
+    const live = c.buttons.filter((b) => !b.disabled);
+    if (live.length > 0) {
+      blocks.push({
+        type: 'actions',
+        block_id: `alert-${c.alertId}`,
+        elements: live.map((b) => ({
+          type: 'button',
+          action_id: b.id,
+          value: b.id,
+          text: { type: 'plain_text', text: b.label },
+          ...(b.id.startsWith('ack') ? { style: 'primary' } : {}),
+        })),
+      });
+    }
+  }
+  return blocks.slice(0, LIMIT.blocks);
+}
+
+const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => `${c.title}: ${c.summary}`).join('\n');
+
+/** A Web API failure as a delivery error; a rate limit carries Slack's Retry-After. */
+function deliveryError(err: unknown): Error {
+  const e = err as { code?: string; retryAfter?: number; message?: string; data?: { error?: string } };
+  if (e.code === 'slack_webapi_rate_limited_error') return new DeliveryError('Slack rate limit', (e.retryAfter ?? 1) * 1000);
+  if (e.code?.startsWith('slack_webapi_')) return new DeliveryError(`Slack: ${e.data?.error ?? e.message ?? e.code}`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * The Slack bot: Bolt in Socket Mode (outbound only) or with its HTTP receiver; slash commands from the
+ * shared tree, alert messages with buttons that update in place, charts uploaded with files.uploadV2.
+ */
+export class SlackBot {
+  readonly app: App;
+  private readonly channels: string[];
+  private readonly groupCache = new Map<string, { users: string[]; at: number }>();
+
+  constructor(private readonly opts: SlackOptions) {
+    const clientOptions = {
+      ...(opts.apiUrl ? { slackApiUrl: opts.apiUrl } : {}),
+      // the socket-mode client otherwise writes 100 retries into these very options
+      retryConfig: { retries: opts.retries ?? 10 },
+      // rate limits go back to the dispatcher, which keeps the row and waits Retry-After
+      rejectRateLimitedCalls: true,
+    };
+    const socket = opts.config.slack.mode === 'socket';
+    if (socket && !opts.appToken) throw new UserError('SLACK_APP_TOKEN is needed for Socket Mode (or set slack.mode: http with SLACK_SIGNING_SECRET)');
+    if (!socket && !opts.signingSecret) throw new UserError('SLACK_SIGNING_SECRET is needed for slack.mode: http');
+    this.app = new App({
+      token: opts.botToken,
+      ...(socket ? { appToken: opts.appToken, socketMode: true } : { signingSecret: opts.signingSecret }),
+      logLevel: LogLevel.ERROR,
+      clientOptions,
+      // checked in start(), where a failure is an error we can report, not an unhandled rejection
+      tokenVerificationEnabled: false,
+    });
+    this.channels = allChannels(opts.config, 'slack', opts.channel);
+    for (const word of new Set(COMMANDS.map((c) => c.path[0]))) {
+      this.app.command(`/${word}`, async ({ command, ack, respond, client }) => {
+        await ack(); // within Slack's 3 s, before any work
+        await this.onCommand(word, command, respond, client).catch((err: Error) => this.opts.log.warn(`slack: /${word} failed: ${err.message}`));
+      });
+    }
+    this.app.action(/^(ack|muteRun|muteRule):\d+$/, async ({ ack, body, action, respond, client }) => {
+      await ack();
+      const b = body as { user: { id: string }; channel?: { id: string }; message?: { ts: string } };
+      const actionId = (action as { action_id: string }).action_id;
+      await this.onButton(actionId, b.user.id, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
+        this.opts.log.warn(`slack: button failed: ${err.message}`),
+      );
+    });
+    this.app.error(async (err) => this.opts.log.warn(`slack: ${err.message}`));
+  }
+
+  async start(): Promise<void> {
+    const auth = await this.app.client.auth.test();
+    if (this.opts.config.slack.mode === 'socket') await this.app.start();
+    else await this.app.start(this.opts.config.slack.port);
+    this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.config.slack.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
+  }
+
+  async stop(): Promise<void> {
+    await this.app.stop();
+  }
+
+  targets(): Target[] {
+    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n) => this.deliver(channel, n) }));
+  }
+
+  private async deliver(channel: string, n: Notification): Promise<void> {
+    const { store } = this.opts;
+    const client = this.app.client;
+    const target = targetName('slack', channel);
+    try {
+      const fresh = n.items.filter((i) => i.kind !== 'resolved' || store.chatMessages.ofAlert(i.alertId, target).length === 0);
+      for (const item of n.items.filter((i) => !fresh.includes(i))) {
+        for (const m of store.chatMessages.ofAlert(item.alertId, target)) {
+          const cards = alertCards(store, JSON.parse(m.payload) as Notification);
+          await client.chat.update({ channel, ts: m.ref, text: fallback(cards), blocks: cardBlocks(cards) });
+        }
+      }
+      const run = store.runs.byName(n.run);
+      for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
+        const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
+        const cards = alertCards(store, part);
+        const posted = await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) });
+        const ts = String(posted.ts);
+        store.chatMessages.record(target, ts, run?.id ?? 0, part.items.map((x) => x.alertId), part, Date.now());
+        for (const c of cards) {
+          if (!c.chart) continue;
+          // in the alert's thread, so the channel shows one message per burst
+          await client.files.uploadV2({ channel_id: channel, thread_ts: ts, file: await renderLineChart(c.chart), filename: `chart-${c.alertId}.png`, title: c.chart.title });
+        }
+      }
+    } catch (err) {
+      throw deliveryError(err);
+    }
+  }
+
+  private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
+    const { store } = this.opts;
+    const words = command.text.trim().split(/\s+/).filter(Boolean);
+    const found = findCommand([word, ...words]);
+    const ephemeral = (text: string) => respond({ response_type: 'ephemeral', text: cut(text, LIMIT.section) });
+    if (!found) return void (await ephemeral(`usage:\n${groupUsage(word)}`));
+    const { spec, rest } = found;
+    if (spec.access === 'write' && !(await this.allowed(command.user_id, client))) {
+      return void (await ephemeral(`You may not use /${spec.path.join(' ')}: ask for the ack/mute right (slack.allow in rlwatch.yaml).`));
+    }
+    let reply: Reply;
+    try {
+      reply = spec.run({ store, user: `<@${command.user_id}>` }, parseText(spec, rest, knownNames(store)));
+    } catch (err) {
+      if (err instanceof UserError) return void (await ephemeral(err.message));
+      throw err;
+    }
+    await respond({ response_type: 'in_channel', text: reply.title, blocks: replyBlocks(reply) });
+    if (reply.chart) {
+      await client.files.uploadV2({ channel_id: command.channel_id, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
+    }
+  }
+
+  private async onButton(actionId: string, userId: string, channel: string, ts: string, respond: RespondFn, client: WebClient): Promise<void> {
+    const parsed = parseButton(actionId);
+    if (!parsed) return;
+    const { store } = this.opts;
+    const refuse = (text: string) => respond({ response_type: 'ephemeral', replace_original: false, text });
+    if (!(await this.allowed(userId, client))) return void (await refuse('You may not ack or mute alerts here: ask for the right (slack.allow in rlwatch.yaml).'));
+    try {
+      act(store, parsed, `<@${userId}>`, 'Slack');
+    } catch (err) {
+      if (err instanceof UserError) return void (await refuse(err.message));
+      throw err;
+    }
+    const message = store.chatMessages.byRef(targetName('slack', channel), ts);
+    if (!message) return;
+    const cards = alertCards(store, JSON.parse(message.payload) as Notification);
+    await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
+  }
+
+  /** Listed by user id, or a member of a listed user group (looked up, and cached for a few minutes). */
+  private async allowed(userId: string, client: WebClient): Promise<boolean> {
+    const { users, groups } = this.opts.config.slack.allow;
+    if (users.length === 0 && groups.length === 0) return true;
+    if (users.includes(userId)) return true;
+    const mine: string[] = [];
+    for (const g of groups) {
+      let cached = this.groupCache.get(g);
+      if (!cached || Date.now() - cached.at > GROUP_CACHE_MS) {
+        const r = await client.usergroups.users.list({ usergroup: g });
+        cached = { users: (r.users as string[] | undefined) ?? [], at: Date.now() };
+        this.groupCache.set(g, cached);
+      }
+      if (cached.users.includes(userId)) mine.push(g);
+    }
+    return mayAct(users, groups, userId, mine);
+  }
+}

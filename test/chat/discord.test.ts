@@ -1,0 +1,160 @@
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type App } from '../../src/app.ts';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import { silentLog } from '../../src/log.ts';
+import { startFakeDiscord, type FakeDiscord, type FakeMessage } from '../fakes/discordServer.ts';
+import { learningLine, tempDir } from '../helpers.ts';
+
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const ana = { id: '111111111111111111', username: 'ana' };
+const bo = { id: '222222222222222222', username: 'bo' };
+
+describe('Discord, end to end: the real discord.js Client against a local fake', () => {
+  let fake: FakeDiscord;
+  let app: App;
+  let log: string;
+  let step = 0;
+  const write = (n: number, extra: { grad?: number; frac?: number } = {}): void => {
+    for (let i = 0; i < n; i++) appendFileSync(log, `${learningLine(++step, extra)}\n`);
+  };
+  const alertMessages = (): FakeMessage[] => fake.channelMessages().filter((m) => m.embeds.length > 0 && m.interactionId === null);
+  const titles = (m: FakeMessage): string[] => m.embeds.map((e) => String((e as { title?: string }).title));
+
+  beforeAll(async () => {
+    fake = await startFakeDiscord();
+    const root = tempDir();
+    mkdirSync(join(root, 'runs', 'grpo'), { recursive: true });
+    log = join(root, 'runs', 'grpo', 'learning.log');
+    writeFileSync(log, '');
+    write(30);
+    const config = ConfigSchema.parse({ discord: { allow: { users: [ana.id] } } });
+    app = await startApp({
+      config,
+      dbPath: join(root, 'rlwatch.db'),
+      roots: [join(root, 'runs')],
+      log: silentLog,
+      terminal: null,
+      chat: { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } },
+      delivery: { baseBackoffMs: 200, maxBackoffMs: 400 },
+    });
+  }, 20_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await fake?.close();
+  }, 20_000);
+
+  it('connects and registers the command tree as guild commands with subcommands and autocomplete', () => {
+    const names = fake.commands.map((c) => c.name).sort();
+    expect(names).toEqual(['ack', 'alerts', 'examples', 'mute', 'mutes', 'reward', 'run', 'unmute']);
+    const run = fake.commands.find((c) => c.name === 'run') as unknown as { options: Array<{ name: string; type: number; options: Array<{ name: string; autocomplete?: boolean }> }> };
+    expect(run.options.map((o) => [o.name, o.type])).toEqual([['status', 1], ['list', 1]]);
+    expect(run.options[0]!.options[0]).toMatchObject({ name: 'run', autocomplete: true });
+    expect(fake.requestsTo('PUT', new RegExp(`/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`))).toHaveLength(1);
+  });
+
+  it('posts a collapse appended to the watched run as an embed with fields, a PNG chart and buttons', async () => {
+    write(4, { frac: 1 });
+    const msg = await fake.waitFor(() => alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse'))), 10_000);
+    const embed = msg.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
+      title: string; description: string; fields: Array<{ name: string; value: string }>; image?: { url: string }; color: number;
+    };
+    expect(embed.title).toBe('CRITICAL · mode_collapse firing · grpo');
+    expect(embed.description).toContain('frac_zero_std 1 > 0.8 for 3 steps');
+    expect(embed.fields.map((f) => f.name)).toEqual(['Run', 'Metric', 'Step', 'Epoch', 'Alert']);
+    expect(embed.fields[2]!.value).toBe('33');
+    expect(embed.image?.url).toMatch(/^attachment:\/\/chart-\d+\.png$/);
+    const chart = msg.attachments.find((a) => `attachment://${a.filename}` === embed.image?.url);
+    expect(chart?.data.subarray(0, 8).equals(PNG)).toBe(true);
+    const buttons = (msg.components as Array<{ components: Array<{ custom_id: string; label: string; disabled?: boolean }> }>).flatMap((r) => r.components);
+    expect(buttons.map((b) => b.label)).toEqual(expect.arrayContaining(['Ack', 'Mute run 1h', 'Mute rule 24h']));
+  });
+
+  it('answers /run status with the latest values', async () => {
+    const out = await fake.command({ name: 'run', subcommand: 'status', options: { run: 'grpo' }, user: bo });
+    expect(out.callback?.type).toBe(4);
+    const embed = (out.callback?.data as { embeds: Array<{ title: string; fields: Array<{ name: string; value: string }> }> }).embeds[0]!;
+    expect(embed.title).toBe(`grpo: step ${step}, epoch ${Number((step / 100).toFixed(2))}`);
+    expect(embed.fields.find((f) => f.name === 'frac_zero_std')?.value).toBe('1');
+  });
+
+  it('answers /reward history with a chart that is a valid PNG', async () => {
+    const out = await fake.command({ name: 'reward', subcommand: 'history', options: { metric: 'reward' }, user: bo });
+    expect(out.callback?.type).toBe(5); // deferred while the chart renders
+    await fake.waitFor(() => out.edits.length > 0, 10_000);
+    const file = out.edits[0]!.files.find((f) => f.name === 'chart.png');
+    expect(file?.data.subarray(0, 8).equals(PNG)).toBe(true);
+    expect(JSON.stringify(out.edits[0]!.body)).toContain(`reward of grpo: ${step} points`);
+  });
+
+  it('suggests run and metric names as the user types', async () => {
+    const choices = await fake.autocomplete({ name: 'reward', subcommand: 'history', focused: { name: 'metric', value: 'entr' }, options: { run: 'grpo' }, user: bo });
+    expect(choices).toEqual([{ name: 'entropy', value: 'entropy' }]);
+  });
+
+  it('answers a bad argument with an ephemeral one-line usage', async () => {
+    const out = await fake.command({ name: 'mute', options: { duration: 'soon' }, user: ana });
+    expect(out.callback?.data).toMatchObject({ flags: 64 });
+    expect((out.callback?.data as { content: string }).content).toBe("'soon' is not a duration: use e.g. 30m, 2h or 1d");
+  });
+
+  it('an Ack click by an allowed user acks and edits the message in place; another user is refused', async () => {
+    const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
+    const refused = await fake.click({ customId: `ack:${alert.id}`, messageId: msg.id, user: bo });
+    expect(refused.callback?.data).toMatchObject({ flags: 64 });
+    expect(app.store.alerts.byId(alert.id)?.acked_by).toBeNull();
+    const out = await fake.click({ customId: `ack:${alert.id}`, messageId: msg.id, user: ana });
+    expect(out.callback?.type).toBe(7);
+    expect(app.store.alerts.byId(alert.id)?.acked_by).toBe('@ana');
+    const edited = fake.messages.get(msg.id)!;
+    const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as { description: string };
+    expect(embed.description).toContain('Acked by @ana');
+    const ack = (edited.components as Array<{ components: Array<{ custom_id: string; disabled?: boolean; label: string }> }>)
+      .flatMap((r) => r.components)
+      .find((b) => b.custom_id === `ack:${alert.id}`);
+    expect(ack).toMatchObject({ disabled: true, label: 'Acked' });
+  });
+
+  it('the resolution edits the same message again', async () => {
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
+    const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
+    const posts = alertMessages().length;
+    write(4, { frac: 0 });
+    await fake.waitFor(() => app.store.alerts.byId(alert.id)?.state === 'resolved', 10_000);
+    const edited = await fake.waitFor(() => {
+      const m = fake.messages.get(msg.id)!;
+      return m.embeds.some((e) => String((e as { description?: string }).description).includes('Resolved at step')) ? m : null;
+    }, 10_000);
+    expect(edited.editCount).toBeGreaterThanOrEqual(2);
+    expect(alertMessages().filter((m) => titles(m).some((t) => t.includes('mode_collapse')))).toHaveLength(1);
+    expect(alertMessages().length).toBe(posts); // edited, not posted again
+  });
+
+  it('a 429 and an outage lose nothing and duplicate nothing', async () => {
+    const before = alertMessages().length;
+    fake.failNext('POST', new RegExp(`/channels/${fake.channelId}/messages`), { status: 429, retryAfter: 1 });
+    write(1, { grad: 15.786 }); // grad_explosion
+    await fake.waitFor(() => alertMessages().length === before + 1, 10_000);
+    fake.setDown(true);
+    write(5, { grad: 0.05 }); // the spike resolves: an edit that cannot get through
+    write(1, { grad: 20 }); // and a new incident: a post that cannot get through
+    const target = `discord:${fake.channelId}`;
+    await fake.waitFor(() => app.store.outbox.pending(target).some((r) => r.attempts >= 2), 10_000);
+    expect(alertMessages().length).toBe(before + 1);
+    fake.setDown(false);
+    await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
+    const rows = app.store.db.prepare('SELECT attempts, done_at FROM outbox WHERE target = ? ORDER BY id').all(target) as Array<{ attempts: number; done_at: number | null }>;
+    expect(rows.every((r) => r.done_at !== null)).toBe(true);
+    // each grad_explosion incident was posted exactly once, and the first was edited to resolved
+    const incidents = app.store.alerts.list({ all: true }).filter((a) => a.rule === 'grad_explosion').sort((x, y) => x.id - y.id);
+    expect(incidents.map((a) => a.state)).toEqual(['resolved', 'firing']);
+    const posts = alertMessages().filter((m) => titles(m).some((t) => t.includes('grad_explosion')));
+    expect(posts).toHaveLength(2);
+    const [first, second] = posts.sort((x, y) => x.createdAt - y.createdAt);
+    expect(JSON.stringify(first!.embeds)).toContain('Resolved at step');
+    expect(JSON.stringify(second!.embeds)).toContain('grad_norm 20 > 10');
+  }, 30_000);
+});
