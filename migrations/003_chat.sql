@@ -6,8 +6,11 @@ CREATE TABLE chat_messages (
   ref         TEXT NOT NULL,              -- the platform's message id (Discord) or ts (Slack)
   run_id      INTEGER NOT NULL,
   alert_ids   TEXT NOT NULL,              -- JSON array: the alerts this message shows
+  payload     TEXT NOT NULL,              -- JSON Notification it was posted for: edits re-render from it
+  delivery    TEXT NOT NULL,              -- outbox row and part it was posted for: a retry never posts it twice
   posted_at   INTEGER NOT NULL,
-  UNIQUE (target, ref)
+  UNIQUE (target, ref),
+  UNIQUE (target, delivery)
 );
 
 CREATE TABLE alert_messages (

@@ -173,10 +173,10 @@ export class DiscordBot {
 
   /** One delivery target per channel alerts may be routed to. */
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('discord', channel), deliver: (n) => this.deliver(channel, n) }));
+    return this.channels.map((channel) => ({ name: targetName('discord', channel), deliver: (n, key) => this.deliver(channel, n, key) }));
   }
 
-  private async deliver(channelId: string, n: Notification): Promise<void> {
+  private async deliver(channelId: string, n: Notification, key: string): Promise<void> {
     const { store } = this.opts;
     const target = targetName('discord', channelId);
     try {
@@ -191,9 +191,11 @@ export class DiscordBot {
         }
       }
       for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
+        const delivery = `${key}/${i}`;
+        if (store.chatMessages.byDelivery(target, delivery)) continue; // posted before a later part failed
         const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
         const sent = await channel.send(await cardsMessage(alertCards(store, part)));
-        store.chatMessages.record(target, sent.id, run?.id ?? 0, part.items.map((x) => x.alertId), part, Date.now());
+        store.chatMessages.record(target, sent.id, { runId: run?.id ?? 0, alertIds: part.items.map((x) => x.alertId), payload: part, delivery }, Date.now());
       }
     } catch (err) {
       throw deliveryError(err);

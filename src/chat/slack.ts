@@ -156,10 +156,10 @@ export class SlackBot {
   }
 
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n) => this.deliver(channel, n) }));
+    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n, key) => this.deliver(channel, n, key) }));
   }
 
-  private async deliver(channel: string, n: Notification): Promise<void> {
+  private async deliver(channel: string, n: Notification, key: string): Promise<void> {
     const { store } = this.opts;
     const client = this.app.client;
     const target = targetName('slack', channel);
@@ -173,19 +173,30 @@ export class SlackBot {
       }
       const run = store.runs.byName(n.run);
       for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
+        const delivery = `${key}/${i}`;
+        if (store.chatMessages.byDelivery(target, delivery)) continue; // posted before a later step failed
         const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
         const cards = alertCards(store, part);
         const posted = await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) });
         const ts = String(posted.ts);
-        store.chatMessages.record(target, ts, run?.id ?? 0, part.items.map((x) => x.alertId), part, Date.now());
-        for (const c of cards) {
-          if (!c.chart) continue;
-          // in the alert's thread, so the channel shows one message per burst
-          await client.files.uploadV2({ channel_id: channel, thread_ts: ts, file: await renderLineChart(c.chart), filename: `chart-${c.alertId}.png`, title: c.chart.title });
-        }
+        store.chatMessages.record(target, ts, { runId: run?.id ?? 0, alertIds: part.items.map((x) => x.alertId), payload: part, delivery }, Date.now());
+        await this.uploadCharts(channel, ts, cards);
       }
     } catch (err) {
       throw deliveryError(err);
+    }
+  }
+
+  /** Charts go in the alert's thread, so the channel shows one message per burst. A chart that cannot be
+   * uploaded is not worth re-posting the alert for: it is logged and skipped. */
+  private async uploadCharts(channel: string, ts: string, cards: readonly AlertCard[]): Promise<void> {
+    for (const c of cards) {
+      if (!c.chart) continue;
+      try {
+        await this.app.client.files.uploadV2({ channel_id: channel, thread_ts: ts, file: await renderLineChart(c.chart), filename: `chart-${c.alertId}.png`, title: c.chart.title });
+      } catch (err) {
+        this.opts.log.warn(`slack: chart of alert #${c.alertId} not uploaded: ${(err as Error).message}`);
+      }
     }
   }
 
@@ -194,7 +205,7 @@ export class SlackBot {
     const words = command.text.trim().split(/\s+/).filter(Boolean);
     const found = findCommand([word, ...words]);
     const ephemeral = (text: string) => respond({ response_type: 'ephemeral', text: cut(text, LIMIT.section) });
-    if (!found) return void (await ephemeral(`usage:\n${groupUsage(word)}`));
+    if (!found) return void (await ephemeral(groupUsage(word)));
     const { spec, rest } = found;
     if (spec.access === 'write' && !(await this.allowed(command.user_id, client))) {
       return void (await ephemeral(`You may not use /${spec.path.join(' ')}: ask for the ack/mute right (slack.allow in rlwatch.yaml).`));

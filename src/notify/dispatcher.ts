@@ -4,7 +4,9 @@ import type { Store } from '../store/store.ts';
 /** A place notifications go: the terminal, a Discord or Slack channel. */
 export interface Target {
   name: string;
-  deliver(n: Notification): Promise<void>;
+  /** `key` names the outbox row: a retry of the same row carries the same key, so that what was already
+   * posted before a failure is not posted again */
+  deliver(n: Notification, key: string): Promise<void>;
 }
 
 /** A delivery refused for now; `retryAfterMs` when the platform said how long to wait (HTTP 429). */
@@ -84,7 +86,7 @@ export class Dispatcher {
         const wait = (row.next_attempt_at ?? 0) - this.now();
         if (wait > 0) return this.retryLater(target, wait);
         try {
-          await target.deliver(JSON.parse(row.payload) as Notification);
+          await target.deliver(JSON.parse(row.payload) as Notification, String(row.id));
         } catch (err) {
           const e = err as Error;
           const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined

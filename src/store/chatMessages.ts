@@ -6,6 +6,8 @@ export interface ChatMessageRow {
   ref: string;
   run_id: number;
   alert_ids: string;
+  payload: string;
+  delivery: string;
   posted_at: number;
 }
 
@@ -13,15 +15,25 @@ export interface ChatMessageRow {
 export class ChatMessages {
   constructor(private readonly db: Database) {}
 
-  record(target: string, ref: string, runId: number, alertIds: readonly number[], at: number): void {
+  record(
+    target: string,
+    ref: string,
+    m: { runId: number; alertIds: readonly number[]; payload: unknown; delivery: string },
+    at: number,
+  ): void {
     this.db.transaction(() => {
       const info = this.db
-        .prepare('INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, posted_at) VALUES (?, ?, ?, ?, ?)')
-        .run(target, ref, runId, JSON.stringify(alertIds), at);
+        .prepare('INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at);
       const id = info.changes > 0 ? Number(info.lastInsertRowid) : this.byRef(target, ref)!.id;
       const link = this.db.prepare('INSERT OR IGNORE INTO alert_messages (alert_id, message_id) VALUES (?, ?)');
-      for (const a of alertIds) link.run(a, id);
+      for (const a of m.alertIds) link.run(a, id);
     })();
+  }
+
+  /** The message already posted for this delivery (outbox row and part), if any. */
+  byDelivery(target: string, delivery: string): ChatMessageRow | undefined {
+    return this.db.prepare('SELECT * FROM chat_messages WHERE target = ? AND delivery = ?').get(target, delivery) as ChatMessageRow | undefined;
   }
 
   byRef(target: string, ref: string): ChatMessageRow | undefined {
