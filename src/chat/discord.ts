@@ -33,7 +33,7 @@ import { act, mayAct } from './actions.ts';
 import { codeBlock, cut, joinWithin } from './limits.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
-const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100 };
+const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100, embedsTotal: 6000 };
 /** alerts per message: one row of buttons each */
 const CARDS_PER_MESSAGE = LIMIT.rows;
 
@@ -79,17 +79,38 @@ export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBo
   return out;
 }
 
-/** A Reply as one embed (with its chart attached) — the same content the CLI prints. */
-async function replyMessage(reply: Reply): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[] }> {
-  const embed = new EmbedBuilder().setTitle(cut(reply.title, LIMIT.title)).setColor(0x264653);
-  const text = joinWithin(
-    [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${codeBlock(b.code, 1000)}`)],
-    '\n',
-    LIMIT.description,
-  );
-  if (text) embed.setDescription(text);
-  const fields = reply.fields.slice(0, LIMIT.fields).map((f) => ({ name: cut(f.name, LIMIT.fieldName), value: cut(f.value || '-', LIMIT.fieldValue), inline: true }));
-  if (fields.length > 0) embed.addFields(fields);
+/**
+ * One embed within Discord's limits: each part cut to its own limit, and all of them together within the
+ * `budget` of characters this embed may use of the message's 6,000. Fields go first (they carry the
+ * numbers); the description takes what is left, dropping whole parts (never half a code block).
+ */
+function fitEmbed(
+  title: string,
+  fields: ReadonlyArray<{ name: string; value: string }>,
+  parts: readonly string[],
+  budget: number,
+): EmbedBuilder {
+  const embed = new EmbedBuilder().setTitle(cut(title, LIMIT.title));
+  let left = budget - Math.min(title.length, LIMIT.title);
+  const kept: Array<{ name: string; value: string; inline: boolean }> = [];
+  for (const f of fields.slice(0, LIMIT.fields)) {
+    const name = cut(f.name, LIMIT.fieldName);
+    const value = cut(f.value || '-', LIMIT.fieldValue);
+    if (name.length + value.length > left - 100) break; // keep room for a line of description
+    kept.push({ name, value, inline: true });
+    left -= name.length + value.length;
+  }
+  if (kept.length > 0) embed.addFields(kept);
+  const room = Math.min(LIMIT.description, left);
+  const description = joinWithin(parts, '\n', room) || cut(parts[0] ?? '', room);
+  if (description) embed.setDescription(description);
+  return embed;
+}
+
+/** A Reply as one embed (with its chart attached): the same content the CLI prints. */
+export async function replyMessage(reply: Reply): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[] }> {
+  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${codeBlock(b.code, 1000)}`)];
+  const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
@@ -98,19 +119,19 @@ async function replyMessage(reply: Reply): Promise<{ embeds: EmbedBuilder[]; fil
   return { embeds: [embed], files };
 }
 
-/** Alert cards as embeds with one row of buttons per alert, and each card's chart attached. */
-async function cardsMessage(cards: readonly AlertCard[]) {
+/** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each
+ * card's chart attached. */
+export async function cardsMessage(cards: readonly AlertCard[]) {
   const embeds: EmbedBuilder[] = [];
   const files: AttachmentBuilder[] = [];
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
+  const budget = Math.floor(LIMIT.embedsTotal / Math.max(1, cards.length));
   for (const c of cards) {
-    const parts = [c.summary, ...(c.note ? [`**${c.note}**`] : []), ...(c.sparkline ? [`\`${c.sparkline}\``] : [])];
+    const parts = [cut(c.summary, 500), ...(c.note ? [`**${cut(c.note, 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline}\``] : [])];
     for (const e of c.examples) parts.push(`${cut(e.title, 300)}\n${codeBlock(e.code, 700)}`);
-    const embed = new EmbedBuilder()
-      .setTitle(cut(c.title, LIMIT.title))
-      .setColor(c.status === 'firing' ? COLORS[c.severity as 'info'] ?? COLORS.firing : COLORS[c.status])
-      .setDescription(joinWithin(parts, '\n', LIMIT.description))
-      .addFields(c.fields.slice(0, LIMIT.fields).map((f) => ({ name: f.name, value: cut(f.value, LIMIT.fieldValue), inline: true })));
+    const embed = fitEmbed(c.title, c.fields, parts, budget).setColor(
+      c.status === 'firing' ? (COLORS[c.severity as 'info'] ?? COLORS.firing) : COLORS[c.status],
+    );
     if (c.chart) {
       const name = `chart-${c.alertId}.png`;
       files.push(new AttachmentBuilder(await renderLineChart(c.chart), { name }));
