@@ -2,17 +2,10 @@
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-/** A small deterministic PRNG (mulberry32), so every run of the bench reads the same bytes. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as rng } from '../scripts/rng.ts';
+
+/** The bench's seeded random numbers. */
+export { rng };
 
 /** Python's `%.2e`: `3.58e-06`, not JavaScript's `3.58e-6`. */
 function pyExp(v: number): string {

@@ -10,6 +10,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { mulberry32 } from './rng.ts';
 
 /** Step ranges are inclusive, steps are 1-based line numbers of learning.log. */
 export const SAMPLE_STORY = {
@@ -46,17 +47,6 @@ export function phaseOf(step: number): SamplePhase {
 // ---------------------------------------------------------------- randomness
 
 type Rng = () => number;
-
-function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function gauss(rng: Rng): number {
   const u = 1 - rng(); // (0, 1]: log(0) would be -Infinity
