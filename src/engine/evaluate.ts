@@ -89,16 +89,17 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
   }
 }
 
-/** `rewards/*` matches every logged metric under `rewards/` except the `/std` series. */
-function expandMetrics(patterns: readonly string[], logged: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const p of patterns) {
-    if (!p.endsWith('*')) {
-      if (logged.includes(p)) out.add(p);
-      continue;
-    }
+/** `rewards/*` matches every logged metric under `rewards/` except the `/std` series. A pattern that finds
+ * a single metric beside named ones is dropped: one reward function is the reward itself (seed 000's
+ * `syntax_rew` equals `reward`), and the same alert twice is noise. */
+export function expandMetrics(patterns: readonly string[], logged: readonly string[]): string[] {
+  const named = patterns.filter((p) => !p.endsWith('*') && logged.includes(p));
+  const out = new Set<string>(named);
+  for (const p of patterns.filter((x) => x.endsWith('*'))) {
     const prefix = p.slice(0, -1);
-    for (const m of logged) if (m.startsWith(prefix) && !m.endsWith('/std') && !m.endsWith('_std')) out.add(m);
+    const found = logged.filter((m) => m.startsWith(prefix) && !m.endsWith('/std') && !m.endsWith('_std'));
+    if (found.length === 1 && named.length > 0) continue;
+    for (const m of found) out.add(m);
   }
   return [...out];
 }

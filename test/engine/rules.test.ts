@@ -146,8 +146,14 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
 
   it('watches every reward component but not its std', () => {
     const down = [...Array(20).fill(0.5), ...Array(20).fill(0.4)];
-    const t = trend().batch(down.map((v) => ({ 'rewards/syntax': v, 'rewards/syntax/std': v, reward: 0.5 })));
+    const t = trend().batch(down.map((v) => ({ 'rewards/syntax': v, 'rewards/syntax/std': v, 'rewards/format': 0.9, reward: 0.5 })));
     expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.state}`)).toEqual(['reward_trend rewards/syntax firing']);
+  });
+
+  it('a single reward function is the reward itself: its trend is not announced twice', () => {
+    const down = [...Array(20).fill(0.5), ...Array(20).fill(0.4)];
+    const t = trend().batch(down.map((v) => ({ 'rewards/syntax_aware_reward': v, reward: v })));
+    expect(t.alerts().map((a) => a.metric)).toEqual(['reward']);
   });
 
   it('evaluating after each record or once after the whole batch gives the same incidents', () => {
