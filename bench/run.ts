@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: backfill throughput against a bare SQLite loop, peak RSS of backfill, live latency,
  * and the labelled alert scenarios (bench/scenarios.ts). Prints tables and writes bench/out/results.json
- * and bench/out/scenarios.json. A report, not a test: exits 0 whatever the figures.
+ * and bench/out/scenarios.json, then the chat figures (bench/chat.ts): `reward history` on a 1,000,000-point
+ * series and append → alert request at a local fake Discord. A report, not a test: exits 0 whatever the figures.
  *
  * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS; BENCH_REPEAT
  * backfill runs of the learning.log (default 2; the completions file gets one more).
@@ -15,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ChildResult } from './backfill-child.ts';
 import { bareInsert, type BareResult } from './bare.ts';
+import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench } from './chat.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
@@ -139,6 +141,11 @@ say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, rewar
 const scenarios = runScenarios({ outDir: OUT });
 say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
 
+// 6. chat: reward history on a 1M-point series (query + chart), append → alert POST at a fake Discord
+say('chat: reward history on 1,000,000 points; 100 alerts through discord.js to a local fake');
+const chat = await runChatBench({ outDir: OUT });
+say(`  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 ${chat.alert.p99Ms.toFixed(0)} ms; ${chat.seconds.toFixed(1)} s`);
+
 // ------------------------------------------------------------------------------------------- report
 
 const backfillPps = log.points / log.seconds;
@@ -151,6 +158,8 @@ const targets = {
   completionsPeakRss: { target: '< 200 MB', value: compRssMB, pass: compRssMB < 200 },
   // a line never committed counts as infinite latency
   liveP99: { target: '< 250 ms', value: live.p99Ms, pass: live.p99Ms < 250 },
+  rewardHistory1M: { target: `< ${HISTORY_TARGET_MS} ms`, value: chat.history.medianTotalMs, pass: chat.history.pass },
+  alertP99: { target: `< ${ALERT_P99_TARGET_MS} ms`, value: chat.alert.p99Ms, pass: chat.alert.pass },
 };
 
 const results = {
@@ -198,6 +207,7 @@ const results = {
     failed: scenarios.failed,
     verdicts: Object.fromEntries(scenarios.scenarios.map((s) => [s.name, s.pass ? 'PASS' : 'FAIL'])),
   },
+  chat: { seconds: chat.seconds, rewardHistory: chat.history, alert: chat.alert },
   targets,
 };
 writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -269,6 +279,8 @@ const out = [
   `results: ${join(OUT, 'results.json')}`,
   '',
   formatScenarioReport(scenarios),
+  '',
+  formatChatReport(chat),
   '',
 ];
 process.stdout.write(out.join('\n'));

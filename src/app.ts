@@ -1,6 +1,6 @@
 import { consoleTarget } from './chat/console.ts';
-import { DiscordBot, type DiscordOptions } from './chat/discord.ts';
-import { SlackBot, type SlackOptions } from './chat/slack.ts';
+import type { DiscordBot, DiscordOptions } from './chat/discord.ts';
+import type { SlackBot, SlackOptions } from './chat/slack.ts';
 import type { Config } from './config/schema.ts';
 import { parseDuration } from './engine/duration.ts';
 import { Engine } from './engine/engine.ts';
@@ -122,8 +122,11 @@ export async function startApp(opts: {
   const store = Store.open(opts.dbPath);
   const { config, log } = opts;
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
-  const discord = opts.chat?.discord ? new DiscordBot({ ...opts.chat.discord, store, config, log }) : null;
-  const slack = opts.chat?.slack ? new SlackBot({ ...opts.chat.slack, store, config, log }) : null;
+  // discord.js, Bolt, vega and resvg weigh ~130 MB: loaded only when a bot is configured
+  const discord = opts.chat?.discord
+    ? new (await import('./chat/discord.ts')).DiscordBot({ ...opts.chat.discord, store, config, log })
+    : null;
+  const slack = opts.chat?.slack ? new (await import('./chat/slack.ts')).SlackBot({ ...opts.chat.slack, store, config, log }) : null;
   try {
     await discord?.start();
     await slack?.start();

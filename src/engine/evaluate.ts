@@ -53,16 +53,26 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: first.metric }, ctx.now);
+    // plain loops and one reused array: this runs for every step of every threshold rule in a backfill
+    const values: Array<number | undefined> = new Array<number | undefined>(conds.length);
     for (const p of main) {
-      const values = [p.value, ...others.map((m) => m.get(p.step))];
-      if (values.some((v) => v === undefined || Number.isNaN(v))) continue; // neither bad nor recovered
-      if (conds.every((c, i) => compare(values[i] as number, c.op, c.value))) {
+      values[0] = p.value;
+      let missing = Number.isNaN(p.value);
+      for (let k = 0; k < others.length && !missing; k++) {
+        const v = (others[k] as Map<number, number>).get(p.step);
+        values[k + 1] = v;
+        missing = v === undefined || Number.isNaN(v);
+      }
+      if (missing) continue; // neither bad nor recovered
+      let holds = true;
+      for (let k = 0; k < conds.length && holds; k++) holds = compare(values[k] as number, conds[k]!.op, conds[k]!.value);
+      if (holds) {
         streak++;
         recovering = 0;
         const firing = streak >= rule.for;
         if (!lc.wouldChange('bad', firing)) continue;
         const n = streak;
-        const { shown, details } = describeValues(conds, values);
+        const { shown, details } = describeValues(conds, [...values]);
         const describe = () => ({
           summary: shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ') + ` for ${plural(n, 'step')}`,
           details: details(),
@@ -77,7 +87,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         if (!lc.wouldChange('ok', recovered)) continue;
         const bound = rule.recover ?? first.value;
         const n = recovering;
-        const { shown, details } = describeValues(conds, values);
+        const { shown, details } = describeValues(conds, [...values]);
         lc.apply(p.step, {
           kind: 'ok',
           recovered,
