@@ -245,24 +245,34 @@ export class DiscordBot {
     if (spec.access === 'write' && !this.allowed(i)) {
       return void (await i.reply({ content: `You may not use /${spec.path.join(' ')}: ask for the ack/mute right (discord.allow in rlwatch.yaml).`, flags: MessageFlags.Ephemeral }));
     }
-    let reply: Reply;
+    let args: Args;
     try {
       const given: Args = {};
       for (const o of spec.options) {
         const v = i.options.get(o.name)?.value;
         if (v !== undefined) given[o.name] = v;
       }
-      reply = spec.run({ store: this.opts.store, user: `@${i.user.username}` }, checkArgs(spec, given));
+      args = checkArgs(spec, given);
     } catch (err) {
       if (err instanceof UserError) return void (await i.reply({ content: cut(err.message, 2000), flags: MessageFlags.Ephemeral }));
       throw err;
     }
-    if (reply.chart) {
-      await i.deferReply(); // rendering a chart may take longer than the 3 s Discord waits for an answer
-      await i.editReply(await replyMessage(reply));
-    } else {
-      await i.reply(await replyMessage(reply));
+    // Discord waits 3 s for an answer: a command that may read a long series answers "thinking" first
+    const deferred = spec.slow === true;
+    if (deferred) await i.deferReply();
+    let reply: Reply;
+    try {
+      reply = spec.run({ store: this.opts.store, user: `@${i.user.username}` }, args);
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      const content = cut(err.message, 2000);
+      if (!deferred) return void (await i.reply({ content, flags: MessageFlags.Ephemeral }));
+      // the "thinking" placeholder is public: replace it by a note only the caller sees
+      await i.deleteReply();
+      return void (await i.followUp({ content, flags: MessageFlags.Ephemeral }));
     }
+    if (deferred) await i.editReply(await replyMessage(reply));
+    else await i.reply(await replyMessage(reply));
   }
 
   private async autocomplete(i: AutocompleteInteraction): Promise<void> {

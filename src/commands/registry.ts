@@ -48,6 +48,8 @@ export interface CommandSpec {
   options: readonly OptionSpec[];
   /** write commands need the ack/mute right in chat */
   access: 'read' | 'write';
+  /** may take more than a moment (reads a whole series, renders a chart): chat front ends answer first */
+  slow?: boolean;
   run(caller: Caller, args: Args): Reply;
 }
 
@@ -92,6 +94,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'last', description: 'only the newest N points', type: 'integer', accepts: (w) => /^\d+$/.test(w) },
     ],
     access: 'read',
+    slow: true,
     run: (c, a) => rewardHistory(c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') }),
   },
   {

@@ -1,12 +1,17 @@
 import { UserError } from '../config/load.ts';
+import { lttbIndices } from '../render/lttb.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import { overview } from '../render/sparkline.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
-/** Rows of the text table; the full series is in `data` (and, with the chat issue, in the chart). */
+/** Rows of the text table; the full series is in `data` (`--json`) and in the chart. */
 const TABLE_ROWS = 10;
+/** Points handed to the chart, which down-samples them again to what it draws. */
+const CHART_POINTS = 2000;
 
-/** `reward history [run] [--metric NAME] [--last N]`: the series of one metric, steps ascending. */
+/** `reward history [run] [--metric NAME] [--last N]`: the series of one metric, steps ascending. Works on
+ * the in-memory columns of the series, so that a million points answer in a fraction of a second; the
+ * point-by-point list with epochs is built only when asked for (`data`, i.e. `--json`). */
 export function rewardHistory(
   { store }: CommandContext,
   args: { run?: string; metric?: string; last?: number },
@@ -20,38 +25,59 @@ export function rewardHistory(
   if (args.last !== undefined && (!Number.isInteger(args.last) || args.last < 1)) {
     throw new UserError(`--last must be a whole number of at least 1, not ${args.last}`);
   }
-  const points = store.points.series(run.id, metric, args.last);
-  const values = points.map((p) => p.value);
-  const last = points[points.length - 1];
+  const cols = store.points.columns(run.id, metric);
+  const from = args.last === undefined ? 0 : Math.max(0, cols.length - args.last);
+  const steps = cols.steps.subarray(from, cols.length);
+  const values = cols.values.subarray(from, cols.length);
+  const n = steps.length;
   const { min, max } = range(values);
   const stats = Number.isFinite(min)
-    ? `min ${formatValue(min)}  max ${formatValue(max)}  last ${formatValue(last?.value ?? NaN)}`
+    ? `min ${formatValue(min)}  max ${formatValue(max)}  last ${formatValue(n > 0 ? (values[n - 1] as number) : NaN)}`
     : 'no finite values';
+  const tail = Array.from({ length: Math.min(TABLE_ROWS, n) }, (_, k) => n - Math.min(TABLE_ROWS, n) + k);
+  const tailEpochs = store.points.epochsAt(run.id, tail.map((i) => steps[i] as number));
   return {
-    title: `${metric} of ${run.name}: ${points.length} point${points.length === 1 ? '' : 's'}` +
-      (points.length > 0 ? `, steps ${points[0]?.step}..${last?.step}` : ''),
+    title: `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` + (n > 0 ? `, steps ${steps[0]}..${steps[n - 1]}` : ''),
     fields: [],
     lines: [
       overview(values),
       stats,
-      ...points.slice(-TABLE_ROWS).map(
-        (p) => `step ${String(p.step).padStart(6)}  epoch ${p.epoch === null ? '   -' : formatValue(p.epoch).padStart(4)}  ${formatValue(p.value)}`,
-      ),
+      ...tail.map((i, k) => {
+        const epoch = tailEpochs[k] ?? null;
+        return `step ${String(steps[i]).padStart(6)}  epoch ${epoch === null ? '   -' : formatValue(epoch).padStart(4)}  ${formatValue(values[i] as number)}`;
+      }),
     ],
-    chart: { title: `${metric} of ${run.name}`, metric, points: points.map((p) => ({ step: p.step, value: p.value })) },
-    data: {
-      run: run.name,
-      metric,
-      points: points.map((p) => ({ step: p.step, epoch: p.epoch, value: jsonValue(p.value) })),
+    chart: { title: `${metric} of ${run.name}`, metric, points: chartPoints(steps, values) },
+    get data() {
+      return {
+        run: run.name,
+        metric,
+        points: store.points.series(run.id, metric, args.last).map((p) => ({ step: p.step, epoch: p.epoch, value: jsonValue(p.value) })),
+      };
     },
   };
 }
 
-/** Min and max of the finite values (a loop: spreading a million values into Math.min overflows the stack). */
-function range(values: readonly number[]): { min: number; max: number } {
+/** The finite points, down-sampled with LTTB so that the chart gets thousands of points, not millions. */
+function chartPoints(steps: Float64Array, values: Float64Array): Array<{ step: number; value: number }> {
+  const xs = new Float64Array(steps.length);
+  const ys = new Float64Array(steps.length);
+  let m = 0;
+  for (let i = 0; i < steps.length; i++) {
+    const v = values[i] as number;
+    if (!Number.isFinite(v)) continue;
+    xs[m] = steps[i] as number;
+    ys[m++] = v;
+  }
+  return Array.from(lttbIndices(xs, ys, m, CHART_POINTS), (i) => ({ step: xs[i] as number, value: ys[i] as number }));
+}
+
+/** Min and max of the finite values. */
+function range(values: ArrayLike<number>): { min: number; max: number } {
   let min = Infinity;
   let max = -Infinity;
-  for (const v of values) {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
     if (!Number.isFinite(v)) continue;
     if (v < min) min = v;
     if (v > max) max = v;

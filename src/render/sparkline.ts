@@ -18,8 +18,8 @@ export function sparkline(values: readonly number[], width = 50): string {
 }
 
 /** The whole series in `width` characters: each character is the mean of its share of the points. */
-export function overview(values: readonly number[], width = 60): string {
-  if (values.length <= width) return sparkline(values, width);
+export function overview(values: ArrayLike<number>, width = 60): string {
+  if (values.length <= width) return sparkline(Array.from(values), width);
   const means: number[] = [];
   for (let b = 0; b < width; b++) {
     const from = Math.floor((b * values.length) / width);

@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { SeriesCache, type Columns } from './seriesCache.ts';
 
 export interface SeriesPoint {
   step: number;
@@ -22,6 +23,7 @@ export class Points {
   private readonly insertPoint: Statement;
   private readonly insertStep: Statement;
   private readonly insertRunMetric: Statement;
+  private readonly cache: SeriesCache;
 
   constructor(private readonly db: Database) {
     this.insertPoint = db.prepare(
@@ -30,6 +32,24 @@ export class Points {
     );
     this.insertStep = db.prepare('INSERT OR IGNORE INTO steps (run_id, step, at) VALUES (?, ?, ?)');
     this.insertRunMetric = db.prepare('INSERT OR IGNORE INTO run_metrics (run_id, metric_id) VALUES (?, ?)');
+    this.cache = new SeriesCache(db);
+  }
+
+  /** The whole series of one metric as columns, from memory when it was read before. */
+  columns(runId: number, metric: string): Columns {
+    return this.cache.columns(runId, this.metricId(metric));
+  }
+
+  /** Called after a batch of the run that wrote steps from `minStep` on. */
+  written(runId: number, minStep: number): void {
+    this.cache.invalidate(runId, minStep);
+  }
+
+  /** The epoch logged at each of `steps` (null where none was). */
+  epochsAt(runId: number, steps: readonly number[]): Array<number | null> {
+    const get = this.db.prepare('SELECT value FROM points WHERE run_id = ? AND metric_id = ? AND step = ?').pluck();
+    const id = this.metricId('epoch');
+    return steps.map((s) => (get.get(runId, id, s) as number | null | undefined) ?? null);
   }
 
   metricId(name: string): number {

@@ -77,7 +77,10 @@ export class Store {
       if (m.step > maxStep) maxStep = m.step;
     }
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
-    if (b.metrics.length > 0) this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
+    if (b.metrics.length > 0) {
+      this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
+      this.points.written(b.runId, minStep);
+    }
     let skipped = 0;
     for (const s of b.skips.values()) skipped += s.count;
     if (skipped > 0) this.files.addSkips(b.fileId, b.skips);

@@ -89,6 +89,15 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(JSON.stringify(out.edits[0]!.body)).toContain(`reward of grpo: ${step} points`);
   });
 
+  it('a slow command that fails after "thinking" answers only the caller', async () => {
+    const out = await fake.command({ name: 'reward', subcommand: 'history', options: { metric: 'accuracy' }, user: bo });
+    expect(out.callback?.type).toBe(5);
+    await fake.waitFor(() => out.followUps.length > 0, 10_000);
+    expect(out.originalDeleted).toBe(true);
+    expect(out.followUps[0]!.body).toMatchObject({ flags: 64 });
+    expect(JSON.stringify(out.followUps[0]!.body)).toContain("run 'grpo' has no metric 'accuracy'");
+  });
+
   it('suggests run and metric names as the user types', async () => {
     const choices = await fake.autocomplete({ name: 'reward', subcommand: 'history', focused: { name: 'metric', value: 'entr' }, options: { run: 'grpo' }, user: bo });
     expect(choices).toEqual([{ name: 'entropy', value: 'entropy' }]);
