@@ -1,6 +1,7 @@
 import { consoleTarget } from './chat/console.ts';
 import type { DiscordBot, DiscordOptions } from './chat/discord.ts';
 import type { SlackBot, SlackOptions } from './chat/slack.ts';
+import { UserError } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { parseDuration } from './engine/duration.ts';
 import { Engine } from './engine/engine.ts';
@@ -128,8 +129,12 @@ export async function startApp(opts: {
     : null;
   const slack = opts.chat?.slack ? new (await import('./chat/slack.ts')).SlackBot({ ...opts.chat.slack, store, config, log }) : null;
   try {
-    await discord?.start();
-    await slack?.start();
+    await discord?.start().catch((err: Error) => {
+      throw new UserError(`cannot connect to Discord: ${err.message} (check DISCORD_TOKEN and DISCORD_API_URL)`);
+    });
+    await slack?.start().catch((err: Error) => {
+      throw new UserError(`cannot connect to Slack: ${err.message} (check SLACK_BOT_TOKEN, SLACK_APP_TOKEN and SLACK_API_URL)`);
+    });
   } catch (err) {
     await discord?.stop();
     await slack?.stop();
