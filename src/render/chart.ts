@@ -3,6 +3,23 @@ import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { lttbIndices } from './lttb.ts';
 
+/**
+ * vega-lite defines `Set.prototype.toJSON` when it loads, for its own hashing, and other libraries break on
+ * it (discord.js's event emitter fails to load after it). The definition is taken off the prototype at once
+ * and put back only for the synchronous span of a compile.
+ */
+const vegaLiteSetToJSON = Object.getOwnPropertyDescriptor(Set.prototype, 'toJSON');
+delete (Set.prototype as { toJSON?: unknown }).toJSON;
+
+function compileVegaLite(spec: TopLevelSpec): ReturnType<typeof compile> {
+  if (vegaLiteSetToJSON) Object.defineProperty(Set.prototype, 'toJSON', vegaLiteSetToJSON);
+  try {
+    return compile(spec);
+  } finally {
+    delete (Set.prototype as { toJSON?: unknown }).toJSON;
+  }
+}
+
 /** The eight bytes every PNG file starts with. */
 export const PNG_SIGNATURE: Buffer = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
@@ -257,7 +274,7 @@ export function lineChartSpec(o: {
 /** Compiles a vega-lite spec and renders it to SVG with vega's headless view (no canvas, no network). */
 export async function specToSvg(spec: TopLevelSpec): Promise<string> {
   useDejaVuTextMetrics();
-  const vgSpec = compile(spec).spec;
+  const vgSpec = compileVegaLite(spec).spec;
   const view = new vega.View(vega.parse(vgSpec), {
     renderer: 'none',
     loader: offlineLoader,

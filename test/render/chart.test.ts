@@ -139,3 +139,11 @@ describe('renderLineChart', () => {
     expect(dejaVuTextWidth({ text: null })).toBe(0);
   });
 });
+
+describe('living beside other libraries', () => {
+  it("leaves Set.prototype as it found it (vega-lite's toJSON breaks discord.js's event emitter)", async () => {
+    const { renderLineChart: render } = await import('../../src/render/chart.ts');
+    await render({ title: 't', metric: 'm', points: [{ step: 1, value: 1 }, { step: 2, value: 2 }] });
+    expect(Object.getOwnPropertyNames(Set.prototype)).not.toContain('toJSON');
+  });
+});
