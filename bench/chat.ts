@@ -20,6 +20,7 @@ import { PNG_SIGNATURE, renderLineChart } from '../src/render/chart.ts';
 import { Store, type Batch } from '../src/store/store.ts';
 import { startFakeDiscord, type RecordedRequest } from '../test/fakes/discordServer.ts';
 import { rng } from './generate.ts';
+import { learningLine } from '../test/seedLines.ts';
 import { percentile } from './live.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -184,15 +185,6 @@ export interface AlertResult {
   pass: boolean;
 }
 
-/** A learning.log line in the seed-000 format (test/helpers.ts `learningLine`, which needs vitest to import). */
-function learningLine(i: number, grad = 0.05): string {
-  const epoch = (i / 100).toFixed(2);
-  const reward = (0.1 + i / 1000).toFixed(3);
-  return (
-    `[Epoch ${epoch}]  loss=-0.0${String(i % 1000).padStart(3, '0')}  grad=${grad.toFixed(4)}  lr=3.58e-06  ` +
-    `reward=${reward}±0.077  syntax_rew=${reward}±0.078  entropy=0.155  frac_zero_std=0.00\n`
-  );
-}
 
 const embedTitles = (r: RecordedRequest): string[] => {
   const body = Array.isArray(r.body) ? null : r.body;
@@ -206,7 +198,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
   mkdirSync(join(root, 'run1'), { recursive: true });
   const logPath = join(root, 'run1', 'learning.log');
   let step = 0;
-  writeFileSync(logPath, Array.from({ length: SEED_LINES }, () => learningLine(++step)).join(''));
+  writeFileSync(logPath, Array.from({ length: SEED_LINES }, () => `${learningLine(++step)}\n`).join(''));
 
   const warnings: string[] = [];
   const log: Log = { info: () => {}, warn: (m) => void warnings.push(m) };
@@ -244,7 +236,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
       const before = fake.requests.length;
       const spikeStep = ++step;
       const sentAt = Date.now();
-      appendFileSync(logPath, learningLine(spikeStep, SPIKE_GRAD));
+      appendFileSync(logPath, `${learningLine(spikeStep, { grad: SPIKE_GRAD })}\n`);
       const post = await waitRequest(before, (r) => r.method === 'POST' && postPath.test(r.path) && isGradCard(r));
       if (post) {
         latencies.push(post.at - sentAt);
@@ -254,7 +246,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
         missedSpikes.push(spikeStep);
       }
       const afterPost = fake.requests.length;
-      for (let h = 0; h < HEALTHY_AFTER_SPIKE; h++) appendFileSync(logPath, learningLine(++step));
+      for (let h = 0; h < HEALTHY_AFTER_SPIKE; h++) appendFileSync(logPath, `${learningLine(++step)}\n`);
       const healthyAt = Date.now();
       const patch = await waitRequest(post ? fake.requests.indexOf(post) + 1 : afterPost, (r) => r.method === 'PATCH' && patchPath.test(r.path));
       if (patch) resolveLatencies.push(patch.at - healthyAt);
