@@ -28,14 +28,13 @@ import { DeliveryError, type Target } from '../notify/dispatcher.ts';
 import { allChannels, targetName } from '../notify/routing.ts';
 import { renderLineChart } from '../render/chart.ts';
 import type { Store } from '../store/store.ts';
-import { alertCards, COLORS, parseButton, type AlertCard } from './cards.ts';
+import { COLORS, parseButton, type AlertCard } from './cards.ts';
+import { cardsOf, deliverCards } from './delivery.ts';
 import { act, mayAct } from './actions.ts';
 import { codeBlock, cut, joinWithin } from './limits.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
 const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100, embedsTotal: 6000 };
-/** alerts per message: one row of buttons each */
-const CARDS_PER_MESSAGE = LIMIT.rows;
 
 export interface DiscordOptions {
   token: string;
@@ -198,26 +197,13 @@ export class DiscordBot {
   }
 
   private async deliver(channelId: string, n: Notification, key: string): Promise<void> {
-    const { store } = this.opts;
-    const target = targetName('discord', channelId);
     try {
       const channel = await this.client.channels.fetch(channelId);
       if (!channel?.isSendable()) throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`);
-      const run = store.runs.byName(n.run);
-      // resolutions edit the messages that announced the alert; everything else is posted
-      const fresh = n.items.filter((i) => i.kind !== 'resolved' || store.chatMessages.ofAlert(i.alertId, target).length === 0);
-      for (const item of n.items.filter((i) => !fresh.includes(i))) {
-        for (const m of store.chatMessages.ofAlert(item.alertId, target)) {
-          await channel.messages.edit(m.ref, await cardsMessage(alertCards(store, JSON.parse(m.payload) as Notification)));
-        }
-      }
-      for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
-        const delivery = `${key}/${i}`;
-        if (store.chatMessages.byDelivery(target, delivery)) continue; // posted before a later part failed
-        const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
-        const sent = await channel.send(await cardsMessage(alertCards(store, part)));
-        store.chatMessages.record(target, sent.id, { runId: run?.id ?? 0, alertIds: part.items.map((x) => x.alertId), payload: part, delivery }, Date.now());
-      }
+      await deliverCards(this.opts.store, targetName('discord', channelId), n, key, {
+        edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards))),
+        post: async (cards) => (await channel.send(await cardsMessage(cards))).id,
+      });
     } catch (err) {
       throw deliveryError(err);
     }
@@ -304,9 +290,6 @@ export class DiscordBot {
     }
     const target = targetName('discord', i.channelId);
     const message = store.chatMessages.byRef(target, i.message.id);
-    const payload: Notification = message
-      ? (JSON.parse(message.payload) as Notification)
-      : { run: '', items: [] };
-    await i.update(payload.items.length > 0 ? await cardsMessage(alertCards(store, payload)) : {});
+    await i.update(message ? await cardsMessage(cardsOf(store, message)) : {});
   }
 }

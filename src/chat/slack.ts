@@ -11,12 +11,12 @@ import { allChannels, targetName } from '../notify/routing.ts';
 import { renderLineChart } from '../render/chart.ts';
 import type { Store } from '../store/store.ts';
 import { act, mayAct } from './actions.ts';
-import { alertCards, parseButton, type AlertCard } from './cards.ts';
+import { parseButton, type AlertCard } from './cards.ts';
+import { cardsOf, deliverCards } from './delivery.ts';
 import { codeBlock, cut, joinWithin } from './limits.ts';
 
 /** Block Kit's limits (https://api.slack.com/reference/block-kit/blocks). */
 const LIMIT = { header: 150, section: 3000, fields: 10, field: 2000, blocks: 50, context: 2000 };
-const CARDS_PER_MESSAGE = 5;
 /** how long a user-group membership lookup is trusted */
 const GROUP_CACHE_MS = 5 * 60_000;
 
@@ -160,28 +160,13 @@ export class SlackBot {
   }
 
   private async deliver(channel: string, n: Notification, key: string): Promise<void> {
-    const { store } = this.opts;
     const client = this.app.client;
-    const target = targetName('slack', channel);
     try {
-      const fresh = n.items.filter((i) => i.kind !== 'resolved' || store.chatMessages.ofAlert(i.alertId, target).length === 0);
-      for (const item of n.items.filter((i) => !fresh.includes(i))) {
-        for (const m of store.chatMessages.ofAlert(item.alertId, target)) {
-          const cards = alertCards(store, JSON.parse(m.payload) as Notification);
-          await client.chat.update({ channel, ts: m.ref, text: fallback(cards), blocks: cardBlocks(cards) });
-        }
-      }
-      const run = store.runs.byName(n.run);
-      for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
-        const delivery = `${key}/${i}`;
-        if (store.chatMessages.byDelivery(target, delivery)) continue; // posted before a later step failed
-        const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
-        const cards = alertCards(store, part);
-        const posted = await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) });
-        const ts = String(posted.ts);
-        store.chatMessages.record(target, ts, { runId: run?.id ?? 0, alertIds: part.items.map((x) => x.alertId), payload: part, delivery }, Date.now());
-        await this.uploadCharts(channel, ts, cards);
-      }
+      await deliverCards(this.opts.store, targetName('slack', channel), n, key, {
+        edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
+        post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
+        afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards),
+      });
     } catch (err) {
       throw deliveryError(err);
     }
@@ -237,7 +222,7 @@ export class SlackBot {
     }
     const message = store.chatMessages.byRef(targetName('slack', channel), ts);
     if (!message) return;
-    const cards = alertCards(store, JSON.parse(message.payload) as Notification);
+    const cards = cardsOf(store, message);
     await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
   }
 
