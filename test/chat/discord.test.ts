@@ -1,11 +1,8 @@
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type App } from '../../src/app.ts';
+import type { App } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
 import { startFakeDiscord, type FakeDiscord, type FakeMessage } from '../fakes/discordServer.ts';
-import { learningLine, tempDir } from '../helpers.ts';
+import { WatchedRun } from './watchedRun.ts';
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const ana = { id: '111111111111111111', username: 'ana' };
@@ -14,31 +11,15 @@ const bo = { id: '222222222222222222', username: 'bo' };
 describe('Discord, end to end: the real discord.js Client against a local fake', () => {
   let fake: FakeDiscord;
   let app: App;
-  let log: string;
-  let step = 0;
-  const write = (n: number, extra: { grad?: number; frac?: number } = {}): void => {
-    for (let i = 0; i < n; i++) appendFileSync(log, `${learningLine(++step, extra)}\n`);
-  };
+  const run = new WatchedRun();
   const alertMessages = (): FakeMessage[] => fake.channelMessages().filter((m) => m.embeds.length > 0 && m.interactionId === null);
   const titles = (m: FakeMessage): string[] => m.embeds.map((e) => String((e as { title?: string }).title));
 
   beforeAll(async () => {
     fake = await startFakeDiscord();
-    const root = tempDir();
-    mkdirSync(join(root, 'runs', 'grpo'), { recursive: true });
-    log = join(root, 'runs', 'grpo', 'learning.log');
-    writeFileSync(log, '');
-    write(30);
+    run.write(30);
     const config = ConfigSchema.parse({ discord: { allow: { users: [ana.id] } } });
-    app = await startApp({
-      config,
-      dbPath: join(root, 'rlwatch.db'),
-      roots: [join(root, 'runs')],
-      log: silentLog,
-      terminal: null,
-      chat: { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } },
-      delivery: { baseBackoffMs: 200, maxBackoffMs: 400 },
-    });
+    app = await run.start(config, { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } });
   }, 20_000);
 
   afterAll(async () => {
@@ -56,7 +37,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   });
 
   it('posts a collapse appended to the watched run as an embed with fields, a PNG chart and buttons', async () => {
-    write(4, { frac: 1 });
+    run.write(4, { frac: 1 });
     const msg = await fake.waitFor(() => alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse'))), 10_000);
     const embed = msg.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
       title: string; description: string; fields: Array<{ name: string; value: string }>; image?: { url: string }; color: number;
@@ -76,7 +57,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const out = await fake.command({ name: 'run', subcommand: 'status', options: { run: 'grpo' }, user: bo });
     expect(out.callback?.type).toBe(4);
     const embed = (out.callback?.data as { embeds: Array<{ title: string; fields: Array<{ name: string; value: string }> }> }).embeds[0]!;
-    expect(embed.title).toBe(`grpo: step ${step}, epoch ${Number((step / 100).toFixed(2))}`);
+    expect(embed.title).toBe(`grpo: step ${run.step}, epoch ${Number((run.step / 100).toFixed(2))}`);
     expect(embed.fields.find((f) => f.name === 'frac_zero_std')?.value).toBe('1');
   });
 
@@ -86,7 +67,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     await fake.waitFor(() => out.edits.length > 0, 10_000);
     const file = out.edits[0]!.files.find((f) => f.name === 'chart.png');
     expect(file?.data.subarray(0, 8).equals(PNG)).toBe(true);
-    expect(JSON.stringify(out.edits[0]!.body)).toContain(`reward of grpo: ${step} points`);
+    expect(JSON.stringify(out.edits[0]!.body)).toContain(`reward of grpo: ${run.step} points`);
   });
 
   it('a slow command that fails after "thinking" answers only the caller', async () => {
@@ -131,7 +112,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
     const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
     const posts = alertMessages().length;
-    write(4, { frac: 0 });
+    run.write(4, { frac: 0 });
     await fake.waitFor(() => app.store.alerts.byId(alert.id)?.state === 'resolved', 10_000);
     const edited = await fake.waitFor(() => {
       const m = fake.messages.get(msg.id)!;
@@ -145,11 +126,11 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   it('a 429 and an outage lose nothing and duplicate nothing', async () => {
     const before = alertMessages().length;
     fake.failNext('POST', new RegExp(`/channels/${fake.channelId}/messages`), { status: 429, retryAfter: 1 });
-    write(1, { grad: 15.786 }); // grad_explosion
+    run.write(1, { grad: 15.786 }); // grad_explosion
     await fake.waitFor(() => alertMessages().length === before + 1, 10_000);
     fake.setDown(true);
-    write(5, { grad: 0.05 }); // the spike resolves: an edit that cannot get through
-    write(1, { grad: 20 }); // and a new incident: a post that cannot get through
+    run.write(5, { grad: 0.05 }); // the spike resolves: an edit that cannot get through
+    run.write(1, { grad: 20 }); // and a new incident: a post that cannot get through
     const target = `discord:${fake.channelId}`;
     await fake.waitFor(() => app.store.outbox.pending(target).some((r) => r.attempts >= 2), 10_000);
     expect(alertMessages().length).toBe(before + 1);

@@ -1,11 +1,8 @@
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type App } from '../../src/app.ts';
+import type { App } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
 import { startFakeSlack, type FakeMessage, type FakeSlack } from '../fakes/slackServer.ts';
-import { learningLine, tempDir } from '../helpers.ts';
+import { WatchedRun } from './watchedRun.ts';
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const ANA = 'U0ANA';
@@ -14,31 +11,15 @@ const BO = 'U0BO';
 describe('Slack, end to end: the real Bolt App in Socket Mode against a local fake', () => {
   let fake: FakeSlack;
   let app: App;
-  let log: string;
-  let step = 0;
-  const write = (n: number, extra: { grad?: number; frac?: number } = {}): void => {
-    for (let i = 0; i < n; i++) appendFileSync(log, `${learningLine(++step, extra)}\n`);
-  };
+  const run = new WatchedRun();
   const json = (m: FakeMessage): string => JSON.stringify(m.blocks);
   const alertPosts = (rule: string): FakeMessage[] => [...fake.messages.values()].filter((m) => m.blocks.length > 0 && json(m).includes(` ${rule} `));
 
   beforeAll(async () => {
     fake = await startFakeSlack();
-    const root = tempDir();
-    mkdirSync(join(root, 'runs', 'grpo'), { recursive: true });
-    log = join(root, 'runs', 'grpo', 'learning.log');
-    writeFileSync(log, '');
-    write(30);
+    run.write(30);
     const config = ConfigSchema.parse({ slack: { allow: { users: [ANA] } } });
-    app = await startApp({
-      config,
-      dbPath: join(root, 'rlwatch.db'),
-      roots: [join(root, 'runs')],
-      log: silentLog,
-      terminal: null,
-      chat: { slack: { botToken: fake.botToken, appToken: fake.appToken, apiUrl: fake.apiUrl, channel: fake.channelId, retries: 0 } },
-      delivery: { baseBackoffMs: 200, maxBackoffMs: 400 },
-    });
+    app = await run.start(config, { slack: { botToken: fake.botToken, appToken: fake.appToken, apiUrl: fake.apiUrl, channel: fake.channelId, retries: 0 } });
   }, 20_000);
 
   afterAll(async () => {
@@ -53,7 +34,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
   });
 
   it('posts a collapse as Block Kit with fields and buttons, and uploads its chart in the thread', async () => {
-    write(4, { frac: 1 });
+    run.write(4, { frac: 1 });
     const msg = await fake.waitFor(() => alertPosts('mode_collapse')[0], 10_000);
     const blocks = msg.blocks as Array<{ type: string; text?: { text: string }; fields?: Array<{ text: string }>; elements?: Array<{ action_id: string; text: { text: string } }> }>;
     expect(blocks[0]).toMatchObject({ type: 'header', text: { text: 'CRITICAL · mode_collapse firing · grpo' } });
@@ -71,14 +52,14 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(r.ack.ms).toBeLessThan(3000);
     const body = r.responses[0]!.body as { response_type: string; text: string };
     expect(body.response_type).toBe('in_channel');
-    expect(body.text).toBe(`grpo: step ${step}, epoch ${Number((step / 100).toFixed(2))}`);
+    expect(body.text).toBe(`grpo: step ${run.step}, epoch ${Number((run.step / 100).toFixed(2))}`);
     expect(JSON.stringify(r.responses[0]!.body)).toContain('*frac_zero_std*\\n1');
   });
 
   it('answers /reward history and uploads a valid PNG chart', async () => {
     const uploads = fake.uploads.length;
     const r = await fake.slashCommand({ command: '/reward', text: 'history grpo', userId: BO, waitForResponses: 1 });
-    expect((r.responses[0]!.body as { text: string }).text).toBe(`reward of grpo: ${step} points, steps 1..${step}`);
+    expect((r.responses[0]!.body as { text: string }).text).toBe(`reward of grpo: ${run.step} points, steps 1..${run.step}`);
     const upload = await fake.waitFor(() => fake.uploads.slice(uploads).find((u) => u.completed && u.filename === 'chart.png'), 10_000);
     expect(upload.bytes?.subarray(0, 8).equals(PNG)).toBe(true);
   });
@@ -116,19 +97,19 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
 
   it('the resolution updates the same message, not a new one', async () => {
     const msg = alertPosts('mode_collapse')[0]!;
-    write(4, { frac: 0 });
+    run.write(4, { frac: 0 });
     await fake.waitFor(() => json(fake.messages.get(msg.ts)!).includes('Resolved at step'), 10_000);
     expect(alertPosts('mode_collapse')).toHaveLength(1);
   });
 
   it('a 429 and an outage lose nothing and duplicate nothing', async () => {
     fake.failNext('chat.postMessage', { status: 429, retryAfter: 1 });
-    write(1, { grad: 15.786 });
+    run.write(1, { grad: 15.786 });
     await fake.waitFor(() => alertPosts('grad_explosion').length === 1, 10_000);
     expect(fake.callsTo('chat.postMessage').filter((c) => c.status === 429)).toHaveLength(1);
     fake.setDown(true);
-    write(5, { grad: 0.05 });
-    write(1, { grad: 20 });
+    run.write(5, { grad: 0.05 });
+    run.write(1, { grad: 20 });
     const target = `slack:${fake.channelId}`;
     await fake.waitFor(() => app.store.outbox.pending(target).some((r) => r.attempts >= 2), 10_000);
     fake.setDown(false);
