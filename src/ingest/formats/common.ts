@@ -1,6 +1,6 @@
 /** Helpers shared by the format modules: line cleaning, lenient JSON, value extraction, example keys. */
 import { createHash } from 'node:crypto';
-import type { ExampleRecord, LineParser, MetricRecord, ParseResult } from '../records.ts';
+import type { ExampleRecord, FileInfo, LineParser, MetricRecord, ParseResult } from '../records.ts';
 import { canonicalName, parseNumber } from '../metricNames.ts';
 
 export type Detection = 'yes' | 'no' | 'later';
@@ -341,6 +341,15 @@ export interface ExampleFields {
   id: readonly string[];
   /** without an id field, identify the problem by a hash of its prompt (verl dumps carry no id) */
   idFromPrompt?: boolean;
+}
+
+/** The line parser of a generations file: one example per JSON line, the step from the line or else
+ * from a file named by its step (`rollout_data/34.jsonl`). */
+export function exampleLines(fields: ExampleFields): (file: FileInfo) => LineParser {
+  return (file) => {
+    const fileStep = stepFromFileName(file.relPath);
+    return jsonLines((obj) => exampleFromObject(obj, fields, fileStep));
+  };
 }
 
 /** Builds an example record: text and reward from the first present field of each list, other numbers as breakdown. */

@@ -6,9 +6,7 @@ import type { LineFormat } from '../records.ts';
 import {
   baseName,
   detectJsonl,
-  exampleFromObject,
-  jsonLines,
-  stepFromFileName,
+  exampleLines,
   textOf,
   type ExampleFields,
 } from './common.ts';
@@ -27,8 +25,5 @@ export const completions: LineFormat = {
     /^completions.*\.jsonl$/.test(baseName(file.relPath))
       ? detectJsonl(head, (obj) => textOf(obj['completion']) !== undefined, true)
       : 'no',
-  open: (file) => {
-    const fileStep = stepFromFileName(file.relPath);
-    return jsonLines((obj) => exampleFromObject(obj, FIELDS, fileStep));
-  },
+  open: exampleLines(FIELDS),
 };

@@ -7,9 +7,7 @@ import type { LineFormat } from '../records.ts';
 import {
   baseName,
   detectJsonl,
-  exampleFromObject,
-  jsonLines,
-  stepFromFileName,
+  exampleLines,
   textOf,
   type ExampleFields,
 } from './common.ts';
@@ -28,8 +26,5 @@ export const rewardBreakdown: LineFormat = {
     baseName(file.relPath).endsWith('_breakdown.jsonl')
       ? detectJsonl(head, (obj) => FIELDS.completion.some((k) => textOf(obj[k]) !== undefined), true)
       : 'no',
-  open: (file) => {
-    const fileStep = stepFromFileName(file.relPath);
-    return jsonLines((obj) => exampleFromObject(obj, FIELDS, fileStep));
-  },
+  open: exampleLines(FIELDS),
 };

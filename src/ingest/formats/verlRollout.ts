@@ -6,9 +6,7 @@ import type { LineFormat } from '../records.ts';
 import {
   baseName,
   detectJsonl,
-  exampleFromObject,
-  jsonLines,
-  stepFromFileName,
+  exampleLines,
   type ExampleFields,
 } from './common.ts';
 
@@ -27,8 +25,5 @@ export const verlRollout: LineFormat = {
     /^\d+\.jsonl$/.test(baseName(file.relPath))
       ? detectJsonl(head, (obj) => typeof obj['output'] === 'string', true)
       : 'no',
-  open: (file) => {
-    const fileStep = stepFromFileName(file.relPath);
-    return jsonLines((obj) => exampleFromObject(obj, FIELDS, fileStep));
-  },
+  open: exampleLines(FIELDS),
 };
