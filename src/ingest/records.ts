@@ -23,9 +23,34 @@ export interface ExampleRecord {
   breakdown: Record<string, number>;
 }
 
+/**
+ * Something a log says about the run rather than a metric value: a failure, a warning worth a look, the
+ * trainer's end-of-training summary, or facts about the run (total steps, configuration).
+ */
+export interface EventRecord {
+  /** error: an exception or fatal signal; warning: a trainer warning; finished: the end-of-training
+   * summary (TRL's `train_runtime` dict); meta: facts about the run */
+  kind: 'error' | 'warning' | 'finished' | 'meta';
+  /** the trainer's step when the log says it; else the pipeline files it under the run's latest step */
+  step?: number;
+  /** one line for a card title: `CUDA out of memory`, `NCCL watchdog timeout`, `training finished` */
+  title: string;
+  /** the line that said it, cleaned (no ANSI), untrusted text */
+  text: string;
+  /** error: the job cannot survive it (OOM, ChildFailedError, Killed): announced at once, no grace */
+  fatal?: boolean;
+  /** error: the log lines before it (at most 20), oldest first: the evidence on the card */
+  context?: string[];
+  /** finished: train_runtime, train_loss, ...; meta: total_steps, max_steps, steps_per_epoch, num_epochs */
+  values?: Record<string, number>;
+  /** meta: configuration as the log prints it (model, learning rate, num_generations ...), for reports */
+  config?: Record<string, string>;
+}
+
 export type ParseResult =
   | { kind: 'metric'; record: MetricRecord }
   | { kind: 'example'; record: ExampleRecord }
+  | { kind: 'event'; record: EventRecord }
   /** Recognised and deliberately ignored: blank lines, tqdm bars, banners, other stdout chatter. */
   | { kind: 'noise' }
   /** Looked like data but could not be read: counted per file under `reason`, never fatal. */
@@ -46,6 +71,8 @@ export interface LineFormat {
   /** Decide from the name and the first bytes of the file. `head` may be empty for a new file. */
   detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
   open(file: FileInfo): LineParser;
+  /** captured stdout/stderr of the training job: where tracebacks, OOMs and trainer warnings appear */
+  textLog?: boolean;
 }
 
 /** A format whose file is rewritten whole (trainer_state.json): re-read from the start on each change. */

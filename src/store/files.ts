@@ -14,6 +14,8 @@ export interface FileRow {
   lines: number;
   records: number;
   skipped: number;
+  /** when rlwatch last read new lines of it (its own clock, not the file's mtime) */
+  grew_at: number | null;
 }
 
 /** Where a file was read up to; written in the same transaction as the records read. */
@@ -49,16 +51,16 @@ export class Files {
     return this.db.prepare('SELECT * FROM files WHERE run_id = ? ORDER BY path').all(runId) as FileRow[];
   }
 
-  /** Sets the absolute progress and adds the batch's line/record/skip counts. */
-  advance(fileId: number, p: FileProgress, skipped: number): void {
+  /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read. */
+  advance(fileId: number, p: FileProgress, skipped: number, now: number): void {
     this.db
       .prepare(
         `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
            seq = :seq, lines = lines + :lines, records = records + :records, skipped = skipped + :skipped,
-           updated_at = :now
+           updated_at = :now, grew_at = CASE WHEN :lines > 0 THEN :now ELSE grew_at END
          WHERE id = :fileId`,
       )
-      .run({ ...p, fileId, skipped, now: Date.now() });
+      .run({ ...p, fileId, skipped, now });
   }
 
   addSkips(fileId: number, skips: Map<string, SkipCount>): void {

@@ -9,6 +9,8 @@ export interface RunRow {
   first_step: number | null;
   last_step: number | null;
   records: number;
+  /** when rlwatch last read new lines of any of its files (its own clock) */
+  active_at: number | null;
 }
 
 export class Runs {
@@ -50,6 +52,11 @@ export class Runs {
          WHERE id = :runId`,
       )
       .run({ runId, minStep, maxStep, newSteps, at });
+  }
+
+  /** rlwatch read new lines of the run at `at`. */
+  active(runId: number, at: number): void {
+    this.db.prepare('UPDATE runs SET active_at = ? WHERE id = ?').run(at, runId);
   }
 
   /** Removes a run and everything stored for it (used by `demo` to replay from scratch). */

@@ -84,7 +84,8 @@ export class Store {
     let skipped = 0;
     for (const s of b.skips.values()) skipped += s.count;
     if (skipped > 0) this.files.addSkips(b.fileId, b.skips);
-    this.files.advance(b.fileId, b.progress, skipped);
+    this.files.advance(b.fileId, b.progress, skipped, at);
+    if (b.progress.lines > 0) this.runs.active(b.runId, at);
     return {
       runId: b.runId,
       minStep: b.metrics.length > 0 ? minStep : null,

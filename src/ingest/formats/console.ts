@@ -100,4 +100,5 @@ export const consoleLog: LineFormat = {
   detect,
   // stateless, so one parser serves every file
   open: () => parser,
+  textLog: true,
 };
