@@ -5,8 +5,16 @@ import type { FileRow, SkipCount } from '../store/files.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { readLines } from './lineReader.ts';
-import type { DocumentFormat, ExampleRecord, LineParser, ParseResult } from './records.ts';
-import { locateRun } from './runLocator.ts';
+import type {
+  DocumentFormat,
+  ExampleRecord,
+  LineParser,
+  ParseResult,
+  RecordDecoder,
+  RecordFormat,
+  TableFormat,
+} from './records.ts';
+import { locateRun, type RunLocation } from './runLocator.ts';
 
 export interface IngestOptions {
   maxLineBytes: number;
@@ -44,6 +52,7 @@ const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
  */
 export class Ingestor {
   private readonly parsers = new Map<number, LineParser>();
+  private readonly decoders = new Map<number, RecordDecoder>();
   /** files judged not (yet) a log: path -> size when judged, so they are looked at again only once grown */
   private readonly undecided = new Map<string, number>();
 
@@ -80,6 +89,8 @@ export class Ingestor {
         skips: {},
       };
       if (format.kind === 'document') this.readDocument(fd, st, row, format, outcome);
+      else if (format.kind === 'records') await this.readNewRecords(fd, st, row, format, outcome);
+      else if (format.kind === 'table') await this.readTable(fd, st, row, format, outcome);
       else await this.readNewLines(fd, st, row, outcome);
       return outcome;
     } catch (err) {
@@ -101,9 +112,11 @@ export class Ingestor {
     const verdict = detectFormat({ relPath: loc.relPath }, head.toString('utf8', 0, n));
     if (verdict === null || verdict === 'later') {
       this.undecided.set(path, st.size);
+      this.store.unread.note({ ...unreadOf(loc, path, st.size, verdict), seen_at: Date.now() });
       return null;
     }
     this.undecided.delete(path);
+    this.store.unread.forget(path);
     const run = this.store.runs.ensure(loc.name, loc.dir);
     return this.store.files.add(run.id, path, verdict.format.id);
   }
@@ -167,6 +180,93 @@ export class Ingestor {
     }
   }
 
+  /**
+   * Framed binary records (TensorBoard event files), read like lines: from the stored offset, each chunk's
+   * records committed with the offset just past the last complete record, so a record cut mid-write waits.
+   */
+  private async readNewRecords(fd: number, st: Stats, row: FileRow, format: RecordFormat, out: FileOutcome): Promise<void> {
+    let offset = row.offset;
+    if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
+      offset = 0;
+      this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
+    } else if (st.size < offset) {
+      offset = 0;
+      this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
+    }
+    if (offset === st.size && row.ino !== null) return;
+    let decode = this.decoders.get(row.id);
+    if (!decode || offset !== row.offset) {
+      decode = format.open({ relPath: this.runOf(row).relPath }, this.opts.maxLineBytes);
+      this.decoders.set(row.id, decode);
+    }
+    const chunkBytes = this.opts.chunkBytes ?? 256 * 1024;
+    const buf = Buffer.allocUnsafe(chunkBytes);
+    let pending = Buffer.alloc(0); // bytes from `offset` on that hold no complete record yet
+    let readPos = offset;
+    let seq = row.seq;
+    while (readPos < st.size) {
+      const n = readSync(fd, buf, 0, Math.min(chunkBytes, st.size - readPos), readPos);
+      if (n === 0) break; // the file shrank under us: the next read sees the truncation
+      readPos += n;
+      const data = pending.length > 0 ? Buffer.concat([pending, buf.subarray(0, n)]) : buf.subarray(0, n);
+      const { results, consumed, tooLong } = decode(data);
+      let end = offset + consumed;
+      const batch = this.emptyBatch(row, st, end, seq);
+      for (const r of results) {
+        if (r.kind === 'metric') {
+          const step = r.record.step ?? ++seq;
+          batch.metrics.push({ step, values: withEpoch(r.record.values, r.record.epoch) });
+        } else if (r.kind === 'bad') addSkip(batch.skips, r.reason, 1, '');
+      }
+      const waiting = tooLong !== undefined && end + tooLong > st.size;
+      if (tooLong !== undefined && !waiting) {
+        // passed over without being held in memory
+        addSkip(batch.skips, 'record too long', 1, '');
+        end += tooLong;
+        readPos = end;
+        pending = Buffer.alloc(0);
+      } else pending = Buffer.from(data.subarray(consumed)); // a copy: `buf` is reused by the next read
+      batch.progress.offset = end;
+      batch.progress.seq = seq;
+      batch.progress.lines = results.length + (end - offset > consumed ? 1 : 0);
+      batch.progress.records = batch.metrics.length;
+      if (end > offset) this.commit(batch, out, end - offset);
+      offset = end;
+      if (waiting) break;
+      await nextTick();
+    }
+    if (row.ino === null && offset === 0) this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
+  }
+
+  /** A table written once per step (TRL's completions parquet): read whole when it changed, its rows upserted. */
+  private async readTable(fd: number, st: Stats, row: FileRow, format: TableFormat, out: FileOutcome): Promise<void> {
+    if (row.ino === st.ino && row.size === st.size && row.mtime_ms === st.mtimeMs) return;
+    const batch = this.emptyBatch(row, st, st.size, row.seq);
+    if (st.size > MAX_DOCUMENT_BYTES) {
+      addSkip(batch.skips, 'document too large', 1, '');
+    } else {
+      const buf = Buffer.alloc(st.size);
+      const n = readSync(fd, buf, 0, st.size, 0);
+      const results = await format.read(buf.subarray(0, n), { relPath: this.runOf(row).relPath });
+      let exampleStep: number | undefined;
+      for (const r of results) {
+        if (r.kind === 'example' && Number.isFinite(r.record.reward)) {
+          exampleStep ??= (this.store.runs.byId(row.run_id)?.last_step ?? 0) + 1;
+          batch.examples.push({ ...r.record, step: r.record.step ?? exampleStep });
+        } else if (r.kind === 'example') addSkip(batch.skips, 'generation without a finite reward', 1, '');
+        else if (r.kind === 'bad') addSkip(batch.skips, r.reason, 1, '');
+      }
+      if (results.some(isBad) && batch.examples.length === 0) {
+        // caught mid-write: count it, but leave size/mtime so that the next change reads it again
+        batch.progress.size = row.size;
+        batch.progress.mtimeMs = row.mtime_ms ?? 0;
+      }
+      batch.examples = keepExtremes(batch.examples, this.opts.examplesPerStep);
+      batch.progress.lines = results.length;
+    }
+    this.commit(batch, out, st.size);
+  }
+
   /** trainer_state.json is rewritten whole: re-read it when it changed and upsert every entry by step. */
   private readDocument(fd: number, st: Stats, row: FileRow, format: DocumentFormat, out: FileOutcome): void {
     if (row.ino === st.ino && row.size === st.size && row.mtime_ms === st.mtimeMs) return;
@@ -225,6 +325,13 @@ export class Ingestor {
 }
 
 const isBad = (r: ParseResult): boolean => r.kind === 'bad';
+
+/** Why a file that looks like a log is not read (yet), for `rlwatch files` and the backfill summary. */
+function unreadOf(loc: RunLocation, path: string, size: number, verdict: null | 'later') {
+  const reason =
+    verdict === null ? 'no format recognises it' : size === 0 ? 'empty so far' : 'no known format in what is there yet';
+  return { path, run: loc.name, run_dir: loc.dir, rel_path: loc.relPath, reason, size };
+}
 
 function withEpoch(values: Map<string, number>, epoch: number | undefined): Map<string, number> {
   if (epoch !== undefined && !values.has('epoch')) values.set('epoch', epoch);

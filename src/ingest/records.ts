@@ -83,4 +83,34 @@ export interface DocumentFormat {
   parse(text: string, file: FileInfo): ParseResult[];
 }
 
-export type Format = LineFormat | DocumentFormat;
+/** What a binary decoder made of the bytes it was given, from where its last call stopped. */
+export interface DecodedRecords {
+  results: ParseResult[];
+  /** bytes dealt with (complete records, bad ones included): the committed offset moves on by this much */
+  consumed: number;
+  /** the next record is this many bytes, too many to hold: the pipeline passes over it once the file has them */
+  tooLong?: number;
+}
+
+/** Decodes the bytes of one file. Created per file and fed in file order, so it may keep state. */
+export type RecordDecoder = (bytes: Buffer) => DecodedRecords;
+
+/** A binary format of framed records appended as the run goes (TensorBoard event files). */
+export interface RecordFormat {
+  id: string;
+  kind: 'records';
+  detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
+  /** `maxRecordBytes`: a record over this size is passed over, never held in memory */
+  open(file: FileInfo, maxRecordBytes: number): RecordDecoder;
+}
+
+/** A binary table written once (TRL's `completions_<step>.parquet`): read whole, again if it changes. A file
+ * caught mid-write gives a `bad` result and no records, and is read again on its next change. */
+export interface TableFormat {
+  id: string;
+  kind: 'table';
+  detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
+  read(bytes: Uint8Array, file: FileInfo): Promise<ParseResult[]>;
+}
+
+export type Format = LineFormat | DocumentFormat | RecordFormat | TableFormat;

@@ -4,8 +4,12 @@ import { basename, join, relative, sep } from 'node:path';
  * rollout dumps, TRL completion tables). */
 const ATTACHED_DIR = /^(reward_logs|checkpoint-\d+|global_step_?\d+|completions|rollouts?|rollout_data(_dir)?|generations|logs)$/;
 
-/** Names worth opening to look for a known format; everything else (weights, configs) is never read. */
-export const CANDIDATE_FILE = /(\.(log|out|txt|jsonl)|^trainer_state\.json)$/;
+/** Names worth opening to look for a known format; everything else (weights, configs) is never read.
+ * `.err`: a job's captured stderr; TensorBoard event files carry a timestamp, host and pid after the prefix. */
+export const CANDIDATE_FILE = /(\.(log|out|err|txt|jsonl)$|^trainer_state\.json$|^events\.out\.tfevents\.|^completions.*\.parquet$)/;
+
+/** The HF Trainer's TensorBoard folder, `output_dir/runs/<date>_<host>/`: its event files belong to `output_dir`. */
+const TENSORBOARD_FILE = /^events\.out\.tfevents\./;
 
 export interface RunLocation {
   /** path of the run relative to its watch root; the root's basename for logs in the root itself */
@@ -18,7 +22,8 @@ export interface RunLocation {
 /** A run is a directory: the one holding the file, or the one above an attached sub-directory. */
 export function locateRun(root: string, file: string): RunLocation {
   const parts = relative(root, file).split(sep);
-  parts.pop();
+  const name = parts.pop() ?? '';
+  if (TENSORBOARD_FILE.test(name) && parts.length >= 2 && parts[parts.length - 2] === 'runs') parts.splice(-2);
   while (parts.length > 0 && ATTACHED_DIR.test(parts[parts.length - 1] as string)) parts.pop();
   const dir = join(root, ...parts);
   return {

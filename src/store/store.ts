@@ -9,6 +9,7 @@ import { Points } from './points.ts';
 import { Outbox } from './outbox.ts';
 import { Runs } from './runs.ts';
 import { Silences } from './silences.ts';
+import { Unread } from './unread.ts';
 
 /** What one read of one file produced, committed together with the offset it was read up to. */
 export interface Batch {
@@ -38,6 +39,7 @@ export class Store {
   readonly silences: Silences;
   readonly outbox: Outbox;
   readonly chatMessages: ChatMessages;
+  readonly unread: Unread;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
 
   constructor(readonly db: Database.Database) {
@@ -49,6 +51,7 @@ export class Store {
     this.silences = new Silences(db);
     this.outbox = new Outbox(db);
     this.chatMessages = new ChatMessages(db);
+    this.unread = new Unread(db);
     this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
   }
 

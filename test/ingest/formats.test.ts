@@ -453,6 +453,8 @@ describe('detectFormat', () => {
       'rewardBreakdown',
       'verlRollout',
       'trainerState',
+      'tfEvents',
+      'parquetCompletions',
       'jsonlMetrics',
       'console',
     ]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { locateRun } from '../../src/ingest/runLocator.ts';
+import { CANDIDATE_FILE, locateRun } from '../../src/ingest/runLocator.ts';
 
 describe('locateRun', () => {
   it('names a run by its path below the root', () => {
@@ -24,5 +24,28 @@ describe('locateRun', () => {
       relPath: 'checkpoint-500/trainer_state.json',
     });
     expect(locateRun('/r', '/r/a/rollout_data/34.jsonl').name).toBe('a');
+  });
+});
+
+describe('TensorBoard event files', () => {
+  it("give the Trainer's runs/<date>_<host>/ event files to the output_dir above them", () => {
+    expect(locateRun('/r', '/r/grpo-7b/runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.42.0')).toEqual({
+      name: 'grpo-7b',
+      dir: '/r/grpo-7b',
+      relPath: 'runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.42.0',
+    });
+  });
+
+  it('leave other files under a runs/ folder in their own directory', () => {
+    expect(locateRun('/r', '/r/runs/exp1/learning.log').name).toBe('runs/exp1');
+    expect(locateRun('/r', '/r/openrlhf/tb/events.out.tfevents.1.h.2.0').name).toBe('openrlhf/tb');
+  });
+
+  it('are candidates, as are stderr captures and completion tables', () => {
+    for (const name of ['events.out.tfevents.1763825713.gpu01.42.0', 'job.err', 'completions_00040.parquet']) {
+      expect(CANDIDATE_FILE.test(name)).toBe(true);
+    }
+    expect(CANDIDATE_FILE.test('train-00000-of-00001.parquet')).toBe(false);
+    expect(CANDIDATE_FILE.test('model.safetensors')).toBe(false);
   });
 });

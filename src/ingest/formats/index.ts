@@ -5,11 +5,14 @@ import { completions } from './completions.ts';
 import { consoleLog } from './console.ts';
 import { jsonlMetrics } from './jsonlMetrics.ts';
 import { learningLog } from './learningLog.ts';
+import { parquetCompletions } from './parquetCompletions.ts';
 import { rewardBreakdown } from './rewardBreakdown.ts';
+import { tfEvents } from './tfEvents.ts';
 import { trainerState } from './trainerState.ts';
 import { verlRollout } from './verlRollout.ts';
 
 export { batchMetrics, completions, consoleLog, jsonlMetrics, learningLog, rewardBreakdown, trainerState, verlRollout };
+export { parquetCompletions, tfEvents };
 
 /** Specific names before catch-alls: `completions.jsonl` is not `jsonlMetrics`, `learning.log` is not `console`. */
 export const FORMATS: readonly Format[] = [
@@ -19,6 +22,8 @@ export const FORMATS: readonly Format[] = [
   rewardBreakdown,
   verlRollout,
   trainerState,
+  tfEvents,
+  parquetCompletions,
   jsonlMetrics,
   consoleLog,
 ];

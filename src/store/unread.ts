@@ -1,0 +1,39 @@
+import type { Database } from 'better-sqlite3';
+
+/** A file that looks like a log but that no format claims (yet). */
+export interface UnreadRow {
+  path: string;
+  run: string;
+  run_dir: string;
+  rel_path: string;
+  reason: string;
+  size: number;
+  seen_at: number;
+}
+
+/** The files rlwatch looked at and could not read, so that they are reported rather than silently ignored. */
+export class Unread {
+  constructor(private readonly db: Database) {}
+
+  note(row: UnreadRow): void {
+    this.db
+      .prepare(
+        `INSERT INTO unread_files (path, run, run_dir, rel_path, reason, size, seen_at)
+         VALUES (:path, :run, :run_dir, :rel_path, :reason, :size, :seen_at)
+         ON CONFLICT (path) DO UPDATE SET run = excluded.run, run_dir = excluded.run_dir,
+           rel_path = excluded.rel_path, reason = excluded.reason, size = excluded.size, seen_at = excluded.seen_at`,
+      )
+      .run(row);
+  }
+
+  /** The file was recognised after all (or is gone). */
+  forget(path: string): void {
+    this.db.prepare('DELETE FROM unread_files WHERE path = ?').run(path);
+  }
+
+  list(run?: string): UnreadRow[] {
+    const sql = 'SELECT * FROM unread_files' + (run === undefined ? '' : ' WHERE run = ?') + ' ORDER BY run, rel_path';
+    const stmt = this.db.prepare(sql);
+    return (run === undefined ? stmt.all() : stmt.all(run)) as UnreadRow[];
+  }
+}
