@@ -4,6 +4,7 @@ import type { SlackBot, SlackOptions } from './chat/slack.ts';
 import { UserError } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { parseDuration } from './engine/duration.ts';
+import { unreadSummary } from './commands/files.ts';
 import { Engine } from './engine/engine.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
@@ -161,6 +162,7 @@ export async function startApp(opts: {
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
   await live.start();
   catchingUp = false;
+  for (const line of unreadSummary(store, opts.roots)) log.warn(line);
   const tick = (): void => {
     if (engine.tick() > 0) void dispatcher.kick();
   };

@@ -8,6 +8,7 @@ import { backfillPipeline, chatFromEnv, startApp, terminal } from './app.ts';
 import { DEMO_RUN, replayDemo } from './demo.ts';
 import { renderReplyText } from './chat/console.ts';
 import { alertList } from './commands/alerts.ts';
+import { unreadSummary } from './commands/files.ts';
 import { bindWords, checkArgs, COMMANDS, knownNames, usage, type CommandSpec } from './commands/registry.ts';
 import { runList } from './commands/runList.ts';
 import { runStatus } from './commands/runStatus.ts';
@@ -137,9 +138,10 @@ program
     const store = Store.open(dbPath);
     try {
       const t0 = performance.now();
-      await runBackfill(store, config, roots, (summary) =>
-        process.stdout.write(`${describeBackfill(summary, (performance.now() - t0) / 1000)}\n`),
-      );
+      await runBackfill(store, config, roots, (summary) => {
+        const unread = unreadSummary(store, roots).map((line) => `  ${line}`);
+        process.stdout.write(`${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`);
+      });
     } finally {
       store.close();
     }

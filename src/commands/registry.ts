@@ -2,6 +2,7 @@ import { UserError } from '../config/load.ts';
 import { parseDuration } from '../engine/duration.ts';
 import { ackAlert, alertList, muteAlerts, muteList, unmute } from './alerts.ts';
 import { examples } from './examples.ts';
+import { files } from './files.ts';
 import type { Store } from '../store/store.ts';
 import type { CommandContext, Reply } from './reply.ts';
 import { rewardHistory } from './rewardHistory.ts';
@@ -159,6 +160,13 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'read',
     run: (c, a) => examples(c, { run: str(a, 'run'), which: str(a, 'which') as 'best' | 'worst' | undefined, step: num(a, 'step') }),
+  },
+  {
+    path: ['files'],
+    description: "each run's files: format, offset, records, skipped lines, and the files not read",
+    options: [runOption],
+    access: 'read',
+    run: (c, a) => files(c, { run: str(a, 'run') }),
   },
 ];
 

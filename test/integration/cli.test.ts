@@ -32,7 +32,10 @@ describe('the CLI', () => {
     const r = rlwatch(['backfill', join(root, 'runs'), '--db', db]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^backfill: 2 runs, 2 files, 5 records from 0\.0 MB in \d+\.\d s\n  skipped 1 line: unparseable dict line 1\n$/);
+    expect(r.stdout).toMatch(
+      /^backfill: 2 runs, 2 files, 5 records from 0\.0 MB in \d+\.\d s\n  skipped 1 line: unparseable dict line 1\n/,
+    );
+    expect(r.stdout).toContain('\n  unparsed lines: trl-b/train.out: 1 line skipped (unparseable dict line 1)\n');
   });
 
   it('lists runs as JSON', () => {

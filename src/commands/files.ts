@@ -1,0 +1,111 @@
+import { existsSync } from 'node:fs';
+import { relative, sep } from 'node:path';
+import type { RunRow } from '../store/runs.ts';
+import type { Store } from '../store/store.ts';
+import { resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+export interface ReadFile {
+  /** relative to the run directory: a chat reply never shows the server's absolute paths */
+  path: string;
+  format: string;
+  offset: number;
+  size: number;
+  lines: number;
+  records: number;
+  skipped: number;
+  /** lines that parsed as nothing, by reason, most frequent first */
+  skips: Array<{ reason: string; count: number }>;
+}
+
+export interface RunFiles {
+  run: string;
+  files: ReadFile[];
+  /** files that look like logs but that no format claims (yet), with why */
+  unread: Array<{ path: string; reason: string; size: number }>;
+}
+
+const relPath = (dir: string, path: string): string => relative(dir, path).split(sep).join('/');
+
+/** What rlwatch reads of each run (or of `run`), and what it could not. */
+export function runFiles(store: Store, run?: string): RunFiles[] {
+  const unread = store.unread.list(run).filter((u) => existsSync(u.path));
+  const names = new Set(unread.map((u) => u.run));
+  let runs: RunRow[];
+  if (run === undefined) runs = store.runs.list();
+  else if (names.has(run) && !store.runs.byName(run)) runs = []; // only unread files: no run row, still named
+  else runs = [resolveRun(store, run)];
+  for (const r of runs) names.add(r.name);
+  return [...names].sort().map((name) => {
+    const row = runs.find((r) => r.name === name);
+    const files = row
+      ? store.files.ofRun(row.id).map((f) => ({
+          path: relPath(row.path, f.path),
+          format: f.format,
+          offset: f.offset,
+          size: f.size,
+          lines: f.lines,
+          records: f.records,
+          skipped: f.skipped,
+          skips: f.skipped > 0 ? store.files.skipsOf(f.id).map(({ reason, count }) => ({ reason, count })) : [],
+        }))
+      : [];
+    return {
+      run: name,
+      files,
+      unread: unread.filter((u) => u.run === name).map((u) => ({ path: u.rel_path, reason: u.reason, size: u.size })),
+    };
+  });
+}
+
+const plural = (n: number, word: string): string => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
+const skipText = (f: Pick<ReadFile, 'skipped' | 'skips'>): string =>
+  `${plural(f.skipped, 'line')} skipped (${f.skips.map((s) => `${s.reason} ${s.count}`).join(', ')})`;
+
+/** `files [run]`: each run's files with format, offset, records and skipped lines, and the files not read. */
+export function files({ store }: CommandContext, args: { run?: string }): Reply {
+  const report = runFiles(store, args.run);
+  const read = report.reduce((n, r) => n + r.files.length, 0);
+  const unread = report.reduce((n, r) => n + r.unread.length, 0);
+  return {
+    title: `${plural(read, 'file')} read in ${plural(report.length, 'run')}` + (unread > 0 ? `, ${unread} not read` : ''),
+    fields: [],
+    lines: report.map(
+      (r) =>
+        `${r.run}: ${plural(r.files.length, 'file')}, ${plural(r.files.reduce((n, f) => n + f.records, 0), 'record')}` +
+        `, ${plural(r.files.reduce((n, f) => n + f.skipped, 0), 'line')} skipped, ${r.unread.length} not read`,
+    ),
+    // file names are untrusted text: a code block keeps them inert in chat
+    blocks: report.map((r) => ({
+      title: r.run,
+      code: [
+        ...r.files.map(
+          (f) =>
+            `${f.path}  ${f.format}  offset ${f.offset.toLocaleString('en')}/${f.size.toLocaleString('en')}` +
+            `  ${plural(f.records, 'record')}` + (f.skipped > 0 ? `  ${skipText(f)}` : ''),
+        ),
+        ...r.unread.map((u) => `${u.path}  not read: ${u.reason}`),
+      ].join('\n') || '(no files)',
+    })),
+    data: report,
+  };
+}
+
+/**
+ * What `backfill` and `start` say about the runs under `roots`: every file that looks like a log but is not
+ * read, and every file with lines that parsed as nothing (how many, and why). Empty when all was read.
+ */
+export function unreadSummary(store: Store, roots: readonly string[]): string[] {
+  const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));
+  const out: string[] = [];
+  for (const u of store.unread.list()) {
+    if (under(u.path) && existsSync(u.path)) out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
+  }
+  for (const run of store.runs.list()) {
+    for (const f of store.files.ofRun(run.id)) {
+      if (f.skipped === 0 || !under(f.path)) continue;
+      const skips = store.files.skipsOf(f.id).map(({ reason, count }) => ({ reason, count }));
+      out.push(`unparsed lines: ${run.name}/${relPath(run.path, f.path)}: ${skipText({ skipped: f.skipped, skips })}`);
+    }
+  }
+  return out;
+}

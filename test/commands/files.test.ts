@@ -1,0 +1,74 @@
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { files, runFiles, unreadSummary } from '../../src/commands/files.ts';
+import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { Store } from '../../src/store/store.ts';
+import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+
+let root: string;
+let store: Store;
+let ingestor: Ingestor;
+
+beforeEach(() => {
+  root = tempDir();
+  store = Store.open(join(root, 'test.db'));
+  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
+  return () => store.close();
+});
+
+const runs = (): string => join(root, 'runs');
+const file = (rel: string, text: string): string => {
+  const path = ensureParent(join(runs(), rel));
+  writeFileSync(path, text);
+  return path;
+};
+const prose = (bytes: number): string => 'Loading the tokenizer and the model weights from the cache\n'.repeat(Math.ceil(bytes / 59));
+
+describe('files', () => {
+  it('lists each file with its format, offset and records, and the files no format claims', async () => {
+    const log = file('grpo/learning.log', `${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`);
+    const notes = file('grpo/notes.txt', prose(1000));
+    const big = file('other/logs/train.log', prose(70 * 1024));
+    for (const p of [log, notes, big]) await ingestor.ingest(p, runs());
+
+    const report = runFiles(store);
+    expect(report).toEqual([
+      { run: 'grpo', files: [expect.objectContaining({ path: 'learning.log', format: 'learningLog', records: 2 })],
+        unread: [{ path: 'notes.txt', reason: 'no known format in what is there yet', size: prose(1000).length }] },
+      // no run row for a directory whose only log is unrecognised: still named
+      { run: 'other', files: [], unread: [{ path: 'logs/train.log', reason: 'no format recognises it', size: prose(70 * 1024).length }] },
+    ]);
+    const grpo = report[0]!.files[0]!;
+    expect(grpo).toMatchObject({ offset: Buffer.byteLength(`${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`), skipped: 1 });
+    expect(grpo.skips).toHaveLength(1);
+
+    const reply = files({ store }, {});
+    expect(reply.title).toBe('1 file read in 2 runs, 2 not read');
+    // paths relative to the run only: a chat reply never shows where the server keeps its files
+    expect(JSON.stringify(reply)).not.toContain(root);
+    expect(files({ store }, { run: 'other' }).data).toEqual([report[1]]);
+    expect(() => files({ store }, { run: 'nope' })).toThrow(/unknown run 'nope'/);
+  });
+
+  it('forgets a file once a format recognises it', async () => {
+    const path = file('grpo/train.out', 'Loading model\n');
+    await ingestor.ingest(path, runs());
+    expect(store.unread.list().map((u) => u.rel_path)).toEqual(['train.out']);
+    appendFileSync(path, "{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\n");
+    await ingestor.ingest(path, runs());
+    expect(store.unread.list()).toEqual([]);
+    expect(runFiles(store)[0]!.files.map((f) => f.format)).toEqual(['console']);
+  });
+
+  it('sums up, for backfill and start, what under the roots was not read', async () => {
+    const log = file('grpo/learning.log', `${learningLine(1)}\nnot a metric line\n`);
+    const notes = file('grpo/notes.txt', prose(100));
+    for (const p of [log, notes]) await ingestor.ingest(p, runs());
+    expect(unreadSummary(store, [runs()])).toEqual([
+      'not read: grpo/notes.txt (no known format in what is there yet)',
+      expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(.+ 1\)$/),
+    ]);
+    expect(unreadSummary(store, [join(root, 'elsewhere')])).toEqual([]);
+  });
+});
