@@ -20,6 +20,7 @@ import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench 
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
+import { formatTfeventsReport, runTfeventsBench } from './tfevents.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO = join(BENCH_DIR, '..');
@@ -146,6 +147,11 @@ say('chat: reward history on 1,000,000 points; 100 alerts through discord.js to 
 const chat = await runChatBench({ outDir: OUT });
 say(`  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 ${chat.alert.p99Ms.toFixed(0)} ms; ${chat.seconds.toFixed(1)} s`);
 
+// 7. TensorBoard event files: decoded alone, and backfilled through the Ingestor (bench/tfevents.ts)
+say('tfevents: a Trainer-style events file, decoded and backfilled');
+const tfevents = await runTfeventsBench({ outDir: OUT });
+say(`  ${tfevents.backfill.mbPerSec.toFixed(1)} MB/s, ${tfevents.backfill.pointsPerSec.toFixed(0)} points/s`);
+
 // ------------------------------------------------------------------------------------------- report
 
 const backfillPps = log.points / log.seconds;
@@ -208,6 +214,7 @@ const results = {
     verdicts: Object.fromEntries(scenarios.scenarios.map((s) => [s.name, s.pass ? 'PASS' : 'FAIL'])),
   },
   chat: { seconds: chat.seconds, rewardHistory: chat.history, alert: chat.alert },
+  tfevents,
   targets,
 };
 writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -281,6 +288,8 @@ const out = [
   formatScenarioReport(scenarios),
   '',
   formatChatReport(chat),
+  '',
+  formatTfeventsReport(tfevents),
   '',
 ];
 process.stdout.write(out.join('\n'));

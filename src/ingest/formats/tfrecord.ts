@@ -29,8 +29,8 @@ export interface Frames {
 function lengthAt(buf: Buffer, at: number): number | undefined {
   const crc = buf.readUInt32LE(at + 8);
   if (maskedCrc32c(buf.subarray(at, at + 8)) !== crc) return undefined;
-  const len = buf.readBigUInt64LE(at);
-  return len > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(len);
+  // two 32-bit halves: cheaper than a BigInt per frame; lengths past 2^53 only need to compare as huge
+  return buf.readUInt32LE(at + 4) * 0x1_0000_0000 + buf.readUInt32LE(at);
 }
 
 /**
