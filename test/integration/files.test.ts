@@ -1,9 +1,11 @@
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { startApp } from '../../src/app.ts';
+import { ConfigSchema } from '../../src/config/schema.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
-import { trainerEvents } from '../tfeventsWriter.ts';
+import { eventRecord, trainerEvents } from '../tfeventsWriter.ts';
 import { rlwatch } from './cli.ts';
 
 /** An HF Trainer output_dir with TensorBoard events and a completions table, a run with only an unrecognised
@@ -68,5 +70,33 @@ describe('rlwatch files', () => {
     expect(history.points.at(-1)).toMatchObject({ step: 20, value: 1 });
     const best = JSON.parse(rlwatch(['examples', 'hf', 'best', '--json', '--db', db]).stdout);
     expect(best).toMatchObject({ step: 20, examples: [{ completion: '4', reward: 1, breakdown: { accuracy_reward: 1 } }] });
+  });
+
+  it('is said by start once it has read what is there, and a growing event file is read as it grows', async () => {
+    const fresh = makeRoot();
+    const warnings: string[] = [];
+    const app = await startApp({
+      config: ConfigSchema.parse({ watch: { poll: true, pollIntervalMs: 100 } }),
+      dbPath: join(fresh, 'rlwatch.db'),
+      roots: [fresh],
+      log: { info: () => {}, warn: (m) => warnings.push(m) },
+      terminal: null,
+    });
+    try {
+      expect(warnings).toEqual([
+        'not read: hf/README.txt (no known format in what is there yet)',
+        'not read: home-grown/logs/run.log (no format recognises it)',
+      ]);
+      const events = join(fresh, 'hf/runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.4242.0');
+      appendFileSync(events, eventRecord({ step: 21, scalars: { 'train/reward': 1.5 } }));
+      const run = app.store.runs.byName('hf')!;
+      await expect.poll(() => app.store.points.series(run.id, 'reward').at(-1), { timeout: 10_000 }).toEqual({
+        step: 21,
+        epoch: null,
+        value: 1.5,
+      });
+    } finally {
+      await app.stop();
+    }
   });
 });
