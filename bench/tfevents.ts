@@ -79,7 +79,9 @@ export async function runTfeventsBench(opts: { outDir: string; steps?: number })
   store.close();
   for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
   rmSync(root, { recursive: true, force: true });
-  if (points !== events || stored !== events) throw new Error(`tfevents bench: ${events} events, ${points} decoded, ${stored} stored`);
+  if (points !== events || stored !== events) {
+    throw new Error(`tfevents bench: ${events} events, ${points} decoded, ${stored} stored`);
+  }
   return {
     steps,
     events,
@@ -100,7 +102,10 @@ export function formatTfeventsReport(r: TfeventsResult): string {
     v.toLocaleString('en', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   return [
     `TensorBoard events: ${n(r.steps)} steps × ${TAGS.length} tags = ${n(r.events)} events, ${n(r.bytes / MB, 1)} MB`,
-    `  decode only      ${n(r.decode.seconds, 2)} s  ${n(r.decode.mbPerSec, 1)} MB/s  ${n(r.decode.pointsPerSec)} points/s`,
-    `  backfill→SQLite  ${n(r.backfill.seconds, 2)} s  ${n(r.backfill.mbPerSec, 1)} MB/s  ${n(r.backfill.pointsPerSec)} points/s`,
+    ...(['decode', 'backfill'] as const).map((k) => {
+      const x = r[k];
+      const label = k === 'decode' ? 'decode only    ' : 'backfill→SQLite';
+      return `  ${label}  ${n(x.seconds, 2)} s  ${n(x.mbPerSec, 1)} MB/s  ${n(x.pointsPerSec)} points/s`;
+    }),
   ].join('\n');
 }

@@ -67,7 +67,8 @@ export function files({ store }: CommandContext, args: { run?: string }): Reply 
   const read = report.reduce((n, r) => n + r.files.length, 0);
   const unread = report.reduce((n, r) => n + r.unread.length, 0);
   return {
-    title: `${plural(read, 'file')} read in ${plural(report.length, 'run')}` + (unread > 0 ? `, ${unread} not read` : ''),
+    title:
+      `${plural(read, 'file')} read in ${plural(report.length, 'run')}` + (unread > 0 ? `, ${unread} not read` : ''),
     fields: [],
     lines: report.map(
       (r) =>

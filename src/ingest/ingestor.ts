@@ -184,7 +184,13 @@ export class Ingestor {
    * Framed binary records (TensorBoard event files), read like lines: from the stored offset, each chunk's
    * records committed with the offset just past the last complete record, so a record cut mid-write waits.
    */
-  private async readNewRecords(fd: number, st: Stats, row: FileRow, format: RecordFormat, out: FileOutcome): Promise<void> {
+  private async readNewRecords(
+    fd: number,
+    st: Stats,
+    row: FileRow,
+    format: RecordFormat,
+    out: FileOutcome,
+  ): Promise<void> {
     let offset = row.offset;
     if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
       offset = 0;
@@ -219,8 +225,9 @@ export class Ingestor {
         } else if (r.kind === 'bad') addSkip(batch.skips, r.reason, 1, '');
       }
       const waiting = tooLong !== undefined && end + tooLong > st.size;
-      if (tooLong !== undefined && !waiting) {
-        // passed over without being held in memory
+      const passOver = tooLong !== undefined && !waiting;
+      if (passOver) {
+        // a record over the cap is skipped without ever being held in memory
         addSkip(batch.skips, 'record too long', 1, '');
         end += tooLong;
         readPos = end;
@@ -228,7 +235,7 @@ export class Ingestor {
       } else pending = Buffer.from(data.subarray(consumed)); // a copy: `buf` is reused by the next read
       batch.progress.offset = end;
       batch.progress.seq = seq;
-      batch.progress.lines = results.length + (end - offset > consumed ? 1 : 0);
+      batch.progress.lines = results.length + (passOver ? 1 : 0);
       batch.progress.records = batch.metrics.length;
       if (end > offset) this.commit(batch, out, end - offset);
       offset = end;
@@ -256,11 +263,9 @@ export class Ingestor {
         } else if (r.kind === 'example') addSkip(batch.skips, 'generation without a finite reward', 1, '');
         else if (r.kind === 'bad') addSkip(batch.skips, r.reason, 1, '');
       }
-      if (results.some(isBad) && batch.examples.length === 0) {
-        // caught mid-write: count it, but leave size/mtime so that the next change reads it again
-        batch.progress.size = row.size;
-        batch.progress.mtimeMs = row.mtime_ms ?? 0;
-      }
+      // Read whole, so what an earlier read could not parse (the file caught mid-write) no longer stands. A
+      // writer still writing changes size and mtime: the next change is read again.
+      if (row.skipped > 0) this.store.files.clearSkips(row.id);
       batch.examples = keepExtremes(batch.examples, this.opts.examplesPerStep);
       batch.progress.lines = results.length;
     }

@@ -6,7 +6,8 @@ const ATTACHED_DIR = /^(reward_logs|checkpoint-\d+|global_step_?\d+|completions|
 
 /** Names worth opening to look for a known format; everything else (weights, configs) is never read.
  * `.err`: a job's captured stderr; TensorBoard event files carry a timestamp, host and pid after the prefix. */
-export const CANDIDATE_FILE = /(\.(log|out|err|txt|jsonl)$|^trainer_state\.json$|^events\.out\.tfevents\.|^completions.*\.parquet$)/;
+export const CANDIDATE_FILE =
+  /(\.(log|out|err|txt|jsonl)$|^trainer_state\.json$|^events\.out\.tfevents\.|^completions.*\.parquet$)/;
 
 /** The HF Trainer's TensorBoard folder, `output_dir/runs/<date>_<host>/`: its event files belong to `output_dir`. */
 const TENSORBOARD_FILE = /^events\.out\.tfevents\./;

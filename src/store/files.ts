@@ -71,6 +71,12 @@ export class Files {
     for (const [reason, { count, sample }] of skips) stmt.run(fileId, reason, count, sample);
   }
 
+  /** For a file read whole again: the skips of an earlier read no longer stand. */
+  clearSkips(fileId: number): void {
+    this.db.prepare('DELETE FROM file_skips WHERE file_id = ?').run(fileId);
+    this.db.prepare('UPDATE files SET skipped = 0 WHERE id = ?').run(fileId);
+  }
+
   skipsOf(fileId: number): Array<{ reason: string; count: number; sample: string }> {
     return this.db
       .prepare('SELECT reason, count, sample FROM file_skips WHERE file_id = ? ORDER BY count DESC')
