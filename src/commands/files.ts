@@ -93,9 +93,10 @@ export function files({ store }: CommandContext, args: { run?: string }): Reply 
 
 /**
  * What `backfill` and `start` say about the runs under `roots`: every file that looks like a log but is not
- * read, and every file with lines that parsed as nothing (how many, and why). Empty when all was read.
+ * read, and every file with lines that parsed as nothing (how many, and why). Empty when all was read. Past
+ * `limit` lines (a folder of text data files) the rest is counted and left to `rlwatch files`.
  */
-export function unreadSummary(store: Store, roots: readonly string[]): string[] {
+export function unreadSummary(store: Store, roots: readonly string[], limit = 20): string[] {
   const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));
   const out: string[] = [];
   for (const u of store.unread.list()) {
@@ -108,5 +109,6 @@ export function unreadSummary(store: Store, roots: readonly string[]): string[] 
       out.push(`unparsed lines: ${run.name}/${relPath(run.path, f.path)}: ${skipText({ skipped: f.skipped, skips })}`);
     }
   }
-  return out;
+  if (out.length <= limit) return out;
+  return [...out.slice(0, limit), `... and ${out.length - limit} more: rlwatch files lists them all`];
 }

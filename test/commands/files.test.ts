@@ -70,5 +70,9 @@ describe('files', () => {
       expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(.+ 1\)$/),
     ]);
     expect(unreadSummary(store, [join(root, 'elsewhere')])).toEqual([]);
+    expect(unreadSummary(store, [runs()], 1)).toEqual([
+      'not read: grpo/notes.txt (no known format in what is there yet)',
+      '... and 1 more: rlwatch files lists them all',
+    ]);
   });
 });
