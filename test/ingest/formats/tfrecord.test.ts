@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tfEvents } from '../../../src/ingest/formats/tfEvents.ts';
+import { EVENT, tfEvents } from '../../../src/ingest/formats/tfEvents.ts';
 import { FrameReader, maskedCrc32c } from '../../../src/ingest/formats/tfrecord.ts';
 import type { MetricRecord, ParseResult } from '../../../src/ingest/records.ts';
 import { eventRecord, frame, versionRecord } from '../../tfeventsWriter.ts';
@@ -95,6 +95,18 @@ describe('TFRecord framing', () => {
     const out = new FrameReader(1000).read(Buffer.concat([versionRecord(), big.subarray(0, 100)]));
     expect(out.records).toHaveLength(1);
     expect(out.tooLong).toBe(big.length);
+  });
+
+  it('reads a zero, which the no-learning rule looks for (a oneof member is written even when 0)', () => {
+    const bytes = eventRecord({ step: 3, scalars: { 'train/loss': 0, 'train/grad_norm': 0 } });
+    expect(metrics(decode(bytes).results)).toEqual([{ step: 3, values: new Map([['loss', 0], ['grad_norm', 0]]) }]);
+  });
+
+  it('passes over text and multi-element tensors as noise, not as bad records', () => {
+    const text = { tag: 'args/text_summary', tensor: { dtype: 7, tensorContent: Buffer.from('lr=1e-6') } };
+    const histogram = { tag: 'train/logits', tensor: { dtype: 1, floatVal: [1, 2, 3] } };
+    const bytes = frame(EVENT.encode(EVENT.create({ step: 1, summary: { value: [text, histogram] } })).finish());
+    expect(decode(bytes).results).toEqual([{ kind: 'noise' }]);
   });
 
   it('reads scalars written as one-element tensors (TF2 summaries)', () => {
