@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { ExampleRecord } from '../ingest/records.ts';
+import type { EventRecord, ExampleRecord } from '../ingest/records.ts';
 import { openDb } from './db.ts';
 import { Alerts } from './alerts.ts';
 import { ChatMessages } from './chatMessages.ts';
+import { Events } from './events.ts';
 import { Examples } from './examples.ts';
 import { Files, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
@@ -16,6 +17,8 @@ export interface Batch {
   fileId: number;
   metrics: Array<{ step: number; values: Map<string, number> }>;
   examples: Array<ExampleRecord & { step: number }>;
+  /** what the logs said about the run (errors, warnings, the end of training), each filed under a step */
+  events?: Array<EventRecord & { step: number }>;
   skips: Map<string, SkipCount>;
   progress: FileProgress;
 }
@@ -26,6 +29,8 @@ export interface BatchResult {
   minStep: number | null;
   maxStep: number | null;
   newSteps: number;
+  /** events written */
+  events: number;
 }
 
 /** The SQLite store: one object per process, owning the connection and the table modules. */
@@ -38,6 +43,7 @@ export class Store {
   readonly silences: Silences;
   readonly outbox: Outbox;
   readonly chatMessages: ChatMessages;
+  readonly events: Events;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
 
   constructor(readonly db: Database.Database) {
@@ -49,6 +55,7 @@ export class Store {
     this.silences = new Silences(db);
     this.outbox = new Outbox(db);
     this.chatMessages = new ChatMessages(db);
+    this.events = new Events(db);
     this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
   }
 
@@ -77,6 +84,7 @@ export class Store {
       if (m.step > maxStep) maxStep = m.step;
     }
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
+    if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
       this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
       this.points.written(b.runId, minStep);
@@ -91,6 +99,7 @@ export class Store {
       minStep: b.metrics.length > 0 ? minStep : null,
       maxStep: b.metrics.length > 0 ? maxStep : null,
       newSteps,
+      events: b.events?.length ?? 0,
     };
   }
 }
