@@ -4,6 +4,7 @@
  * their final exception line, CUDA out-of-memory, NCCL watchdog timeouts, torchrun's ChildFailedError,
  * Ray's ActorDiedError, `Killed`, segmentation faults, and trainer warnings worth a look.
  *
+ * An event's `text` is its whole line without ANSI colours (the Ray prefix kept: it names the process).
  * One scanner per file: it keeps the last lines (the evidence) and the tracebacks still open, per Ray
  * actor, since Ray interleaves the output of many processes. Only the first `SCAN_CHARS` of a line are
  * looked at, with plain string searches: a 1 MB line costs no more than a short one.
@@ -156,16 +157,16 @@ export function failureScanner(): FailureScanner {
       if (exc) {
         open.delete(key);
         const { title, fatal } = classify(exc.name, exc.message);
-        event = error(title, fatal, body);
+        event = error(title, fatal, line);
       } else if (frame ? ++tb.frames > MAX_FRAMES : ++tb.stray > MAX_STRAY) {
         open.delete(key);
       }
     } else {
       const found = standalone(body.replace(RAY_REPEATED, ''));
-      if (found) event = error(found.title, found.fatal, body);
+      if (found) event = error(found.title, found.fatal, line);
       else {
         const w = WARNINGS.find((x) => body.includes(x.needle));
-        if (w) event = { kind: 'warning', title: w.title, text: cutTo(body, CONTEXT_CHARS) };
+        if (w) event = { kind: 'warning', title: w.title, text: cutTo(line, CONTEXT_CHARS) };
       }
     }
     remember(line);
