@@ -110,7 +110,7 @@ function fitEmbed(
 export async function replyMessage(
   reply: Reply,
 ): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: { parse: [] } }> {
-  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${codeBlock(b.code, 1000)}`)];
+  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
   const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {

@@ -55,7 +55,10 @@ export function replyBlocks(reply: Reply): Block[] {
   }
   const text = joinWithin(reply.lines.map((l) => cut(l, 500)), '\n', LIMIT.section);
   if (text) blocks.push(mrkdwn(text));
-  for (const b of reply.blocks ?? []) blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${codeBlock(slackEscape(b.code), 1500)}`));
+  for (const b of reply.blocks ?? []) {
+    const code = slackEscape(b.code);
+    blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
+  }
   return blocks.slice(0, LIMIT.blocks);
 }
 
