@@ -47,14 +47,22 @@ const fromRow = (r: Raw): EventRow => ({
 export class Events {
   constructor(private readonly db: Database) {}
 
-  /** Call inside the batch transaction; each event carries the step it is filed under. */
+  /** Call inside the batch transaction; each event carries the step it is filed under. A `meta` event that
+   * repeats the run's last one (trainer_state.json is re-read whole on every save) is not stored again. */
   write(runId: number, fileId: number, events: ReadonlyArray<EventRecord & { step: number }>, at: number): void {
     const stmt = this.db.prepare(
       `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    const lastMeta = this.db.prepare(
+      `SELECT title, vals, config FROM events WHERE run_id = ? AND kind = 'meta' ORDER BY id DESC LIMIT 1`,
+    );
     const json = (v: object | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
     for (const e of events) {
+      if (e.kind === 'meta') {
+        const last = lastMeta.get(runId) as { title: string; vals: string | null; config: string | null } | undefined;
+        if (last && last.title === e.title && last.vals === json(e.values) && last.config === json(e.config)) continue;
+      }
       stmt.run(runId, fileId, e.step, e.kind, e.title, e.text, e.fatal ? 1 : 0, json(e.context), json(e.values), json(e.config), at);
     }
   }

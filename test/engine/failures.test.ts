@@ -59,6 +59,7 @@ const trlDict = (i: number, loss: string | number = (0.01 * i).toFixed(4), grad:
   `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'completions/mean_length': 212.5, ` +
   `'reward': ${(0.3 + i / 100).toFixed(3)}, 'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'kl': 0.0004, 'entropy': 0.61, 'epoch': ${(i / 50).toFixed(2)}}`;
 const tqdm = (i: number): string => ` ${i * 2}%|██        | ${i}/50 [0${i}:02<09:18, 12.4s/it]`;
+const verlLines = (from: number, n: number): string[] => Array.from({ length: n }, (_, k) => verlStep(from + k));
 const verlStep = (step: number): string =>
   `${ESC}[36m(TaskRunner pid=2231)${ESC}[0m step:${step} - actor/pg_loss:0.012 - actor/grad_norm:0.31 - ` +
   `critic/score/mean:${(0.2 + step / 100).toFixed(3)} - actor/entropy:0.61 - response_length/mean:312.0`;
@@ -138,6 +139,35 @@ describe('run_crashed', () => {
     const [crash] = fired('run_crashed');
     expect(crash).toMatchObject({ severity: 'critical', summary: 'TypeError: cannot unpack non-iterable NoneType object (nothing written for 2m since)' });
     expect(crash!.evidence!.lines.at(-1)).toBe('(CursorLoopWorker pid=57720) TypeError: cannot unpack non-iterable NoneType object');
+  });
+});
+
+describe('the events table', () => {
+  it('files each event under the latest step logged before its line, in the batch that read it', async () => {
+    const log = logOf('trl-steps', 'train.log');
+    const results: number[] = [];
+    const counting = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
+      if (e.kind === 'batch') results.push(e.result.events);
+    });
+    appendFileSync(log, `${[trlDict(1), 'Killed', trlDict(2), trlDict(3), 'node1:1:2 [0] NCCL WARN Cuda failure'].join('\n')}\n`);
+    await counting.ingest(log, runsDir());
+    const rows = store.db.prepare('SELECT step, kind, title FROM events ORDER BY id').all();
+    expect(rows).toEqual([
+      { step: 1, kind: 'error', title: 'Killed (out of host memory, or by the scheduler)' },
+      { step: 3, kind: 'warning', title: 'NCCL warning' },
+    ]);
+    expect(results).toEqual([2]);
+  });
+
+  it('keeps one copy of a run fact that a rewritten file repeats', async () => {
+    const log = logOf('verl-meta', 'verl_demo.log');
+    await write(log, [verlStep(1)]);
+    const run = store.runs.byName('verl-meta')!;
+    const file = store.files.ofRun(run.id)[0]!;
+    const meta = { kind: 'meta' as const, step: 1, title: 'total steps', text: 'total_steps: 9', values: { total_steps: 9 } };
+    store.events.write(run.id, file.id, [meta, meta, { ...meta, values: { total_steps: 10 } }], Date.now());
+    expect(store.db.prepare(`SELECT vals FROM events WHERE kind = 'meta'`).pluck().all()).toEqual(['{"total_steps":9}', '{"total_steps":10}']);
+    expect(store.events.meta(run.id)).toEqual({ total_steps: 10 });
   });
 });
 
@@ -235,6 +265,27 @@ describe('trainer_warning', () => {
     const said = fired('trainer_warning');
     expect(said).toHaveLength(1);
     expect(said[0]).toMatchObject({ severity: 'warning', evidence: { title: 'KL divergence is negative', lines: [warn] } });
+  });
+});
+
+describe('finished runs', () => {
+  it('a segfault in teardown after the summary is not a crash', async () => {
+    const log = logOf('trl-exit', 'train.log');
+    await write(log, [trlDict(1), trlDict(2), "{'train_runtime': 61.2, 'train_loss': 0.01, 'epoch': 1.0}"]);
+    await write(log, ['Fatal Python error: Segmentation fault', 'Segmentation fault (core dumped)']);
+    expect(fired('run_crashed')).toEqual([]);
+    expect(fired('run_finished')).toHaveLength(1);
+  });
+});
+
+describe('trainer_warning resolution', () => {
+  it('resolves once the run has gone 20 steps without that warning', async () => {
+    const log = logOf('verl-dapo', 'verl_demo.log');
+    await write(log, [verlStep(1), `${ESC}[36m(TaskRunner pid=9)${ESC}[0m num_gen_batches=3. Generated too many. Keep generating...`]);
+    await write(log, verlLines(2, 19));
+    expect(alertsOf('verl-dapo').map((a) => a.state)).toEqual(['firing']);
+    await write(log, [verlStep(21)]);
+    expect(alertsOf('verl-dapo').map((a) => [a.rule, a.state, a.resolved_step])).toEqual([['trainer_warning', 'resolved', 21]]);
   });
 });
 
