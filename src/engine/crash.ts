@@ -17,8 +17,8 @@ export const evidenceOf = (e: EventRow): { title: string; lines: string[] } => (
  * fires only if the run also goes quiet for `grace` within `grace` of it, on rlwatch's own clock
  * (`runs.active_at`); a run that keeps writing past the grace survived it. Evaluated after each batch and
  * on the engine's tick. A non-fatal error in history (a backfill, the backlog read at start-up: `live`
- * false) is not held: whether the job survived it cannot be told on rlwatch's clock. A finished run does not crash; a crashed run that logs new steps (resumed, or it
- * was alive after all) resolves.
+ * false) is not held: whether the job survived it cannot be told on rlwatch's clock. A finished run does
+ * not crash; a crashed run that logs new steps (resumed, or it was alive after all) resolves.
  */
 export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): void {
   const { store, runId } = ctx;
@@ -41,7 +41,8 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
   const open = lc.state === 'firing' ? store.alerts.open(runId, rule.id, CRASH_KEY) : undefined;
   if (open && run.last_step !== null && run.last_step > (open.fired_step ?? open.started_step)) {
     const step = run.last_step;
-    lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary: `the run logged step ${step} after the error`, details: {} }) });
+    const summary = `the run logged step ${step} after the error`;
+    lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details: {} }) });
   }
   const finished = isFinished(store, runId);
   for (const e of store.events.after(runId, ['error'], seen)) {

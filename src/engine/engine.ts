@@ -21,10 +21,10 @@ export interface EngineOptions {
 }
 
 const RECENT = 50;
+const SNIPPET_CHARS = 400;
 
 /** An alert said once (run_finished's summary), never repeated. */
 const once = (a: AlertRow): boolean => (JSON.parse(a.details) as { once?: boolean }).once === true;
-const SNIPPET_CHARS = 400;
 
 /**
  * Evaluates the rules of a run after each batch and turns alert changes into outbox rows, all in one

@@ -43,7 +43,8 @@ export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
     const open = store.alerts.open(runId, rule.id, REWARD);
     if (open && run.last_step > open.started_step) {
       const step = run.last_step;
-      lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary: `the run logged step ${step}: training resumed`, details: {} }) });
+      const summary = `the run logged step ${step}: training resumed`;
+      lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details: {} }) });
     }
     return;
   }
@@ -86,7 +87,9 @@ export function finishedSummary(store: Store, runId: number): FinishedSummary {
   let best: { step: number; value: number } | null = null;
   for (const p of rewards) if (!best || p.value > best.value) best = { step: p.step, value: p.value };
   const last = rewards[rewards.length - 1];
-  const runtime = store.events.finished(runId)?.values.train_runtime ?? store.points.latest(runId).find((l) => l.metric === 'train_runtime')?.value;
+  const runtime =
+    store.events.finished(runId)?.values.train_runtime ??
+    store.points.latest(runId).find((l) => l.metric === 'train_runtime')?.value;
   const span = store.db.prepare('SELECT max(at) - min(at) FROM steps WHERE run_id = ?').pluck().get(runId) as number | null;
   const alerts = store.db
     .prepare(

@@ -46,7 +46,10 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
         lc.apply(p.step, {
           kind: 'ok',
           recovered,
-          describe: () => ({ summary: `${metric} finite again for ${plural(n, 'step')} (${formatValue(value)})`, details: { value } }),
+          describe: () => ({
+            summary: `${metric} finite again for ${plural(n, 'step')} (${formatValue(value)})`,
+            details: { value },
+          }),
         });
       }
     }

@@ -29,7 +29,10 @@ export function evaluateTrainerWarning(ctx: RunContext, rule: TrainerWarningRule
       kind: 'bad',
       firing: true,
       severity: rule.severity,
-      describe: () => ({ summary: `${e.title}: ${e.text}`, details: { event: e.id, evidence: { title: e.title, lines: [e.text] } } }),
+      describe: () => ({
+        summary: `${e.title}: ${e.text}`,
+        details: { event: e.id, evidence: { title: e.title, lines: [e.text] } },
+      }),
     });
   }
   for (const [key, step] of lastSeen) store.alerts.saveCursor(runId, rule.id, key, step, {});

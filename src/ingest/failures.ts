@@ -33,6 +33,7 @@ const EXCEPTION_NAME = /^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failur
 const IDENTIFIER = /^[A-Za-z_][\w.]*$/;
 /** bash / slurm reporting a killed child: `script.sh: line 12: 4567 Killed   python train.py` */
 const SHELL_SIGNAL = /: line \d+: +\d+ (Killed|Segmentation fault)\b/;
+const KILLED = 'Killed (out of host memory, or by the scheduler)';
 const RAY_REPEATED = /\s*\[repeated \d+x across cluster\]\s*$/;
 
 interface Warning {
@@ -105,14 +106,14 @@ function standalone(body: string): { title: string; fatal: boolean } | null {
   // entire process down"): it is as final as an OOM
   if (body.includes('Watchdog caught collective operation timeout')) return { title: 'NCCL watchdog timeout', fatal: true };
   const trimmed = body.trim();
-  if (trimmed === 'Killed') return { title: 'Killed (out of host memory, or by the scheduler)', fatal: true };
+  if (trimmed === 'Killed') return { title: KILLED, fatal: true };
   if (trimmed.startsWith('Segmentation fault') || trimmed.startsWith('Fatal Python error: Segmentation fault')) {
     return { title: 'Segmentation fault', fatal: true };
   }
   if (body.includes('oom_kill event')) return { title: 'Killed by the out-of-memory killer', fatal: true };
   if (body.includes(': line ')) {
     const shell = SHELL_SIGNAL.exec(body);
-    if (shell) return shell[1] === 'Killed' ? { title: 'Killed (out of host memory, or by the scheduler)', fatal: true } : { title: 'Segmentation fault', fatal: true };
+    if (shell) return { title: shell[1] === 'Killed' ? KILLED : 'Segmentation fault', fatal: true };
   }
   const exc = exceptionOf(body);
   if (!exc) return null;

@@ -153,7 +153,7 @@ export class Ingestor {
       let latestStep: number | undefined;
       const addEvent = (e: EventRecord): void => {
         latestStep ??= this.store.runs.byId(row.run_id)?.last_step ?? 0;
-        batch.events!.push({ ...e, step: e.step ?? latestStep });
+        batch.events.push({ ...e, step: e.step ?? latestStep });
       };
       for (const line of chunk.lines) {
         const found = scan?.(line);
@@ -207,7 +207,7 @@ export class Ingestor {
         } else if (r.kind === 'metric') {
           addSkip(batch.skips, 'entry without step', 1, '');
         } else if (r.kind === 'event') {
-          batch.events!.push({ ...r.record, step: r.record.step ?? this.store.runs.byId(row.run_id)?.last_step ?? 0 });
+          batch.events.push({ ...r.record, step: r.record.step ?? this.store.runs.byId(row.run_id)?.last_step ?? 0 });
         } else if (r.kind === 'bad') {
           addSkip(batch.skips, r.reason, 1, '');
         }
@@ -238,7 +238,12 @@ export class Ingestor {
     return { name: run.name, relPath: relative(run.path, row.path).split(sep).join('/') };
   }
 
-  private emptyBatch(row: FileRow, st: Stats, offset: number, seq: number): Batch {
+  private emptyBatch(
+    row: FileRow,
+    st: Stats,
+    offset: number,
+    seq: number,
+  ): Batch & { events: NonNullable<Batch['events']> } {
     return {
       runId: row.run_id,
       fileId: row.id,

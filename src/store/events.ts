@@ -63,7 +63,8 @@ export class Events {
         const last = lastMeta.get(runId) as { title: string; vals: string | null; config: string | null } | undefined;
         if (last && last.title === e.title && last.vals === json(e.values) && last.config === json(e.config)) continue;
       }
-      stmt.run(runId, fileId, e.step, e.kind, e.title, e.text, e.fatal ? 1 : 0, json(e.context), json(e.values), json(e.config), at);
+      const fatal = e.fatal ? 1 : 0;
+      stmt.run(runId, fileId, e.step, e.kind, e.title, e.text, fatal, json(e.context), json(e.values), json(e.config), at);
     }
   }
 
@@ -82,13 +83,18 @@ export class Events {
 
   /** The latest value of each number the run's `meta` events gave (total_steps, max_steps, ...). */
   meta(runId: number): Record<string, number> {
-    const rows = this.db.prepare(`SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`).pluck().all(runId) as string[];
+    const rows = this.db
+      .prepare(`SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
+      .pluck()
+      .all(runId) as string[];
     return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
   }
 
   /** The run's last `finished` event (the trainer's end-of-training summary), if any. */
   finished(runId: number): EventRow | undefined {
-    const r = this.db.prepare(`SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`).get(runId) as Raw | undefined;
+    const r = this.db
+      .prepare(`SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
+      .get(runId) as Raw | undefined;
     return r && fromRow(r);
   }
 }
