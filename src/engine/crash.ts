@@ -9,7 +9,10 @@ import type { CrashRule } from './rules.ts';
 export const CRASH_KEY = 'log:crash';
 
 /** The evidence a card shows: the exception line last, after the lines before it. */
-export const evidenceOf = (e: EventRow): { title: string; lines: string[] } => ({ title: e.title, lines: [...e.context, e.text] });
+export function evidenceOf(e: EventRow): { title: string; lines: string[] } {
+  const lines = [...e.context, e.text];
+  return { title: `the log up to the error (last ${lines.length} lines)`, lines };
+}
 
 /**
  * run_crashed, from the error events of the run's console logs. A fatal one (OOM, ChildFailedError,

@@ -30,8 +30,8 @@ export function evaluateTrainerWarning(ctx: RunContext, rule: TrainerWarningRule
       firing: true,
       severity: rule.severity,
       describe: () => ({
-        summary: `${e.title}: ${e.text}`,
-        details: { event: e.id, evidence: { title: e.title, lines: [e.text] } },
+        summary: e.title,
+        details: { event: e.id, evidence: { title: 'the line the trainer printed', lines: [e.text] } },
       }),
     });
   }

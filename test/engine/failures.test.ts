@@ -67,7 +67,7 @@ const verlStep = (step: number): string =>
 describe('run_crashed', () => {
   it('a TRL run that dies of CUDA OOM mid-step pages at once with the exception line and the 20 lines before it', async () => {
     const log = logOf('trl-oom', 'train.log');
-    const healthy = Array.from({ length: 6 }, (_, i) => [tqdm(i + 1), trlDict(i + 1)]).flat();
+    const healthy = Array.from({ length: 10 }, (_, i) => [tqdm(i + 1), trlDict(i + 1)]).flat();
     await write(log, healthy);
     const trace = [
       'Traceback (most recent call last):',
@@ -77,11 +77,12 @@ describe('run_crashed', () => {
       '    logits = self._get_per_token_logps(model, input_ids, attention_mask, logits_to_keep)',
       'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.42 GiB. GPU 0 has a total capacity of 79.25 GiB of which 3.1 GiB is free.',
     ];
-    await write(log, [tqdm(7), ...trace]);
+    await write(log, [tqdm(11), ...trace]);
     const [crash] = fired('run_crashed');
-    expect(crash).toMatchObject({ severity: 'critical', step: 6, summary: expect.stringMatching(/^CUDA out of memory: Tried to allocate 7\.42 GiB/) });
-    const lines = [...healthy, tqdm(7), ...trace];
-    expect(crash!.evidence).toEqual({ title: crash!.summary, lines: lines.slice(-21) });
+    expect(crash).toMatchObject({ severity: 'critical', step: 10, summary: expect.stringMatching(/^CUDA out of memory: Tried to allocate 7\.42 GiB/) });
+    const lines = [...healthy, tqdm(11), ...trace];
+    expect(lines.length).toBeGreaterThan(21);
+    expect(crash!.evidence).toEqual({ title: 'the log up to the error (last 21 lines)', lines: lines.slice(-21) });
     expect(alertsOf('trl-oom').map((a) => `${a.rule} ${a.state}`)).toEqual(['run_crashed firing']);
   });
 
@@ -264,7 +265,7 @@ describe('trainer_warning', () => {
     await write(log, [warn, trlDict(2), warn, trlDict(3), warn]);
     const said = fired('trainer_warning');
     expect(said).toHaveLength(1);
-    expect(said[0]).toMatchObject({ severity: 'warning', evidence: { title: 'KL divergence is negative', lines: [warn] } });
+    expect(said[0]).toMatchObject({ severity: 'warning', summary: 'KL divergence is negative', evidence: { lines: [warn] } });
   });
 });
 
