@@ -19,6 +19,7 @@ import { bareInsert, type BareResult } from './bare.ts';
 import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench } from './chat.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
+import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
 import { formatTfeventsReport, runTfeventsBench } from './tfevents.ts';
 
@@ -141,6 +142,11 @@ rmSync(liveDir, { recursive: true, force: true });
 say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall');
 const scenarios = runScenarios({ outDir: OUT });
 say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
+
+// 5b. failure events: crash, OOM, NCCL, NaN, finish, live through `rlwatch start`; the real logs backfilled
+say('failure events: OOM, NCCL timeout, ChildFailedError, Killed, NaN, finish, crash after the grace, real logs');
+const failures = await runFailureBench({ outDir: OUT });
+say(`  ${failures.pass ? 'PASS' : 'FAIL'}`);
 
 // 6. chat: reward history on a 1M-point series (query + chart), append → alert POST at a fake Discord
 say('chat: reward history on 1,000,000 points; 100 alerts through discord.js to a local fake');
@@ -286,6 +292,8 @@ const out = [
   `results: ${join(OUT, 'results.json')}`,
   '',
   formatScenarioReport(scenarios),
+  '',
+  formatFailureReport(failures),
   '',
   formatChatReport(chat),
   '',

@@ -1,5 +1,6 @@
 import type { Notification, NotificationItem } from '../engine/notification.ts';
 import { formatValue } from '../render/numbers.ts';
+import { finishedFields } from '../render/finished.ts';
 import { sparkline } from '../render/sparkline.ts';
 import { silenceMatches } from '../store/silences.ts';
 import type { Store } from '../store/store.ts';
@@ -20,6 +21,8 @@ export interface AlertCard {
   note: string | null;
   sparkline: string | null;
   examples: Array<{ title: string; code: string }>;
+  /** the log lines that show why (untrusted): a code block, cut from the start to fit */
+  evidence?: { title: string; lines: string[] } | null;
   chart: ChartSpec | null;
   buttons: Array<{ id: string; label: string; disabled: boolean }>;
 }
@@ -61,7 +64,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
   if (resolved) notes.push(`Resolved at step ${alert.resolved_step}${resolvedSummary ? `: ${resolvedSummary}` : ''}`);
   const runRow = store.runs.byName(run);
   const chartPoints =
-    runRow && item.metric !== 'activity' ? store.points.upTo(runRow.id, item.metric, item.step + 50, CHART_POINTS) : [];
+    runRow && item.metric !== 'activity' && !item.metric.startsWith('log:') ? store.points.upTo(runRow.id, item.metric, item.step + 50, CHART_POINTS) : [];
   const ex = item.examples;
   const cut = (s: string): string => (s.length > EXAMPLE_CHARS ? `${s.slice(0, EXAMPLE_CHARS)}…` : s);
   const describe = (label: string, e: { reward: number; breakdown: Record<string, number> }): string =>
@@ -81,6 +84,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
       { name: 'Step', value: String(item.step) },
       ...(item.epoch === null ? [] : [{ name: 'Epoch', value: formatValue(item.epoch) }]),
       { name: 'Alert', value: `#${item.alertId}` },
+      ...(item.finished ? finishedFields(item.finished) : []),
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
@@ -90,6 +94,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
           ...ex.worst.slice(0, 1).map((e) => ({ title: describe(`worst of step ${ex.step}:`, e), code: cut(e.completion) })),
         ]
       : [],
+    evidence: item.evidence && item.kind !== 'resolved' ? item.evidence : null,
     chart: chartPoints.length > 1 ? { title: `${item.metric} · ${run}`, metric: item.metric, points: chartPoints, markStep: item.step } : null,
     buttons: [
       { id: `ack:${item.alertId}`, label: alert?.acked_by ? 'Acked' : 'Ack', disabled: resolved || Boolean(alert?.acked_by) },

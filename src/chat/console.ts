@@ -2,7 +2,11 @@ import type { Reply } from '../commands/reply.ts';
 import type { ExampleSnippet, Notification } from '../engine/notification.ts';
 import type { Target } from '../notify/dispatcher.ts';
 import { formatValue } from '../render/numbers.ts';
+import { finishedFields } from '../render/finished.ts';
 import { sparkline } from '../render/sparkline.ts';
+
+/** Log lines are untrusted: no control characters reach the terminal (ANSI was stripped at ingest). */
+const inert = (s: string): string => s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '?');
 
 const bold = (s: string, color: boolean): string => (color ? `\x1b[1m${s}\x1b[22m` : s);
 const dim = (s: string, color: boolean): string => (color ? `\x1b[2m${s}\x1b[22m` : s);
@@ -35,6 +39,13 @@ export function renderNotification(n: Notification, color: boolean): string {
     out.push(`${badge} ${bold(`${item.rule} ${state}`, color)} #${item.alertId} · ${where}`);
     out.push(`  ${item.summary}`);
     if (item.recent.length > 1) out.push(`  ${item.metric} ${sparkline(item.recent)} (last ${item.recent.length})`);
+    if (item.finished && item.kind !== 'resolved') {
+      for (const f of finishedFields(item.finished)) out.push(`  ${dim(f.name.padEnd(12), color)} ${f.value}`);
+    }
+    if (item.evidence && item.kind !== 'resolved') {
+      out.push(`  ${dim(`${item.evidence.title}:`, color)}`);
+      for (const line of item.evidence.lines) out.push(`    ${dim('│', color)} ${inert(line)}`);
+    }
     if (item.examples && item.kind !== 'resolved') {
       const show = (label: string, e: ExampleSnippet): string => {
         const parts = Object.entries(e.breakdown)

@@ -31,7 +31,7 @@ import type { Store } from '../store/store.ts';
 import { COLORS, parseButton, type AlertCard } from './cards.ts';
 import { cardsOf, deliverCards } from './delivery.ts';
 import { act, mayAct } from './actions.ts';
-import { codeBlock, cut, joinWithin } from './limits.ts';
+import { codeBlock, cut, joinWithin, tailBlock } from './limits.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
 const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100, embedsTotal: 6000 };
@@ -107,15 +107,17 @@ function fitEmbed(
 }
 
 /** A Reply as one embed (with its chart attached): the same content the CLI prints. */
-export async function replyMessage(reply: Reply): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[] }> {
-  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${codeBlock(b.code, 1000)}`)];
+export async function replyMessage(
+  reply: Reply,
+): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: { parse: [] } }> {
+  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
   const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
     embed.setImage('attachment://chart.png');
   }
-  return { embeds: [embed], files };
+  return { embeds: [embed], files, allowedMentions: { parse: [] } };
 }
 
 /** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each
@@ -128,6 +130,8 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
   for (const c of cards) {
     const parts = [cut(c.summary, 500), ...(c.note ? [`**${cut(c.note, 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline}\``] : [])];
     for (const e of c.examples) parts.push(`${cut(e.title, 300)}\n${codeBlock(e.code, 700)}`);
+    // the evidence goes first among the blocks: on a crash it is why the card exists
+    if (c.evidence) parts.splice(1, 0, `${cut(c.evidence.title, 200)}\n${tailBlock(c.evidence.lines, 1800)}`);
     const embed = fitEmbed(c.title, c.fields, parts, budget).setColor(
       c.status === 'firing' ? (COLORS[c.severity as 'info'] ?? COLORS.firing) : COLORS[c.status],
     );
@@ -149,7 +153,8 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
       ),
     );
   }
-  return { embeds, files, components, attachments: [] };
+  // log lines and run names are untrusted: nothing in a card may ping anyone
+  return { embeds, files, components, attachments: [], allowedMentions: { parse: [] } };
 }
 
 /** A refused or failed REST call as a delivery error the dispatcher understands. */

@@ -23,3 +23,25 @@ export function joinWithin(parts: readonly string[], sep: string, max: number): 
   }
   return out;
 }
+
+/** The end of some log lines as a code block of at most `max` characters: whole lines are dropped from the
+ * start (the exception line is last, and matters most), and a line too long alone keeps its start. */
+export function tailBlock(lines: readonly string[], max: number): string {
+  const room = max - 8; // the fences, their newlines and an escaped fence or two
+  const kept: string[] = [];
+  let size = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i] as string;
+    if (size + line.length + 1 > room) {
+      if (kept.length === 0) kept.push(cut(line, room));
+      break;
+    }
+    kept.unshift(line);
+    size += line.length + 1;
+  }
+  return codeBlock(kept.join('\n'), max);
+}
+
+/** Slack reads `<!channel>`, `<@U123>` and `<url|text>` in mrkdwn: untrusted text gets & and < escaped,
+ * which is enough to make every control sequence plain text (a lone `>` mid-line shows as itself). */
+export const slackEscape = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');

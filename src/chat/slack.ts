@@ -13,7 +13,7 @@ import type { Store } from '../store/store.ts';
 import { act, mayAct } from './actions.ts';
 import { parseButton, type AlertCard } from './cards.ts';
 import { cardsOf, deliverCards } from './delivery.ts';
-import { codeBlock, cut, joinWithin } from './limits.ts';
+import { codeBlock, cut, joinWithin, slackEscape, tailBlock } from './limits.ts';
 
 /** Block Kit's limits (https://api.slack.com/reference/block-kit/blocks). */
 const LIMIT = { header: 150, section: 3000, fields: 10, field: 2000, blocks: 50, context: 2000 };
@@ -55,7 +55,10 @@ export function replyBlocks(reply: Reply): Block[] {
   }
   const text = joinWithin(reply.lines.map((l) => cut(l, 500)), '\n', LIMIT.section);
   if (text) blocks.push(mrkdwn(text));
-  for (const b of reply.blocks ?? []) blocks.push(mrkdwn(`${cut(b.title, 300)}\n${codeBlock(b.code, 1500)}`));
+  for (const b of reply.blocks ?? []) {
+    const code = slackEscape(b.code);
+    blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
+  }
   return blocks.slice(0, LIMIT.blocks);
 }
 
@@ -65,11 +68,12 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
   for (const c of cards) {
     if (blocks.length > 0) blocks.push({ type: 'divider' });
     blocks.push({ type: 'header', text: { type: 'plain_text', text: cut(c.title, LIMIT.header) } });
-    blocks.push(mrkdwn(c.summary));
+    blocks.push(mrkdwn(slackEscape(c.summary)));
+    if (c.evidence) blocks.push(mrkdwn(`${cut(slackEscape(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines.map(slackEscape), 2500)}`));
     blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${f.value}` })) });
     const context = [...(c.sparkline ? [`\`${c.sparkline}\``] : []), ...(c.note ? [`*${c.note}*`] : [])];
     if (context.length > 0) blocks.push({ type: 'context', elements: context.map((t) => ({ type: 'mrkdwn', text: cut(t, LIMIT.context) })) });
-    for (const e of c.examples) blocks.push(mrkdwn(`${cut(e.title, 300)}\n${codeBlock(e.code, 900)}`));
+    for (const e of c.examples) blocks.push(mrkdwn(`${cut(e.title, 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
     const live = c.buttons.filter((b) => !b.disabled);
     if (live.length > 0) {
       blocks.push({
@@ -88,7 +92,7 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
   return blocks.slice(0, LIMIT.blocks);
 }
 
-const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => `${c.title}: ${c.summary}`).join('\n');
+const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
 
 /** A Web API failure as a delivery error; a rate limit carries Slack's Retry-After. */
 function deliveryError(err: unknown): Error {

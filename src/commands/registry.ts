@@ -7,6 +7,7 @@ import type { Store } from '../store/store.ts';
 import type { CommandContext, Reply } from './reply.ts';
 import { rewardHistory } from './rewardHistory.ts';
 import { runList } from './runList.ts';
+import { DEFAULT_LINES, MAX_LINES, runLogs } from './runLogs.ts';
 import { runStatus } from './runStatus.ts';
 
 export type ArgValue = string | number | boolean | undefined;
@@ -85,6 +86,16 @@ export const COMMANDS: readonly CommandSpec[] = [
     options: [],
     access: 'read',
     run: (c) => runList(c),
+  },
+  {
+    path: ['run', 'logs'],
+    description: "the tail of the run's console log",
+    options: [
+      runOption,
+      { name: 'lines', description: `how many lines (default ${DEFAULT_LINES}, at most ${MAX_LINES})`, type: 'integer', accepts: (w) => /^\d+$/.test(w) },
+    ],
+    access: 'read',
+    run: (c, a) => runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines') }),
   },
   {
     path: ['reward', 'history'],

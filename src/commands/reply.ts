@@ -10,7 +10,7 @@ export interface Reply {
   /** free text below the fields */
   lines: string[];
   /** preformatted text (generations, code) shown as code blocks, each under its title */
-  blocks?: Array<{ title: string; code: string }>;
+  blocks?: Array<{ title: string; code: string; /** its end matters (a log tail): cut from the start */ tail?: boolean }>;
   /** a line chart the chat front ends render as a PNG */
   chart?: ChartSpec;
   /** the machine-readable answer: what `--json` prints */

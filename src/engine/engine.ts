@@ -2,7 +2,11 @@ import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { Store } from '../store/store.ts';
 import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
-import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
+import { evaluateCrash } from './crash.ts';
+import { evaluateFinished } from './finished.ts';
+import { evaluateNonFinite } from './nonFinite.ts';
+import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
+import { evaluateTrainerWarning } from './trainerWarning.ts';
 import type { RuleBook } from './rules.ts';
 
 export interface EngineOptions {
@@ -18,6 +22,9 @@ export interface EngineOptions {
 
 const RECENT = 50;
 const SNIPPET_CHARS = 400;
+
+/** An alert said once (run_finished's summary), never repeated. */
+const once = (a: AlertRow): boolean => (JSON.parse(a.details) as { once?: boolean }).once === true;
 
 /**
  * Evaluates the rules of a run after each batch and turns alert changes into outbox rows, all in one
@@ -47,6 +54,10 @@ export class Engine {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
         else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
         else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
+        else if (rule.kind === 'non_finite') evaluateNonFinite(ctx, rule);
+        else if (rule.kind === 'crash') evaluateCrash(ctx, rule, announce);
+        else if (rule.kind === 'finished') evaluateFinished(ctx, rule);
+        else if (rule.kind === 'trainer_warning') evaluateTrainerWarning(ctx, rule);
       }
       // live, an incident that fired and resolved within one batch is still news
       return announce ? this.announce(runId, since) : 0;
@@ -61,6 +72,7 @@ export class Engine {
         const ctx = runContext(this.store, run.id, this.now);
         for (const rule of this.book.forRun(run.name)) {
           if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
+          else if (rule.kind === 'crash') evaluateCrash(ctx, rule); // a held error fires once the run is quiet
         }
         written += this.announce(run.id);
       }
@@ -88,7 +100,7 @@ export class Engine {
       } else if (a.state === 'resolved') kind = 'resolved';
       else if (muted) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
-      else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs) kind = 'repeat';
+      else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a)) kind = 'repeat';
       if (!kind) continue;
       items.push(this.item(a, kind));
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
@@ -114,7 +126,7 @@ export class Engine {
     const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
     const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
     const epoch = this.store.points.upTo(a.run_id, 'epoch', step, 1)[0]?.value ?? null;
-    const recent = a.metric === 'activity' ? [] : this.store.points.upTo(a.run_id, a.metric, step, RECENT).map((p) => p.value);
+    const recent = a.metric === 'activity' || a.metric.startsWith('log:') ? [] : this.store.points.upTo(a.run_id, a.metric, step, RECENT).map((p) => p.value);
     const kept = this.store.examples.atOrBefore(a.run_id, step);
     const snip = (e: (typeof kept)[number]): ExampleSnippet => ({
       reward: e.reward,
@@ -122,7 +134,10 @@ export class Engine {
       completion: e.completion.length > SNIPPET_CHARS ? `${e.completion.slice(0, SNIPPET_CHARS)}…` : e.completion,
     });
     const half = Math.ceil(kept.length / 2);
+    const details = JSON.parse(a.details) as { evidence?: NotificationItem['evidence']; finished?: FinishedSummary };
     return {
+      ...(details.evidence ? { evidence: details.evidence } : {}),
+      ...(details.finished ? { finished: details.finished } : {}),
       alertId: a.id,
       kind,
       severity: a.severity,

@@ -1,6 +1,7 @@
 import { formatValue } from '../render/numbers.ts';
 import type { Store } from '../store/store.ts';
 import { formatDuration, parseDuration } from './duration.ts';
+import { isFinished } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import {
   alternatives,
@@ -260,8 +261,8 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, { reached });
 }
 
-/** Stall: no file of the run has changed for `after`, though it was active during this session. A run that
- * logged the Trainer's end-of-training summary (`train_runtime`) has finished, not stalled. */
+/** Stall: no file of the run has changed for `after`, though it was active during this session. A finished
+ * run (`isFinished`: the Trainer's summary, or the last step at the announced total) has not stalled. */
 export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: number): void {
   const { store, runId } = ctx;
   const after = parseDuration(rule.after) as number;
@@ -270,7 +271,7 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
   const last = store.db.prepare('SELECT max(mtime_ms) FROM files WHERE run_id = ?').pluck().get(runId) as number | null;
   if (last === null) return;
   const now = ctx.now();
-  const finished = store.points.metricsOf(runId).includes('train_runtime');
+  const finished = isFinished(store, runId);
   const stalled = !finished && now - last > after && last >= sessionStart - after;
   const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
   const idle = formatDuration(Math.floor((now - last) / 60_000) * 60_000 || 1000);

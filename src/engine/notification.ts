@@ -23,4 +23,22 @@ export interface NotificationItem {
   /** the last 50 values of the metric up to the step */
   recent: number[];
   examples: { step: number; best: ExampleSnippet[]; worst: ExampleSnippet[] } | null;
+  /** the log lines that show why (an error and the lines before it; a warning line): untrusted text */
+  evidence?: { title: string; lines: string[] };
+  /** run_finished: the run's summary */
+  finished?: FinishedSummary;
+}
+
+/** What a finished run's card says. */
+export interface FinishedSummary {
+  /** training time: the trainer's own `train_runtime`, else the span over which rlwatch read its steps */
+  durationMs: number | null;
+  firstStep: number | null;
+  lastStep: number | null;
+  records: number;
+  /** the last and the best finite reward, with their steps */
+  finalReward: { step: number; value: number } | null;
+  bestReward: { step: number; value: number } | null;
+  /** the run's alerts by rule: incidents and how many are still firing */
+  alerts: Array<{ rule: string; severity: string; incidents: number; firing: number }>;
 }

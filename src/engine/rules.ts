@@ -83,12 +83,42 @@ const Milestone = z
   })
   .strict();
 
-export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone]);
+/** The metrics whose first NaN or ±Inf is news (verl's and TRL's spellings map onto these names). */
+export const NON_FINITE_METRICS = ['loss', 'grad_norm', 'reward', 'kl', 'entropy'] as const;
+
+/** The first NaN or ±Inf of a metric fires at once; resolves after `recoverFor` finite records. */
+const NonFinite = z
+  .object({
+    ...common,
+    kind: z.literal('non_finite'),
+    metrics: z.array(z.string().min(1)).min(1).default([...NON_FINITE_METRICS]),
+    recoverFor: z.number().int().min(1).default(5),
+  })
+  .strict();
+
+/** Error lines of the run's console logs: fatal ones fire at once, others once the run also goes quiet
+ * for `grace` (measured on rlwatch's own clock). */
+const Crash = z.object({ ...common, kind: z.literal('crash'), grace: Duration.default('2m') }).strict();
+
+/** The end of training: one summary card. */
+const Finished = z.object({ ...common, kind: z.literal('finished') }).strict();
+
+/** Trainer warnings: one incident per kind while it keeps repeating; resolves after `quietSteps` steps
+ * without it. */
+const TrainerWarning = z
+  .object({ ...common, kind: z.literal('trainer_warning'), quietSteps: z.number().int().min(1).default(20) })
+  .strict();
+
+export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone, NonFinite, Crash, Finished, TrainerWarning]);
 export type Rule = z.infer<typeof RuleSchema>;
 export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
 export type TrendRule = Extract<Rule, { kind: 'trend' }>;
 export type StallRule = Extract<Rule, { kind: 'stall' }>;
 export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
+export type NonFiniteRule = Extract<Rule, { kind: 'non_finite' }>;
+export type CrashRule = Extract<Rule, { kind: 'crash' }>;
+export type FinishedRule = Extract<Rule, { kind: 'finished' }>;
+export type TrainerWarningRule = Extract<Rule, { kind: 'trainer_warning' }>;
 
 /** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
 export const RuleOverride = z

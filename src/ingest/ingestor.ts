@@ -3,10 +3,12 @@ import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
+import { failureScanner, type FailureScanner } from './failures.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { readLines } from './lineReader.ts';
 import type {
   DocumentFormat,
+  EventRecord,
   ExampleRecord,
   LineParser,
   ParseResult,
@@ -53,6 +55,8 @@ const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 export class Ingestor {
   private readonly parsers = new Map<number, LineParser>();
   private readonly decoders = new Map<number, RecordDecoder>();
+  /** failure scanners of captured stdout files (formats with `textLog`), by file id */
+  private readonly scanners = new Map<number, FailureScanner>();
   /** files judged not (yet) a log: path -> size when judged, so they are looked at again only once grown */
   private readonly undecided = new Map<string, number>();
 
@@ -132,6 +136,15 @@ export class Ingestor {
     return parser;
   }
 
+  /** Captured stdout is scanned for tracebacks, OOMs and trainer warnings before its own parser reads it. */
+  private scannerFor(row: FileRow): FailureScanner | undefined {
+    const format = FORMATS.find((f) => f.id === row.format);
+    if (!format || format.kind !== 'lines' || !format.textLog) return undefined;
+    let scan = this.scanners.get(row.id);
+    if (!scan) this.scanners.set(row.id, (scan = failureScanner()));
+    return scan;
+  }
+
   private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
     let offset = row.offset;
     if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
@@ -144,16 +157,28 @@ export class Ingestor {
     if (offset === st.size && row.ino !== null) return;
     const run = this.runOf(row);
     const parse = this.parserFor(row, run.relPath);
+    const scan = this.scannerFor(row);
     let seq = row.seq;
     for (const chunk of readLines(fd, offset, st.size, this.opts.maxLineBytes, this.opts.chunkBytes)) {
       const batch = this.emptyBatch(row, st, chunk.end, seq);
       if (chunk.tooLong > 0) addSkip(batch.skips, 'line too long', chunk.tooLong, '');
       let exampleStep: number | undefined;
+      // events without a step are filed under the latest step logged before their line
+      let latestStep: number | undefined;
+      const addEvent = (e: EventRecord): void => {
+        latestStep ??= this.store.runs.byId(row.run_id)?.last_step ?? 0;
+        batch.events.push({ ...e, step: e.step ?? latestStep });
+      };
       for (const line of chunk.lines) {
+        const found = scan?.(line);
+        if (found) addEvent(found);
         const r = parse(line);
         if (r.kind === 'metric') {
           const step = r.record.step ?? ++seq;
           batch.metrics.push({ step, values: withEpoch(r.record.values, r.record.epoch) });
+          latestStep = Math.max(latestStep ?? this.store.runs.byId(row.run_id)?.last_step ?? 0, step);
+        } else if (r.kind === 'event') {
+          addEvent(r.record);
         } else if (r.kind === 'example') {
           if (!Number.isFinite(r.record.reward)) {
             addSkip(batch.skips, 'generation without a finite reward', 1, line);
@@ -287,6 +312,8 @@ export class Ingestor {
           batch.metrics.push({ step: r.record.step, values: withEpoch(r.record.values, r.record.epoch) });
         } else if (r.kind === 'metric') {
           addSkip(batch.skips, 'entry without step', 1, '');
+        } else if (r.kind === 'event') {
+          batch.events.push({ ...r.record, step: r.record.step ?? this.store.runs.byId(row.run_id)?.last_step ?? 0 });
         } else if (r.kind === 'bad') {
           addSkip(batch.skips, r.reason, 1, '');
         }
@@ -308,7 +335,7 @@ export class Ingestor {
     out.lines += batch.progress.lines;
     out.records += batch.metrics.length;
     for (const [reason, s] of batch.skips) out.skips[reason] = (out.skips[reason] ?? 0) + s.count;
-    if (batch.metrics.length > 0 || batch.examples.length > 0) this.onEvent({ kind: 'batch', result });
+    if (batch.metrics.length > 0 || batch.examples.length > 0 || result.events > 0) this.onEvent({ kind: 'batch', result });
   }
 
   private runOf(row: FileRow): { name: string; relPath: string } {
@@ -317,12 +344,18 @@ export class Ingestor {
     return { name: run.name, relPath: relative(run.path, row.path).split(sep).join('/') };
   }
 
-  private emptyBatch(row: FileRow, st: Stats, offset: number, seq: number): Batch {
+  private emptyBatch(
+    row: FileRow,
+    st: Stats,
+    offset: number,
+    seq: number,
+  ): Batch & { events: NonNullable<Batch['events']> } {
     return {
       runId: row.run_id,
       fileId: row.id,
       metrics: [],
       examples: [],
+      events: [],
       skips: new Map(),
       progress: { dev: st.dev, ino: st.ino, offset, size: st.size, mtimeMs: st.mtimeMs, seq, lines: 0, records: 0 },
     };

@@ -62,7 +62,7 @@ export class Runs {
   /** Removes a run and everything stored for it (used by `demo` to replay from scratch). */
   remove(runId: number): void {
     this.db.transaction(() => {
-      for (const table of ['points', 'steps', 'run_metrics', 'examples', 'files']) {
+      for (const table of ['points', 'steps', 'run_metrics', 'examples', 'events', 'files']) {
         this.db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(runId);
       }
       this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId);

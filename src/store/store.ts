@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { ExampleRecord } from '../ingest/records.ts';
+import type { EventRecord, ExampleRecord } from '../ingest/records.ts';
 import { openDb } from './db.ts';
 import { Alerts } from './alerts.ts';
 import { ChatMessages } from './chatMessages.ts';
+import { Events } from './events.ts';
 import { Examples } from './examples.ts';
 import { Files, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
@@ -17,6 +18,8 @@ export interface Batch {
   fileId: number;
   metrics: Array<{ step: number; values: Map<string, number> }>;
   examples: Array<ExampleRecord & { step: number }>;
+  /** what the logs said about the run (errors, warnings, the end of training), each filed under a step */
+  events?: Array<EventRecord & { step: number }>;
   skips: Map<string, SkipCount>;
   progress: FileProgress;
 }
@@ -27,6 +30,8 @@ export interface BatchResult {
   minStep: number | null;
   maxStep: number | null;
   newSteps: number;
+  /** events written */
+  events: number;
 }
 
 /** The SQLite store: one object per process, owning the connection and the table modules. */
@@ -40,6 +45,7 @@ export class Store {
   readonly outbox: Outbox;
   readonly chatMessages: ChatMessages;
   readonly unread: Unread;
+  readonly events: Events;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
 
   constructor(readonly db: Database.Database) {
@@ -52,6 +58,7 @@ export class Store {
     this.outbox = new Outbox(db);
     this.chatMessages = new ChatMessages(db);
     this.unread = new Unread(db);
+    this.events = new Events(db);
     this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
   }
 
@@ -80,6 +87,7 @@ export class Store {
       if (m.step > maxStep) maxStep = m.step;
     }
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
+    if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
       this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
       this.points.written(b.runId, minStep);
@@ -94,6 +102,7 @@ export class Store {
       minStep: b.metrics.length > 0 ? minStep : null,
       maxStep: b.metrics.length > 0 ? maxStep : null,
       newSteps,
+      events: b.events?.length ?? 0,
     };
   }
 }

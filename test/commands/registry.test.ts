@@ -11,7 +11,8 @@ const spec = (path: string): CommandSpec => {
 describe('the command tree', () => {
   it('has the commands every front end registers', () => {
     expect(COMMANDS.map((c) => c.path.join(' '))).toEqual([
-      'run status', 'run list', 'reward history', 'alerts', 'ack', 'mute', 'unmute', 'mutes', 'examples', 'files',
+      'run status', 'run list', 'run logs', 'reward history', 'alerts', 'ack', 'mute', 'unmute', 'mutes', 'examples',
+      'files',
     ]);
     expect(COMMANDS.filter((c) => c.access === 'write').map((c) => c.path[0])).toEqual(['ack', 'mute', 'unmute']);
   });

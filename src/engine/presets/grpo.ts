@@ -83,4 +83,10 @@ export const GRPO_PRESET: readonly Rule[] = [
     id: 'stop_frac_zero_std_epoch_1', kind: 'milestone', severity: 'critical',
     epoch: 1, metric: 'frac_zero_std', op: '<=', value: 0.3,
   },
+  // issue 8: what people who train with RL ask for most: "stop me when the loss is NaN", "tell me when it
+  // crashes or finishes" (TRL, verl, open-r1, ms-swift threads; W&B's own alert example is a NaN loss)
+  { id: 'non_finite', kind: 'non_finite', severity: 'critical', recoverFor: 5 },
+  { id: 'run_crashed', kind: 'crash', severity: 'critical', grace: '2m' },
+  { id: 'run_finished', kind: 'finished', severity: 'info' },
+  { id: 'trainer_warning', kind: 'trainer_warning', severity: 'warning', quietSteps: 20 },
 ].map((r) => RuleSchema.parse(r));

@@ -1,0 +1,59 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { relative, sep } from 'node:path';
+import { UserError } from '../config/load.ts';
+import { cleanLine } from '../ingest/formats/common.ts';
+import { FORMATS } from '../ingest/formats/index.ts';
+import type { FileRow } from '../store/files.ts';
+import { resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+export const DEFAULT_LINES = 20;
+export const MAX_LINES = 200;
+/** read from the end of the file: enough for MAX_LINES lines of ordinary length */
+const TAIL_BYTES = 256 * 1024;
+const LINE_CHARS = 1000;
+
+const isTextLog = (f: FileRow): boolean => FORMATS.some((x) => x.id === f.format && x.kind === 'lines' && x.textLog === true);
+
+/** The last `n` lines of a file, without ANSI colours or other control characters. */
+function tail(path: string, n: number): string[] {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const start = Math.max(0, size - TAIL_BYTES);
+    const buf = Buffer.alloc(size - start);
+    const got = readSync(fd, buf, 0, buf.length, start);
+    const lines = buf.toString('utf8', 0, got).split(/\r\n|\n|\r/);
+    if (start > 0) lines.shift(); // the first is probably a part of a line
+    if (lines[lines.length - 1] === '') lines.pop();
+    return lines.slice(-n).map((l) => {
+      const clean = cleanLine(l).replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '?');
+      return clean.length > LINE_CHARS ? `${clean.slice(0, LINE_CHARS)}…` : clean;
+    });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `run logs [run] [--lines N]`: the tail of the run's console log (the captured stdout that grew last).
+ * The file is named relative to the run's directory: no server path goes to chat. */
+export function runLogs({ store }: CommandContext, args: { run?: string; lines?: number }): Reply {
+  const run = resolveRun(store, args.run);
+  const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
+  const logs = store.files.ofRun(run.id).filter(isTextLog);
+  const file = logs.sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0))[0];
+  if (!file) throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
+  const rel = relative(run.path, file.path).split(sep).join('/');
+  let lines: string[];
+  try {
+    lines = tail(file.path, n);
+  } catch (err) {
+    throw new UserError(`cannot read ${run.name}'s ${rel}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  return {
+    title: `${run.name}: the last ${lines.length} line${lines.length === 1 ? '' : 's'} of ${rel}`,
+    fields: [],
+    lines: lines.length === 0 ? ['(the file is empty)'] : [],
+    blocks: lines.length === 0 ? [] : [{ title: rel, code: lines.join('\n'), tail: true }],
+    data: { run: run.name, file: rel, lines },
+  };
+}

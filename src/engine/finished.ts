@@ -1,0 +1,111 @@
+import { formatValue } from '../render/numbers.ts';
+import type { Store } from '../store/store.ts';
+import type { RunContext } from './evaluate.ts';
+import { Lifecycle } from './lifecycle.ts';
+import type { FinishedSummary } from './notification.ts';
+import type { FinishedRule } from './rules.ts';
+
+/**
+ * Whether the run has finished training: the trainer's end-of-training summary (TRL's `train_runtime`
+ * dict, as an event or as the metric it was stored as before events), or its last step reached the total
+ * the logs announced (trainer_state's `max_steps`, verl's `total_steps`, a tqdm total). A finished run is
+ * never stalled nor crashed.
+ */
+export function isFinished(store: Store, runId: number): boolean {
+  return finishedAt(store, runId) !== null;
+}
+
+/** The step at which the run finished, or null (also when it logged steps after its summary: resumed). */
+function finishedAt(store: Store, runId: number): number | null {
+  const run = store.runs.byId(runId);
+  if (!run || run.last_step === null) return null;
+  const summary = store.events.finished(runId)?.step;
+  if (summary !== undefined && run.last_step <= summary) return run.last_step;
+  const meta = store.events.meta(runId);
+  const total = meta.max_steps ?? meta.total_steps;
+  if (total !== undefined && total > 0 && run.last_step >= total) return run.last_step;
+  const runtime = store.points.upTo(runId, 'train_runtime', run.last_step, 1)[0]?.step;
+  if (runtime !== undefined && run.last_step <= runtime) return run.last_step;
+  return null;
+}
+
+/** The metric whose chart the card shows. */
+const REWARD = 'reward';
+
+/** run_finished: once the run has finished, one info alert carrying the run's summary. It is announced
+ * once (no repeats) and resolves if the run logs steps again (a resumed job), ready to finish again. */
+export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
+  const { store, runId } = ctx;
+  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: REWARD }, ctx.now);
+  const run = store.runs.byId(runId);
+  if (!run || run.last_step === null) return;
+  if (lc.state !== null) {
+    const open = store.alerts.open(runId, rule.id, REWARD);
+    if (open && run.last_step > open.started_step) {
+      const step = run.last_step;
+      const summary = `the run logged step ${step}: training resumed`;
+      lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details: {} }) });
+    }
+    return;
+  }
+  const at = finishedAt(store, runId);
+  if (at === null) return;
+  const done = store.alerts.cursor(runId, rule.id, REWARD);
+  if (done && done.step >= at) return; // announced at this step already
+  const summary = finishedSummary(store, runId);
+  lc.apply(at, {
+    kind: 'bad',
+    firing: true,
+    severity: rule.severity,
+    describe: () => ({ summary: describe(summary), details: { once: true, finished: summary } }),
+  });
+  store.alerts.saveCursor(runId, rule.id, REWARD, at, {});
+}
+
+/** 612300 -> `10m 12s`; 7500000 -> `2h 5m` */
+export function humanDuration(ms: number): string {
+  const total = Math.max(1, Math.round(ms / 1000));
+  const [h, m, sec] = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  if (h > 0) return `${h}h ${m}m`;
+  return m > 0 ? `${m}m ${sec}s` : `${sec}s`;
+}
+
+function describe(s: FinishedSummary): string {
+  const parts = [`training finished at step ${s.lastStep}`];
+  if (s.durationMs !== null) parts.push(`in ${humanDuration(s.durationMs)}`);
+  const r = s.finalReward;
+  const b = s.bestReward;
+  const reward = r ? `; reward ${formatValue(r.value)}` : '';
+  const best = b && r && b.step !== r.step ? ` (best ${formatValue(b.value)} at step ${b.step})` : '';
+  return `${parts.join(' ')}${reward}${best}`;
+}
+
+/** Duration, steps, final and best reward, and the run's alerts. */
+export function finishedSummary(store: Store, runId: number): FinishedSummary {
+  const run = store.runs.byId(runId);
+  const rewards = store.points.series(runId, REWARD).filter((p) => Number.isFinite(p.value));
+  let best: { step: number; value: number } | null = null;
+  for (const p of rewards) if (!best || p.value > best.value) best = { step: p.step, value: p.value };
+  const last = rewards[rewards.length - 1];
+  const runtime =
+    store.events.finished(runId)?.values.train_runtime ??
+    store.points.latest(runId).find((l) => l.metric === 'train_runtime')?.value;
+  const span = store.db.prepare('SELECT max(at) - min(at) FROM steps WHERE run_id = ?').pluck().get(runId) as number | null;
+  const alerts = store.db
+    .prepare(
+      `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
+           WHEN 3 THEN 'critical' WHEN 2 THEN 'warning' ELSE 'info' END AS severity,
+         count(*) AS incidents, sum(state = 'firing') AS firing
+       FROM alerts WHERE run_id = ? AND fired_at IS NOT NULL GROUP BY rule ORDER BY rule`,
+    )
+    .all(runId) as FinishedSummary['alerts'];
+  return {
+    durationMs: runtime !== undefined && Number.isFinite(runtime) ? runtime * 1000 : span ? span : null,
+    firstStep: run?.first_step ?? null,
+    lastStep: run?.last_step ?? null,
+    records: run?.records ?? 0,
+    finalReward: last ? { step: last.step, value: last.value } : null,
+    bestReward: best,
+    alerts,
+  };
+}

@@ -1,0 +1,100 @@
+import type { Database } from 'better-sqlite3';
+import type { EventRecord } from '../ingest/records.ts';
+
+export interface EventRow {
+  id: number;
+  runId: number;
+  step: number;
+  kind: EventRecord['kind'];
+  title: string;
+  text: string;
+  fatal: boolean;
+  context: string[];
+  values: Record<string, number>;
+  config: Record<string, string>;
+  at: number;
+}
+
+interface Raw {
+  id: number;
+  run_id: number;
+  step: number;
+  kind: EventRecord['kind'];
+  title: string;
+  text: string;
+  fatal: number;
+  context: string | null;
+  vals: string | null;
+  config: string | null;
+  at: number;
+}
+
+const fromRow = (r: Raw): EventRow => ({
+  id: r.id,
+  runId: r.run_id,
+  step: r.step,
+  kind: r.kind,
+  title: r.title,
+  text: r.text,
+  fatal: r.fatal === 1,
+  context: r.context ? (JSON.parse(r.context) as string[]) : [],
+  values: r.vals ? (JSON.parse(r.vals) as Record<string, number>) : {},
+  config: r.config ? (JSON.parse(r.config) as Record<string, string>) : {},
+  at: r.at,
+});
+
+/** Events read from a run's logs (errors, warnings, the end of training, run facts), in file order. */
+export class Events {
+  constructor(private readonly db: Database) {}
+
+  /** Call inside the batch transaction; each event carries the step it is filed under. A `meta` event that
+   * repeats the run's last one (trainer_state.json is re-read whole on every save) is not stored again. */
+  write(runId: number, fileId: number, events: ReadonlyArray<EventRecord & { step: number }>, at: number): void {
+    const stmt = this.db.prepare(
+      `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const lastMeta = this.db.prepare(
+      `SELECT title, vals, config FROM events WHERE run_id = ? AND kind = 'meta' ORDER BY id DESC LIMIT 1`,
+    );
+    const json = (v: object | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
+    for (const e of events) {
+      if (e.kind === 'meta') {
+        const last = lastMeta.get(runId) as { title: string; vals: string | null; config: string | null } | undefined;
+        if (last && last.title === e.title && last.vals === json(e.values) && last.config === json(e.config)) continue;
+      }
+      const fatal = e.fatal ? 1 : 0;
+      stmt.run(runId, fileId, e.step, e.kind, e.title, e.text, fatal, json(e.context), json(e.values), json(e.config), at);
+    }
+  }
+
+  /** Events of some kinds with an id above `afterId`, oldest first. */
+  after(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): EventRow[] {
+    const rows = this.db
+      .prepare(`SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`)
+      .all(runId, afterId, ...kinds) as Raw[];
+    return rows.map(fromRow);
+  }
+
+  byId(id: number): EventRow | undefined {
+    const r = this.db.prepare('SELECT * FROM events WHERE id = ?').get(id) as Raw | undefined;
+    return r && fromRow(r);
+  }
+
+  /** The latest value of each number the run's `meta` events gave (total_steps, max_steps, ...). */
+  meta(runId: number): Record<string, number> {
+    const rows = this.db
+      .prepare(`SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
+      .pluck()
+      .all(runId) as string[];
+    return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
+  }
+
+  /** The run's last `finished` event (the trainer's end-of-training summary), if any. */
+  finished(runId: number): EventRow | undefined {
+    const r = this.db
+      .prepare(`SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
+      .get(runId) as Raw | undefined;
+    return r && fromRow(r);
+  }
+}

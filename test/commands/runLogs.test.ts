@@ -1,0 +1,56 @@
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { findCommand, parseText } from '../../src/commands/registry.ts';
+import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { Store } from '../../src/store/store.ts';
+import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+
+let root: string;
+let store: Store;
+let ingestor: Ingestor;
+
+beforeEach(() => {
+  root = tempDir('rlw-logs-');
+  store = Store.open(join(root, 'rlwatch.db'));
+  ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 });
+  return () => store.close();
+});
+
+const runs = (): string => join(root, 'runs');
+const verl = (step: number): string => `\x1b[36m(TaskRunner pid=7)\x1b[0m step:${step} - critic/score/mean:0.${step} - actor/entropy:0.5`;
+const ask = (words: string) => {
+  const found = findCommand(words.split(' '));
+  if (!found) throw new Error(words);
+  return found.spec.run({ store, user: 'ana' }, parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }));
+};
+
+describe('run logs', () => {
+  it("shows the tail of the console log that grew last, named relative to the run, without colours", async () => {
+    const out = ensureParent(join(runs(), 'grpo', 'logs', 'verl_demo.log'));
+    writeFileSync(out, `${Array.from({ length: 30 }, (_, i) => verl(i + 1)).join('\n')}\n`);
+    const learning = ensureParent(join(runs(), 'grpo', 'learning.log'));
+    writeFileSync(learning, `${learningLine(1)}\n`);
+    await ingestor.ingest(out, runs());
+    await ingestor.ingest(learning, runs());
+    appendFileSync(out, 'Traceback (most recent call last):\nKilled\n');
+    await ingestor.ingest(out, runs());
+
+    const reply = ask('run logs grpo lines=3');
+    expect(reply.title).toBe('grpo: the last 3 lines of logs/verl_demo.log');
+    expect(reply.blocks?.[0]?.code.split('\n')).toEqual([
+      '(TaskRunner pid=7) step:30 - critic/score/mean:0.30 - actor/entropy:0.5',
+      'Traceback (most recent call last):',
+      'Killed',
+    ]);
+    expect(JSON.stringify(reply)).not.toContain(root); // no server path
+    expect(ask('run logs grpo').blocks?.[0]?.code.split('\n')).toHaveLength(20);
+  });
+
+  it('says so when the run has no console log', async () => {
+    const learning = ensureParent(join(runs(), 'grpo', 'learning.log'));
+    writeFileSync(learning, `${learningLine(1)}\n`);
+    await ingestor.ingest(learning, runs());
+    expect(() => ask('run logs grpo')).toThrow(/grpo has no console log/);
+  });
+});
