@@ -12,32 +12,26 @@ export interface Connector {
   stop(): void;
 }
 
-/** How long the first waits between attempts are; doubled up to `maxMs`. Tests shorten them. */
-export interface ConnectBackoff {
-  baseMs: number;
-  maxMs: number;
-}
-
-export const DEFAULT_CONNECT_BACKOFF: ConnectBackoff = { baseMs: 2000, maxMs: 60_000 };
+/** The first wait between attempts, doubled after each failure up to the second. */
+const BACKOFF_MS = [2000, 60_000] as const;
 
 /** While a platform stays unreachable, a reminder on stderr this often (the first failure is said at once). */
 const REMIND_MS = 10 * 60_000;
 
 /**
- * Connects a bot in the background: `attempt` is tried until it succeeds, with a capped exponential backoff,
- * so that ingest and the terminal never wait on a chat platform. The first failure is said at once on
- * stderr, then a reminder every ten minutes; `fatal` errors (a refused token) stop the attempts.
+ * Connects a bot in the background: `attempt` (which calls `onUp` once alerts can go out) is tried until it
+ * succeeds, with a capped exponential backoff, so that ingest and the terminal never wait on a chat platform.
+ * The first failure is said at once on stderr, then a reminder every ten minutes; an error `fatal` turns
+ * into a message (a refused token) stops the attempts and goes to `onFatal`.
  */
 export function keepConnecting(opts: {
   platform: string;
   attempt: () => Promise<void>;
   fatal: (err: Error) => Error | null;
+  onFatal: (err: Error) => void;
   log: Log;
-  hooks: ConnectHooks;
-  backoff?: ConnectBackoff;
 }): Connector {
-  const { platform, log, hooks } = opts;
-  const backoff = opts.backoff ?? DEFAULT_CONNECT_BACKOFF;
+  const { platform, log } = opts;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   let remindedAt = 0;
@@ -48,7 +42,7 @@ export function keepConnecting(opts: {
       if (stopped) return;
       const e = err as Error;
       const fatal = opts.fatal(e);
-      if (fatal) return hooks.onFatal(fatal);
+      if (fatal) return opts.onFatal(fatal);
       if (failures === 0 || Date.now() - remindedAt >= REMIND_MS) {
         log.warn(
           `${failures === 0 ? 'cannot reach' : 'still cannot reach'} ${platform}: ${e.message}. ` +
@@ -56,11 +50,9 @@ export function keepConnecting(opts: {
         );
         remindedAt = Date.now();
       }
-      timer = setTimeout(() => void run(failures + 1), Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(failures, 20)));
+      timer = setTimeout(() => void run(failures + 1), Math.min(BACKOFF_MS[1], BACKOFF_MS[0] * 2 ** Math.min(failures, 20)));
       timer.unref();
-      return;
     }
-    if (!stopped) hooks.onUp();
   };
   void run(0);
   return {

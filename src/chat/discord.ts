@@ -32,7 +32,7 @@ import type { Store } from '../store/store.ts';
 import { COLORS, parseButton, type AlertCard } from './cards.ts';
 import { cardsOf, deliverCards } from './delivery.ts';
 import { act, mayAct } from './actions.ts';
-import { keepConnecting, type ConnectBackoff, type ConnectHooks, type Connector } from './connect.ts';
+import { keepConnecting, type ConnectHooks, type Connector } from './connect.ts';
 import { codeBlock, cut, joinWithin } from './limits.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
@@ -51,8 +51,6 @@ export interface DiscordOptions {
   retries?: number;
   /** REST request timeout (default 10 s) */
   timeoutMs?: number;
-  /** waits between connection attempts while Discord is unreachable (tests shorten them) */
-  connectBackoff?: ConnectBackoff;
 }
 
 /** How long the gateway may take to say ready after a login before the attempt is given up and retried. */
@@ -228,7 +226,10 @@ export class DiscordBot {
   connect(hooks: ConnectHooks): void {
     this.connector = keepConnecting({
       platform: 'Discord',
-      attempt: () => this.start(),
+      attempt: async () => {
+        await this.start();
+        hooks.onUp();
+      },
       fatal: (err) => {
         if (isTokenInvalid(err)) return new UserError('Discord refused DISCORD_TOKEN (invalid token): fix it and start again');
         if (err instanceof DiscordAPIError && err.status >= 400 && err.status < 500 && err.status !== 429) {
@@ -236,9 +237,8 @@ export class DiscordBot {
         }
         return null;
       },
+      onFatal: hooks.onFatal,
       log: this.opts.log,
-      hooks,
-      backoff: this.opts.connectBackoff,
     });
   }
 

@@ -11,7 +11,7 @@ import { allChannels, targetName } from '../notify/routing.ts';
 import { renderLineChart } from '../render/chart.ts';
 import type { Store } from '../store/store.ts';
 import { act, mayAct } from './actions.ts';
-import { keepConnecting, type ConnectBackoff, type ConnectHooks, type Connector } from './connect.ts';
+import { keepConnecting, type ConnectHooks, type Connector } from './connect.ts';
 import { parseButton, type AlertCard } from './cards.ts';
 import { cardsOf, deliverCards } from './delivery.ts';
 import { codeBlock, cut, joinWithin } from './limits.ts';
@@ -36,8 +36,6 @@ export interface SlackOptions {
   retries?: number;
   /** Web API request timeout (default 10 s) */
   timeoutMs?: number;
-  /** waits between connection attempts while Slack is unreachable (tests shorten them) */
-  connectBackoff?: ConnectBackoff;
 }
 
 /** Slack errors no retry can heal: the channel, the bot's membership, its scopes or its token. */
@@ -217,9 +215,8 @@ export class SlackBot {
         await this.listen();
       },
       fatal: tokenRefused,
+      onFatal: hooks.onFatal,
       log: this.opts.log,
-      hooks,
-      backoff: this.opts.connectBackoff,
     });
   }
 
