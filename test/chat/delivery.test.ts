@@ -132,3 +132,36 @@ describe('an error that will not heal is set aside; the next alert still goes ou
     expect(gone.stderr).toBe(`rlwatch: no undelivered outbox row #${open[0]!.id} (see \`rlwatch outbox\`)\n`);
   }, 60_000);
 });
+
+describe('a channel that does not exist', () => {
+  const run = new WatchedRun();
+  let fake: FakeDiscord;
+  let app: App;
+
+  beforeAll(async () => {
+    fake = await startFakeDiscord();
+    run.write(30);
+    const chat = { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: '999999999999999999' } };
+    app = await run.start(ConfigSchema.parse({}), chat);
+  }, 20_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await fake?.close();
+  }, 20_000);
+
+  it('is an Unknown Channel from Discord: each alert is tried once and set aside, none retried', async () => {
+    type Row = { attempts: number; dead_reason: string | null };
+    const rows = (): Row[] =>
+      app.store.db.prepare("SELECT attempts, dead_reason FROM outbox WHERE target = 'discord:999999999999999999' ORDER BY id").all() as Row[];
+    run.write(4, { frac: 1 });
+    await fake.waitFor(() => rows()[0]?.dead_reason, 10_000);
+    run.write(1, { grad: 15.786 });
+    await fake.waitFor(() => rows()[1]?.dead_reason, 10_000);
+    expect(rows()).toEqual([
+      { attempts: 1, dead_reason: 'Discord 404: Unknown Channel' },
+      { attempts: 1, dead_reason: 'Discord 404: Unknown Channel' },
+    ]);
+    expect(fake.requestsTo('GET', /\/channels\/999999999999999999$/)).toHaveLength(2);
+  }, 30_000);
+});
