@@ -161,7 +161,9 @@ const outbox = program
   .command('outbox')
   .description('notifications not delivered yet: pending, and set aside because a target refused them')
   .option('--json', 'print JSON')
-  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(outboxList({ store }), opts.json)));
+  .action((opts: { json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(outboxList({ store }), opts.json)),
+  );
 outbox
   .command('retry')
   .description('put a set-aside notification back in line')
@@ -170,7 +172,9 @@ outbox
     return Number(v);
   })
   .option('--json', 'print JSON')
-  .action((id: number, opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(outboxRetry({ store }, { id }), opts.json)));
+  .action((id: number, opts: { json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(outboxRetry({ store }, { id }), opts.json)),
+  );
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
 

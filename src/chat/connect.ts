@@ -50,7 +50,8 @@ export function keepConnecting(opts: {
         );
         remindedAt = Date.now();
       }
-      timer = setTimeout(() => void run(failures + 1), Math.min(BACKOFF_MS[1], BACKOFF_MS[0] * 2 ** Math.min(failures, 20)));
+      const wait = Math.min(BACKOFF_MS[1], BACKOFF_MS[0] * 2 ** Math.min(failures, 20));
+      timer = setTimeout(() => void run(failures + 1), wait);
       timer.unref();
     }
   };

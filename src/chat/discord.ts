@@ -166,7 +166,9 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
  */
 function deliveryError(err: unknown): Error {
   if (err instanceof RateLimitError) return new DeliveryError(`Discord rate limit on ${err.route}`, err.retryAfter);
-  if (err instanceof DiscordAPIError) return new DeliveryError(`Discord ${err.status}: ${err.message}`, undefined, err.status >= 400 && err.status < 500);
+  if (err instanceof DiscordAPIError) {
+    return new DeliveryError(`Discord ${err.status}: ${err.message}`, undefined, err.status >= 400 && err.status < 500);
+  }
   if (err instanceof HTTPError) return new DeliveryError(`Discord ${err.status}: ${err.message}`);
   if (isTokenInvalid(err)) return new DeliveryError('Discord refused the token (DISCORD_TOKEN)', undefined, true);
   return err instanceof Error ? err : new Error(String(err));

@@ -45,7 +45,9 @@ const PERMANENT = new Set([
   'invalid_arguments', 'msg_too_long', 'no_text', 'not_allowed_token_type', 'team_access_not_granted',
 ]);
 /** Of those, the ones that mean the token itself is refused: fatal at start-up. */
-const TOKEN_REFUSED = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type']);
+const TOKEN_REFUSED = new Set([
+  'invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type',
+]);
 
 /** A Block Kit block, loosely typed: the layouts here are checked by the tests against what Slack accepts. */
 interface Block {
@@ -110,16 +112,21 @@ interface WebApiError {
   data?: { error?: string };
 }
 
+const isClientError = (status: number | undefined): boolean =>
+  status !== undefined && status >= 400 && status < 500 && status !== 429;
+
 /** An HTTP 4xx (other than 429) or one of the PERMANENT error codes: retrying cannot help. */
 const isPermanent = (e: WebApiError): boolean =>
   (e.code === 'slack_webapi_platform_error' && PERMANENT.has(e.data?.error ?? '')) ||
-  (e.code === 'slack_webapi_http_error' && e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500 && e.statusCode !== 429);
+  (e.code === 'slack_webapi_http_error' && isClientError(e.statusCode));
 
 /** A Web API failure as a delivery error: a rate limit carries Slack's Retry-After; a permanent one says so. */
 function deliveryError(err: unknown): Error {
   const e = err as WebApiError;
   if (e.code === 'slack_webapi_rate_limited_error') return new DeliveryError('Slack rate limit', (e.retryAfter ?? 1) * 1000);
-  if (e.code?.startsWith('slack_webapi_')) return new DeliveryError(`Slack: ${e.data?.error ?? e.message ?? e.code}`, undefined, isPermanent(e));
+  if (e.code?.startsWith('slack_webapi_')) {
+    return new DeliveryError(`Slack: ${e.data?.error ?? e.message ?? e.code}`, undefined, isPermanent(e));
+  }
   return err instanceof Error ? err : new Error(String(err));
 }
 
@@ -165,7 +172,9 @@ export class SlackBot {
       ? new SocketModeReceiver({
           appToken: opts.appToken!,
           logLevel: LogLevel.ERROR,
-          installerOptions: { clientOptions: { ...api, retryConfig: { retries: 10_000, factor: 1.5, maxTimeout: 60_000 } } },
+          installerOptions: {
+            clientOptions: { ...api, retryConfig: { retries: 10_000, factor: 1.5, maxTimeout: 60_000 } },
+          },
         })
       : undefined;
     this.app = new App({

@@ -26,7 +26,9 @@ export function outboxList({ store }: CommandContext): Reply {
   });
   const dead = rows.filter((r) => r.state === 'dead').length;
   return {
-    title: rows.length === 0 ? 'Outbox empty: every notification was delivered' : `Outbox: ${rows.length - dead} pending, ${dead} set aside`,
+    title: rows.length === 0
+      ? 'Outbox empty: every notification was delivered'
+      : `Outbox: ${rows.length - dead} pending, ${dead} set aside`,
     fields: [],
     lines: rows.map(
       (r) =>
@@ -41,7 +43,9 @@ export function outboxList({ store }: CommandContext): Reply {
 export function outboxRetry({ store }: CommandContext, args: { id: number }): Reply {
   if (!store.outbox.requeue(args.id)) {
     const row = store.outbox.open().find((r) => r.id === args.id);
-    throw new UserError(row ? `outbox row #${args.id} is pending, not set aside` : `no undelivered outbox row #${args.id} (see \`rlwatch outbox\`)`);
+    throw new UserError(
+      row ? `outbox row #${args.id} is pending, not set aside` : `no undelivered outbox row #${args.id} (see \`rlwatch outbox\`)`,
+    );
   }
   return {
     title: `Outbox row #${args.id} is back in line`,

@@ -74,7 +74,9 @@ export class Dispatcher {
     this.base = opts.baseBackoffMs ?? 1000;
     this.max = opts.maxBackoffMs ?? 5 * 60_000;
     this.now = opts.now ?? Date.now;
-    this.lanes = targets.map((target) => ({ target, running: null, again: false, timer: null, failures: 0, unlogged: 0, loggedAt: 0 }));
+    this.lanes = targets.map((target) => ({
+      target, running: null, again: false, timer: null, failures: 0, unlogged: 0, loggedAt: 0,
+    }));
   }
 
   /** Starts a drain of every target (or asks a running one to look again); resolves when all are idle. */
@@ -133,7 +135,8 @@ export class Dispatcher {
   private async drain(lane: Lane): Promise<void> {
     const { target } = lane;
     if (lane.timer) return; // waiting out a failure
-    for (let rows = this.store.outbox.pending(target.name); rows.length > 0; rows = this.store.outbox.pending(target.name)) {
+    const pending = () => this.store.outbox.pending(target.name);
+    for (let rows = pending(); rows.length > 0; rows = pending()) {
       for (const row of rows) {
         if (this.stopped) return;
         const wait = (row.next_attempt_at ?? 0) - this.now();
@@ -174,13 +177,17 @@ export class Dispatcher {
     const now = this.now();
     if (lane.failures > 1 && now - lane.loggedAt < (this.opts.logEveryMs ?? 60_000)) return;
     const again = lane.failures === 1 ? '' : `still failing (${lane.unlogged} attempts since the last note): `;
-    this.opts.log?.warn(`cannot notify ${lane.target.name}: ${again}${err.message}; alerts wait in the outbox, next try in ${Math.ceil(delay / 1000)} s`);
+    this.opts.log?.warn(
+      `cannot notify ${lane.target.name}: ${again}${err.message}; alerts wait in the outbox, next try in ${Math.ceil(delay / 1000)} s`,
+    );
     lane.unlogged = 0;
     lane.loggedAt = now;
   }
 
   private noteSuccess(lane: Lane): void {
-    if (lane.failures > 0) this.opts.log?.info(`${lane.target.name}: delivering again after ${lane.failures} failed attempts`);
+    if (lane.failures > 0) {
+      this.opts.log?.info(`${lane.target.name}: delivering again after ${lane.failures} failed attempts`);
+    }
     lane.failures = 0;
     lane.unlogged = 0;
   }

@@ -32,7 +32,9 @@ export class Outbox {
   /** The rows of a target still to deliver, oldest first; set-aside rows are not among them. */
   pending(target: string, limit = 50): OutboxRow[] {
     return this.db
-      .prepare(`SELECT ${COLUMNS} FROM outbox WHERE target = ? AND done_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`)
+      .prepare(
+        `SELECT ${COLUMNS} FROM outbox WHERE target = ? AND done_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`,
+      )
       .all(target, limit) as OutboxRow[];
   }
 
@@ -65,13 +67,18 @@ export class Outbox {
   requeue(id: number): boolean {
     return (
       this.db
-        .prepare('UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL WHERE id = ? AND dead_at IS NOT NULL AND done_at IS NULL')
+        .prepare(
+          `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
+           WHERE id = ? AND dead_at IS NOT NULL AND done_at IS NULL`,
+        )
         .run(id).changes === 1
     );
   }
 
   /** The target's platform is back: its waiting rows may be tried now rather than after their backoff. */
   clearWait(target: string): void {
-    this.db.prepare('UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL').run(target);
+    this.db
+      .prepare('UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL')
+      .run(target);
   }
 }
