@@ -1,7 +1,6 @@
 import { consoleTarget } from './chat/console.ts';
 import type { DiscordBot, DiscordOptions } from './chat/discord.ts';
 import type { SlackBot, SlackOptions } from './chat/slack.ts';
-import { UserError } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { parseDuration } from './engine/duration.ts';
 import { unreadSummary } from './commands/files.ts';
@@ -54,7 +53,20 @@ export interface App {
   dispatcher: Dispatcher;
   discord: DiscordBot | null;
   slack: SlackBot | null;
+  /** settles when a chat platform refused rlwatch for good (a bad token): `start` reports it and exits */
+  failure: Promise<Error>;
+  /** Stops within about a second and a half, whatever the platforms do; undelivered rows stay pending. */
   stop(): Promise<void>;
+}
+
+/** How long `stop` waits for deliveries in flight, and then the bots (half each), before it lets go. */
+const STOP_GRACE_MS = 1000;
+
+/** `p`, or nothing once `ms` have passed: a platform that does not answer does not hold the shutdown. */
+async function within(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p?.catch(() => {}), new Promise((done) => (timer = setTimeout(done, ms)))]);
+  clearTimeout(timer);
 }
 
 /** Operational events of ingest, as log lines; batches go to `onBatch`. */
@@ -95,7 +107,7 @@ export const terminal = (): Target => consoleTarget((s) => process.stdout.write(
  */
 export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
   const engine = makeEngine(store, config, { terminal: true });
-  const dispatcher = new Dispatcher(store, [target], { onError: (t, err) => log.warn(`cannot notify ${t}: ${err.message}`) });
+  const dispatcher = new Dispatcher(store, [target], { log });
   const ingestor = new Ingestor(store, config.ingest, ingestEvents(log, (r) => engine.evaluate(r.runId, false)));
   return {
     ingestor,
@@ -129,26 +141,19 @@ export async function startApp(opts: {
     ? new (await import('./chat/discord.ts')).DiscordBot({ ...opts.chat.discord, store, config, log })
     : null;
   const slack = opts.chat?.slack ? new (await import('./chat/slack.ts')).SlackBot({ ...opts.chat.slack, store, config, log }) : null;
-  try {
-    await discord?.start().catch((err: Error) => {
-      throw new UserError(`cannot connect to Discord: ${err.message} (check DISCORD_TOKEN and DISCORD_API_URL)`);
-    });
-    await slack?.start().catch((err: Error) => {
-      throw new UserError(`cannot connect to Slack: ${err.message} (check SLACK_BOT_TOKEN, SLACK_APP_TOKEN and SLACK_API_URL)`);
-    });
-  } catch (err) {
-    await discord?.stop();
-    await slack?.stop();
-    store.close();
-    throw err;
-  }
   const targets = [...(term ? [term] : []), ...(discord?.targets() ?? []), ...(slack?.targets() ?? [])];
   const engine = makeEngine(store, config, {
     terminal: term !== null,
     discord: discord ? (opts.chat?.discord?.channel ?? '') : undefined,
     slack: slack ? (opts.chat?.slack?.channel ?? '') : undefined,
   });
-  const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, onError: (t, err) => log.warn(`cannot notify ${t}: ${err.message}`) });
+  const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
+  // The bots connect in the background: ingest and the terminal never wait on a chat platform. The outbox of
+  // a platform is delivered as soon as it is reachable.
+  let refused: (err: Error) => void = () => {};
+  const failure = new Promise<Error>((done) => (refused = done));
+  discord?.connect({ onUp: () => dispatcher.wake('discord:'), onFatal: (err) => refused(err) });
+  slack?.connect({ onUp: () => dispatcher.wake('slack:'), onFatal: (err) => refused(err) });
   // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
   let catchingUp = true;
   const ingestor = new Ingestor(
@@ -160,14 +165,22 @@ export async function startApp(opts: {
     }),
   );
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
-  await live.start();
+  try {
+    await live.start();
+  } catch (err) {
+    await dispatcher.stop(0);
+    await Promise.all([discord?.stop(), slack?.stop()]);
+    store.close();
+    throw err;
+  }
   catchingUp = false;
   for (const line of unreadSummary(store, opts.roots)) log.warn(line);
+  // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued
   const tick = (): void => {
-    if (engine.tick() > 0) void dispatcher.kick();
+    engine.tick();
+    void dispatcher.kick();
   };
   tick();
-  await dispatcher.kick(); // also delivers what a previous process left in the outbox
   const timer = setInterval(tick, TICK_MS);
   return {
     store,
@@ -176,13 +189,14 @@ export async function startApp(opts: {
     dispatcher,
     discord,
     slack,
+    failure,
     async stop() {
       clearInterval(timer);
       await live.stop();
-      await dispatcher.kick();
-      await dispatcher.stop();
-      await discord?.stop();
-      await slack?.stop();
+      // a last drain; a delivery still in flight after the grace is abandoned and its row stays pending
+      void dispatcher.kick();
+      await dispatcher.stop(STOP_GRACE_MS);
+      await Promise.all([within(discord?.stop(), STOP_GRACE_MS / 2), within(slack?.stop(), STOP_GRACE_MS / 2)]);
       store.close();
     },
   };

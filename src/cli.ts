@@ -9,6 +9,7 @@ import { DEMO_RUN, replayDemo } from './demo.ts';
 import { renderReplyText } from './chat/console.ts';
 import { alertList } from './commands/alerts.ts';
 import { unreadSummary } from './commands/files.ts';
+import { outboxList, outboxRetry } from './commands/outbox.ts';
 import { bindWords, checkArgs, COMMANDS, knownNames, usage, type CommandSpec } from './commands/registry.ts';
 import { runList } from './commands/runList.ts';
 import { runStatus } from './commands/runStatus.ts';
@@ -119,13 +120,18 @@ program
     const app = await startApp({ config, dbPath, roots, log: stderrLog, chat });
     stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${dbPath}`);
     stderrLog.info(`${app.store.runs.list().length} runs so far; Ctrl-C stops`);
-    await new Promise<void>((done) => {
-      const stop = (): void => {
-        void app.stop().then(done);
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+    // Runs until a signal, or until a chat platform refuses the token: then it stops at once, with one line
+    // saying why (an alerting tool that cannot alert should not look as if it were watching).
+    const refused = await new Promise<Error | null>((done) => {
+      process.once('SIGINT', () => done(null));
+      process.once('SIGTERM', () => done(null));
+      void app.failure.then(done);
     });
+    if (refused) process.stderr.write(`rlwatch: ${refused.message}\n`);
+    await app.stop();
+    // A request in flight to an unreachable platform (up to its timeout) must not hold the process: the rows
+    // it carried are still pending in the database and go out on the next start.
+    process.exit(refused ? 1 : 0);
   });
 
 program
@@ -152,6 +158,25 @@ program
   .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
+
+const outbox = program
+  .command('outbox')
+  .description('notifications not delivered yet: pending, and set aside because a target refused them')
+  .option('--json', 'print JSON')
+  .action((opts: { json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(outboxList({ store }), opts.json)),
+  );
+outbox
+  .command('retry')
+  .description('put a set-aside notification back in line')
+  .argument('<id>', 'the outbox row (see `rlwatch outbox`)', (v) => {
+    if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a row number');
+    return Number(v);
+  })
+  .option('--json', 'print JSON')
+  .action((id: number, opts: { json?: boolean }, cmd: Command) =>
+    withStore(cmd, (store) => print(outboxRetry({ store }, { id }), opts.json)),
+  );
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
 

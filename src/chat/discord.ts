@@ -9,6 +9,7 @@ import {
   GatewayIntentBits,
   HTTPError,
   MessageFlags,
+  RateLimitError,
   type APIApplicationCommandOption,
   type AutocompleteInteraction,
   type ButtonInteraction,
@@ -31,6 +32,7 @@ import type { Store } from '../store/store.ts';
 import { COLORS, parseButton, type AlertCard } from './cards.ts';
 import { cardsOf, deliverCards } from './delivery.ts';
 import { act, mayAct } from './actions.ts';
+import { keepConnecting, type ConnectHooks, type Connector } from './connect.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from './limits.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
@@ -45,9 +47,14 @@ export interface DiscordOptions {
   store: Store;
   config: Config;
   log: Log;
-  /** REST retries of 5xx and network errors (0 in tests) */
+  /** REST retries of 5xx and network errors inside one call (default 0: the outbox owns retrying) */
   retries?: number;
+  /** REST request timeout (default 10 s) */
+  timeoutMs?: number;
 }
+
+/** How long the gateway may take to say ready after a login before the attempt is given up and retried. */
+const READY_TIMEOUT_MS = 30_000;
 
 const OPTION_TYPE = { string: 3, integer: 4, boolean: 5 } as const;
 
@@ -157,11 +164,22 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
   return { embeds, files, components, attachments: [], allowedMentions: { parse: [] } };
 }
 
-/** A refused or failed REST call as a delivery error the dispatcher understands. */
+/**
+ * A refused or failed REST call as a delivery error the dispatcher understands: a rate limit carries its
+ * wait; 4xx answers (Unknown Channel, Missing Access, Missing Permissions, a bad request) and a refused
+ * token cannot heal by retrying; 5xx answers and network errors can.
+ */
 function deliveryError(err: unknown): Error {
-  if (err instanceof DiscordAPIError || err instanceof HTTPError) return new DeliveryError(`Discord ${err.status}: ${err.message}`);
+  if (err instanceof RateLimitError) return new DeliveryError(`Discord rate limit on ${err.route}`, err.retryAfter);
+  if (err instanceof DiscordAPIError) {
+    return new DeliveryError(`Discord ${err.status}: ${err.message}`, undefined, err.status >= 400 && err.status < 500);
+  }
+  if (err instanceof HTTPError) return new DeliveryError(`Discord ${err.status}: ${err.message}`);
+  if (isTokenInvalid(err)) return new DeliveryError('Discord refused the token (DISCORD_TOKEN)', undefined, true);
   return err instanceof Error ? err : new Error(String(err));
 }
+
+const isTokenInvalid = (err: unknown): boolean => (err as { code?: string }).code === 'TokenInvalid';
 
 /**
  * The Discord bot: a gateway client (outbound only) that registers the command tree, answers commands,
@@ -170,11 +188,20 @@ function deliveryError(err: unknown): Error {
 export class DiscordBot {
   readonly client: Client;
   private readonly channels: string[];
+  private connected = false;
+  private connector: Connector | null = null;
 
   constructor(private readonly opts: DiscordOptions) {
     this.client = new Client({
       intents: [GatewayIntentBits.Guilds],
-      rest: { ...(opts.apiUrl ? { api: opts.apiUrl } : {}), ...(opts.retries !== undefined ? { retries: opts.retries } : {}) },
+      rest: {
+        ...(opts.apiUrl ? { api: opts.apiUrl } : {}),
+        // bounded: one delivery never sits inside the client's own retries; the outbox retries it
+        retries: opts.retries ?? 0,
+        timeout: opts.timeoutMs ?? 10_000,
+        // a rate limit on posting goes back to the dispatcher, which waits Retry-After for that channel only
+        rejectOnRateLimit: ['/channels'],
+      },
     });
     this.channels = allChannels(opts.config, 'discord', opts.channel);
     this.client.on('interactionCreate', (i) => void this.onInteraction(i));
@@ -183,16 +210,52 @@ export class DiscordBot {
 
   /** Logs in, waits for the guilds, and registers the commands (guild commands when a guild is set). */
   async start(): Promise<void> {
-    const ready = once(this.client, 'clientReady');
-    await this.client.login(this.opts.token);
-    await ready;
-    const commands = this.client.application!.commands;
-    if (this.opts.guildId) await commands.set(discordCommands(), this.opts.guildId);
-    else await commands.set(discordCommands());
+    const ready = once(this.client, 'clientReady', { signal: AbortSignal.timeout(READY_TIMEOUT_MS) });
+    ready.catch(() => {}); // a failed login rejects first; this one is then of no interest
+    try {
+      await this.client.login(this.opts.token);
+      await ready;
+      const commands = this.client.application!.commands;
+      if (this.opts.guildId) await commands.set(discordCommands(), this.opts.guildId);
+      else await commands.set(discordCommands());
+    } catch (err) {
+      await this.client.destroy(); // the next attempt logs in afresh
+      throw err;
+    }
+    this.connected = true;
     this.opts.log.info(`discord: connected as ${this.client.user?.tag}; alerts to ${this.channels.join(', ') || 'no channel'}`);
   }
 
+  /**
+   * Starts in the background, retrying while Discord is unreachable. A refused token, or a 4xx on
+   * registering the commands (a wrong guild, a missing permission), is fatal: retrying cannot help.
+   */
+  connect(hooks: ConnectHooks): void {
+    this.connector = keepConnecting({
+      platform: 'Discord',
+      attempt: async () => {
+        await this.start();
+        hooks.onUp();
+      },
+      fatal: (err) => {
+        if (isTokenInvalid(err)) return new UserError('Discord refused DISCORD_TOKEN (invalid token): fix it and start again');
+        if (err instanceof DiscordAPIError && err.status >= 400 && err.status < 500 && err.status !== 429) {
+          return new UserError(`Discord refused rlwatch: ${err.message} (check DISCORD_TOKEN, DISCORD_GUILD_ID and the bot's permissions)`);
+        }
+        return null;
+      },
+      onFatal: hooks.onFatal,
+      log: this.opts.log,
+    });
+  }
+
+  /** logged in, commands registered */
+  get ready(): boolean {
+    return this.connected;
+  }
+
   async stop(): Promise<void> {
+    this.connector?.stop();
     await this.client.destroy();
   }
 
@@ -202,9 +265,12 @@ export class DiscordBot {
   }
 
   private async deliver(channelId: string, n: Notification, key: string): Promise<void> {
+    if (!this.connected) throw new DeliveryError('not connected to Discord yet');
     try {
       const channel = await this.client.channels.fetch(channelId);
-      if (!channel?.isSendable()) throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`);
+      if (!channel?.isSendable()) {
+        throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`, undefined, true);
+      }
       await deliverCards(this.opts.store, targetName('discord', channelId), n, key, {
         edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards))),
         post: async (cards) => (await channel.send(await cardsMessage(cards))).id,

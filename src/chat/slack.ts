@@ -1,4 +1,4 @@
-import { App, LogLevel, type RespondFn, type SlashCommand } from '@slack/bolt';
+import { App, LogLevel, SocketModeReceiver, type RespondFn, type SlashCommand } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../config/load.ts';
@@ -11,6 +11,7 @@ import { allChannels, targetName } from '../notify/routing.ts';
 import { renderLineChart } from '../render/chart.ts';
 import type { Store } from '../store/store.ts';
 import { act, mayAct } from './actions.ts';
+import { keepConnecting, type ConnectHooks, type Connector } from './connect.ts';
 import { parseButton, type AlertCard } from './cards.ts';
 import { cardsOf, deliverCards } from './delivery.ts';
 import { codeBlock, cut, joinWithin, slackEscape, tailBlock } from './limits.ts';
@@ -31,9 +32,22 @@ export interface SlackOptions {
   store: Store;
   config: Config;
   log: Log;
-  /** Web API retries of failed calls (0 in tests) */
+  /** Web API retries of a failed call inside the client (default 0: the outbox owns retrying) */
   retries?: number;
+  /** Web API request timeout (default 10 s) */
+  timeoutMs?: number;
 }
+
+/** Slack errors no retry can heal: the channel, the bot's membership, its scopes or its token. */
+const PERMANENT = new Set([
+  'channel_not_found', 'not_in_channel', 'is_archived', 'invalid_auth', 'not_authed', 'account_inactive',
+  'token_revoked', 'token_expired', 'no_permission', 'missing_scope', 'restricted_action', 'invalid_blocks',
+  'invalid_arguments', 'msg_too_long', 'no_text', 'not_allowed_token_type', 'team_access_not_granted',
+]);
+/** Of those, the ones that mean the token itself is refused: fatal at start-up. */
+const TOKEN_REFUSED = new Set([
+  'invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type',
+]);
 
 /** A Block Kit block, loosely typed: the layouts here are checked by the tests against what Slack accepts. */
 interface Block {
@@ -94,12 +108,39 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
 
 const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
 
-/** A Web API failure as a delivery error; a rate limit carries Slack's Retry-After. */
+interface WebApiError {
+  code?: string;
+  retryAfter?: number;
+  statusCode?: number;
+  message?: string;
+  data?: { error?: string };
+}
+
+const isClientError = (status: number | undefined): boolean =>
+  status !== undefined && status >= 400 && status < 500 && status !== 429;
+
+/** An HTTP 4xx (other than 429) or one of the PERMANENT error codes: retrying cannot help. */
+const isPermanent = (e: WebApiError): boolean =>
+  (e.code === 'slack_webapi_platform_error' && PERMANENT.has(e.data?.error ?? '')) ||
+  (e.code === 'slack_webapi_http_error' && isClientError(e.statusCode));
+
+/** A Web API failure as a delivery error: a rate limit carries Slack's Retry-After; a permanent one says so. */
 function deliveryError(err: unknown): Error {
-  const e = err as { code?: string; retryAfter?: number; message?: string; data?: { error?: string } };
+  const e = err as WebApiError;
   if (e.code === 'slack_webapi_rate_limited_error') return new DeliveryError('Slack rate limit', (e.retryAfter ?? 1) * 1000);
-  if (e.code?.startsWith('slack_webapi_')) return new DeliveryError(`Slack: ${e.data?.error ?? e.message ?? e.code}`);
+  if (e.code?.startsWith('slack_webapi_')) {
+    return new DeliveryError(`Slack: ${e.data?.error ?? e.message ?? e.code}`, undefined, isPermanent(e));
+  }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** A refused token at start-up, as the one line the user needs. */
+function tokenRefused(err: Error): Error | null {
+  const e = err as WebApiError;
+  const refused = (e.code === 'slack_webapi_platform_error' && TOKEN_REFUSED.has(e.data?.error ?? '')) ||
+    (e.code === 'slack_webapi_http_error' && (e.statusCode === 401 || e.statusCode === 403));
+  if (!refused) return null;
+  return new UserError(`Slack refused the token (${e.data?.error ?? `HTTP ${e.statusCode}`}): check SLACK_BOT_TOKEN and SLACK_APP_TOKEN, then start again`);
 }
 
 /**
@@ -110,21 +151,39 @@ export class SlackBot {
   readonly app: App;
   private readonly channels: string[];
   private readonly groupCache = new Map<string, { users: string[]; at: number }>();
+  /** auth.test passed: alerts can be posted */
+  private connected = false;
+  private listening = false;
+  private connector: Connector | null = null;
 
   constructor(private readonly opts: SlackOptions) {
+    const api = opts.apiUrl ? { slackApiUrl: opts.apiUrl } : {};
     const clientOptions = {
-      ...(opts.apiUrl ? { slackApiUrl: opts.apiUrl } : {}),
-      // the socket-mode client otherwise writes 100 retries into these very options
-      retryConfig: { retries: opts.retries ?? 10 },
+      ...api,
+      // bounded: one delivery never sits inside the client's own retries (10 over ~30 min by default);
+      // the outbox retries it
+      retryConfig: { retries: opts.retries ?? 0 },
+      timeout: opts.timeoutMs ?? 10_000,
       // rate limits go back to the dispatcher, which keeps the row and waits Retry-After
       rejectRateLimitedCalls: true,
     };
     const socket = opts.config.slack.mode === 'socket';
     if (socket && !opts.appToken) throw new UserError('SLACK_APP_TOKEN is needed for Socket Mode (or set slack.mode: http with SLACK_SIGNING_SECRET)');
     if (!socket && !opts.signingSecret) throw new UserError('SLACK_SIGNING_SECRET is needed for slack.mode: http');
+    // The socket's own client keeps redialling after an outage (a failed redial is an unhandled rejection in
+    // @slack/socket-mode), so it gets its own patient retries, unlike the calls that deliver alerts.
+    const receiver = socket
+      ? new SocketModeReceiver({
+          appToken: opts.appToken!,
+          logLevel: LogLevel.ERROR,
+          installerOptions: {
+            clientOptions: { ...api, retryConfig: { retries: 10_000, factor: 1.5, maxTimeout: 60_000 } },
+          },
+        })
+      : undefined;
     this.app = new App({
       token: opts.botToken,
-      ...(socket ? { appToken: opts.appToken, socketMode: true } : { signingSecret: opts.signingSecret }),
+      ...(receiver ? { receiver } : { signingSecret: opts.signingSecret }),
       logLevel: LogLevel.ERROR,
       clientOptions,
       // checked in start(), where a failure is an error we can report, not an unhandled rejection
@@ -148,15 +207,53 @@ export class SlackBot {
     this.app.error(async (err) => this.opts.log.warn(`slack: ${err.message}`));
   }
 
+  /** Checks the token (auth.test: from then on alerts can be posted), then opens the socket or the HTTP port. */
   async start(): Promise<void> {
-    const auth = await this.app.client.auth.test();
-    if (this.opts.config.slack.mode === 'socket') await this.app.start();
-    else await this.app.start(this.opts.config.slack.port);
-    this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.config.slack.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
+    await this.checkToken();
+    await this.listen();
+  }
+
+  /**
+   * Starts in the background, retrying while Slack is unreachable; `onUp` as soon as alerts can be posted
+   * (the socket may still be dialling). A refused token is fatal: retrying cannot help.
+   */
+  connect(hooks: ConnectHooks): void {
+    this.connector = keepConnecting({
+      platform: 'Slack',
+      attempt: async () => {
+        if (!this.connected) {
+          await this.checkToken();
+          hooks.onUp();
+        }
+        await this.listen();
+      },
+      fatal: tokenRefused,
+      onFatal: hooks.onFatal,
+      log: this.opts.log,
+    });
+  }
+
+  /** connected and listening for commands (alerts may go out earlier: once the token is checked) */
+  get ready(): boolean {
+    return this.listening;
   }
 
   async stop(): Promise<void> {
-    await this.app.stop();
+    this.connector?.stop();
+    // the HTTP receiver refuses to stop if it never started; the socket one just gives up dialling
+    if (this.opts.config.slack.mode === 'socket' || this.listening) await this.app.stop();
+  }
+
+  private async checkToken(): Promise<void> {
+    const auth = await this.app.client.auth.test();
+    this.connected = true;
+    this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.config.slack.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
+  }
+
+  private async listen(): Promise<void> {
+    if (this.opts.config.slack.mode === 'socket') await this.app.start();
+    else await this.app.start(this.opts.config.slack.port);
+    this.listening = true;
   }
 
   targets(): Target[] {
@@ -164,6 +261,7 @@ export class SlackBot {
   }
 
   private async deliver(channel: string, n: Notification, key: string): Promise<void> {
+    if (!this.connected) throw new DeliveryError('not connected to Slack yet');
     const client = this.app.client;
     try {
       await deliverCards(this.opts.store, targetName('slack', channel), n, key, {

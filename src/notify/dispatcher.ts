@@ -1,4 +1,5 @@
 import type { Notification } from '../engine/notification.ts';
+import type { Log } from '../log.ts';
 import type { Store } from '../store/store.ts';
 
 /** A place notifications go: the terminal, a Discord or Slack channel. */
@@ -9,11 +10,16 @@ export interface Target {
   deliver(n: Notification, key: string): Promise<void>;
 }
 
-/** A delivery refused for now; `retryAfterMs` when the platform said how long to wait (HTTP 429). */
+/**
+ * A delivery refused. The notifier says whether it can heal (Alertmanager's `retry bool`): `retryAfterMs`
+ * when the platform said how long to wait (HTTP 429); `permanent` when trying again cannot help (a channel
+ * that does not exist, a missing permission, a refused token): the row is set aside instead of retried.
+ */
 export class DeliveryError extends Error {
   constructor(
     message: string,
     readonly retryAfterMs?: number,
+    readonly permanent = false,
   ) {
     super(message);
   }
@@ -23,91 +29,175 @@ export interface DispatcherOptions {
   /** first wait after a failure; doubles each time up to `maxBackoffMs` */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+  /** every failed attempt, as it happens */
   onError?: (target: string, err: Error) => void;
+  /** failures and recoveries, at most one line per target per `logEveryMs` while a target keeps failing */
+  log?: Log;
+  logEveryMs?: number;
   /** the clock the waits are measured on (tests inject one) */
   now?: () => number;
 }
 
+/** One target's drain: its own loop, its own wait, its own failure count. */
+interface Lane {
+  target: Target;
+  running: Promise<void> | null;
+  again: boolean;
+  timer: NodeJS.Timeout | null;
+  /** failed attempts since the last delivery, and since the last line logged about them */
+  failures: number;
+  unlogged: number;
+  loggedAt: number;
+}
+
 /**
- * Drains the outbox to each target in order. A row is done only once its target accepted it. A failure
- * stops that target (order matters) until the platform's Retry-After, or a capped exponential backoff,
- * has passed; rows wait in SQLite meanwhile, so an outage of hours delivers everything afterwards, once.
+ * Drains the outbox, each target on its own: one target's outage never holds back another. Within a target
+ * rows go in order; a failure stops that target until the platform's Retry-After, or a capped exponential
+ * backoff, has passed. A row is done only once its target accepted it; rows wait in SQLite meanwhile, so an
+ * outage of hours delivers everything afterwards, once. A permanent failure sets the row aside (dead letter,
+ * `rlwatch outbox`), so the next row still goes out.
  */
 export class Dispatcher {
-  private running: Promise<void> | null = null;
-  private again = false;
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly lanes: Lane[];
   private stopped = false;
+  /** set once `stop()` gave up on a delivery in flight: its outcome is no longer recorded */
+  private abandoned = false;
   private readonly base: number;
   private readonly max: number;
   private readonly now: () => number;
 
   constructor(
     private readonly store: Store,
-    private readonly targets: readonly Target[],
+    targets: readonly Target[],
     private readonly opts: DispatcherOptions = {},
   ) {
     this.base = opts.baseBackoffMs ?? 1000;
     this.max = opts.maxBackoffMs ?? 5 * 60_000;
     this.now = opts.now ?? Date.now;
+    this.lanes = targets.map((target) => ({
+      target, running: null, again: false, timer: null, failures: 0, unlogged: 0, loggedAt: 0,
+    }));
   }
 
-  /** Starts a drain, or asks the running one to look again when it is done. */
-  kick(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running) {
-      this.again = true;
-      return this.running;
+  /** Starts a drain of every target (or asks a running one to look again); resolves when all are idle. */
+  async kick(): Promise<void> {
+    await Promise.all(this.lanes.map((l) => this.kickLane(l)));
+  }
+
+  /**
+   * Tries the targets whose names start with `prefix` now, not after their backoff: their platform just
+   * came back (a bot connected).
+   */
+  wake(prefix: string): void {
+    for (const lane of this.lanes) {
+      if (!lane.target.name.startsWith(prefix) || this.stopped) continue;
+      this.store.outbox.clearWait(lane.target.name);
+      if (lane.timer) clearTimeout(lane.timer);
+      lane.timer = null;
+      void this.kickLane(lane);
     }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        for (const t of this.targets) await this.drainTarget(t);
-      } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.running = null;
-    });
-    return this.running;
   }
 
-  /** No more retries; waits for a drain in progress. */
-  async stop(): Promise<void> {
+  /**
+   * No more retries. Waits up to `graceMs` for deliveries in flight; one still running after that is
+   * abandoned: its row stays pending and goes out on the next start.
+   */
+  async stop(graceMs = 1000): Promise<void> {
     this.stopped = true;
-    this.timers.forEach((t) => clearTimeout(t));
-    this.timers.clear();
-    await this.running;
+    for (const lane of this.lanes) {
+      if (lane.timer) clearTimeout(lane.timer);
+      lane.timer = null;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<boolean>((done) => (timer = setTimeout(() => done(false), graceMs)));
+    const drained = Promise.all(this.lanes.map((l) => l.running)).then(() => true);
+    if (!(await Promise.race([drained, grace]))) this.abandoned = true;
+    clearTimeout(timer);
   }
 
-  private async drainTarget(target: Target): Promise<void> {
-    if (this.timers.has(target.name)) return; // waiting out a failure
-    for (let rows = this.store.outbox.pending(target.name); rows.length > 0; rows = this.store.outbox.pending(target.name)) {
+  private kickLane(lane: Lane): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (lane.running) {
+      lane.again = true;
+      return lane.running;
+    }
+    lane.running = (async () => {
+      do {
+        lane.again = false;
+        await this.drain(lane);
+      } while (lane.again && !this.stopped);
+    })().finally(() => {
+      lane.running = null;
+    });
+    return lane.running;
+  }
+
+  private async drain(lane: Lane): Promise<void> {
+    const { target } = lane;
+    if (lane.timer) return; // waiting out a failure
+    const pending = () => this.store.outbox.pending(target.name);
+    for (let rows = pending(); rows.length > 0; rows = pending()) {
       for (const row of rows) {
         if (this.stopped) return;
         const wait = (row.next_attempt_at ?? 0) - this.now();
-        if (wait > 0) return this.retryLater(target, wait);
+        if (wait > 0) return this.retryLater(lane, wait);
+        const n = JSON.parse(row.payload) as Notification;
         try {
-          await target.deliver(JSON.parse(row.payload) as Notification, String(row.id));
+          await target.deliver(n, String(row.id));
         } catch (err) {
+          if (this.abandoned) return;
           const e = err as Error;
+          this.opts.onError?.(target.name, e);
+          if (e instanceof DeliveryError && e.permanent) {
+            this.store.outbox.setAside(row.id, e.message, this.now());
+            this.opts.log?.warn(
+              `${target.name}: alert row #${row.id} (run ${n.run}) set aside, it cannot be delivered: ${e.message}. ` +
+                `\`rlwatch outbox\` lists it; \`rlwatch outbox retry ${row.id}\` sends it again once fixed`,
+            );
+            continue;
+          }
           const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined
             ? e.retryAfterMs
             : Math.min(this.max, this.base * 2 ** Math.min(row.attempts, 20));
           this.store.outbox.failed(row.id, e.message, this.now() + delay);
-          this.opts.onError?.(target.name, e);
-          return this.retryLater(target, delay);
+          this.noteFailure(lane, e, delay);
+          return this.retryLater(lane, delay);
         }
+        if (this.abandoned) return;
         this.store.outbox.done(row.id, this.now());
+        this.noteSuccess(lane);
       }
     }
   }
 
-  private retryLater(target: Target, ms: number): void {
-    if (this.stopped || this.timers.has(target.name)) return;
-    const t = setTimeout(() => {
-      this.timers.delete(target.name);
-      void this.kick();
+  /** The first failure is logged at once; later ones are counted and summed up once per `logEveryMs`. */
+  private noteFailure(lane: Lane, err: Error, delay: number): void {
+    lane.failures++;
+    lane.unlogged++;
+    const now = this.now();
+    if (lane.failures > 1 && now - lane.loggedAt < (this.opts.logEveryMs ?? 60_000)) return;
+    const again = lane.failures === 1 ? '' : `still failing (${lane.unlogged} attempts since the last note): `;
+    this.opts.log?.warn(
+      `cannot notify ${lane.target.name}: ${again}${err.message}; alerts wait in the outbox, next try in ${Math.ceil(delay / 1000)} s`,
+    );
+    lane.unlogged = 0;
+    lane.loggedAt = now;
+  }
+
+  private noteSuccess(lane: Lane): void {
+    if (lane.failures > 0) {
+      this.opts.log?.info(`${lane.target.name}: delivering again after ${lane.failures} failed attempts`);
+    }
+    lane.failures = 0;
+    lane.unlogged = 0;
+  }
+
+  private retryLater(lane: Lane, ms: number): void {
+    if (this.stopped || lane.timer) return;
+    lane.timer = setTimeout(() => {
+      lane.timer = null;
+      void this.kickLane(lane);
     }, ms);
-    t.unref();
-    this.timers.set(target.name, t);
+    lane.timer.unref();
   }
 }

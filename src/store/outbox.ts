@@ -10,6 +10,15 @@ export interface OutboxRow {
   next_attempt_at: number | null;
 }
 
+/** A row not delivered yet: waiting its turn, or set aside as undeliverable (`dead_at`). */
+export interface OpenOutboxRow extends OutboxRow {
+  last_error: string | null;
+  dead_at: number | null;
+  dead_reason: string | null;
+}
+
+const COLUMNS = 'id, created_at, run_id, target, payload, attempts, next_attempt_at';
+
 /** Notifications waiting for delivery, per target, in the order they were written. */
 export class Outbox {
   constructor(private readonly db: Database) {}
@@ -20,10 +29,20 @@ export class Outbox {
       .run(at, runId, target, JSON.stringify(payload));
   }
 
+  /** The rows of a target still to deliver, oldest first; set-aside rows are not among them. */
   pending(target: string, limit = 50): OutboxRow[] {
     return this.db
-      .prepare('SELECT id, created_at, run_id, target, payload, attempts, next_attempt_at FROM outbox WHERE target = ? AND done_at IS NULL ORDER BY id LIMIT ?')
+      .prepare(
+        `SELECT ${COLUMNS} FROM outbox WHERE target = ? AND done_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`,
+      )
       .all(target, limit) as OutboxRow[];
+  }
+
+  /** Every row not delivered, of every target: pending and set aside, oldest first. */
+  open(): OpenOutboxRow[] {
+    return this.db
+      .prepare(`SELECT ${COLUMNS}, last_error, dead_at, dead_reason FROM outbox WHERE done_at IS NULL ORDER BY id`)
+      .all() as OpenOutboxRow[];
   }
 
   done(id: number, at: number): void {
@@ -35,5 +54,31 @@ export class Outbox {
     this.db
       .prepare('UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?')
       .run(error, nextAttemptAt, id);
+  }
+
+  /** A try the target refused for good: counted, and set aside so that the rows after it go out. */
+  setAside(id: number, reason: string, at: number): void {
+    this.db
+      .prepare('UPDATE outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?, dead_reason = ? WHERE id = ?')
+      .run(reason, at, reason, id);
+  }
+
+  /** Puts a set-aside row back in line, to be tried at once; false when `id` is no set-aside row. */
+  requeue(id: number): boolean {
+    return (
+      this.db
+        .prepare(
+          `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
+           WHERE id = ? AND dead_at IS NOT NULL AND done_at IS NULL`,
+        )
+        .run(id).changes === 1
+    );
+  }
+
+  /** The target's platform is back: its waiting rows may be tried now rather than after their backoff. */
+  clearWait(target: string): void {
+    this.db
+      .prepare('UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL')
+      .run(target);
   }
 }

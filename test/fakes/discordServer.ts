@@ -225,6 +225,8 @@ export interface FakeDiscordOptions {
   heartbeatIntervalMs?: number;
   /** Log gateway/REST traffic to stderr. */
   debug?: boolean;
+  /** Listen on this port (e.g. one rlwatch was pointed at before the fake came up); default: ephemeral. */
+  port?: number;
 }
 
 export interface FakeDiscord {
@@ -460,7 +462,7 @@ class FakeDiscordImpl implements FakeDiscord {
   async listen(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.http.once('error', reject);
-      this.http.listen(0, '127.0.0.1', () => {
+      this.http.listen(this.opts.port ?? 0, '127.0.0.1', () => {
         this.http.off('error', reject);
         resolve();
       });

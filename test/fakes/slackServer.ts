@@ -129,6 +129,11 @@ export interface FakeSlackOptions {
   usergroups?: Record<string, string[]>;
   /** Default time an envelope may wait for its ack (Slack's limit is 3 s). */
   ackTimeoutMs?: number;
+  /** Listen on this port (e.g. one rlwatch was pointed at before the fake came up); default: ephemeral. */
+  port?: number;
+  /** The tokens the fake accepts (default: random ones), for a client configured before the fake is up. */
+  botToken?: string;
+  appToken?: string;
 }
 
 export interface RecordedCall {
@@ -318,6 +323,11 @@ export interface FakeSlack {
   failNext(method: string, spec: FailSpec): void;
   /** While down, every /api/ call answers HTTP 503 (still recorded). */
   setDown(down: boolean): void;
+  /**
+   * While hanging, every /api/ call is recorded (status 0) and never answered, as behind a dead load balancer:
+   * the client waits for its own timeout. Turning it off answers the held calls with 503.
+   */
+  setHanging(hanging: boolean): void;
   /** Poll `predicate` every 10 ms until it returns a truthy value (resolved) or `timeoutMs` passes (rejected). */
   waitFor<T>(predicate: () => T, timeoutMs?: number, label?: string): Promise<Truthy<T>>;
   /** Resolves once a socket is open and has been sent `hello`. */
@@ -360,8 +370,8 @@ const bool = (v: unknown): boolean => v === true || v === 'true' || v === '1' ||
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 class FakeSlackServer implements FakeSlack {
-  readonly botToken = `xoxb-0000000000-0000000000000-${randomBytes(12).toString('hex')}`;
-  readonly appToken = `xapp-1-A0000000000-0000000000000-${randomBytes(16).toString('hex')}`;
+  readonly botToken: string;
+  readonly appToken: string;
   readonly channelId: string;
   readonly channelName: string;
   readonly teamId: string;
@@ -389,6 +399,9 @@ class FakeSlackServer implements FakeSlack {
   private readonly pending = new Map<string, PendingAck>();
   private readonly targets = new Map<string, ResponseTarget>();
   private down = false;
+  private hanging = false;
+  private readonly held = new Set<ServerResponse>();
+  private readonly fixedPort: number;
   private closing: Promise<void> | undefined;
   private totalSockets = 0;
   private tsCounter = 0;
@@ -396,6 +409,8 @@ class FakeSlackServer implements FakeSlack {
   private fileCounter = 0;
 
   constructor(opts: FakeSlackOptions) {
+    this.botToken = opts.botToken ?? `xoxb-0000000000-0000000000000-${randomBytes(12).toString('hex')}`;
+    this.appToken = opts.appToken ?? `xapp-1-A0000000000-0000000000000-${randomBytes(16).toString('hex')}`;
     this.channelId = opts.channelId ?? 'C0RLWATCH';
     this.channelName = opts.channelName ?? 'rlwatch-alerts';
     this.teamId = opts.teamId ?? 'T0RLWATCH';
@@ -406,6 +421,7 @@ class FakeSlackServer implements FakeSlack {
     this.users = opts.users ?? {};
     this.usergroups = new Map(Object.entries(opts.usergroups ?? {}));
     this.ackTimeoutMs = opts.ackTimeoutMs ?? 3000;
+    this.fixedPort = opts.port ?? 0;
     this.server = createServer((req, res) => {
       this.handleHttp(req, res).catch((err: unknown) => {
         if (!res.headersSent) this.sendJson(res, 500, { ok: false, error: 'fake_internal', detail: String(err) });
@@ -440,7 +456,7 @@ class FakeSlackServer implements FakeSlack {
   async listen(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => {
+      this.server.listen(this.fixedPort, '127.0.0.1', () => {
         this.server.off('error', reject);
         resolve();
       });
@@ -465,6 +481,13 @@ class FakeSlackServer implements FakeSlack {
 
   setDown(down: boolean): void {
     this.down = down;
+  }
+
+  setHanging(hanging: boolean): void {
+    this.hanging = hanging;
+    if (hanging) return;
+    for (const res of this.held) this.sendJson(res, 503, { ok: false, error: 'service_unavailable' });
+    this.held.clear();
   }
 
   async waitFor<T>(predicate: () => T, timeoutMs = 3000, label?: string): Promise<Truthy<T>> {
@@ -806,6 +829,12 @@ class FakeSlackServer implements FakeSlack {
 
     let result: ApiResult;
     let method: string;
+    if (root === 'api' && rest !== undefined && rest !== '' && this.hanging) {
+      this.record(rest, parsed, token, at, { status: 0, body: {} });
+      this.held.add(res);
+      res.once('close', () => this.held.delete(res));
+      return;
+    }
     if (root === 'api' && rest !== undefined && rest !== '') {
       method = rest;
       if (this.down) result = { status: 503, body: { ok: false, error: 'service_unavailable' } };

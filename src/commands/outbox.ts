@@ -1,0 +1,56 @@
+import { UserError } from '../config/load.ts';
+import type { Notification } from '../engine/notification.ts';
+import { isoTime, type CommandContext, type Reply } from './reply.ts';
+
+/**
+ * `outbox`: the notifications not delivered yet, pending (waiting their turn or a retry) and set aside (a
+ * target refused them for good). CLI only: it is the operator's view of delivery, needed exactly when a chat
+ * platform is unreachable or refuses rlwatch, so it is not a slash command.
+ */
+export function outboxList({ store }: CommandContext): Reply {
+  const rows = store.outbox.open().map((r) => {
+    const n = JSON.parse(r.payload) as Notification;
+    return {
+      id: r.id,
+      target: r.target,
+      state: r.dead_at === null ? 'pending' : 'dead',
+      run: n.run,
+      alerts: n.items.map((i) => `${i.kind} ${i.rule}`),
+      createdAt: isoTime(r.created_at),
+      attempts: r.attempts,
+      nextAttemptAt: isoTime(r.next_attempt_at),
+      lastError: r.last_error,
+      deadAt: isoTime(r.dead_at),
+      deadReason: r.dead_reason,
+    };
+  });
+  const dead = rows.filter((r) => r.state === 'dead').length;
+  return {
+    title: rows.length === 0
+      ? 'Outbox empty: every notification was delivered'
+      : `Outbox: ${rows.length - dead} pending, ${dead} set aside`,
+    fields: [],
+    lines: rows.map(
+      (r) =>
+        `#${r.id} ${r.state.padEnd(7)} ${r.target} ${r.run}: ${r.alerts.join(', ')} (${r.attempts} attempts)` +
+        (r.state === 'dead' ? `: ${r.deadReason}` : r.lastError ? `, last error: ${r.lastError}` : ''),
+    ),
+    data: rows,
+  };
+}
+
+/** `outbox retry ID`: puts a set-aside row back in line; a running `start` delivers it within its next tick. */
+export function outboxRetry({ store }: CommandContext, args: { id: number }): Reply {
+  if (!store.outbox.requeue(args.id)) {
+    const row = store.outbox.open().find((r) => r.id === args.id);
+    throw new UserError(
+      row ? `outbox row #${args.id} is pending, not set aside` : `no undelivered outbox row #${args.id} (see \`rlwatch outbox\`)`,
+    );
+  }
+  return {
+    title: `Outbox row #${args.id} is back in line`,
+    fields: [],
+    lines: ['a running `rlwatch start` tries it within 10 s (or the next start does)'],
+    data: { id: args.id, state: 'pending' },
+  };
+}

@@ -1,0 +1,197 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Notification } from '../../src/engine/notification.ts';
+import type { Log } from '../../src/log.ts';
+import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
+import { Store } from '../../src/store/store.ts';
+import { tempDir } from '../helpers.ts';
+
+/** A real store with one run; `add` writes an outbox row whose one alert is named `label`. */
+function fixture() {
+  const store = Store.open(join(tempDir(), 'rlwatch.db'));
+  const run = store.runs.ensure('grpo', '/runs/grpo');
+  const add = (target: string, label: string): number => {
+    const n: Notification = {
+      run: 'grpo',
+      items: [{ alertId: 1, kind: 'firing', severity: 'critical', rule: label, metric: 'm', summary: label, step: 1, epoch: null, recent: [], examples: null }],
+    };
+    store.outbox.add(run.id, target, n, Date.now());
+    return store.db.prepare('SELECT max(id) FROM outbox').pluck().get() as number;
+  };
+  const row = (id: number) =>
+    store.db.prepare('SELECT attempts, done_at, dead_at, dead_reason, last_error FROM outbox WHERE id = ?').get(id) as {
+      attempts: number; done_at: number | null; dead_at: number | null; dead_reason: string | null; last_error: string | null;
+    };
+  return { store, add, row };
+}
+
+const label = (n: Notification): string => n.items[0]!.rule;
+
+/** A log that keeps its lines. */
+function memoryLog(): Log & { lines: string[] } {
+  const lines: string[] = [];
+  return { lines, info: (m) => lines.push(m), warn: (m) => lines.push(`warning: ${m}`) };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('Dispatcher: each target on its own', () => {
+  it('one target down for a minute (its requests hanging until they time out) never delays another', async () => {
+    vi.useFakeTimers();
+    const { store, add } = fixture();
+    const added = new Map<string, number>();
+    const discordAt = new Map<string, number>();
+    const slackGot: string[] = [];
+    let slackDown = true;
+    // Discord answers in 50 ms; Slack, while down, holds each request 10 s (its client timeout) and fails it
+    const discord: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        await new Promise((r) => setTimeout(r, 50));
+        discordAt.set(label(n), Date.now());
+      },
+    };
+    const slack: Target = {
+      name: 'slack:C1',
+      deliver: async (n) => {
+        if (slackDown) {
+          await new Promise((r) => setTimeout(r, 10_000));
+          throw new DeliveryError('Slack: connect ETIMEDOUT');
+        }
+        slackGot.push(label(n));
+      },
+    };
+    const d = new Dispatcher(store, [slack, discord], { baseBackoffMs: 1000, maxBackoffMs: 8000 });
+    for (let s = 0; s < 60; s++) {
+      const a = `alert-${s}`;
+      added.set(a, Date.now());
+      add('slack:C1', a);
+      add('discord:C1', a);
+      void d.kick();
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    // every Discord alert went out in its own 50 ms, in order, while Slack was down the whole minute
+    expect([...discordAt.keys()]).toEqual([...added.keys()]);
+    for (const [a, at] of discordAt) expect(at - added.get(a)!).toBe(50);
+    expect(slackGot).toEqual([]);
+    expect(store.outbox.pending('slack:C1', 100)).toHaveLength(60);
+    slackDown = false;
+    await vi.advanceTimersByTimeAsync(8000 + 10_000); // the longest wait: a timeout plus the capped backoff
+    expect(slackGot).toEqual([...added.keys()]);
+    expect(store.outbox.pending('slack:C1')).toEqual([]);
+    await d.stop();
+  });
+
+  it('a permanent refusal sets the row aside after one attempt, logged once, and the next row still goes out', async () => {
+    const { store, add, row } = fixture();
+    const log = memoryLog();
+    const tried: string[] = [];
+    let refuse = true;
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        tried.push(label(n));
+        if (refuse && label(n) === 'first') throw new DeliveryError('Discord 403: Missing Access', undefined, true);
+      },
+    };
+    const first = add('discord:C1', 'first');
+    const second = add('discord:C1', 'second');
+    const d = new Dispatcher(store, [target], { log });
+    await d.kick();
+    expect(tried).toEqual(['first', 'second']);
+    expect(row(first)).toMatchObject({ attempts: 1, done_at: null, dead_reason: 'Discord 403: Missing Access' });
+    expect(row(first).dead_at).not.toBeNull();
+    expect(row(second).done_at).not.toBeNull();
+    expect(log.lines).toHaveLength(1);
+    expect(log.lines[0]).toContain(`row #${first} (run grpo) set aside`);
+    expect(log.lines[0]).toContain(`rlwatch outbox retry ${first}`);
+    await d.kick(); // a set-aside row is not tried again by itself
+    expect(tried).toEqual(['first', 'second']);
+    // fixed (the bot was given access), re-queued: delivered on the next drain
+    refuse = false;
+    expect(store.outbox.requeue(first)).toBe(true);
+    expect(store.outbox.requeue(first)).toBe(false); // no longer set aside
+    await d.kick();
+    expect(tried).toEqual(['first', 'second', 'first']);
+    expect(row(first)).toMatchObject({ attempts: 1, dead_at: null });
+    expect(row(first).done_at).not.toBeNull();
+    await d.stop();
+  });
+
+  it('every failed attempt is counted, but a long outage is a few log lines, not one per retry', async () => {
+    vi.useFakeTimers();
+    const { store, add, row } = fixture();
+    const log = memoryLog();
+    let down = true;
+    let errors = 0;
+    const target: Target = {
+      name: 'slack:C1',
+      deliver: async () => {
+        if (down) throw new DeliveryError('Slack: service_unavailable');
+      },
+    };
+    const id = add('slack:C1', 'a');
+    const d = new Dispatcher(store, [target], { baseBackoffMs: 100, maxBackoffMs: 1000, log, onError: () => errors++ });
+    void d.kick();
+    await vi.advanceTimersByTimeAsync(5 * 60_000);
+    const attempts = row(id).attempts;
+    expect(attempts).toBeGreaterThan(250); // about one a second for five minutes
+    expect(errors).toBe(attempts);
+    // the first failure at once, then one line a minute
+    expect(log.lines.length).toBeGreaterThanOrEqual(5);
+    expect(log.lines.length).toBeLessThanOrEqual(7);
+    expect(log.lines[0]).toBe('warning: cannot notify slack:C1: Slack: service_unavailable; alerts wait in the outbox, next try in 1 s');
+    expect(log.lines[1]).toMatch(/^warning: cannot notify slack:C1: still failing \(\d+ attempts since the last note\)/);
+    down = false;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(row(id).done_at).not.toBeNull();
+    expect(log.lines.at(-1)).toBe(`slack:C1: delivering again after ${attempts} failed attempts`);
+    await d.stop();
+  });
+
+  it('wake() tries a target at once when its platform comes back, not after its backoff', async () => {
+    const { store, add, row } = fixture();
+    let up = false;
+    const target: Target = {
+      name: 'slack:C1',
+      deliver: async () => {
+        if (!up) throw new DeliveryError('not connected to Slack yet', 3_600_000);
+      },
+    };
+    const id = add('slack:C1', 'a');
+    const d = new Dispatcher(store, [target]);
+    await d.kick();
+    expect(row(id)).toMatchObject({ attempts: 1, done_at: null });
+    up = true;
+    await d.kick(); // still inside the hour it was told to wait
+    expect(row(id).done_at).toBeNull();
+    d.wake('slack:');
+    await d.kick();
+    expect(row(id).done_at).not.toBeNull();
+    await d.stop();
+  });
+
+  it('stop() lets go of a delivery in flight: the row stays pending even if the platform answers later', async () => {
+    const { store, add, row } = fixture();
+    let answer: () => void = () => {};
+    let started = false;
+    const target: Target = {
+      name: 'slack:C1',
+      deliver: () => {
+        started = true;
+        return new Promise<void>((r) => (answer = r));
+      },
+    };
+    const id = add('slack:C1', 'a');
+    const d = new Dispatcher(store, [target]);
+    void d.kick();
+    await vi.waitFor(() => expect(started).toBe(true));
+    await d.stop(50); // returns although the delivery never finished
+    answer();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(row(id)).toMatchObject({ done_at: null, dead_at: null });
+    expect(store.outbox.pending('slack:C1').map((r) => r.id)).toEqual([id]);
+  });
+});
