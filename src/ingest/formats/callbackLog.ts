@@ -40,6 +40,11 @@ export class CallbackLog {
   /** undefined: not a line of this callback */
   feed(line: string): ParseResult | undefined {
     if (this.inExamples) return this.feedExamples(line);
+    if (line.trim() === '') {
+      // a blank line ends a section (a progress bar after it is indented too)
+      this.section = 'none';
+      return undefined;
+    }
     if (STEP_LINE.test(line)) return this.stepLine(line);
     if (line.trim() === 'GENERATION EXAMPLES') {
       this.inExamples = true;
@@ -121,7 +126,7 @@ export class CallbackLog {
   /** `Avg think length:  89.2 chars`, `GPU memory: 4.32GB (reserved: 5.12GB)`, `RAM usage: 12.45GB (62.3%)` */
   private measureLine(t: string): ParseResult {
     const colon = t.indexOf(':');
-    if (colon <= 0) return NOISE;
+    if (colon <= 0 || !/^[A-Za-z]/.test(t)) return NOISE;
     const label = slug(t.slice(0, colon));
     const rest = t.slice(colon + 1).trim();
     const paren = rest.indexOf('(');

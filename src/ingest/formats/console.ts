@@ -81,7 +81,7 @@ class ConsoleReader {
 
   parse(raw: string): ParseResult {
     const line = cleanLine(raw);
-    if (isBlank(line)) return this.table.active ? this.table.feed(line) ?? NOISE : NOISE;
+    if (isBlank(line)) return (this.table.active ? this.table.feed(line) : this.callback.feed(line)) ?? NOISE;
     if (isBinary(line)) return bad('binary data');
     this.linesSinceKeyValue++;
 
