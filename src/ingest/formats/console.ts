@@ -274,7 +274,7 @@ function detect(file: FileInfo, head: string): Detection {
   const { lines, partial } = splitHead(head);
   if (byName) {
     // any text: a long preamble (TRL's completion tables) or a crash before the first step is still read
-    if (lines.length === 0 && isBlank(partial)) return 'later';
+    if (isBlank(partial) && lines.every(isBlank)) return 'later';
     return [...lines.slice(0, 20), partial].some(isBinary) ? 'no' : 'yes';
   }
   const parse = open();
