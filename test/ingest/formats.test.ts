@@ -274,7 +274,7 @@ describe('trainerState', () => {
 
   it('makes one record per log_history entry, with step and epoch; reads NaN/Infinity', () => {
     const results = documentFormat('trainerState').parse(state, { relPath: 'checkpoint-20/trainer_state.json' });
-    expect(results.map(metric)).toEqual([
+    expect(results.filter((r) => r.kind === 'metric').map(metric)).toEqual([
       {
         step: 10,
         epoch: 0.03,
@@ -292,6 +292,19 @@ describe('trainerState', () => {
       },
       { step: 10, epoch: 0.03, values: { eval_loss: NaN, eval_runtime: 3.2, epoch: 0.03 } },
       { step: 20, epoch: 0.06, values: { epoch: 0.06, grad_norm: Infinity, loss: -Infinity } },
+    ]);
+  });
+
+  it('says where the Trainer stands: max_steps and global_step as a meta event', () => {
+    const results = documentFormat('trainerState').parse(state, { relPath: 'trainer_state.json' });
+    expect(results.filter((r) => r.kind === 'event')).toEqual([
+      { kind: 'event', record: { kind: 'meta', title: 'trainer state', text: 'trainer_state.json', values: { max_steps: 300, global_step: 20 } } },
+    ]);
+    const done = documentFormat('trainerState').parse('{"global_step": 50, "max_steps": 50, "log_history": []}', {
+      relPath: 'trainer_state.json',
+    });
+    expect(done).toEqual([
+      { kind: 'event', record: { kind: 'meta', title: 'trainer state', text: 'trainer_state.json', values: { max_steps: 50, global_step: 50 } } },
     ]);
   });
 
