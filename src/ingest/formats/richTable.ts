@@ -94,7 +94,8 @@ export class RichTable {
     return {
       kind: 'example',
       record: {
-        key: exampleKey(shortHash(prompt ?? ''), completion),
+        // GRPO groups repeat a prompt, and their completions often share the first 200 characters
+        key: exampleKey(`${shortHash(prompt ?? '')}:${shortHash(completion)}`, completion),
         completion,
         reward,
         breakdown,
