@@ -69,7 +69,8 @@ export class RichTable {
   }
 
   private flush(): ParseResult {
-    const names = this.columns.map((lines) => lines.join(' ').trim());
+    // rich folds a long column name over lines; reward function names are identifiers, so no spaces between
+    const names = this.columns.map((lines) => lines.join('').trim());
     const text = this.cells.map((lines) => lines.join('\n').trim());
     this.cells = this.columns.map(() => []);
     const completionAt = names.indexOf('Completion');
