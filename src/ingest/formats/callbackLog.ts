@@ -84,7 +84,7 @@ export class CallbackLog {
   /** `GRPO | Policy: 1.2340 | Value: 0.5670 | Entropy: 0.0890`: the parts of the loss */
   private grpoLine(t: string): ParseResult {
     const kv = readKeyValueLine(t.slice(6), parseNumber);
-    if (kv === undefined) return NOISE;
+    if (kv === undefined || kv.pairs.length === 0) return NOISE;
     const values = new Map<string, number>();
     for (const [key, value] of kv.pairs) {
       const k = key.toLowerCase();
@@ -146,10 +146,17 @@ export class CallbackLog {
     return values.size === 0 ? NOISE : metricResult(values, this.step);
   }
 
-  private feedExamples(line: string): ParseResult {
+  private feedExamples(line: string): ParseResult | undefined {
     const t = line.trim();
     const head = EXAMPLE_HEAD.exec(t);
     const rule = t.length >= 10 && (/^=+$/.test(t) || /^-+$/.test(t));
+    if (STEP_LINE.test(line) || (!this.example && !head && !rule)) {
+      // between examples only rules and example heads appear: anything else (a new step, a job that died
+      // mid-block) ends the block and is read as usual
+      this.inExamples = false;
+      this.example = undefined;
+      return this.feed(line);
+    }
     if (head || rule) {
       const done = this.closeExample();
       if (head) this.example = { which: head[1]!.toLowerCase(), content: [], breakdown: {}, inBreakdown: false };

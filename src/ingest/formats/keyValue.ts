@@ -68,7 +68,7 @@ function readCounter(s: string, i: number, close: number): [number, number, numb
 
 const closeOf = (open: number): number => (open === 91 /* [ */ ? 93 : open === 40 /* ( */ ? 41 : -1);
 
-/** A leading `Step N` (seed 002's callback, many loops), `[k/N]` or `(k/N)`. */
+/** A leading `Step N`, `Step N:` or `Step N/M` (seed 002's callback, many loops), `[k/N]` or `(k/N)`. */
 function readLeadingStep(s: string, i: number, out: KeyValueLine): number {
   const c = s.charCodeAt(i);
   const close = closeOf(c);
@@ -83,9 +83,15 @@ function readLeadingStep(s: string, i: number, out: KeyValueLine): number {
     const j = skipSpaces(s, i + 4);
     if (j === i + 4) return i; // `Step:` and `steps` are pairs or prose, not this marker
     const n = readInt(s, j);
-    if (!n || (n[1] < s.length && !isSeparator(s.charCodeAt(n[1])))) return i;
+    if (!n) return i;
+    let end = n[1];
+    const total = s.charCodeAt(end) === 47 /* / */ ? readInt(s, end + 1) : undefined;
+    if (total) end = total[1];
+    if (s.charCodeAt(end) === COLON) end++;
+    if (end < s.length && !isSeparator(s.charCodeAt(end))) return i;
     out.step = n[0];
-    return n[1];
+    if (total) out.total = total[0];
+    return end;
   }
   return i;
 }

@@ -242,4 +242,11 @@ describe('console: seed 002 ComprehensiveLoggingCallback', () => {
     ]);
     expect(metrics(rs).map((m) => m.step)).toEqual([50, 52]);
   });
+
+  it('ends a GENERATION EXAMPLES block that is cut short, and reads on', () => {
+    const rs = feed(
+      ['Step   50 | Loss: 0.3000 | LR: 4.00e-05', 'GENERATION EXAMPLES', '='.repeat(80), "{'loss': 0.25, 'step': 51}"].join('\n'),
+    );
+    expect(metrics(rs).map((m) => m.step)).toEqual([50, 51]);
+  });
 });

@@ -50,6 +50,9 @@ describe('readKeyValueLine: the shapes of home-grown loops', () => {
       total: 500,
     });
     expect(read('(3/9) policy_loss=0.1; response_length=120')).toMatchObject({ step: 3, total: 9 });
+    expect(read('Step 5: loss=0.3, reward=0.5')).toEqual({ pairs: [['loss', 0.3], ['reward', 0.5]], step: 5 });
+    expect(read('Step 5/100 - loss: 0.3')).toBeUndefined();
+    expect(read('Step 5/100 | loss: 0.3')).toEqual({ pairs: [['loss', 0.3]], step: 5, total: 100 });
     expect(read('  accuracy       :  0.750')).toEqual({ pairs: [['accuracy', 0.75]] });
   });
 
