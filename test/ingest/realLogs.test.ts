@@ -7,8 +7,11 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { discoverFiles } from '../../src/ingest/discover.ts';
+import { cleanLine } from '../../src/ingest/formats/common.ts';
 import { consoleLog } from '../../src/ingest/formats/console.ts';
+import { readKeyValueLine } from '../../src/ingest/formats/keyValue.ts';
 import { Ingestor, type FileOutcome } from '../../src/ingest/ingestor.ts';
+import { parseNumber } from '../../src/ingest/metricNames.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -237,5 +240,29 @@ describe('the console reader on every line of the corpus', () => {
     }
     expect(wrong).toEqual([]);
     expect(metrics).toBeGreaterThan(0);
+  });
+});
+
+describe('the generic key-value reader on every line of every file of the corpus', () => {
+  it('takes the metric lines of the two home-grown logs and nothing else: no JSON, config, bar, warning or prose', () => {
+    const taken: Record<string, number> = {};
+    const wrong: string[] = [];
+    for (const path of discoverFiles(CORPUS, 4)) {
+      const name = path.slice(CORPUS.length + 1);
+      const isMetric = name.startsWith('minimind-grpo/') || name.startsWith('deepspeed-chat-ppo/') ? METRIC_LINE[name] : undefined;
+      for (const raw of readFileSync(path, 'utf8').split(/\r\n|\r|\n/)) {
+        const line = cleanLine(raw);
+        const kv = readKeyValueLine(line, parseNumber);
+        const read = kv !== undefined && kv.pairs.length > 0;
+        if (read) taken[name] = (taken[name] ?? 0) + 1;
+        if (read !== (isMetric?.(line) ?? false)) wrong.push(`${name}: ${line.slice(0, 160)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    // 426 step lines and 426 reward lines (steps 0..425); 499 steps
+    expect(taken).toEqual({
+      'deepspeed-chat-ppo/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log': 852,
+      'minimind-grpo/logs/grpo.log': 499,
+    });
   });
 });
