@@ -81,7 +81,8 @@ class ConsoleReader {
 
   parse(raw: string): ParseResult {
     const line = cleanLine(raw);
-    if (isBlank(line)) return (this.table.active ? this.table.feed(line) : this.callback.feed(line)) ?? NOISE;
+    // a blank line (tqdm clearing its bar) leaves a table open, and ends a callback section
+    if (isBlank(line)) return (this.table.active ? NOISE : this.callback.feed(line)) ?? NOISE;
     if (isBinary(line)) return bad('binary data');
     this.linesSinceKeyValue++;
 
