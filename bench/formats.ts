@@ -76,8 +76,15 @@ function writeShape(path: string, make: LineMaker, targetBytes: number): number 
   return bytes;
 }
 
-/** Reads `path` as the tailer would (split on \n, \r\n, \r) and parses every line with a fresh console reader. */
+/** The faster of two passes: the first one also pays for V8 compiling the readers. */
 function timeConsole(shape: string, path: string): FormatFigure {
+  const a = timeOnce(shape, path);
+  const b = timeOnce(shape, path);
+  return a.seconds <= b.seconds ? a : b;
+}
+
+/** Reads `path` as the tailer would (split on \n, \r\n, \r) and parses every line with a fresh console reader. */
+function timeOnce(shape: string, path: string): FormatFigure {
   const text = readFileSync(path, 'utf8');
   const bytes = Buffer.byteLength(text);
   const parse = consoleLog.open({ relPath: 'train.log' });
@@ -128,7 +135,7 @@ export function formatFormatsReport(r: FormatsResult): string {
     (f) => `  ${f.shape.padEnd(36)} ${n(f.bytes / MB, 1).padStart(6)} MB  ${n(f.mbPerSec, 1).padStart(7)} MB/s  ${n(f.pointsPerSec).padStart(12)} points/s`,
   );
   return [
-    'stdout readers (parse only, no SQLite)',
+    'stdout readers (parse only, no SQLite; the faster of 2 passes)',
     ...rows,
     `  1 MB line without separators: key-value reader ${n(r.worstLineMs.keyValue, 1)} ms, console reader ${n(r.worstLineMs.console, 1)} ms (target < 100 ms)`,
   ].join('\n');
