@@ -1,7 +1,8 @@
 /**
  * The generic reader of home-grown training loops: one line of `key: value` / `key=value` pairs, separated by
  * `,`, `|`, `;`, tabs or spaces, with the step from a `step` pair, a leading `Step N`, `[k/N]` or `(k/N)`, and
- * the epoch from an `epoch` pair or `Epoch:[e/E](k/N)` (minimind):
+ * the epoch from an `epoch` pair or `Epoch:[e/E](k/N)` (minimind), after an optional logging prefix
+ * (`2024-05-01 12:00:00,123 - INFO - `):
  *   Epoch:[1/1](12/9751), Reward: -1.6523, KL_ref: -0.0069, Actor Loss: 0.0000, Learning Rate: 0.00000030
  *   epoch: 0|step: 7|ppo_ep: 1|act_loss: 0.2099|cri_loss: 0.1204|unsuper_loss: 0.0
  * A line is read only when every part of it is such a pair (or a step marker) and every value is a number:
@@ -96,6 +97,56 @@ function readLeadingStep(s: string, i: number, out: KeyValueLine): number {
   return i;
 }
 
+/** Reads exactly `n` digits at `i`; the index after them, or -1. */
+function digits(s: string, i: number, n: number): number {
+  for (let k = 0; k < n; k++) if (!isDigit(s.charCodeAt(i + k))) return -1;
+  return i + n;
+}
+
+const LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
+
+/**
+ * Python logging's prefix: `2024-05-01 12:00:00,123 - INFO - ` or `[2024-05-01 12:00:00] INFO ` (the date and
+ * time, then optionally a level). Returns the index after it, or `i` when the line has none.
+ */
+function skipLoggerPrefix(s: string, i: number): number {
+  let j = s.charCodeAt(i) === 91 /* [ */ ? i + 1 : i;
+  j = digits(s, j, 4);
+  if (j < 0 || s.charCodeAt(j) !== 45 /* - */) return i;
+  j = digits(s, j + 1, 2);
+  if (j < 0 || s.charCodeAt(j) !== 45) return i;
+  j = digits(s, j + 1, 2);
+  if (j < 0 || (s.charCodeAt(j) !== SPACE && s.charCodeAt(j) !== 84 /* T */)) return i;
+  j = digits(s, j + 1, 2);
+  if (j < 0 || s.charCodeAt(j) !== COLON) return i;
+  j = digits(s, j + 1, 2);
+  if (j < 0 || s.charCodeAt(j) !== COLON) return i;
+  j = digits(s, j + 1, 2);
+  if (j < 0) return i;
+  if (s.charCodeAt(j) === COMMA || s.charCodeAt(j) === 46 /* . */) {
+    const ms = readInt(s, j + 1);
+    if (!ms) return i;
+    j = ms[1];
+  }
+  if (s.charCodeAt(i) === 91) {
+    if (s.charCodeAt(j) !== 93 /* ] */) return i;
+    j++;
+  }
+  // ` - INFO - `, ` INFO `, ` [INFO] `, ` INFO: `
+  let k = skipSpaces(s, j);
+  if (s.charCodeAt(k) === 45 && s.charCodeAt(k + 1) === SPACE) k = skipSpaces(s, k + 1);
+  const bracket = s.charCodeAt(k) === 91;
+  const at = bracket ? k + 1 : k;
+  const level = LEVELS.find((l) => s.startsWith(l, at) && !isLetter(s.charCodeAt(at + l.length)));
+  if (level === undefined) return skipSpaces(s, j);
+  k += level.length + (bracket ? 1 : 0);
+  if (bracket && s.charCodeAt(k++) !== 93 /* ] */) return skipSpaces(s, j);
+  if (s.charCodeAt(k) === COLON) k++;
+  k = skipSpaces(s, k);
+  if (s.charCodeAt(k) === 45 && s.charCodeAt(k + 1) === SPACE) k = skipSpaces(s, k + 1);
+  return k;
+}
+
 /** The value token after `:`/`=`: up to the next separator. */
 function valueEnd(s: string, i: number): number {
   while (i < s.length && !isSeparator(s.charCodeAt(i))) i++;
@@ -126,7 +177,7 @@ function readEpochCounter(token: string, out: KeyValueLine): boolean {
 export function readKeyValueLine(line: string, parseValue: (token: string) => number | undefined): KeyValueLine | undefined {
   const out: KeyValueLine = { pairs: [] };
   let i = skipSpaces(line, 0);
-  i = skipSeparators(line, readLeadingStep(line, i, out));
+  i = skipSeparators(line, readLeadingStep(line, skipLoggerPrefix(line, i), out));
   while (i < line.length) {
     // key: up to `:` or `=`, letters first, single spaces between words
     const keyStart = i;

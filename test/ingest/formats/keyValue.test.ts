@@ -56,6 +56,18 @@ describe('readKeyValueLine: the shapes of home-grown loops', () => {
     expect(read('  accuracy       :  0.750')).toEqual({ pairs: [['accuracy', 0.75]] });
   });
 
+  it("reads past Python logging's date, time and level", () => {
+    const pairs = { pairs: [['loss', 0.3], ['reward', 0.5]], step: 5 };
+    expect(read('2024-05-01 12:00:00,123 - INFO - step: 5, loss: 0.3, reward: 0.5')).toEqual(pairs);
+    expect(read('[2024-05-01 12:00:00] INFO step=5 loss=0.3 reward=0.5')).toEqual(pairs);
+    expect(read('2024-05-01T12:00:00.5 [INFO] Step 5 | loss: 0.3 | reward: 0.5')).toEqual(pairs);
+    expect(read('2024-05-01 12:00:00 step=5 loss=0.3 reward=0.5')).toEqual(pairs);
+    // the rest of the line must still be pairs
+    expect(read('2024-05-01 12:00:00,123 - INFO - Saving checkpoint to out/checkpoint-500')).toBeUndefined();
+    expect(read('[2023-04-18 08:48:01,543] [INFO] [loss_scaler.py:188:update_scale] loss scale: 65536')).toBeUndefined();
+    expect(read('2024-05-01 12:00 loss=0.3 reward=0.5')).toBeUndefined();
+  });
+
   it('refuses prose, config, logger lines, warnings, tracebacks and units', () => {
     for (const line of [
       'Setting maximum total tokens (input + output) to 512',
