@@ -47,6 +47,11 @@ describe('canonicalName', () => {
     ['Loss', 'loss'],
     ['Adv Std', 'Adv Std'],
     ['cri_loss', 'cri_loss'],
+    // OpenRLHF's wandb / tensorboard names
+    ['train/policy_loss', 'loss'],
+    ['train/actor_lr', 'lr'],
+    ['train/response_length', 'completion_length'],
+    ['train/kl', 'kl'],
     // others unchanged, trimmed
     ['  timing_s/gen ', 'timing_s/gen'],
     ['rewards/mean', 'rewards/mean'],
