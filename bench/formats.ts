@@ -96,7 +96,8 @@ function timeOnce(shape: string, path: string): FormatFigure {
     if (r.kind === 'metric') points += r.record.values.size;
   }
   const seconds = (performance.now() - t0) / 1000;
-  return { shape, bytes, lines: lines.length, points, seconds, mbPerSec: bytes / MB / seconds, pointsPerSec: points / seconds };
+  const mbPerSec = bytes / MB / seconds;
+  return { shape, bytes, lines: lines.length, points, seconds, mbPerSec, pointsPerSec: points / seconds };
 }
 
 function worstLine(): FormatsResult['worstLineMs'] {
@@ -123,20 +124,26 @@ export function runFormatsBench(opts: { outDir: string; mbPerShape: number }): F
   }
   // seed 002 callback blocks: the generated sample run, repeated to size
   const block = callbackRun().text;
-  writeFileSync(path, block.repeat(Math.max(1, Math.round((opts.mbPerShape * MB) / Buffer.byteLength(block)))));
+  const copies = Math.max(1, Math.round((opts.mbPerShape * MB) / Buffer.byteLength(block)));
+  writeFileSync(path, block.repeat(copies));
   figures.push(timeConsole('console: seed 002 callback blocks', path));
   rmSync(path, { force: true });
   return { figures, worstLineMs: worstLine(), seconds: (performance.now() - t0) / 1000 };
 }
 
 export function formatFormatsReport(r: FormatsResult): string {
-  const n = (v: number, d = 0): string => v.toLocaleString('en', { minimumFractionDigits: d, maximumFractionDigits: d });
+  const n = (v: number, d = 0): string =>
+    v.toLocaleString('en', { minimumFractionDigits: d, maximumFractionDigits: d });
   const rows = r.figures.map(
-    (f) => `  ${f.shape.padEnd(36)} ${n(f.bytes / MB, 1).padStart(6)} MB  ${n(f.mbPerSec, 1).padStart(7)} MB/s  ${n(f.pointsPerSec).padStart(12)} points/s`,
+    (f) =>
+      `  ${f.shape.padEnd(36)} ${n(f.bytes / MB, 1).padStart(6)} MB  ${n(f.mbPerSec, 1).padStart(7)} MB/s  ` +
+      `${n(f.pointsPerSec).padStart(12)} points/s`,
   );
+  const { keyValue, console } = r.worstLineMs;
   return [
     'stdout readers (parse only, no SQLite; the faster of 2 passes)',
     ...rows,
-    `  1 MB line without separators: key-value reader ${n(r.worstLineMs.keyValue, 1)} ms, console reader ${n(r.worstLineMs.console, 1)} ms (target < 100 ms)`,
+    `  1 MB line without separators: key-value reader ${n(keyValue, 1)} ms, console reader ${n(console, 1)} ms ` +
+      '(target < 100 ms)',
   ].join('\n');
 }

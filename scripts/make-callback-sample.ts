@@ -72,27 +72,44 @@ const round = (v: number, decimals: number): number => Number(v.toFixed(decimals
 function stats(xs: number[]): RewardStats {
   const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
   const std = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
-  return { mean: round(mean, 3), std: round(std, 3), min: round(Math.min(...xs), 3), max: round(Math.max(...xs), 3) };
+  const [min, max] = [Math.min(...xs), Math.max(...xs)];
+  return { mean: round(mean, 3), std: round(std, 3), min: round(min, 3), max: round(max, 3) };
 }
 
-function generation(rng: () => number, step: number, collapsed: boolean): { text: string; scores: Record<string, number> } {
-  if (collapsed) {
-    return { text: '<think>\nI think so.\n</think>\n\n<answer>\n0\n</answer>', scores: { accuracy: 0, format: 1, reasoning_steps: 0 } };
-  }
+interface Generation {
+  text: string;
+  scores: Record<string, number>;
+}
+
+/** The template every generation turns into during the collapse: well formatted, wrong, the same. */
+const COLLAPSED: Generation = {
+  text: '<think>\nI think so.\n</think>\n\n<answer>\n0\n</answer>',
+  scores: { accuracy: 0, format: 1, reasoning_steps: 0 },
+};
+
+function generation(rng: () => number, step: number, collapsed: boolean): Generation {
+  if (collapsed) return COLLAPSED;
   const skill = Math.min(0.9, 0.3 + step / 500);
   const a = 2 + Math.floor(rng() * 50);
   const b = 2 + Math.floor(rng() * 50);
   const correct = rng() < skill;
   const formatted = rng() < skill + 0.1;
   const stepsShown = Math.floor(rng() * 4);
-  const reasoning = Array.from({ length: stepsShown }, (_, i) => `Step ${i + 1}: ${i === 0 ? `I need to add ${a} and ${b}` : 'check the sum'}`);
+  const reasoning = Array.from(
+    { length: stepsShown },
+    (_, i) => `Step ${i + 1}: ${i === 0 ? `I need to add ${a} and ${b}` : 'check the sum'}`,
+  );
   const answer = correct ? a + b : a + b + 1 + Math.floor(rng() * 9);
   const text = formatted
     ? `<think>\n${reasoning.join('\n')}\n</think>\n\n<answer>\n${answer}\n</answer>`
     : `The answer is ${answer} because I think so.`;
   return {
     text,
-    scores: { accuracy: correct ? 1 : 0, format: formatted ? 1 : 0, reasoning_steps: round(Math.min(1, stepsShown / 3), 3) },
+    scores: {
+      accuracy: correct ? 1 : 0,
+      format: formatted ? 1 : 0,
+      reasoning_steps: round(Math.min(1, stepsShown / 3), 3),
+    },
   };
 }
 
@@ -162,7 +179,8 @@ function renderStep(s: CallbackStep): string[] {
     'Reward Breakdown:',
   ];
   for (const [name, r] of Object.entries(s.rewards)) {
-    lines.push(`  ${name.padEnd(15)}: ${pad(f(r.mean, 3), 6)} ± ${f(r.std, 3)} [${pad(f(r.min, 3), 6)}, ${pad(f(r.max, 3), 6)}]`);
+    const range = `[${pad(f(r.min, 3), 6)}, ${pad(f(r.max, 3), 6)}]`;
+    lines.push(`  ${name.padEnd(15)}: ${pad(f(r.mean, 3), 6)} ± ${f(r.std, 3)} ${range}`);
   }
   lines.push(
     `  ${'total'.padEnd(15)}: ${pad(f(s.total, 3), 6)} (combined)`,

@@ -157,7 +157,8 @@ function valueEnd(s: string, i: number): number {
 function readEpochCounter(token: string, out: KeyValueLine): boolean {
   const epoch = token.charCodeAt(0) === 91 ? readCounter(token, 1, 93) : undefined;
   if (!epoch) return false;
-  const step = closeOf(token.charCodeAt(epoch[2])) > 0 ? readCounter(token, epoch[2] + 1, closeOf(token.charCodeAt(epoch[2]))) : undefined;
+  const close = closeOf(token.charCodeAt(epoch[2]));
+  const step = close > 0 ? readCounter(token, epoch[2] + 1, close) : undefined;
   if (step) {
     if (step[2] !== token.length || step[1] === 0) return false;
     out.step = (epoch[0] - 1) * step[1] + step[0];
@@ -174,7 +175,10 @@ function readEpochCounter(token: string, out: KeyValueLine): boolean {
  * Reads a pairs line; undefined when any part of it is not a pair with a numeric value. `parseValue` reads
  * one value token (the caller's number syntax: nan, inf, np.float64(...)).
  */
-export function readKeyValueLine(line: string, parseValue: (token: string) => number | undefined): KeyValueLine | undefined {
+export function readKeyValueLine(
+  line: string,
+  parseValue: (token: string) => number | undefined,
+): KeyValueLine | undefined {
   const out: KeyValueLine = { pairs: [] };
   let i = skipSpaces(line, 0);
   i = skipSeparators(line, readLeadingStep(line, skipLoggerPrefix(line, i), out));
