@@ -4,7 +4,7 @@
  * and bench/out/scenarios.json, then the chat figures (bench/chat.ts): `reward history` on a 1,000,000-point
  * series and append → alert request at a local fake Discord. A report, not a test: exits 0 whatever the figures.
  *
- * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS; BENCH_REPEAT
+ * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB; BENCH_REPEAT
  * backfill runs of the learning.log (default 2; the completions file gets one more).
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill children to bench/out/prof/.
  */
@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import type { ChildResult } from './backfill-child.ts';
 import { bareInsert, type BareResult } from './bare.ts';
 import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench } from './chat.ts';
+import { formatFormatsReport, runFormatsBench } from './formats.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
@@ -157,6 +158,10 @@ say(`  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 $
 say('tfevents: a Trainer-style events file, decoded and backfilled');
 const tfevents = await runTfeventsBench({ outDir: OUT });
 say(`  ${tfevents.backfill.mbPerSec.toFixed(1)} MB/s, ${tfevents.backfill.pointsPerSec.toFixed(0)} points/s`);
+// 8. stdout readers: generic key-value, TRL, verl, seed 002 callback blocks (parse only)
+say('stdout readers: parse throughput on generated files, and a 1 MB line without separators');
+const formats = runFormatsBench({ outDir: OUT, mbPerShape: envInt('BENCH_FORMATS_MB', 20) });
+say(`  ${formats.seconds.toFixed(1)} s`);
 
 // ------------------------------------------------------------------------------------------- report
 
@@ -221,6 +226,7 @@ const results = {
   },
   chat: { seconds: chat.seconds, rewardHistory: chat.history, alert: chat.alert },
   tfevents,
+  formats,
   targets,
 };
 writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -298,6 +304,8 @@ const out = [
   formatChatReport(chat),
   '',
   formatTfeventsReport(tfevents),
+  '',
+  formatFormatsReport(formats),
   '',
 ];
 process.stdout.write(out.join('\n'));

@@ -45,6 +45,29 @@ const ALIASES: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
+ * Home-grown loops (minimind, DeepSpeed-Chat, seed 002's callback, OpenRLHF's tqdm postfix), looked up in lower
+ * case because these loops print `Reward`, `KL_ref`, `Actor Loss`. Canonical names in any case match too.
+ */
+const HOME_GROWN_ALIASES: ReadonlyMap<string, string> = new Map([
+  ['average reward score', 'reward'],
+  ['avg reward', 'reward'],
+  ['mean reward', 'reward'],
+  ['kl_ref', 'kl'],
+  ['kl divergence', 'kl'],
+  ['actor loss', 'loss'],
+  ['act_loss', 'loss'],
+  ['policy_loss', 'loss'],
+  ['policy loss', 'loss'],
+  ['avg response len', 'completion_length'],
+  ['avg response length', 'completion_length'],
+  ['response_length', 'completion_length'],
+  ['learning rate', 'lr'],
+  ['actor_lr', 'lr'],
+  ['grad norm', 'grad_norm'],
+  ['reward std', 'reward_std'],
+]);
+
+/**
  * Maps a raw key onto its canonical name; any other key comes back trimmed.
  * `train/` is stripped first because wandb/trackio exports and some TRL callbacks prefix train metrics
  * with it (`train/reward`, `train/rewards/acc/mean`); `eval/` is kept: eval metrics are a different series.
@@ -54,6 +77,10 @@ export function canonicalName(raw: string): string {
   if (name.startsWith('train/') && name.length > 6) name = name.slice(6);
   const alias = ALIASES.get(name);
   if (alias !== undefined) return alias;
+  const lower = name.toLowerCase();
+  const homeGrown = HOME_GROWN_ALIASES.get(lower);
+  if (homeGrown !== undefined) return homeGrown;
+  if (lower !== name && CANONICAL_METRICS.has(lower)) return lower;
   // TRL: rewards/<fn>/mean -> rewards/<fn>; rewards/<fn>/std stays as it is
   if (name.startsWith('rewards/') && name.endsWith('/mean') && name.length > 13) return name.slice(0, -5);
   return name;

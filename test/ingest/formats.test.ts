@@ -274,7 +274,7 @@ describe('trainerState', () => {
 
   it('makes one record per log_history entry, with step and epoch; reads NaN/Infinity', () => {
     const results = documentFormat('trainerState').parse(state, { relPath: 'checkpoint-20/trainer_state.json' });
-    expect(results.map(metric)).toEqual([
+    expect(results.filter((r) => r.kind === 'metric').map(metric)).toEqual([
       {
         step: 10,
         epoch: 0.03,
@@ -292,6 +292,19 @@ describe('trainerState', () => {
       },
       { step: 10, epoch: 0.03, values: { eval_loss: NaN, eval_runtime: 3.2, epoch: 0.03 } },
       { step: 20, epoch: 0.06, values: { epoch: 0.06, grad_norm: Infinity, loss: -Infinity } },
+    ]);
+  });
+
+  it('says where the Trainer stands: max_steps and global_step as a meta event', () => {
+    const results = documentFormat('trainerState').parse(state, { relPath: 'trainer_state.json' });
+    expect(results.filter((r) => r.kind === 'event')).toEqual([
+      { kind: 'event', record: { kind: 'meta', title: 'trainer state', text: 'trainer_state.json', values: { max_steps: 300, global_step: 20 } } },
+    ]);
+    const done = documentFormat('trainerState').parse('{"global_step": 50, "max_steps": 50, "log_history": []}', {
+      relPath: 'trainer_state.json',
+    });
+    expect(done).toEqual([
+      { kind: 'event', record: { kind: 'meta', title: 'trainer state', text: 'trainer_state.json', values: { max_steps: 50, global_step: 50 } } },
     ]);
   });
 
@@ -397,10 +410,16 @@ describe('console', () => {
     ).toEqual({ loss: NaN, grad_norm: Infinity, kl: 0.01, entropy: 0.5, clip_ratio: -Infinity, epoch: 0.5 });
   });
 
-  it('reads the end-of-training summary, and a step when the dict has one', () => {
-    expect(metric(p("{'train_runtime': 120.5, 'train_samples_per_second': 3.3, 'train_loss': 0.01, 'epoch': 1.0}"))).toEqual({
-      epoch: 1,
-      values: { train_runtime: 120.5, train_samples_per_second: 3.3, train_loss: 0.01, epoch: 1 },
+  it('reads the end-of-training summary as a finished event, never a step; and a step when the dict has one', () => {
+    const summary = "{'train_runtime': 120.5, 'train_samples_per_second': 3.3, 'train_loss': 0.01, 'epoch': 1.0}";
+    expect(p(summary)).toEqual({
+      kind: 'event',
+      record: {
+        kind: 'finished',
+        title: 'training finished',
+        text: summary,
+        values: { train_runtime: 120.5, train_samples_per_second: 3.3, train_loss: 0.01, epoch: 1 },
+      },
     });
     expect(metric(p("{'step': 12, 'loss': 0.3}"))).toEqual({ step: 12, values: { loss: 0.3 } });
   });
@@ -419,7 +438,7 @@ describe('console', () => {
   it('treats bars, warnings, banners, tracebacks and printed config dicts as noise', () => {
     for (const line of [
       '',
-      ' 45%|████▌     | 135/300 [04:30<05:30,  2.00s/it]',
+      'Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.50s/it]',
       "/usr/lib/python3.11/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the inputs have requires_grad=True.",
       '==================== Training ====================',
       'Traceback (most recent call last):',
@@ -472,7 +491,8 @@ describe('detectFormat', () => {
   it('recognises the learning.log format under another name by its first line', () => {
     expect(detectId('metrics.jsonl', banner + learning)).toBe('learningLog');
     expect(detectId('metrics.jsonl', banner)).toBe('later');
-    expect(detectId('train.log', 'Loading model\n' + learning)).toBe('later');
+    // a `.log` other than learning.log is captured stdout, whatever its first lines
+    expect(detectId('train.log', 'Loading model\n' + learning)).toBe('console');
   });
 
   it('recognises the OCaml GRPO reward logs by name and content', () => {
@@ -525,14 +545,28 @@ describe('detectFormat', () => {
     expect(detectId('samples.jsonl', '{"prompt": "Q", "completion": "A", "reward": 1}\n')).toBeNull();
   });
 
-  it('recognises console captures by a metric line in the head, and waits otherwise', () => {
+  it('claims *.log, *.out and *.err captures by name once they hold text, before any metric line', () => {
     const noise = 'Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.50s/it]\r\n';
     expect(detectId('train.log', noise + hfDict)).toBe('console');
     expect(detectId('slurm-1234.out', '\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - actor/entropy:0.2\n')).toBe('console');
-    expect(detectId('stdout.txt', ' 0%|          | 0/300 [00:00<?, ?it/s]\r 1%|          | 3/300 [00:06<09:54, 2.0s/it]' + hfDict)).toBe('console');
-    expect(detectId('train.log', noise)).toBe('later');
+    expect(detectId('train.log', noise)).toBe('console');
+    // a preamble far past the 64 KiB head (TRL's completion tables) never prevents reading
+    expect(detectId('train.log', noise.repeat(1000))).toBe('console');
+    expect(detectId('nohup.out', 'Traceback (most recent call last):\n')).toBe('console');
+    expect(detectId('job-17.err', 'torch.OutOfMemoryError: CUDA out of memory.\n')).toBe('console');
     expect(detectId('train.log', '')).toBe('later');
-    expect(detectId('train.log', noise.repeat(1000))).toBeNull();
+    expect(detectId('train.log', '\n\n')).toBe('later');
+    expect(detectId('train.log', '\u0000\u0001\u0002 binary')).toBeNull();
+    // wandb's own debug logs are not the job's output
+    expect(detectId('logs/debug-internal.log', 'INFO started\n')).toBeNull();
     expect(detectId('notes.md', hfDict)).toBeNull();
+  });
+
+  it('claims *.txt only once it shows a metric line, and gives up after 64 KiB without one', () => {
+    const noise = 'Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.50s/it]\r\n';
+    expect(detectId('stdout.txt', ' 0%|          | 0/300 [00:00<?, ?it/s]\r 1%|          | 3/300 [00:06<09:54, 2.0s/it]' + hfDict)).toBe('console');
+    expect(detectId('stdout.txt', 'Epoch:[1/1](12/9751), Reward: -1.6523, KL_ref: -0.0069\n')).toBe('console');
+    expect(detectId('notes.txt', noise)).toBe('later');
+    expect(detectId('notes.txt', 'Remember: lr = 1e-6 worked best\n'.repeat(3000))).toBeNull();
   });
 });

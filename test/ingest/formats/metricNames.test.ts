@@ -32,6 +32,26 @@ describe('canonicalName', () => {
     // seed 000
     ['grad', 'grad_norm'],
     ['syntax_rew', 'rewards/syntax_aware_reward'],
+    // home-grown loops (minimind, DeepSpeed-Chat, seed 002), in any case
+    ['Reward', 'reward'],
+    ['average reward score', 'reward'],
+    ['KL_ref', 'kl'],
+    ['Actor Loss', 'loss'],
+    ['act_loss', 'loss'],
+    ['policy_loss', 'loss'],
+    ['Avg Response Len', 'completion_length'],
+    ['response_length', 'completion_length'],
+    ['Learning Rate', 'lr'],
+    ['actor_lr', 'lr'],
+    ['LR', 'lr'],
+    ['Loss', 'loss'],
+    ['Adv Std', 'Adv Std'],
+    ['cri_loss', 'cri_loss'],
+    // OpenRLHF's wandb / tensorboard names
+    ['train/policy_loss', 'loss'],
+    ['train/actor_lr', 'lr'],
+    ['train/response_length', 'completion_length'],
+    ['train/kl', 'kl'],
     // others unchanged, trimmed
     ['  timing_s/gen ', 'timing_s/gen'],
     ['rewards/mean', 'rewards/mean'],
