@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { relative, sep } from 'node:path';
+import { FORMATS } from '../ingest/formats/index.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
@@ -25,6 +26,13 @@ export interface RunFiles {
 }
 
 const relPath = (dir: string, path: string): string => relative(dir, path).split(sep).join('/');
+
+/** Captured stdout is claimed by its name, before its content is known: one that has shown no metric line
+ * yet is read, but not understood, and is said so like a file no format claims. */
+const STDOUT_FORMATS: ReadonlySet<string> = new Set(FORMATS.filter((f) => f.kind === 'lines' && f.textLog).map((f) => f.id));
+const noMetrics = (f: Pick<ReadFile, 'format' | 'lines' | 'records'>): boolean =>
+  STDOUT_FORMATS.has(f.format) && f.records === 0 && f.lines > 0;
+const noMetricsText = (f: Pick<ReadFile, 'lines'>): string => `no metric line in ${plural(f.lines, 'line')} read`;
 
 /** What rlwatch reads of each run (or of `run`), and what it could not. */
 export function runFiles(store: Store, run?: string): RunFiles[] {
@@ -82,7 +90,8 @@ export function files({ store }: CommandContext, args: { run?: string }): Reply 
         ...r.files.map(
           (f) =>
             `${f.path}  ${f.format}  offset ${f.offset.toLocaleString('en')}/${f.size.toLocaleString('en')}` +
-            `  ${plural(f.records, 'record')}` + (f.skipped > 0 ? `  ${skipText(f)}` : ''),
+            `  ${plural(f.records, 'record')}` + (f.skipped > 0 ? `  ${skipText(f)}` : '') +
+            (noMetrics(f) ? `  ${noMetricsText(f)}` : ''),
         ),
         ...r.unread.map((u) => `${u.path}  not read: ${u.reason}`),
       ].join('\n') || '(no files)',
@@ -104,7 +113,9 @@ export function unreadSummary(store: Store, roots: readonly string[], limit = 20
   }
   for (const run of store.runs.list()) {
     for (const f of store.files.ofRun(run.id)) {
-      if (f.skipped === 0 || !under(f.path)) continue;
+      if (!under(f.path)) continue;
+      if (noMetrics(f)) out.push(`not understood: ${run.name}/${relPath(run.path, f.path)} (${noMetricsText(f)})`);
+      if (f.skipped === 0) continue;
       const skips = store.files.skipsOf(f.id).map(({ reason, count }) => ({ reason, count }));
       out.push(`unparsed lines: ${run.name}/${relPath(run.path, f.path)}: ${skipText({ skipped: f.skipped, skips })}`);
     }

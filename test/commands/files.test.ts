@@ -29,7 +29,7 @@ describe('files', () => {
   it('lists each file with its format, offset and records, and the files no format claims', async () => {
     const log = file('grpo/learning.log', `${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`);
     const notes = file('grpo/notes.txt', prose(1000));
-    const big = file('other/logs/train.log', prose(70 * 1024));
+    const big = file('other/logs/train.txt', prose(70 * 1024));
     for (const p of [log, notes, big]) await ingestor.ingest(p, runs());
 
     const report = runFiles(store);
@@ -37,7 +37,7 @@ describe('files', () => {
       { run: 'grpo', files: [expect.objectContaining({ path: 'learning.log', format: 'learningLog', records: 2 })],
         unread: [{ path: 'notes.txt', reason: 'no known format in what is there yet', size: prose(1000).length }] },
       // no run row for a directory whose only log is unrecognised: still named
-      { run: 'other', files: [], unread: [{ path: 'logs/train.log', reason: 'no format recognises it', size: prose(70 * 1024).length }] },
+      { run: 'other', files: [], unread: [{ path: 'logs/train.txt', reason: 'no format recognises it', size: prose(70 * 1024).length }] },
     ]);
     const grpo = report[0]!.files[0]!;
     expect(grpo).toMatchObject({ offset: Buffer.byteLength(`${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`), skipped: 1 });
@@ -52,9 +52,10 @@ describe('files', () => {
   });
 
   it('forgets a file once a format recognises it', async () => {
-    const path = file('grpo/train.out', 'Loading model\n');
+    // captured stdout (*.log, *.out, *.err) is claimed by its name; a *.txt needs a metric line first
+    const path = file('grpo/train.txt', 'Loading model\n');
     await ingestor.ingest(path, runs());
-    expect(store.unread.list().map((u) => u.rel_path)).toEqual(['train.out']);
+    expect(store.unread.list().map((u) => u.rel_path)).toEqual(['train.txt']);
     appendFileSync(path, "{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\n");
     await ingestor.ingest(path, runs());
     expect(store.unread.list()).toEqual([]);

@@ -215,7 +215,8 @@ describe('run_finished', () => {
     const card = said[0]!;
     expect(card.metric).toBe('reward');
     expect(card.finished).toMatchObject({ durationMs: 612_300, firstStep: 1, finalReward: { step: 3, value: 0.33 }, bestReward: { step: 3, value: 0.33 } });
-    expect(card.summary).toBe('training finished at step 4 in 10m 12s; reward 0.33');
+    // the summary dict is the end of the run, not a step: the last step is the third dict's
+    expect(card.summary).toBe('training finished at step 3 in 10m 12s; reward 0.33');
   });
 
   it('(control: the same run without its summary is reported as stalled)', async () => {

@@ -39,7 +39,8 @@ describe('rlwatch files', () => {
     expect(r.status).toBe(0);
     // backfill names what it did not read
     expect(r.stdout).toContain('\n  not read: hf/README.txt (no known format in what is there yet)\n');
-    expect(r.stdout).toContain('\n  not read: home-grown/logs/run.log (no format recognises it)\n');
+    // a *.log is claimed as captured stdout by its name: one without a metric line is named too
+    expect(r.stdout).toContain('\n  not understood: home-grown/logs/run.log (no metric line in 1,300 lines read)\n');
   });
 
   it('lists the files of each run as JSON, paths relative to the run', () => {
@@ -57,7 +58,11 @@ describe('rlwatch files', () => {
       }),
     ]);
     expect(report[0].unread).toEqual([expect.objectContaining({ path: 'README.txt' })]);
-    expect(report[1]).toEqual({ run: 'home-grown', files: [], unread: [expect.objectContaining({ path: 'logs/run.log' })] });
+    expect(report[1]).toEqual({
+      run: 'home-grown',
+      files: [expect.objectContaining({ path: 'logs/run.log', format: 'console', lines: 1300, records: 0 })],
+      unread: [],
+    });
   });
 
   it('shows one run as text without the server paths, and its data through the other commands', () => {
@@ -85,7 +90,7 @@ describe('rlwatch files', () => {
     try {
       expect(warnings).toEqual([
         'not read: hf/README.txt (no known format in what is there yet)',
-        'not read: home-grown/logs/run.log (no format recognises it)',
+        'not understood: home-grown/logs/run.log (no metric line in 1,300 lines read)',
       ]);
       const events = join(fresh, 'hf/runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.4242.0');
       appendFileSync(events, eventRecord({ step: 21, scalars: { 'train/reward': 1.5 } }));
