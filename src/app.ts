@@ -99,6 +99,7 @@ export function backfillPipeline(store: Store, config: Config, log: Log, target:
   return {
     ingestor,
     async finish(): Promise<void> {
+      engine.evaluateBehind();
       engine.tick();
       await dispatcher.kick();
       await dispatcher.stop();
@@ -159,8 +160,10 @@ export async function startApp(opts: {
     }),
   );
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
+  engine.evaluateBehind(); // batches a stopped process committed but never evaluated
   await live.start();
   catchingUp = false;
+  engine.caughtUp();
   const tick = (): void => {
     if (engine.tick() > 0) void dispatcher.kick();
   };

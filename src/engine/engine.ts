@@ -1,7 +1,9 @@
 import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
+import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
-import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { evaluateStall } from './stall.ts';
 import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
 import type { RuleBook } from './rules.ts';
 
@@ -26,6 +28,8 @@ const SNIPPET_CHARS = 400;
 export class Engine {
   private readonly now: () => number;
   private readonly sessionStart: number;
+  /** each run's last read when the files found at start-up had been read: a run read since is watched live */
+  private caughtUpReads: Map<number, number | null> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -36,21 +40,68 @@ export class Engine {
     this.sessionStart = opts.sessionStart ?? this.now();
   }
 
+  /** The files found at start-up have been read (what was there is history): from now on, a run that grows
+   * is watched live, and only such a run can stall. `backfill` never calls it. */
+  caughtUp(): void {
+    this.caughtUpReads = new Map(this.store.runs.list().map((r) => [r.id, r.active_at]));
+  }
+
+  private noteLive(run: RunRow): void {
+    const reads = this.caughtUpReads;
+    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && run.live_at !== run.active_at) {
+      this.store.runs.markLive(run.id);
+    }
+  }
+
   /** After a batch: the run's step-driven rules, then (unless backfilling) its notifications. */
   evaluate(runId: number, announce = true): number {
     return this.store.db.transaction(() => {
       const run = this.store.runs.byId(runId);
       if (!run) return 0;
       const since = this.now();
+      this.noteLive(run);
+      this.rewind(runId);
       const ctx = runContext(this.store, runId, this.now);
       for (const rule of this.book.forRun(run.name)) {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
         else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
         else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
       }
+      this.store.runs.markEvaluated(runId);
       // live, an incident that fired and resolved within one batch is still news
       return announce ? this.announce(runId, since) : 0;
     })();
+  }
+
+  /** At start-up: evaluates the runs with batches committed but never evaluated (the process stopped between a
+   * commit and its evaluation), without announcing (the tick after the catch-up announces what fires). */
+  evaluateBehind(): number {
+    const ids = this.store.runs.unevaluated();
+    for (const id of ids) this.evaluate(id, false);
+    return ids.length;
+  }
+
+  /**
+   * A restarted job logs its steps again from an earlier step: the alerts still open belong to the attempt
+   * that ended, and every rule cursor past the step it resumed at goes back there, so that the new attempt's
+   * values are evaluated as they arrive.
+   */
+  private rewind(runId: number): void {
+    const attempts = this.store.attempts;
+    for (const a of attempts.unrewound(runId)) {
+      const ended = attempts.list(runId).find((p) => p.attempt === a.attempt - 1);
+      const step = ended?.last_step ?? a.resumed_step;
+      const summary = `attempt ${a.attempt - 1} ended at step ${step}: the job restarted at step ${a.resumed_step}`;
+      for (const alert of this.store.alerts.openOf(runId)) {
+        if (alert.state === 'pending') this.store.alerts.drop(alert.id);
+        else {
+          const details = { attempt: a.attempt, resumedStep: a.resumed_step };
+          this.store.alerts.resolve(alert.id, { step, at: this.now(), severity: alert.severity, summary, details });
+        }
+      }
+      this.store.alerts.rewindCursors(runId, a.resumed_step);
+      attempts.markRewound(runId, a.attempt);
+    }
   }
 
   /** On a timer: stalls, repeats and expired mutes of every run. */
@@ -58,6 +109,7 @@ export class Engine {
     return this.store.db.transaction(() => {
       let written = 0;
       for (const run of this.store.runs.list()) {
+        this.noteLive(run);
         const ctx = runContext(this.store, run.id, this.now);
         for (const rule of this.book.forRun(run.name)) {
           if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
@@ -110,6 +162,15 @@ export class Engine {
     return byTarget.size;
   }
 
+  /** ` (attempt 2, resumed at step 0)` for an alert raised after the job restarted; empty otherwise. */
+  private attemptNote(a: AlertRow): string {
+    const during = this.store.attempts
+      .list(a.run_id)
+      .filter((t) => t.at <= a.started_at)
+      .pop();
+    return during && during.attempt > 1 ? ` (attempt ${during.attempt}, resumed at step ${during.resumed_step})` : '';
+  }
+
   private item(a: AlertRow, kind: NotificationItem['kind']): NotificationItem {
     const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
     const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
@@ -128,7 +189,7 @@ export class Engine {
       severity: a.severity,
       rule: a.rule,
       metric: a.metric,
-      summary,
+      summary: summary + this.attemptNote(a),
       step,
       epoch,
       recent,
