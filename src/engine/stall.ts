@@ -16,7 +16,10 @@ export const MIN_INTERVALS = 5;
  * each read that took the run to new steps, `gap / steps` after the read before it. Null when too few reads
  * came far enough apart to say (a backfill reads every step at once).
  */
-export function medianStepInterval(arrivals: ReadonlyArray<{ at: number; steps: number }>, window: number): number | null {
+export function medianStepInterval(
+  arrivals: ReadonlyArray<{ at: number; steps: number }>,
+  window: number,
+): number | null {
   const samples: number[] = [];
   for (let i = arrivals.length - 1; i > 0 && samples.length < window; i--) {
     const gap = arrivals[i]!.at - arrivals[i - 1]!.at;
@@ -64,8 +67,11 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
   const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
   const details = { lastActivity: last, lastStep: step, limitMs: limit, stepIntervalMs: pace };
   if (stalled) {
-    const paced = pace !== null && rule.factor * pace > (parseDuration(rule.after) as number) ? `, a step every ~${formatDuration(Math.round(pace / 1000) * 1000)}` : '';
-    const summary = `no new record for ${minutes(now - last)} (last at step ${step}, ${clock(last)}${paced}): crashed or hung?`;
+    // the pace is told when it, not the floor, set the limit
+    const fitted = pace !== null && rule.factor * pace > (parseDuration(rule.after) as number);
+    const paced = fitted ? `, a step every ~${formatDuration(Math.round(pace / 1000) * 1000)}` : '';
+    const idle = minutes(now - last);
+    const summary = `no new record for ${idle} (last at step ${step}, ${clock(last)}${paced}): crashed or hung?`;
     lc.apply(step, { kind: 'bad', firing: true, severity: rule.severity, describe: () => ({ summary, details }) });
   } else {
     const summary = finished ? 'the run finished' : 'records are arriving again';
@@ -82,12 +88,14 @@ function evaluateStuckAtStart(ctx: RunContext, rule: StallRule, sessionStart: nu
   const details = { startedAt: run.started_at, lastActivity: run.active_at };
   if (run.last_step !== null || isFinished(store, runId)) {
     const step = run.first_step ?? 0;
-    lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary: `the first step arrived (step ${step})`, details }) });
+    const summary = `the first step arrived (step ${step})`;
+    lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details }) });
     return;
   }
   const now = ctx.now();
   if (watched(run, sessionStart, after) && now - run.started_at > after) {
-    const summary = `no step ${minutes(now - run.started_at)} after its first lines (${clock(run.started_at)}): stuck at start?`;
+    const waited = minutes(now - run.started_at);
+    const summary = `no step ${waited} after its first lines (${clock(run.started_at)}): stuck at start?`;
     lc.apply(0, { kind: 'bad', firing: true, severity: rule.severity, describe: () => ({ summary, details }) });
   }
 }

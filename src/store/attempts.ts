@@ -92,7 +92,8 @@ export class Attempts {
    * starts at the run's highest step. Attempt 1 needs no rewind. */
   private start(runId: number, attempt: number, step: number, at: number, runLast: number | null = null): AttemptRow {
     const last = Math.max(step - 1, runLast ?? -Infinity);
-    const row: AttemptRow = { run_id: runId, attempt, resumed_step: step, at, last_step: last, rewound: attempt === 1 ? 1 : 0 };
+    const rewound = attempt === 1 ? 1 : 0;
+    const row: AttemptRow = { run_id: runId, attempt, resumed_step: step, at, last_step: last, rewound };
     this.db
       .prepare(
         `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)

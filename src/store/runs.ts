@@ -67,7 +67,9 @@ export class Runs {
 
   /** rlwatch read new lines of the run at `at`. */
   active(runId: number, at: number): void {
-    this.db.prepare('UPDATE runs SET active_at = ?, started_at = coalesce(started_at, ?) WHERE id = ?').run(at, at, runId);
+    this.db
+      .prepare('UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
+      .run({ at, runId });
   }
 
   /** Its last read was of lines written while it was watched (not of what was there at start-up). */
