@@ -3,6 +3,7 @@ import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { attemptNote, rewindRestarts } from './attempts.ts';
 import { evaluateStall } from './stall.ts';
 import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
 import type { RuleBook } from './rules.ts';
@@ -60,7 +61,7 @@ export class Engine {
       if (!run) return 0;
       const since = this.now();
       this.noteLive(run);
-      this.rewind(runId);
+      rewindRestarts(this.store, runId, this.now);
       const ctx = runContext(this.store, runId, this.now);
       for (const rule of this.book.forRun(run.name)) {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
@@ -79,29 +80,6 @@ export class Engine {
     const ids = this.store.runs.unevaluated();
     for (const id of ids) this.evaluate(id, false);
     return ids.length;
-  }
-
-  /**
-   * A restarted job logs its steps again from an earlier step: the alerts still open belong to the attempt
-   * that ended, and every rule cursor past the step it resumed at goes back there, so that the new attempt's
-   * values are evaluated as they arrive.
-   */
-  private rewind(runId: number): void {
-    const attempts = this.store.attempts;
-    for (const a of attempts.unrewound(runId)) {
-      const ended = attempts.list(runId).find((p) => p.attempt === a.attempt - 1);
-      const step = ended?.last_step ?? a.resumed_step;
-      const summary = `attempt ${a.attempt - 1} ended at step ${step}: the job restarted at step ${a.resumed_step}`;
-      for (const alert of this.store.alerts.openOf(runId)) {
-        if (alert.state === 'pending') this.store.alerts.drop(alert.id);
-        else {
-          const details = { attempt: a.attempt, resumedStep: a.resumed_step };
-          this.store.alerts.resolve(alert.id, { step, at: this.now(), severity: alert.severity, summary, details });
-        }
-      }
-      this.store.alerts.rewindCursors(runId, a.resumed_step);
-      attempts.markRewound(runId, a.attempt);
-    }
   }
 
   /** On a timer: stalls, repeats and expired mutes of every run. */
@@ -162,15 +140,6 @@ export class Engine {
     return byTarget.size;
   }
 
-  /** ` (attempt 2, resumed at step 0)` for an alert raised after the job restarted; empty otherwise. */
-  private attemptNote(a: AlertRow): string {
-    const during = this.store.attempts
-      .list(a.run_id)
-      .filter((t) => t.at <= a.started_at)
-      .pop();
-    return during && during.attempt > 1 ? ` (attempt ${during.attempt}, resumed at step ${during.resumed_step})` : '';
-  }
-
   private item(a: AlertRow, kind: NotificationItem['kind']): NotificationItem {
     const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
     const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
@@ -189,7 +158,7 @@ export class Engine {
       severity: a.severity,
       rule: a.rule,
       metric: a.metric,
-      summary: summary + this.attemptNote(a),
+      summary: summary + attemptNote(this.store, a),
       step,
       epoch,
       recent,
