@@ -9,6 +9,9 @@ export interface AttemptRow {
   rewound: number;
 }
 
+/** A new file repeats a sibling's steps as a new attempt only once the sibling has been quiet this long. */
+const QUIET_MS = 60_000;
+
 /** A file as attempt tracking sees it: its format, the step of its last metric line, its attempt. */
 export interface TrackedFile {
   id: number;
@@ -69,7 +72,7 @@ export class Attempts {
       if (latest.attempt > attempt) attempt = latest.attempt;
       else attempt = (latest = this.start(runId, latest.attempt + 1, step, at)).attempt;
     };
-    if (prev === null && runLast !== null && (steps[0] as number) <= runLast && this.hasSibling(runId, file)) {
+    if (prev === null && runLast !== null && (steps[0] as number) <= runLast && this.hasQuietSibling(runId, file, at)) {
       restart(steps[0] as number);
     }
     let advanced = 0;
@@ -103,13 +106,19 @@ export class Attempts {
     return row;
   }
 
-  /** Another file of the run in the same format has logged steps (learning.log beside batch_metrics.jsonl is
-   * not a new attempt; slurm-2.out beside slurm-1.out is). */
-  private hasSibling(runId: number, file: TrackedFile): boolean {
+  /**
+   * Another file of the run in the same format logged steps and has since gone quiet: slurm-2.out after
+   * slurm-1.out stopped is a new attempt; learning.log beside batch_metrics.jsonl, a `tee`'d copy or the log of
+   * another rank growing beside it are not (nor files first read together, at start-up).
+   */
+  private hasQuietSibling(runId: number, file: TrackedFile, at: number): boolean {
     return (
       this.db
-        .prepare('SELECT 1 FROM files WHERE run_id = ? AND format = ? AND id != ? AND last_step IS NOT NULL LIMIT 1')
-        .get(runId, file.format, file.id) !== undefined
+        .prepare(
+          `SELECT 1 FROM files WHERE run_id = ? AND format = ? AND id != ? AND last_step IS NOT NULL
+             AND grew_at <= ? LIMIT 1`,
+        )
+        .get(runId, file.format, file.id, at - QUIET_MS) !== undefined
     );
   }
 }

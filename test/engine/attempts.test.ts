@@ -106,17 +106,32 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
     expect(t.store.attempts.list(t.run.id)).toEqual([]);
   });
 
-  it('a new log file repeating the steps of a file of its format is a new attempt in the same folder', () => {
+  it('a new log file repeating the steps of a file of its format, once that one went quiet, is a new attempt', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(30, healthy));
     const second = t.store.files.add(t.run.id, '/x/r1/learning-2.log', 'learningLog');
     t.file = second;
-    t.resumeAt(1).feed([...times(2, healthy), ...times(3, collapsed)]);
+    t.advance(5 * MIN).resumeAt(1).feed([...times(2, healthy), ...times(3, collapsed)]);
     expect(t.store.attempts.list(t.run.id).map((a) => [a.attempt, a.resumed_step])).toEqual([
       [1, 1],
       [2, 1],
     ]);
     expect(t.alert('mode_collapse')).toMatchObject({ state: 'firing', fired_step: 5 });
+  });
+});
+
+describe('not a restart', () => {
+  it('a copy of the log growing beside it (tee) or the log of another rank', () => {
+    const t = new Trace({ book: presetOnly('mode_collapse') });
+    const first = t.file;
+    const copy = t.store.files.add(t.run.id, '/x/r1/learning-copy.log', 'learningLog');
+    for (let i = 1; i <= 5; i++) {
+      t.file = first;
+      t.resumeAt(i).feed([healthy]);
+      t.file = copy;
+      t.advance(10_000).resumeAt(i).feed([healthy]);
+    }
+    expect(t.store.attempts.list(t.run.id).map((a) => a.attempt)).toEqual([1]);
   });
 });
 
