@@ -32,7 +32,7 @@ export function medianStepInterval(
 }
 
 /** How long the run may be silent: max(`after`, `factor` × its median step interval). */
-export function stallLimit(ctx: RunContext, rule: StallRule): { limit: number; pace: number | null } {
+function stallLimit(ctx: RunContext, rule: StallRule): { limit: number; pace: number | null } {
   const floor = parseDuration(rule.after) as number;
   const pace = medianStepInterval(ctx.store.arrivals.recent(ctx.runId), rule.window);
   return { limit: Math.max(floor, pace === null ? 0 : rule.factor * pace), pace };
