@@ -140,7 +140,7 @@ const liveSlow: LiveResult = await liveLatency(liveDir, slowAppends, 60);
 rmSync(liveDir, { recursive: true, force: true });
 
 // 5. alert scenarios: labelled traces through Store + Engine
-say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall');
+say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall, hangs at 20 s and 3-min steps');
 const scenarios = runScenarios({ outDir: OUT });
 say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
 

@@ -47,6 +47,10 @@ export interface Scenario {
   steps: StepValues[];
   /** the records stop after the last step: evaluate the stall by the clock */
   stall: boolean;
+  /** one step every this many ms (default: the suite's 30 s) */
+  stepMs?: number;
+  /** an evaluation every `every` steps: no record for `ms`, a progress line every `printEveryMs` */
+  evalPause?: { every: number; ms: number; printEveryMs: number };
 }
 
 export const TOTAL_STEPS = 300;
@@ -296,6 +300,26 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     stall: true,
   };
 
+  // issue 8.4: hang detection fitted to the run's pace, on fast and slow steps
+  const hang = (name: string, seed: number, stepMs: number, pace: string): Scenario => ({
+    name,
+    description: `${pace} steps, healthy until step 150, then no more lines (the job hung)`,
+    seed,
+    onset: ONSET,
+    expected: { rule: 'run_stalled', metric: 'activity', severities: ['warning'] },
+    friends: [],
+    steps: healthySteps(seed, ONSET),
+    stall: true,
+    stepMs,
+  });
+  const slowEvalSeed = 1101 + seedOffset;
+  const slowEval: Scenario = {
+    ...healthy('healthy-3m-eval', slowEvalSeed),
+    description: 'healthy, a step every 3 min, a 20-min evaluation every 100 steps (a progress line a minute)',
+    stepMs: 180_000,
+    evalPause: { every: 100, ms: 20 * 60_000, printEveryMs: 60_000 },
+  };
+
   return [
     healthy('healthy-1', 1001 + seedOffset),
     healthy('healthy-2', 1002 + seedOffset),
@@ -306,6 +330,9 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     plateau,
     drop,
     stall,
+    slowEval,
+    hang('hang-20s', 7101 + seedOffset, 20_000, '20 s'),
+    hang('hang-3m', 7201 + seedOffset, 180_000, '3-min'),
   ];
 }
 

@@ -31,12 +31,15 @@ const STEP_MS = 30_000;
 const TICK_MS = 10_000;
 /** the config default (`alerts.repeatInterval: 4h`) */
 const REPEAT_MS = 4 * 3_600_000;
-/** how long the stall scenario watches the clock after the last record */
-const STALL_WATCH_MS = 30 * 60_000;
+/** how long a stall scenario watches the clock after the last line */
+const STALL_WATCH_MS = 60 * 60_000;
 
 export const TARGET_DELAY_STEPS = 20;
-/** run_stalled fires after 15m of silence; the app looks every 10 s: 16 minutes is the bound */
-export const TARGET_STALL_MINUTES = 16;
+/** issue 8.4: a hang is caught in under 6 × the median step interval; the preset's floor is 10 min (+ one tick) */
+export const TARGET_STALL_INTERVALS = 6;
+const STALL_FLOOR_MS = 10 * 60_000;
+export const stallTargetMinutes = (stepMs: number): number =>
+  Math.max(STALL_FLOOR_MS + TICK_MS, TARGET_STALL_INTERVALS * stepMs) / 60_000;
 
 export interface AlertSummary {
   rule: string;
@@ -61,8 +64,11 @@ export interface ScenarioResult {
   /** first alert of the expected rule/key/severity that fired at or after the onset */
   firedStep: number | null;
   delaySteps: number | null;
-  /** stall: minutes from the last file change to the alert firing */
+  /** stall: minutes from the last line read to the alert firing */
   delayMinutes: number | null;
+  /** the trace's step interval, and the stall delay in step intervals */
+  stepMs: number;
+  delayIntervals: number | null;
   /** warning/critical alerts that fired on healthy data: the whole of a healthy trace, the part of an
    * incident trace before its onset, and (after the onset) rules that have nothing to do with the incident */
   falseAlerts: AlertSummary[];
@@ -86,7 +92,7 @@ export interface ScenarioReport {
   /** where the report was written */
   file: string;
   clock: { t0: string; stepMs: number; tickMs: number; repeatIntervalMs: number };
-  targets: { delaySteps: number; stallMinutes: number; falseAlerts: 0; firingNotificationsPerIncident: 1 };
+  targets: { delaySteps: number; stallIntervals: number; stallFloorMs: number; falseAlerts: 0; firingNotificationsPerIncident: 1 };
   passed: number;
   failed: number;
   scenarios: ScenarioResult[];
@@ -110,8 +116,8 @@ function removeDb(path: string): void {
 export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioResult {
   const dbPath = join(dir, `${s.name}.db`);
   removeDb(dbPath);
-  const store = Store.open(dbPath);
   let clock = T0;
+  const store = Store.open(dbPath, { now: () => clock });
   const engine = new Engine(store, book, {
     repeatIntervalMs: REPEAT_MS,
     targets: ['console'],
@@ -122,6 +128,20 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
   const logPath = join(runDir, 'learning.log');
   const run = store.runs.ensure(s.name, runDir);
   const file = store.files.add(run.id, logPath, 'learningLog');
+  engine.caughtUp(); // nothing was there: every record below is read live
+  const stepMs = s.stepMs ?? STEP_MS;
+  const readLines = (lines: number, metrics: Array<{ step: number; values: Map<string, number> }>, offset: number) =>
+    store.commit(
+      {
+        runId: run.id,
+        fileId: file.id,
+        metrics,
+        examples: [],
+        skips: new Map(),
+        progress: { dev: 0, ino: 0, offset, size: offset, mtimeMs: clock, seq: 0, lines, records: metrics.length },
+      },
+      2,
+    );
 
   // the trace as text, for looking at it (the store is fed the same values directly)
   const text = s.steps.map((v) => `${learningLogLine(v)}\n`);
@@ -131,21 +151,20 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
   let offset = 0;
   s.steps.forEach((values, i) => {
     const step = i + 1;
-    clock = T0 + step * STEP_MS;
+    clock += stepMs;
     offset += Buffer.byteLength(text[i]!);
-    store.commit(
-      {
-        runId: run.id,
-        fileId: file.id,
-        metrics: [{ step, values: new Map(Object.entries(values)) }],
-        examples: [],
-        skips: new Map(),
-        progress: { dev: 0, ino: 0, offset, size: offset, mtimeMs: clock, seq: step, lines: 1, records: 1 },
-      },
-      2,
-    );
+    readLines(1, [{ step, values: new Map(Object.entries(values)) }], offset);
     engine.evaluate(run.id);
     engine.tick();
+    const pause = s.evalPause;
+    if (pause && step % pause.every === 0) {
+      // an evaluation: no record, a progress line now and then, the app ticking all along
+      for (let waited = TICK_MS; waited <= pause.ms; waited += TICK_MS) {
+        clock += TICK_MS;
+        if (waited % pause.printEveryMs === 0) readLines(1, [], offset);
+        engine.tick();
+      }
+    }
   });
 
   const exp = s.expected;
@@ -193,12 +212,14 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
   }
   const incidents = exp ? alerts.filter((a) => isExpectedKey(a) && a.started_step >= onset).length : null;
   const delaySteps = first !== null && s.onset !== null ? first - s.onset : null;
+  const delayIntervals = delayMinutes === null ? null : (delayMinutes * 60_000) / stepMs;
 
   const why: string[] = [];
   if (exp) {
     if (first === null) why.push(`${exp.rule} never fired`);
     else if (s.stall) {
-      if (delayMinutes === null || delayMinutes > TARGET_STALL_MINUTES) why.push(`${exp.rule} after ${delayMinutes} min`);
+      const target = stallTargetMinutes(stepMs);
+      if (delayMinutes === null || delayMinutes > target) why.push(`${exp.rule} after ${delayMinutes} min (> ${target.toFixed(1)})`);
     } else if ((delaySteps as number) > TARGET_DELAY_STEPS) why.push(`${exp.rule} ${delaySteps} steps after the onset`);
     if (firingNotifications !== 1) why.push(`${firingNotifications} firing notifications for ${exp.rule}`);
   }
@@ -217,6 +238,8 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
     firedStep: first,
     delaySteps,
     delayMinutes,
+    stepMs,
+    delayIntervals,
     falseAlerts: falseAlerts.map(summarize),
     firingNotifications,
     incidents,
@@ -244,7 +267,13 @@ export function runScenarios(opts: { outDir?: string; overrides?: readonly unkno
     preset: 'grpo',
     file: join(outDir, 'scenarios.json'),
     clock: { t0: new Date(T0).toISOString(), stepMs: STEP_MS, tickMs: TICK_MS, repeatIntervalMs: REPEAT_MS },
-    targets: { delaySteps: TARGET_DELAY_STEPS, stallMinutes: TARGET_STALL_MINUTES, falseAlerts: 0, firingNotificationsPerIncident: 1 },
+    targets: {
+      delaySteps: TARGET_DELAY_STEPS,
+      stallIntervals: TARGET_STALL_INTERVALS,
+      stallFloorMs: STALL_FLOOR_MS,
+      falseAlerts: 0,
+      firingNotificationsPerIncident: 1,
+    },
     passed: scenarios.filter((s) => s.pass).length,
     failed: scenarios.filter((s) => !s.pass).length,
     scenarios,
@@ -271,7 +300,7 @@ export function formatScenarioReport(r: ScenarioReport): string {
     s.expectedRule === null
       ? '—'
       : s.delayMinutes !== null
-        ? `${s.delayMinutes.toFixed(1)} min (≤ ${TARGET_STALL_MINUTES})`
+        ? `${s.delayMinutes.toFixed(1)} min = ${s.delayIntervals!.toFixed(1)} × ${s.stepMs / 1000} s step (≤ ${stallTargetMinutes(s.stepMs).toFixed(1)} min)`
         : s.delaySteps === null
           ? 'never'
           : `${s.delaySteps} steps`,
@@ -283,13 +312,14 @@ export function formatScenarioReport(r: ScenarioReport): string {
   const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
 
   const out = [
-    `alert scenarios — GRPO preset, ${r.scenarios[0]?.steps ?? 0}-step traces fed live (evaluate per step, one step per ${STEP_MS / 1000} s), ${r.seconds.toFixed(1)} s`,
+    `alert scenarios — GRPO preset, ${r.scenarios[0]?.steps ?? 0}-step traces fed live (evaluate per step, one step per ${STEP_MS / 1000} s unless named), ${r.seconds.toFixed(1)} s`,
     line(head),
     line(width.map((w) => '-'.repeat(w))),
     ...rows.map(line),
     '',
     'warn/crit on healthy: a healthy trace whole; an incident trace before its onset, and after it any rule',
     "unrelated to the incident. notifications: outbox rows with a 'firing' item for the expected rule's key.",
+    `stall: from the last line read to the alert, ticking every ${TICK_MS / 1000} s; target max(10 min floor + a tick, ${TARGET_STALL_INTERVALS} × the step interval).`,
     '',
     'alerts raised on healthy traces:',
   ];

@@ -112,6 +112,7 @@ export function backfillPipeline(store: Store, config: Config, log: Log, target:
   return {
     ingestor,
     async finish(): Promise<void> {
+      engine.evaluateBehind();
       engine.tick();
       await dispatcher.kick();
       await dispatcher.stop();
@@ -165,6 +166,7 @@ export async function startApp(opts: {
     }),
   );
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
+  engine.evaluateBehind(); // batches a stopped process committed but never evaluated
   try {
     await live.start();
   } catch (err) {
@@ -174,6 +176,7 @@ export async function startApp(opts: {
     throw err;
   }
   catchingUp = false;
+  engine.caughtUp();
   for (const line of unreadSummary(store, opts.roots)) log.warn(line);
   // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued
   const tick = (): void => {

@@ -1,16 +1,34 @@
 import { isCanonicalMetric } from '../ingest/metricNames.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
+import type { AttemptRow } from '../store/attempts.ts';
 import { isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+/** `attempt 2 (now): resumed at step 40 at ...` per attempt after the first: a job that restarted. */
+function restarts(attempts: readonly AttemptRow[]): string[] {
+  if (attempts.length < 2) return [];
+  return attempts.map((a, i) => {
+    const from = a.attempt === 1 ? `from step ${a.resumed_step}` : `resumed at step ${a.resumed_step}`;
+    const now = i === attempts.length - 1 ? ' (now)' : '';
+    return `attempt ${a.attempt}${now}: ${from} at ${isoTime(a.at)}, reached step ${a.last_step}`;
+  });
+}
 
 /** `run status [run]`: the latest step and epoch, and the latest value of each canonical metric. */
 export function runStatus({ store }: CommandContext, args: { run?: string }): Reply {
   const run = resolveRun(store, args.run);
-  const latest = store.points.latest(run.id);
+  const head = store.attempts.replaying(run.id, run.last_step);
+  // a restarted job logging its steps again: its latest values, not those the earlier attempt logged past it
+  const latest = store.points.latest(run.id).flatMap((l) => {
+    if (head === null || l.step <= head) return [l];
+    return store.points.upTo(run.id, l.metric, head, 1).map((p) => ({ metric: l.metric, ...p }));
+  });
   const canonical = latest.filter((l) => isCanonicalMetric(l.metric));
   const epoch = latest.find((l) => l.metric === 'epoch')?.value ?? null;
   const other = latest.length - canonical.length;
+  const attempts = store.attempts.list(run.id);
+  const step = head ?? run.last_step;
   return {
-    title: `${run.name}: step ${run.last_step ?? '-'}` + (epoch === null ? '' : `, epoch ${formatValue(epoch)}`),
+    title: `${run.name}: step ${step ?? '-'}` + (epoch === null ? '' : `, epoch ${formatValue(epoch)}`),
     fields: canonical
       .filter((l) => l.metric !== 'epoch')
       .map((l) => ({
@@ -19,12 +37,14 @@ export function runStatus({ store }: CommandContext, args: { run?: string }): Re
       })),
     lines: [
       `${run.records} records, updated ${isoTime(run.updated_at) ?? 'never'}`,
+      ...restarts(attempts),
       ...(other > 0 ? [`${other} more metric${other === 1 ? '' : 's'} logged: see --json or \`reward history --metric NAME\``] : []),
     ],
     data: {
       run: run.name,
       path: run.path,
-      step: run.last_step,
+      step,
+      attempts: attempts.map((a) => ({ attempt: a.attempt, resumedStep: a.resumed_step, at: isoTime(a.at), lastStep: a.last_step })),
       epoch: epoch === null ? null : jsonValue(epoch),
       records: run.records,
       updatedAt: isoTime(run.updated_at),

@@ -1,11 +1,14 @@
 import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
+import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
-import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { attemptNote, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
 import { evaluateFinished } from './finished.ts';
 import { evaluateNonFinite } from './nonFinite.ts';
 import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
+import { evaluateStall } from './stall.ts';
 import { evaluateTrainerWarning } from './trainerWarning.ts';
 import type { RuleBook } from './rules.ts';
 
@@ -33,6 +36,8 @@ const once = (a: AlertRow): boolean => (JSON.parse(a.details) as { once?: boolea
 export class Engine {
   private readonly now: () => number;
   private readonly sessionStart: number;
+  /** each run's last read when the files found at start-up had been read: a run read since is watched live */
+  private caughtUpReads: Map<number, number | null> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -43,12 +48,27 @@ export class Engine {
     this.sessionStart = opts.sessionStart ?? this.now();
   }
 
+  /** The files found at start-up have been read (what was there is history): from now on, a run that grows
+   * is watched live, and only such a run can stall. `backfill` never calls it. */
+  caughtUp(): void {
+    this.caughtUpReads = new Map(this.store.runs.list().map((r) => [r.id, r.active_at]));
+  }
+
+  private noteLive(run: RunRow): void {
+    const reads = this.caughtUpReads;
+    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && run.live_at !== run.active_at) {
+      this.store.runs.markLive(run.id);
+    }
+  }
+
   /** After a batch: the run's step-driven rules, then (unless backfilling) its notifications. */
   evaluate(runId: number, announce = true): number {
     return this.store.db.transaction(() => {
       const run = this.store.runs.byId(runId);
       if (!run) return 0;
       const since = this.now();
+      this.noteLive(run);
+      rewindRestarts(this.store, runId, this.now);
       const ctx = runContext(this.store, runId, this.now);
       for (const rule of this.book.forRun(run.name)) {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
@@ -59,9 +79,18 @@ export class Engine {
         else if (rule.kind === 'finished') evaluateFinished(ctx, rule);
         else if (rule.kind === 'trainer_warning') evaluateTrainerWarning(ctx, rule);
       }
+      this.store.runs.markEvaluated(runId);
       // live, an incident that fired and resolved within one batch is still news
       return announce ? this.announce(runId, since) : 0;
     })();
+  }
+
+  /** At start-up: evaluates the runs with batches committed but never evaluated (the process stopped between a
+   * commit and its evaluation), without announcing (the tick after the catch-up announces what fires). */
+  evaluateBehind(): number {
+    const ids = this.store.runs.unevaluated();
+    for (const id of ids) this.evaluate(id, false);
+    return ids.length;
   }
 
   /** On a timer: stalls, repeats and expired mutes of every run. */
@@ -69,6 +98,7 @@ export class Engine {
     return this.store.db.transaction(() => {
       let written = 0;
       for (const run of this.store.runs.list()) {
+        this.noteLive(run);
         const ctx = runContext(this.store, run.id, this.now);
         for (const rule of this.book.forRun(run.name)) {
           if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
@@ -143,7 +173,7 @@ export class Engine {
       severity: a.severity,
       rule: a.rule,
       metric: a.metric,
-      summary,
+      summary: summary + attemptNote(this.store, a),
       step,
       epoch,
       recent,

@@ -1,14 +1,11 @@
 import { formatValue } from '../render/numbers.ts';
 import type { Store } from '../store/store.ts';
-import { formatDuration, parseDuration } from './duration.ts';
-import { isFinished } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import {
   alternatives,
   compare,
   type Condition,
   type MilestoneRule,
-  type StallRule,
   type ThresholdRule,
   type TrendRule,
 } from './rules.ts';
@@ -23,6 +20,8 @@ export interface RunContext {
 
 export function runContext(store: Store, runId: number, now: () => number): RunContext {
   const memo = new Map<string, Array<{ step: number; value: number }>>();
+  // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
+  const head = store.attempts.replaying(runId, store.runs.byId(runId)?.last_step ?? null);
   return {
     store,
     runId,
@@ -30,7 +29,11 @@ export function runContext(store: Store, runId: number, now: () => number): RunC
     after(metric, step) {
       const key = `${step}\u0000${metric}`;
       let rows = memo.get(key);
-      if (!rows) memo.set(key, (rows = store.points.after(runId, metric, step)));
+      if (!rows) {
+        rows = store.points.after(runId, metric, step);
+        if (head !== null) rows = rows.filter((p) => p.step <= head);
+        memo.set(key, rows);
+      }
       return rows;
     },
   };
@@ -259,28 +262,4 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
     }
   }
   store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, { reached });
-}
-
-/** Stall: no file of the run has changed for `after`, though it was active during this session. A finished
- * run (`isFinished`: the Trainer's summary, or the last step at the announced total) has not stalled. */
-export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: number): void {
-  const { store, runId } = ctx;
-  const after = parseDuration(rule.after) as number;
-  const run = store.runs.byId(runId);
-  if (!run || run.last_step === null) return;
-  const last = store.db.prepare('SELECT max(mtime_ms) FROM files WHERE run_id = ?').pluck().get(runId) as number | null;
-  if (last === null) return;
-  const now = ctx.now();
-  const finished = isFinished(store, runId);
-  const stalled = !finished && now - last > after && last >= sessionStart - after;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
-  const idle = formatDuration(Math.floor((now - last) / 60_000) * 60_000 || 1000);
-  const details = { lastActivity: last, lastStep: run.last_step };
-  if (stalled) {
-    const summary = `no new record for ${idle} (last at step ${run.last_step}, ${new Date(last).toISOString().slice(11, 19)} UTC): crashed or hung?`;
-    lc.apply(run.last_step, { kind: 'bad', firing: true, severity: rule.severity, describe: () => ({ summary, details }) });
-  } else {
-    const summary = finished ? 'the run finished' : 'records are arriving again';
-    lc.apply(run.last_step, { kind: 'ok', recovered: true, describe: () => ({ summary, details }) });
-  }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { globMatch, parseDuration } from './duration.ts';
+import { MIN_INTERVALS } from './stall.ts';
 
 export const Severity = z.enum(['info', 'warning', 'critical']);
 export type Severity = z.infer<typeof Severity>;
@@ -66,8 +67,20 @@ const Trend = z
   })
   .strict();
 
+/**
+ * `phase: running`: no line read for max(`after`, `factor` × the run's median interval between steps over its
+ * last `window` steps) while it was watched growing. `phase: start`: lines read but no step for `after`.
+ */
 const Stall = z
-  .object({ ...common, kind: z.literal('stall'), after: Duration.default('15m') })
+  .object({
+    ...common,
+    kind: z.literal('stall'),
+    /** the floor: never sooner than this */
+    after: Duration.default('10m'),
+    factor: z.number().positive().default(5),
+    window: z.number().int().min(MIN_INTERVALS).max(200).default(50),
+    phase: z.enum(['running', 'start']).default('running'),
+  })
   .strict();
 
 /** By epoch E, the mean of the last `window` records of the metric should satisfy op value. */

@@ -300,7 +300,7 @@ export class Ingestor {
   /** trainer_state.json is rewritten whole: re-read it when it changed and upsert every entry by step. */
   private readDocument(fd: number, st: Stats, row: FileRow, format: DocumentFormat, out: FileOutcome): void {
     if (row.ino === st.ino && row.size === st.size && row.mtime_ms === st.mtimeMs) return;
-    const batch = this.emptyBatch(row, st, st.size, row.seq);
+    const batch = { ...this.emptyBatch(row, st, st.size, row.seq), rewrite: true };
     if (st.size > MAX_DOCUMENT_BYTES) {
       addSkip(batch.skips, 'document too large', 1, '');
     } else {

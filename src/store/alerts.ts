@@ -134,6 +134,20 @@ export class Alerts {
       .run(runId, rule, metric, step, JSON.stringify(state));
   }
 
+  /** The run's open (pending or firing) alerts. */
+  openOf(runId: number): AlertRow[] {
+    return this.db
+      .prepare(`SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`)
+      .all(runId) as AlertRow[];
+  }
+
+  /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared. */
+  rewindCursors(runId: number, step: number): void {
+    this.db
+      .prepare(`UPDATE rule_cursors SET step = ?, state = '{}' WHERE run_id = ? AND step >= ?`)
+      .run(step - 1, runId, step);
+  }
+
   private event(id: number, state: string, c: AlertChange): void {
     this.db
       .prepare('INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')

@@ -16,6 +16,10 @@ export interface FileRow {
   skipped: number;
   /** when rlwatch last read new lines of it (its own clock, not the file's mtime) */
   grew_at: number | null;
+  /** the step of its last metric line, in file order (restarts are told by it) */
+  last_step: number | null;
+  /** the attempt of the run its lines now belong to */
+  attempt: number;
 }
 
 /** Where a file was read up to; written in the same transaction as the records read. */
@@ -40,6 +44,10 @@ export class Files {
 
   byPath(path: string): FileRow | undefined {
     return this.db.prepare('SELECT * FROM files WHERE path = ?').get(path) as FileRow | undefined;
+  }
+
+  byId(id: number): FileRow | undefined {
+    return this.db.prepare('SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
   }
 
   add(runId: number, path: string, format: string): FileRow {

@@ -11,10 +11,20 @@ export interface RunRow {
   records: number;
   /** when rlwatch last read new lines of any of its files (its own clock) */
   active_at: number | null;
+  /** when rlwatch first read lines of it */
+  started_at: number | null;
+  /** the last time it was seen growing while watched live (not while catching up on what was there) */
+  live_at: number | null;
+  /** committed batches with metrics, and how many of them the engine has evaluated */
+  batches: number;
+  evaluated: number;
 }
 
 export class Runs {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** The run at `path`, created on first sight. A name taken by another path gets a numeric suffix. */
   ensure(name: string, path: string): RunRow {
@@ -24,7 +34,7 @@ export class Runs {
     for (let i = 2; this.byName(candidate); i++) candidate = `${name}~${i}`;
     this.db
       .prepare('INSERT INTO runs (name, path, created_at) VALUES (?, ?, ?)')
-      .run(candidate, path, Date.now());
+      .run(candidate, path, this.now());
     return this.db.prepare('SELECT * FROM runs WHERE path = ?').get(path) as RunRow;
   }
 
@@ -48,6 +58,7 @@ export class Runs {
            first_step = min(coalesce(first_step, :minStep), :minStep),
            last_step  = max(coalesce(last_step, :maxStep), :maxStep),
            records    = records + :newSteps,
+           batches    = batches + 1,
            updated_at = :at
          WHERE id = :runId`,
       )
@@ -56,13 +67,30 @@ export class Runs {
 
   /** rlwatch read new lines of the run at `at`. */
   active(runId: number, at: number): void {
-    this.db.prepare('UPDATE runs SET active_at = ? WHERE id = ?').run(at, runId);
+    this.db
+      .prepare('UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
+      .run({ at, runId });
+  }
+
+  /** Its last read was of lines written while it was watched (not of what was there at start-up). */
+  markLive(runId: number): void {
+    this.db.prepare('UPDATE runs SET live_at = active_at WHERE id = ? AND live_at IS NOT active_at').run(runId);
+  }
+
+  /** The engine has evaluated every batch of the run committed so far (call in its transaction). */
+  markEvaluated(runId: number): void {
+    this.db.prepare('UPDATE runs SET evaluated = batches WHERE id = ?').run(runId);
+  }
+
+  /** Runs with committed batches the engine has not evaluated (a crash between a commit and its evaluation). */
+  unevaluated(): number[] {
+    return this.db.prepare('SELECT id FROM runs WHERE evaluated < batches ORDER BY id').pluck().all() as number[];
   }
 
   /** Removes a run and everything stored for it (used by `demo` to replay from scratch). */
   remove(runId: number): void {
     this.db.transaction(() => {
-      for (const table of ['points', 'steps', 'run_metrics', 'examples', 'events', 'files']) {
+      for (const table of ['points', 'steps', 'run_metrics', 'examples', 'events', 'files', 'attempts', 'arrivals']) {
         this.db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(runId);
       }
       this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId);

@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import type { EventRecord, ExampleRecord } from '../ingest/records.ts';
 import { openDb } from './db.ts';
 import { Alerts } from './alerts.ts';
+import { Arrivals } from './arrivals.ts';
+import { Attempts } from './attempts.ts';
 import { ChatMessages } from './chatMessages.ts';
 import { Events } from './events.ts';
 import { Examples } from './examples.ts';
@@ -22,6 +24,13 @@ export interface Batch {
   events?: Array<EventRecord & { step: number }>;
   skips: Map<string, SkipCount>;
   progress: FileProgress;
+  /** a document read again whole (trainer_state.json): the steps it repeats are not a restarted job */
+  rewrite?: boolean;
+}
+
+export interface StoreOptions {
+  /** rlwatch's clock (tests inject one): when lines were read, steps arrived, runs were first seen */
+  now?: () => number;
 }
 
 export interface BatchResult {
@@ -46,10 +55,17 @@ export class Store {
   readonly chatMessages: ChatMessages;
   readonly unread: Unread;
   readonly events: Events;
+  readonly attempts: Attempts;
+  readonly arrivals: Arrivals;
+  readonly now: () => number;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
 
-  constructor(readonly db: Database.Database) {
-    this.runs = new Runs(db);
+  constructor(
+    readonly db: Database.Database,
+    opts: StoreOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.runs = new Runs(db, this.now);
     this.files = new Files(db);
     this.points = new Points(db);
     this.examples = new Examples(db);
@@ -59,11 +75,13 @@ export class Store {
     this.chatMessages = new ChatMessages(db);
     this.unread = new Unread(db);
     this.events = new Events(db);
+    this.attempts = new Attempts(db);
+    this.arrivals = new Arrivals(db);
     this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
   }
 
-  static open(path: string): Store {
-    return new Store(openDb(path));
+  static open(path: string, opts: StoreOptions = {}): Store {
+    return new Store(openDb(path), opts);
   }
 
   /** Records and the file offset in one transaction: a crash never loses or duplicates a line. */
@@ -76,7 +94,7 @@ export class Store {
   }
 
   private writeBatch(b: Batch, keep: number): BatchResult {
-    const at = Date.now();
+    const at = this.now();
     const seen = new Set<number>();
     let newSteps = 0;
     let minStep = Infinity;
@@ -89,6 +107,7 @@ export class Store {
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
+      if (!b.rewrite) this.trackAttempts(b, at);
       this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
       this.points.written(b.runId, minStep);
     }
@@ -104,5 +123,14 @@ export class Store {
       newSteps,
       events: b.events?.length ?? 0,
     };
+  }
+
+  /** Restarts (a file going back to an earlier step) and the pace of new steps, before the run's summary moves. */
+  private trackAttempts(b: Batch, at: number): void {
+    const file = this.files.byId(b.fileId);
+    if (!file) return;
+    const runLast = this.runs.byId(b.runId)?.last_step ?? null;
+    const advanced = this.attempts.track(b.runId, file, b.metrics.map((m) => m.step), at, runLast);
+    if (advanced > 0) this.arrivals.note(b.runId, at, advanced);
   }
 }

@@ -35,6 +35,7 @@ describe('GRPO preset on the seed 000 patterns', () => {
         'reward_plateau',
         'reward_trend',
         'run_stalled',
+        'run_stuck_at_start',
       ]),
     );
   });

@@ -96,6 +96,9 @@ describe('RuleBook: bad entries', () => {
       'alerts.rules[0].after: expected a duration such as 90s, 15m, 2h or 1d',
     );
     expect(fails([{ id: 'mode_collapse', op: '=>' }])).toThrow(/^alerts\.rules\[0\]\.op: /);
+    expect(fails([{ id: 'run_stalled', factor: 0 }])).toThrow(/^alerts\.rules\[0\]\.factor: /);
+    expect(fails([{ id: 'run_stalled', window: 2 }])).toThrow(/^alerts\.rules\[0\]\.window: /);
+    expect(fails([{ id: 'run_stuck_at_start', phase: 'end' }])).toThrow(/^alerts\.rules\[0\]\.phase: /);
     expect(fails([{ id: 'x', kind: 'bogus' }])).toThrow(/^alerts\.rules\[0\]\.kind: /);
   });
 

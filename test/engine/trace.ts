@@ -97,8 +97,10 @@ export class Trace {
   }
 
 
-  private connect(sessionStart?: number): void {
-    this.store = Store.open(this.dbPath);
+  /** Opens the store with a new Engine (a process starting): `catchUp` reads what is there before the engine
+   * is told it has caught up, as `start` does; what follows is live. */
+  private connect(sessionStart?: number, catchUp?: () => void): void {
+    this.store = Store.open(this.dbPath, { now: this.clock });
     open.push(this.store);
     const name = this.opts.run ?? 'r1';
     this.run = this.store.runs.ensure(name, `/x/${name}`);
@@ -111,12 +113,15 @@ export class Trace {
       now: this.clock,
       sessionStart: sessionStart ?? this.now,
     });
+    catchUp?.();
+    this.engine.caughtUp();
   }
 
-  /** Closes the store (as a stopped process would) and opens it again with a new Engine. */
-  restart(): void {
+  /** Closes the store (as a stopped process would) and opens it again with a new Engine; `catchUp` is what the
+   * new process reads of what was there at start-up (history, not live). */
+  restart(catchUp?: () => void): void {
     this.store.close();
-    this.connect();
+    this.connect(undefined, catchUp);
   }
 
   advance(ms: number): this {
@@ -152,6 +157,28 @@ export class Trace {
       2,
     );
     return steps;
+  }
+
+  /** The next commit logs `step` again (a restarted job); from there the steps go on 1 by 1. */
+  resumeAt(step: number): this {
+    this.lastStep = step - 1;
+    return this;
+  }
+
+  /** Commits `n` lines that hold no record (a config dump, a progress bar) and, when asked, evaluates. */
+  lines(n: number): this {
+    this.store.commit(
+      {
+        runId: this.run.id,
+        fileId: this.file.id,
+        metrics: [],
+        examples: [],
+        skips: new Map(),
+        progress: { dev: 1, ino: 1, offset: 0, size: 0, mtimeMs: this.now, seq: this.seq, lines: n, records: 0 },
+      },
+      2,
+    );
+    return this;
   }
 
   /** Commits and evaluates each record on its own (a live run). */

@@ -55,8 +55,13 @@ export const GRPO_PRESET: readonly Rule[] = [
     rise: 'info', fall: 'warning',
   },
   {
-    // the product's promise: a crashed or hung job at 3 a.m. is noticed
-    id: 'run_stalled', kind: 'stall', severity: 'warning', after: '15m',
+    // the product's promise: a crashed or hung job at 3 a.m. is noticed; fitted to the run's pace (a 20 s step
+    // is caught in 10 min, a 3-min step not paged before 15 min: a long evaluation is not a hang)
+    id: 'run_stalled', kind: 'stall', severity: 'warning', after: '10m', factor: 5, window: 50,
+  },
+  {
+    // a job that printed its config and started loading, then logged no step for half an hour
+    id: 'run_stuck_at_start', kind: 'stall', phase: 'start', severity: 'warning', after: '30m',
   },
   {
     // 001, "At Epoch 0.5: Mean reward > 0.20"

@@ -1,0 +1,31 @@
+import type { Database, Statement } from 'better-sqlite3';
+
+/** Rows kept per run: enough for a stall rule's window of 200 steps with reads that came close together. */
+const KEEP = 400;
+
+/** When batches took a run to new steps, and how many: the run's pace, on rlwatch's own clock. */
+export class Arrivals {
+  private readonly insert: Statement;
+  private readonly prune: Statement;
+
+  constructor(private readonly db: Database) {
+    this.insert = db.prepare('INSERT INTO arrivals (run_id, at, steps) VALUES (?, ?, ?)');
+    this.prune = db.prepare(
+      `DELETE FROM arrivals WHERE run_id = :runId
+         AND id <= (SELECT id FROM arrivals WHERE run_id = :runId ORDER BY id DESC LIMIT 1 OFFSET ${KEEP})`,
+    );
+  }
+
+  note(runId: number, at: number, steps: number): void {
+    this.insert.run(runId, at, steps);
+    this.prune.run({ runId });
+  }
+
+  /** The newest arrivals, oldest first. */
+  recent(runId: number): Array<{ at: number; steps: number }> {
+    const rows = this.db
+      .prepare(`SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${KEEP}`)
+      .all(runId) as Array<{ at: number; steps: number }>;
+    return rows.reverse();
+  }
+}
