@@ -31,6 +31,7 @@ beforeEach(() => {
   root = tempDir('rlw-fail-');
   store = Store.open(join(root, 'rlwatch.db'));
   engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 60 * MIN, targets: ['console'] });
+  engine.caughtUp(); // watching live, as `start` does once the (here empty) tree was read
   ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
     if (e.kind === 'batch') engine.evaluate(e.result.runId);
   });
