@@ -63,6 +63,65 @@ const Trend = z
     fall: Severity.default('warning'),
     /** direction flat: only while the mean is below this (a plateau of a low reward) */
     below: z.number().optional(),
+    /** noise gate: the change must also exceed this many standard errors of the difference of the window
+     * means (the noise measured within the last four windows); 0 turns the gate off */
+    sigmas: z.number().min(0).default(5),
+    /** clear records in a row before a firing trend resolves: a change that returns within them is the
+     * same incident */
+    quietFor: z.number().int().min(1).default(1),
+  })
+  .strict();
+
+const Comparison = z.enum(['<', '>']);
+
+/** Held for `for` records, resolved after `recoverFor` records past `recover`: shared by relative and anomaly. */
+const held = {
+  for: z.number().int().min(1).default(1),
+  recoverFor: z.number().int().min(1).default(1),
+};
+
+/**
+ * A metric against its own baseline: the median of the first `baselineWindow` records after `warmup`
+ * (early), of the `baselineWindow` records before each one (rolling), or the running maximum (max).
+ * Fires when the value (the median of the last `smooth` records) op factor × baseline.
+ */
+const Relative = z
+  .object({
+    ...common,
+    kind: z.literal('relative'),
+    metric: z.string().min(1),
+    baseline: z.enum(['early', 'rolling', 'max']).default('early'),
+    /** records skipped before the early baseline is learnt (the first steps of a run are not its level) */
+    warmup: z.number().int().min(0).default(0),
+    baselineWindow: z.number().int().min(1).default(20),
+    smooth: z.number().int().min(1).default(1),
+    op: Comparison,
+    factor: z.number().positive(),
+    /** hysteresis: firing until the value is back past recover × baseline (default: factor) */
+    recover: z.number().positive().optional(),
+    /** the value must also differ from the baseline by this much (absolute), so that tiny baselines do not fire */
+    minDelta: z.number().min(0).default(0),
+    ...held,
+  })
+  .strict();
+
+/**
+ * A spike: robust z-score (x - median) / (1.4826 · MAD) over the `window` records before each one, judged
+ * once `warmup` records are there; a spike resolves after `recoverFor` calm records (its cooldown).
+ */
+const Anomaly = z
+  .object({
+    ...common,
+    kind: z.literal('anomaly'),
+    metric: z.string().min(1),
+    window: z.number().int().min(5).default(50),
+    warmup: z.number().int().min(5).default(20),
+    z: z.number().positive().default(6),
+    direction: z.enum(['up', 'down', 'any']).default('up'),
+    /** the value must also differ from the median by this much (absolute) */
+    minDelta: z.number().min(0).default(0),
+    ...held,
+    recoverFor: z.number().int().min(1).default(10),
   })
   .strict();
 
@@ -83,12 +142,14 @@ const Milestone = z
   })
   .strict();
 
-export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone]);
+export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone, Relative, Anomaly]);
 export type Rule = z.infer<typeof RuleSchema>;
 export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
 export type TrendRule = Extract<Rule, { kind: 'trend' }>;
 export type StallRule = Extract<Rule, { kind: 'stall' }>;
 export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
+export type RelativeRule = Extract<Rule, { kind: 'relative' }>;
+export type AnomalyRule = Extract<Rule, { kind: 'anomaly' }>;
 
 /** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
 export const RuleOverride = z

@@ -146,8 +146,11 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alerts()).toEqual([]);
   });
 
-  it('the plateau resolves when the reward moves again', () => {
+  it('the plateau resolves once the reward has moved again for 30 records (quietFor)', () => {
     const t = new Trace().feed(times(60, { reward: 0.2 }));
+    // 30 records at 0.3: the 30-record windows move by > 10% from the 6th one on (0.22 vs 0.2)
+    t.feed(times(30, { reward: 0.3 }));
+    expect(t.alert('reward_plateau').state).toBe('firing');
     t.feed(times(10, { reward: 0.3 }));
     expect(t.alert('reward_plateau').state).toBe('resolved');
   });
