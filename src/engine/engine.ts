@@ -1,8 +1,10 @@
 import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { Store } from '../store/store.ts';
+import { evaluateAnomaly } from './anomaly.ts';
 import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
 import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
+import { evaluateRelative } from './relative.ts';
 import type { RuleBook } from './rules.ts';
 
 export interface EngineOptions {
@@ -47,6 +49,8 @@ export class Engine {
         if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
         else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
         else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
+        else if (rule.kind === 'relative') evaluateRelative(ctx, rule);
+        else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
       }
       // live, an incident that fired and resolved within one batch is still news
       return announce ? this.announce(runId, since) : 0;
