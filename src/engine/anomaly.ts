@@ -2,10 +2,19 @@ import { formatValue } from '../render/numbers.ts';
 import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { AnomalyRule } from './rules.ts';
-import { mad, median } from './stats.ts';
+import { median } from './stats.ts';
 
 /** MAD × 1.4826 estimates the standard deviation of normal data. */
 const MAD_TO_SD = 1.4826;
+
+/** 1.4826 × the MAD of a window; when more than half the values sit on the median (MAD 0, as in a series
+ * that takes two values), the first non-zero absolute deviation above the middle rank instead: still robust
+ * to the spikes in the window, unlike a mean. 0 only for a window of one value. */
+function robustScale(values: readonly number[], med: number): number {
+  const devs = values.map((v) => Math.abs(v - med)).sort((x, y) => x - y);
+  for (let i = devs.length >> 1; i < devs.length; i++) if ((devs[i] as number) > 0) return MAD_TO_SD * (devs[i] as number);
+  return 0;
+}
 
 /**
  * Anomaly: a spike against the run's recent past. The robust z-score (x - median) / (1.4826 · MAD) of each
@@ -28,7 +37,7 @@ export function evaluateAnomaly(ctx: RunContext, rule: AnomalyRule): void {
   for (const p of fresh) {
     const judged = window.length >= rule.warmup;
     const med = judged ? median(window) : 0;
-    const scale = judged ? MAD_TO_SD * mad(window, med) : 0;
+    const scale = judged ? robustScale(window, med) : 0;
     window.push(p.value);
     if (window.length > rule.window) window.shift();
     if (!judged) continue;
@@ -37,7 +46,7 @@ export function evaluateAnomaly(ctx: RunContext, rule: AnomalyRule): void {
     const spike =
       Math.abs(dev) > rule.minDelta &&
       (rule.direction === 'up' ? z > rule.z : rule.direction === 'down' ? z < -rule.z : Math.abs(z) > rule.z);
-    const details = { value: p.value, median: med, mad: scale / MAD_TO_SD, z, window: rule.window };
+    const details = { value: p.value, median: med, scale, z, window: rule.window };
     const zText = Number.isFinite(z) ? `${z >= 0 ? '+' : ''}${z.toFixed(1)}` : z > 0 ? '+∞' : '-∞';
     if (spike) {
       streak++;

@@ -106,7 +106,8 @@ const Relative = z
   .strict();
 
 /**
- * A spike: robust z-score (x - median) / (1.4826 · MAD) over the `window` records before each one, judged
+ * A spike: robust z-score (x - median) / (1.4826 · MAD; where the MAD is 0, the first non-zero deviation above it)
+ * over the `window` records before each one, judged
  * once `warmup` records are there; a spike resolves after `recoverFor` calm records (its cooldown).
  */
 const Anomaly = z

@@ -23,8 +23,3 @@ export function median(values: readonly number[]): number {
   if (n === 0) return NaN;
   return n % 2 === 1 ? (s[n >> 1] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
 }
-
-/** Median absolute deviation from the median. */
-export function mad(values: readonly number[], med = median(values)): number {
-  return median(values.map((v) => Math.abs(v - med)));
-}

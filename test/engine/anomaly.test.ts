@@ -53,3 +53,13 @@ describe('anomaly: robust z-score over a rolling window', () => {
     expect(pick(new Trace({ book: anomaly() }).batch(trace.slice(0, 9)).batch(trace.slice(9)))).toEqual(pick(live));
   });
 });
+
+describe('anomaly: a series that takes two values', () => {
+  it('has MAD 0 when most values sit on the median: the next deviation is the scale, no false spike', () => {
+    // 11 × 1 and 10 × 1.05: median 1, MAD 0; the first non-zero deviation 0.05 × 1.4826 = 0.074: 1.05 is
+    // z +0.7, 5 is z +54
+    const two = Array.from({ length: 21 }, (_, i) => (i % 2 ? 1.05 : 1));
+    expect(new Trace({ book: anomaly({ window: 30 }) }).feed(series('x', [...two, 1.05])).alerts()).toEqual([]);
+    expect(new Trace({ book: anomaly({ window: 30 }) }).feed(series('x', [...two, 5])).alert('spike')).toMatchObject({ fired_step: 22 });
+  });
+});

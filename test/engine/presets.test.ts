@@ -122,14 +122,20 @@ describe('GRPO preset on the seed 000 patterns', () => {
 
   it('clipped_ratio 0.8 held for 3 records fires runaway_completions on clipped_ratio', () => {
     const t = new Trace().feed(times(3, { reward: 0.4, reward_std: 0.1, clipped_ratio: 0.8 }));
+    // verl's 0.1 line (preset v2 `truncation`) fires on the same records as a warning
     expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.state} ${a.fired_step}`)).toEqual([
       'runaway_completions clipped_ratio firing 3',
+      'truncation clipped_ratio firing 3',
     ]);
   });
 
   it('both runaway signs are two incidents of one rule', () => {
     const t = new Trace().feed(times(3, { reward: 0.05, reward_std: 0, clipped_ratio: 0.9 }));
-    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'runaway_completions clipped_ratio']);
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual([
+      'runaway_completions reward',
+      'runaway_completions clipped_ratio',
+      'truncation clipped_ratio',
+    ]);
   });
 
   it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th', () => {
