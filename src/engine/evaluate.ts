@@ -165,8 +165,11 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const rel = scale !== 0 ? delta / scale : delta === 0 ? 0 : Math.sign(delta) * Infinity;
       const up = rel > rule.change && delta > rule.minDelta && real;
       const down = rel < -rule.change && -delta > rule.minDelta && real;
-      // a plateau "below" is below it beyond the noise of a window mean, else a noisy level above it dips in
-      const flat = Math.abs(rel) < rule.change && after + (rule.sigmas / 2) * (sd / Math.sqrt(w)) < (rule.below ?? Infinity);
+      // a plateau "below" is below it beyond the noise of a window mean, else a noisy level above it dips in;
+      // and only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
+      // slow climb (the range it is measured against grows with the climb)
+      const flat =
+        onLevel && Math.abs(rel) < rule.change && after + (rule.sigmas / 2) * (sd / Math.sqrt(w)) < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
       const of = onLevel ? '' : ' of its range';
       const pct = (): string =>

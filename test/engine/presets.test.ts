@@ -147,6 +147,11 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 30 steps\), below 0\.3$/);
   });
 
+  it('a reward below zero is never "flat below 0.3": the plateau is judged on a positive level only', () => {
+    const t = new Trace().feed(times(60, { reward: -1.5 }));
+    expect(t.alerts()).toEqual([]);
+  });
+
   it('a flat reward above 0.3 is not a plateau of concern', () => {
     const t = new Trace().feed(times(60, { reward: 0.6 }));
     expect(t.alerts()).toEqual([]);
