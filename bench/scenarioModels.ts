@@ -179,7 +179,7 @@ const FAILURES: Record<string, Failure> = {
   hacking: {
     name: 'reward-hacking',
     description: 'format reward 0.7 -> 0.95 while accuracy 0.4 -> 0.1 over 20 steps (open-r1 issue pattern)',
-    expected: { rule: 'reward_trend', metric: 'rewards/accuracy_reward', severities: ['warning'] },
+    expected: { rule: 'reward_hacking', metric: 'rewards/*', severities: ['warning'] },
     friends: ['reward_trend'],
     patch: (v, s, g) => {
       const t = Math.min(1, (s - ONSET + 1) / 20);

@@ -143,7 +143,25 @@ const Milestone = z
   })
   .strict();
 
-export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone, Relative, Anomaly]);
+/**
+ * The signature of reward hacking: over the same windows one metric's mean rises while another's falls, each
+ * by more than `minDelta` and more than `sigmas` standard errors of the difference of its window means.
+ * One alert per rule, keyed by its metric patterns joined with spaces.
+ */
+const Divergence = z
+  .object({
+    ...common,
+    kind: z.literal('divergence'),
+    /** metric names or prefix patterns such as `rewards/*` (the `/std` series are left out) */
+    metrics: z.array(z.string().min(1)).min(1),
+    window: z.number().int().min(2).default(15),
+    minDelta: z.number().min(0).default(0.05),
+    sigmas: z.number().min(0).default(5),
+    quietFor: z.number().int().min(1).default(15),
+  })
+  .strict();
+
+export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone, Relative, Anomaly, Divergence]);
 export type Rule = z.infer<typeof RuleSchema>;
 export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
 export type TrendRule = Extract<Rule, { kind: 'trend' }>;
@@ -151,6 +169,7 @@ export type StallRule = Extract<Rule, { kind: 'stall' }>;
 export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
 export type RelativeRule = Extract<Rule, { kind: 'relative' }>;
 export type AnomalyRule = Extract<Rule, { kind: 'anomaly' }>;
+export type DivergenceRule = Extract<Rule, { kind: 'divergence' }>;
 
 /** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
 export const RuleOverride = z

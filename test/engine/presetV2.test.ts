@@ -110,3 +110,14 @@ describe('preset v2: zero-signal groups and slow steps', () => {
     expect(firing(t)).toEqual(['slow_steps@63 warning']);
   });
 });
+
+describe('preset v2: reward hacking', () => {
+  it('reward_hacking: format up and accuracy down over the same 15-record windows', () => {
+    const rows = Array.from({ length: 30 }, (_, i) => ({
+      'rewards/format_reward': i < 15 ? 0.48 : 0.86,
+      'rewards/accuracy_reward': i < 15 ? 0.16 : 0.06,
+    }));
+    const t = new Trace({ book: presetOnly('reward_hacking') }).feed(rows);
+    expect(firing(t)).toEqual(['reward_hacking@30 warning']);
+  });
+});

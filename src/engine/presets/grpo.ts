@@ -88,6 +88,12 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     metric: 'rollout_corr/rollout_is_eff_sample_size', op: '<', value: 0.3, for: 2, recover: 0.35, recoverFor: 3,
   },
   {
+    // issue 11 (an open-r1 issue: format reward 0.48 -> 0.86 while accuracy 0.16 -> 0.06): one reward
+    // component rising while another falls over the same 15-record windows, each by 0.05 and beyond its noise
+    id: 'reward_hacking', kind: 'divergence', severity: 'warning',
+    metrics: ['rewards/*'], window: 15, minDelta: 0.05, sigmas: 5, quietFor: 15,
+  },
+  {
     // issue 11: zero-signal groups split by the reward: most groups agree and the reward is near its top
     // (all correct: the prompts are too easy) or near 0 (all wrong: too hard); on a 0..1 reward; info only
     id: 'zero_signal_too_easy', kind: 'threshold', severity: 'info',
