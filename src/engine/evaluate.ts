@@ -2,7 +2,7 @@ import { formatValue } from '../render/numbers.ts';
 import type { Store } from '../store/store.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import { Lifecycle } from './lifecycle.ts';
-import { mean, successiveSd } from './stats.ts';
+import { mean, median, successiveSd } from './stats.ts';
 import {
   alternatives,
   compare,
@@ -53,10 +53,22 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     const others = rest.map((c) => new Map(ctx.after(c.metric, from).map((p) => [p.step, p.value])));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
+    // `learn`: the first records of the run, and whether their median leaves the line to be judged at all
+    const early = (cursor?.state.early as number[] | undefined) ?? [];
+    let gate = (cursor?.state.gate as 'on' | 'off' | undefined) ?? (rule.learn === 0 ? 'on' : undefined);
+    if (gate === 'off') {
+      store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, cursor?.state ?? {});
+      continue;
+    }
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: first.metric }, ctx.now);
     // plain loops and one reused array: this runs for every step of every threshold rule in a backfill
     const values: Array<number | undefined> = new Array<number | undefined>(conds.length);
     for (const p of main) {
+      if (gate === undefined && Number.isFinite(p.value)) {
+        early.push(p.value);
+        if (early.length >= rule.learn) gate = compare(median(early), first.op, first.value) ? 'off' : 'on';
+        if (gate === 'off') break;
+      }
       values[0] = p.value;
       let missing = Number.isNaN(p.value);
       for (let k = 0; k < others.length && !missing; k++) {
@@ -71,7 +83,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         streak++;
         recovering = 0;
         const firing = streak >= rule.for;
-        if (!lc.wouldChange('bad', firing)) continue;
+        if (gate === undefined || !lc.wouldChange('bad', firing)) continue;
         const n = streak;
         const { shown, details } = describeValues(conds, [...values]);
         const describe = () => ({
@@ -85,7 +97,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         const past = conds.length > 1 || rule.recover === undefined || !compare(p.value, first.op, rule.recover);
         recovering = past ? recovering + 1 : 0;
         const recovered = recovering >= rule.recoverFor;
-        if (!lc.wouldChange('ok', recovered)) continue;
+        if (gate === undefined || !lc.wouldChange('ok', recovered)) continue;
         const bound = rule.recover ?? first.value;
         const n = recovering;
         const { shown, details } = describeValues(conds, [...values]);
@@ -96,7 +108,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         });
       }
     }
-    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, { streak, recovering });
+    const learnt = gate === undefined ? { early } : { gate };
+    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, { streak, recovering, ...learnt });
   }
 }
 

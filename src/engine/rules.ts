@@ -39,6 +39,10 @@ const Threshold = z
     /** hysteresis: firing until the metric is back past this value (default: the threshold itself) */
     recover: z.number().optional(),
     recoverFor: z.number().int().min(1).default(1),
+    /** learning period: nothing fires before this many records of the first metric; then the rule applies
+     * only if their median is on the good side of the line (a model that lives below seed 000's entropy
+     * line is not collapsing). 0: judged from the first record */
+    learn: z.number().int().min(0).default(0),
   })
   .strict()
   .refine((r) => r.any !== undefined || (r.metric !== undefined && r.op !== undefined && r.value !== undefined), {

@@ -65,6 +65,11 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alert('mode_collapse')).toMatchObject({ state: 'pending', started_step: 4 });
   });
 
+  it('entropy_collapse holds off on a run that lives below 0.04 from its first 5 records (verl PPO at ~0.03)', () => {
+    const t = new Trace().feed(times(40, { entropy: 0.03 }));
+    expect(t.alerts()).toEqual([]);
+  });
+
   it('entropy 0.03 for 3 records fires entropy_collapse; it resolves only once above 0.05 for 3 records', () => {
     const low = { ...HEALTHY[2]!, entropy: 0.03 };
     const t = new Trace().feed([...HEALTHY, low, low, low]);

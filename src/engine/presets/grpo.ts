@@ -127,6 +127,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     // 000: "Detect mode collapse: Watch for ... entropy < 0.04"; "Low entropy (<0.05): ... deterministic"
     id: 'entropy_collapse', kind: 'threshold', severity: 'warning',
     metric: 'entropy', op: '<', value: 0.04, for: 3, recover: 0.05, recoverFor: 3,
+    // ours (issue 11): the floor holds for runs whose first 5 records sat above it; a model that lives at
+    // 0.02-0.04 (verl PPO GSM8K in ../shared/real-logs, Qwen-class models) is judged by entropy_drop
+    learn: 5,
   },
   {
     // 000: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike (15.786)".
