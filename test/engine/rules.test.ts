@@ -101,6 +101,34 @@ describe('threshold', () => {
   });
 });
 
+describe('threshold learn: the run\'s first records decide whether the line applies', () => {
+  const low = () => rulesOf({ id: 'low', kind: 'threshold', metric: 'x', op: '<', value: 0.04, for: 2, learn: 4 });
+
+  it('nothing fires while learning; a run whose first records sat above the line is then judged', () => {
+    // the streak counts from record 3; firing waits for the 4th record (median of 0.1, 0.1, 0.03, 0.03 = 0.065)
+    const t = new Trace({ book: low() }).feed(series('x', [0.1, 0.1, 0.03]));
+    expect(t.alerts()).toEqual([]);
+    t.feed(series('x', [0.03]));
+    expect(t.alert('low')).toMatchObject({ state: 'firing', started_step: 4, fired_step: 4 });
+  });
+
+  it('a run whose first records sit past the line is never judged by it', () => {
+    const t = new Trace({ book: low() }).feed(series('x', [0.02, 0.03, 0.02, 0.1, 0.01, 0.01, 0.01]));
+    expect(t.alerts()).toEqual([]);
+  });
+
+  it('record by record or in batches: the same', () => {
+    const trace = series('x', [0.1, 0.1, 0.03, 0.03, 0.1, 0.1, 0.03, 0.03]);
+    const pick = (t: Trace) => t.alerts().map((a) => [a.state, a.fired_step, a.resolved_step]);
+    const live = new Trace({ book: low() }).feed(trace);
+    expect(pick(live)).toEqual([
+      ['resolved', 4, 5],
+      ['firing', 8, null],
+    ]);
+    expect(pick(new Trace({ book: low() }).batch(trace.slice(0, 2)).batch(trace.slice(2, 5)).batch(trace.slice(5)))).toEqual(pick(live));
+  });
+});
+
 describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () => {
   // the mechanics on round 20-step windows (the preset's own window is pinned by the scenario benchmark)
   const trendBook = (extra: Record<string, unknown> = {}) =>
