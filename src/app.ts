@@ -74,7 +74,8 @@ export function makeEngine(
 ): Engine {
   // info (trends up, too-easy groups) goes to the terminal only, unless a route names `info` itself (issue 11)
   const chat = (platform: 'discord' | 'slack', run: string, severity: string): boolean =>
-    severity !== 'info' || config[platform].routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
+    severity !== 'info' ||
+    config[platform].routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
   const route = (run: string, severity: string): string[] => [
     ...(opts.terminal ? ['console'] : []),
     ...(opts.discord !== undefined && chat('discord', run, severity) ? channelsFor(config, 'discord', opts.discord, run, severity).map((c) => targetName('discord', c)) : []),

@@ -57,7 +57,9 @@ export function evaluateAnomaly(ctx: RunContext, rule: AnomalyRule): void {
         firing: n >= rule.for,
         severity: rule.severity,
         describe: () => ({
-          summary: `${metric} ${formatValue(p.value)}: robust z ${zText} against the median ${formatValue(med)} of the last ${rule.window}`,
+          summary:
+            `${metric} ${formatValue(p.value)}: robust z ${zText} ` +
+            `against the median ${formatValue(med)} of the last ${rule.window}`,
           details,
         }),
       });

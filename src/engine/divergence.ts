@@ -31,7 +31,8 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
   const series = metrics.map((metric) => {
     const history = cursor ? store.points.upTo(runId, metric, from, span - 1, true) : [];
     const points = [...history, ...ctx.after(metric, from).filter((p) => Number.isFinite(p.value))];
-    return { metric, steps: points.map((p) => p.step), values: points.map((p) => p.value), firstFresh: history.length, at: -1 };
+    const steps = points.map((p) => p.step);
+    return { metric, steps, values: points.map((p) => p.value), firstFresh: history.length, at: -1 };
   });
   const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))].sort((a, b) => a - b);
   if (steps.length === 0) return;
@@ -55,18 +56,22 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
     const down = moves.find((m) => m.delta < 0);
     if (up && down) {
       if (!lc.wouldChange('bad', true)) continue;
-      const shown = (m: Move, arrow: string) => `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
+      const shown = (m: Move, arrow: string) =>
+        `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
       lc.apply(step, {
         kind: 'bad',
         firing: true,
         severity: rule.severity,
         describe: () => ({
-          summary: `${shown(up, '↗')} while ${shown(down, '↘')} over ${w}-step windows: one reward rising at another's expense (reward hacking?)`,
+          summary:
+            `${shown(up, '↗')} while ${shown(down, '↘')} over ${w}-step windows: ` +
+            "one reward rising at another's expense (reward hacking?)",
           details: { rising: up, falling: down, window: w },
         }),
       });
     } else if (lc.wouldChange('ok', true)) {
-      lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary: 'the rewards move together again', details: { window: w } }) });
+      const describe = () => ({ summary: 'the rewards move together again', details: { window: w } });
+      lc.apply(step, { kind: 'ok', recovered: true, describe });
     }
   }
   store.alerts.saveCursor(runId, rule.id, key, steps[steps.length - 1]!, { quiet: lc.quiet });

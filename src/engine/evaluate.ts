@@ -181,8 +181,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       // a plateau "below" is below it beyond the noise of a window mean, else a noisy level above it dips in;
       // and only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb)
-      const flat =
-        onLevel && Math.abs(rel) < rule.change && after + (rule.sigmas / 2) * (sd / Math.sqrt(w)) < (rule.below ?? Infinity);
+      const margin = (rule.sigmas / 2) * (sd / Math.sqrt(w));
+      const flat = onLevel && Math.abs(rel) < rule.change && after + margin < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
       const of = onLevel ? '' : ' of its range';
       const pct = (): string =>
@@ -217,7 +217,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       if (bad && lc.state !== null && lc.details.direction !== undefined && lc.details.direction !== bad.direction) {
         // a rise that turns into a fall is a new incident
         const turned = bad.direction;
-        lc.apply(step, { kind: 'ok', recovered: true, final: true, describe: () => ({ summary: `${metric} turned ${turned}`, details }) });
+        const describe = () => ({ summary: `${metric} turned ${turned}`, details });
+        lc.apply(step, { kind: 'ok', recovered: true, final: true, describe });
       }
       if (bad) {
         const { summary, direction } = bad;

@@ -31,11 +31,15 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   const from = cursor?.step ?? -1;
   const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
   if (fresh.length === 0) return;
-  const st: RelativeState = { seen: 0, early: [], baseline: null, max: null, streak: 0, quiet: 0, ...(cursor?.state as Partial<RelativeState>) };
+  const st: RelativeState = {
+    ...{ seen: 0, early: [], baseline: null, max: null, streak: 0, quiet: 0 },
+    ...(cursor?.state as Partial<RelativeState>),
+  };
   const rolling = rule.baseline === 'rolling' ? rule.baselineWindow : 0;
   const keep = rule.smooth - 1 + rolling;
   const values = cursor && keep > 0 ? store.points.upTo(runId, metric, from, keep, true).map((p) => p.value) : [];
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, { quietFor: rule.recoverFor, quiet: st.quiet });
+  const hold = { quietFor: rule.recoverFor, quiet: st.quiet };
+  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, hold);
   for (const p of fresh) {
     values.push(p.value);
     if (values.length > keep + 1) values.shift();
@@ -62,7 +66,9 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     const bound = rule.factor * base;
     const holds = compare(now, rule.op, bound) && Math.abs(now - base) > rule.minDelta;
     const ratio = now / base;
-    const words = () => `${metric} ${formatValue(now)} ${rule.op} ${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ${formatValue(base as number)}`;
+    const words = () =>
+      `${metric} ${formatValue(now)} ${rule.op} ${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ` +
+      formatValue(base as number);
     const details = { value: now, baseline: base, kind: rule.baseline, ratio, factor: rule.factor };
     if (holds) {
       st.streak++;
@@ -81,7 +87,10 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
       lc.apply(p.step, {
         kind: 'ok',
         recovered: past,
-        describe: () => ({ summary: `${metric} ${formatValue(now)}: back to ${formatValue(ratio)}× ${NAMES[rule.baseline]}`, details }),
+        describe: () => ({
+          summary: `${metric} ${formatValue(now)}: back to ${formatValue(ratio)}× ${NAMES[rule.baseline]}`,
+          details,
+        }),
       });
     }
   }

@@ -165,7 +165,15 @@ const Divergence = z
   })
   .strict();
 
-export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone, Relative, Anomaly, Divergence]);
+export const RuleSchema = z.discriminatedUnion('kind', [
+  Threshold,
+  Trend,
+  Stall,
+  Milestone,
+  Relative,
+  Anomaly,
+  Divergence,
+]);
 export type Rule = z.infer<typeof RuleSchema>;
 export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
 export type TrendRule = Extract<Rule, { kind: 'trend' }>;

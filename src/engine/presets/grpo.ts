@@ -102,7 +102,8 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
   },
   {
     id: 'zero_signal_too_hard', kind: 'threshold', severity: 'info',
-    metric: 'frac_zero_std', op: '>=', value: 0.75, and: [{ metric: 'reward', op: '<=', value: 0.1 }, { metric: 'reward', op: '>=', value: 0 }],
+    metric: 'frac_zero_std', op: '>=', value: 0.75,
+    and: [{ metric: 'reward', op: '<=', value: 0.1 }, { metric: 'reward', op: '>=', value: 0 }],
     for: 5, recoverFor: 5,
   },
   {
