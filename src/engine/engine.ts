@@ -3,6 +3,7 @@ import type { AlertRow } from '../store/alerts.ts';
 import type { Store } from '../store/store.ts';
 import { evaluateAnomaly } from './anomaly.ts';
 import { evaluateDivergence } from './divergence.ts';
+import { evaluateSaturation } from './saturation.ts';
 import { evaluateMilestone, evaluateStall, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
 import type { ExampleSnippet, Notification, NotificationItem } from './notification.ts';
 import { evaluateRelative } from './relative.ts';
@@ -53,6 +54,7 @@ export class Engine {
         else if (rule.kind === 'relative') evaluateRelative(ctx, rule);
         else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
         else if (rule.kind === 'divergence') evaluateDivergence(ctx, rule);
+        else if (rule.kind === 'saturation') evaluateSaturation(ctx, rule);
       }
       // live, an incident that fired and resolved within one batch is still news
       return announce ? this.announce(runId, since) : 0;

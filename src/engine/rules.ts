@@ -165,6 +165,20 @@ const Divergence = z
   })
   .strict();
 
+/**
+ * A reward component that gives no signal: at the highest value it has reached, with zero spread within the
+ * batch (its `<metric>/std` series at 0), for `for` records. One alert per matching metric.
+ */
+const Saturation = z
+  .object({
+    ...common,
+    kind: z.literal('saturation'),
+    /** metric names or prefix patterns such as `rewards/*`; each needs its `<metric>/std` series */
+    metrics: z.array(z.string().min(1)).min(1),
+    ...held,
+  })
+  .strict();
+
 export const RuleSchema = z.discriminatedUnion('kind', [
   Threshold,
   Trend,
@@ -173,6 +187,7 @@ export const RuleSchema = z.discriminatedUnion('kind', [
   Relative,
   Anomaly,
   Divergence,
+  Saturation,
 ]);
 export type Rule = z.infer<typeof RuleSchema>;
 export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
@@ -182,6 +197,7 @@ export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
 export type RelativeRule = Extract<Rule, { kind: 'relative' }>;
 export type AnomalyRule = Extract<Rule, { kind: 'anomaly' }>;
 export type DivergenceRule = Extract<Rule, { kind: 'divergence' }>;
+export type SaturationRule = Extract<Rule, { kind: 'saturation' }>;
 
 /** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
 export const RuleOverride = z

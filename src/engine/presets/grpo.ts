@@ -94,6 +94,12 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     metrics: ['rewards/*'], window: 15, minDelta: 0.05, sigmas: 5, quietFor: 15,
   },
   {
+    // issue 11: "a component saturated at its max with zero std (no signal)": every completion gets the
+    // component's best score; with reward_hacking, the other half of the reward-hacking signature
+    id: 'reward_saturated', kind: 'saturation', severity: 'warning',
+    metrics: ['rewards/*'], for: 3, recoverFor: 3,
+  },
+  {
     // issue 11: zero-signal groups split by the reward: most groups agree and the reward is near its top
     // (all correct: the prompts are too easy) or near 0 (all wrong: too hard); on a 0..1 reward; info only
     id: 'zero_signal_too_easy', kind: 'threshold', severity: 'info',
