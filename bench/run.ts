@@ -21,6 +21,7 @@ import { formatFormatsReport, runFormatsBench } from './formats.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
+import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
 import { formatTfeventsReport, runTfeventsBench } from './tfevents.ts';
 
@@ -138,6 +139,13 @@ const slowAppends = Math.max(1, Math.round(LIVE_APPENDS / 5));
 say(`live: ${slowAppends} appends, 60 ms apart`);
 const liveSlow: LiveResult = await liveLatency(liveDir, slowAppends, 60);
 rmSync(liveDir, { recursive: true, force: true });
+
+// 4b. stationary noise: no trend may fire (issue 11)
+say('stationary noise: 6 series of 100,000 steps through the preset');
+const noiseT0 = performance.now();
+const noise = runNoise();
+const noiseSeconds = (performance.now() - noiseT0) / 1000;
+writeFileSync(join(OUT, 'noise.json'), `${JSON.stringify({ seconds: noiseSeconds, results: noise }, null, 2)}\n`);
 
 // 5. alert scenarios: labelled traces through Store + Engine
 say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall, hangs at 20 s and 3-min steps');
@@ -296,6 +304,8 @@ const out = [
   ...rows.map(line),
   '',
   `results: ${join(OUT, 'results.json')}`,
+  '',
+  formatNoiseReport(noise, noiseSeconds),
   '',
   formatScenarioReport(scenarios),
   '',

@@ -43,14 +43,16 @@ export interface Scenario {
   expected: Expectation | null;
   /** rules that may rightly fire once the incident is under way (consequences of the same failure) */
   friends: readonly string[];
-  /** values of steps 1..n (index 0 is step 1) */
-  steps: StepValues[];
+  /** values of steps 1..n (index 0 is step 1), under the names the trainer logs them with */
+  steps: Array<Record<string, number>>;
   /** the records stop after the last step: evaluate the stall by the clock */
   stall: boolean;
   /** one step every this many ms (default: the suite's 30 s) */
   stepMs?: number;
   /** an evaluation every `every` steps: no record for `ms`, a progress line every `printEveryMs` */
   evalPause?: { every: number; ms: number; printEveryMs: number };
+  /** how the trace is written out for looking at it (default: learning.log lines) */
+  format?: 'learningLog' | 'jsonl';
 }
 
 export const TOTAL_STEPS = 300;
@@ -198,7 +200,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     seed: collapseSeed,
     onset: ONSET,
     expected: { rule: 'mode_collapse', metric: 'frac_zero_std', severities: ['critical'] },
-    friends: ['entropy_collapse', 'no_learning', 'reward_trend', 'reward_plateau', ...milestones],
+    friends: ['entropy_collapse', 'entropy_drop', 'no_learning', 'reward_trend', 'reward_plateau', ...milestones],
     steps: patchFrom(healthySteps(collapseSeed), ONSET, collapseSeed, (_v, _s, g) => ({
       loss: 0,
       grad_norm: 0,

@@ -18,7 +18,9 @@ import { GRPO_PRESET } from '../src/engine/presets/grpo.ts';
 import { RuleBook } from '../src/engine/rules.ts';
 import type { AlertRow } from '../src/store/alerts.ts';
 import { Store } from '../src/store/store.ts';
-import { buildScenarios, learningLogLine, type Scenario } from './scenarioTraces.ts';
+import { canonicalName } from '../src/ingest/metricNames.ts';
+import { buildModelScenarios } from './scenarioModels.ts';
+import { buildScenarios, learningLogLine, type Scenario, type StepValues } from './scenarioTraces.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const OUT = join(BENCH_DIR, 'out');
@@ -125,9 +127,10 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
     sessionStart: T0,
   });
   const runDir = join(dir, s.name);
-  const logPath = join(runDir, 'learning.log');
+  const jsonl = s.format === 'jsonl';
+  const logPath = join(runDir, jsonl ? 'metrics.jsonl' : 'learning.log');
   const run = store.runs.ensure(s.name, runDir);
-  const file = store.files.add(run.id, logPath, 'learningLog');
+  const file = store.files.add(run.id, logPath, jsonl ? 'jsonlMetrics' : 'learningLog');
   engine.caughtUp(); // nothing was there: every record below is read live
   const stepMs = s.stepMs ?? STEP_MS;
   const readLines = (lines: number, metrics: Array<{ step: number; values: Map<string, number> }>, offset: number) =>
@@ -143,8 +146,9 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
       2,
     );
 
-  // the trace as text, for looking at it (the store is fed the same values directly)
-  const text = s.steps.map((v) => `${learningLogLine(v)}\n`);
+  // the trace as text, for looking at it (the store is fed the same values directly, under the canonical
+  // names the ingestor maps the trainer's keys to)
+  const text = s.steps.map((v, i) => `${jsonl ? JSON.stringify({ step: i + 1, ...v }) : learningLogLine(v as StepValues)}\n`);
   mkdirSync(runDir, { recursive: true });
   writeFileSync(logPath, text.join(''));
 
@@ -153,7 +157,8 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
     const step = i + 1;
     clock += stepMs;
     offset += Buffer.byteLength(text[i]!);
-    readLines(1, [{ step, values: new Map(Object.entries(values)) }], offset);
+    // the store is fed the canonical names the ingestor maps the trainer's keys to
+    readLines(1, [{ step, values: new Map(Object.entries(values).map(([k, v]) => [canonicalName(k), v])) }], offset);
     engine.evaluate(run.id);
     engine.tick();
     const pause = s.evalPause;
@@ -259,7 +264,7 @@ export function runScenarios(opts: { outDir?: string; overrides?: readonly unkno
   mkdirSync(dir, { recursive: true });
   const t0 = performance.now();
   const book = RuleBook.build(GRPO_PRESET, opts.overrides ?? []);
-  const scenarios = buildScenarios().map((s) => runScenario(s, dir, book));
+  const scenarios = [...buildScenarios(), ...buildModelScenarios()].map((s) => runScenario(s, dir, book));
   const report: ScenarioReport = {
     date: new Date().toISOString(),
     node: process.version,
@@ -312,7 +317,7 @@ export function formatScenarioReport(r: ScenarioReport): string {
   const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
 
   const out = [
-    `alert scenarios — GRPO preset, ${r.scenarios[0]?.steps ?? 0}-step traces fed live (evaluate per step, one step per ${STEP_MS / 1000} s unless named), ${r.seconds.toFixed(1)} s`,
+    `alert scenarios — GRPO preset (v2), ${r.scenarios[0]?.steps ?? 0}-step traces fed live (evaluate per step, one step per ${STEP_MS / 1000} s unless named), ${r.seconds.toFixed(1)} s`,
     line(head),
     line(width.map((w) => '-'.repeat(w))),
     ...rows.map(line),

@@ -2,7 +2,7 @@ import { consoleTarget } from './chat/console.ts';
 import type { DiscordBot, DiscordOptions } from './chat/discord.ts';
 import type { SlackBot, SlackOptions } from './chat/slack.ts';
 import type { Config } from './config/schema.ts';
-import { parseDuration } from './engine/duration.ts';
+import { globMatch, parseDuration } from './engine/duration.ts';
 import { unreadSummary } from './commands/files.ts';
 import { Engine } from './engine/engine.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
@@ -85,10 +85,14 @@ export function makeEngine(
   config: Config,
   opts: { terminal: boolean; discord?: string; slack?: string; now?: () => number },
 ): Engine {
+  // info (trends up, too-easy groups) goes to the terminal only, unless a route names `info` itself (issue 11)
+  const chat = (platform: 'discord' | 'slack', run: string, severity: string): boolean =>
+    severity !== 'info' ||
+    config[platform].routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
   const route = (run: string, severity: string): string[] => [
     ...(opts.terminal ? ['console'] : []),
-    ...(opts.discord !== undefined ? channelsFor(config, 'discord', opts.discord, run, severity).map((c) => targetName('discord', c)) : []),
-    ...(opts.slack !== undefined ? channelsFor(config, 'slack', opts.slack, run, severity).map((c) => targetName('slack', c)) : []),
+    ...(opts.discord !== undefined && chat('discord', run, severity) ? channelsFor(config, 'discord', opts.discord, run, severity).map((c) => targetName('discord', c)) : []),
+    ...(opts.slack !== undefined && chat('slack', run, severity) ? channelsFor(config, 'slack', opts.slack, run, severity).map((c) => targetName('slack', c)) : []),
   ];
   return new Engine(store, ruleBookFor(config), {
     repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,

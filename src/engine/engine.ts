@@ -2,12 +2,16 @@ import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
-import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { evaluateAnomaly } from './anomaly.ts';
 import { attemptNote, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
+import { evaluateDivergence } from './divergence.ts';
+import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
 import { evaluateFinished } from './finished.ts';
 import { evaluateNonFinite } from './nonFinite.ts';
 import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
+import { evaluateRelative } from './relative.ts';
+import { evaluateSaturation } from './saturation.ts';
 import { evaluateStall } from './stall.ts';
 import { evaluateTrainerWarning } from './trainerWarning.ts';
 import type { RuleBook } from './rules.ts';
@@ -78,6 +82,10 @@ export class Engine {
         else if (rule.kind === 'crash') evaluateCrash(ctx, rule, announce);
         else if (rule.kind === 'finished') evaluateFinished(ctx, rule);
         else if (rule.kind === 'trainer_warning') evaluateTrainerWarning(ctx, rule);
+        else if (rule.kind === 'relative') evaluateRelative(ctx, rule);
+        else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
+        else if (rule.kind === 'divergence') evaluateDivergence(ctx, rule);
+        else if (rule.kind === 'saturation') evaluateSaturation(ctx, rule);
       }
       this.store.runs.markEvaluated(runId);
       // live, an incident that fired and resolved within one batch is still news

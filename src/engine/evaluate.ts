@@ -1,6 +1,7 @@
 import { formatValue } from '../render/numbers.ts';
 import type { Store } from '../store/store.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { mean, median, successiveSd } from './stats.ts';
 import {
   alternatives,
   compare,
@@ -56,10 +57,22 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     const others = rest.map((c) => new Map(ctx.after(c.metric, from).map((p) => [p.step, p.value])));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
+    // `learn`: the first records of the run, and whether their median leaves the line to be judged at all
+    const early = (cursor?.state.early as number[] | undefined) ?? [];
+    let gate = (cursor?.state.gate as 'on' | 'off' | undefined) ?? (rule.learn === 0 ? 'on' : undefined);
+    if (gate === 'off') {
+      store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, cursor?.state ?? {});
+      continue;
+    }
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: first.metric }, ctx.now);
     // plain loops and one reused array: this runs for every step of every threshold rule in a backfill
     const values: Array<number | undefined> = new Array<number | undefined>(conds.length);
     for (const p of main) {
+      if (gate === undefined && Number.isFinite(p.value)) {
+        early.push(p.value);
+        if (early.length >= rule.learn) gate = compare(median(early), first.op, first.value) ? 'off' : 'on';
+        if (gate === 'off') break;
+      }
       values[0] = p.value;
       let missing = Number.isNaN(p.value);
       for (let k = 0; k < others.length && !missing; k++) {
@@ -74,7 +87,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         streak++;
         recovering = 0;
         const firing = streak >= rule.for;
-        if (!lc.wouldChange('bad', firing)) continue;
+        if (gate === undefined || !lc.wouldChange('bad', firing)) continue;
         const n = streak;
         const { shown, details } = describeValues(conds, [...values]);
         const describe = () => ({
@@ -88,7 +101,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         const past = conds.length > 1 || rule.recover === undefined || !compare(p.value, first.op, rule.recover);
         recovering = past ? recovering + 1 : 0;
         const recovered = recovering >= rule.recoverFor;
-        if (!lc.wouldChange('ok', recovered)) continue;
+        if (gate === undefined || !lc.wouldChange('ok', recovered)) continue;
         const bound = rule.recover ?? first.value;
         const n = recovering;
         const { shown, details } = describeValues(conds, [...values]);
@@ -99,7 +112,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         });
       }
     }
-    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, { streak, recovering });
+    const learnt = gate === undefined ? { early } : { gate };
+    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, { streak, recovering, ...learnt });
   }
 }
 
@@ -126,49 +140,68 @@ function describeValues(conds: readonly Condition[], values: ReadonlyArray<numbe
   };
 }
 
-function mean(values: readonly number[], from: number, to: number): number {
-  let sum = 0;
-  for (let i = from; i < to; i++) sum += values[i] as number;
-  return sum / (to - from);
-}
-
 /** A firing trend alert whose direction differs from the current one (a rise turned into a fall). */
 function turned(lc: Lifecycle, up: boolean): boolean {
   const d = lc.details.direction;
   return d !== undefined && d !== 'flat' && d !== (up ? 'up' : 'down');
 }
 
+/** How many windows the noise of a trend is measured over (the two compared and those before them). */
+const NOISE_WINDOWS = 8;
+
 /** Trend: the mean of the last `window` records against the mean of the `window` before them. */
 export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const { store, runId } = ctx;
   const w = rule.window;
+  const span = NOISE_WINDOWS * w;
   for (const metric of expandMetrics(rule.metrics, store.points.metricsOf(runId))) {
     const cursor = store.alerts.cursor(runId, rule.id, metric);
     const from = cursor?.step ?? START;
     const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
     if (fresh.length === 0) continue;
-    const history = cursor ? store.points.upTo(runId, metric, from, 2 * w - 1, true) : [];
+    const history = cursor ? store.points.upTo(runId, metric, from, span - 1, true) : [];
     const points = [...history, ...fresh];
     const values = points.map((p) => p.value);
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now);
+    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
+      quietFor: rule.quietFor,
+      quiet: Number(cursor?.state.quiet ?? 0),
+    });
     for (let i = Math.max(history.length, 2 * w - 1); i < points.length; i++) {
       const before = mean(values, i - 2 * w + 1, i - w + 1);
       const after = mean(values, i - w + 1, i + 1);
       const delta = after - before;
-      const rel = before !== 0 ? delta / Math.abs(before) : delta === 0 ? 0 : Math.sign(delta) * Infinity;
-      const up = rel > rule.change && delta > rule.minDelta;
-      const down = rel < -rule.change && -delta > rule.minDelta;
-      const flat = Math.abs(rel) < rule.change && after < (rule.below ?? Infinity);
+      // the noise: k standard errors of the difference of two window means
+      const sd = successiveSd(values, Math.max(0, i - span + 1), i + 1);
+      const noise = rule.sigmas * sd * Math.sqrt(2 / w);
+      const real = Math.abs(delta) > noise;
+      // a positive level well above its noise: change in % of the level; else (near or below 0, as
+      // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
+      const onLevel = before > 0 && before >= 3 * sd;
+      const range = onLevel ? 0 : spread(values, Math.max(0, i - span + 1), i + 1);
+      const scale = onLevel ? before : range;
+      const rel = scale !== 0 ? delta / scale : delta === 0 ? 0 : Math.sign(delta) * Infinity;
+      const up = rel > rule.change && delta > rule.minDelta && real;
+      const down = rel < -rule.change && -delta > rule.minDelta && real;
+      // a plateau "below" is below it beyond the noise of a window mean, else a noisy level above it dips in;
+      // and only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
+      // slow climb (the range it is measured against grows with the climb)
+      const margin = (rule.sigmas / 2) * (sd / Math.sqrt(w));
+      const flat = onLevel && Math.abs(rel) < rule.change && after + margin < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
-      const pct = (): string => (Number.isFinite(rel) ? `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%` : 'from 0');
-      const details = { from: before, to: after, change: rel, window: w };
+      const of = onLevel ? '' : ' of its range';
+      const pct = (): string =>
+        Number.isFinite(rel) ? `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%${of}` : 'from 0';
+      const details = { from: before, to: after, change: rel, window: w, noise, scale: onLevel ? 'level' : 'range' };
       const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
-      // hysteresis both ways: a trend settles once the change is back under half the threshold; a plateau
-      // ends once the metric moves by twice the threshold or climbs past `below` (else it flaps at the edge)
+      // hysteresis both ways: a trend settles once the change is back under half the threshold or within
+      // half the noise; a plateau ends once the metric really moves (twice the threshold, beyond the noise)
+      // or climbs past `below` (else it flaps at the edge)
       const settled =
-        rule.direction === 'flat' ? Math.abs(rel) >= 2 * rule.change || after >= (rule.below ?? Infinity) : Math.abs(rel) <= rule.change / 2;
+        rule.direction === 'flat'
+          ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
+          : Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2;
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
-      if (isBad ? lc.state === 'firing' && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
+      if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
       let bad: { severity: string; direction: string; summary: () => string } | null = null;
       if (rule.direction === 'flat') {
         if (flat) {
@@ -188,7 +221,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       if (bad && lc.state !== null && lc.details.direction !== undefined && lc.details.direction !== bad.direction) {
         // a rise that turns into a fall is a new incident
         const turned = bad.direction;
-        lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary: `${metric} turned ${turned}`, details }) });
+        const describe = () => ({ summary: `${metric} turned ${turned}`, details });
+        lc.apply(step, { kind: 'ok', recovered: true, final: true, describe });
       }
       if (bad) {
         const { summary, direction } = bad;
@@ -201,8 +235,19 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
         });
       }
     }
-    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, {});
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet });
   }
+}
+
+function spread(values: readonly number[], from: number, to: number): number {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = from; i < to; i++) {
+    const v = values[i] as number;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  return hi - lo;
 }
 
 /** Milestone: when the run first reaches the epoch, the recent mean must satisfy the rule; the alert

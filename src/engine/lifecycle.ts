@@ -7,8 +7,9 @@ export type Describe = () => { summary: string; details: Record<string, unknown>
 export type Verdict =
   /** the condition holds; `firing` once it has held long enough */
   | { kind: 'bad'; firing: boolean; severity: string; describe: Describe }
-  /** the condition no longer holds; `recovered` once the alert may resolve (hysteresis) */
-  | { kind: 'ok'; recovered: boolean; describe: Describe };
+  /** the condition no longer holds; `recovered` once the alert may resolve (hysteresis); `final` resolves
+   * at once, without waiting for `quietFor` clear records (a trend that turned is over) */
+  | { kind: 'ok'; recovered: boolean; final?: boolean; describe: Describe };
 
 /**
  * Moves one alert key through pending → firing → resolved as verdicts arrive, step by step. Every
@@ -19,12 +20,21 @@ export class Lifecycle {
   /** the current row's details, parsed once: trend rules look at them on every step while firing */
   private parsed: { row: AlertRow; details: Record<string, unknown> } | undefined;
 
+  /** records in a row the firing condition has been clear (kept by the caller between evaluations) */
+  quiet: number;
+
+  /**
+   * `quietFor`: a firing alert resolves only after that many clear records in a row, so a condition that
+   * clears and returns within them continues the same incident instead of opening a new one.
+   */
   constructor(
     private readonly alerts: Alerts,
     private readonly key: { runId: number; rule: string; metric: string },
     private readonly now: () => number,
+    private readonly hold: { quietFor: number; quiet: number } = { quietFor: 1, quiet: 0 },
   ) {
     this.current = alerts.open(key.runId, key.rule, key.metric);
+    this.quiet = this.current?.state === 'firing' ? hold.quiet : 0;
   }
 
   get state(): AlertRow['state'] | null {
@@ -41,14 +51,15 @@ export class Lifecycle {
   /** Whether a verdict of this kind would change anything: lets the hot loop skip building one. */
   wouldChange(kind: Verdict['kind'], flag: boolean): boolean {
     const cur = this.current;
-    if (kind === 'bad') return !cur || (cur.state === 'pending' && flag);
-    return cur !== undefined && (cur.state === 'pending' || flag);
+    if (kind === 'bad') return !cur || (cur.state === 'pending' && flag) || this.quiet > 0;
+    return cur !== undefined && (cur.state === 'pending' || flag || this.quiet > 0);
   }
 
   apply(step: number, v: Verdict): void {
     const at = this.now();
     const cur = this.current;
     if (v.kind === 'bad') {
+      this.quiet = 0;
       const change = () => ({ step, at, severity: v.severity, ...v.describe() });
       if (!cur) {
         this.current = this.alerts.create(this.key.runId, this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change());
@@ -62,7 +73,10 @@ export class Lifecycle {
     if (cur.state === 'pending') {
       this.alerts.drop(cur.id);
       this.current = undefined;
-    } else if (v.recovered) {
+    } else if (!v.recovered) {
+      this.quiet = 0;
+    } else if (++this.quiet >= this.hold.quietFor || v.final === true) {
+      this.quiet = 0;
       this.alerts.resolve(cur.id, { step, at, severity: cur.severity, ...v.describe() });
       this.current = undefined;
     }

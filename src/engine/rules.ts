@@ -40,6 +40,10 @@ const Threshold = z
     /** hysteresis: firing until the metric is back past this value (default: the threshold itself) */
     recover: z.number().optional(),
     recoverFor: z.number().int().min(1).default(1),
+    /** learning period: nothing fires before this many records of the first metric; then the rule applies
+     * only if their median is on the good side of the line (a model that lives below seed 000's entropy
+     * line is not collapsing). 0: judged from the first record */
+    learn: z.number().int().min(0).default(0),
   })
   .strict()
   .refine((r) => r.any !== undefined || (r.metric !== undefined && r.op !== undefined && r.value !== undefined), {
@@ -64,6 +68,66 @@ const Trend = z
     fall: Severity.default('warning'),
     /** direction flat: only while the mean is below this (a plateau of a low reward) */
     below: z.number().optional(),
+    /** noise gate: the change must also exceed this many standard errors of the difference of the window
+     * means (the noise measured within the last four windows); 0 turns the gate off */
+    sigmas: z.number().min(0).default(5),
+    /** clear records in a row before a firing trend resolves: a change that returns within them is the
+     * same incident */
+    quietFor: z.number().int().min(1).default(1),
+  })
+  .strict();
+
+const Comparison = z.enum(['<', '>']);
+
+/** Held for `for` records, resolved after `recoverFor` records past `recover`: shared by relative and anomaly. */
+const held = {
+  for: z.number().int().min(1).default(1),
+  recoverFor: z.number().int().min(1).default(1),
+};
+
+/**
+ * A metric against its own baseline: the median of the first `baselineWindow` records after `warmup`
+ * (early), of the `baselineWindow` records before each one (rolling), or the running maximum (max).
+ * Fires when the value (the median of the last `smooth` records) op factor × baseline.
+ */
+const Relative = z
+  .object({
+    ...common,
+    kind: z.literal('relative'),
+    metric: z.string().min(1),
+    baseline: z.enum(['early', 'rolling', 'max']).default('early'),
+    /** records skipped before the early baseline is learnt (the first steps of a run are not its level) */
+    warmup: z.number().int().min(0).default(0),
+    baselineWindow: z.number().int().min(1).default(20),
+    smooth: z.number().int().min(1).default(1),
+    op: Comparison,
+    factor: z.number().positive(),
+    /** hysteresis: firing until the value is back past recover × baseline (default: factor) */
+    recover: z.number().positive().optional(),
+    /** the value must also differ from the baseline by this much (absolute), so that tiny baselines do not fire */
+    minDelta: z.number().min(0).default(0),
+    ...held,
+  })
+  .strict();
+
+/**
+ * A spike: robust z-score (x - median) / (1.4826 · MAD; where the MAD is 0, the first non-zero deviation above it)
+ * over the `window` records before each one, judged
+ * once `warmup` records are there; a spike resolves after `recoverFor` calm records (its cooldown).
+ */
+const Anomaly = z
+  .object({
+    ...common,
+    kind: z.literal('anomaly'),
+    metric: z.string().min(1),
+    window: z.number().int().min(5).default(50),
+    warmup: z.number().int().min(5).default(20),
+    z: z.number().positive().default(6),
+    direction: z.enum(['up', 'down', 'any']).default('up'),
+    /** the value must also differ from the median by this much (absolute) */
+    minDelta: z.number().min(0).default(0),
+    ...held,
+    recoverFor: z.number().int().min(1).default(10),
   })
   .strict();
 
@@ -122,7 +186,52 @@ const TrainerWarning = z
   .object({ ...common, kind: z.literal('trainer_warning'), quietSteps: z.number().int().min(1).default(20) })
   .strict();
 
-export const RuleSchema = z.discriminatedUnion('kind', [Threshold, Trend, Stall, Milestone, NonFinite, Crash, Finished, TrainerWarning]);
+/**
+ * The signature of reward hacking: over the same windows one metric's mean rises while another's falls, each
+ * by more than `minDelta` and more than `sigmas` standard errors of the difference of its window means.
+ * One alert per rule, keyed by its metric patterns joined with spaces.
+ */
+const Divergence = z
+  .object({
+    ...common,
+    kind: z.literal('divergence'),
+    /** metric names or prefix patterns such as `rewards/*` (the `/std` series are left out) */
+    metrics: z.array(z.string().min(1)).min(1),
+    window: z.number().int().min(2).default(15),
+    minDelta: z.number().min(0).default(0.05),
+    sigmas: z.number().min(0).default(5),
+    quietFor: z.number().int().min(1).default(15),
+  })
+  .strict();
+
+/**
+ * A reward component that gives no signal: at the highest value it has reached, with zero spread within the
+ * batch (its `<metric>/std` series at 0), for `for` records. One alert per matching metric.
+ */
+const Saturation = z
+  .object({
+    ...common,
+    kind: z.literal('saturation'),
+    /** metric names or prefix patterns such as `rewards/*`; each needs its `<metric>/std` series */
+    metrics: z.array(z.string().min(1)).min(1),
+    ...held,
+  })
+  .strict();
+
+export const RuleSchema = z.discriminatedUnion('kind', [
+  Threshold,
+  Trend,
+  Stall,
+  Milestone,
+  NonFinite,
+  Crash,
+  Finished,
+  TrainerWarning,
+  Relative,
+  Anomaly,
+  Divergence,
+  Saturation,
+]);
 export type Rule = z.infer<typeof RuleSchema>;
 export type ThresholdRule = Extract<Rule, { kind: 'threshold' }>;
 export type TrendRule = Extract<Rule, { kind: 'trend' }>;
@@ -132,6 +241,10 @@ export type NonFiniteRule = Extract<Rule, { kind: 'non_finite' }>;
 export type CrashRule = Extract<Rule, { kind: 'crash' }>;
 export type FinishedRule = Extract<Rule, { kind: 'finished' }>;
 export type TrainerWarningRule = Extract<Rule, { kind: 'trainer_warning' }>;
+export type RelativeRule = Extract<Rule, { kind: 'relative' }>;
+export type AnomalyRule = Extract<Rule, { kind: 'anomaly' }>;
+export type DivergenceRule = Extract<Rule, { kind: 'divergence' }>;
+export type SaturationRule = Extract<Rule, { kind: 'saturation' }>;
 
 /** A config entry naming an existing rule changes it: everywhere, or (with `runs`) for matching runs only. */
 export const RuleOverride = z

@@ -18,6 +18,11 @@ export const CANONICAL_METRICS: ReadonlySet<string> = new Set([
   'clipped_ratio',
   'pass_at_1',
   'pass_at_all',
+  // PPO health and speed (issue 11): the preset's rules on any trainer
+  'pg_clipfrac',
+  'ppo_kl',
+  'value_loss',
+  'step_time',
 ]);
 
 const ALIASES: ReadonlyMap<string, string> = new Map([
@@ -42,6 +47,26 @@ const ALIASES: ReadonlyMap<string, string> = new Map([
   // seed 000 learning.log
   ['grad', 'grad_norm'],
   ['syntax_rew', 'rewards/syntax_aware_reward'],
+]);
+
+/** verl, TRL and OpenRLHF names of the quantities the preset's PPO, length and speed rules watch (issue 11). */
+const TRAINER_ALIASES: ReadonlyMap<string, string> = new Map([
+  // verl (seed 004; verl's console as in ../shared/real-logs/verl-ppo-qwen3-slurm)
+  ['actor/pg_clipfrac', 'pg_clipfrac'],
+  ['actor/ppo_kl', 'ppo_kl'],
+  ['critic/vf_loss', 'value_loss'],
+  ['timing_s/step', 'step_time'],
+  // TRL GRPOTrainer: clip_ratio/region_mean is the share of tokens the PPO ratio clip cut; TRL's own
+  // `step_time` is already canonical
+  ['clip_ratio/region_mean', 'pg_clipfrac'],
+  // OpenRLHF PPO (its wandb keys after `train/`): policy_loss, actor_lr, entropy_loss, ppo_clip_ratio, ppo_kl,
+  // critic_loss, response_length; `kl` and `reward` are canonical already
+  ['policy_loss', 'loss'],
+  ['actor_lr', 'lr'],
+  ['entropy_loss', 'entropy'],
+  ['ppo_clip_ratio', 'pg_clipfrac'],
+  ['critic_loss', 'value_loss'],
+  ['response_length', 'completion_length'],
 ]);
 
 /**
@@ -75,7 +100,7 @@ const HOME_GROWN_ALIASES: ReadonlyMap<string, string> = new Map([
 export function canonicalName(raw: string): string {
   let name = raw.trim();
   if (name.startsWith('train/') && name.length > 6) name = name.slice(6);
-  const alias = ALIASES.get(name);
+  const alias = ALIASES.get(name) ?? TRAINER_ALIASES.get(name);
   if (alias !== undefined) return alias;
   const lower = name.toLowerCase();
   const homeGrown = HOME_GROWN_ALIASES.get(lower);

@@ -66,6 +66,11 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alert('mode_collapse')).toMatchObject({ state: 'pending', started_step: 4 });
   });
 
+  it('entropy_collapse holds off on a run that lives below 0.04 from its first 5 records (verl PPO at ~0.03)', () => {
+    const t = new Trace().feed(times(40, { entropy: 0.03 }));
+    expect(t.alerts()).toEqual([]);
+  });
+
   it('entropy 0.03 for 3 records fires entropy_collapse; it resolves only once above 0.05 for 3 records', () => {
     const low = { ...HEALTHY[2]!, entropy: 0.03 };
     const t = new Trace().feed([...HEALTHY, low, low, low]);
@@ -123,14 +128,20 @@ describe('GRPO preset on the seed 000 patterns', () => {
 
   it('clipped_ratio 0.8 held for 3 records fires runaway_completions on clipped_ratio', () => {
     const t = new Trace().feed(times(3, { reward: 0.4, reward_std: 0.1, clipped_ratio: 0.8 }));
+    // verl's 0.1 line (preset v2 `truncation`) fires on the same records as a warning
     expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.state} ${a.fired_step}`)).toEqual([
       'runaway_completions clipped_ratio firing 3',
+      'truncation clipped_ratio firing 3',
     ]);
   });
 
   it('both runaway signs are two incidents of one rule', () => {
     const t = new Trace().feed(times(3, { reward: 0.05, reward_std: 0, clipped_ratio: 0.9 }));
-    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'runaway_completions clipped_ratio']);
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual([
+      'runaway_completions reward',
+      'runaway_completions clipped_ratio',
+      'truncation clipped_ratio',
+    ]);
   });
 
   it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th', () => {
@@ -142,13 +153,21 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 30 steps\), below 0\.3$/);
   });
 
+  it('a reward below zero is never "flat below 0.3": the plateau is judged on a positive level only', () => {
+    const t = new Trace().feed(times(60, { reward: -1.5 }));
+    expect(t.alerts()).toEqual([]);
+  });
+
   it('a flat reward above 0.3 is not a plateau of concern', () => {
     const t = new Trace().feed(times(60, { reward: 0.6 }));
     expect(t.alerts()).toEqual([]);
   });
 
-  it('the plateau resolves when the reward moves again', () => {
+  it('the plateau resolves once the reward has moved again for 30 records (quietFor)', () => {
     const t = new Trace().feed(times(60, { reward: 0.2 }));
+    // 30 records at 0.3: the 30-record windows move by > 10% from the 6th one on (0.22 vs 0.2)
+    t.feed(times(30, { reward: 0.3 }));
+    expect(t.alert('reward_plateau').state).toBe('firing');
     t.feed(times(10, { reward: 0.3 }));
     expect(t.alert('reward_plateau').state).toBe('resolved');
   });

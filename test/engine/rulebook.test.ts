@@ -46,6 +46,7 @@ describe('RuleBook: the preset changed and extended by the config', () => {
       and: [],
       for: 1,
       recoverFor: 1,
+      learn: 0,
     });
     expect(ids(book.forRun('sweep-1'))).toContain('kl_high');
     expect(ids(book.all())).toEqual([...GRPO_PRESET.map((r) => r.id), 'kl_high']);
@@ -78,7 +79,8 @@ describe('RuleBook: the preset changed and extended by the config', () => {
   });
 
   it('the engine applies the overrides per run', () => {
-    const collapse = times(3, { entropy: 0.03, frac_zero_std: 0.85, kl: 0.7 });
+    // five healthy records first: entropy_collapse learns the run's early level before it judges
+    const collapse = [...times(5, { entropy: 0.1, frac_zero_std: 0.1, kl: 0.01 }), ...times(3, { entropy: 0.03, frac_zero_std: 0.85, kl: 0.7 })];
     const sweep = new Trace({ book, run: 'sweep-1' }).feed(collapse);
     const main = new Trace({ book, run: 'main' }).feed(collapse);
     expect(sweep.states()).toEqual(['kl_high firing']); // frac_zero_std 0.85 is under 0.9 now

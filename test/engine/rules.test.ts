@@ -101,6 +101,34 @@ describe('threshold', () => {
   });
 });
 
+describe('threshold learn: the run\'s first records decide whether the line applies', () => {
+  const low = () => rulesOf({ id: 'low', kind: 'threshold', metric: 'x', op: '<', value: 0.04, for: 2, learn: 4 });
+
+  it('nothing fires while learning; a run whose first records sat above the line is then judged', () => {
+    // the streak counts from record 3; firing waits for the 4th record (median of 0.1, 0.1, 0.03, 0.03 = 0.065)
+    const t = new Trace({ book: low() }).feed(series('x', [0.1, 0.1, 0.03]));
+    expect(t.alerts()).toEqual([]);
+    t.feed(series('x', [0.03]));
+    expect(t.alert('low')).toMatchObject({ state: 'firing', started_step: 4, fired_step: 4 });
+  });
+
+  it('a run whose first records sit past the line is never judged by it', () => {
+    const t = new Trace({ book: low() }).feed(series('x', [0.02, 0.03, 0.02, 0.1, 0.01, 0.01, 0.01]));
+    expect(t.alerts()).toEqual([]);
+  });
+
+  it('record by record or in batches: the same', () => {
+    const trace = series('x', [0.1, 0.1, 0.03, 0.03, 0.1, 0.1, 0.03, 0.03]);
+    const pick = (t: Trace) => t.alerts().map((a) => [a.state, a.fired_step, a.resolved_step]);
+    const live = new Trace({ book: low() }).feed(trace);
+    expect(pick(live)).toEqual([
+      ['resolved', 4, 5],
+      ['firing', 8, null],
+    ]);
+    expect(pick(new Trace({ book: low() }).batch(trace.slice(0, 2)).batch(trace.slice(2, 5)).batch(trace.slice(5)))).toEqual(pick(live));
+  });
+});
+
 describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () => {
   // the mechanics on round 20-step windows (the preset's own window is pinned by the scenario benchmark)
   const trendBook = (extra: Record<string, unknown> = {}) =>
@@ -136,12 +164,45 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
     expect(new Trace({ book: trendBook({ minDelta: 0 }) }).feed(trace).alert('reward_trend')).toMatchObject({ severity: 'info', fired_step: 40 });
   });
 
-  it('resolves once the windows settle within half the change', () => {
+  it('resolves once the windows have stayed within half the change for quietFor (15) records', () => {
     const t = trend().feed(series('reward', [...Array(20).fill(0.5), ...Array(20).fill(0.4)]));
     t.feed(series('reward', Array(15).fill(0.4)));
-    expect(t.alert('reward_trend').state).toBe('firing'); // -5.9%: not settled
+    expect(t.alert('reward_trend').state).toBe('firing'); // step 55: -5.9%, not settled
+    // settled from step 56 (0.425 -> 0.4, -5.9% ... then within 5%): the 15th clear record is step 70
+    t.feed(series('reward', Array(14).fill(0.4)));
+    expect(t.alert('reward_trend').state).toBe('firing');
     t.feed(series('reward', [0.4]));
-    expect(t.alert('reward_trend')).toMatchObject({ state: 'resolved', fired_step: 40, resolved_step: 56 });
+    expect(t.alert('reward_trend')).toMatchObject({ state: 'resolved', fired_step: 40, resolved_step: 70 });
+  });
+
+  it('a change that returns within quietFor records continues the same incident', () => {
+    const t = trend().feed(series('reward', [...Array(20).fill(0.5), ...Array(20).fill(0.4), ...Array(20).fill(0.4)]));
+    // settled at 56..60 (5 clear records), then a second fall opens no new incident
+    t.feed(series('reward', Array(20).fill(0.3)));
+    expect(t.states()).toEqual(['reward_trend firing']);
+    expect(t.alert('reward_trend')).toMatchObject({ fired_step: 40, severity: 'warning' });
+  });
+
+  it('noise gate: a 20% change of the window means inside the noise is no trend', () => {
+    // alternating 0.3/0.7 around 0.5, then 0.2/0.6 around 0.4: -20%, but the successive differences say
+    // the noise is ~0.28 per record, 6 standard errors of the difference of 20-record means ~0.54 > 0.1
+    const noisy = [...Array.from({ length: 20 }, (_, i) => (i % 2 ? 0.7 : 0.3)), ...Array.from({ length: 20 }, (_, i) => (i % 2 ? 0.6 : 0.2))];
+    expect(trend().feed(series('reward', noisy)).alerts()).toEqual([]);
+    // without the gate (sigmas 0) the same windows fire
+    expect(new Trace({ book: trendBook({ sigmas: 0 }) }).feed(series('reward', noisy)).alert('reward_trend')).toMatchObject({
+      severity: 'warning',
+      fired_step: 40,
+    });
+  });
+
+  it('a reward below zero changes in % of its range, and says so', () => {
+    // minimind-like: -2.3 for 20 records, then -1.6: +0.7 over a range of 0.7 is +100% of the range
+    const t = trend().feed(series('reward', [...Array(20).fill(-2.3), ...Array(20).fill(-1.6)]));
+    expect(t.alert('reward_trend')).toMatchObject({
+      severity: 'info',
+      fired_step: 40,
+      summary: 'reward ↗ +100.0% of its range (-2.3 → -1.6) over 20-step windows',
+    });
   });
 
   it('watches every reward component but not its std', () => {
@@ -160,8 +221,10 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
     const trace = series('reward', [...Array(20).fill(0.5), ...Array(20).fill(0.4), ...Array(20).fill(0.4), ...Array(20).fill(0.62)]);
     const pick = (t: Trace) => t.alerts().map((a) => [a.state, a.severity, a.fired_step, a.resolved_step, a.summary]);
     const live = trend().feed(trace);
+    // the fall settles from step 56 and is still counting its quiet records when the rise starts at 64:
+    // a turn ends the fall at once
     expect(pick(live)).toEqual([
-      ['resolved', 'warning', 40, 56, 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows'],
+      ['resolved', 'warning', 40, 64, 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows'],
       ['firing', 'info', 64, null, 'reward ↗ +11.0% (0.4 → 0.444) over 20-step windows'],
     ]);
     expect(pick(trend().batch(trace))).toEqual(pick(live));
@@ -183,7 +246,8 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
   });
 
   it('a rise that turns into a fall resolves the rise and opens a new incident', () => {
-    const t = new Trace({ book: rulesOf({ id: 'tr', kind: 'trend', metrics: ['m'], window: 2 }) });
+    // 2-record windows carry no measure of noise: the gate is off (sigmas 0) for the mechanics
+    const t = new Trace({ book: rulesOf({ id: 'tr', kind: 'trend', metrics: ['m'], window: 2, sigmas: 0 }) });
     t.feed(series('m', [1, 1, 1.5, 1.5]));
     expect(t.alert('tr')).toMatchObject({ state: 'firing', severity: 'info', fired_step: 4 });
     t.feed(series('m', [0.5]));

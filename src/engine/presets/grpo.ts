@@ -4,6 +4,123 @@ import { RuleSchema, type Rule } from '../rules.ts';
 export const RUNAWAY_REWARD_CAP = 0.05;
 
 /**
+ * Preset v2 (issue 11): rules that hold on any model and trainer, on the canonical names TRL, verl and
+ * OpenRLHF logs map onto (src/ingest/metricNames.ts). Baselines come from the run itself (`relative`,
+ * `anomaly`); each rule cites where its number comes from: a document, the issue, or "ours".
+ */
+const PRESET_V2: readonly Record<string, unknown>[] = [
+  {
+    // issue 11: "entropy below 25% of its early median" (verl runs live at ~0.2, Qwen3's entropy rises:
+    // a fixed line does not transfer); `entropy_collapse` (seed 000's 0.04) stays as the floor
+    id: 'entropy_drop', kind: 'relative', severity: 'warning',
+    metric: 'entropy', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '<', factor: 0.25,
+    for: 3, recover: 0.4, recoverFor: 5,
+  },
+  {
+    // verl best practices: "values above 0.1 often mean you are truncating too much" (response_length/clip_ratio)
+    id: 'truncation', kind: 'threshold', severity: 'warning',
+    metric: 'clipped_ratio', op: '>', value: 0.1, for: 3, recover: 0.05, recoverFor: 5,
+  },
+  {
+    // issue 11: nearly every completion truncated while nearly every group has one reward (no signal left)
+    id: 'truncation_no_signal', kind: 'threshold', severity: 'critical',
+    metric: 'clipped_ratio', op: '>=', value: 0.9, and: [{ metric: 'frac_zero_std', op: '>=', value: 0.9 }],
+    for: 3, recoverFor: 3,
+  },
+  {
+    // issue 11: "completion length down 50% from its running max" (the running max of a 5-record median)
+    id: 'length_collapse', kind: 'relative', severity: 'warning',
+    metric: 'completion_length', baseline: 'max', warmup: 5, smooth: 5, op: '<', factor: 0.5,
+    for: 3, recover: 0.7, recoverFor: 5,
+  },
+  {
+    // ours: completions three times as long as the run's early median (a length blow-up before truncation)
+    id: 'length_explosion', kind: 'relative', severity: 'warning',
+    metric: 'completion_length', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '>', factor: 3,
+    for: 3, recover: 2, recoverFor: 5,
+  },
+  {
+    // TRL PPOTrainer warns "KL divergence is starting to become negative ... might be a precursor for failed
+    // training" when the mean KL is below -1
+    id: 'kl_negative', kind: 'threshold', severity: 'warning',
+    metric: 'kl', op: '<', value: -1, for: 2, recover: -0.5, recoverFor: 3,
+  },
+  {
+    // TRL docs (PPO): the KL should stay positive and within about 10; above 10 the policy has left the reference
+    id: 'kl_out_of_range', kind: 'threshold', severity: 'warning',
+    metric: 'kl', op: '>', value: 10, for: 2, recover: 5, recoverFor: 3,
+  },
+  {
+    // issue 11: KL rising 10x over its early median (and by at least 0.05: a tiny early KL is not a baseline)
+    id: 'kl_blowup', kind: 'relative', severity: 'warning',
+    metric: 'kl', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '>', factor: 10, minDelta: 0.05,
+    for: 3, recover: 5, recoverFor: 5,
+  },
+  {
+    // ours: the approximate KL of one PPO update (verl actor/ppo_kl, OpenRLHF ppo_kl) beyond 0.1, ten times
+    // the usual target_kl of 0.01 (OpenAI Spinning Up PPO)
+    id: 'ppo_kl_out_of_bounds', kind: 'threshold', severity: 'warning',
+    metric: 'ppo_kl', op: '>', value: 0.1, for: 2, recover: 0.05, recoverFor: 3,
+  },
+  {
+    // issue 11: pg_clipfrac anomalies (robust z over 50 records; a jump of at least 0.05 of the tokens)
+    id: 'pg_clipfrac_spike', kind: 'anomaly', severity: 'warning',
+    metric: 'pg_clipfrac', window: 50, warmup: 20, z: 6, minDelta: 0.05, recoverFor: 10,
+  },
+  {
+    // issue 11: value loss spikes (verl critic/vf_loss, OpenRLHF critic_loss): robust z over 50 records
+    id: 'value_loss_spike', kind: 'anomaly', severity: 'warning',
+    metric: 'value_loss', window: 50, warmup: 20, z: 8, recoverFor: 10,
+  },
+  {
+    // verl docs (rollout correction): rollout_is_mean should be ~1.0; warn below 0.5 or above 2.0 (two rules:
+    // the alternatives of one rule are keyed by their metric, which is the same here)
+    id: 'rollout_is_ratio_low', kind: 'threshold', severity: 'warning',
+    metric: 'rollout_corr/rollout_is_mean', op: '<', value: 0.5, for: 2, recoverFor: 3,
+  },
+  {
+    id: 'rollout_is_ratio_high', kind: 'threshold', severity: 'warning',
+    metric: 'rollout_corr/rollout_is_mean', op: '>', value: 2, for: 2, recoverFor: 3,
+  },
+  {
+    // verl docs (rollout correction): rollout_is_eff_sample_size should stay above 0.3
+    id: 'rollout_low_ess', kind: 'threshold', severity: 'warning',
+    metric: 'rollout_corr/rollout_is_eff_sample_size', op: '<', value: 0.3, for: 2, recover: 0.35, recoverFor: 3,
+  },
+  {
+    // issue 11 (an open-r1 issue: format reward 0.48 -> 0.86 while accuracy 0.16 -> 0.06): one reward
+    // component rising while another falls over the same 15-record windows, each by 0.05 and beyond its noise
+    id: 'reward_hacking', kind: 'divergence', severity: 'warning',
+    metrics: ['rewards/*'], window: 15, minDelta: 0.05, sigmas: 5, quietFor: 15,
+  },
+  {
+    // issue 11: "a component saturated at its max with zero std (no signal)": every completion gets the
+    // component's best score; with reward_hacking, the other half of the reward-hacking signature
+    id: 'reward_saturated', kind: 'saturation', severity: 'warning',
+    metrics: ['rewards/*'], for: 3, recoverFor: 3,
+  },
+  {
+    // issue 11: zero-signal groups split by the reward: most groups agree and the reward is near its top
+    // (all correct: the prompts are too easy) or near 0 (all wrong: too hard); on a 0..1 reward; info only
+    id: 'zero_signal_too_easy', kind: 'threshold', severity: 'info',
+    metric: 'frac_zero_std', op: '>=', value: 0.75, and: [{ metric: 'reward', op: '>=', value: 0.9 }],
+    for: 5, recoverFor: 5,
+  },
+  {
+    id: 'zero_signal_too_hard', kind: 'threshold', severity: 'info',
+    metric: 'frac_zero_std', op: '>=', value: 0.75,
+    and: [{ metric: 'reward', op: '<=', value: 0.1 }, { metric: 'reward', op: '>=', value: 0 }],
+    for: 5, recoverFor: 5,
+  },
+  {
+    // issue 11: "step time over 3x its median" (slow node, length blow-up): against the median of the 50 before
+    id: 'slow_steps', kind: 'relative', severity: 'warning',
+    metric: 'step_time', baseline: 'rolling', baselineWindow: 50, smooth: 3, op: '>', factor: 3,
+    for: 2, recover: 2, recoverFor: 5,
+  },
+];
+
+/**
  * The built-in GRPO preset. Each value cites the seed line it comes from (shared/seeds/):
  * 000 = learning.log metrics, 001 = training analysis (milestones, stop criteria), 002 = trend alerts.
  */
@@ -17,6 +134,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     // 000: "Detect mode collapse: Watch for ... entropy < 0.04"; "Low entropy (<0.05): ... deterministic"
     id: 'entropy_collapse', kind: 'threshold', severity: 'warning',
     metric: 'entropy', op: '<', value: 0.04, for: 3, recover: 0.05, recoverFor: 3,
+    // ours (issue 11): the floor holds for runs whose first 5 records sat above it; a model that lives at
+    // 0.02-0.04 (verl PPO GSM8K in ../shared/real-logs, Qwen-class models) is judged by entropy_drop
+    learn: 5,
   },
   {
     // 000: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike (15.786)".
@@ -46,6 +166,8 @@ export const GRPO_PRESET: readonly Rule[] = [
     // 000: "reward ... Plateau at < 0.3: Model stuck in low-quality local optimum"
     id: 'reward_plateau', kind: 'trend', severity: 'warning',
     metrics: ['reward'], direction: 'flat', window: 30, change: 0.05, below: 0.3,
+    // ours (issue 11): one plateau is one incident, however its noise wanders
+    quietFor: 30,
   },
   {
     // 002: "Alert System: Warnings for significant reward changes (>10%)";
@@ -53,6 +175,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     id: 'reward_trend', kind: 'trend', severity: 'info',
     metrics: ['reward', 'rewards/*'], direction: 'any', window: 15, change: 0.1, minDelta: 0.02,
     rise: 'info', fall: 'warning',
+    // ours (issue 11): a change beyond 5 standard errors of the difference of the window means (stationary
+    // noise raises none in 100,000 steps, bench/noise.ts); one that returns within a window is the same incident
+    sigmas: 6, quietFor: 15,
   },
   {
     // the product's promise: a crashed or hung job at 3 a.m. is noticed; fitted to the run's pace (a 20 s step
@@ -94,4 +219,5 @@ export const GRPO_PRESET: readonly Rule[] = [
   { id: 'run_crashed', kind: 'crash', severity: 'critical', grace: '2m' },
   { id: 'run_finished', kind: 'finished', severity: 'info' },
   { id: 'trainer_warning', kind: 'trainer_warning', severity: 'warning', quietSteps: 20 },
+  ...PRESET_V2,
 ].map((r) => RuleSchema.parse(r));

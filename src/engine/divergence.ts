@@ -1,0 +1,78 @@
+import { formatValue } from '../render/numbers.ts';
+import { expandMetrics, type RunContext } from './evaluate.ts';
+import { Lifecycle } from './lifecycle.ts';
+import type { DivergenceRule } from './rules.ts';
+import { mean, successiveSd } from './stats.ts';
+
+/** How many windows the noise of each metric is measured over. */
+const NOISE_WINDOWS = 4;
+
+interface Move {
+  metric: string;
+  before: number;
+  after: number;
+  delta: number;
+}
+
+/**
+ * Divergence (reward hacking): at each step, each metric's mean of the last `window` records against the
+ * `window` before; the rule fires while one metric has risen and another fallen, both for real (past
+ * `minDelta` and the noise). A metric without a record at a step keeps its last judgement.
+ */
+export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void {
+  const { store, runId } = ctx;
+  const metrics = expandMetrics(rule.metrics, store.points.metricsOf(runId));
+  if (metrics.length < 2) return;
+  const key = rule.metrics.join(' ');
+  const cursor = store.alerts.cursor(runId, rule.id, key);
+  const from = cursor?.step ?? -1;
+  const w = rule.window;
+  const span = NOISE_WINDOWS * w;
+  const series = metrics.map((metric) => {
+    const history = cursor ? store.points.upTo(runId, metric, from, span - 1, true) : [];
+    const points = [...history, ...ctx.after(metric, from).filter((p) => Number.isFinite(p.value))];
+    const steps = points.map((p) => p.step);
+    return { metric, steps, values: points.map((p) => p.value), firstFresh: history.length, at: -1 };
+  });
+  const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))].sort((a, b) => a - b);
+  if (steps.length === 0) return;
+  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: key }, ctx.now, {
+    quietFor: rule.quietFor,
+    quiet: Number(cursor?.state.quiet ?? 0),
+  });
+  const moveOf = (s: (typeof series)[number]): Move | null => {
+    const i = s.at;
+    if (i + 1 < 2 * w) return null;
+    const before = mean(s.values, i - 2 * w + 1, i - w + 1);
+    const after = mean(s.values, i - w + 1, i + 1);
+    const delta = after - before;
+    const noise = rule.sigmas * successiveSd(s.values, Math.max(0, i - span + 1), i + 1) * Math.sqrt(2 / w);
+    return Math.abs(delta) > rule.minDelta && Math.abs(delta) > noise ? { metric: s.metric, before, after, delta } : null;
+  };
+  for (const step of steps) {
+    for (const s of series) while (s.at + 1 < s.steps.length && (s.steps[s.at + 1] as number) <= step) s.at++;
+    const moves = series.map(moveOf).filter((m): m is Move => m !== null);
+    const up = moves.find((m) => m.delta > 0);
+    const down = moves.find((m) => m.delta < 0);
+    if (up && down) {
+      if (!lc.wouldChange('bad', true)) continue;
+      const shown = (m: Move, arrow: string) =>
+        `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
+      lc.apply(step, {
+        kind: 'bad',
+        firing: true,
+        severity: rule.severity,
+        describe: () => ({
+          summary:
+            `${shown(up, '↗')} while ${shown(down, '↘')} over ${w}-step windows: ` +
+            "one reward rising at another's expense (reward hacking?)",
+          details: { rising: up, falling: down, window: w },
+        }),
+      });
+    } else if (lc.wouldChange('ok', true)) {
+      const describe = () => ({ summary: 'the rewards move together again', details: { window: w } });
+      lc.apply(step, { kind: 'ok', recovered: true, describe });
+    }
+  }
+  store.alerts.saveCursor(runId, rule.id, key, steps[steps.length - 1]!, { quiet: lc.quiet });
+}

@@ -1,0 +1,99 @@
+import { formatValue } from '../render/numbers.ts';
+import type { RunContext } from './evaluate.ts';
+import { Lifecycle } from './lifecycle.ts';
+import { compare, type RelativeRule } from './rules.ts';
+import { median } from './stats.ts';
+
+/** What a relative rule remembers between evaluations (its rule cursor's state). */
+interface RelativeState {
+  /** finite records seen */
+  seen: number;
+  /** early baseline: the records collected so far, then their median */
+  early: number[];
+  baseline: number | null;
+  /** max baseline: the running maximum of the smoothed value */
+  max: number | null;
+  streak: number;
+  quiet: number;
+}
+
+const NAMES = { early: 'its early median', rolling: 'its recent median', max: 'its running max' } as const;
+
+/**
+ * Relative: a metric against a baseline learnt from the run itself. Until the baseline exists (the run's
+ * `learning` period: `warmup` + `baselineWindow` records) the rule only learns; a baseline of 0 or less
+ * judges nothing (a factor of it means nothing).
+ */
+export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
+  const { store, runId } = ctx;
+  const metric = rule.metric;
+  const cursor = store.alerts.cursor(runId, rule.id, metric);
+  const from = cursor?.step ?? -1;
+  const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
+  if (fresh.length === 0) return;
+  const st: RelativeState = {
+    ...{ seen: 0, early: [], baseline: null, max: null, streak: 0, quiet: 0 },
+    ...(cursor?.state as Partial<RelativeState>),
+  };
+  const rolling = rule.baseline === 'rolling' ? rule.baselineWindow : 0;
+  const keep = rule.smooth - 1 + rolling;
+  const values = cursor && keep > 0 ? store.points.upTo(runId, metric, from, keep, true).map((p) => p.value) : [];
+  const hold = { quietFor: rule.recoverFor, quiet: st.quiet };
+  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, hold);
+  for (const p of fresh) {
+    values.push(p.value);
+    if (values.length > keep + 1) values.shift();
+    st.seen++;
+    if (st.seen <= rule.warmup || values.length < rule.smooth) continue;
+    const now = rule.smooth === 1 ? p.value : median(values.slice(-rule.smooth));
+    let base: number | null = null;
+    if (rule.baseline === 'early') {
+      if (st.baseline === null) {
+        st.early.push(now);
+        if (st.early.length >= rule.baselineWindow) st.baseline = median(st.early);
+        continue; // learning
+      }
+      base = st.baseline;
+    } else if (rule.baseline === 'rolling') {
+      if (values.length < keep + 1) continue;
+      base = median(values.slice(0, rolling));
+    } else {
+      base = st.max;
+      st.max = st.max === null ? now : Math.max(st.max, now);
+      if (base === null) continue;
+    }
+    if (base <= 0) continue;
+    const bound = rule.factor * base;
+    const holds = compare(now, rule.op, bound) && Math.abs(now - base) > rule.minDelta;
+    const ratio = now / base;
+    const words = () =>
+      `${metric} ${formatValue(now)} ${rule.op} ${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ` +
+      formatValue(base as number);
+    const details = { value: now, baseline: base, kind: rule.baseline, ratio, factor: rule.factor };
+    if (holds) {
+      st.streak++;
+      const n = st.streak;
+      if (!lc.wouldChange('bad', n >= rule.for)) continue;
+      lc.apply(p.step, {
+        kind: 'bad',
+        firing: n >= rule.for,
+        severity: rule.severity,
+        describe: () => ({ summary: `${words()} (${formatValue(ratio)}×) for ${n} step${n === 1 ? '' : 's'}`, details }),
+      });
+    } else {
+      st.streak = 0;
+      const past = !compare(now, rule.op, (rule.recover ?? rule.factor) * base);
+      if (!lc.wouldChange('ok', past)) continue;
+      lc.apply(p.step, {
+        kind: 'ok',
+        recovered: past,
+        describe: () => ({
+          summary: `${metric} ${formatValue(now)}: back to ${formatValue(ratio)}× ${NAMES[rule.baseline]}`,
+          details,
+        }),
+      });
+    }
+  }
+  st.quiet = lc.quiet;
+  store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { ...st });
+}

@@ -1,0 +1,56 @@
+import { formatValue } from '../render/numbers.ts';
+import { expandMetrics, type RunContext } from './evaluate.ts';
+import { Lifecycle } from './lifecycle.ts';
+import type { SaturationRule } from './rules.ts';
+
+const EPSILON = 1e-9;
+
+/**
+ * Saturation: a reward component at the highest value it has reached (above 0) with a within-batch std of
+ * 0: every completion gets the same full score from it, so it teaches nothing (and often means it is being
+ * gamed). A component pinned at 0 is the other failure (`zero_signal_too_hard`), not this one.
+ */
+export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void {
+  const { store, runId } = ctx;
+  const logged = store.points.metricsOf(runId);
+  for (const metric of expandMetrics(rule.metrics, logged)) {
+    if (!logged.includes(`${metric}/std`)) continue;
+    const cursor = store.alerts.cursor(runId, rule.id, metric);
+    const from = cursor?.step ?? -1;
+    const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
+    if (fresh.length === 0) continue;
+    const std = new Map(ctx.after(`${metric}/std`, from).map((p) => [p.step, p.value]));
+    let max = Number(cursor?.state.max ?? -Infinity);
+    let streak = Number(cursor?.state.streak ?? 0);
+    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
+      quietFor: rule.recoverFor,
+      quiet: Number(cursor?.state.quiet ?? 0),
+    });
+    for (const p of fresh) {
+      max = Math.max(max, p.value);
+      const s = std.get(p.step);
+      if (s === undefined || !Number.isFinite(s)) continue;
+      const details = { value: p.value, std: s, max };
+      if (p.value > 0 && p.value >= max - EPSILON && Math.abs(s) <= EPSILON) {
+        streak++;
+        const n = streak;
+        if (!lc.wouldChange('bad', n >= rule.for)) continue;
+        lc.apply(p.step, {
+          kind: 'bad',
+          firing: n >= rule.for,
+          severity: rule.severity,
+          describe: () => ({
+            summary: `${metric} saturated at its max ${formatValue(p.value)} with std 0 for ${n} steps: no signal left`,
+            details,
+          }),
+        });
+      } else {
+        streak = 0;
+        if (!lc.wouldChange('ok', true)) continue;
+        const describe = () => ({ summary: `${metric} ${formatValue(p.value)} ± ${formatValue(s)}: varies again`, details });
+        lc.apply(p.step, { kind: 'ok', recovered: true, describe });
+      }
+    }
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { max, streak, quiet: lc.quiet });
+  }
+}

@@ -1,0 +1,25 @@
+/** Small statistics over number arrays, shared by the trend, relative and anomaly rules. */
+
+export function mean(values: readonly number[], from = 0, to = values.length): number {
+  let sum = 0;
+  for (let i = from; i < to; i++) sum += values[i] as number;
+  return sum / (to - from);
+}
+
+/**
+ * The noise of a series from its successive differences (von Neumann): sqrt(Σ(x[j] - x[j-1])² / 2(n-1))
+ * over values[from, to). For independent noise it estimates the standard deviation; a step change or a
+ * slow trend adds one difference or a small bias only, so a real move does not inflate its own yardstick.
+ */
+export function successiveSd(values: readonly number[], from: number, to: number): number {
+  let ss = 0;
+  for (let i = from + 1; i < to; i++) ss += ((values[i] as number) - (values[i - 1] as number)) ** 2;
+  return to - from > 1 ? Math.sqrt(ss / (2 * (to - from - 1))) : 0;
+}
+
+export function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return NaN;
+  return n % 2 === 1 ? (s[n >> 1] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
+}
