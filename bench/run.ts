@@ -20,6 +20,7 @@ import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench 
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
+import { formatWorstCaseReport, runWorstCase } from './worstCase.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO = join(BENCH_DIR, '..');
@@ -142,6 +143,9 @@ const scenarios = runScenarios({ outDir: OUT });
 say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
 
 // 6. chat: reward history on a 1M-point series (query + chart), append → alert POST at a fake Discord
+say('worst-case lines: 160 KB and 8 MB without separators, 10,000 fields, deep JSON, through every line format');
+const worstCase = runWorstCase();
+say(`  worst ${worstCase.worst.msPerMB.toFixed(1)} ms/MB (${worstCase.worst.format}, ${worstCase.worst.line})`);
 say('chat: reward history on 1,000,000 points; 100 alerts through discord.js to a local fake');
 const chat = await runChatBench({ outDir: OUT });
 say(`  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 ${chat.alert.p99Ms.toFixed(0)} ms; ${chat.seconds.toFixed(1)} s`);
@@ -208,6 +212,7 @@ const results = {
     verdicts: Object.fromEntries(scenarios.scenarios.map((s) => [s.name, s.pass ? 'PASS' : 'FAIL'])),
   },
   chat: { seconds: chat.seconds, rewardHistory: chat.history, alert: chat.alert },
+  worstCase,
   targets,
 };
 writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -281,6 +286,8 @@ const out = [
   formatScenarioReport(scenarios),
   '',
   formatChatReport(chat),
+  '',
+  formatWorstCaseReport(worstCase),
   '',
 ];
 process.stdout.write(out.join('\n'));
