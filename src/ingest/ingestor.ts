@@ -1,5 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { relative, sep } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
@@ -33,6 +33,7 @@ export interface FileOutcome {
 }
 
 const HEAD_BYTES = 64 * 1024;
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 const SAMPLE_CHARS = 200;
 /** trainer_state.json is re-read whole; past this it is not a Trainer state file. */
 const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
@@ -57,7 +58,9 @@ export class Ingestor {
   async ingest(path: string, root: string): Promise<FileOutcome | null> {
     let fd: number;
     try {
-      fd = openSync(path, 'r');
+      // a FIFO blocks open() until a writer comes: regular files only, and never a blocking open
+      if (!statSync(path).isFile()) return null;
+      fd = openSync(path, OPEN_FLAGS);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
@@ -121,14 +124,16 @@ export class Ingestor {
 
   private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
     let offset = row.offset;
-    if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
+    const renamed = row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev);
+    if (renamed) {
+      row = (await this.drainRotated(row, out)) ?? row;
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
     } else if (st.size < offset) {
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
     }
-    if (offset === st.size && row.ino !== null) return;
+    if (offset === st.size && !renamed && row.ino !== null) return;
     const run = this.runOf(row);
     const parse = this.parserFor(row, run.relPath);
     let seq = row.seq;
@@ -161,10 +166,45 @@ export class Ingestor {
       offset = chunk.end;
       await nextTick(); // let the watcher, timers and chat clients breathe between chunks
     }
-    if (row.ino === null && offset === 0) {
+    if ((row.ino === null || renamed) && offset === 0) {
       // an empty new file: remember its identity so a later rotation is recognised
       this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
     }
+  }
+
+  /**
+   * A rotated file (renamed away, a new file at its path) is read to its end first, by the device and inode
+   * last read, found among its siblings (`learning.log.1`): lines appended just before the rename are kept,
+   * also across a restart. Returns the row as that left it, or undefined when the old file is gone.
+   */
+  private async drainRotated(row: FileRow, out: FileOutcome): Promise<FileRow | undefined> {
+    const dir = dirname(row.path);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return undefined;
+    }
+    for (const name of names) {
+      const path = join(dir, name);
+      let st: Stats;
+      try {
+        st = lstatSync(path);
+      } catch {
+        continue;
+      }
+      if (path === row.path || !st.isFile() || st.ino !== row.ino || st.dev !== row.dev) continue;
+      const fd = openSync(path, OPEN_FLAGS);
+      try {
+        const fst = fstatSync(fd);
+        if (fst.ino !== row.ino || fst.dev !== row.dev) return undefined;
+        if (fst.size > row.offset) await this.readNewLines(fd, fst, row, out);
+      } finally {
+        closeSync(fd);
+      }
+      return this.store.files.byPath(row.path);
+    }
+    return undefined;
   }
 
   /** trainer_state.json is rewritten whole: re-read it when it changed and upsert every entry by step. */
