@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { discoverFiles } from './discover.ts';
+import { discoverFiles, readElsewhere } from './discover.ts';
 import type { FileOutcome, Ingestor } from './ingestor.ts';
 
 export interface BackfillSummary {
@@ -24,7 +24,9 @@ export async function backfill(
   onProgress: (p: BackfillProgress) => void = () => {},
 ): Promise<BackfillSummary> {
   const work = roots.flatMap((root) =>
-    discoverFiles(root, opts.depth, opts.ignore).map((path) => ({ root, path, size: sizeOf(path) })),
+    discoverFiles(root, opts.depth, opts.ignore)
+      .filter((path) => !readElsewhere(path, roots))
+      .map((path) => ({ root, path, size: sizeOf(path) })),
   );
   const total = work.reduce((n, w) => n + w.size, 0);
   const summary: BackfillSummary = { runs: [], files: [], bytes: 0, records: 0, lines: 0, skips: {} };

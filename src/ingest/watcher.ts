@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { basename, resolve, sep } from 'node:path';
-import { isIgnoredDir } from './discover.ts';
+import { isIgnoredDir, readElsewhere } from './discover.ts';
 import type { Ingestor } from './ingestor.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
@@ -115,7 +115,7 @@ export class LiveIngest {
     for (let path = first(this.queue); path !== undefined; path = first(this.queue)) {
       this.queue.delete(path);
       const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
-      if (!root) continue;
+      if (!root || readElsewhere(path, this.roots)) continue;
       try {
         await this.ingestor.ingest(path, root);
       } catch (err) {
