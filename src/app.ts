@@ -120,7 +120,7 @@ export async function startApp(opts: {
   delivery?: Pick<DispatcherOptions, 'baseBackoffMs' | 'maxBackoffMs'>;
   onBatch?: (r: BatchResult) => void;
 }): Promise<App> {
-  const store = Store.open(opts.dbPath);
+  const store = Store.openWriter(opts.dbPath, 'start');
   const { config, log } = opts;
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
   // discord.js, Bolt, vega and resvg weigh ~130 MB: loaded only when a bot is configured

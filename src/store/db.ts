@@ -2,20 +2,48 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { migrate } from './migrate.ts';
+import { DatabaseError, databaseError } from './dbErrors.ts';
+import { migrate, pendingMigrations } from './migrate.ts';
 
 export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
-/** Opens (creating if needed) the SQLite file in WAL mode and brings its schema up to date. */
-export function openDb(path: string): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  // NORMAL in WAL mode survives a killed process (not a power cut) and keeps commits cheap.
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  // Readers (the CLI) and the writer (`start`) may share the file.
-  db.pragma('busy_timeout = 5000');
-  migrate(db, MIGRATIONS_DIR);
-  return db;
+export interface OpenOptions {
+  /** open for reading only: nothing is written, so the schema must already be up to date */
+  readOnly?: boolean;
+}
+
+/**
+ * Opens (creating if needed) the SQLite file in WAL mode and brings its schema up to date; read-only, checks
+ * that it is. Every SQLite problem at open (a read-only path, a file that is not a database, a full disk)
+ * becomes a DatabaseError saying what is wrong and what to do.
+ */
+export function openDb(path: string, opts: OpenOptions = {}): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    if (path !== ':memory:' && !opts.readOnly) mkdirSync(dirname(path), { recursive: true });
+    // a busy timeout from the first statement: switching a new file to WAL waits for another process creating it
+    db = new Database(path, opts.readOnly ? { readonly: true, fileMustExist: true, timeout: 5000 } : { timeout: 5000 });
+    if (opts.readOnly) requireUpToDate(db, path);
+    else {
+      db.pragma('journal_mode = WAL');
+      // NORMAL in WAL mode survives a killed process (not a power cut) and keeps commits cheap.
+      db.pragma('synchronous = NORMAL');
+      migrate(db, MIGRATIONS_DIR);
+    }
+    db.pragma('foreign_keys = ON');
+    return db;
+  } catch (err) {
+    db?.close();
+    throw databaseError(err, path) ?? err;
+  }
+}
+
+function requireUpToDate(db: Database.Database, path: string): void {
+  const pending = pendingMigrations(db, MIGRATIONS_DIR);
+  if (pending.length === 0) return;
+  throw new DatabaseError(
+    'outdated',
+    `${path} is read-only and was written by an older rlwatch (schema changes ${pending.map((m) => m.version).join(', ')} ` +
+      'not applied): run `rlwatch backfill` or `start` on it once with write access',
+  );
 }

@@ -1,6 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
+import { hostname } from 'node:os';
 import { openDb } from './db.ts';
+import { DatabaseError } from './dbErrors.ts';
+import { WriterLock } from './writerLock.ts';
 import { Alerts } from './alerts.ts';
 import { ChatMessages } from './chatMessages.ts';
 import { Examples } from './examples.ts';
@@ -39,6 +42,7 @@ export class Store {
   readonly outbox: Outbox;
   readonly chatMessages: ChatMessages;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
+  private lock: WriterLock | null = null;
 
   constructor(readonly db: Database.Database) {
     this.runs = new Runs(db);
@@ -56,13 +60,57 @@ export class Store {
     return new Store(openDb(path));
   }
 
+  /** For commands that only read: read-write when it can be, else read-only (a database on a read-only path,
+   * e.g. a colleague's, can still be queried). */
+  static openForReading(path: string): Store {
+    try {
+      return Store.open(path);
+    } catch (err) {
+      if (!(err instanceof DatabaseError) || err.problem !== 'readonly') throw err;
+      return new Store(openDb(path, { readOnly: true }));
+    }
+  }
+
+  /**
+   * The one process that ingests into and alerts from this database (`start`, `backfill`, `demo`): refuses,
+   * naming the holder, while another process holds the database's writer lock; the lock dies with its process.
+   */
+  static openWriter(path: string, command: string): Store {
+    const lock = path === ':memory:' ? null : WriterLock.tryAcquire(path);
+    if (path !== ':memory:' && lock === null) throw new DatabaseError('in use', inUseMessage(path));
+    let store: Store;
+    try {
+      store = Store.open(path);
+    } catch (err) {
+      lock?.release();
+      throw err;
+    }
+    store.lock = lock;
+    store.db
+      .prepare('INSERT OR REPLACE INTO writer (id, pid, host, command, started_at) VALUES (1, ?, ?, ?, ?)')
+      .run(process.pid, hostname(), command, Date.now());
+    return store;
+  }
+
   /** Records and the file offset in one transaction: a crash never loses or duplicates a line. */
   commit(batch: Batch, examplesPerStep: number): BatchResult {
     return this.commitTx(batch, examplesPerStep);
   }
 
   close(): void {
+    try {
+      if (this.lock) this.db.prepare('DELETE FROM writer WHERE pid = ? AND host = ?').run(process.pid, hostname());
+    } catch {
+      // a full disk: the row names a process that has gone, and the lock below is what counts
+    }
     this.db.close();
+    this.lock?.release();
+  }
+
+  /** Who holds the writer lock, as its process wrote it; null before it has. */
+  writer(): { pid: number; host: string; command: string; started_at: number } | null {
+    const row = this.db.prepare('SELECT pid, host, command, started_at FROM writer WHERE id = 1').get();
+    return (row as { pid: number; host: string; command: string; started_at: number } | undefined) ?? null;
   }
 
   private writeBatch(b: Batch, keep: number): BatchResult {
@@ -93,4 +141,22 @@ export class Store {
       newSteps,
     };
   }
+}
+
+function inUseMessage(path: string): string {
+  let holder: ReturnType<Store['writer']> = null;
+  try {
+    const reader = Store.openForReading(path);
+    try {
+      holder = reader.writer();
+    } finally {
+      reader.close();
+    }
+  } catch {
+    // the holder is still creating the database: it is named once it has written its row
+  }
+  const who = holder
+    ? `\`rlwatch ${holder.command}\` (pid ${holder.pid} on ${holder.host}, since ${new Date(holder.started_at).toISOString()})`
+    : 'another rlwatch process';
+  return `${path} is in use by ${who}: one process writes a database; stop that one first, or pass another --db`;
 }
