@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import { dirname, join, relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
+import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { readLines } from './lineReader.ts';
@@ -30,6 +31,15 @@ export interface FileOutcome {
   records: number;
   /** lines that parsed as nothing, by reason */
   skips: Record<string, number>;
+}
+
+/** The database's disk filled while a file was read: what of it was committed before (the rest is read on
+ * from there next time, as the offset is committed with the records). */
+export class DatabaseFullError extends Error {
+  constructor(readonly outcome: FileOutcome) {
+    super(`the database's disk is full: ${outcome.path} is stored up to line ${outcome.lines} of this read; ` +
+      'free some space and it is read on from there');
+  }
 }
 
 const HEAD_BYTES = 64 * 1024;
@@ -66,6 +76,7 @@ export class Ingestor {
       if (code !== 'ENOENT') this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
     }
+    let outcome: FileOutcome | undefined;
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) return null;
@@ -73,7 +84,7 @@ export class Ingestor {
       if (!row) return null;
       const format = FORMATS.find((f) => f.id === row.format);
       if (!format) return null; // a format since removed from the code
-      const outcome: FileOutcome = {
+      outcome = {
         path,
         run: locateRun(root, path).name,
         format: format.id,
@@ -86,6 +97,9 @@ export class Ingestor {
       else await this.readNewLines(fd, st, row, outcome);
       return outcome;
     } catch (err) {
+      // the database's trouble, not the file's: the caller says so (and a backfill stops)
+      if (isDiskFull(err)) throw new DatabaseFullError(outcome ?? emptyOutcome(path, root));
+      if (sqliteCode(err) !== undefined) throw err;
       this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
     } finally {
@@ -265,6 +279,16 @@ export class Ingestor {
 }
 
 const isBad = (r: ParseResult): boolean => r.kind === 'bad';
+
+const emptyOutcome = (path: string, root: string): FileOutcome => ({
+  path,
+  run: locateRun(root, path).name,
+  format: '',
+  bytes: 0,
+  lines: 0,
+  records: 0,
+  skips: {},
+});
 
 function withEpoch(values: Map<string, number>, epoch: number | undefined): Map<string, number> {
   if (epoch !== undefined && !values.has('epoch')) values.set('epoch', epoch);

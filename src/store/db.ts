@@ -1,9 +1,12 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DatabaseError, databaseError } from './dbErrors.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
+
+// better-sqlite3 reads this once, at its first open: `file:` URIs let a read-only open say `immutable=1` (below).
+process.env.SQLITE_USE_URI ??= '1';
 
 export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
@@ -22,7 +25,7 @@ export function openDb(path: string, opts: OpenOptions = {}): Database.Database 
   try {
     if (path !== ':memory:' && !opts.readOnly) mkdirSync(dirname(path), { recursive: true });
     // a busy timeout from the first statement: switching a new file to WAL waits for another process creating it
-    db = new Database(path, opts.readOnly ? { readonly: true, fileMustExist: true, timeout: 5000 } : { timeout: 5000 });
+    db = opts.readOnly ? openReadOnly(path) : new Database(path, { timeout: 5000 });
     if (opts.readOnly) requireUpToDate(db, path);
     else {
       db.pragma('journal_mode = WAL');
@@ -35,6 +38,22 @@ export function openDb(path: string, opts: OpenOptions = {}): Database.Database 
   } catch (err) {
     db?.close();
     throw databaseError(err, path) ?? err;
+  }
+}
+
+/**
+ * A WAL database in a folder the reader cannot write cannot even be read (SQLite must create its -shm file).
+ * With no -wal file there is no writer and nothing uncheckpointed: then it is opened as immutable, unlocked.
+ */
+function openReadOnly(path: string): Database.Database {
+  try {
+    const db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5000 });
+    db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get(); // the -shm file is opened on the first read
+    return db;
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? '';
+    if (!/^SQLITE_(READONLY|CANTOPEN)/.test(code) || existsSync(`${path}-wal`)) throw err;
+    return new Database(`${pathToFileURL(path).href}?immutable=1`, { readonly: true, fileMustExist: true });
   }
 }
 

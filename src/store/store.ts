@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
 import { hostname } from 'node:os';
 import { openDb } from './db.ts';
-import { DatabaseError } from './dbErrors.ts';
+import { DatabaseError, databaseError } from './dbErrors.ts';
 import { WriterLock } from './writerLock.ts';
 import { Alerts } from './alerts.ts';
 import { ChatMessages } from './chatMessages.ts';
@@ -76,8 +76,15 @@ export class Store {
    * naming the holder, while another process holds the database's writer lock; the lock dies with its process.
    */
   static openWriter(path: string, command: string): Store {
-    const lock = path === ':memory:' ? null : WriterLock.tryAcquire(path);
-    if (path !== ':memory:' && lock === null) throw new DatabaseError('in use', inUseMessage(path));
+    let lock: WriterLock | null = null;
+    if (path !== ':memory:') {
+      try {
+        lock = WriterLock.tryAcquire(path);
+      } catch (err) {
+        throw databaseError(err, path) ?? err;
+      }
+      if (lock === null) throw new DatabaseError('in use', inUseMessage(path));
+    }
     let store: Store;
     try {
       store = Store.open(path);

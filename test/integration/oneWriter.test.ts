@@ -14,7 +14,7 @@ async function waitFor(what: string, cond: () => boolean, ms = 25_000): Promise<
   }
 }
 
-describe('one writer per database', () => {
+describe('one writer per database', { timeout: 120_000 }, () => {
   it('a second start or backfill refuses, naming the first; reading commands work beside it; a killed one frees it', async () => {
     const root = tempDir();
     const runs = join(root, 'runs');
