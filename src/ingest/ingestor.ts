@@ -143,11 +143,13 @@ export class Ingestor {
       row = (await this.drainRotated(row, out)) ?? row;
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
-    } else if (st.size < offset) {
+    }
+    const truncated = !renamed && st.size < offset;
+    if (truncated) {
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
     }
-    if (offset === st.size && !renamed && row.ino !== null) return;
+    if (offset === st.size && !renamed && !truncated && row.ino !== null) return;
     const run = this.runOf(row);
     const parse = this.parserFor(row, run.relPath);
     let seq = row.seq;
@@ -180,8 +182,9 @@ export class Ingestor {
       offset = chunk.end;
       await nextTick(); // let the watcher, timers and chat clients breathe between chunks
     }
-    if ((row.ino === null || renamed) && offset === 0) {
-      // an empty new file: remember its identity so a later rotation is recognised
+    if ((row.ino === null || renamed || truncated) && offset === 0) {
+      // an empty new (or emptied) file: remember its identity and offset 0, so that a later rotation is
+      // recognised and lines written after a truncation are read from the start
       this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
     }
   }

@@ -1,4 +1,4 @@
-import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -78,6 +78,18 @@ describe('rotation right after a burst', () => {
     await ingestor.ingest(path, runs());
     expect(losses()).toEqual(range(1, 8));
     expect(events.filter((e) => e.kind === 'restart')).toHaveLength(1);
+  });
+
+  it('after a truncation to nothing, reads what is written next from the start, even past the old size', async () => {
+    const path = logPath();
+    const ingestor = newIngestor();
+    writeFileSync(path, lines(1, 5));
+    await ingestor.ingest(path, runs());
+    truncateSync(path, 0);
+    await ingestor.ingest(path, runs());
+    appendFileSync(path, lines(6, 50));
+    await ingestor.ingest(path, runs());
+    expect(losses()).toEqual(range(1, 50));
   });
 
   it('loses nothing under the live watcher', async () => {
