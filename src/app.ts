@@ -12,7 +12,7 @@ import type { Log } from './log.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
 import { channelsFor, targetName } from './notify/routing.ts';
 import type { BatchResult } from './store/store.ts';
-import { Store } from './store/store.ts';
+import { retryWhileBusy, Store } from './store/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at. */
 const TICK_MS = 10_000;
@@ -154,7 +154,12 @@ export async function startApp(opts: {
     store,
     config.ingest,
     ingestEvents(log, (r) => {
-      if (engine.evaluate(r.runId, !catchingUp) > 0) void dispatcher.kick();
+      retryWhileBusy(
+        () => {
+          if (engine.evaluate(r.runId, !catchingUp) > 0) void dispatcher.kick();
+        },
+        (err) => log.warn(`cannot evaluate the rules of run ${r.runId} yet (${err.message}): trying again in 1 s`),
+      );
       opts.onBatch?.(r);
     }),
   );

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
 import { hostname } from 'node:os';
 import { openDb } from './db.ts';
-import { DatabaseError, databaseError } from './dbErrors.ts';
+import { DatabaseError, databaseError, isBusy } from './dbErrors.ts';
 import { WriterLock } from './writerLock.ts';
 import { Alerts } from './alerts.ts';
 import { ChatMessages } from './chatMessages.ts';
@@ -147,6 +147,25 @@ export class Store {
       maxStep: b.metrics.length > 0 ? maxStep : null,
       newSteps,
     };
+  }
+}
+
+/** How long to wait before doing again what found the database busy. */
+export const BUSY_RETRY_MS = 1000;
+
+/**
+ * Runs `fn`; while SQLite says the database is busy (another process, e.g. a CLI `mute`, held its write lock past
+ * the busy timeout, or committed between this transaction's read and its write), runs it again `delayMs` later,
+ * calling `onBusy` each time. So a batch's rule evaluation is retried, not skipped until more lines arrive.
+ * Other errors are thrown.
+ */
+export function retryWhileBusy(fn: () => void, onBusy: (err: Error) => void, delayMs = BUSY_RETRY_MS): void {
+  try {
+    fn();
+  } catch (err) {
+    if (!isBusy(err)) throw err;
+    onBusy(err as Error);
+    setTimeout(() => retryWhileBusy(fn, onBusy, delayMs), delayMs).unref();
   }
 }
 
