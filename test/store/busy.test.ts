@@ -17,7 +17,7 @@ import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 const collapsed = (from: number, n: number): string =>
   Array.from({ length: n }, (_, k) => `${learningLine(from + k, { frac: 0.95 })}\n`).join('');
 const { config } = loadConfig(undefined);
-const quiet: Log = { info: () => {}, warn: () => {}, error: () => {} };
+const quiet: Log = { info: () => {}, warn: () => {} };
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
