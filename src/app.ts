@@ -166,9 +166,13 @@ export async function startApp(opts: {
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
   await live.start();
   catchingUp = false;
-  const tick = (): void => {
-    if (engine.tick() > 0) void dispatcher.kick();
-  };
+  const tick = (): void =>
+    retryWhileBusy(
+      () => {
+        if (engine.tick() > 0) void dispatcher.kick();
+      },
+      (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),
+    );
   tick();
   await dispatcher.kick(); // also delivers what a previous process left in the outbox
   const timer = setInterval(tick, TICK_MS);

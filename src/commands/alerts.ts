@@ -1,5 +1,5 @@
 import { UserError } from '../config/load.ts';
-import { MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
+import { durationMs, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
 import { Severity } from '../engine/rules.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
 import { isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
@@ -82,7 +82,11 @@ export function muteAlerts(
 ): Reply {
   const ms = parseDuration(args.for);
   if (ms === undefined) {
-    throw new UserError(`'${args.for}' is not a duration of at most ${MAX_DURATION}: use e.g. 30m, 2h or 1d`);
+    const why =
+      durationMs(args.for) === undefined
+        ? 'is not a duration: use e.g. 30m, 2h or 1d'
+        : `is longer than a mute may be (${MAX_DURATION})`;
+    throw new UserError(`'${args.for}' ${why}`);
   }
   const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
   if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);

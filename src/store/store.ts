@@ -95,15 +95,15 @@ export class Store {
     }
     try {
       checkIntegrity(store.db, path);
+      store.db
+        .prepare('INSERT OR REPLACE INTO writer (id, pid, host, command, started_at) VALUES (1, ?, ?, ?, ?)')
+        .run(process.pid, hostname(), command, Date.now());
     } catch (err) {
       store.db.close();
       lock?.release();
-      throw err;
+      throw databaseError(err, path) ?? err;
     }
     store.lock = lock;
-    store.db
-      .prepare('INSERT OR REPLACE INTO writer (id, pid, host, command, started_at) VALUES (1, ?, ?, ?, ?)')
-      .run(process.pid, hostname(), command, Date.now());
     return store;
   }
 
