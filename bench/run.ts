@@ -24,6 +24,7 @@ import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
 import { formatTfeventsReport, runTfeventsBench } from './tfevents.ts';
+import { formatWorstCaseReport, runWorstCase } from './worstCase.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO = join(BENCH_DIR, '..');
@@ -157,6 +158,11 @@ say('failure events: OOM, NCCL timeout, ChildFailedError, Killed, NaN, finish, c
 const failures = await runFailureBench({ outDir: OUT });
 say(`  ${failures.pass ? 'PASS' : 'FAIL'}`);
 
+// 5c. worst-case lines: every line format stays linear in the line's length
+say('worst-case lines: 160 KB and 8 MB without separators, 10,000 fields, deep JSON, through every line format');
+const worstCase = runWorstCase();
+say(`  worst ${worstCase.worst.msPerMB.toFixed(1)} ms/MB (${worstCase.worst.format}, ${worstCase.worst.line})`);
+
 // 6. chat: reward history on a 1M-point series (query + chart), append → alert POST at a fake Discord
 say('chat: reward history on 1,000,000 points; 100 alerts through discord.js to a local fake');
 const chat = await runChatBench({ outDir: OUT });
@@ -235,6 +241,7 @@ const results = {
   chat: { seconds: chat.seconds, rewardHistory: chat.history, alert: chat.alert },
   tfevents,
   formats,
+  worstCase,
   targets,
 };
 writeFileSync(join(OUT, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -316,6 +323,8 @@ const out = [
   formatTfeventsReport(tfevents),
   '',
   formatFormatsReport(formats),
+  '',
+  formatWorstCaseReport(worstCase),
   '',
 ];
 process.stdout.write(out.join('\n'));

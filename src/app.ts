@@ -12,7 +12,7 @@ import type { Log } from './log.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
 import { channelsFor, targetName } from './notify/routing.ts';
 import type { BatchResult } from './store/store.ts';
-import { Store } from './store/store.ts';
+import { retryWhileBusy, Store } from './store/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at. */
 const TICK_MS = 10_000;
@@ -138,7 +138,7 @@ export async function startApp(opts: {
   delivery?: Pick<DispatcherOptions, 'baseBackoffMs' | 'maxBackoffMs'>;
   onBatch?: (r: BatchResult) => void;
 }): Promise<App> {
-  const store = Store.open(opts.dbPath);
+  const store = Store.openWriter(opts.dbPath, 'start');
   const { config, log } = opts;
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
   // discord.js, Bolt, vega and resvg weigh ~130 MB: loaded only when a bot is configured
@@ -165,7 +165,12 @@ export async function startApp(opts: {
     store,
     config.ingest,
     ingestEvents(log, (r) => {
-      if (engine.evaluate(r.runId, !catchingUp) > 0) void dispatcher.kick();
+      retryWhileBusy(
+        () => {
+          if (engine.evaluate(r.runId, !catchingUp) > 0) void dispatcher.kick();
+        },
+        (err) => log.warn(`cannot evaluate the rules of run ${r.runId} yet (${err.message}): trying again in 1 s`),
+      );
       opts.onBatch?.(r);
     }),
   );
@@ -183,10 +188,14 @@ export async function startApp(opts: {
   engine.caughtUp();
   for (const line of unreadSummary(store, opts.roots)) log.warn(line);
   // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued
-  const tick = (): void => {
-    engine.tick();
-    void dispatcher.kick();
-  };
+  const tick = (): void =>
+    retryWhileBusy(
+      () => {
+        engine.tick();
+        void dispatcher.kick();
+      },
+      (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),
+    );
   tick();
   const timer = setInterval(tick, TICK_MS);
   return {

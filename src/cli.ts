@@ -18,6 +18,7 @@ import { loadConfig, resolveDbPath, UserError } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { backfill, type BackfillSummary } from './ingest/backfill.ts';
 import { stderrLog } from './log.ts';
+import { databaseError } from './store/dbErrors.ts';
 import { Store } from './store/store.ts';
 
 interface GlobalOpts {
@@ -33,7 +34,7 @@ function setup(cmd: Command): { config: Config; dbPath: string } {
 
 function withStore<T>(cmd: Command, fn: (store: Store, config: Config) => T): T {
   const { config, dbPath } = setup(cmd);
-  const store = Store.open(dbPath);
+  const store = Store.openForReading(dbPath);
   try {
     return fn(store, config);
   } finally {
@@ -141,7 +142,7 @@ program
   .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
     const roots = checkDirs(dirs);
     const { config, dbPath } = setup(cmd);
-    const store = Store.open(dbPath);
+    const store = Store.openWriter(dbPath, 'backfill');
     try {
       const t0 = performance.now();
       await runBackfill(store, config, roots, (summary) => {
@@ -261,8 +262,9 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    if (err instanceof UserError) {
-      process.stderr.write(`rlwatch: ${err.message}\n`);
+    const known = err instanceof UserError ? err : databaseError(err, 'the database');
+    if (known) {
+      process.stderr.write(`rlwatch: ${known.message}\n`);
       process.exitCode = 1;
     } else {
       process.stderr.write(`rlwatch: internal error: ${(err as Error).stack ?? String(err)}\n`);

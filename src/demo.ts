@@ -56,7 +56,7 @@ export async function replayDemo(opts: { config: Config; dbPath: string; paceMs:
 
 /** Each demo is a fresh replay: the previous demo run (in an older temporary directory) is removed. */
 function forgetPreviousDemo(dbPath: string): void {
-  const store = Store.open(dbPath);
+  const store = Store.openWriter(dbPath, 'demo');
   try {
     const previous = store.runs.byName(DEMO_RUN);
     if (previous) store.runs.remove(previous.id);

@@ -1,5 +1,5 @@
 import { UserError } from '../config/load.ts';
-import { parseDuration, formatDuration } from '../engine/duration.ts';
+import { durationMs, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
 import { Severity } from '../engine/rules.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
 import { isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
@@ -54,9 +54,13 @@ export function ackAlert({ store }: CommandContext, args: { id: number; by: stri
   };
 }
 
+/** A stored time as ISO text; null for one no date can hold (a mute saved before spans were capped). */
+const storedTime = (ms: number): string | null => (Number.isFinite(new Date(ms).getTime()) ? isoTime(ms) : null);
+
 function describeSilence(s: SilenceRow): string {
   const what = [s.run && `run ${s.run}`, s.rule && `rule ${s.rule}`, s.severity && `severity ${s.severity}`].filter(Boolean).join(', ');
-  return `#${s.id} ${what || 'everything'} until ${isoTime(s.ends_at)} by ${s.author}${s.reason ? `: ${s.reason}` : ''}`;
+  const until = storedTime(s.ends_at) ?? 'an end out of range (unmute it)';
+  return `#${s.id} ${what || 'everything'} until ${until} by ${s.author}${s.reason ? `: ${s.reason}` : ''}`;
 }
 
 const silenceData = (s: SilenceRow) => ({
@@ -64,8 +68,8 @@ const silenceData = (s: SilenceRow) => ({
   run: s.run,
   rule: s.rule,
   severity: s.severity,
-  startsAt: isoTime(s.starts_at),
-  endsAt: isoTime(s.ends_at),
+  startsAt: storedTime(s.starts_at),
+  endsAt: storedTime(s.ends_at),
   author: s.author,
   reason: s.reason,
 });
@@ -77,7 +81,13 @@ export function muteAlerts(
   now = Date.now(),
 ): Reply {
   const ms = parseDuration(args.for);
-  if (ms === undefined) throw new UserError(`'${args.for}' is not a duration: use e.g. 30m, 2h or 1d`);
+  if (ms === undefined) {
+    const why =
+      durationMs(args.for) === undefined
+        ? 'is not a duration: use e.g. 30m, 2h or 1d'
+        : `is longer than a mute may be (${MAX_DURATION})`;
+    throw new UserError(`'${args.for}' ${why}`);
+  }
   const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
   if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
   if (args.run && !args.run.includes('*') && !args.run.includes('?')) resolveRun(store, args.run);

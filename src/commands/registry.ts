@@ -207,7 +207,7 @@ export function checkArgs(spec: CommandSpec, given: Args, prefix = '/'): Args {
     }
     if (o.type === 'integer') {
       const n = typeof v === 'number' ? v : Number(v);
-      if (!Number.isInteger(n) || n < 0) fail(`${o.name} must be a whole number, not '${v}'`);
+      if (!Number.isSafeInteger(n) || n < 0) fail(`${o.name} must be a whole number, not '${v}'`);
       out[o.name] = n;
     } else if (o.type === 'boolean') {
       out[o.name] = v === true || v === 'true' || v === o.name;

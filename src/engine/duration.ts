@@ -1,12 +1,23 @@
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** `90s`, `15m`, `2h`, `1d`, `1h30m` -> milliseconds; undefined when it is not a duration. */
-export function parseDuration(text: string): number | undefined {
+/** The longest span a user may give (a mute, a stall, a repeat interval): a year. Beyond it nothing is meant, and
+ * far beyond it (`99999999999999d`) the end is no valid date at all. */
+export const MAX_DURATION_MS = 365 * 86_400_000;
+export const MAX_DURATION = '365d';
+
+/** `90s`, `15m`, `2h`, `1d`, `1h30m` -> milliseconds, however long; undefined when it is not a duration. */
+export function durationMs(text: string): number | undefined {
   const t = text.trim();
   if (!/^(\d+(\.\d+)?[smhd])+$/.test(t)) return undefined;
   let ms = 0;
   for (const m of t.matchAll(/(\d+(?:\.\d+)?)([smhd])/g)) ms += Number(m[1]) * (UNITS[m[2] as string] as number);
   return ms > 0 ? ms : undefined;
+}
+
+/** A duration of at most a year, in milliseconds; undefined for anything else. */
+export function parseDuration(text: string): number | undefined {
+  const ms = durationMs(text);
+  return ms !== undefined && ms <= MAX_DURATION_MS ? ms : undefined;
 }
 
 export function formatDuration(ms: number): string {

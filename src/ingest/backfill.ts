@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
-import { discoverFiles } from './discover.ts';
-import type { FileOutcome, Ingestor } from './ingestor.ts';
+import { discoverFiles, readElsewhere } from './discover.ts';
+import { DatabaseError } from '../store/dbErrors.ts';
+import { DatabaseFullError, type FileOutcome, type Ingestor } from './ingestor.ts';
 
 export interface BackfillSummary {
   runs: string[];
@@ -24,23 +25,39 @@ export async function backfill(
   onProgress: (p: BackfillProgress) => void = () => {},
 ): Promise<BackfillSummary> {
   const work = roots.flatMap((root) =>
-    discoverFiles(root, opts.depth, opts.ignore).map((path) => ({ root, path, size: sizeOf(path) })),
+    discoverFiles(root, opts.depth, opts.ignore)
+      .filter((path) => !readElsewhere(path, roots))
+      .map((path) => ({ root, path, size: sizeOf(path) })),
   );
   const total = work.reduce((n, w) => n + w.size, 0);
   const summary: BackfillSummary = { runs: [], files: [], bytes: 0, records: 0, lines: 0, skips: {} };
   const runs = new Set<string>();
   let done = 0;
-  for (const w of work) {
-    const outcome = await ingestor.ingest(w.path, w.root);
-    done += w.size;
-    onProgress({ total, done });
-    if (!outcome) continue;
+  const add = (outcome: FileOutcome): void => {
     runs.add(outcome.run);
     summary.files.push(outcome);
     summary.bytes += outcome.bytes;
     summary.records += outcome.records;
     summary.lines += outcome.lines;
     for (const [reason, n] of Object.entries(outcome.skips)) summary.skips[reason] = (summary.skips[reason] ?? 0) + n;
+  };
+  for (const w of work) {
+    let outcome: FileOutcome | null;
+    try {
+      outcome = await ingestor.ingest(w.path, w.root);
+    } catch (err) {
+      if (!(err instanceof DatabaseFullError)) throw err;
+      add(err.outcome);
+      throw new DatabaseError(
+        'full',
+        `the database's disk is full: this backfill stored ${summary.records.toLocaleString('en')} records ` +
+          `(${(summary.bytes / 1e6).toFixed(1)} MB of ${(total / 1e6).toFixed(1)} MB of logs) before it filled; ` +
+          'free some space and run the same backfill again: it goes on where this one stopped',
+      );
+    }
+    done += w.size;
+    onProgress({ total, done });
+    if (outcome) add(outcome);
   }
   summary.runs = [...runs].sort();
   return summary;

@@ -1,7 +1,8 @@
-import { closeSync, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { relative, sep } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
+import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
 import { failureScanner, type FailureScanner } from './failures.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
@@ -42,7 +43,17 @@ export interface FileOutcome {
   skips: Record<string, number>;
 }
 
+/** The database's disk filled while a file was read: what of it was committed before (the rest is read on
+ * from there next time, as the offset is committed with the records). */
+export class DatabaseFullError extends Error {
+  constructor(readonly outcome: FileOutcome) {
+    super(`the database's disk is full: ${outcome.path} is stored up to line ${outcome.lines} of this read; ` +
+      'free some space and it is read on from there');
+  }
+}
+
 const HEAD_BYTES = 64 * 1024;
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 const SAMPLE_CHARS = 200;
 /** trainer_state.json is re-read whole; past this it is not a Trainer state file. */
 const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
@@ -70,12 +81,15 @@ export class Ingestor {
   async ingest(path: string, root: string): Promise<FileOutcome | null> {
     let fd: number;
     try {
-      fd = openSync(path, 'r');
+      // a FIFO blocks open() until a writer comes: regular files only, and never a blocking open
+      if (!statSync(path).isFile()) return null;
+      fd = openSync(path, OPEN_FLAGS);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
     }
+    let outcome: FileOutcome | undefined;
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) return null;
@@ -83,7 +97,7 @@ export class Ingestor {
       if (!row) return null;
       const format = FORMATS.find((f) => f.id === row.format);
       if (!format) return null; // a format since removed from the code
-      const outcome: FileOutcome = {
+      outcome = {
         path,
         run: locateRun(root, path).name,
         format: format.id,
@@ -98,6 +112,9 @@ export class Ingestor {
       else await this.readNewLines(fd, st, row, outcome);
       return outcome;
     } catch (err) {
+      // the database's trouble, not the file's: the caller says so (and a backfill stops)
+      if (isDiskFull(err)) throw new DatabaseFullError(outcome ?? emptyOutcome(path, root));
+      if (sqliteCode(err) !== undefined) throw err;
       this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
     } finally {
@@ -147,14 +164,18 @@ export class Ingestor {
 
   private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
     let offset = row.offset;
-    if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
+    const renamed = row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev);
+    if (renamed) {
+      row = (await this.drainRotated(row, out)) ?? row;
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
-    } else if (st.size < offset) {
+    }
+    const truncated = !renamed && st.size < offset;
+    if (truncated) {
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
     }
-    if (offset === st.size && row.ino !== null) return;
+    if (offset === st.size && !renamed && !truncated && row.ino !== null) return;
     const run = this.runOf(row);
     const parse = this.parserFor(row, run.relPath);
     const scan = this.scannerFor(row);
@@ -199,8 +220,9 @@ export class Ingestor {
       offset = chunk.end;
       await nextTick(); // let the watcher, timers and chat clients breathe between chunks
     }
-    if (row.ino === null && offset === 0) {
-      // an empty new file: remember its identity so a later rotation is recognised
+    if ((row.ino === null || renamed || truncated) && offset === 0) {
+      // an empty new (or emptied) file: remember its identity and offset 0, so that a later rotation is
+      // recognised and lines written after a truncation are read from the start
       this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
     }
   }
@@ -297,6 +319,41 @@ export class Ingestor {
     this.commit(batch, out, st.size);
   }
 
+  /**
+   * A rotated file (renamed away, a new file at its path) is read to its end first, by the device and inode
+   * last read, found among its siblings (`learning.log.1`): lines appended just before the rename are kept,
+   * also across a restart. Returns the row as that left it, or undefined when the old file is gone.
+   */
+  private async drainRotated(row: FileRow, out: FileOutcome): Promise<FileRow | undefined> {
+    const dir = dirname(row.path);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return undefined;
+    }
+    for (const name of names) {
+      const path = join(dir, name);
+      let st: Stats;
+      try {
+        st = lstatSync(path);
+      } catch {
+        continue;
+      }
+      if (path === row.path || !st.isFile() || st.ino !== row.ino || st.dev !== row.dev) continue;
+      const fd = openSync(path, OPEN_FLAGS);
+      try {
+        const fst = fstatSync(fd);
+        if (fst.ino !== row.ino || fst.dev !== row.dev) return undefined;
+        if (fst.size > row.offset) await this.readNewLines(fd, fst, row, out);
+      } finally {
+        closeSync(fd);
+      }
+      return this.store.files.byPath(row.path);
+    }
+    return undefined;
+  }
+
   /** trainer_state.json is rewritten whole: re-read it when it changed and upsert every entry by step. */
   private readDocument(fd: number, st: Stats, row: FileRow, format: DocumentFormat, out: FileOutcome): void {
     if (row.ino === st.ino && row.size === st.size && row.mtime_ms === st.mtimeMs) return;
@@ -370,6 +427,16 @@ function unreadOf(loc: RunLocation, path: string, size: number, verdict: null | 
     verdict === null ? 'no format recognises it' : size === 0 ? 'empty so far' : 'no known format in what is there yet';
   return { path, run: loc.name, run_dir: loc.dir, rel_path: loc.relPath, reason, size };
 }
+
+const emptyOutcome = (path: string, root: string): FileOutcome => ({
+  path,
+  run: locateRun(root, path).name,
+  format: '',
+  bytes: 0,
+  lines: 0,
+  records: 0,
+  skips: {},
+});
 
 function withEpoch(values: Map<string, number>, epoch: number | undefined): Map<string, number> {
   if (epoch !== undefined && !values.has('epoch')) values.set('epoch', epoch);

@@ -1,8 +1,10 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { basename, resolve, sep } from 'node:path';
-import { isIgnoredDir } from './discover.ts';
+import { isIgnoredDir, readElsewhere } from './discover.ts';
 import type { Ingestor } from './ingestor.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
+import { isBusy } from '../store/dbErrors.ts';
+import { BUSY_RETRY_MS } from '../store/store.ts';
 
 /** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
  * so the last append of a burst could go unnoticed: every change is looked at once more this much later. */
@@ -115,11 +117,13 @@ export class LiveIngest {
     for (let path = first(this.queue); path !== undefined; path = first(this.queue)) {
       this.queue.delete(path);
       const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
-      if (!root) continue;
+      if (!root || readElsewhere(path, this.roots)) continue;
       try {
         await this.ingestor.ingest(path, root);
       } catch (err) {
         this.onError(err as Error);
+        // its lines were not committed: read it again soon, not only when it next grows
+        if (isBusy(err)) setTimeout(() => this.enqueue(path), BUSY_RETRY_MS).unref();
       }
     }
   }

@@ -55,9 +55,10 @@ export class Points {
   metricId(name: string): number {
     let id = this.ids.get(name);
     if (id === undefined) {
-      this.db.prepare('INSERT OR IGNORE INTO metrics (name) VALUES (?)').run(name);
-      id = this.db.prepare('SELECT id FROM metrics WHERE name = ?').pluck().get(name) as number;
-      this.ids.set(name, id);
+      // a read-only database (queried where it cannot be written): an unknown name has no points, id -1
+      if (!this.db.readonly) this.db.prepare('INSERT OR IGNORE INTO metrics (name) VALUES (?)').run(name);
+      id = (this.db.prepare('SELECT id FROM metrics WHERE name = ?').pluck().get(name) as number | undefined) ?? -1;
+      if (id >= 0) this.ids.set(name, id);
     }
     return id;
   }

@@ -1,6 +1,10 @@
 import type Database from 'better-sqlite3';
 import type { EventRecord, ExampleRecord } from '../ingest/records.ts';
+import { statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { openDb } from './db.ts';
+import { DatabaseError, databaseError, isBusy } from './dbErrors.ts';
+import { WriterLock } from './writerLock.ts';
 import { Alerts } from './alerts.ts';
 import { Arrivals } from './arrivals.ts';
 import { Attempts } from './attempts.ts';
@@ -59,6 +63,7 @@ export class Store {
   readonly arrivals: Arrivals;
   readonly now: () => number;
   private readonly commitTx: (b: Batch, keep: number) => BatchResult;
+  private lock: WriterLock | null = null;
 
   constructor(
     readonly db: Database.Database,
@@ -84,13 +89,71 @@ export class Store {
     return new Store(openDb(path), opts);
   }
 
+  /** For commands that only read: read-write when it can be, else read-only (a database on a read-only path,
+   * e.g. a colleague's, can still be queried). */
+  static openForReading(path: string): Store {
+    try {
+      return Store.open(path);
+    } catch (err) {
+      if (!(err instanceof DatabaseError) || err.problem !== 'readonly') throw err;
+      return new Store(openDb(path, { readOnly: true }));
+    }
+  }
+
+  /**
+   * The one process that ingests into and alerts from this database (`start`, `backfill`, `demo`): refuses,
+   * naming the holder, while another process holds the database's writer lock; the lock dies with its process.
+   */
+  static openWriter(path: string, command: string): Store {
+    let lock: WriterLock | null = null;
+    if (path !== ':memory:') {
+      try {
+        lock = WriterLock.tryAcquire(path);
+      } catch (err) {
+        throw databaseError(err, path) ?? err;
+      }
+      if (lock === null) throw new DatabaseError('in use', inUseMessage(path));
+    }
+    let store: Store;
+    try {
+      store = Store.open(path);
+    } catch (err) {
+      lock?.release();
+      throw err;
+    }
+    try {
+      checkIntegrity(store.db, path);
+      store.db
+        .prepare('INSERT OR REPLACE INTO writer (id, pid, host, command, started_at) VALUES (1, ?, ?, ?, ?)')
+        .run(process.pid, hostname(), command, Date.now());
+    } catch (err) {
+      store.db.close();
+      lock?.release();
+      throw databaseError(err, path) ?? err;
+    }
+    store.lock = lock;
+    return store;
+  }
+
   /** Records and the file offset in one transaction: a crash never loses or duplicates a line. */
   commit(batch: Batch, examplesPerStep: number): BatchResult {
     return this.commitTx(batch, examplesPerStep);
   }
 
   close(): void {
+    try {
+      if (this.lock) this.db.prepare('DELETE FROM writer WHERE pid = ? AND host = ?').run(process.pid, hostname());
+    } catch {
+      // a full disk: the row names a process that has gone, and the lock below is what counts
+    }
     this.db.close();
+    this.lock?.release();
+  }
+
+  /** Who holds the writer lock, as its process wrote it; null before it has. */
+  writer(): { pid: number; host: string; command: string; started_at: number } | null {
+    const row = this.db.prepare('SELECT pid, host, command, started_at FROM writer WHERE id = 1').get();
+    return (row as { pid: number; host: string; command: string; started_at: number } | undefined) ?? null;
   }
 
   private writeBatch(b: Batch, keep: number): BatchResult {
@@ -133,4 +196,59 @@ export class Store {
     const advanced = this.attempts.track(b.runId, file, b.metrics.map((m) => m.step), at, runLast);
     if (advanced > 0) this.arrivals.note(b.runId, at, advanced);
   }
+}
+
+/**
+ * `PRAGMA quick_check` reads every page: ~8 ms per MB here (2 s for a 244 MB database of 1M steps), so it runs
+ * when a writer opens a database of up to this size; beyond, SQLite's own checks as pages are read (and the
+ * one-line message for SQLITE_CORRUPT) have to do. A reader never waits for it.
+ */
+const QUICK_CHECK_MAX_BYTES = 128 * 1024 * 1024;
+
+function checkIntegrity(db: Database.Database, path: string): void {
+  if (path === ':memory:' || statSync(path).size > QUICK_CHECK_MAX_BYTES) return;
+  const problems = db.pragma('quick_check(3)', { simple: false }) as Array<{ quick_check: string }>;
+  if (problems.length === 1 && problems[0]?.quick_check === 'ok') return;
+  throw new DatabaseError(
+    'damaged',
+    `${path} is damaged (${problems.map((p) => p.quick_check.replace(/\s*\n\s*/g, ' ')).join('; ')}): move it aside; \`rlwatch backfill\` of ` +
+      'your runs builds a new one from the logs',
+  );
+}
+
+/** How long to wait before doing again what found the database busy. */
+export const BUSY_RETRY_MS = 1000;
+
+/**
+ * Runs `fn`; while SQLite says the database is busy (another process, e.g. a CLI `mute`, held its write lock past
+ * the busy timeout, or committed between this transaction's read and its write), runs it again `delayMs` later,
+ * calling `onBusy` each time. So a batch's rule evaluation is retried, not skipped until more lines arrive.
+ * Other errors are thrown.
+ */
+export function retryWhileBusy(fn: () => void, onBusy: (err: Error) => void, delayMs = BUSY_RETRY_MS): void {
+  try {
+    fn();
+  } catch (err) {
+    if (!isBusy(err)) throw err;
+    onBusy(err as Error);
+    setTimeout(() => retryWhileBusy(fn, onBusy, delayMs), delayMs).unref();
+  }
+}
+
+function inUseMessage(path: string): string {
+  let holder: ReturnType<Store['writer']> = null;
+  try {
+    const reader = Store.openForReading(path);
+    try {
+      holder = reader.writer();
+    } finally {
+      reader.close();
+    }
+  } catch {
+    // the holder is still creating the database: it is named once it has written its row
+  }
+  const who = holder
+    ? `\`rlwatch ${holder.command}\` (pid ${holder.pid} on ${holder.host}, since ${new Date(holder.started_at).toISOString()})`
+    : 'another rlwatch process';
+  return `${path} is in use by ${who}: one process writes a database; stop that one first, or pass another --db`;
 }

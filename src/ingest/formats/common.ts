@@ -145,11 +145,33 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** No log line nests deeper; V8's JSON.parse spends ~0.4 s per MB of nested brackets (bench/worstCase.ts). */
+const MAX_JSON_DEPTH = 512;
+
+/** Whether brackets outside strings nest deeper than MAX_JSON_DEPTH: one pass, stopping there. */
+function nestsTooDeep(text: string): boolean {
+  if (text.length <= 2 * MAX_JSON_DEPTH) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return false;
+}
+
 /** Line parser for JSON-lines files: cleaning, blank lines and JSON errors handled once for all formats. */
 export function jsonLines(handle: (obj: Record<string, unknown>) => ParseResult): LineParser {
   return guardedLineParser((raw) => {
     const line = cleanLine(raw);
     if (isBlank(line)) return NOISE;
+    if (nestsTooDeep(line)) return bad('JSON nested too deep');
     const parsed = parseJson(line);
     // valid JSON never holds raw control characters, so only a failed line needs the binary check
     if (parsed === undefined) return bad(isBinary(line) ? 'binary data' : 'invalid JSON');

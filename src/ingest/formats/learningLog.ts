@@ -21,11 +21,18 @@ import {
 } from './common.ts';
 
 const EPOCH = /\[Epoch\s+([^\]\s]+)\s*\]/i;
-const PAIR = /([A-Za-z_][\w/.-]*)=(\S+)/g;
-/** The banner the trainer writes when it creates the file: a rule, a title, a rule. */
-const BANNER = /^\s*(?:[=\-#*~_]{3,}|.*Learning Metrics Log)\s*$/i;
+/** Whitespace-separated tokens; `name=value` pairs are found inside each by `pairOf` (linear time). */
+const TOKEN = /\S+/g;
+/** The banner the trainer writes when it creates the file: a rule, a title, a rule. Tested on the trimmed
+ * line: a leading `\s*` before `.*` backtracks quadratically over a long line. */
+const RULE = /^[=\-#*~_]{3,}$/;
+const TITLE = 'learning metrics log';
+const isBanner = (line: string): boolean => {
+  const t = line.trim();
+  return RULE.test(t) || t.toLowerCase().endsWith(TITLE);
+};
 /** A data line for detection under another file name: epoch tag followed by a pair. */
-const EPOCH_LINE = /^\s*\[Epoch\s+[^\]]*\]\s+[A-Za-z_][\w/.-]*=\S/;
+const EPOCH_LINE = /^\s*\[Epoch\s[^\]]*\]\s+[A-Za-z_][\w/.-]*=\S/;
 const PAIR_LINE = /(?:^|\s)[A-Za-z_][\w/.-]*=\S/;
 
 /**
@@ -47,6 +54,28 @@ function stdName(canonical: string): string {
   return canonical.startsWith('rewards/') ? `${canonical}/std` : `${canonical}_std`;
 }
 
+const isNameChar = (c: number): boolean =>
+  (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 47 || c === 46 || c === 45;
+const isNameStart = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+
+/**
+ * The `name=value` pair of one token, as `/([A-Za-z_][\w/.-]*)=(\S+)/` finds it (the leftmost `=` preceded by a
+ * name and followed by a value), in one pass: that regex retries from every letter of a long run of name
+ * characters without `=`, which made one 160 KB line cost seconds.
+ */
+export function pairOf(token: string): [name: string, value: string] | undefined {
+  let nameStart = -1; // first letter or `_` of the current run of name characters
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i);
+    if (c === 61 /* = */) {
+      if (nameStart >= 0 && i + 1 < token.length) return [token.slice(nameStart, i), token.slice(i + 1)];
+      nameStart = -1;
+    } else if (!isNameChar(c)) nameStart = -1;
+    else if (nameStart < 0 && isNameStart(c)) nameStart = i;
+  }
+  return undefined;
+}
+
 function parseLine(raw: string): ParseResult {
   const line = cleanLine(raw);
   if (isBlank(line)) return NOISE;
@@ -59,17 +88,18 @@ function parseLine(raw: string): ParseResult {
     if (value !== undefined) values.set('epoch', value);
   }
   let pairs = 0;
-  PAIR.lastIndex = 0;
-  for (let m = PAIR.exec(line); m !== null; m = PAIR.exec(line)) {
+  for (const [token] of line.matchAll(TOKEN)) {
+    const pair = pairOf(token);
+    if (!pair) continue;
     pairs++;
-    const [mean, std] = splitPlusMinus(m[2]!);
+    const [mean, std] = splitPlusMinus(pair[1]);
     const meanValue = parseNumber(mean);
-    if (meanValue !== undefined) setMetric(values, m[1]!, meanValue);
+    if (meanValue !== undefined) setMetric(values, pair[0], meanValue);
     const stdValue = std === undefined ? undefined : parseNumber(std);
-    if (stdValue !== undefined) values.set(stdName(canonicalName(m[1]!)), stdValue);
+    if (stdValue !== undefined) values.set(stdName(canonicalName(pair[0])), stdValue);
   }
   if (epoch || pairs > 0) return metricResult(values);
-  return BANNER.test(line) ? NOISE : bad('unrecognised line');
+  return isBanner(line) ? NOISE : bad('unrecognised line');
 }
 
 function detect(file: FileInfo, head: string): Detection {
@@ -78,7 +108,7 @@ function detect(file: FileInfo, head: string): Detection {
   let sawBanner = false;
   for (const line of lines) {
     if (isBlank(line)) continue;
-    if (BANNER.test(line)) {
+    if (isBanner(line)) {
       sawBanner = true;
       continue;
     }

@@ -1,0 +1,61 @@
+import { UserError } from '../config/load.ts';
+
+export type DatabaseProblem = 'damaged' | 'readonly' | 'full' | 'busy' | 'io' | 'outdated' | 'in use';
+
+/** A database problem in one line: what is wrong and what to do. */
+export class DatabaseError extends UserError {
+  constructor(
+    readonly problem: DatabaseProblem,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** better-sqlite3's extended result code (`SQLITE_READONLY_DIRECTORY`, ...), or undefined for other errors. */
+export function sqliteCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+export const isDiskFull = (err: unknown): boolean => sqliteCode(err)?.startsWith('SQLITE_FULL') === true;
+export const isBusy = (err: unknown): boolean => /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err) ?? '');
+
+const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR']);
+
+/** The DatabaseError for an error of SQLite (or of creating the database's folder); undefined for others. */
+export function databaseError(err: unknown, path: string): DatabaseError | undefined {
+  if (err instanceof DatabaseError) return err;
+  const msg = (err as Error | null)?.message ?? String(err);
+  const code = sqliteCode(err);
+  if (code === undefined) {
+    const fsCode = (err as NodeJS.ErrnoException | null)?.code;
+    if (fsCode === undefined || !FS_DENIED.has(fsCode)) return undefined;
+    return new DatabaseError('readonly', `cannot create the database ${path} (${fsCode}): pass a writable --db path`);
+  }
+  if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) {
+    return new DatabaseError(
+      'damaged',
+      `${path} is not an rlwatch database or is damaged (${msg}): move it aside; \`rlwatch backfill\` of your runs ` +
+        'builds a new one from the logs',
+    );
+  }
+  if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code)) {
+    return new DatabaseError(
+      'readonly',
+      `cannot write ${path} (${msg}): rlwatch needs write access to the file and its folder (SQLite keeps ` +
+        '-wal and -shm files beside it); fix the permissions or pass another --db. Reading commands ' +
+        '(runs, alerts, reward history) still work on a read-only database',
+    );
+  }
+  if (isDiskFull(err)) {
+    return new DatabaseError('full', `the database's disk is full (${path}): free some space and run it again`);
+  }
+  if (isBusy(err)) {
+    return new DatabaseError('busy', `${path} stayed busy (${msg}): another process held it too long; try again`);
+  }
+  if (code.startsWith('SQLITE_IOERR')) {
+    return new DatabaseError('io', `cannot read or write ${path} (${msg}): check the disk it is on`);
+  }
+  return undefined;
+}

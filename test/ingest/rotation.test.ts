@@ -1,0 +1,111 @@
+import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
+import { LiveIngest } from '../../src/ingest/watcher.ts';
+import { Store } from '../../src/store/store.ts';
+import { ensureParent, tempDir } from '../helpers.ts';
+
+let root: string;
+let dbPath: string;
+let store: Store;
+let events: IngestEvent[];
+
+const OPTS = { maxLineBytes: 64 * 1024, examplesPerStep: 2 };
+const newIngestor = (): Ingestor => new Ingestor(store, OPTS, (e) => events.push(e));
+
+beforeEach(() => {
+  root = tempDir();
+  dbPath = join(root, 'test.db');
+  store = Store.open(dbPath);
+  events = [];
+});
+afterEach(() => store.close());
+
+const runs = (): string => join(root, 'runs');
+const logPath = (): string => ensureParent(join(runs(), 'run1', 'learning.log'));
+/** Lines whose loss is their number: the stored series says which lines were read, in which order. */
+const lines = (from: number, to: number): string =>
+  Array.from({ length: to - from + 1 }, (_, k) => `[Epoch 0.1]  loss=${from + k}\n`).join('');
+const losses = (): number[] => {
+  const run = store.runs.byName('run1');
+  return run ? store.points.series(run.id, 'loss').map((p) => p.value) : [];
+};
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
+
+describe('rotation right after a burst', () => {
+  it('reads the renamed file to its end before the new file at the path', async () => {
+    const path = logPath();
+    const ingestor = newIngestor();
+    writeFileSync(path, lines(1, 10));
+    await ingestor.ingest(path, runs());
+    appendFileSync(path, lines(11, 210));
+    renameSync(path, `${path}.1`);
+    writeFileSync(path, lines(211, 215));
+    await ingestor.ingest(path, runs());
+    expect(losses()).toEqual(range(1, 215));
+    expect(events).toContainEqual({ kind: 'restart', path, why: 'rotated' });
+  });
+
+  it('finds the renamed file by its device and inode after a restart', async () => {
+    const path = logPath();
+    writeFileSync(path, lines(1, 10));
+    await newIngestor().ingest(path, runs());
+    store.close();
+    appendFileSync(path, lines(11, 210));
+    renameSync(path, `${path}.1`);
+    appendFileSync(`${path}.1`, lines(211, 220)); // a writer still holding the old file
+    writeFileSync(path, lines(221, 225));
+    store = Store.open(dbPath);
+    const ingestor = newIngestor();
+    await ingestor.ingest(path, runs());
+    await ingestor.ingest(path, runs());
+    expect(losses()).toEqual(range(1, 225));
+  });
+
+  it('records an empty new file once, and does not report the rotation again', async () => {
+    const path = logPath();
+    const ingestor = newIngestor();
+    writeFileSync(path, lines(1, 3));
+    await ingestor.ingest(path, runs());
+    appendFileSync(path, lines(4, 6));
+    renameSync(path, `${path}.1`);
+    writeFileSync(path, '');
+    await ingestor.ingest(path, runs());
+    await ingestor.ingest(path, runs());
+    appendFileSync(path, lines(7, 8));
+    await ingestor.ingest(path, runs());
+    expect(losses()).toEqual(range(1, 8));
+    expect(events.filter((e) => e.kind === 'restart')).toHaveLength(1);
+  });
+
+  it('after a truncation to nothing, reads what is written next from the start, even past the old size', async () => {
+    const path = logPath();
+    const ingestor = newIngestor();
+    writeFileSync(path, lines(1, 5));
+    await ingestor.ingest(path, runs());
+    truncateSync(path, 0);
+    await ingestor.ingest(path, runs());
+    appendFileSync(path, lines(6, 50));
+    await ingestor.ingest(path, runs());
+    expect(losses()).toEqual(range(1, 50));
+  });
+
+  it('loses nothing under the live watcher', async () => {
+    const path = logPath();
+    writeFileSync(path, lines(1, 10));
+    const live = new LiveIngest(newIngestor(), [runs()], { poll: false, pollIntervalMs: 100, depth: 4, ignore: [] });
+    await live.start();
+    try {
+      appendFileSync(path, lines(11, 210));
+      renameSync(path, `${path}.1`);
+      writeFileSync(path, lines(211, 212));
+      for (let i = 0; i < 100 && losses().length < 212; i++) await sleep(50);
+      await live.idle();
+      expect(losses()).toEqual(range(1, 212));
+    } finally {
+      await live.stop();
+    }
+  });
+});
