@@ -29,6 +29,7 @@ export function worstCaseLines(): Array<{ name: string; line: string }> {
     { name: 'deep JSON (100,000 levels)', line: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}` },
     { name: 'deep JSON arrays (1,000,000)', line: `{"x":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}` },
     { name: 'unclosed np.float64( + 1 MB spaces', line: `{'loss': np.float64(${' '.repeat(MB)}x` },
+    { name: 'np.float64( 1 MB of spaces )', line: `{'loss': np.float64(${' '.repeat(MB / 2)}a${' '.repeat(MB / 2)}b)c, 'x': 1}` },
   ];
 }
 

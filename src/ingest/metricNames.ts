@@ -118,7 +118,20 @@ export function isCanonicalMetric(canonical: string): boolean {
 
 const NON_FINITE = /^([+-]?)(nan|inf|infinity)$/i;
 /** `np.float64(x)`, `numpy.float32(x)`, `np.int64(x)`, `tensor(x)`, `tensor(x, device='cuda:0')`. */
-const WRAPPED = /^(?:(?:np|numpy)\.[a-z]+\d*|(?:torch\.)?tensor)\(\s*([^,()]*?)\s*(?:,.*)?\)$/;
+const WRAPPER = /^(?:(?:np|numpy)\.[a-z]+\d*|(?:torch\.)?tensor)\(/;
+
+/**
+ * The first argument of a wrapped number, as `WRAPPER\s*([^,()]*?)\s*(?:,.*)?\)$` would capture it, in linear time:
+ * that regex backtracks cubically over runs of spaces (a 1.6 KB value took a second).
+ */
+function wrappedArgument(s: string): string | undefined {
+  const open = WRAPPER.exec(s);
+  if (!open || !s.endsWith(')')) return undefined;
+  const inner = s.slice(open[0].length, -1);
+  const comma = inner.indexOf(',');
+  const first = comma < 0 ? inner : inner.slice(0, comma);
+  return first.includes('(') || first.includes(')') ? undefined : first.trim();
+}
 
 /**
  * Reads a number as Python, numpy and torch print it. NaN and ±Infinity are numbers (a `nan` loss is
@@ -151,8 +164,8 @@ function parseSlow(s: string, unwrap: boolean): number | undefined {
   const first = s.charCodeAt(0);
   // transformers 5 quotes its numbers: '0.06166'
   if ((first === 39 || first === 34) && s.charCodeAt(s.length - 1) === first) return parseInner(s.slice(1, -1));
-  const wrapped = WRAPPED.exec(s);
-  return wrapped ? parseInner(wrapped[1]!) : undefined;
+  const argument = wrappedArgument(s);
+  return argument === undefined ? undefined : parseInner(argument);
 }
 
 /** One level of unwrapping only: nobody prints `'np.float64(1)'`. */

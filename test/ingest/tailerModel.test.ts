@@ -1,5 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../scripts/rng.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
@@ -119,4 +121,51 @@ describe('the tailer against its model', () => {
       expect(stored, `seed ${seed}: ${ops.join(' ')}`).toEqual(expected);
     }
   });
+});
+
+/** A tailer process that prints `ready` once its store is open. */
+async function tailer(args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'tailChild.ts'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((done) => child.stdout!.once('data', () => done()));
+  return child;
+}
+
+describe('the tailer in a process killed with SIGKILL at random moments', () => {
+  it('stores every complete line once, in order', async () => {
+    const rand = mulberry32(7);
+    const dir = tempDir();
+    const runs = join(dir, 'runs');
+    const path = ensureParent(join(runs, 'run1', 'learning.log'));
+    const dbPath = join(dir, 'test.db');
+    const line = (id: number): string => `[Epoch 0.1]  loss=${id}  entropy=0.5\n`;
+    writeFileSync(path, '');
+    let next = 1;
+    for (let life = 0; life < 3; life++) {
+      const child = await tailer([path, runs, dbPath, '200']); // small chunks: many commits to be killed in
+      const until = Date.now() + 300 + rand() * 700;
+      while (Date.now() < until) {
+        let text = '';
+        for (let n = 1 + Math.floor(rand() * 40); n > 0; n--) text += line(next++);
+        const cut = Math.floor(rand() * text.length); // the last line often arrives in two writes
+        appendFileSync(path, text.slice(0, cut));
+        await sleep(rand() * 5);
+        appendFileSync(path, text.slice(cut));
+        await sleep(rand() * 10);
+      }
+      child.kill('SIGKILL');
+      await new Promise((done) => child.once('exit', done));
+    }
+    const store = Store.open(dbPath);
+    const read = (): number[] => {
+      const run = store.runs.byName('run1');
+      return run ? store.points.series(run.id, 'loss').map((p) => p.value) : [];
+    };
+    expect(read().length).toBeGreaterThan(0); // the killed processes did the reading
+    await new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }).ingest(path, runs);
+    const stored = read();
+    store.close();
+    expect(stored).toEqual(Array.from({ length: next - 1 }, (_, k) => k + 1));
+  }, 60_000);
 });
