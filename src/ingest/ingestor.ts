@@ -175,6 +175,12 @@ export class Ingestor {
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
     }
+    if (renamed || truncated) {
+      // new content from its first byte: a parser's or scanner's memory of the old one (a tqdm total, an open
+      // traceback) must not carry over into it
+      this.parsers.delete(row.id);
+      this.scanners.delete(row.id);
+    }
     if (offset === st.size && !renamed && !truncated && row.ino !== null) return;
     const run = this.runOf(row);
     const parse = this.parserFor(row, run.relPath);

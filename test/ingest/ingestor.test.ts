@@ -147,3 +147,25 @@ describe('Ingestor on generations', () => {
     expect(kept[0]).toMatchObject({ step: 3, completion: 'let f1 = 1', breakdown: { tests: 0.45 } });
   });
 });
+
+describe('Ingestor on captured stdout that starts over', () => {
+  it('a truncated log starts with fresh parser and scanner state: an old open traceback does not claim a new line', async () => {
+    const path = ensureParent(join(root, 'runs', 'job', 'train.log'));
+    writeFileSync(path, "{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n");
+    await ingest(path);
+    truncateSync(path, 0);
+    // the job was restarted into the same file: this line is the new content's first, not the old traceback's end
+    writeFileSync(path, 'ValueError: a message the new run printed\n');
+    await ingest(path);
+    expect(store.events.after(store.runs.byName('job')!.id, ['error'], 0)).toEqual([]);
+    // the same lines without the truncation do end the traceback: the scanner is what was reset
+    const whole = ensureParent(join(root, 'runs', 'job2', 'train.log'));
+    writeFileSync(whole, "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n");
+    await ingest(whole);
+    appendFileSync(whole, 'ValueError: a message the new run printed\n');
+    await ingest(whole);
+    expect(store.events.after(store.runs.byName('job2')!.id, ['error'], 0).map((e) => e.title)).toEqual([
+      'ValueError: a message the new run printed',
+    ]);
+  });
+});
