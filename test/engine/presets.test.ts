@@ -117,7 +117,7 @@ describe('GRPO preset on the seed 000 patterns', () => {
       metric: 'reward',
       severity: 'critical',
       fired_step: 3,
-      summary: 'reward 0.05 <= 0.05 and reward_std 0 == 0 for 3 steps',
+      summary: 'reward 0.05 == 0.05 and reward_std 0 == 0 for 3 steps',
     });
   });
 
@@ -126,22 +126,22 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alerts()).toEqual([]);
   });
 
-  it('clipped_ratio 0.8 held for 3 records fires runaway_completions on clipped_ratio', () => {
+  it('a reward of 0 with no spread is every answer wrong, not a runaway', () => {
+    const t = new Trace().feed(times(3, { reward: 0, reward_std: 0 }));
+    expect(t.alerts().map((a) => a.rule)).not.toContain('runaway_completions');
+  });
+
+  it('clipped_ratio 0.8 held for 3 records is truncation (a warning), not a critical runaway', () => {
+    // verl-ppo-qwen3-slurm starts a healthy run at clip_ratio 0.79 (../shared/real-logs): no critical for that
     const t = new Trace().feed(times(3, { reward: 0.4, reward_std: 0.1, clipped_ratio: 0.8 }));
-    // verl's 0.1 line (preset v2 `truncation`) fires on the same records as a warning
-    expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.state} ${a.fired_step}`)).toEqual([
-      'runaway_completions clipped_ratio firing 3',
-      'truncation clipped_ratio firing 3',
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.severity} ${a.state} ${a.fired_step}`)).toEqual([
+      'truncation clipped_ratio warning firing 3',
     ]);
   });
 
-  it('both runaway signs are two incidents of one rule', () => {
+  it('the runaway signature and a high clip ratio are two incidents of two rules', () => {
     const t = new Trace().feed(times(3, { reward: 0.05, reward_std: 0, clipped_ratio: 0.9 }));
-    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual([
-      'runaway_completions reward',
-      'runaway_completions clipped_ratio',
-      'truncation clipped_ratio',
-    ]);
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'truncation clipped_ratio']);
   });
 
   it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th', () => {
