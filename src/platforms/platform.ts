@@ -1,0 +1,60 @@
+/**
+ * The contract every notification platform implements (Alertmanager's notify/<name>/ idea): one folder under
+ * src/platforms/ with its config section, how it reads its settings, and what it creates; one line in
+ * src/platforms/index.ts registers it. Nothing outside src/platforms/ names a platform.
+ */
+import { z } from 'zod';
+import type { Config } from '../config/schema.ts';
+import type { Log } from '../log.ts';
+import type { Target } from '../notify/dispatcher.ts';
+import type { Store } from '../store/store.ts';
+
+const Severity = z.enum(['info', 'warning', 'critical']);
+
+/** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
+export const RouteSchema = z
+  .object({
+    runs: z.string().min(1).default('*'),
+    severity: z.array(Severity).min(1).optional(),
+    channel: z.string().min(1),
+  })
+  .strict();
+export type Route = z.infer<typeof RouteSchema>;
+
+/** The fields every platform's section has: the default destination and routes by run glob and severity. */
+export const commonSection = {
+  /** where alerts go by default (a channel id, a chat id, an address, a URL name ...) */
+  channel: z.string().min(1).optional(),
+  routes: z.array(RouteSchema).default([]),
+};
+
+/** What a platform instance is given: the store for bots answering commands, the config, the log. */
+export interface PlatformContext {
+  store: Store;
+  config: Config;
+  log: Log;
+}
+
+/** A running platform: its outbox targets (named `<platform id>:<destination>`), and its bot, if any. */
+export interface PlatformInstance {
+  targets: Target[];
+  /** the target names an alert of `run` with `severity` goes to (routes, else the default destination) */
+  route(run: string, severity: string): string[];
+  /** connects in the background: never holds up ingest (see src/chat/connect.ts) */
+  start?(): void;
+  /** within about a second, whatever the platform's state */
+  stop?(): Promise<void>;
+  /** rejects never; resolves with an error the platform can never recover from (a refused token) */
+  failure?: Promise<Error>;
+}
+
+export interface Platform<Section = any, Settings = any> {
+  /** the config key, the target prefix, the name in logs: `discord`, `webhook`, ... */
+  id: string;
+  /** its section of rlwatch.yaml, with its defaults (composed into the config schema) */
+  section: z.ZodType<Section>;
+  /** its settings from its section and the environment (tokens, URLs); null when it is not configured */
+  settings(section: Section, env: NodeJS.ProcessEnv): Settings | null;
+  /** heavy client libraries are imported here, lazily: a run without the platform never loads them */
+  create(settings: Settings, ctx: PlatformContext): Promise<PlatformInstance>;
+}
