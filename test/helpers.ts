@@ -1,6 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 
 const made: string[] = [];
@@ -22,3 +23,13 @@ export function ensureParent(path: string): string {
 }
 
 export { learningLine } from './seedLines.ts';
+
+/**
+ * `../shared/real-logs` beside the checkout: real training logs others published, read (never copied) by the
+ * tests. CI has `../shared` there; without it the corpus tests would read nothing, so say so plainly.
+ */
+export function realLogsDir(): string {
+  const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../shared/real-logs');
+  if (!existsSync(dir)) throw new Error(`${dir} not found: the real-log tests need ../shared beside the checkout`);
+  return dir;
+}

@@ -14,7 +14,7 @@ import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+import { ensureParent, realLogsDir, tempDir } from '../helpers.ts';
 
 const T0 = Date.UTC(2025, 0, 1, 3, 0, 0);
 const MIN = 60_000;
@@ -294,7 +294,7 @@ describe('trainer_warning resolution', () => {
 
 describe('real logs', () => {
   it('backfilling every run in ../shared/real-logs raises no critical alert from the failure rules', async () => {
-    const real = join(process.cwd(), '../shared/real-logs');
+    const real = realLogsDir();
     expect(readdirSync(real).length).toBeGreaterThan(5);
     // as `rlwatch backfill` does: the history is evaluated without announcing, then one tick
     const history = new Ingestor(store, { maxLineBytes: 1 << 23, examplesPerStep: 2 }, (e) => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { failureScanner } from '../../src/ingest/failures.ts';
 import type { EventRecord } from '../../src/ingest/records.ts';
+import { realLogsDir } from '../helpers.ts';
 
 const scanAll = (lines: readonly string[]): EventRecord[] => {
   const scan = failureScanner();
@@ -96,7 +97,7 @@ describe('failure scanner', () => {
     ];
     const found: EventRecord[] = [];
     for (const rel of logs) {
-      const text = readFileSync(join(process.cwd(), '../shared/real-logs', rel), 'utf8');
+      const text = readFileSync(join(realLogsDir(), rel), 'utf8');
       found.push(...scanAll(text.split(/\r\n|\n|\r/)));
     }
     // the GUI-cursor run printed TypeError tracebacks from a worker and trained on

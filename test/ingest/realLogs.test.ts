@@ -13,9 +13,9 @@ import { readKeyValueLine } from '../../src/ingest/formats/keyValue.ts';
 import { Ingestor, type FileOutcome } from '../../src/ingest/ingestor.ts';
 import { parseNumber } from '../../src/ingest/metricNames.ts';
 import { Store } from '../../src/store/store.ts';
-import { tempDir } from '../helpers.ts';
+import { realLogsDir, tempDir } from '../helpers.ts';
 
-const CORPUS = resolve(process.cwd(), '../shared/real-logs');
+const CORPUS = realLogsDir();
 
 let store: Store;
 const outcomes = new Map<string, FileOutcome>();
