@@ -4,7 +4,7 @@
  * output; the files are read in place, never copied into this repository.
  */
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { discoverFiles } from '../../src/ingest/discover.ts';
 import { cleanLine } from '../../src/ingest/formats/common.ts';
