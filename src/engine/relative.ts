@@ -15,7 +15,14 @@ interface RelativeState {
   max: number | null;
   streak: number;
   quiet: number;
+  /** the run's noise: the last finite value and the sum of squared successive differences over `diffs` */
+  last: number | null;
+  ssd: number;
+  diffs: number;
 }
+
+/** The standard error of the median of n independent values, in standard deviations (the mean's is 1/√n). */
+const medianSe = (n: number): number => (n === 1 ? 1 : 1.2533 / Math.sqrt(n));
 
 const NAMES = { early: 'its early median', rolling: 'its recent median', max: 'its running max' } as const;
 
@@ -32,7 +39,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
   if (fresh.length === 0) return;
   const st: RelativeState = {
-    ...{ seen: 0, early: [], baseline: null, max: null, streak: 0, quiet: 0 },
+    ...{ seen: 0, early: [], baseline: null, max: null, streak: 0, quiet: 0, last: null, ssd: 0, diffs: 0 },
     ...(cursor?.state as Partial<RelativeState>),
   };
   const rolling = rule.baseline === 'rolling' ? rule.baselineWindow : 0;
@@ -44,6 +51,11 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     values.push(p.value);
     if (values.length > keep + 1) values.shift();
     st.seen++;
+    if (st.last !== null) {
+      st.ssd += (p.value - st.last) ** 2;
+      st.diffs++;
+    }
+    st.last = p.value;
     if (st.seen <= rule.warmup || values.length < rule.smooth) continue;
     const now = rule.smooth === 1 ? p.value : median(values.slice(-rule.smooth));
     let base: number | null = null;
@@ -64,7 +76,11 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     }
     if (base <= 0) continue;
     const bound = rule.factor * base;
-    const holds = compare(now, rule.op, bound) && Math.abs(now - base) > rule.minDelta;
+    // the gap must stand out of the run's noise: a noisy series' running max is itself an extreme (minimind's
+    // response length swings 60-500 from step to step without any trend), so value and baseline each carry it
+    const sigma = st.diffs > 0 ? Math.sqrt(st.ssd / (2 * st.diffs)) : 0;
+    const noise = rule.sigmas * Math.SQRT2 * medianSe(rule.smooth) * sigma;
+    const holds = compare(now, rule.op, bound) && Math.abs(now - base) > Math.max(rule.minDelta, noise);
     const ratio = now / base;
     const words = () =>
       `${metric} ${formatValue(now)} ${rule.op} ${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ` +

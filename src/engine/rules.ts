@@ -106,6 +106,8 @@ const Relative = z
     recover: z.number().positive().optional(),
     /** the value must also differ from the baseline by this much (absolute), so that tiny baselines do not fire */
     minDelta: z.number().min(0).default(0),
+    /** ...and by this many standard errors of the smoothed value (the run's own noise; 0: no noise gate) */
+    sigmas: z.number().min(0).default(0),
     ...held,
   })
   .strict();

@@ -37,6 +37,23 @@ describe('preset v2: relative entropy, truncation, length', () => {
     expect(firing(t)).toEqual(['length_collapse@15 warning']);
   });
 
+  it('length_collapse stays silent on a noisy but level length, and still catches a collapse out of that noise', () => {
+    // minimind's `Avg Response Len` (../shared/real-logs) swings 60-500 from step to step with no trend: its
+    // 5-record median dips under half its running max by chance; the noise gate (4 standard errors) holds it
+    let seed = 7;
+    const uniform = (lo: number, hi: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return lo + (hi - lo) * (seed / 2 ** 31);
+    };
+    const level = Array.from({ length: 500 }, () => uniform(60, 500));
+    const book = presetOnly('length_collapse');
+    expect(new Trace({ book }).feed(series('completion_length', level)).alerts()).toEqual([]);
+    const collapse = [...level.slice(0, 100), ...Array.from({ length: 20 }, () => uniform(20, 60))];
+    const t = new Trace({ book }).feed(series('completion_length', collapse));
+    expect(firing(t)).toHaveLength(1);
+    expect(t.alert('length_collapse').fired_step).toBeLessThanOrEqual(100 + 10);
+  });
+
   it('length_explosion: three times the early median (300 -> 1000)', () => {
     const t = new Trace({ book: presetOnly('length_explosion') }).feed(series('completion_length', [...flat(25, 300), ...flat(4, 1000)]));
     expect(firing(t)).toEqual(['length_explosion@29 warning']);

@@ -31,13 +31,14 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     // issue 11: "completion length down 50% from its running max" (the running max of a 5-record median)
     id: 'length_collapse', kind: 'relative', severity: 'warning',
     metric: 'completion_length', baseline: 'max', warmup: 5, smooth: 5, op: '<', factor: 0.5,
-    for: 3, recover: 0.7, recoverFor: 5,
+    // ours: beyond 4 standard errors too (a small batch's mean length swings 60-500 with no trend: minimind)
+    sigmas: 4, for: 3, recover: 0.7, recoverFor: 5,
   },
   {
     // ours: completions three times as long as the run's early median (a length blow-up before truncation)
     id: 'length_explosion', kind: 'relative', severity: 'warning',
     metric: 'completion_length', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '>', factor: 3,
-    for: 3, recover: 2, recoverFor: 5,
+    sigmas: 4, for: 3, recover: 2, recoverFor: 5,
   },
   {
     // TRL PPOTrainer warns "KL divergence is starting to become negative ... might be a precursor for failed
