@@ -1,4 +1,7 @@
 /** The platforms rlwatch can notify, one line each. */
 import type { Platform } from './platform.ts';
+import { webhook } from './webhook/index.ts';
 
-export const PLATFORMS: readonly Platform[] = [];
+export const PLATFORMS: readonly Platform[] = [
+  webhook,
+];
