@@ -1,7 +1,9 @@
 /** The platforms rlwatch can notify, one line each. */
 import type { Platform } from './platform.ts';
+import { email } from './email/index.ts';
 import { webhook } from './webhook/index.ts';
 
 export const PLATFORMS: readonly Platform[] = [
   webhook,
+  email,
 ];
