@@ -1,9 +1,11 @@
 /** The platforms rlwatch can notify, one line each. */
 import type { Platform } from './platform.ts';
 import { email } from './email/index.ts';
+import { teams } from './teams/index.ts';
 import { webhook } from './webhook/index.ts';
 
 export const PLATFORMS: readonly Platform[] = [
   webhook,
   email,
+  teams,
 ];
