@@ -1,6 +1,7 @@
 /** The platforms rlwatch can notify, one line each. */
 import type { Platform } from './platform.ts';
 import { email } from './email/index.ts';
+import { feishu } from './feishu/index.ts';
 import { mattermost } from './mattermost/index.ts';
 import { teams } from './teams/index.ts';
 import { webhook } from './webhook/index.ts';
@@ -10,4 +11,5 @@ export const PLATFORMS: readonly Platform[] = [
   email,
   teams,
   mattermost,
+  feishu,
 ];
