@@ -4,6 +4,7 @@ import { email } from './email/index.ts';
 import { feishu } from './feishu/index.ts';
 import { mattermost } from './mattermost/index.ts';
 import { teams } from './teams/index.ts';
+import { telegram } from './telegram/index.ts';
 import { webhook } from './webhook/index.ts';
 
 export const PLATFORMS: readonly Platform[] = [
@@ -12,4 +13,5 @@ export const PLATFORMS: readonly Platform[] = [
   teams,
   mattermost,
   feishu,
+  telegram,
 ];
