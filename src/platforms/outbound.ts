@@ -18,8 +18,16 @@ export const urlsField = z.record(z.string().min(1), z.string().url()).default({
  * The target names an alert goes to: the routes matching its run and severity, else the default destination.
  * Info alerts (trends up, too-easy groups) go only where a matching route names `info` itself, as on chat.
  */
-export function routeTo(platform: string, routes: readonly Route[], fallback: string | undefined, run: string, severity: string): string[] {
-  const matching = routes.filter((r) => globMatch(r.runs, run) && (r.severity === undefined || r.severity.includes(severity as never)));
+export function routeTo(
+  platform: string,
+  routes: readonly Route[],
+  fallback: string | undefined,
+  run: string,
+  severity: string,
+): string[] {
+  const matching = routes.filter(
+    (r) => globMatch(r.runs, run) && (r.severity === undefined || r.severity.includes(severity as never)),
+  );
   if (severity === 'info' && !matching.some((r) => r.severity?.includes('info'))) return [];
   const names = matching.length > 0 ? matching.map((r) => r.channel) : fallback ? [fallback] : [];
   return [...new Set(names)].map((d) => `${platform}:${d}`);
@@ -57,7 +65,13 @@ const POST_TIMEOUT_MS = 10_000;
  * 5xx is retried; a 429 waits the Retry-After; any other 4xx cannot heal (a deleted hook, a refused
  * signature) and is set aside. The URL never appears in a message: it often carries the secret.
  */
-export async function post(label: string, url: string, body: string, headers: Record<string, string>, timeoutMs = POST_TIMEOUT_MS): Promise<string> {
+export async function post(
+  label: string,
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs = POST_TIMEOUT_MS,
+): Promise<string> {
   let res: Response;
   try {
     res = await fetch(url, { method: 'POST', body, headers, signal: AbortSignal.timeout(timeoutMs) });

@@ -76,7 +76,8 @@ export const email: Platform<Section, EmailSettings> = {
   async create(settings, { store }) {
     const { createTransport } = await import('nodemailer');
     const timeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
-    const transport = createTransport({ host: settings.host, port: settings.port, secure: settings.secure, auth: settings.auth, ...timeouts });
+    const { host, port, secure, auth } = settings;
+    const transport = createTransport({ host, port, secure, auth, ...timeouts });
     const domain = /@([^>\s]+)/.exec(settings.from)?.[1] ?? 'rlwatch';
     const destinations = [...new Set([...(settings.to ? [settings.to] : []), ...settings.section.routes.map((r) => r.channel)])];
     return {

@@ -63,7 +63,10 @@ export async function alertMail(store: Store, n: Notification, domain: string): 
   const parts: string[] = [];
   for (const c of cards) {
     const cid = c.chart ? `chart-${c.alertId}@rlwatch` : null;
-    if (c.chart && cid) attachments.push({ filename: `chart-${c.alertId}.png`, content: await renderLineChart(c.chart), cid, contentType: 'image/png' });
+    if (c.chart && cid) {
+      const content = await renderLineChart(c.chart);
+      attachments.push({ filename: `chart-${c.alertId}.png`, content, cid, contentType: 'image/png' });
+    }
     parts.push(cardHtml(c, cid));
   }
   const subject = cards.length === 1 ? cards[0]!.title : `${cards.length} alerts · ${n.run}`;

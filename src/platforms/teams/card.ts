@@ -18,12 +18,11 @@ const mono = (text: string): Element =>
   rich([run(cut(text, CODE_CHARS), { fontType: 'Monospace', size: 'Small' })], { spacing: 'Small' });
 
 const COLOR: Record<AlertCard['status'], string> = { firing: 'Attention', acked: 'Default', muted: 'Default', resolved: 'Good' };
+const colour = (c: AlertCard): string => (c.severity === 'warning' && c.status === 'firing' ? 'Warning' : COLOR[c.status]);
 
 function cardElements(c: AlertCard): Element[] {
   return [
-    rich([run(c.title, { weight: 'Bolder', size: 'Medium', color: c.severity === 'warning' && c.status === 'firing' ? 'Warning' : COLOR[c.status] })], {
-      separator: true,
-    }),
+    rich([run(c.title, { weight: 'Bolder', size: 'Medium', color: colour(c) })], { separator: true }),
     rich([run(c.summary)], { spacing: 'Small' }),
     ...(c.note ? [rich([run(c.note, { weight: 'Bolder' })])] : []),
     ...c.fields.map((f) => rich([run(`${f.name}: `, { isSubtle: true }), run(f.value)], { spacing: 'None' })),

@@ -50,7 +50,11 @@ export class BotApi {
     return this.send<TgMessage>('sendPhoto', { body: form }, {});
   }
 
-  private async send<T>(method: string, init: { body: BodyInit; headers?: Record<string, string> }, opts: { timeoutMs?: number; signal?: AbortSignal }): Promise<T> {
+  private async send<T>(
+    method: string,
+    init: { body: BodyInit; headers?: Record<string, string> },
+    opts: { timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<T> {
     const timeout = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let res: Response;

@@ -48,7 +48,10 @@ export class TelegramBot {
   }
 
   targets(): Target[] {
-    return this.s.chats.map((chat) => ({ name: `telegram:${chat}`, deliver: (n: Notification, key: string) => this.deliver(chat, n, key) }));
+    return this.s.chats.map((chat) => ({
+      name: `telegram:${chat}`,
+      deliver: (n: Notification, key: string) => this.deliver(chat, n, key),
+    }));
   }
 
   /** Checks the token, then polls for commands in the background. */
@@ -59,7 +62,9 @@ export class TelegramBot {
         this.ctx.log.info(`telegram: connected as @${me.username ?? '?'}; alerts to ${this.s.chats.join(', ')}`);
       } catch (err) {
         if (this.abort.signal.aborted) return;
-        if (err instanceof DeliveryError && err.permanent) return this.refused(new UserError(`Telegram refused the token (${err.message}): check TELEGRAM_BOT_TOKEN`));
+        if (err instanceof DeliveryError && err.permanent) {
+          return this.refused(new UserError(`Telegram refused the token (${err.message}): check TELEGRAM_BOT_TOKEN`));
+        }
         this.ctx.log.warn(`telegram: ${(err as Error).message}; alerts are still sent, commands once it answers`);
       }
       if (this.s.commands) await this.poll();
@@ -80,12 +85,14 @@ export class TelegramBot {
   }
 
   private send(chat: string, html: string, extra: Record<string, unknown> = {}): Promise<TgMessage> {
-    return this.api.call<TgMessage>('sendMessage', { chat_id: chat, text: html, parse_mode: 'HTML', link_preview_options: { is_disabled: true }, ...extra });
+    const params = { chat_id: chat, text: html, parse_mode: 'HTML', link_preview_options: { is_disabled: true }, ...extra };
+    return this.api.call<TgMessage>('sendMessage', params);
   }
 
   private async edit(chat: string, ref: string, cards: AlertCard[]): Promise<void> {
     try {
-      await this.api.call('editMessageText', { chat_id: chat, message_id: Number(ref), text: cardsHtml(cards), parse_mode: 'HTML', reply_markup: keyboard(cards) });
+      const message = { chat_id: chat, message_id: Number(ref) };
+      await this.api.call('editMessageText', { ...message, text: cardsHtml(cards), parse_mode: 'HTML', reply_markup: keyboard(cards) });
     } catch (err) {
       if (!(err instanceof DeliveryError && /message is not modified/.test(err.message))) throw err;
     }
@@ -96,7 +103,8 @@ export class TelegramBot {
     for (const c of cards) {
       if (!c.chart) continue;
       try {
-        await this.api.sendPhoto(chat, await renderLineChart(c.chart), { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
+        const png = await renderLineChart(c.chart);
+        await this.api.sendPhoto(chat, png, { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
       } catch (err) {
         this.ctx.log.warn(`telegram: chart of alert #${c.alertId} not sent: ${(err as Error).message}`);
       }
@@ -161,7 +169,8 @@ export class TelegramBot {
     const chat = q.message ? String(q.message.chat.id) : '';
     const b = parseButton(q.data ?? '');
     if (!b || !this.s.chats.includes(chat)) return;
-    const answer = (text: string, alert = false) => this.api.call('answerCallbackQuery', { callback_query_id: q.id, text, show_alert: alert });
+    const answer = (text: string, alert = false) =>
+      this.api.call('answerCallbackQuery', { callback_query_id: q.id, text, show_alert: alert });
     let reply: Reply;
     try {
       reply = runWords(this.ctx.store, buttonWords(this.ctx.store, b.action, b.alertId), who(q.from), this.mayWrite(q.from.id));
