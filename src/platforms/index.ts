@@ -1,4 +1,17 @@
 /** The platforms rlwatch can notify, one line each. */
 import type { Platform } from './platform.ts';
+import { email } from './email/index.ts';
+import { feishu } from './feishu/index.ts';
+import { mattermost } from './mattermost/index.ts';
+import { teams } from './teams/index.ts';
+import { telegram } from './telegram/index.ts';
+import { webhook } from './webhook/index.ts';
 
-export const PLATFORMS: readonly Platform[] = [];
+export const PLATFORMS: readonly Platform[] = [
+  webhook,
+  email,
+  teams,
+  mattermost,
+  feishu,
+  telegram,
+];

@@ -1,0 +1,96 @@
+/**
+ * What the outbound-only channels (webhook, email, Teams, Mattermost, Feishu) share: named destinations (a URL
+ * per name), routing by run glob and severity, and one HTTP POST whose failures say whether they can heal.
+ */
+import { z } from 'zod';
+import { UserError } from '../config/load.ts';
+import { globMatch } from '../engine/duration.ts';
+import { DeliveryError } from '../notify/dispatcher.ts';
+import type { Route } from './platform.ts';
+
+/** The destination name of the URL given by the environment (`WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`, ...). */
+export const DEFAULT_DESTINATION = 'default';
+
+/** `urls` in a section: more destinations by name, for routes (`channel: oncall`). */
+export const urlsField = z.record(z.string().min(1), z.string().url()).default({});
+
+/**
+ * The target names an alert goes to: the routes matching its run and severity, else the default destination.
+ * Info alerts (trends up, too-easy groups) go only where a matching route names `info` itself, as on chat.
+ */
+export function routeTo(
+  platform: string,
+  routes: readonly Route[],
+  fallback: string | undefined,
+  run: string,
+  severity: string,
+): string[] {
+  const matching = routes.filter(
+    (r) => globMatch(r.runs, run) && (r.severity === undefined || r.severity.includes(severity as never)),
+  );
+  if (severity === 'info' && !matching.some((r) => r.severity?.includes('info'))) return [];
+  const names = matching.length > 0 ? matching.map((r) => r.channel) : fallback ? [fallback] : [];
+  return [...new Set(names)].map((d) => `${platform}:${d}`);
+}
+
+/**
+ * Destination name → URL: the section's `urls`, plus the environment's URL as `default`. Null when there is
+ * none (the platform is off). Every route must name a known destination: a typo is an error at start-up.
+ */
+export function destinations(
+  platform: string,
+  section: { channel?: string; routes: readonly Route[]; urls: Record<string, string> },
+  envUrl: string | undefined,
+  envName: string,
+): { urls: Map<string, string>; fallback: string | undefined } | null {
+  const urls = new Map(Object.entries(section.urls));
+  if (envUrl) urls.set(DEFAULT_DESTINATION, envUrl);
+  if (urls.size === 0) return null;
+  const fallback = section.channel ?? (urls.has(DEFAULT_DESTINATION) ? DEFAULT_DESTINATION : undefined);
+  const check = (name: string, field: string): void => {
+    if (!urls.has(name)) {
+      throw new UserError(`${platform}.${field}: no destination '${name}' (set ${envName}, or ${platform}.urls.${name})`);
+    }
+  };
+  if (section.channel) check(section.channel, 'channel');
+  section.routes.forEach((r, i) => check(r.channel, `routes[${i}].channel`));
+  return { urls, fallback };
+}
+
+/** How long one POST may take before it counts as failed (and is retried by the outbox). */
+const POST_TIMEOUT_MS = 10_000;
+
+/**
+ * POSTs `body` and returns the response text. Failures as the dispatcher wants them: a network error or a
+ * 5xx is retried; a 429 waits the Retry-After; any other 4xx cannot heal (a deleted hook, a refused
+ * signature) and is set aside. The URL never appears in a message: it often carries the secret.
+ */
+export async function post(
+  label: string,
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs = POST_TIMEOUT_MS,
+): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', body, headers, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    throw new DeliveryError(`${label}: no answer (${cause})`);
+  }
+  const text = await res.text().catch(() => '');
+  if (res.ok) return text;
+  const why = `${label}: HTTP ${res.status}${text ? ` ${text.slice(0, 200)}` : ''}`;
+  if (res.status === 429) throw new DeliveryError(why, retryAfterMs(res.headers.get('retry-after')));
+  throw new DeliveryError(why, undefined, res.status >= 400 && res.status < 500);
+}
+
+/** Retry-After in seconds or as an HTTP date; a second when absent or unreadable. */
+export function retryAfterMs(header: string | null, now = Date.now()): number {
+  if (header === null) return 1000;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+  const at = Date.parse(header);
+  return Number.isFinite(at) ? Math.max(0, at - now) : 1000;
+}

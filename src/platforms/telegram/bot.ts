@@ -1,0 +1,185 @@
+/**
+ * The Telegram bot: alert cards with Ack/Mute buttons (edited in place as alerts change), charts as photos in
+ * reply, and commands and button presses read by long polling getUpdates (no public URL needed).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseButton, type AlertCard } from '../../chat/cards.ts';
+import { cardsOf, deliverCards } from '../../chat/delivery.ts';
+import { UserError } from '../../config/load.ts';
+import type { Reply } from '../../commands/reply.ts';
+import type { Notification } from '../../engine/notification.ts';
+import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
+import { renderLineChart } from '../../render/chart.ts';
+import type { PlatformContext } from '../platform.ts';
+import { BotApi, type TgMessage, type TgUpdate } from './api.ts';
+import { buttonWords, runWords } from './interact.ts';
+import { cardsHtml, inert, keyboard, replyHtml } from './render.ts';
+
+export interface TelegramSettings {
+  token: string;
+  apiUrl: string;
+  /** every chat alerts may go to; commands are answered in these chats only */
+  chats: string[];
+  /** user ids that may ack and mute; empty: anyone in the chats */
+  allow: string[];
+  /** read commands and button presses (getUpdates); off: alerts only */
+  commands: boolean;
+  /** how long one getUpdates waits for news */
+  pollSeconds: number;
+}
+
+const MAX_BACKOFF_MS = 60_000;
+const who = (u: { id: number; username?: string; first_name?: string }): string =>
+  u.username ? `@${u.username}` : (u.first_name ?? String(u.id));
+
+export class TelegramBot {
+  private readonly api: BotApi;
+  private readonly abort = new AbortController();
+  private polling: Promise<void> | null = null;
+  private refused: (err: Error) => void = () => {};
+  /** settles when Telegram refuses the token */
+  readonly failure = new Promise<Error>((done) => (this.refused = done));
+
+  constructor(
+    private readonly s: TelegramSettings,
+    private readonly ctx: PlatformContext,
+  ) {
+    this.api = new BotApi(s.apiUrl, s.token);
+  }
+
+  targets(): Target[] {
+    return this.s.chats.map((chat) => ({
+      name: `telegram:${chat}`,
+      deliver: (n: Notification, key: string) => this.deliver(chat, n, key),
+    }));
+  }
+
+  /** Checks the token, then polls for commands in the background. */
+  start(): void {
+    this.polling = (async () => {
+      try {
+        const me = await this.api.call<{ username?: string }>('getMe', {}, { signal: this.abort.signal });
+        this.ctx.log.info(`telegram: connected as @${me.username ?? '?'}; alerts to ${this.s.chats.join(', ')}`);
+      } catch (err) {
+        if (this.abort.signal.aborted) return;
+        if (err instanceof DeliveryError && err.permanent) {
+          return this.refused(new UserError(`Telegram refused the token (${err.message}): check TELEGRAM_BOT_TOKEN`));
+        }
+        this.ctx.log.warn(`telegram: ${(err as Error).message}; alerts are still sent, commands once it answers`);
+      }
+      if (this.s.commands) await this.poll();
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.polling;
+  }
+
+  private async deliver(chat: string, n: Notification, key: string): Promise<void> {
+    await deliverCards(this.ctx.store, `telegram:${chat}`, n, key, {
+      edit: (ref, cards) => this.edit(chat, ref, cards),
+      post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
+      afterPost: (ref, cards) => this.charts(chat, ref, cards),
+    });
+  }
+
+  private send(chat: string, html: string, extra: Record<string, unknown> = {}): Promise<TgMessage> {
+    const params = { chat_id: chat, text: html, parse_mode: 'HTML', link_preview_options: { is_disabled: true }, ...extra };
+    return this.api.call<TgMessage>('sendMessage', params);
+  }
+
+  private async edit(chat: string, ref: string, cards: AlertCard[]): Promise<void> {
+    try {
+      const message = { chat_id: chat, message_id: Number(ref) };
+      await this.api.call('editMessageText', { ...message, text: cardsHtml(cards), parse_mode: 'HTML', reply_markup: keyboard(cards) });
+    } catch (err) {
+      if (!(err instanceof DeliveryError && /message is not modified/.test(err.message))) throw err;
+    }
+  }
+
+  /** Charts as photos replying to the alert: one that fails is logged, not worth re-posting the alert for. */
+  private async charts(chat: string, ref: string, cards: readonly AlertCard[]): Promise<void> {
+    for (const c of cards) {
+      if (!c.chart) continue;
+      try {
+        const png = await renderLineChart(c.chart);
+        await this.api.sendPhoto(chat, png, { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
+      } catch (err) {
+        this.ctx.log.warn(`telegram: chart of alert #${c.alertId} not sent: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private async poll(): Promise<void> {
+    let offset = 0;
+    let backoff = 1000;
+    while (!this.abort.signal.aborted) {
+      let updates: TgUpdate[];
+      try {
+        updates = await this.api.call<TgUpdate[]>(
+          'getUpdates',
+          { offset, timeout: this.s.pollSeconds, allowed_updates: ['message', 'callback_query'] },
+          { timeoutMs: (this.s.pollSeconds + 10) * 1000, signal: this.abort.signal },
+        );
+        backoff = 1000;
+      } catch (err) {
+        if (this.abort.signal.aborted) return;
+        this.ctx.log.warn(`telegram: cannot read commands (${(err as Error).message}): trying again in ${backoff / 1000} s`);
+        await sleep(backoff, undefined, { signal: this.abort.signal }).catch(() => {});
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+        continue;
+      }
+      for (const u of updates) {
+        offset = u.update_id + 1;
+        await this.onUpdate(u).catch((err: Error) => this.ctx.log.warn(`telegram: update ${u.update_id} failed: ${err.message}`));
+      }
+    }
+  }
+
+  private onUpdate(u: TgUpdate): Promise<void> {
+    if (u.message?.text?.startsWith('/')) return this.onCommand(u.message);
+    if (u.callback_query) return this.onButton(u.callback_query);
+    return Promise.resolve();
+  }
+
+  private mayWrite(userId: number): boolean {
+    return this.s.allow.length === 0 || this.s.allow.includes(String(userId));
+  }
+
+  private async onCommand(m: TgMessage): Promise<void> {
+    const chat = String(m.chat.id);
+    if (!this.s.chats.includes(chat) || !m.from) return; // a chat rlwatch was not set up for
+    const words = m.text!.slice(1).trim().split(/\s+/);
+    words[0] = words[0]!.replace(/@\w+$/, ''); // `/status@rlwatch_bot` in groups
+    let reply: Reply;
+    try {
+      reply = runWords(this.ctx.store, words, who(m.from), this.mayWrite(m.from.id));
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      return void (await this.send(chat, inert(err.message), { reply_to_message_id: m.message_id }));
+    }
+    const sent = await this.send(chat, replyHtml(reply), { reply_to_message_id: m.message_id });
+    if (reply.chart) {
+      await this.api.sendPhoto(chat, await renderLineChart(reply.chart), { reply_to_message_id: String(sent.message_id) });
+    }
+  }
+
+  private async onButton(q: NonNullable<TgUpdate['callback_query']>): Promise<void> {
+    const chat = q.message ? String(q.message.chat.id) : '';
+    const b = parseButton(q.data ?? '');
+    if (!b || !this.s.chats.includes(chat)) return;
+    const answer = (text: string, alert = false) =>
+      this.api.call('answerCallbackQuery', { callback_query_id: q.id, text, show_alert: alert });
+    let reply: Reply;
+    try {
+      reply = runWords(this.ctx.store, buttonWords(this.ctx.store, b.action, b.alertId), who(q.from), this.mayWrite(q.from.id));
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      return void (await answer(err.message, true));
+    }
+    await answer(reply.title);
+    const shown = this.ctx.store.chatMessages.byRef(`telegram:${chat}`, String(q.message!.message_id));
+    if (shown) await this.edit(chat, shown.ref, cardsOf(this.ctx.store, shown));
+  }
+}

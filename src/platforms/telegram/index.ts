@@ -1,0 +1,54 @@
+/**
+ * Telegram (Bot API): alerts with Ack / Mute buttons, charts, and commands (/status, /alerts, /ack ID ...)
+ * read by long polling, so no public URL is needed.
+ */
+import { z } from 'zod';
+import { UserError } from '../../config/load.ts';
+import { routeTo } from '../outbound.ts';
+import { commonSection, type Platform } from '../platform.ts';
+import type { TelegramSettings } from './bot.ts';
+
+const section = z
+  .object({
+    ...commonSection,
+    /** who may ack and mute: Telegram user ids; empty = anyone in the chats */
+    allow: z.object({ users: z.array(z.coerce.string()).default([]) }).strict().prefault({}),
+    /** answer commands and buttons (getUpdates long polling); off: alerts only */
+    commands: z.boolean().default(true),
+  })
+  .strict()
+  .prefault({});
+
+type Section = z.infer<typeof section>;
+type Settings = TelegramSettings & { section: Section; fallback: string | undefined };
+
+export const telegram: Platform<Section, Settings> = {
+  id: 'telegram',
+  section,
+  settings(s, env) {
+    if (!env.TELEGRAM_BOT_TOKEN) return null;
+    const fallback = s.channel ?? (env.TELEGRAM_CHAT_ID || undefined);
+    const chats = [...new Set([...(fallback ? [fallback] : []), ...s.routes.map((r) => r.channel)])];
+    if (chats.length === 0) throw new UserError('telegram.channel (or TELEGRAM_CHAT_ID) is needed: the chat alerts go to');
+    return {
+      section: s,
+      fallback,
+      token: env.TELEGRAM_BOT_TOKEN,
+      apiUrl: (env.TELEGRAM_API_URL || 'https://api.telegram.org').replace(/\/+$/, ''),
+      chats,
+      allow: s.allow.users,
+      commands: s.commands,
+      pollSeconds: 25,
+    };
+  },
+  async create(settings, ctx) {
+    const bot = new (await import('./bot.ts')).TelegramBot(settings, ctx);
+    return {
+      targets: bot.targets(),
+      route: (run, severity) => routeTo('telegram', settings.section.routes, settings.fallback, run, severity),
+      start: () => bot.start(),
+      stop: () => bot.stop(),
+      failure: bot.failure,
+    };
+  },
+};

@@ -1,0 +1,92 @@
+/**
+ * The JSON a generic webhook receives: Alertmanager's webhook body (version 4) where its fields fit, so that
+ * receivers written for Alertmanager read it, plus rlwatch's own fields on each alert. See the README.
+ */
+import { createHmac } from 'node:crypto';
+import { alertCards } from '../../chat/cards.ts';
+import type { Notification } from '../../engine/notification.ts';
+import { renderLineChart } from '../../render/chart.ts';
+import type { Store } from '../../store/store.ts';
+
+export interface WebhookAlert {
+  status: 'firing' | 'resolved';
+  labels: { alertname: string; run: string; severity: string; metric: string };
+  annotations: { summary: string };
+  startsAt: string;
+  /** Alertmanager's zero time while firing */
+  endsAt: string;
+  fingerprint: string;
+  /** rlwatch's own fields */
+  alertId: number;
+  kind: 'firing' | 'repeat' | 'resolved';
+  state: 'firing' | 'acked' | 'muted' | 'resolved';
+  note: string | null;
+  step: number;
+  epoch: number | null;
+  /** the last values of the metric up to the step */
+  values: number[];
+  examples: Array<{ title: string; completion: string }>;
+  evidence: { title: string; lines: string[] } | null;
+  /** the chart as a base64 PNG, when `webhook.charts` is on */
+  chart?: string;
+}
+
+export interface WebhookBody {
+  version: '4';
+  receiver: string;
+  status: 'firing' | 'resolved';
+  groupKey: string;
+  groupLabels: { run: string };
+  commonLabels: { run: string };
+  commonAnnotations: Record<string, never>;
+  truncatedAlerts: 0;
+  alerts: WebhookAlert[];
+}
+
+const ZERO_TIME = '0001-01-01T00:00:00Z';
+const iso = (ms: number | null | undefined): string => (ms ? new Date(ms).toISOString() : ZERO_TIME);
+
+/** The body for one outbox row: every alert of the burst, its card's state, optionally its chart. */
+export async function webhookBody(store: Store, n: Notification, charts: boolean): Promise<WebhookBody> {
+  const cards = alertCards(store, n);
+  const alerts = await Promise.all(
+    n.items.map(async (item, i): Promise<WebhookAlert> => {
+      const card = cards[i]!;
+      const row = store.alerts.byId(item.alertId);
+      const resolved = card.status === 'resolved';
+      return {
+        status: resolved ? 'resolved' : 'firing',
+        labels: { alertname: item.rule, run: n.run, severity: item.severity, metric: item.metric },
+        annotations: { summary: card.summary },
+        startsAt: iso(row?.fired_at ?? row?.started_at),
+        endsAt: resolved ? iso(row?.resolved_at) : ZERO_TIME,
+        fingerprint: `rlwatch-${item.alertId}`,
+        alertId: item.alertId,
+        kind: item.kind,
+        state: card.status,
+        note: card.note,
+        step: item.step,
+        epoch: item.epoch,
+        values: item.recent,
+        examples: card.examples.map((e) => ({ title: e.title, completion: e.code })),
+        evidence: card.evidence ?? null,
+        ...(charts && card.chart ? { chart: (await renderLineChart(card.chart)).toString('base64') } : {}),
+      };
+    }),
+  );
+  return {
+    version: '4',
+    receiver: 'rlwatch',
+    status: alerts.every((a) => a.status === 'resolved') ? 'resolved' : 'firing',
+    groupKey: `rlwatch:{run="${n.run}"}`,
+    groupLabels: { run: n.run },
+    commonLabels: { run: n.run },
+    commonAnnotations: {},
+    truncatedAlerts: 0,
+    alerts,
+  };
+}
+
+/** The signature header's value: `sha256=` and the hex HMAC-SHA256 of the raw body under the secret. */
+export const signature = (secret: string, rawBody: string): string =>
+  `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;

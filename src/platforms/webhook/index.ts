@@ -1,0 +1,55 @@
+/**
+ * A generic webhook: each outbox row is POSTed as JSON (Alertmanager-compatible, see body.ts), signed with
+ * HMAC-SHA256 when a secret is set, so anything (PagerDuty via a bridge, n8n, a custom pager) can be wired.
+ */
+import { z } from 'zod';
+import type { Notification } from '../../engine/notification.ts';
+import { commonSection, type Platform } from '../platform.ts';
+import { destinations, post, routeTo, urlsField } from '../outbound.ts';
+import { signature, webhookBody } from './body.ts';
+
+export const SIGNATURE_HEADER = 'X-Rlwatch-Signature';
+
+const section = z
+  .object({
+    ...commonSection,
+    /** more destinations by name (the default one is WEBHOOK_URL) */
+    urls: urlsField,
+    /** each alert's chart as a base64 PNG in the body (adds ~30 KB per alert) */
+    charts: z.boolean().default(false),
+  })
+  .strict()
+  .prefault({});
+
+type Section = z.infer<typeof section>;
+interface Settings {
+  section: Section;
+  urls: Map<string, string>;
+  fallback: string | undefined;
+  /** WEBHOOK_SECRET: signs every body */
+  secret: string | undefined;
+}
+
+export const webhook: Platform<Section, Settings> = {
+  id: 'webhook',
+  section,
+  settings(s, env) {
+    const d = destinations('webhook', s, env.WEBHOOK_URL || undefined, 'WEBHOOK_URL');
+    return d && { section: s, ...d, secret: env.WEBHOOK_SECRET || undefined };
+  },
+  async create(settings, { store }) {
+    const targets = [...settings.urls].map(([name, url]) => ({
+      name: `webhook:${name}`,
+      async deliver(n: Notification) {
+        const raw = JSON.stringify(await webhookBody(store, n, settings.section.charts));
+        const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'rlwatch' };
+        if (settings.secret) headers[SIGNATURE_HEADER] = signature(settings.secret, raw);
+        await post(`webhook ${name}`, url, raw, headers);
+      },
+    }));
+    return {
+      targets,
+      route: (run, severity) => routeTo('webhook', settings.section.routes, settings.fallback, run, severity),
+    };
+  },
+};
