@@ -5,7 +5,7 @@ import { lttbIndices } from './lttb.ts';
 
 /**
  * vega-lite defines `Set.prototype.toJSON` when it loads, for its own hashing, and other libraries break on
- * it (discord.js's event emitter fails to load after it). The definition is taken off the prototype at once
+ * it (a chat client's event emitter fails to load after it). The definition is taken off the prototype at once
  * and put back only for the synchronous span of a compile.
  */
 const vegaLiteSetToJSON = Object.getOwnPropertyDescriptor(Set.prototype, 'toJSON');

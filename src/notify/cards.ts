@@ -5,6 +5,7 @@ import { sparkline } from '../render/sparkline.ts';
 import { silenceMatches } from '../store/silences.ts';
 import type { Store } from '../store/store.ts';
 import type { ChartSpec } from '../commands/reply.ts';
+import type { Request } from './interaction.ts';
 
 /** One alert as a chat card, whatever the platform: built from the notification item and the alert's
  * current state, so that an ack, a mute or a resolution re-renders the same card. */
@@ -37,12 +38,19 @@ export const COLORS: Record<AlertCard['status'] | 'info' | 'warning' | 'critical
   resolved: 0x2a9d8f,
 };
 
-/** Custom ids of the buttons: `<action>:<alertId>`. */
-export type ButtonAction = 'ack' | 'muteRun' | 'muteRule';
-export const parseButton = (id: string): { action: ButtonAction; alertId: number } | null => {
-  const m = /^(ack|muteRun|muteRule):(\d+)$/.exec(id);
-  return m ? { action: m[1] as ButtonAction, alertId: Number(m[2]) } : null;
-};
+/**
+ * Custom ids of the buttons: `<action>:<alertId>`. A button is a command with its arguments filled in, run
+ * through the same path as typed commands (src/notify/interaction.ts).
+ */
+export const BUTTON_ID = /^(ack|muteRun|muteRule):(\d+)$/;
+export function buttonRequest(id: string): Request | null {
+  const m = BUTTON_ID.exec(id);
+  if (!m) return null;
+  const alert = Number(m[2]);
+  if (m[1] === 'ack') return { words: ['ack'], args: { id: alert } };
+  if (m[1] === 'muteRun') return { words: ['mute'], args: { alert, duration: '1h' } };
+  return { words: ['mute'], args: { alert, scope: 'rule', duration: '24h' } };
+}
 
 const CHART_POINTS = 200;
 const EXAMPLE_CHARS = 500;
