@@ -20,6 +20,8 @@ export interface AlertCard {
   fields: Array<{ name: string; value: string }>;
   /** a line under the summary: who acked, who muted, when it resolved */
   note: string | null;
+  /** who acked, as recorded (a platform may render its own users' ids as mentions) */
+  ackedBy?: string | null;
   sparkline: string | null;
   examples: Array<{ title: string; code: string }>;
   /** the log lines that show why (untrusted): a code block, cut from the start to fit */
@@ -95,6 +97,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
       ...(item.finished ? finishedFields(item.finished) : []),
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
+    ackedBy: alert?.acked_by ?? null,
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
     examples: ex
       ? [

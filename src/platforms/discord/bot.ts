@@ -6,6 +6,7 @@ import {
   Client,
   DiscordAPIError,
   EmbedBuilder,
+  escapeMarkdown,
   GatewayIntentBits,
   HTTPError,
   MessageFlags,
@@ -48,6 +49,20 @@ export interface DiscordOptions extends DiscordSettings {
 const READY_TIMEOUT_MS = 30_000;
 
 const OPTION_TYPE = { string: 3, integer: 4, boolean: 5 } as const;
+
+/**
+ * Untrusted text (run names, log lines, summaries naming metrics) outside a code block: a masked link, a
+ * heading, a list marker or a backtick (which could open a code block) becomes plain text. Mentions are left to allowed_mentions (parse: []) on every
+ * message, which is what makes `@everyone` inert. Emphasis stays: `frac_zero_std` must read as itself.
+ */
+export const inert = (s: string): string =>
+  escapeMarkdown(s, {
+    codeBlock: true, inlineCode: true, codeBlockContent: true, inlineCodeContent: true,
+    bold: false, italic: false, underline: false, strikethrough: false, spoiler: false, escape: false,
+    heading: true, bulletedList: true, numberedList: true, maskedLink: true,
+  });
+/** Every message, edit and reply says so explicitly: nothing rlwatch sends may ping anyone. */
+const NO_MENTIONS = { parse: [] as [] };
 
 /** The slash commands, from the shared tree: groups become commands with subcommands. */
 export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBody[] {
@@ -92,7 +107,7 @@ function fitEmbed(
   const kept: Array<{ name: string; value: string; inline: boolean }> = [];
   for (const f of fields.slice(0, LIMIT.fields)) {
     const name = cut(f.name, LIMIT.fieldName);
-    const value = cut(f.value || '-', LIMIT.fieldValue);
+    const value = cut(inert(f.value) || '-', LIMIT.fieldValue);
     if (name.length + value.length > left - 100) break; // keep room for a line of description
     kept.push({ name, value, inline: true });
     left -= name.length + value.length;
@@ -107,15 +122,22 @@ function fitEmbed(
 /** A Reply as one embed (with its chart attached): the same content the CLI prints. */
 export async function replyMessage(
   reply: Reply,
-): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: { parse: [] } }> {
-  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
+): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: typeof NO_MENTIONS }> {
+  const parts = [...reply.lines.map((l) => cut(inert(l), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
   const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
     embed.setImage('attachment://chart.png');
   }
-  return { embeds: [embed], files, allowedMentions: { parse: [] } };
+  return { embeds: [embed], files, allowedMentions: NO_MENTIONS };
+}
+
+/** What a lock screen shows (embeds are not in a push notification): per card its title (severity, rule,
+ * state, run) and the first line of its summary, which carries the number that fired it. */
+export function contentLine(cards: readonly AlertCard[]): string {
+  const line = (c: AlertCard): string => `${c.title}: ${c.summary.split('\n')[0]}`;
+  return cut(inert(cards.map(line).join('\n')), 1000);
 }
 
 /** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each
@@ -126,10 +148,10 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
   const budget = Math.floor(LIMIT.embedsTotal / Math.max(1, cards.length));
   for (const c of cards) {
-    const parts = [cut(c.summary, 500), ...(c.note ? [`**${cut(c.note, 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline}\``] : [])];
-    for (const e of c.examples) parts.push(`${cut(e.title, 300)}\n${codeBlock(e.code, 700)}`);
+    const parts = [cut(inert(c.summary), 500), ...(c.note ? [`**${cut(inert(c.note), 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline.replaceAll('`', "'")}\``] : [])];
+    for (const e of c.examples) parts.push(`${cut(inert(e.title), 300)}\n${codeBlock(e.code, 700)}`);
     // the evidence goes first among the blocks: on a crash it is why the card exists
-    if (c.evidence) parts.splice(1, 0, `${cut(c.evidence.title, 200)}\n${tailBlock(c.evidence.lines, 1800)}`);
+    if (c.evidence) parts.splice(1, 0, `${cut(inert(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines, 1800)}`);
     const embed = fitEmbed(c.title, c.fields, parts, budget).setColor(
       c.status === 'firing' ? (COLORS[c.severity as 'info'] ?? COLORS.firing) : COLORS[c.status],
     );
@@ -152,7 +174,7 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
     );
   }
   // log lines and run names are untrusted: nothing in a card may ping anyone
-  return { embeds, files, components, attachments: [], allowedMentions: { parse: [] } };
+  return { content: contentLine(cards), embeds, files, components, attachments: [], allowedMentions: NO_MENTIONS };
 }
 
 /**
@@ -311,10 +333,10 @@ export class DiscordBot {
       return;
     }
     const content = cut(answer.message, 2000);
-    if (!deferred) return void (await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }));
+    if (!deferred) return void (await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
     // the "thinking" placeholder is public: replace it by a note only the caller sees
     await i.deleteReply();
-    await i.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    await i.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS });
   }
 
   private async autocomplete(i: AutocompleteInteraction): Promise<void> {
@@ -336,10 +358,10 @@ export class DiscordBot {
     if (!request) return;
     const answer = await interact(request, this.asker(i));
     if (!answer.ok) {
-      return void (await i.reply({ content: cut(answer.message, 2000), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }));
+      return void (await i.reply({ content: cut(answer.message, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
     }
     const { store } = this.opts;
     const message = store.chatMessages.byRef(targetName('discord', i.channelId), i.message.id);
-    await i.update(message ? await cardsMessage(cardsOf(store, message)) : { allowedMentions: { parse: [] } });
+    await i.update(message ? await cardsMessage(cardsOf(store, message)) : { allowedMentions: NO_MENTIONS });
   }
 }

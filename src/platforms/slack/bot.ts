@@ -53,17 +53,24 @@ export function replyBlocks(reply: Reply): Block[] {
     for (let i = 0; i < reply.fields.length; i += LIMIT.fields) {
       blocks.push({
         type: 'section',
-        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: cut(`*${f.name}*\n${f.value}`, LIMIT.field) })),
+        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: cut(`*${slackEscape(f.name)}*\n${slackEscape(f.value)}`, LIMIT.field) })),
       });
     }
   }
-  const text = joinWithin(reply.lines.map((l) => cut(l, 500)), '\n', LIMIT.section);
+  const text = joinWithin(reply.lines.map((l) => cut(slackEscape(l), 500)), '\n', LIMIT.section);
   if (text) blocks.push(mrkdwn(text));
   for (const b of reply.blocks ?? []) {
     const code = slackEscape(b.code);
     blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
   }
   return blocks.slice(0, LIMIT.blocks);
+}
+
+/** A card's note, escaped: only the acker's own mention (`<@U…>`, written by rlwatch from Slack's user id)
+ * stays a mention; an ack comment is untrusted text like any other. */
+function noteText(c: AlertCard): string {
+  const note = slackEscape(c.note ?? '');
+  return c.ackedBy && /^<@[A-Z0-9]+>$/.test(c.ackedBy) ? note.replace(slackEscape(c.ackedBy), c.ackedBy) : note;
 }
 
 /** Alert cards as Block Kit, each with its buttons (or, once acked or resolved, a note instead). */
@@ -74,10 +81,10 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
     blocks.push({ type: 'header', text: { type: 'plain_text', text: cut(c.title, LIMIT.header) } });
     blocks.push(mrkdwn(slackEscape(c.summary)));
     if (c.evidence) blocks.push(mrkdwn(`${cut(slackEscape(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines.map(slackEscape), 2500)}`));
-    blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${f.value}` })) });
-    const context = [...(c.sparkline ? [`\`${c.sparkline}\``] : []), ...(c.note ? [`*${c.note}*`] : [])];
+    blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${slackEscape(f.value)}` })) });
+    const context = [...(c.sparkline ? [`\`${slackEscape(c.sparkline)}\``] : []), ...(c.note ? [`*${noteText(c)}*`] : [])];
     if (context.length > 0) blocks.push({ type: 'context', elements: context.map((t) => ({ type: 'mrkdwn', text: cut(t, LIMIT.context) })) });
-    for (const e of c.examples) blocks.push(mrkdwn(`${cut(e.title, 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
+    for (const e of c.examples) blocks.push(mrkdwn(`${cut(slackEscape(e.title), 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
     const live = c.buttons.filter((b) => !b.disabled);
     if (live.length > 0) {
       blocks.push({
