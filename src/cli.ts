@@ -159,7 +159,7 @@ program
   .command('runs')
   .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
-  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
+  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store, local: true }), opts.json)));
 
 const outbox = program
   .command('outbox')
@@ -212,7 +212,7 @@ function addShared(parent: Command, spec: CommandSpec): void {
       // the CLI is its own rights check (whoever can open the database) and shows its own errors (main)
       const answer = await interact(
         { words: [...spec.path, ...words], args },
-        { store, log: silentLog, user: String(opts.by ?? user()), mayWrite: () => true, rightsHint: '', prefix: 'rlwatch ' },
+        { store, log: silentLog, user: String(opts.by ?? user()), mayWrite: () => true, rightsHint: '', prefix: 'rlwatch ', local: true },
       );
       if (!answer.ok) throw answer.error ?? new UserError(answer.message);
       print(answer.reply, opts.json === true);

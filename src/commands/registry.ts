@@ -87,7 +87,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'every run: steps, last epoch, records, last update',
     options: [],
     access: 'read',
-    run: (c) => runList(c),
+    run: (c) => runList(c, c.now),
   },
   {
     path: ['run', 'logs'],

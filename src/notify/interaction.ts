@@ -23,6 +23,8 @@ export interface Asker {
   rightsHint: string;
   /** how usage lines start: `/` in chat (the default), `rlwatch ` in the CLI */
   prefix?: string;
+  /** the reader is on this machine (the CLI): replies may show server paths */
+  local?: boolean;
   now?: number;
 }
 
@@ -61,7 +63,7 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     const bound = rest.length > 0 ? bindWords(spec, rest, knownNames(asker.store), prefix) : {};
     const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
     await beforeRun?.(spec);
-    return { ok: true, spec, reply: spec.run({ store: asker.store, user: asker.user, now: asker.now }, args) };
+    return { ok: true, spec, reply: spec.run({ store: asker.store, user: asker.user, now: asker.now, local: asker.local }, args) };
   } catch (err) {
     if (err instanceof UserError) return { ok: false, message: err.message };
     const ref = randomBytes(3).toString('hex');
