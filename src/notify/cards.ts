@@ -59,7 +59,21 @@ const EXAMPLE_CHARS = 500;
 
 export function alertCards(store: Store, n: Notification, now = Date.now()): AlertCard[] {
   const silences = store.silences.active(now);
-  return n.items.map((item) => card(store, n.run, item, silences, now));
+  const cards = n.items.map((item) => card(store, n.run, item, silences, now));
+  return onceEach(n.items, cards);
+}
+
+/** A burst of alerts of one step (a collapse and a truncation at step 40) shows that step's best and worst
+ * generations once, on its first card: on a phone the same two completions twice are a screen of scrolling. */
+function onceEach(items: readonly NotificationItem[], cards: AlertCard[]): AlertCard[] {
+  const shown = new Set<number>();
+  return cards.map((c, i) => {
+    const step = items[i]?.examples?.step;
+    if (step === undefined || c.examples.length === 0) return c;
+    if (shown.has(step)) return { ...c, examples: [], note: [c.note, `generations of step ${step}: on the first card`].filter(Boolean).join(' · ') };
+    shown.add(step);
+    return c;
+  });
 }
 
 function card(store: Store, run: string, item: NotificationItem, silences: ReturnType<Store['silences']['active']>, now: number): AlertCard {
