@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Reply } from '../../src/commands/reply.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
 import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
-import { cardBlocks, replyBlocks } from '../../src/platforms/slack/bot.ts';
+import { cardBlocks, fallback, replyBlocks } from '../../src/platforms/slack/bot.ts';
 
 /** What a hostile (or just unlucky) completion, run name or log line may carry. */
 const HOSTILE = [
@@ -109,5 +109,12 @@ describe('a phone sees what happened', () => {
         'WARNING · grad_explosion resolved · grpo: grad_norm 0.08: back past 10 for 5 steps',
     );
     expect(m.allowedMentions).toEqual({ parse: [] });
+  });
+});
+
+describe("Slack's fallback text", () => {
+  it('says resolved when it is, and is escaped like the rest', () => {
+    const resolved: AlertCard = { ...card, status: 'resolved', title: 'WARNING · grad_explosion resolved · <!here>', summary: 'grad_norm 0.08: back past 10' };
+    expect(fallback([resolved])).toBe('WARNING · grad_explosion resolved · &lt;!here>: grad_norm 0.08: back past 10');
   });
 });

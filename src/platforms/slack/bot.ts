@@ -103,7 +103,8 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
   return blocks.slice(0, LIMIT.blocks);
 }
 
-const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
+/** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
+export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
 
 interface WebApiError {
   code?: string;
