@@ -212,7 +212,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
     roots: [root],
     log,
     terminal: null,
-    chat: { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } },
+    platforms: { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } },
   });
   const startMs = performance.now() - t0;
 

@@ -1,8 +1,5 @@
-import { consoleTarget } from './chat/console.ts';
-import type { DiscordBot, DiscordOptions } from './chat/discord.ts';
-import type { SlackBot, SlackOptions } from './chat/slack.ts';
 import type { Config } from './config/schema.ts';
-import { globMatch, parseDuration } from './engine/duration.ts';
+import { parseDuration } from './engine/duration.ts';
 import { unreadSummary } from './commands/files.ts';
 import { Engine } from './engine/engine.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
@@ -10,40 +7,26 @@ import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
 import { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
-import { channelsFor, targetName } from './notify/routing.ts';
+import { PLATFORMS } from './platforms/index.ts';
+import { terminal } from './platforms/terminal/terminal.ts';
+import { sectionOf, type PlatformInstance } from './platforms/platform.ts';
 import type { BatchResult } from './store/store.ts';
 import { retryWhileBusy, Store } from './store/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at. */
 const TICK_MS = 10_000;
 
-/** What the chat bots need besides the store, config and log: tokens and endpoints, from the environment. */
-export interface ChatSettings {
-  discord?: Omit<DiscordOptions, 'store' | 'config' | 'log'>;
-  slack?: Omit<SlackOptions, 'store' | 'config' | 'log'>;
-}
+/** Each configured platform's settings, by platform id (what its `settings()` returns). */
+export type PlatformSettings = Record<string, unknown>;
 
-/** Chat settings from DISCORD_* and SLACK_* variables; a platform without its token stays off. */
-export function chatFromEnv(config: Config, env: NodeJS.ProcessEnv = process.env): ChatSettings {
-  const chat: ChatSettings = {};
-  if (env.DISCORD_TOKEN) {
-    chat.discord = {
-      token: env.DISCORD_TOKEN,
-      apiUrl: env.DISCORD_API_URL || undefined,
-      guildId: env.DISCORD_GUILD_ID || undefined,
-      channel: config.discord.channel ?? (env.DISCORD_CHANNEL_ID || undefined),
-    };
+/** The settings of every platform configured in `config` and the environment; one without its token stays off. */
+export function platformsFromEnv(config: Config, env: NodeJS.ProcessEnv = process.env): PlatformSettings {
+  const out: PlatformSettings = {};
+  for (const p of PLATFORMS) {
+    const settings = p.settings(sectionOf(config, p), env);
+    if (settings !== null) out[p.id] = settings;
   }
-  if (env.SLACK_BOT_TOKEN) {
-    chat.slack = {
-      botToken: env.SLACK_BOT_TOKEN,
-      appToken: env.SLACK_APP_TOKEN || undefined,
-      signingSecret: env.SLACK_SIGNING_SECRET || undefined,
-      apiUrl: env.SLACK_API_URL || undefined,
-      channel: config.slack.channel ?? (env.SLACK_CHANNEL_ID || undefined),
-    };
-  }
-  return chat;
+  return out;
 }
 
 export interface App {
@@ -51,9 +34,9 @@ export interface App {
   live: LiveIngest;
   engine: Engine;
   dispatcher: Dispatcher;
-  discord: DiscordBot | null;
-  slack: SlackBot | null;
-  /** settles when a chat platform refused rlwatch for good (a bad token): `start` reports it and exits */
+  /** the running platforms, by id */
+  platforms: ReadonlyMap<string, PlatformInstance>;
+  /** settles when a platform refused rlwatch for good (a bad token): `start` reports it and exits */
   failure: Promise<Error>;
   /** Stops within about a second and a half, whatever the platforms do; undelivered rows stay pending. */
   stop(): Promise<void>;
@@ -78,21 +61,15 @@ export function ingestEvents(log: Log, onBatch: (r: BatchResult) => void = () =>
   };
 }
 
-/** The engine, routing every alert to the terminal (if any) and to the chat channels its run and
- * severity are routed to. */
+/** The engine, routing every alert to the terminal (if any) and to what each platform routes it to. */
 export function makeEngine(
   store: Store,
   config: Config,
-  opts: { terminal: boolean; discord?: string; slack?: string; now?: () => number },
+  opts: { terminal: boolean; platforms?: ReadonlyArray<Pick<PlatformInstance, 'route'>>; now?: () => number },
 ): Engine {
-  // info (trends up, too-easy groups) goes to the terminal only, unless a route names `info` itself (issue 11)
-  const chat = (platform: 'discord' | 'slack', run: string, severity: string): boolean =>
-    severity !== 'info' ||
-    config[platform].routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
   const route = (run: string, severity: string): string[] => [
     ...(opts.terminal ? ['console'] : []),
-    ...(opts.discord !== undefined && chat('discord', run, severity) ? channelsFor(config, 'discord', opts.discord, run, severity).map((c) => targetName('discord', c)) : []),
-    ...(opts.slack !== undefined && chat('slack', run, severity) ? channelsFor(config, 'slack', opts.slack, run, severity).map((c) => targetName('slack', c)) : []),
+    ...(opts.platforms ?? []).flatMap((p) => p.route(run, severity)),
   ];
   return new Engine(store, ruleBookFor(config), {
     repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
@@ -101,9 +78,6 @@ export function makeEngine(
     now: opts.now,
   });
 }
-
-/** The terminal notifier on stdout, in colour on a TTY. */
-export const terminal = (): Target => consoleTarget((s) => process.stdout.write(s), process.stdout.isTTY === true);
 
 /**
  * ingest → store → engine → outbox → notify, for one pass over what is there (`backfill`): rules are
@@ -124,14 +98,15 @@ export function backfillPipeline(store: Store, config: Config, log: Log, target:
   };
 }
 
-/** `rlwatch start`: the same pipeline, live, with the chat bots when configured. Resolves once the files
+/** `rlwatch start`: the same pipeline, live, with the platforms configured. Resolves once the files
  * already present have been read. */
 export async function startApp(opts: {
   config: Config;
   dbPath: string;
   roots: readonly string[];
   log: Log;
-  chat?: ChatSettings;
+  /** settings by platform id (`platformsFromEnv`); a platform without settings stays off */
+  platforms?: PlatformSettings;
   /** the terminal notifier; null for none */
   terminal?: Target | null;
   /** delivery backoff (tests shorten it) */
@@ -141,24 +116,25 @@ export async function startApp(opts: {
   const store = Store.openWriter(opts.dbPath, 'start');
   const { config, log } = opts;
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
-  // discord.js, Bolt, vega and resvg weigh ~130 MB: loaded only when a bot is configured
-  const discord = opts.chat?.discord
-    ? new (await import('./chat/discord.ts')).DiscordBot({ ...opts.chat.discord, store, config, log })
-    : null;
-  const slack = opts.chat?.slack ? new (await import('./chat/slack.ts')).SlackBot({ ...opts.chat.slack, store, config, log }) : null;
-  const targets = [...(term ? [term] : []), ...(discord?.targets() ?? []), ...(slack?.targets() ?? [])];
-  const engine = makeEngine(store, config, {
-    terminal: term !== null,
-    discord: discord ? (opts.chat?.discord?.channel ?? '') : undefined,
-    slack: slack ? (opts.chat?.slack?.channel ?? '') : undefined,
-  });
+  // each platform loads its client library (with the chart renderer, ~130 MB) only when configured
+  let wake: (prefix: string) => void = () => {};
+  const platforms = new Map<string, PlatformInstance>();
+  for (const p of PLATFORMS) {
+    const settings = opts.platforms?.[p.id];
+    if (settings === undefined) continue;
+    const ctx = { store, config, log, wake: () => wake(`${p.id}:`) };
+    platforms.set(p.id, await p.create(settings, ctx));
+  }
+  const running = [...platforms.values()];
+  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)];
+  const engine = makeEngine(store, config, { terminal: term !== null, platforms: running });
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
-  // The bots connect in the background: ingest and the terminal never wait on a chat platform. The outbox of
-  // a platform is delivered as soon as it is reachable.
-  let refused: (err: Error) => void = () => {};
-  const failure = new Promise<Error>((done) => (refused = done));
-  discord?.connect({ onUp: () => dispatcher.wake('discord:'), onFatal: (err) => refused(err) });
-  slack?.connect({ onUp: () => dispatcher.wake('slack:'), onFatal: (err) => refused(err) });
+  wake = (prefix) => dispatcher.wake(prefix);
+  // The platforms connect in the background: ingest and the terminal never wait on one. The outbox of a
+  // platform is delivered as soon as it is reachable (it calls `wake`).
+  const failure = Promise.race(running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})));
+  for (const p of running) p.start?.();
+  const stopPlatforms = (ms: number) => Promise.all(running.map((p) => within(p.stop?.(), ms)));
   // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
   let catchingUp = true;
   const ingestor = new Ingestor(
@@ -180,7 +156,7 @@ export async function startApp(opts: {
     await live.start();
   } catch (err) {
     await dispatcher.stop(0);
-    await Promise.all([discord?.stop(), slack?.stop()]);
+    await stopPlatforms(STOP_GRACE_MS);
     store.close();
     throw err;
   }
@@ -203,8 +179,7 @@ export async function startApp(opts: {
     live,
     engine,
     dispatcher,
-    discord,
-    slack,
+    platforms,
     failure,
     async stop() {
       clearInterval(timer);
@@ -212,7 +187,7 @@ export async function startApp(opts: {
       // a last drain; a delivery still in flight after the grace is abandoned and its row stays pending
       void dispatcher.kick();
       await dispatcher.stop(STOP_GRACE_MS);
-      await Promise.all([within(discord?.stop(), STOP_GRACE_MS / 2), within(slack?.stop(), STOP_GRACE_MS / 2)]);
+      await stopPlatforms(STOP_GRACE_MS / 2);
       store.close();
     },
   };

@@ -4,20 +4,22 @@ import { config as loadDotenv } from 'dotenv';
 import { readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backfillPipeline, chatFromEnv, startApp, terminal } from './app.ts';
+import { backfillPipeline, platformsFromEnv, startApp } from './app.ts';
 import { DEMO_RUN, replayDemo } from './demo.ts';
-import { renderReplyText } from './chat/console.ts';
+import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
 import { alertList } from './commands/alerts.ts';
 import { unreadSummary } from './commands/files.ts';
 import { outboxList, outboxRetry } from './commands/outbox.ts';
-import { bindWords, checkArgs, COMMANDS, knownNames, usage, type CommandSpec } from './commands/registry.ts';
+import { COMMANDS, usage, type Args, type CommandSpec } from './commands/registry.ts';
 import { runList } from './commands/runList.ts';
 import { runStatus } from './commands/runStatus.ts';
 import type { Reply } from './commands/reply.ts';
-import { loadConfig, resolveDbPath, UserError } from './config/load.ts';
+import { loadConfig, resolveDbPath } from './config/load.ts';
+import { UserError } from './errors.ts';
 import type { Config } from './config/schema.ts';
 import { backfill, type BackfillSummary } from './ingest/backfill.ts';
-import { stderrLog } from './log.ts';
+import { silentLog, stderrLog } from './log.ts';
+import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import { Store } from './store/store.ts';
 
@@ -116,9 +118,9 @@ program
     if (roots.length === 0) {
       throw new UserError('nothing to watch: pass directories (rlwatch start DIR) or set watch.roots in rlwatch.yaml');
     }
-    const chat = chatFromEnv(config);
-    if (!chat.discord && !chat.slack) stderrLog.info('no DISCORD_TOKEN or SLACK_BOT_TOKEN set: alerts go to the terminal only');
-    const app = await startApp({ config, dbPath, roots, log: stderrLog, chat });
+    const platforms = platformsFromEnv(config);
+    if (Object.keys(platforms).length === 0) stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+    const app = await startApp({ config, dbPath, roots, log: stderrLog, platforms });
     stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${dbPath}`);
     stderrLog.info(`${app.store.runs.list().length} runs so far; Ctrl-C stops`);
     // Runs until a signal, or until a chat platform refuses the token: then it stops at once, with one line
@@ -158,7 +160,7 @@ program
   .command('runs')
   .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
-  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store }), opts.json)));
+  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store, local: true }), opts.json)));
 
 const outbox = program
   .command('outbox')
@@ -181,13 +183,13 @@ outbox
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
 
-/** Adds a command of the shared tree: positional words are read as Slack reads them, flags by name. */
+/** Adds a command of the shared tree: positional words are read as chat text is, flags by name. */
 function addShared(parent: Command, spec: CommandSpec): void {
   const cmd = parent.command(spec.path[spec.path.length - 1] as string).description(spec.description);
   const positional = spec.options.filter((o) => o.positional);
   const takesWords = spec.options.length > 0;
   if (takesWords) {
-    // the words are read as Slack reads `/mute grpo-7b 2h`; every option also has its --flag
+    // the words are read as a chat slash command's `/mute grpo-7b 2h`; every option also has its --flag
     cmd.argument('[words...]', `${usage(spec, '').split(' ').slice(spec.path.length + 1).join(' ')}, as in chat`);
     cmd.usage(`[options] ${positional.map((o) => (o.required ? `<${o.name}>` : `[${o.name}]`)).join(' ')}`.trim());
   }
@@ -197,20 +199,27 @@ function addShared(parent: Command, spec: CommandSpec): void {
   }
   if (spec.access === 'write') cmd.option('--by <name>', 'who (default: $USER)');
   cmd.option('--json', 'print JSON');
-  cmd.action((...params: unknown[]) => {
+  cmd.action(async (...params: unknown[]) => {
     const self = params[params.length - 1] as Command;
     const words = takesWords ? (params[0] as string[]) : [];
     const opts = self.opts<Record<string, string | boolean | undefined>>();
-    withStore(self, (store) => {
-      const prefix = `rlwatch `;
-      const bound = bindWords(spec, words, knownNames(store), prefix);
-      for (const o of spec.options) {
-        const v = opts[o.flag ?? o.name];
-        if (v !== undefined) bound[o.name] = v;
-      }
-      const args = checkArgs(spec, bound, prefix);
-      print(spec.run({ store, user: String(opts.by ?? user()) }, args), opts.json === true);
-    });
+    const args: Args = {};
+    for (const o of spec.options) {
+      const v = opts[o.flag ?? o.name];
+      if (v !== undefined) args[o.name] = v;
+    }
+    const store = Store.openForReading(setup(self).dbPath);
+    try {
+      // the CLI is its own rights check (whoever can open the database) and shows its own errors (main)
+      const answer = await interact(
+        { words: [...spec.path, ...words], args },
+        { store, log: silentLog, user: String(opts.by ?? user()), mayWrite: () => true, rightsHint: '', prefix: 'rlwatch ', local: true },
+      );
+      if (!answer.ok) throw answer.error ?? new UserError(answer.message);
+      print(answer.reply, opts.json === true);
+    } finally {
+      store.close();
+    }
   });
 }
 

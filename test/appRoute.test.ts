@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeEngine } from '../src/app.ts';
 import { ConfigSchema } from '../src/config/schema.ts';
+import { discord } from '../src/platforms/discord/index.ts';
+import { router, sectionOf } from '../src/platforms/platform.ts';
 import type { Notification } from '../src/engine/notification.ts';
 import { Store } from '../src/store/store.ts';
 import { tempDir } from './helpers.ts';
@@ -17,7 +19,9 @@ function routed(config: unknown): Record<string, string[]> {
   stores.push(store);
   const run = store.runs.ensure('r1', '/x/r1');
   const file = store.files.add(run.id, '/x/r1/train.jsonl', 'jsonlMetrics');
-  const engine = makeEngine(store, ConfigSchema.parse(config), { terminal: true, discord: 'alerts', now: () => 1 });
+  const parsed = ConfigSchema.parse(config);
+  const platforms = [{ route: router(discord.id, sectionOf(parsed, discord), 'alerts') }];
+  const engine = makeEngine(store, parsed, { terminal: true, platforms, now: () => 1 });
   store.commit(
     {
       runId: run.id,

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, resolveDbPath, UserError } from '../src/config/load.ts';
+import { loadConfig, resolveDbPath } from '../src/config/load.ts';
+import { UserError } from '../src/errors.ts';
 import { tempDir } from './helpers.ts';
 
 function configFile(text: string): string {

@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import { durationMs, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
 import { Severity } from '../engine/rules.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
@@ -77,9 +77,11 @@ const silenceData = (s: SilenceRow) => ({
 /** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted. */
 export function muteAlerts(
   { store }: CommandContext,
-  args: { run?: string; rule?: string; severity?: string; for: string; reason?: string; by: string },
+  args: { run?: string; rule?: string; severity?: string; for: string; reason?: string; by: string; alert?: number; scope?: 'run' | 'rule' },
   now = Date.now(),
 ): Reply {
+  if (args.alert !== undefined) return muteAlerts({ store }, { ...args, ...aboutAlert(store, args), alert: undefined }, now);
+  if (args.scope !== undefined) throw new UserError('scope goes with alert (mute --alert ID --scope rule)');
   const ms = parseDuration(args.for);
   if (ms === undefined) {
     const why =
@@ -101,6 +103,21 @@ export function muteAlerts(
     reason: args.reason ?? '',
   });
   return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines: [describeSilence(s)], data: silenceData(s) };
+}
+
+/** `mute --alert ID [--scope rule]`: the alert's run (and rule), named in the reason. */
+function aboutAlert(store: CommandContext['store'], args: { run?: string; rule?: string; alert?: number; scope?: string; reason?: string }) {
+  if (args.run !== undefined || args.rule !== undefined) throw new UserError('give alert, or run and rule, not both');
+  const alert = store.alerts.byId(args.alert as number);
+  if (!alert) throw new UserError(`no alert #${args.alert} (see \`alerts --all\`)`);
+  const run = store.runs.byId(alert.run_id)?.name;
+  if (run === undefined) throw new UserError(`the run of alert #${alert.id} is gone`);
+  return {
+    run,
+    rule: args.scope === 'rule' ? alert.rule : undefined,
+    scope: undefined,
+    reason: args.reason ?? `alert #${alert.id}`,
+  };
 }
 
 /** `mutes`: the mutes in force. */

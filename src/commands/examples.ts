@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import { formatValue } from '../render/numbers.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 

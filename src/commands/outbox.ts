@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { isoTime, type CommandContext, type Reply } from './reply.ts';
 

@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import { parseDuration } from '../engine/duration.ts';
 import { ackAlert, alertList, muteAlerts, muteList, unmute } from './alerts.ts';
 import { examples } from './examples.ts';
@@ -27,7 +27,7 @@ export interface OptionSpec {
   choices?: readonly string[];
   /** chat front ends suggest values as the user types */
   autocomplete?: 'run' | 'metric';
-  /** in the CLI: a positional argument rather than a `--flag` (Slack text is always positional) */
+  /** in the CLI: a positional argument rather than a `--flag` (chat text is always positional) */
   positional?: boolean;
   /** the CLI flag when it differs from the name (`mute --for 2h`) */
   flag?: string;
@@ -35,6 +35,8 @@ export interface OptionSpec {
   accepts?: (word: string, known: Known) => boolean;
   /** in free text: takes the rest of the words */
   rest?: boolean;
+  /** given by name only (`alert=12`, `--alert 12`, a button): never bound from free words, not in usage lines */
+  named?: boolean;
 }
 
 /** Who is asking: the front end fills it in; commands that change state record it. */
@@ -71,7 +73,7 @@ const runOption: OptionSpec = {
   accepts: looksLikeRun,
 };
 
-/** The command tree, defined once for Discord, Slack and the CLI. */
+/** The command tree, defined once for every chat platform and the CLI. */
 export const COMMANDS: readonly CommandSpec[] = [
   {
     path: ['run', 'status'],
@@ -85,7 +87,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'every run: steps, last epoch, records, last update',
     options: [],
     access: 'read',
-    run: (c) => runList(c),
+    run: (c) => runList(c, c.now),
   },
   {
     path: ['run', 'logs'],
@@ -137,13 +139,25 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'rule', description: 'rule id', type: 'string', accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never) },
       { name: 'severity', description: 'info, warning or critical', type: 'string', choices: SEVERITIES, accepts: (w) => SEVERITIES.includes(w as never) },
       { name: 'duration', description: 'how long, e.g. 30m, 2h, 1d', type: 'string', required: true, flag: 'for', accepts: isDuration },
+      // what an alert's Mute buttons run
+      { name: 'alert', description: "an alert id: mute that alert's run", type: 'integer', named: true },
+      { name: 'scope', description: 'with alert: its whole run (default) or only its rule', type: 'string', choices: ['run', 'rule'], named: true },
       { name: 'reason', description: 'why', type: 'string', rest: true },
     ],
     access: 'write',
     run: (c, a) =>
       muteAlerts(
         c,
-        { run: str(a, 'run'), rule: str(a, 'rule'), severity: str(a, 'severity'), for: String(a.duration), reason: str(a, 'reason'), by: c.user },
+        {
+          run: str(a, 'run'),
+          rule: str(a, 'rule'),
+          severity: str(a, 'severity'),
+          for: String(a.duration),
+          reason: str(a, 'reason'),
+          by: c.user,
+          alert: num(a, 'alert'),
+          scope: str(a, 'scope') as 'run' | 'rule' | undefined,
+        },
         c.now,
       ),
   },
@@ -189,11 +203,11 @@ export function knownNames(store: Store): Known {
 export class UsageError extends UserError {}
 
 export function usage(spec: CommandSpec, prefix = '/'): string {
-  const opts = spec.options.map((o) => (o.required ? `<${o.name}>` : `[${o.choices ? o.choices.join('|') : o.name}]`));
+  const opts = spec.options.filter((o) => !o.named).map((o) => (o.required ? `<${o.name}>` : `[${o.choices ? o.choices.join('|') : o.name}]`));
   return `usage: ${prefix}${[...spec.path, ...opts].join(' ')}`;
 }
 
-/** Checks and converts arguments given by name (Discord options, CLI flags). */
+/** Checks and converts arguments given by name (slash-command options, CLI flags). */
 export function checkArgs(spec: CommandSpec, given: Args, prefix = '/'): Args {
   const fail = (why: string): never => {
     throw new UsageError(`${usage(spec, prefix)}: ${why}`);
@@ -239,7 +253,7 @@ export function bindWords(spec: CommandSpec, words: readonly string[], known: Kn
   let i = 0;
   for (const o of spec.options) {
     if (i >= free.length) break;
-    if (given[o.name] !== undefined) continue;
+    if (given[o.name] !== undefined || o.named) continue;
     if (o.rest) {
       given[o.name] = free.slice(i).join(' ');
       i = free.length;
@@ -257,7 +271,7 @@ export function bindWords(spec: CommandSpec, words: readonly string[], known: Kn
   return given;
 }
 
-/** Free text, as Slack sends it: bound, then checked. */
+/** Free text, as a slash command sends it: bound, then checked. */
 export function parseText(spec: CommandSpec, words: readonly string[], known: Known): Args {
   return checkArgs(spec, bindWords(spec, words, known));
 }

@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 
@@ -27,6 +27,8 @@ export interface ChartSpec {
 
 export interface CommandContext {
   store: Store;
+  /** the reader is on this machine (the CLI): server paths may be shown; a channel never gets them */
+  local?: boolean;
 }
 
 /** The named run; with no name, the only run there is. */
@@ -46,3 +48,13 @@ export function resolveRun(store: Store, name: string | undefined): RunRow {
 }
 
 export const isoTime = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** A past time in the reader's terms: `just now`, `12 min ago`, `3 h ago`, `2 d ago`; `never` for none. */
+export function ago(ms: number | null, now: number): string {
+  if (ms === null) return 'never';
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86_400)} d ago`;
+}

@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import { lttbIndices } from '../render/lttb.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import { overview } from '../render/sparkline.ts';

@@ -1,8 +1,9 @@
 import { formatValue, jsonValue } from '../render/numbers.ts';
-import { isoTime, type CommandContext, type Reply } from './reply.ts';
+import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
 
-/** `runs` / `run list`: every run with its step range, last epoch, record count and last update. */
-export function runList({ store }: CommandContext): Reply {
+/** `runs` / `run list`: every run with its step range, last epoch, record count and last update; its
+ * directory only to a reader on this machine (a channel is no place for server paths). */
+export function runList({ store, local }: CommandContext, now = Date.now()): Reply {
   const runs = store.runs.list().map((r) => {
     const epoch = store.points.series(r.id, 'epoch', 1)[0]?.value ?? null;
     return {
@@ -13,6 +14,7 @@ export function runList({ store }: CommandContext): Reply {
       lastEpoch: epoch === null ? null : jsonValue(epoch),
       records: r.records,
       updatedAt: isoTime(r.updated_at),
+      updatedMs: r.updated_at,
     };
   });
   return {
@@ -24,10 +26,10 @@ export function runList({ store }: CommandContext): Reply {
         `steps ${r.firstStep ?? '-'}..${r.lastStep ?? '-'}`,
         `epoch ${r.lastEpoch === null ? '-' : formatValue(Number(r.lastEpoch))}`,
         `${r.records} records`,
-        `updated ${r.updatedAt ?? 'never'}`,
-        r.path,
+        `updated ${ago(r.updatedMs, now)}`,
+        ...(local ? [r.path] : []),
       ].join('  '),
     ),
-    data: runs,
+    data: runs.map(({ updatedMs: _, ...r }) => r),
   };
 }

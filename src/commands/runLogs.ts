@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { relative, sep } from 'node:path';
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
 import type { FileRow } from '../store/files.ts';

@@ -4,10 +4,9 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { ruleBookFor } from '../engine/presets/index.ts';
 import { RuleError } from '../engine/rules.ts';
+import { UserError } from '../errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
 
-/** A problem with the user's input (config, arguments, names): printed as one line, exit 1. */
-export class UserError extends Error {}
 
 export interface LoadedConfig {
   config: Config;

@@ -1,24 +1,10 @@
 import { z } from 'zod';
 import { parseDuration } from '../engine/duration.ts';
+import { PLATFORMS } from '../platforms/index.ts';
+
+const platformSections: Record<string, z.ZodType> = Object.fromEntries(PLATFORMS.map((p) => [p.id, p.section]));
 
 /** rlwatch.yaml. Unknown keys are errors: a typo must not silently fall back to a default. */
-const Severity = z.enum(['info', 'warning', 'critical']);
-
-/** Alerts of matching runs (and severities) go to `channel` instead of the default channel. */
-const Route = z
-  .object({
-    runs: z.string().min(1).default('*'),
-    severity: z.array(Severity).min(1).optional(),
-    channel: z.string().min(1),
-  })
-  .strict();
-
-const ChatCommon = {
-  /** channel id for alerts (else the *_CHANNEL_ID environment variable) */
-  channel: z.string().min(1).optional(),
-  routes: z.array(Route).default([]),
-};
-
 export const ConfigSchema = z
   .object({
     /** SQLite file; `--db` and RLWATCH_DB take precedence. Relative to the config file. */
@@ -46,31 +32,8 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
-    discord: z
-      .object({
-        ...ChatCommon,
-        /** who may ack and mute: user ids and role ids; both empty = anyone in the channel */
-        allow: z
-          .object({ users: z.array(z.string()).default([]), roles: z.array(z.string()).default([]) })
-          .strict()
-          .prefault({}),
-      })
-      .strict()
-      .prefault({}),
-    slack: z
-      .object({
-        ...ChatCommon,
-        /** who may ack and mute: user ids and user-group ids; both empty = anyone in the channel */
-        allow: z
-          .object({ users: z.array(z.string()).default([]), groups: z.array(z.string()).default([]) })
-          .strict()
-          .prefault({}),
-        /** socket: outbound WebSocket (no public URL); http: Bolt's HTTP receiver with the signing secret */
-        mode: z.enum(['socket', 'http']).default('socket'),
-        port: z.number().int().min(1).max(65535).default(3000),
-      })
-      .strict()
-      .prefault({}),
+    // each platform's section, by its id (src/platforms/index.ts)
+    ...platformSections,
     alerts: z
       .object({
         /** the built-in rules: `grpo` (see README) or `none` */

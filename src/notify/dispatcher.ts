@@ -2,7 +2,7 @@ import type { Notification } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
 import type { Store } from '../store/store.ts';
 
-/** A place notifications go: the terminal, a Discord or Slack channel. */
+/** A place notifications go: the terminal, a chat channel, an address. */
 export interface Target {
   name: string;
   /** `key` names the outbox row: a retry of the same row carries the same key, so that what was already

@@ -1,22 +1,55 @@
-import type { Config } from '../config/schema.ts';
+import { z } from 'zod';
 import { globMatch } from '../engine/duration.ts';
 
-export type Platform = 'discord' | 'slack';
+const Severity = z.enum(['info', 'warning', 'critical']);
 
-/** Target names: `console`, `discord:<channel>`, `slack:<channel>`. */
-export const targetName = (platform: Platform, channel: string): string => `${platform}:${channel}`;
+/** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
+export const RouteSchema = z
+  .object({
+    runs: z.string().min(1).default('*'),
+    severity: z.array(Severity).min(1).optional(),
+    channel: z.string().min(1),
+  })
+  .strict();
+export type Route = z.infer<typeof RouteSchema>;
 
-/** The channels of one platform an alert of `run` with `severity` goes to: the matching routes, else the
- * default channel. */
-export function channelsFor(config: Config, platform: Platform, defaultChannel: string | undefined, run: string, severity: string): string[] {
-  const routes = config[platform].routes.filter(
+/** The fields every platform's section has: the default destination and routes by run glob and severity. */
+export const commonSection = {
+  /** where alerts go by default (a channel id, a chat id, an address, a URL name ...) */
+  channel: z.string().min(1).optional(),
+  routes: z.array(RouteSchema).default([]),
+};
+
+/** The routing part of a platform's section. */
+export interface Routed {
+  routes: readonly Route[];
+}
+
+/** Target names: `console`, `<platform id>:<destination>`. */
+export const targetName = (platform: string, destination: string): string => `${platform}:${destination}`;
+
+/** The destinations an alert of `run` with `severity` goes to: the matching routes, else the default. */
+export function destinationsFor(section: Routed, defaultDest: string | undefined, run: string, severity: string): string[] {
+  const routes = section.routes.filter(
     (r) => globMatch(r.runs, run) && (r.severity === undefined || r.severity.includes(severity as never)),
   );
   if (routes.length > 0) return [...new Set(routes.map((r) => r.channel))];
-  return defaultChannel ? [defaultChannel] : [];
+  return defaultDest ? [defaultDest] : [];
 }
 
-/** Every channel of a platform that may receive alerts (one delivery target each). */
-export function allChannels(config: Config, platform: Platform, defaultChannel: string | undefined): string[] {
-  return [...new Set([...(defaultChannel ? [defaultChannel] : []), ...config[platform].routes.map((r) => r.channel)])];
+/** Every destination of a platform that may receive alerts (one delivery target each). */
+export function allDestinations(section: Routed, defaultDest: string | undefined): string[] {
+  return [...new Set([...(defaultDest ? [defaultDest] : []), ...section.routes.map((r) => r.channel)])];
+}
+
+/**
+ * A platform's router: the target names of an alert. Info (trends up, too-easy groups) stays on the terminal
+ * unless a route names `info` itself (issue 11): a channel people read is for what needs doing.
+ */
+export function router(platform: string, section: Routed, defaultDest: string | undefined) {
+  return (run: string, severity: string): string[] => {
+    const wanted =
+      severity !== 'info' || section.routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
+    return wanted ? destinationsFor(section, defaultDest, run, severity).map((d) => targetName(platform, d)) : [];
+  };
 }

@@ -3,7 +3,7 @@
  * per name), routing by run glob and severity, and one HTTP POST whose failures say whether they can heal.
  */
 import { z } from 'zod';
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 import { globMatch } from '../engine/duration.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
 import type { Route } from './platform.ts';

@@ -3,36 +3,21 @@
  * src/platforms/ with its config section, how it reads its settings, and what it creates; one line in
  * src/platforms/index.ts registers it. Nothing outside src/platforms/ names a platform.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../log.ts';
 import type { Target } from '../notify/dispatcher.ts';
 import type { Store } from '../store/store.ts';
 
-const Severity = z.enum(['info', 'warning', 'critical']);
-
-/** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
-export const RouteSchema = z
-  .object({
-    runs: z.string().min(1).default('*'),
-    severity: z.array(Severity).min(1).optional(),
-    channel: z.string().min(1),
-  })
-  .strict();
-export type Route = z.infer<typeof RouteSchema>;
-
-/** The fields every platform's section has: the default destination and routes by run glob and severity. */
-export const commonSection = {
-  /** where alerts go by default (a channel id, a chat id, an address, a URL name ...) */
-  channel: z.string().min(1).optional(),
-  routes: z.array(RouteSchema).default([]),
-};
+export { commonSection, RouteSchema, router, type Route } from '../notify/routing.ts';
 
 /** What a platform instance is given: the store for bots answering commands, the config, the log. */
 export interface PlatformContext {
   store: Store;
   config: Config;
   log: Log;
+  /** the platform is reachable again: deliver what waits in the outbox for its targets now */
+  wake(): void;
 }
 
 /** A running platform: its outbox targets (named `<platform id>:<destination>`), and its bot, if any. */
@@ -40,6 +25,8 @@ export interface PlatformInstance {
   targets: Target[];
   /** the target names an alert of `run` with `severity` goes to (routes, else the default destination) */
   route(run: string, severity: string): string[];
+  /** connected and answering commands (tests wait for it) */
+  ready?(): boolean;
   /** connects in the background: never holds up ingest (see src/chat/connect.ts) */
   start?(): void;
   /** within about a second, whatever the platform's state */
@@ -51,10 +38,15 @@ export interface PlatformInstance {
 export interface Platform<Section = any, Settings = any> {
   /** the config key, the target prefix, the name in logs: `discord`, `webhook`, ... */
   id: string;
-  /** its section of rlwatch.yaml, with its defaults (composed into the config schema) */
+  /** its section of rlwatch.yaml, with its defaults (composed into the config schema); `.prefault({})` so that
+   * a config without the key still gets them */
   section: z.ZodType<Section>;
   /** its settings from its section and the environment (tokens, URLs); null when it is not configured */
   settings(section: Section, env: NodeJS.ProcessEnv): Settings | null;
   /** heavy client libraries are imported here, lazily: a run without the platform never loads them */
   create(settings: Settings, ctx: PlatformContext): Promise<PlatformInstance>;
 }
+
+/** A platform's parsed section of the config (composed in by its id). */
+export const sectionOf = <Section>(config: Config, platform: Platform<Section>): Section =>
+  (config as unknown as Record<string, Section>)[platform.id] as Section;

@@ -5,7 +5,7 @@ import { lttbIndices } from './lttb.ts';
 
 /**
  * vega-lite defines `Set.prototype.toJSON` when it loads, for its own hashing, and other libraries break on
- * it (discord.js's event emitter fails to load after it). The definition is taken off the prototype at once
+ * it (a chat client's event emitter fails to load after it). The definition is taken off the prototype at once
  * and put back only for the synchronous span of a compile.
  */
 const vegaLiteSetToJSON = Object.getOwnPropertyDescriptor(Set.prototype, 'toJSON');
@@ -35,6 +35,20 @@ const LINE_COLOUR = '#1f6fb4';
 const MARK_COLOUR = '#d62728';
 const TEXT_COLOUR = '#222222';
 const GRID_COLOUR = '#e6e6e6';
+/** the y range is never narrower than this fraction of the values' magnitude */
+const MIN_SPAN = 0.1;
+/** series longer than this get an EMA-smoothed line over the raw one */
+const SMOOTH_FROM = 20;
+
+/** The rows with an exponential moving average of the values (`alpha` the weight of each new point). */
+export function withEma(rows: readonly ChartRow[], alpha: number): Array<ChartRow & { ema: number | null }> {
+  let ema: number | null = null;
+  return rows.map((r) => {
+    if (r.value === null) return { ...r, ema: null };
+    ema = ema === null ? r.value : ema + alpha * (r.value - ema);
+    return { ...r, ema };
+  });
+}
 
 export interface LineChartOptions {
   title: string;
@@ -149,13 +163,14 @@ export function lineChartSpec(o: {
     autosize: { type: 'fit', contains: 'padding' },
     padding: { left: 12, right: 20, top: 12, bottom: 10 },
     background: BACKGROUND,
-    title: { text: o.title, anchor: 'start', fontSize: 18, fontWeight: 'bold', color: TEXT_COLOUR, offset: 12, limit: Math.max(100, o.width - 40) },
+    title: { text: o.title, anchor: 'start', fontSize: 22, fontWeight: 'bold', color: TEXT_COLOUR, offset: 12, limit: Math.max(100, o.width - 40) },
     config: {
       font: FONT,
       view: { stroke: '#cccccc' },
+      // a phone scales the 800-px picture to about 360 px: these read as 8 pt there
       axis: {
-        labelFontSize: 13,
-        titleFontSize: 14,
+        labelFontSize: 18,
+        titleFontSize: 18,
         titleFontWeight: 'bold',
         labelColor: TEXT_COLOUR,
         titleColor: TEXT_COLOUR,
@@ -167,10 +182,10 @@ export function lineChartSpec(o: {
     },
   } as const;
 
-  const xAxisBase = { title: 'step', tickCount: 8, labelFlush: true };
+  const xAxisBase = { title: 'step', tickCount: 6, labelFlush: true };
   // Vega measures text by estimate (no canvas in Node): a long rotated metric name must be cut to the
   // plot's height, or the axis grows above the plot and pushes the chart title off the picture.
-  const yAxis = { title: o.metric, tickCount: 6, titleLimit: Math.max(60, o.height - 110) };
+  const yAxis = { title: o.metric, tickCount: 5, titleLimit: Math.max(60, o.height - 110) };
 
   if (o.rows.every((r) => r.value === null)) {
     // Keep the axes (titled) so the picture still says what it is about, and say there is nothing to draw.
@@ -219,8 +234,17 @@ export function lineChartSpec(o: {
   const yMag = Math.max(Math.abs(yLo), Math.abs(yHi));
   const yLabels =
     yMag !== 0 && (yMag < 1e-3 || yMag >= 1e6) ? { labelExpr: "datum.value === 0 ? '0' : format(datum.value, '.3~e')" } : {};
-  // A flat series (or a single point) gets a domain around its value, or vega invents odd ticks.
-  const yDomain = yLo === yHi ? { domain: [yLo - (Math.abs(yLo) * 0.1 || 1), yHi + (Math.abs(yHi) * 0.1 || 1)] } : {};
+  // A flat series (or a single point) gets a domain around its value, or vega invents odd ticks. A range
+  // narrower than a tenth of the values' size is widened to that: noise of ±0.005 on a reward of 0.5 must
+  // not fill the plot like a cliff.
+  const floor = yMag * MIN_SPAN;
+  const yDomain =
+    yLo === yHi
+      ? { domain: [yLo - (Math.abs(yLo) * 0.1 || 1), yHi + (Math.abs(yHi) * 0.1 || 1)] }
+      : yHi - yLo < floor
+        ? { domain: [(yLo + yHi) / 2 - floor / 2, (yLo + yHi) / 2 + floor / 2] }
+        : {};
+  const smoothed = drawn > SMOOTH_FROM ? withEma(o.rows, 2 / (Math.max(5, drawn / 20) + 1)) : null;
 
   const layers: unknown[] = [];
   if (o.markStep !== undefined) {
@@ -231,11 +255,23 @@ export function lineChartSpec(o: {
       encoding: { x: { field: 'step', type: 'quantitative' } },
     });
   }
+  if (smoothed) {
+    // the EMA over the raw points, as W&B draws it: the raw line stays, faint, under the trend
+    layers.push({
+      data: { values: smoothed },
+      mark: { type: 'line', color: LINE_COLOUR, strokeWidth: 3, strokeJoin: 'round', invalid: 'break-paths-filter-domains' },
+      encoding: {
+        x: { field: 'step', type: 'quantitative' },
+        y: { field: 'ema', type: 'quantitative' },
+      },
+    });
+  }
   layers.push({
     data: { values: o.rows },
     mark: {
       type: 'line',
       color: LINE_COLOUR,
+      ...(smoothed ? { opacity: 0.35 } : {}),
       strokeWidth: 2,
       strokeJoin: 'round',
       invalid: 'break-paths-filter-domains',
@@ -254,7 +290,7 @@ export function lineChartSpec(o: {
       mark: {
         type: 'text',
         color: MARK_COLOUR,
-        fontSize: 13,
+        fontSize: 17,
         fontWeight: 'bold',
         align: onRight ? 'left' : 'right',
         baseline: 'top',

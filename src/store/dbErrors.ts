@@ -1,4 +1,4 @@
-import { UserError } from '../config/load.ts';
+import { UserError } from '../errors.ts';
 
 export type DatabaseProblem = 'damaged' | 'readonly' | 'full' | 'busy' | 'io' | 'outdated' | 'in use';
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App, ChatSettings } from '../../src/app.ts';
+import type { App, PlatformSettings } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Log } from '../../src/log.ts';
 import { startFakeDiscord, type FakeDiscord, type FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
@@ -13,7 +13,7 @@ async function bothPlatforms(run: WatchedRun, log?: Log) {
   const discord = await startFakeDiscord();
   const slack = await startFakeSlack();
   run.write(30);
-  const chat: ChatSettings = {
+  const chat: PlatformSettings = {
     discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId },
     slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, timeoutMs: 2000 },
   };

@@ -108,6 +108,16 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(ack).toMatchObject({ disabled: true, label: 'Acked' });
   });
 
+  it('every reply, refusal and edit says allowed_mentions { parse: [] } explicitly', async () => {
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
+    const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
+    const refused = await fake.click({ customId: `muteRun:${alert.id}`, messageId: msg.id, user: bo });
+    const usage = await fake.command({ name: 'mute', options: { duration: 'soon' }, user: ana });
+    const status = await fake.command({ name: 'run', subcommand: 'status', options: { run: 'grpo' }, user: bo });
+    for (const out of [refused, usage, status]) expect(out.callback?.data).toMatchObject({ allowed_mentions: { parse: [] } });
+    expect(JSON.stringify(refused.callback?.data)).toContain('You may not use /mute');
+  });
+
   it('the resolution edits the same message again', async () => {
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
     const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;

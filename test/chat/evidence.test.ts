@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { AlertCard } from '../../src/chat/cards.ts';
-import { renderNotification } from '../../src/chat/console.ts';
-import { cardsMessage } from '../../src/chat/discord.ts';
-import { tailBlock } from '../../src/chat/limits.ts';
-import { cardBlocks } from '../../src/chat/slack.ts';
+import type { AlertCard } from '../../src/notify/cards.ts';
+import { renderNotification } from '../../src/platforms/terminal/terminal.ts';
+import { cardsMessage } from '../../src/platforms/discord/bot.ts';
+import { tailBlock } from '../../src/notify/limits.ts';
+import { cardBlocks } from '../../src/platforms/slack/bot.ts';
 
 /** log lines as a hostile job could print them */
 const hostile = [

@@ -68,7 +68,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     const r = await fake.slashCommand({ command: '/mute', text: 'grpo', userId: ANA, waitForResponses: 1 });
     expect(r.responses[0]!.body).toMatchObject({
       response_type: 'ephemeral',
-      text: 'usage: /mute [run] [rule] [info|warning|critical] <duration> [reason]: duration is required',
+      text: 'usage: /mute [run] [rule] [info|warning|critical] &lt;duration> [reason]: duration is required',
     });
     const unknown = await fake.slashCommand({ command: '/run', text: 'stats', userId: ANA, waitForResponses: 1 });
     expect(unknown.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', text: 'usage: /run status [run]\nusage: /run list\nusage: /run logs [run] [lines]' });

@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startApp, type App, type ChatSettings } from '../../src/app.ts';
+import { startApp, type App, type PlatformSettings } from '../../src/app.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { silentLog, type Log } from '../../src/log.ts';
 import { learningLine, tempDir } from '../helpers.ts';
@@ -25,21 +25,21 @@ export class WatchedRun {
 
   /** Starts the app on the run, with short delivery backoff so that outages pass quickly; resolves once the
    * bots are connected (they connect in the background). */
-  async start(config: Config, chat: ChatSettings, log: Log = silentLog): Promise<App> {
+  async start(config: Config, chat: PlatformSettings, log: Log = silentLog): Promise<App> {
     const app = await this.startNow(config, chat, log);
-    for (let i = 0; i < 500 && !((app.discord?.ready ?? true) && (app.slack?.ready ?? true)); i++) await sleep(20);
+    for (let i = 0; i < 500 && ![...app.platforms.values()].every((p) => p.ready?.() ?? true); i++) await sleep(20);
     return app;
   }
 
   /** Starts the app without waiting for the bots. */
-  startNow(config: Config, chat: ChatSettings, log: Log = silentLog): Promise<App> {
+  startNow(config: Config, chat: PlatformSettings, log: Log = silentLog): Promise<App> {
     return startApp({
       config,
       dbPath: join(this.root, 'rlwatch.db'),
       roots: [join(this.root, 'runs')],
       log,
       terminal: null,
-      chat,
+      platforms: chat,
       delivery: { baseBackoffMs: 200, maxBackoffMs: 400 },
     });
   }

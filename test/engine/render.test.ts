@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { consoleTarget, renderNotification } from '../../src/chat/console.ts';
+import { consoleTarget, renderNotification } from '../../src/platforms/terminal/terminal.ts';
 import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
 import { Trace, presetOnly } from './trace.ts';
 

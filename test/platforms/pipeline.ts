@@ -56,7 +56,9 @@ export class PlatformRun {
     if (settings === null) throw new Error(`${platform.id} is not configured`);
     const root = tempDir();
     const store = Store.open(join(root, 'rlwatch.db'));
-    return new PlatformRun(root, store, await platform.create(settings, { store, config: ConfigSchema.parse({}), log: silentLog }));
+    // no dispatcher to wake here: `write` drains the outbox after every batch
+    const ctx = { store, config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
+    return new PlatformRun(root, store, await platform.create(settings, ctx));
   }
 
   /** Appends `n` seed-000 lines; then ingests them and drains the outbox. */

@@ -7,6 +7,7 @@ import {
   renderLineChart,
   specToSvg,
   svgToPng,
+  withEma,
 } from '../../src/render/chart.ts';
 
 /** Width and height from the IHDR chunk, which always comes first after the signature. */
@@ -145,5 +146,33 @@ describe('living beside other libraries', () => {
     const { renderLineChart: render } = await import('../../src/render/chart.ts');
     await render({ title: 't', metric: 'm', points: [{ step: 1, value: 1 }, { step: 2, value: 2 }] });
     expect(Object.getOwnPropertyNames(Set.prototype)).not.toContain('toJSON');
+  });
+});
+
+describe('a chart read on a phone', () => {
+  const noisy = Array.from({ length: 100 }, (_, i) => ({ step: i + 1, value: i % 2 === 0 ? 0.505 : 0.495 }));
+  type Layer = { mark: { type: string; opacity?: number }; data?: { values: Array<Record<string, unknown>> }; encoding: { y?: { field?: string; scale?: { domain?: number[] } } } };
+  const layers = (rows: Array<{ step: number; value: number | null }>): Layer[] =>
+    (lineChartSpec({ title: 't', metric: 'reward', rows, markStep: 50, width: 800, height: 360 }) as unknown as { layer: Layer[] }).layer;
+
+  it('noise of ±0.005 on 0.5 is drawn in a range of at least 0.05, not stretched to the full height', () => {
+    const raw = layers(noisy).find((l) => l.encoding.y?.field === 'value')!;
+    const [lo, hi] = raw.encoding.y!.scale!.domain!;
+    expect(hi! - lo!).toBeCloseTo(0.1 * 0.505, 9); // a tenth of the largest value
+    expect((lo! + hi!) / 2).toBeCloseTo(0.5, 9);
+    // a real move keeps its own range
+    const moving = layers(noisy.map((p) => ({ ...p, value: p.step / 100 }))).find((l) => l.encoding.y?.field === 'value')!;
+    expect(moving.encoding.y!.scale!.domain).toBeUndefined();
+  });
+
+  it('an EMA line is drawn over the faint raw points', () => {
+    const ls = layers(noisy);
+    const ema = ls.find((l) => l.encoding.y?.field === 'ema')!;
+    expect(ls.find((l) => l.encoding.y?.field === 'value')!.mark.opacity).toBe(0.35);
+    // alpha = 2 / (5 + 1) for 100 points; by hand: 0.505, then 0.505 + (0.495 - 0.505) / 3
+    const values = ema.data!.values.map((r) => r.ema as number);
+    expect(values[0]).toBeCloseTo(0.505, 12);
+    expect(values[1]).toBeCloseTo(0.505 - 0.01 / 3, 12);
+    expect(withEma([{ step: 1, value: 1 }, { step: 2, value: null }, { step: 3, value: 3 }], 0.5).map((r) => r.ema)).toEqual([1, null, 2]);
   });
 });

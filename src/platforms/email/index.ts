@@ -3,7 +3,7 @@
  * comma-separated list. Routes name addresses: `routes: [{ runs: 'prod-*', channel: oncall@example.com }]`.
  */
 import { z } from 'zod';
-import { UserError } from '../../config/load.ts';
+import { UserError } from '../../errors.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
 import { routeTo } from '../outbound.ts';

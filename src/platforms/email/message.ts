@@ -2,7 +2,7 @@
  * An alert burst as an email: an HTML body (every untrusted string escaped) with each alert's chart inline
  * (a cid attachment), a plain-text part saying the same, and a References header per alert for threading.
  */
-import { alertCards, COLORS, type AlertCard } from '../../chat/cards.ts';
+import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import type { Store } from '../../store/store.ts';

@@ -3,8 +3,8 @@
  * reads neither markdown nor `<at id=all>` in it (only `lark_md` does, and this card has none).
  */
 import { createHmac } from 'node:crypto';
-import { alertCards, type AlertCard } from '../../chat/cards.ts';
-import { cut } from '../../chat/limits.ts';
+import { alertCards, type AlertCard } from '../../notify/cards.ts';
+import { cut } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Store } from '../../store/store.ts';
 

@@ -4,8 +4,8 @@
  * (markdown punctuation backslashed, `@` followed by a zero-width space so `@channel` and `@all` ping nobody),
  * and generations and log lines sit in fenced code blocks, where Mattermost reads neither.
  */
-import { alertCards, COLORS, type AlertCard } from '../../chat/cards.ts';
-import { codeBlock, cut, tailBlock } from '../../chat/limits.ts';
+import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { codeBlock, cut, tailBlock } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Store } from '../../store/store.ts';
 

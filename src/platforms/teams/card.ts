@@ -3,9 +3,9 @@
  * (run names, summaries, generations, log lines) is a TextRun of a RichTextBlock: Adaptive Cards never read
  * markdown in a TextRun, and `<at>` only mentions someone with msteams entities, which this card never has.
  */
-import { alertCards, type AlertCard } from '../../chat/cards.ts';
+import { alertCards, type AlertCard } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
-import { cut } from '../../chat/limits.ts';
+import { cut } from '../../notify/limits.ts';
 import type { Store } from '../../store/store.ts';
 
 /** Teams refuses messages over about 28 KB: generations and log lines are cut well below it. */

@@ -3,16 +3,16 @@
  * reply, and commands and button presses read by long polling getUpdates (no public URL needed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseButton, type AlertCard } from '../../chat/cards.ts';
-import { cardsOf, deliverCards } from '../../chat/delivery.ts';
-import { UserError } from '../../config/load.ts';
-import type { Reply } from '../../commands/reply.ts';
+import { buttonRequest, type AlertCard } from '../../notify/cards.ts';
+import { cardsOf, deliverCards } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
+import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
+import { interact, type Asker } from '../../notify/interaction.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import type { PlatformContext } from '../platform.ts';
 import { BotApi, type TgMessage, type TgUpdate } from './api.ts';
-import { buttonWords, runWords } from './interact.ts';
+import { commandWords } from './interact.ts';
 import { cardsHtml, inert, keyboard, replyHtml } from './render.ts';
 
 export interface TelegramSettings {
@@ -143,8 +143,15 @@ export class TelegramBot {
     return Promise.resolve();
   }
 
-  private mayWrite(userId: number): boolean {
-    return this.s.allow.length === 0 || this.s.allow.includes(String(userId));
+  /** The caller as the interaction path sees them: rights from `telegram.allow` (no ids listed: anyone). */
+  private asker(from: NonNullable<TgMessage['from']>): Asker {
+    return {
+      store: this.ctx.store,
+      log: this.ctx.log,
+      user: who(from),
+      mayWrite: () => this.s.allow.length === 0 || this.s.allow.includes(String(from.id)),
+      rightsHint: 'telegram.allow in rlwatch.yaml',
+    };
   }
 
   private async onCommand(m: TgMessage): Promise<void> {
@@ -152,33 +159,25 @@ export class TelegramBot {
     if (!this.s.chats.includes(chat) || !m.from) return; // a chat rlwatch was not set up for
     const words = m.text!.slice(1).trim().split(/\s+/);
     words[0] = words[0]!.replace(/@\w+$/, ''); // `/status@rlwatch_bot` in groups
-    let reply: Reply;
-    try {
-      reply = runWords(this.ctx.store, words, who(m.from), this.mayWrite(m.from.id));
-    } catch (err) {
-      if (!(err instanceof UserError)) throw err;
-      return void (await this.send(chat, inert(err.message), { reply_to_message_id: m.message_id }));
-    }
-    const sent = await this.send(chat, replyHtml(reply), { reply_to_message_id: m.message_id });
-    if (reply.chart) {
-      await this.api.sendPhoto(chat, await renderLineChart(reply.chart), { reply_to_message_id: String(sent.message_id) });
+    const answer = await interact({ words: commandWords(words) }, this.asker(m.from));
+    if (!answer.ok) return void (await this.send(chat, inert(answer.message), { reply_to_message_id: m.message_id }));
+    const sent = await this.send(chat, replyHtml(answer.reply), { reply_to_message_id: m.message_id });
+    if (answer.reply.chart) {
+      await this.api.sendPhoto(chat, await renderLineChart(answer.reply.chart), { reply_to_message_id: String(sent.message_id) });
     }
   }
 
   private async onButton(q: NonNullable<TgUpdate['callback_query']>): Promise<void> {
     const chat = q.message ? String(q.message.chat.id) : '';
-    const b = parseButton(q.data ?? '');
-    if (!b || !this.s.chats.includes(chat)) return;
-    const answer = (text: string, alert = false) =>
-      this.api.call('answerCallbackQuery', { callback_query_id: q.id, text, show_alert: alert });
-    let reply: Reply;
-    try {
-      reply = runWords(this.ctx.store, buttonWords(this.ctx.store, b.action, b.alertId), who(q.from), this.mayWrite(q.from.id));
-    } catch (err) {
-      if (!(err instanceof UserError)) throw err;
-      return void (await answer(err.message, true));
-    }
-    await answer(reply.title);
+    const request = buttonRequest(q.data ?? '');
+    if (!request || !this.s.chats.includes(chat)) return;
+    const answer = await interact(request, this.asker(q.from));
+    await this.api.call('answerCallbackQuery', {
+      callback_query_id: q.id,
+      text: answer.ok ? answer.reply.title : answer.message,
+      show_alert: !answer.ok,
+    });
+    if (!answer.ok) return;
     const shown = this.ctx.store.chatMessages.byRef(`telegram:${chat}`, String(q.message!.message_id));
     if (shown) await this.edit(chat, shown.ref, cardsOf(this.ctx.store, shown));
   }

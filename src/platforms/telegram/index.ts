@@ -3,7 +3,7 @@
  * read by long polling, so no public URL is needed.
  */
 import { z } from 'zod';
-import { UserError } from '../../config/load.ts';
+import { UserError } from '../../errors.ts';
 import { routeTo } from '../outbound.ts';
 import { commonSection, type Platform } from '../platform.ts';
 import type { TelegramSettings } from './bot.ts';

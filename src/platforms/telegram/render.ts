@@ -3,8 +3,8 @@
  * `/` and `#` at a word start get a word joiner: Telegram would otherwise make them mentions that notify,
  * bot commands one tap sends, or hashtags. Generations and log lines go in <pre>, where it reads nothing.
  */
-import type { AlertCard } from '../../chat/cards.ts';
-import { cut } from '../../chat/limits.ts';
+import type { AlertCard } from '../../notify/cards.ts';
+import { cut } from '../../notify/limits.ts';
 import type { Reply } from '../../commands/reply.ts';
 
 /** Telegram's limit is 4096 characters of text after parsing: the HTML is kept under it. */

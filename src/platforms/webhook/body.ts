@@ -3,7 +3,7 @@
  * receivers written for Alertmanager read it, plus rlwatch's own fields on each alert. See the README.
  */
 import { createHmac } from 'node:crypto';
-import { alertCards } from '../../chat/cards.ts';
+import { alertCards } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import type { Store } from '../../store/store.ts';

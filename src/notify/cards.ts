@@ -5,6 +5,7 @@ import { sparkline } from '../render/sparkline.ts';
 import { silenceMatches } from '../store/silences.ts';
 import type { Store } from '../store/store.ts';
 import type { ChartSpec } from '../commands/reply.ts';
+import type { Request } from './interaction.ts';
 
 /** One alert as a chat card, whatever the platform: built from the notification item and the alert's
  * current state, so that an ack, a mute or a resolution re-renders the same card. */
@@ -19,6 +20,8 @@ export interface AlertCard {
   fields: Array<{ name: string; value: string }>;
   /** a line under the summary: who acked, who muted, when it resolved */
   note: string | null;
+  /** who acked, as recorded (a platform may render its own users' ids as mentions) */
+  ackedBy?: string | null;
   sparkline: string | null;
   examples: Array<{ title: string; code: string }>;
   /** the log lines that show why (untrusted): a code block, cut from the start to fit */
@@ -37,19 +40,40 @@ export const COLORS: Record<AlertCard['status'] | 'info' | 'warning' | 'critical
   resolved: 0x2a9d8f,
 };
 
-/** Custom ids of the buttons: `<action>:<alertId>`. */
-export type ButtonAction = 'ack' | 'muteRun' | 'muteRule';
-export const parseButton = (id: string): { action: ButtonAction; alertId: number } | null => {
-  const m = /^(ack|muteRun|muteRule):(\d+)$/.exec(id);
-  return m ? { action: m[1] as ButtonAction, alertId: Number(m[2]) } : null;
-};
+/**
+ * Custom ids of the buttons: `<action>:<alertId>`. A button is a command with its arguments filled in, run
+ * through the same path as typed commands (src/notify/interaction.ts).
+ */
+export const BUTTON_ID = /^(ack|muteRun|muteRule):(\d+)$/;
+export function buttonRequest(id: string): Request | null {
+  const m = BUTTON_ID.exec(id);
+  if (!m) return null;
+  const alert = Number(m[2]);
+  if (m[1] === 'ack') return { words: ['ack'], args: { id: alert } };
+  if (m[1] === 'muteRun') return { words: ['mute'], args: { alert, duration: '1h' } };
+  return { words: ['mute'], args: { alert, scope: 'rule', duration: '24h' } };
+}
 
 const CHART_POINTS = 200;
 const EXAMPLE_CHARS = 500;
 
 export function alertCards(store: Store, n: Notification, now = Date.now()): AlertCard[] {
   const silences = store.silences.active(now);
-  return n.items.map((item) => card(store, n.run, item, silences, now));
+  const cards = n.items.map((item) => card(store, n.run, item, silences, now));
+  return onceEach(n.items, cards);
+}
+
+/** A burst of alerts of one step (a collapse and a truncation at step 40) shows that step's best and worst
+ * generations once, on its first card: on a phone the same two completions twice are a screen of scrolling. */
+function onceEach(items: readonly NotificationItem[], cards: AlertCard[]): AlertCard[] {
+  const shown = new Set<number>();
+  return cards.map((c, i) => {
+    const step = items[i]?.examples?.step;
+    if (step === undefined || c.examples.length === 0) return c;
+    if (shown.has(step)) return { ...c, examples: [], note: [c.note, `generations of step ${step}: on the first card`].filter(Boolean).join(' · ') };
+    shown.add(step);
+    return c;
+  });
 }
 
 function card(store: Store, run: string, item: NotificationItem, silences: ReturnType<Store['silences']['active']>, now: number): AlertCard {
@@ -87,6 +111,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
       ...(item.finished ? finishedFields(item.finished) : []),
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
+    ackedBy: alert?.acked_by ?? null,
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
     examples: ex
       ? [

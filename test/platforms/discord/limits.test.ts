@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { AlertCard } from '../../src/chat/cards.ts';
-import { cardsMessage, discordCommands, replyMessage } from '../../src/chat/discord.ts';
+import type { AlertCard } from '../../../src/notify/cards.ts';
+import { cardsMessage, discordCommands, replyMessage } from '../../../src/platforms/discord/bot.ts';
 
 const card = (id: number): AlertCard => ({
   alertId: id,

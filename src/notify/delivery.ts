@@ -3,7 +3,7 @@ import type { ChatMessageRow } from '../store/chatMessages.ts';
 import type { Store } from '../store/store.ts';
 import { alertCards, type AlertCard } from './cards.ts';
 
-/** Alerts per chat message: Discord allows five rows of buttons, one row per alert. */
+/** Alerts per chat message: one row of buttons per alert, and the strictest chat allows five rows. */
 export const CARDS_PER_MESSAGE = 5;
 
 /** What a platform does with cards; the rest of a delivery is the same everywhere. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { codeBlock, cut, joinWithin } from '../../src/chat/limits.ts';
+import { codeBlock, cut, joinWithin } from '../../src/notify/limits.ts';
 
 describe('platform limits', () => {
   it('cuts text with an ellipsis, within the limit', () => {

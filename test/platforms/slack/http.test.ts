@@ -4,12 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SlackBot } from '../../src/chat/slack.ts';
-import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
-import { Store } from '../../src/store/store.ts';
-import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
-import { tempDir } from '../helpers.ts';
+import { SlackBot } from '../../../src/platforms/slack/bot.ts';
+import { ConfigSchema } from '../../../src/config/schema.ts';
+import { silentLog } from '../../../src/log.ts';
+import { slack } from '../../../src/platforms/slack/index.ts';
+import { sectionOf } from '../../../src/platforms/platform.ts';
+import { Store } from '../../../src/store/store.ts';
+import { startFakeSlack, type FakeSlack } from '../../fakes/slackServer.ts';
+import { tempDir } from '../../helpers.ts';
 
 const SECRET = 'test-signing-secret';
 
@@ -47,7 +49,7 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret", () => {
     responseUrl = `http://127.0.0.1:${(responses.address() as AddressInfo).port}/respond`;
     port = await freePort();
     const config = ConfigSchema.parse({ slack: { mode: 'http', port } });
-    bot = new SlackBot({ botToken: fake.botToken, signingSecret: SECRET, apiUrl: fake.apiUrl, channel: fake.channelId, store, config, log: silentLog, retries: 0 });
+    bot = new SlackBot({ botToken: fake.botToken, signingSecret: SECRET, apiUrl: fake.apiUrl, channel: fake.channelId, store, section: sectionOf(config, slack), log: silentLog, retries: 0 });
     await bot.start();
   }, 20_000);
 

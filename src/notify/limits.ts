@@ -41,7 +41,3 @@ export function tailBlock(lines: readonly string[], max: number): string {
   }
   return codeBlock(kept.join('\n'), max);
 }
-
-/** Slack reads `<!channel>`, `<@U123>` and `<url|text>` in mrkdwn: untrusted text gets & and < escaped,
- * which is enough to make every control sequence plain text (a lone `>` mid-line shows as itself). */
-export const slackEscape = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');

@@ -6,6 +6,7 @@ import {
   Client,
   DiscordAPIError,
   EmbedBuilder,
+  escapeMarkdown,
   GatewayIntentBits,
   HTTPError,
   MessageFlags,
@@ -19,44 +20,49 @@ import {
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import { once } from 'node:events';
-import type { Config } from '../config/schema.ts';
-import { UserError } from '../config/load.ts';
-import { COMMANDS, checkArgs, knownNames, type Args, type CommandSpec, type OptionSpec } from '../commands/registry.ts';
-import type { Reply } from '../commands/reply.ts';
-import type { Notification } from '../engine/notification.ts';
-import type { Log } from '../log.ts';
-import { DeliveryError, type Target } from '../notify/dispatcher.ts';
-import { allChannels, targetName } from '../notify/routing.ts';
-import { renderLineChart } from '../render/chart.ts';
-import type { Store } from '../store/store.ts';
-import { COLORS, parseButton, type AlertCard } from './cards.ts';
-import { cardsOf, deliverCards } from './delivery.ts';
-import { act, mayAct } from './actions.ts';
-import { keepConnecting, type ConnectHooks, type Connector } from './connect.ts';
-import { codeBlock, cut, joinWithin, tailBlock } from './limits.ts';
+import { UserError } from '../../errors.ts';
+import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } from '../../commands/registry.ts';
+import type { Reply } from '../../commands/reply.ts';
+import type { Notification } from '../../engine/notification.ts';
+import type { Log } from '../../log.ts';
+import { buttonRequest, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
+import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
+import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
+import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
+import { allDestinations, targetName } from '../../notify/routing.ts';
+import { renderLineChart } from '../../render/chart.ts';
+import type { Store } from '../../store/store.ts';
+import type { DiscordSection, DiscordSettings } from './index.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
 const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100, embedsTotal: 6000 };
 
-export interface DiscordOptions {
-  token: string;
-  /** REST base (DISCORD_API_URL) for tests and proxies; the gateway URL comes from it */
-  apiUrl?: string;
-  guildId?: string;
-  channel?: string;
+export interface DiscordOptions extends DiscordSettings {
+  section: DiscordSection;
   store: Store;
-  config: Config;
   log: Log;
-  /** REST retries of 5xx and network errors inside one call (default 0: the outbox owns retrying) */
-  retries?: number;
-  /** REST request timeout (default 10 s) */
-  timeoutMs?: number;
 }
 
 /** How long the gateway may take to say ready after a login before the attempt is given up and retried. */
 const READY_TIMEOUT_MS = 30_000;
 
 const OPTION_TYPE = { string: 3, integer: 4, boolean: 5 } as const;
+
+/**
+ * Untrusted text (run names, log lines, summaries naming metrics) outside a code block: a masked link, a
+ * heading, a list marker or a backtick (which could open a code block) becomes plain text. Mentions are left to allowed_mentions (parse: []) on every
+ * message, which is what makes `@everyone` inert. Emphasis stays: `frac_zero_std` must read as itself.
+ */
+export const inert = (s: string): string =>
+  escapeMarkdown(s, {
+    codeBlock: true, inlineCode: true, codeBlockContent: true, inlineCodeContent: true,
+    bold: false, italic: false, underline: false, strikethrough: false, spoiler: false, escape: false,
+    heading: true, bulletedList: true, numberedList: true, maskedLink: true,
+  });
+/** Every message, edit and reply says so explicitly: nothing rlwatch sends may ping anyone. */
+const NO_MENTIONS = { parse: [] as [] };
 
 /** The slash commands, from the shared tree: groups become commands with subcommands. */
 export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBody[] {
@@ -101,7 +107,7 @@ function fitEmbed(
   const kept: Array<{ name: string; value: string; inline: boolean }> = [];
   for (const f of fields.slice(0, LIMIT.fields)) {
     const name = cut(f.name, LIMIT.fieldName);
-    const value = cut(f.value || '-', LIMIT.fieldValue);
+    const value = cut(inert(f.value) || '-', LIMIT.fieldValue);
     if (name.length + value.length > left - 100) break; // keep room for a line of description
     kept.push({ name, value, inline: true });
     left -= name.length + value.length;
@@ -116,15 +122,22 @@ function fitEmbed(
 /** A Reply as one embed (with its chart attached): the same content the CLI prints. */
 export async function replyMessage(
   reply: Reply,
-): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: { parse: [] } }> {
-  const parts = [...reply.lines.map((l) => cut(l, 400)), ...(reply.blocks ?? []).map((b) => `${cut(b.title, 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
+): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: typeof NO_MENTIONS }> {
+  const parts = [...reply.lines.map((l) => cut(inert(l), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
   const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
     embed.setImage('attachment://chart.png');
   }
-  return { embeds: [embed], files, allowedMentions: { parse: [] } };
+  return { embeds: [embed], files, allowedMentions: NO_MENTIONS };
+}
+
+/** What a lock screen shows (embeds are not in a push notification): per card its title (severity, rule,
+ * state, run) and the first line of its summary, which carries the number that fired it. */
+export function contentLine(cards: readonly AlertCard[]): string {
+  const line = (c: AlertCard): string => `${c.title}: ${c.summary.split('\n')[0]}`;
+  return cut(inert(cards.map(line).join('\n')), 1000);
 }
 
 /** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each
@@ -135,10 +148,10 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
   const budget = Math.floor(LIMIT.embedsTotal / Math.max(1, cards.length));
   for (const c of cards) {
-    const parts = [cut(c.summary, 500), ...(c.note ? [`**${cut(c.note, 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline}\``] : [])];
-    for (const e of c.examples) parts.push(`${cut(e.title, 300)}\n${codeBlock(e.code, 700)}`);
+    const parts = [cut(inert(c.summary), 500), ...(c.note ? [`**${cut(inert(c.note), 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline.replaceAll('`', "'")}\``] : [])];
+    for (const e of c.examples) parts.push(`${cut(inert(e.title), 300)}\n${codeBlock(e.code, 700)}`);
     // the evidence goes first among the blocks: on a crash it is why the card exists
-    if (c.evidence) parts.splice(1, 0, `${cut(c.evidence.title, 200)}\n${tailBlock(c.evidence.lines, 1800)}`);
+    if (c.evidence) parts.splice(1, 0, `${cut(inert(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines, 1800)}`);
     const embed = fitEmbed(c.title, c.fields, parts, budget).setColor(
       c.status === 'firing' ? (COLORS[c.severity as 'info'] ?? COLORS.firing) : COLORS[c.status],
     );
@@ -161,7 +174,7 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
     );
   }
   // log lines and run names are untrusted: nothing in a card may ping anyone
-  return { embeds, files, components, attachments: [], allowedMentions: { parse: [] } };
+  return { content: contentLine(cards), embeds, files, components, attachments: [], allowedMentions: NO_MENTIONS };
 }
 
 /**
@@ -203,7 +216,7 @@ export class DiscordBot {
         rejectOnRateLimit: ['/channels'],
       },
     });
-    this.channels = allChannels(opts.config, 'discord', opts.channel);
+    this.channels = allDestinations(opts.section, opts.channel);
     this.client.on('interactionCreate', (i) => void this.onInteraction(i));
     this.client.on('error', (e) => opts.log.warn(`discord: ${e.message}`));
   }
@@ -292,44 +305,38 @@ export class DiscordBot {
 
   private allowed(i: ChatInputCommandInteraction | ButtonInteraction): boolean {
     const roles = (i.member as GuildMember | null)?.roles?.cache;
-    return mayAct(this.opts.config.discord.allow.users, this.opts.config.discord.allow.roles, i.user.id, roles ? [...roles.keys()] : []);
+    return mayAct(this.opts.section.allow.users, this.opts.section.allow.roles, i.user.id, roles ? [...roles.keys()] : []);
+  }
+
+  /** The caller, for the shared interaction path. */
+  private asker(i: ChatInputCommandInteraction | ButtonInteraction): Asker {
+    const { store, log } = this.opts;
+    return { store, log, user: `@${i.user.username}`, mayWrite: () => this.allowed(i), rightsHint: 'discord.allow in rlwatch.yaml' };
   }
 
   private async command(i: ChatInputCommandInteraction): Promise<void> {
     const sub = i.options.getSubcommand(false);
-    const spec = COMMANDS.find((c) => (sub ? c.path[0] === i.commandName && c.path[1] === sub : c.path.length === 1 && c.path[0] === i.commandName));
-    if (!spec) return void (await i.reply({ content: `unknown command /${i.commandName}`, flags: MessageFlags.Ephemeral }));
-    if (spec.access === 'write' && !this.allowed(i)) {
-      return void (await i.reply({ content: `You may not use /${spec.path.join(' ')}: ask for the ack/mute right (discord.allow in rlwatch.yaml).`, flags: MessageFlags.Ephemeral }));
-    }
-    let args: Args;
-    try {
-      const given: Args = {};
-      for (const o of spec.options) {
-        const v = i.options.get(o.name)?.value;
-        if (v !== undefined) given[o.name] = v;
-      }
-      args = checkArgs(spec, given);
-    } catch (err) {
-      if (err instanceof UserError) return void (await i.reply({ content: cut(err.message, 2000), flags: MessageFlags.Ephemeral }));
-      throw err;
+    const args: Args = {};
+    for (const o of i.options.data.flatMap((d) => (d.options ? [...d.options] : [d]))) {
+      if (o.value !== undefined) args[o.name] = o.value;
     }
     // Discord waits 3 s for an answer: a command that may read a long series answers "thinking" first
-    const deferred = spec.slow === true;
-    if (deferred) await i.deferReply();
-    let reply: Reply;
-    try {
-      reply = spec.run({ store: this.opts.store, user: `@${i.user.username}` }, args);
-    } catch (err) {
-      if (!(err instanceof UserError)) throw err;
-      const content = cut(err.message, 2000);
-      if (!deferred) return void (await i.reply({ content, flags: MessageFlags.Ephemeral }));
-      // the "thinking" placeholder is public: replace it by a note only the caller sees
-      await i.deleteReply();
-      return void (await i.followUp({ content, flags: MessageFlags.Ephemeral }));
+    let deferred = false;
+    const answer = await interact({ words: sub ? [i.commandName, sub] : [i.commandName], args }, this.asker(i), async (spec) => {
+      if (spec.slow !== true) return;
+      deferred = true;
+      await i.deferReply();
+    });
+    if (answer.ok) {
+      if (deferred) await i.editReply(await replyMessage(answer.reply));
+      else await i.reply(await replyMessage(answer.reply));
+      return;
     }
-    if (deferred) await i.editReply(await replyMessage(reply));
-    else await i.reply(await replyMessage(reply));
+    const content = cut(answer.message, 2000);
+    if (!deferred) return void (await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
+    // the "thinking" placeholder is public: replace it by a note only the caller sees
+    await i.deleteReply();
+    await i.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS });
   }
 
   private async autocomplete(i: AutocompleteInteraction): Promise<void> {
@@ -347,20 +354,14 @@ export class DiscordBot {
   }
 
   private async button(i: ButtonInteraction): Promise<void> {
-    const parsed = parseButton(i.customId);
-    if (!parsed) return;
+    const request = buttonRequest(i.customId);
+    if (!request) return;
+    const answer = await interact(request, this.asker(i));
+    if (!answer.ok) {
+      return void (await i.reply({ content: cut(answer.message, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
+    }
     const { store } = this.opts;
-    if (!this.allowed(i)) {
-      return void (await i.reply({ content: 'You may not ack or mute alerts here: ask for the right (discord.allow in rlwatch.yaml).', flags: MessageFlags.Ephemeral }));
-    }
-    try {
-      act(store, parsed, `@${i.user.username}`, 'Discord');
-    } catch (err) {
-      if (err instanceof UserError) return void (await i.reply({ content: err.message, flags: MessageFlags.Ephemeral }));
-      throw err;
-    }
-    const target = targetName('discord', i.channelId);
-    const message = store.chatMessages.byRef(target, i.message.id);
-    await i.update(message ? await cardsMessage(cardsOf(store, message)) : {});
+    const message = store.chatMessages.byRef(targetName('discord', i.channelId), i.message.id);
+    await i.update(message ? await cardsMessage(cardsOf(store, message)) : { allowedMentions: NO_MENTIONS });
   }
 }

@@ -1,9 +1,15 @@
-import type { Reply } from '../commands/reply.ts';
-import type { ExampleSnippet, Notification } from '../engine/notification.ts';
-import type { Target } from '../notify/dispatcher.ts';
-import { formatValue } from '../render/numbers.ts';
-import { finishedFields } from '../render/finished.ts';
-import { sparkline } from '../render/sparkline.ts';
+import type { Reply } from '../../commands/reply.ts';
+import type { ExampleSnippet, Notification } from '../../engine/notification.ts';
+import type { Target } from '../../notify/dispatcher.ts';
+import { formatValue } from '../../render/numbers.ts';
+import { finishedFields } from '../../render/finished.ts';
+import { sparkline } from '../../render/sparkline.ts';
+
+/**
+ * The terminal: the app's default sink, not an entry of PLATFORMS. It has no section and no settings (the CLI
+ * decides: `start` and `backfill` print, tests pass none), it never connects, and it also renders the CLI's
+ * command replies.
+ */
 
 /** Log lines are untrusted: no control characters reach the terminal (ANSI was stripped at ingest). */
 const inert = (s: string): string => s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '?');
@@ -71,3 +77,6 @@ export function consoleTarget(write: (s: string) => void, color: boolean): Targe
     deliver: async (n) => write(`${renderNotification(n, color)}\n`),
   };
 }
+
+/** The terminal notifier on stdout, in colour on a TTY. */
+export const terminal = (): Target => consoleTarget((s) => process.stdout.write(s), process.stdout.isTTY === true);

@@ -1,41 +1,31 @@
 import { App, LogLevel, SocketModeReceiver, type RespondFn, type SlashCommand } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
-import type { Config } from '../config/schema.ts';
-import { UserError } from '../config/load.ts';
-import { COMMANDS, findCommand, groupUsage, knownNames, parseText } from '../commands/registry.ts';
-import type { Reply } from '../commands/reply.ts';
-import type { Notification } from '../engine/notification.ts';
-import type { Log } from '../log.ts';
-import { DeliveryError, type Target } from '../notify/dispatcher.ts';
-import { allChannels, targetName } from '../notify/routing.ts';
-import { renderLineChart } from '../render/chart.ts';
-import type { Store } from '../store/store.ts';
-import { act, mayAct } from './actions.ts';
-import { keepConnecting, type ConnectHooks, type Connector } from './connect.ts';
-import { parseButton, type AlertCard } from './cards.ts';
-import { cardsOf, deliverCards } from './delivery.ts';
-import { codeBlock, cut, joinWithin, slackEscape, tailBlock } from './limits.ts';
+import { UserError } from '../../errors.ts';
+import { COMMANDS } from '../../commands/registry.ts';
+import type { Reply } from '../../commands/reply.ts';
+import type { Notification } from '../../engine/notification.ts';
+import type { Log } from '../../log.ts';
+import { BUTTON_ID, buttonRequest, type AlertCard } from '../../notify/cards.ts';
+import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
+import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
+import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
+import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
+import { allDestinations, targetName } from '../../notify/routing.ts';
+import { renderLineChart } from '../../render/chart.ts';
+import type { Store } from '../../store/store.ts';
+import type { SlackSection, SlackSettings } from './index.ts';
+import { slackEscape } from './mrkdwn.ts';
 
 /** Block Kit's limits (https://api.slack.com/reference/block-kit/blocks). */
 const LIMIT = { header: 150, section: 3000, fields: 10, field: 2000, blocks: 50, context: 2000 };
 /** how long a user-group membership lookup is trusted */
 const GROUP_CACHE_MS = 5 * 60_000;
 
-export interface SlackOptions {
-  botToken: string;
-  /** Socket Mode (xapp-…); without it, Bolt's HTTP receiver with the signing secret */
-  appToken?: string;
-  signingSecret?: string;
-  /** Web API base (SLACK_API_URL) for tests and proxies */
-  apiUrl?: string;
-  channel?: string;
+export interface SlackOptions extends SlackSettings {
+  section: SlackSection;
   store: Store;
-  config: Config;
   log: Log;
-  /** Web API retries of a failed call inside the client (default 0: the outbox owns retrying) */
-  retries?: number;
-  /** Web API request timeout (default 10 s) */
-  timeoutMs?: number;
 }
 
 /** Slack errors no retry can heal: the channel, the bot's membership, its scopes or its token. */
@@ -63,17 +53,24 @@ export function replyBlocks(reply: Reply): Block[] {
     for (let i = 0; i < reply.fields.length; i += LIMIT.fields) {
       blocks.push({
         type: 'section',
-        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: cut(`*${f.name}*\n${f.value}`, LIMIT.field) })),
+        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: cut(`*${slackEscape(f.name)}*\n${slackEscape(f.value)}`, LIMIT.field) })),
       });
     }
   }
-  const text = joinWithin(reply.lines.map((l) => cut(l, 500)), '\n', LIMIT.section);
+  const text = joinWithin(reply.lines.map((l) => cut(slackEscape(l), 500)), '\n', LIMIT.section);
   if (text) blocks.push(mrkdwn(text));
   for (const b of reply.blocks ?? []) {
     const code = slackEscape(b.code);
     blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
   }
   return blocks.slice(0, LIMIT.blocks);
+}
+
+/** A card's note, escaped: only the acker's own mention (`<@U…>`, written by rlwatch from Slack's user id)
+ * stays a mention; an ack comment is untrusted text like any other. */
+function noteText(c: AlertCard): string {
+  const note = slackEscape(c.note ?? '');
+  return c.ackedBy && /^<@[A-Z0-9]+>$/.test(c.ackedBy) ? note.replace(slackEscape(c.ackedBy), c.ackedBy) : note;
 }
 
 /** Alert cards as Block Kit, each with its buttons (or, once acked or resolved, a note instead). */
@@ -84,10 +81,10 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
     blocks.push({ type: 'header', text: { type: 'plain_text', text: cut(c.title, LIMIT.header) } });
     blocks.push(mrkdwn(slackEscape(c.summary)));
     if (c.evidence) blocks.push(mrkdwn(`${cut(slackEscape(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines.map(slackEscape), 2500)}`));
-    blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${f.value}` })) });
-    const context = [...(c.sparkline ? [`\`${c.sparkline}\``] : []), ...(c.note ? [`*${c.note}*`] : [])];
+    blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${slackEscape(f.value)}` })) });
+    const context = [...(c.sparkline ? [`\`${slackEscape(c.sparkline)}\``] : []), ...(c.note ? [`*${noteText(c)}*`] : [])];
     if (context.length > 0) blocks.push({ type: 'context', elements: context.map((t) => ({ type: 'mrkdwn', text: cut(t, LIMIT.context) })) });
-    for (const e of c.examples) blocks.push(mrkdwn(`${cut(e.title, 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
+    for (const e of c.examples) blocks.push(mrkdwn(`${cut(slackEscape(e.title), 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
     const live = c.buttons.filter((b) => !b.disabled);
     if (live.length > 0) {
       blocks.push({
@@ -106,7 +103,8 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
   return blocks.slice(0, LIMIT.blocks);
 }
 
-const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
+/** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
+export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
 
 interface WebApiError {
   code?: string;
@@ -167,7 +165,7 @@ export class SlackBot {
       // rate limits go back to the dispatcher, which keeps the row and waits Retry-After
       rejectRateLimitedCalls: true,
     };
-    const socket = opts.config.slack.mode === 'socket';
+    const socket = opts.section.mode === 'socket';
     if (socket && !opts.appToken) throw new UserError('SLACK_APP_TOKEN is needed for Socket Mode (or set slack.mode: http with SLACK_SIGNING_SECRET)');
     if (!socket && !opts.signingSecret) throw new UserError('SLACK_SIGNING_SECRET is needed for slack.mode: http');
     // The socket's own client keeps redialling after an outage (a failed redial is an unhandled rejection in
@@ -189,14 +187,14 @@ export class SlackBot {
       // checked in start(), where a failure is an error we can report, not an unhandled rejection
       tokenVerificationEnabled: false,
     });
-    this.channels = allChannels(opts.config, 'slack', opts.channel);
+    this.channels = allDestinations(opts.section, opts.channel);
     for (const word of new Set(COMMANDS.map((c) => c.path[0]))) {
       this.app.command(`/${word}`, async ({ command, ack, respond, client }) => {
         await ack(); // within Slack's 3 s, before any work
         await this.onCommand(word, command, respond, client).catch((err: Error) => this.opts.log.warn(`slack: /${word} failed: ${err.message}`));
       });
     }
-    this.app.action(/^(ack|muteRun|muteRule):\d+$/, async ({ ack, body, action, respond, client }) => {
+    this.app.action(BUTTON_ID, async ({ ack, body, action, respond, client }) => {
       await ack();
       const b = body as { user: { id: string }; channel?: { id: string }; message?: { ts: string } };
       const actionId = (action as { action_id: string }).action_id;
@@ -241,18 +239,18 @@ export class SlackBot {
   async stop(): Promise<void> {
     this.connector?.stop();
     // the HTTP receiver refuses to stop if it never started; the socket one just gives up dialling
-    if (this.opts.config.slack.mode === 'socket' || this.listening) await this.app.stop();
+    if (this.opts.section.mode === 'socket' || this.listening) await this.app.stop();
   }
 
   private async checkToken(): Promise<void> {
     const auth = await this.app.client.auth.test();
     this.connected = true;
-    this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.config.slack.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
+    this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.section.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
   }
 
   private async listen(): Promise<void> {
-    if (this.opts.config.slack.mode === 'socket') await this.app.start();
-    else await this.app.start(this.opts.config.slack.port);
+    if (this.opts.section.mode === 'socket') await this.app.start();
+    else await this.app.start(this.opts.section.port);
     this.listening = true;
   }
 
@@ -287,41 +285,31 @@ export class SlackBot {
     }
   }
 
+  /** The caller, for the shared interaction path. */
+  private asker(userId: string, client: WebClient): Asker {
+    const { store, log } = this.opts;
+    return { store, log, user: `<@${userId}>`, mayWrite: () => this.allowed(userId, client), rightsHint: 'slack.allow in rlwatch.yaml' };
+  }
+
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
-    const { store } = this.opts;
-    const words = command.text.trim().split(/\s+/).filter(Boolean);
-    const found = findCommand([word, ...words]);
-    const ephemeral = (text: string) => respond({ response_type: 'ephemeral', text: cut(text, LIMIT.section) });
-    if (!found) return void (await ephemeral(groupUsage(word)));
-    const { spec, rest } = found;
-    if (spec.access === 'write' && !(await this.allowed(command.user_id, client))) {
-      return void (await ephemeral(`You may not use /${spec.path.join(' ')}: ask for the ack/mute right (slack.allow in rlwatch.yaml).`));
-    }
-    let reply: Reply;
-    try {
-      reply = spec.run({ store, user: `<@${command.user_id}>` }, parseText(spec, rest, knownNames(store)));
-    } catch (err) {
-      if (err instanceof UserError) return void (await ephemeral(err.message));
-      throw err;
-    }
-    await respond({ response_type: 'in_channel', text: reply.title, blocks: replyBlocks(reply) });
+    const words = [word, ...command.text.trim().split(/\s+/).filter(Boolean)];
+    const answer = await interact({ words }, this.asker(command.user_id, client));
+    if (!answer.ok) return void (await respond({ response_type: 'ephemeral', text: cut(slackEscape(answer.message), LIMIT.section) }));
+    const reply = answer.reply;
+    await respond({ response_type: 'in_channel', text: slackEscape(reply.title), blocks: replyBlocks(reply) });
     if (reply.chart) {
       await client.files.uploadV2({ channel_id: command.channel_id, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
     }
   }
 
   private async onButton(actionId: string, userId: string, channel: string, ts: string, respond: RespondFn, client: WebClient): Promise<void> {
-    const parsed = parseButton(actionId);
-    if (!parsed) return;
-    const { store } = this.opts;
-    const refuse = (text: string) => respond({ response_type: 'ephemeral', replace_original: false, text });
-    if (!(await this.allowed(userId, client))) return void (await refuse('You may not ack or mute alerts here: ask for the right (slack.allow in rlwatch.yaml).'));
-    try {
-      act(store, parsed, `<@${userId}>`, 'Slack');
-    } catch (err) {
-      if (err instanceof UserError) return void (await refuse(err.message));
-      throw err;
+    const request = buttonRequest(actionId);
+    if (!request) return;
+    const answer = await interact(request, this.asker(userId, client));
+    if (!answer.ok) {
+      return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }
+    const { store } = this.opts;
     const message = store.chatMessages.byRef(targetName('slack', channel), ts);
     if (!message) return;
     const cards = cardsOf(store, message);
@@ -330,7 +318,7 @@ export class SlackBot {
 
   /** Listed by user id, or a member of a listed user group (looked up, and cached for a few minutes). */
   private async allowed(userId: string, client: WebClient): Promise<boolean> {
-    const { users, groups } = this.opts.config.slack.allow;
+    const { users, groups } = this.opts.section.allow;
     if (users.length === 0 && groups.length === 0) return true;
     if (users.includes(userId)) return true;
     const mine: string[] = [];

@@ -1,0 +1,80 @@
+/**
+ * One interaction path for every front end (the CLI, slash commands, buttons): rights check → parse → run →
+ * reply, with one error path. A button is a command with its arguments filled in, so its wording, rights and
+ * errors are the command's. Platform-neutral: a bot hands over the words and options it received and renders
+ * the answer.
+ */
+import { randomBytes } from 'node:crypto';
+import { UserError } from '../errors.ts';
+import { bindWords, checkArgs, findCommand, groupUsage, knownNames, type Args, type CommandSpec } from '../commands/registry.ts';
+import type { Reply } from '../commands/reply.ts';
+import type { Log } from '../log.ts';
+import type { Store } from '../store/store.ts';
+
+/** Who asks, and what the front end knows about them. */
+export interface Asker {
+  store: Store;
+  log: Log;
+  /** the name recorded and shown (`@ana`, a display name, `$USER`) */
+  user: string;
+  /** whether the caller holds the ack/mute right; asked for write commands only */
+  mayWrite(): boolean | Promise<boolean>;
+  /** where the right is granted, for the refusal (`<platform>.allow in rlwatch.yaml`) */
+  rightsHint: string;
+  /** how usage lines start: `/` in chat (the default), `rlwatch ` in the CLI */
+  prefix?: string;
+  /** the reader is on this machine (the CLI): replies may show server paths */
+  local?: boolean;
+  now?: number;
+}
+
+/** A command as received: its words from the command name on (`['mute', 'grpo', '2h']`), and options by name. */
+export interface Request {
+  words: readonly string[];
+  args?: Args;
+}
+
+export type Answer =
+  | { ok: true; spec: CommandSpec; reply: Reply }
+  /** `message` goes to the caller only; `error` when it was rlwatch's fault (logged with the reference) */
+  | { ok: false; message: string; error?: unknown };
+
+/**
+ * Runs one command for one caller. `beforeRun` lets a front end say "thinking" before a slow command (the
+ * checks are done by then, so a refusal is never public). Never throws: a UserError becomes a private
+ * message; anything else a short apology with a reference, and a log line with the same reference.
+ *
+ * @example
+ *   const a = await interact({ words: ['ack', '12'] }, { store, log, user: '@ana', mayWrite: () => true, rightsHint });
+ *   if (a.ok) show(a.reply); else whisper(a.message);
+ */
+export async function interact(req: Request, asker: Asker, beforeRun?: (spec: CommandSpec) => Promise<void>): Promise<Answer> {
+  const prefix = asker.prefix ?? '/';
+  try {
+    const found = findCommand(req.words);
+    if (!found) {
+      const group = groupUsage(req.words[0] ?? '');
+      throw new UserError(group || `unknown command ${prefix}${req.words.join(' ')}`);
+    }
+    const { spec, rest } = found;
+    if (spec.access === 'write' && !(await asker.mayWrite())) {
+      throw new UserError(`You may not use ${prefix}${spec.path.join(' ')}: ask for the ack/mute right (${asker.rightsHint}).`);
+    }
+    const bound = rest.length > 0 ? bindWords(spec, rest, knownNames(asker.store), prefix) : {};
+    const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
+    await beforeRun?.(spec);
+    return { ok: true, spec, reply: spec.run({ store: asker.store, user: asker.user, now: asker.now, local: asker.local }, args) };
+  } catch (err) {
+    if (err instanceof UserError) return { ok: false, message: err.message };
+    const ref = randomBytes(3).toString('hex');
+    asker.log.warn(`command '${req.words.join(' ')}' failed (ref ${ref}): ${(err as Error).stack ?? String(err)}`);
+    return { ok: false, message: `Sorry, that failed on rlwatch's side (ref ${ref}); its log says why.`, error: err };
+  }
+}
+
+/** Whether a chat user may ack and mute: listed by id or by one of their roles/groups; nobody listed means
+ * anyone in the channel may. */
+export function mayAct(users: readonly string[], roles: readonly string[], userId: string, userRoles: readonly string[]): boolean {
+  if (users.length === 0 && roles.length === 0) return true;
+  return users.includes(userId) || userRoles.some((r) => roles.includes(r));
+}

@@ -1,0 +1,59 @@
+/** Discord: a gateway bot (outbound only) with slash commands, buttons, and alert cards edited in place. */
+import { z } from 'zod';
+import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
+
+export const DiscordSection = z
+  .object({
+    ...commonSection,
+    /** who may ack and mute: user ids and role ids; both empty = anyone in the channel */
+    allow: z
+      .object({ users: z.array(z.string()).default([]), roles: z.array(z.string()).default([]) })
+      .strict()
+      .prefault({}),
+  })
+  .strict()
+  .prefault({});
+export type DiscordSection = z.infer<typeof DiscordSection>;
+
+/** From DISCORD_* variables (the channel from the config first); no DISCORD_TOKEN, no Discord. */
+export interface DiscordSettings {
+  token: string;
+  /** REST base (DISCORD_API_URL) for tests and proxies; the gateway URL comes from it */
+  apiUrl?: string;
+  guildId?: string;
+  channel?: string;
+  /** REST retries of 5xx and network errors inside one call (default 0: the outbox owns retrying) */
+  retries?: number;
+  /** REST request timeout (default 10 s) */
+  timeoutMs?: number;
+}
+
+export const discord: Platform<DiscordSection, DiscordSettings> = {
+  id: 'discord',
+  section: DiscordSection,
+  settings: (section, env) =>
+    env.DISCORD_TOKEN
+      ? {
+          token: env.DISCORD_TOKEN,
+          apiUrl: env.DISCORD_API_URL || undefined,
+          guildId: env.DISCORD_GUILD_ID || undefined,
+          channel: section.channel ?? (env.DISCORD_CHANNEL_ID || undefined),
+        }
+      : null,
+  async create(settings, ctx) {
+    // discord.js (and the chart renderer) load only when Discord is configured
+    const { DiscordBot } = await import('./bot.ts');
+    const section = sectionOf(ctx.config, discord);
+    const bot = new DiscordBot({ ...settings, section, store: ctx.store, log: ctx.log });
+    let refused: (err: Error) => void = () => {};
+    const failure = new Promise<Error>((done) => (refused = done));
+    return {
+      targets: bot.targets(),
+      route: router(discord.id, section, settings.channel),
+      ready: () => bot.ready,
+      start: () => bot.connect({ onUp: ctx.wake, onFatal: refused }),
+      stop: () => bot.stop(),
+      failure,
+    };
+  },
+};

@@ -1,0 +1,65 @@
+/** Slack: Bolt in Socket Mode (or its HTTP receiver), slash commands, buttons, alert messages updated in place. */
+import { z } from 'zod';
+import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
+
+export const SlackSection = z
+  .object({
+    ...commonSection,
+    /** who may ack and mute: user ids and user-group ids; both empty = anyone in the channel */
+    allow: z
+      .object({ users: z.array(z.string()).default([]), groups: z.array(z.string()).default([]) })
+      .strict()
+      .prefault({}),
+    /** socket: outbound WebSocket (no public URL); http: Bolt's HTTP receiver with the signing secret */
+    mode: z.enum(['socket', 'http']).default('socket'),
+    port: z.number().int().min(1).max(65535).default(3000),
+  })
+  .strict()
+  .prefault({});
+export type SlackSection = z.infer<typeof SlackSection>;
+
+/** From SLACK_* variables (the channel from the config first); no SLACK_BOT_TOKEN, no Slack. */
+export interface SlackSettings {
+  botToken: string;
+  /** Socket Mode (xapp-…); without it, Bolt's HTTP receiver with the signing secret */
+  appToken?: string;
+  signingSecret?: string;
+  /** Web API base (SLACK_API_URL) for tests and proxies */
+  apiUrl?: string;
+  channel?: string;
+  /** Web API retries of a failed call inside the client (default 0: the outbox owns retrying) */
+  retries?: number;
+  /** Web API request timeout (default 10 s) */
+  timeoutMs?: number;
+}
+
+export const slack: Platform<SlackSection, SlackSettings> = {
+  id: 'slack',
+  section: SlackSection,
+  settings: (section, env) =>
+    env.SLACK_BOT_TOKEN
+      ? {
+          botToken: env.SLACK_BOT_TOKEN,
+          appToken: env.SLACK_APP_TOKEN || undefined,
+          signingSecret: env.SLACK_SIGNING_SECRET || undefined,
+          apiUrl: env.SLACK_API_URL || undefined,
+          channel: section.channel ?? (env.SLACK_CHANNEL_ID || undefined),
+        }
+      : null,
+  async create(settings, ctx) {
+    // Bolt (and the chart renderer) load only when Slack is configured
+    const { SlackBot } = await import('./bot.ts');
+    const section = sectionOf(ctx.config, slack);
+    const bot = new SlackBot({ ...settings, section, store: ctx.store, log: ctx.log });
+    let refused: (err: Error) => void = () => {};
+    const failure = new Promise<Error>((done) => (refused = done));
+    return {
+      targets: bot.targets(),
+      route: router(slack.id, section, settings.channel),
+      ready: () => bot.ready,
+      start: () => bot.connect({ onUp: ctx.wake, onFatal: refused }),
+      stop: () => bot.stop(),
+      failure,
+    };
+  },
+};

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import type { Reply } from '../../src/commands/reply.ts';
+import type { AlertCard } from '../../src/notify/cards.ts';
+import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
+import { cardBlocks, fallback, replyBlocks } from '../../src/platforms/slack/bot.ts';
+
+/** What a hostile (or just unlucky) completion, run name or log line may carry. */
+const HOSTILE = [
+  '<!channel> wake up',
+  '<!here>',
+  'ping <@U123> and <@U123|ana>',
+  '@everyone @here <@&42> <@42>',
+  '```\nbreak out of the fence\n```\n**bold** outside',
+  '[click me](https://evil.example/x) and <https://evil.example|click>',
+  '> quoted\n# Heading\n- list',
+  'Tom & Jerry',
+];
+const text = HOSTILE.join('\n');
+
+const card: AlertCard = {
+  alertId: 7,
+  run: '<!channel>-run',
+  title: 'CRITICAL · mode_collapse firing · <!channel>-run',
+  severity: 'critical',
+  status: 'acked',
+  summary: `frac_zero_std 1 > 0.8 ${text}`,
+  fields: [{ name: 'Run', value: '<!here> [x](https://evil.example)' }],
+  note: 'Acked by <@U0ANA>: <!channel> look',
+  ackedBy: '<@U0ANA>',
+  sparkline: 'reward` <!here> ▁▂▃',
+  examples: [{ title: `best: ${text}`, code: text }],
+  evidence: { title: `log <!here>`, lines: HOSTILE },
+  chart: null,
+  buttons: [{ id: 'ack:7', label: 'Ack', disabled: false }],
+};
+const reply: Reply = {
+  title: '<!channel> run list',
+  fields: [{ name: 'run', value: '<@U123> [x](https://evil.example)' }],
+  lines: HOSTILE,
+  blocks: [{ title: '<!here> generation', code: text }],
+  data: null,
+};
+
+/** Every mrkdwn text object in some blocks (plain_text is never parsed). */
+function mrkdwnTexts(node: unknown): string[] {
+  if (Array.isArray(node)) return node.flatMap(mrkdwnTexts);
+  if (node === null || typeof node !== 'object') return [];
+  const o = node as Record<string, unknown>;
+  const own = o.type === 'mrkdwn' && typeof o.text === 'string' ? [o.text] : [];
+  return [...own, ...Object.values(o).flatMap(mrkdwnTexts)];
+}
+/** Slack's control sequences (`<!…>`, `<@…>`, `<url|…>`) left raw in mrkdwn. */
+const slackControls = (blocks: unknown): string[] =>
+  mrkdwnTexts(blocks).flatMap((t) => [...t.matchAll(/<[!@#][^>]*>|<https?:[^>]*>/g)].map((m) => m[0]));
+
+describe('hostile completions on Slack: every mrkdwn text is escaped', () => {
+  it('alert cards: no control sequence but the acker rlwatch wrote; no line-starting quote', () => {
+    const blocks = cardBlocks([card]);
+    expect(slackControls(blocks)).toEqual(['<@U0ANA>']);
+    const all = mrkdwnTexts(blocks).join('\n');
+    expect(all).toContain('&lt;!channel> wake up');
+    expect(all).toContain('Tom &amp; Jerry');
+    expect(all).toContain('&gt; quoted');
+    for (const t of mrkdwnTexts(blocks)) expect(t).not.toMatch(/^>/m);
+  });
+
+  it('command replies: fields, lines and blocks alike', () => {
+    const blocks = replyBlocks(reply);
+    expect(slackControls(blocks)).toEqual([]);
+    expect(mrkdwnTexts(blocks).join('\n')).toContain('&lt;https://evil.example|click>');
+  });
+
+  it('a fence inside a generation cannot close its code block', () => {
+    const json = JSON.stringify(cardBlocks([card]));
+    expect(json).toContain('`\u200b``\\nbreak out of the fence');
+  });
+});
+
+describe('hostile completions on Discord: nothing pings, nothing links', () => {
+  it('alert cards and replies carry allowed_mentions { parse: [] }', async () => {
+    expect((await cardsMessage([card])).allowedMentions).toEqual({ parse: [] });
+    expect((await replyMessage(reply)).allowedMentions).toEqual({ parse: [] });
+  });
+
+  it('a masked link, a heading or a list in untrusted text is plain text; emphasis of names stays', async () => {
+    const m = await cardsMessage([card]);
+    const embed = m.embeds[0]!.toJSON();
+    const outsideCode = embed.description!.replace(/```[\s\S]*?```/g, '');
+    expect(outsideCode).not.toMatch(/(?<!\\)\[click me\]\(/);
+    expect(embed.description).toContain('\\[click me](https://evil.example/x)');
+    expect(embed.description).toContain('frac_zero_std 1 > 0.8');
+    expect(embed.description).toContain('\\`\\`\\`\nbreak out'); // the summary's fence opens nothing
+    expect(embed.fields?.[0]?.value).toBe('<!here> \\[x](https://evil.example)');
+    // the generation itself sits in a code block whose fence cannot be closed from inside
+    expect(embed.description).toContain('`\u200b``\nbreak out of the fence');
+    const r = (await replyMessage(reply)).embeds[0]!.toJSON();
+    expect(r.fields?.[0]?.value).toBe('<@U123> \\[x](https://evil.example)');
+    expect(r.description).toContain('\\# Heading');
+  });
+});
+
+describe('a phone sees what happened', () => {
+  it('a Discord alert message has a content line (severity, rule, state, run, the number) for the lock screen', async () => {
+    const plain: AlertCard = { ...card, title: 'CRITICAL · mode_collapse firing · grpo', summary: 'frac_zero_std 1 > 0.8 for 3 steps', fields: [] };
+    const resolved: AlertCard = { ...plain, alertId: 8, status: 'resolved', title: 'WARNING · grad_explosion resolved · grpo', summary: 'grad_norm 0.08: back past 10 for 5 steps' };
+    const m = await cardsMessage([plain, resolved]);
+    expect(m.content).toBe(
+      'CRITICAL · mode_collapse firing · grpo: frac_zero_std 1 > 0.8 for 3 steps\n' +
+        'WARNING · grad_explosion resolved · grpo: grad_norm 0.08: back past 10 for 5 steps',
+    );
+    expect(m.allowedMentions).toEqual({ parse: [] });
+  });
+});
+
+describe("Slack's fallback text", () => {
+  it('says resolved when it is, and is escaped like the rest', () => {
+    const resolved: AlertCard = { ...card, status: 'resolved', title: 'WARNING · grad_explosion resolved · <!here>', summary: 'grad_norm 0.08: back past 10' };
+    expect(fallback([resolved])).toBe('WARNING · grad_explosion resolved · &lt;!here>: grad_norm 0.08: back past 10');
+  });
+});
