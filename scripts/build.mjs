@@ -14,7 +14,8 @@ await build({
   outdir,
   bundle: true,
   splitting: true,
-  minify: true,
+  // smaller to parse at start-up; RLWATCH_BUILD_MINIFY=0 keeps the names (for reading a CPU profile)
+  minify: process.env.RLWATCH_BUILD_MINIFY !== '0',
   format: 'esm',
   platform: 'node',
   target: 'node20',

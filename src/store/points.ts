@@ -72,8 +72,8 @@ export class Points {
     this.cache.invalidate(runId, minStep);
   }
 
-  /** The batch's transaction rolled back: what it wrote is not in the database. */
-  rolledBack(runId: number): void {
+  /** Drops the memory of the run's last batch (its transaction rolled back): `after` reads the database. */
+  forget(runId: number): void {
     this.batchRun = null;
     this.fresh.delete(runId);
   }

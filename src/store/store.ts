@@ -141,7 +141,7 @@ export class Store {
     try {
       return this.commitTx(batch, examplesPerStep);
     } catch (err) {
-      this.points.rolledBack(batch.runId);
+      this.points.forget(batch.runId);
       throw err;
     }
   }
