@@ -14,7 +14,9 @@ import { tempDir } from '../helpers.ts';
 
 const SAMPLES = join(import.meta.dirname, '../../samples');
 
-async function backfillSample(fromMemory: boolean): Promise<Record<string, unknown[]>> {
+type Tables = Record<'points' | 'alerts' | 'alertEvents' | 'ruleCursors' | 'outbox', unknown[]>;
+
+async function backfillSample(fromMemory: boolean): Promise<Tables> {
   const config = ConfigSchema.parse({});
   let clock = 1_700_000_000_000;
   const now = (): number => (clock += 1000);
