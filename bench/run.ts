@@ -4,8 +4,9 @@
  * and bench/out/scenarios.json, then the chat figures (bench/chat.ts): `reward history` on a 1,000,000-point
  * series and append → alert request at a local fake Discord. A report, not a test: exits 0 whatever the figures.
  *
- * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB; BENCH_REPEAT
- * backfill runs of the learning.log, each alternated with a bare run (default 3; the completions file gets one more).
+ * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB,
+ * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT backfill runs of the learning.log, each alternated with a bare run
+ * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill children to bench/out/prof/.
  */
 import { spawnSync } from 'node:child_process';
@@ -21,6 +22,13 @@ import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench 
 import { formatFormatsReport, runFormatsBench } from './formats.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
+import {
+  IDLE_CPU_TARGET,
+  IDLE_RSS_TARGET_MB,
+  LIVE_SCALE_CPU_TARGET,
+  LIVE_SCALE_P99_TARGET_MS,
+  runLiveScale,
+} from './liveScale.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
@@ -176,6 +184,11 @@ say(`live: ${slowAppends} appends, 60 ms apart`);
 const liveSlow: LiveResult = await liveLatency(liveDir, slowAppends, 60);
 rmSync(liveDir, { recursive: true, force: true });
 
+// 4a. live at scale: 100 runs growing at 5 lines/s each, then 1,000 idle runs watched
+say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
+const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20) });
+say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core; idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
+
 // 4b. stationary noise: no trend may fire (issue 11)
 say('stationary noise: 6 series of 100,000 steps through the preset');
 const noiseT0 = performance.now();
@@ -225,6 +238,10 @@ const targets = {
   completionsPeakRss: { target: '< 200 MB', value: compRssMB, pass: compRssMB < 200 },
   // a line never committed counts as infinite latency
   liveP99: { target: '< 250 ms', value: live.p99Ms, pass: live.p99Ms < 250 },
+  liveScaleP99: { target: `< ${LIVE_SCALE_P99_TARGET_MS} ms`, value: liveScale.p99Ms, pass: liveScale.p99Ms < LIVE_SCALE_P99_TARGET_MS },
+  liveScaleCpu: { target: `< ${LIVE_SCALE_CPU_TARGET} core`, value: liveScale.cpu, pass: liveScale.cpu < LIVE_SCALE_CPU_TARGET },
+  idleCpu: { target: `< ${IDLE_CPU_TARGET} core`, value: liveScale.idle.cpu, pass: liveScale.idle.cpu < IDLE_CPU_TARGET },
+  idleRss: { target: `< ${IDLE_RSS_TARGET_MB} MB`, value: liveScale.idle.rssMB, pass: liveScale.idle.rssMB < IDLE_RSS_TARGET_MB },
   rewardHistory1M: { target: `< ${HISTORY_TARGET_MS} ms`, value: chat.history.medianTotalMs, pass: chat.history.pass },
   alertP99: { target: `< ${ALERT_P99_TARGET_MS} ms`, value: chat.alert.p99Ms, pass: chat.alert.pass },
 };
@@ -270,6 +287,7 @@ const results = {
   },
   live,
   liveSlow,
+  liveScale,
   scenarios: {
     file: 'scenarios.json',
     passed: scenarios.passed,
@@ -351,6 +369,21 @@ const rows: Array<[string, string, string, string]> = [
     '',
   ],
   ['  p50 / p99 / max', `${ms(liveSlow.p50Ms)} / ${ms(liveSlow.p99Ms)} / ${ms(liveSlow.maxMs)}`, '', ''],
+  [
+    `live, ${liveScale.runs} runs x ${liveScale.perSec} lines/s`,
+    `${liveScale.committed}/${liveScale.appended} committed in ${liveScale.seconds} s; p50 ${ms(liveScale.p50Ms)}`,
+    '',
+    '',
+  ],
+  ['  p99 line → commit', ms(liveScale.p99Ms), `< ${LIVE_SCALE_P99_TARGET_MS} ms`, verdict(targets.liveScaleP99.pass)],
+  [
+    '  CPU (of one core) / RSS',
+    `${n(liveScale.cpu * 100, 0)}% / ${n(liveScale.rssMB)} MB (this process: the watcher and the appends)`,
+    `< ${LIVE_SCALE_CPU_TARGET * 100}%`,
+    verdict(targets.liveScaleCpu.pass),
+  ],
+  [`${n(liveScale.idle.runs)} idle runs watched`, `CPU ${n(liveScale.idle.cpu * 100, 2)}% over ${liveScale.idle.seconds} s`, `< ${IDLE_CPU_TARGET * 100}%`, verdict(targets.idleCpu.pass)],
+  ['  RSS', `${n(liveScale.idle.rssMB)} MB`, `< ${IDLE_RSS_TARGET_MB} MB`, verdict(targets.idleRss.pass)],
 ];
 const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), ['measure', 'figure', 'target', ''][i]!.length));
 const line = (r: readonly string[]): string => r.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
