@@ -1,7 +1,7 @@
+import './zodJitless.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { config as loadDotenv } from 'dotenv';
-import { z } from 'zod';
 import { readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -255,8 +255,6 @@ program
 
 export async function main(argv: string[]): Promise<void> {
   loadDotenv({ quiet: true });
-  // zod parses the config and rule book once per process: compiling its fast paths (new Function) costs start-up
-  z.config({ jitless: true });
   // `rlwatch alerts | head` closes the pipe early: that is the reader's choice, not an error
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(0);
