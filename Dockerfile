@@ -6,14 +6,17 @@ FROM node:20-bookworm-slim AS deps
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY scripts ./scripts
+COPY src ./src
+# `prepare` bundles src/ into dist/ (esbuild is a dependency): the image runs the bundle, no TypeScript compile
 RUN npm ci --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=deps /app/dist ./dist
 COPY package.json ./
 COPY bin ./bin
-COPY src ./src
 COPY migrations ./migrations
 COPY samples ./samples
 ENV NODE_ENV=production RLWATCH_DB=/data/rlwatch.db

@@ -1,4 +1,8 @@
-/** The ceiling: the same number of points upserted by a bare better-sqlite3 loop, same schema and pragmas. */
+/**
+ * The ceiling: the same number of points upserted by a bare better-sqlite3 loop, same schema, pragmas and
+ * statement, in transactions of the product's batch size. `node --import tsx bench/bare.ts DB POINTS PER_STEP
+ * TX_ROWS` runs it in a process of its own (as the backfill runs in its own) and prints one JSON line.
+ */
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Store } from '../src/store/store.ts';
@@ -6,15 +10,13 @@ import { rng } from './generate.ts';
 
 export interface BareResult {
   points: number;
+  txRows: number;
   seconds: number;
   pointsPerSec: number;
 }
 
-/**
- * Inserts `points` rows step by step, `perStep` metrics per step (the order backfill writes them in),
- * in transactions of `txRows` rows.
- */
-export function bareInsert(dbPath: string, points: number, perStep: number, txRows = 80_000): BareResult {
+/** Inserts `points` rows step by step, `perStep` metrics per step (the order backfill writes them in). */
+export function bareInsert(dbPath: string, points: number, perStep: number, txRows: number): BareResult {
   for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
   const store = Store.open(dbPath); // schema and pragmas from the migrations, as the app has them
   const db = store.db;
@@ -33,5 +35,12 @@ export function bareInsert(dbPath: string, points: number, perStep: number, txRo
   const seconds = (performance.now() - t0) / 1000;
   const stored = db.prepare('SELECT count(*) FROM points').pluck().get() as number;
   store.close();
-  return { points: stored, seconds, pointsPerSec: stored / seconds };
+  return { points: stored, txRows, seconds, pointsPerSec: stored / seconds };
+}
+
+if (process.argv[1] && import.meta.filename === process.argv[1]) {
+  const [db, points, perStep, txRows] = process.argv.slice(2);
+  const r = bareInsert(db!, Number(points), Number(perStep), Number(txRows));
+  for (const suffix of ['', '-wal', '-shm']) rmSync(db! + suffix, { force: true });
+  process.stdout.write(`${JSON.stringify(r)}\n`);
 }

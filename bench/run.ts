@@ -4,8 +4,9 @@
  * and bench/out/scenarios.json, then the chat figures (bench/chat.ts): `reward history` on a 1,000,000-point
  * series and append → alert request at a local fake Discord. A report, not a test: exits 0 whatever the figures.
  *
- * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB; BENCH_REPEAT
- * backfill runs of the learning.log (default 2; the completions file gets one more).
+ * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB,
+ * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT backfill runs of the learning.log, each alternated with a bare run
+ * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill children to bench/out/prof/.
  */
 import { spawnSync } from 'node:child_process';
@@ -14,12 +15,20 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import type { ChildResult } from './backfill-child.ts';
-import { bareInsert, type BareResult } from './bare.ts';
+import { runBackfillCli, type ChildResult } from './backfill-child.ts';
+import type { BareResult } from './bare.ts';
+import { runColdHistory, runStartupBench, STARTUP_TARGET_RATIO } from './startup.ts';
 import { ALERT_P99_TARGET_MS, formatChatReport, HISTORY_TARGET_MS, runChatBench } from './chat.ts';
 import { formatFormatsReport, runFormatsBench } from './formats.ts';
 import { writeCompletions, writeLearningLog } from './generate.ts';
 import { liveLatency, type LiveResult } from './live.ts';
+import {
+  IDLE_CPU_TARGET,
+  IDLE_RSS_TARGET_MB,
+  LIVE_SCALE_CPU_TARGET,
+  LIVE_SCALE_P99_TARGET_MS,
+  runLiveScale,
+} from './liveScale.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
@@ -40,7 +49,9 @@ const COMPLETIONS_BYTES = envInt('BENCH_COMPLETIONS_MB', 200) * MB;
 const LIVE_APPENDS = envInt('BENCH_LIVE_APPENDS', 1000);
 const CPU_PROF = process.env['BENCH_CPU_PROF'] === '1';
 /** backfill runs per file: V8's heap growth makes the peak RSS vary by ~40 MB from run to run */
-const REPEAT = envInt('BENCH_REPEAT', 2);
+const REPEAT = envInt('BENCH_REPEAT', 3);
+/** backfill (the whole rlwatch process) ÷ the bare upsert loop of the same points */
+const BACKFILL_TARGET_RATIO = 0.8;
 
 const say = (msg: string): void => {
   process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${msg}\n`);
@@ -54,21 +65,27 @@ function timed<T>(fn: () => T): { value: T; seconds: number } {
 
 function runChild(root: string, db: string, label: string): ChildResult {
   const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', join(OUT, 'prof'), '--cpu-prof-name', `${label}.cpuprofile`] : [];
-  const child = spawnSync(
-    process.execPath,
-    [...prof, '--import', 'tsx', join(BENCH_DIR, 'backfill-child.ts'), root, db],
-    { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MB },
-  );
-  const last = child.stdout.trim().split('\n').pop() ?? '';
-  if (child.status !== 0 || !last.startsWith('{')) {
-    throw new Error(`backfill child (${label}) failed: status ${child.status}, stdout ${JSON.stringify(last)}`);
-  }
-  return JSON.parse(last) as ChildResult;
+  return runBackfillCli({ repo: REPO, root, db, extraNodeArgs: prof });
 }
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
 
 /** Several runs of one backfill: the median time and the worst peak RSS, with every run kept. */
 interface Repeated extends ChildResult {
   runs: Array<{ seconds: number; maxRssKB: number }>;
+}
+
+function repeated(all: readonly ChildResult[]): Repeated {
+  return {
+    ...all[0]!,
+    seconds: median(all.map((r) => r.seconds)),
+    maxRssKB: Math.max(...all.map((r) => r.maxRssKB)),
+    runs: all.map((r) => ({ seconds: r.seconds, maxRssKB: r.maxRssKB })),
+  };
 }
 
 function runChildren(root: string, db: string, label: string, times: number): Repeated {
@@ -78,16 +95,19 @@ function runChildren(root: string, db: string, label: string, times: number): Re
     removeDb(db);
     say(`  run ${i + 1}/${times}: ${all[i]!.seconds.toFixed(1)} s, peak RSS ${(all[i]!.maxRssKB / 1024).toFixed(0)} MB`);
   }
-  const secs = all.map((r) => r.seconds).sort((a, b) => a - b);
-  const mid = secs.length >> 1;
-  const median = secs.length % 2 === 1 ? secs[mid]! : (secs[mid - 1]! + secs[mid]!) / 2;
-  return {
-    ...all[0]!,
-    seconds: median,
-    maxRssKB: Math.max(...all.map((r) => r.maxRssKB)),
-    baselineMaxRssKB: Math.max(...all.map((r) => r.baselineMaxRssKB)),
-    runs: all.map((r) => ({ seconds: r.seconds, maxRssKB: r.maxRssKB })),
-  };
+  return repeated(all);
+}
+
+/** The bare upsert in a process of its own, as the backfill runs in its own. */
+function runBare(db: string, points: number, perStep: number, txRows: number): BareResult {
+  const child = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(BENCH_DIR, 'bare.ts'), db, String(points), String(perStep), String(txRows)],
+    { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const last = child.stdout.trim().split('\n').pop() ?? '';
+  if (child.status !== 0 || !last.startsWith('{')) throw new Error(`bare child failed: status ${child.status}`);
+  return JSON.parse(last) as BareResult;
 }
 
 const rssList = (r: Repeated): string => r.runs.map((x) => (x.maxRssKB / 1024).toFixed(0)).join(', ');
@@ -100,6 +120,12 @@ function removeDb(path: string): void {
 
 mkdirSync(OUT, { recursive: true });
 
+// 0. the bundle bin/rlwatch runs (what `npm ci` builds), from the sources as they are now
+say('building dist/ (npm run build)');
+if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: 'inherit' }).status !== 0) {
+  throw new Error('npm run build failed');
+}
+
 // 1. backfill of a learning.log, in a child process (for its peak RSS)
 const logRoot = join(OUT, 'backfill');
 const logPath = join(logRoot, 'run1', 'learning.log');
@@ -108,15 +134,32 @@ say(`writing ${LINES.toLocaleString('en')} lines of learning.log`);
 const genLog = timed(() => writeLearningLog(logPath, LINES));
 say(`  ${(genLog.value / MB).toFixed(1)} MB in ${genLog.seconds.toFixed(1)} s; backfilling it in a child process`);
 const logDb = join(OUT, 'backfill.db');
-const log = runChildren(logRoot, logDb, 'learning-log', REPEAT);
-
-// 2. the bare SQLite ceiling for the same number of points
-const perStep = Math.max(1, Math.round(log.points / Math.max(1, log.steps)));
-say(`bare better-sqlite3 upsert of ${log.points.toLocaleString('en')} points (${perStep} per step)`);
+// 2. alternated with the bare SQLite ceiling for the same points, in the product's batch size (points per
+// transaction of the backfill just run), so that the machine's load hits both alike
+const logRuns: ChildResult[] = [];
+const bareRuns: BareResult[] = [];
 const bareDb = join(OUT, 'bare.db');
-const bare: BareResult = bareInsert(bareDb, log.points, perStep);
-say(`  ${bare.seconds.toFixed(1)} s`);
-removeDb(bareDb);
+for (let i = 0; i < REPEAT; i++) {
+  const r = runChild(logRoot, logDb, REPEAT > 1 ? `learning-log-${i + 1}` : 'learning-log');
+  logRuns.push(r);
+  const perStepNow = Math.max(1, Math.round(r.points / Math.max(1, r.steps)));
+  const b = runBare(bareDb, r.points, perStepNow, Math.max(1, Math.round(r.points / Math.max(1, r.batches))));
+  bareRuns.push(b);
+  say(`  run ${i + 1}/${REPEAT}: backfill ${r.seconds.toFixed(1)} s, peak RSS ${(r.maxRssKB / 1024).toFixed(0)} MB; ` +
+    `bare ${b.seconds.toFixed(1)} s (${b.txRows.toLocaleString('en')} rows per transaction)`);
+  if (i < REPEAT - 1) removeDb(logDb);
+}
+const log = repeated(logRuns);
+const perStep = Math.max(1, Math.round(log.points / Math.max(1, log.steps)));
+const bareSeconds = median(bareRuns.map((b) => b.seconds));
+const bare: BareResult = { ...bareRuns[0]!, seconds: bareSeconds, pointsPerSec: log.points / bareSeconds };
+
+// 2b. CLI start-up against `node -e 0`, and the first (cold) `reward history` of the 1M-step run, on its database
+say('CLI start-up: rlwatch runs / run status against node -e 0, alternated');
+const startup = runStartupBench({ repo: REPO, db: logDb, run: 'run1' });
+const coldHistory = runColdHistory({ repo: REPO, db: logDb, run: 'run1', metric: 'reward' });
+say(`  runs ${startup.commands[0]!.ratio.toFixed(2)}x node; cold reward history ${coldHistory.medianMs.toFixed(0)} ms`);
+removeDb(logDb);
 rmSync(logRoot, { recursive: true, force: true });
 
 // 3. backfill of a large completions.jsonl, in a child process
@@ -140,6 +183,11 @@ const slowAppends = Math.max(1, Math.round(LIVE_APPENDS / 5));
 say(`live: ${slowAppends} appends, 60 ms apart`);
 const liveSlow: LiveResult = await liveLatency(liveDir, slowAppends, 60);
 rmSync(liveDir, { recursive: true, force: true });
+
+// 4a. live at scale: 100 runs growing at 5 lines/s each, then 1,000 idle runs watched
+say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
+const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20) });
+say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core; idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
 
 // 4b. stationary noise: no trend may fire (issue 11)
 say('stationary noise: 6 series of 100,000 steps through the preset');
@@ -184,11 +232,16 @@ const ratio = backfillPps / bare.pointsPerSec;
 const logRssMB = log.maxRssKB / 1024;
 const compRssMB = comp.maxRssKB / 1024;
 const targets = {
-  backfillVsBare: { target: '>= 0.5', value: ratio, pass: ratio >= 0.5 },
+  backfillVsBare: { target: `>= ${BACKFILL_TARGET_RATIO}`, value: ratio, pass: ratio >= BACKFILL_TARGET_RATIO },
+  startup: { target: `<= ${STARTUP_TARGET_RATIO}x node -e 0`, value: Math.max(...startup.commands.map((c) => c.ratio)), pass: startup.pass },
   learningLogPeakRss: { target: '< 200 MB', value: logRssMB, pass: logRssMB < 200 },
   completionsPeakRss: { target: '< 200 MB', value: compRssMB, pass: compRssMB < 200 },
   // a line never committed counts as infinite latency
   liveP99: { target: '< 250 ms', value: live.p99Ms, pass: live.p99Ms < 250 },
+  liveScaleP99: { target: `< ${LIVE_SCALE_P99_TARGET_MS} ms`, value: liveScale.p99Ms, pass: liveScale.p99Ms < LIVE_SCALE_P99_TARGET_MS },
+  liveScaleCpu: { target: `< ${LIVE_SCALE_CPU_TARGET} core`, value: liveScale.cpu, pass: liveScale.cpu < LIVE_SCALE_CPU_TARGET },
+  idleCpu: { target: `< ${IDLE_CPU_TARGET} core`, value: liveScale.idle.cpu, pass: liveScale.idle.cpu < IDLE_CPU_TARGET },
+  idleRss: { target: `< ${IDLE_RSS_TARGET_MB} MB`, value: liveScale.idle.rssMB, pass: liveScale.idle.rssMB < IDLE_RSS_TARGET_MB },
   rewardHistory1M: { target: `< ${HISTORY_TARGET_MS} ms`, value: chat.history.medianTotalMs, pass: chat.history.pass },
   alertP99: { target: `< ${ALERT_P99_TARGET_MS} ms`, value: chat.alert.p99Ms, pass: chat.alert.pass },
 };
@@ -209,13 +262,16 @@ const results = {
     linesPerSec: log.lines / log.seconds,
     pointsPerSec: backfillPps,
     mbPerSec: log.bytes / MB / log.seconds,
+    batches: log.batches,
+    alerts: log.alerts,
     peakRssMB: logRssMB,
-    baselineRssMB: log.baselineMaxRssKB / 1024,
     skips: log.skips,
     runs: log.runs,
     generateSeconds: genLog.seconds,
   },
-  bare: { ...bare, perStep, txRows: 80_000, ratio },
+  bare: { ...bare, perStep, ratio, runs: bareRuns.map((b) => b.seconds) },
+  startup,
+  coldHistory,
   completions: {
     file: 'reward_logs/completions.jsonl',
     lines: comp.lines,
@@ -225,13 +281,13 @@ const results = {
     linesPerSec: comp.lines / comp.seconds,
     mbPerSec: comp.bytes / MB / comp.seconds,
     peakRssMB: compRssMB,
-    baselineRssMB: comp.baselineMaxRssKB / 1024,
     skips: comp.skips,
     runs: comp.runs,
     generateSeconds: genComp.seconds,
   },
   live,
   liveSlow,
+  liveScale,
   scenarios: {
     file: 'scenarios.json',
     passed: scenarios.passed,
@@ -255,7 +311,8 @@ const missed = (l: LiveResult): string =>
 const rows: Array<[string, string, string, string]> = [
   [
     'learning.log backfill',
-    `${n(log.lines)} lines, ${n(log.bytes / MB, 1)} MB, ${n(log.seconds, 1)} s (median of ${log.runs.length})`,
+    `${n(log.lines)} lines, ${n(log.bytes / MB, 1)} MB, ${n(log.seconds, 1)} s (median of ${log.runs.length}; ` +
+      `the rlwatch backfill process, rules included: ${n(log.alerts)} alerts)`,
     '',
     '',
   ],
@@ -264,13 +321,25 @@ const rows: Array<[string, string, string, string]> = [
   ['  MB/s', n(log.bytes / MB / log.seconds, 1), '', ''],
   [
     '  peak RSS (worst run)',
-    `${n(logRssMB, 1)} MB (runs: ${rssList(log)}; baseline ${n(log.baselineMaxRssKB / 1024, 1)} MB)`,
+    `${n(logRssMB, 1)} MB (runs: ${rssList(log)})`,
     '< 200 MB',
     verdict(targets.learningLogPeakRss.pass),
   ],
-  ['bare SQLite upsert', `${n(bare.points)} points, ${n(bare.seconds, 1)} s`, '', ''],
+  [
+    'bare SQLite upsert (own process)',
+    `${n(bare.points)} points, ${n(bare.seconds, 1)} s (median; ${n(bare.txRows)} rows per transaction as backfill)`,
+    '',
+    '',
+  ],
   ['  points/s', n(bare.pointsPerSec), '', ''],
-  ['  backfill ÷ bare', n(ratio, 2), '>= 0.5', verdict(targets.backfillVsBare.pass)],
+  ['  backfill ÷ bare', n(ratio, 2), `>= ${BACKFILL_TARGET_RATIO}`, verdict(targets.backfillVsBare.pass)],
+  ...startup.commands.map((c): [string, string, string, string] => [
+    c.label,
+    `${n(c.ratio, 2)}x node -e 0 (median ${n(c.medianMs)} ms, min ${n(c.minMs)}; node ${n(startup.node.medianMs)} ms)`,
+    `<= ${STARTUP_TARGET_RATIO}x`,
+    verdict(c.ratio <= STARTUP_TARGET_RATIO),
+  ]),
+  [`cold ${coldHistory.label.replace('rlwatch ', '')}`, `${n(coldHistory.medianMs)} ms median, ${n(coldHistory.ratio, 2)}x node -e 0 (1M steps)`, '', ''],
   [
     'completions.jsonl backfill',
     `${n(comp.lines)} lines, ${n(comp.bytes / MB, 1)} MB, ${n(comp.seconds, 1)} s (median of ${comp.runs.length})`,
@@ -280,7 +349,7 @@ const rows: Array<[string, string, string, string]> = [
   ['  MB/s', n(comp.bytes / MB / comp.seconds, 1), '', ''],
   [
     '  peak RSS (worst run)',
-    `${n(compRssMB, 1)} MB (runs: ${rssList(comp)}; baseline ${n(comp.baselineMaxRssKB / 1024, 1)} MB)`,
+    `${n(compRssMB, 1)} MB (runs: ${rssList(comp)})`,
     '< 200 MB',
     verdict(targets.completionsPeakRss.pass),
   ],
@@ -300,6 +369,21 @@ const rows: Array<[string, string, string, string]> = [
     '',
   ],
   ['  p50 / p99 / max', `${ms(liveSlow.p50Ms)} / ${ms(liveSlow.p99Ms)} / ${ms(liveSlow.maxMs)}`, '', ''],
+  [
+    `live, ${liveScale.runs} runs x ${liveScale.perSec} lines/s`,
+    `${liveScale.committed}/${liveScale.appended} committed in ${liveScale.seconds} s; p50 ${ms(liveScale.p50Ms)}`,
+    '',
+    '',
+  ],
+  ['  p99 line → commit', ms(liveScale.p99Ms), `< ${LIVE_SCALE_P99_TARGET_MS} ms`, verdict(targets.liveScaleP99.pass)],
+  [
+    '  CPU (of one core) / RSS',
+    `${n(liveScale.cpu * 100, 0)}% / ${n(liveScale.rssMB)} MB (this process: the watcher and the appends)`,
+    `< ${LIVE_SCALE_CPU_TARGET * 100}%`,
+    verdict(targets.liveScaleCpu.pass),
+  ],
+  [`${n(liveScale.idle.runs)} idle runs watched`, `CPU ${n(liveScale.idle.cpu * 100, 2)}% over ${liveScale.idle.seconds} s`, `< ${IDLE_CPU_TARGET * 100}%`, verdict(targets.idleCpu.pass)],
+  ['  RSS', `${n(liveScale.idle.rssMB)} MB`, `< ${IDLE_RSS_TARGET_MB} MB`, verdict(targets.idleRss.pass)],
 ];
 const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), ['measure', 'figure', 'target', ''][i]!.length));
 const line = (r: readonly string[]): string => r.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();

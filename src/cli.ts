@@ -1,3 +1,4 @@
+import './zodJitless.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { config as loadDotenv } from 'dotenv';

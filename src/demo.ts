@@ -2,13 +2,13 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { startApp } from './app.ts';
 import type { Config } from './config/schema.ts';
 import type { Log } from './log.ts';
+import { SAMPLES_DIR } from './paths.ts';
 import { Store } from './store/store.ts';
 
-export const SAMPLE_RUN = join(dirname(fileURLToPath(import.meta.url)), '../samples/grpo-demo');
+export const SAMPLE_RUN = join(SAMPLES_DIR, 'grpo-demo');
 export const DEMO_RUN = 'grpo-demo';
 
 /** The sample's files, and how many of their lines belong to one training step. */

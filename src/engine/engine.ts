@@ -1,3 +1,5 @@
+import { stderrLog, type Log } from '../log.ts';
+import { sqliteCode } from '../store/dbErrors.ts';
 import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
@@ -14,7 +16,8 @@ import { evaluateRelative } from './relative.ts';
 import { evaluateSaturation } from './saturation.ts';
 import { evaluateStall } from './stall.ts';
 import { evaluateTrainerWarning } from './trainerWarning.ts';
-import type { RuleBook } from './rules.ts';
+import type { Rule, RuleBook } from './rules.ts';
+import type { RunContext } from './evaluate.ts';
 
 export interface EngineOptions {
   repeatIntervalMs: number;
@@ -25,6 +28,18 @@ export interface EngineOptions {
   now?: () => number;
   /** when this process started watching: a run silent since before then is not "stalled" */
   sessionStart?: number;
+  /** where a rule that throws is reported (default stderr) */
+  log?: Log;
+}
+
+/** A rule threw while evaluating (not the database: its errors are the caller's to handle). */
+class RuleFailed extends Error {
+  constructor(
+    readonly rule: string,
+    readonly reason: unknown,
+  ) {
+    super(`rule ${rule} failed`);
+  }
 }
 
 const RECENT = 50;
@@ -65,32 +80,59 @@ export class Engine {
     }
   }
 
-  /** After a batch: the run's step-driven rules, then (unless backfilling) its notifications. */
+  /**
+   * After a batch: the run's step-driven rules, then (unless backfilling) its notifications. A rule that throws
+   * is logged with its id and skipped for this batch: the evaluation is rolled back and done again without it
+   * (nothing is paid for this while no rule throws), so ingestion and the other rules go on.
+   */
   evaluate(runId: number, announce = true): number {
-    return this.store.db.transaction(() => {
-      const run = this.store.runs.byId(runId);
-      if (!run) return 0;
-      const since = this.now();
-      this.noteLive(run);
-      rewindRestarts(this.store, runId, this.now);
-      const ctx = runContext(this.store, runId, this.now);
-      for (const rule of this.book.forRun(run.name)) {
-        if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
-        else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
-        else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
-        else if (rule.kind === 'non_finite') evaluateNonFinite(ctx, rule);
-        else if (rule.kind === 'crash') evaluateCrash(ctx, rule, announce);
-        else if (rule.kind === 'finished') evaluateFinished(ctx, rule);
-        else if (rule.kind === 'trainer_warning') evaluateTrainerWarning(ctx, rule);
-        else if (rule.kind === 'relative') evaluateRelative(ctx, rule);
-        else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
-        else if (rule.kind === 'divergence') evaluateDivergence(ctx, rule);
-        else if (rule.kind === 'saturation') evaluateSaturation(ctx, rule);
+    const skip = new Set<string>();
+    for (;;) {
+      try {
+        return this.store.db.transaction(() => this.evaluateRules(runId, announce, skip))();
+      } catch (err) {
+        if (!(err instanceof RuleFailed)) throw err;
+        skip.add(err.rule);
+        const reason = err.reason instanceof Error ? err.reason.message : String(err.reason);
+        const run = this.store.runs.byId(runId)?.name ?? `#${runId}`;
+        (this.opts.log ?? stderrLog).warn(`rule ${err.rule} failed on run ${run} (${reason}): skipped for this batch`);
       }
-      this.store.runs.markEvaluated(runId);
-      // live, an incident that fired and resolved within one batch is still news
-      return announce ? this.announce(runId, since) : 0;
-    })();
+    }
+  }
+
+  private evaluateRules(runId: number, announce: boolean, skip: ReadonlySet<string>): number {
+    const run = this.store.runs.byId(runId);
+    if (!run) return 0;
+    const since = this.now();
+    this.noteLive(run);
+    rewindRestarts(this.store, runId, this.now);
+    const ctx = runContext(this.store, runId, this.now);
+    for (const rule of this.book.forRun(run.name)) {
+      if (skip.has(rule.id)) continue;
+      try {
+        this.evaluateRule(ctx, rule, announce);
+      } catch (err) {
+        if (sqliteCode(err) !== undefined) throw err;
+        throw new RuleFailed(rule.id, err);
+      }
+    }
+    this.store.runs.markEvaluated(runId);
+    // live, an incident that fired and resolved within one batch is still news
+    return announce ? this.announce(runId, since) : 0;
+  }
+
+  private evaluateRule(ctx: RunContext, rule: Rule, announce: boolean): void {
+    if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
+    else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
+    else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
+    else if (rule.kind === 'non_finite') evaluateNonFinite(ctx, rule);
+    else if (rule.kind === 'crash') evaluateCrash(ctx, rule, announce);
+    else if (rule.kind === 'finished') evaluateFinished(ctx, rule);
+    else if (rule.kind === 'trainer_warning') evaluateTrainerWarning(ctx, rule);
+    else if (rule.kind === 'relative') evaluateRelative(ctx, rule);
+    else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
+    else if (rule.kind === 'divergence') evaluateDivergence(ctx, rule);
+    else if (rule.kind === 'saturation') evaluateSaturation(ctx, rule);
   }
 
   /** At start-up: evaluates the runs with batches committed but never evaluated (the process stopped between a

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 export type AlertState = 'pending' | 'firing' | 'resolved';
 
@@ -37,18 +38,16 @@ export class Alerts {
   constructor(private readonly db: Database) {}
 
   open(runId: number, rule: string, metric: string): AlertRow | undefined {
-    return this.db
-      .prepare(`SELECT * FROM alerts WHERE run_id = ? AND rule = ? AND metric = ? AND state != 'resolved'`)
+    return prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND rule = ? AND metric = ? AND state != 'resolved'`)
       .get(runId, rule, metric) as AlertRow | undefined;
   }
 
   byId(id: number): AlertRow | undefined {
-    return this.db.prepare('SELECT * FROM alerts WHERE id = ?').get(id) as AlertRow | undefined;
+    return prepared(this.db, 'SELECT * FROM alerts WHERE id = ?').get(id) as AlertRow | undefined;
   }
 
   create(runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): AlertRow {
-    const info = this.db
-      .prepare(
+    const info = prepared(this.db,
         `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
            fired_step, fired_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -61,37 +60,34 @@ export class Alerts {
   }
 
   fire(id: number, c: AlertChange): void {
-    this.db
-      .prepare(`UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
+    prepared(this.db, `UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
       .run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
     this.event(id, 'firing', c);
   }
 
   resolve(id: number, c: AlertChange): void {
-    this.db
-      .prepare(`UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
+    prepared(this.db, `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
       .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
     this.event(id, 'resolved', c);
   }
 
   /** A pending alert whose condition cleared before it fired was never an incident. */
   drop(id: number): void {
-    this.db.prepare('DELETE FROM alerts WHERE id = ?').run(id);
+    prepared(this.db, 'DELETE FROM alerts WHERE id = ?').run(id);
   }
 
   ack(id: number, by: string, comment: string | null, at: number): void {
-    this.db.prepare('UPDATE alerts SET acked_by = ?, acked_at = ?, ack_comment = ? WHERE id = ?').run(by, at, comment, id);
+    prepared(this.db, 'UPDATE alerts SET acked_by = ?, acked_at = ?, ack_comment = ? WHERE id = ?').run(by, at, comment, id);
   }
 
   markNotified(id: number, state: 'firing' | 'resolved', at: number): void {
-    this.db.prepare('UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
+    prepared(this.db, 'UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
   }
 
   /** Alerts that may need announcing: firing ones, resolved ones whose firing was announced, and ones that
    * fired at or after `firedSince` and resolved before they could be announced. */
   announceable(runId: number, firedSince = Infinity): AlertRow[] {
-    return this.db
-      .prepare(
+    return prepared(this.db,
         `SELECT * FROM alerts WHERE run_id = :runId AND (state = 'firing'
            OR (state = 'resolved' AND notified_state = 'firing')
            OR (state = 'resolved' AND notified_state IS NULL AND fired_at >= :since))
@@ -101,8 +97,7 @@ export class Alerts {
   }
 
   list(opts: { runId?: number; all?: boolean }): AlertRow[] {
-    return this.db
-      .prepare(
+    return prepared(this.db,
         `SELECT * FROM alerts WHERE (:runId IS NULL OR run_id = :runId) AND (:all OR state = 'firing')
          ORDER BY id DESC`,
       )
@@ -110,7 +105,7 @@ export class Alerts {
   }
 
   events(id: number): Array<{ at: number; step: number | null; state: string; details: string }> {
-    return this.db.prepare('SELECT at, step, state, details FROM alert_events WHERE alert_id = ? ORDER BY id').all(id) as Array<{
+    return prepared(this.db, 'SELECT at, step, state, details FROM alert_events WHERE alert_id = ? ORDER BY id').all(id) as Array<{
       at: number;
       step: number | null;
       state: string;
@@ -119,15 +114,13 @@ export class Alerts {
   }
 
   cursor(runId: number, rule: string, metric: string): { step: number; state: Record<string, unknown> } | undefined {
-    const row = this.db
-      .prepare('SELECT step, state FROM rule_cursors WHERE run_id = ? AND rule = ? AND metric = ?')
+    const row = prepared(this.db, 'SELECT step, state FROM rule_cursors WHERE run_id = ? AND rule = ? AND metric = ?')
       .get(runId, rule, metric) as { step: number; state: string } | undefined;
     return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
   }
 
   saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): void {
-    this.db
-      .prepare(
+    prepared(this.db,
         `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
       )
@@ -136,21 +129,18 @@ export class Alerts {
 
   /** The run's open (pending or firing) alerts. */
   openOf(runId: number): AlertRow[] {
-    return this.db
-      .prepare(`SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`)
+    return prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`)
       .all(runId) as AlertRow[];
   }
 
   /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared. */
   rewindCursors(runId: number, step: number): void {
-    this.db
-      .prepare(`UPDATE rule_cursors SET step = ?, state = '{}' WHERE run_id = ? AND step >= ?`)
+    prepared(this.db, `UPDATE rule_cursors SET step = ?, state = '{}' WHERE run_id = ? AND step >= ?`)
       .run(step - 1, runId, step);
   }
 
   private event(id: number, state: string, c: AlertChange): void {
-    this.db
-      .prepare('INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
+    prepared(this.db, 'INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
       .run(id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }));
   }
 }

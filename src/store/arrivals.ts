@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 /** Rows kept per run: enough for a stall rule's window of 200 steps with reads that came close together. */
 const KEEP = 400;
@@ -23,8 +24,7 @@ export class Arrivals {
 
   /** The newest arrivals, oldest first. */
   recent(runId: number): Array<{ at: number; steps: number }> {
-    const rows = this.db
-      .prepare(`SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${KEEP}`)
+    const rows = prepared(this.db, `SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${KEEP}`)
       .all(runId) as Array<{ at: number; steps: number }>;
     return rows.reverse();
   }

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 export interface AttemptRow {
   run_id: number;
@@ -29,12 +30,11 @@ export class Attempts {
   constructor(private readonly db: Database) {}
 
   list(runId: number): AttemptRow[] {
-    return this.db.prepare('SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt').all(runId) as AttemptRow[];
+    return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt').all(runId) as AttemptRow[];
   }
 
   latest(runId: number): AttemptRow | undefined {
-    return this.db
-      .prepare('SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt DESC LIMIT 1')
+    return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt DESC LIMIT 1')
       .get(runId) as AttemptRow | undefined;
   }
 
@@ -48,13 +48,12 @@ export class Attempts {
 
   /** Attempts whose rule cursors the engine has not rewound yet, oldest first. */
   unrewound(runId: number): AttemptRow[] {
-    return this.db
-      .prepare('SELECT * FROM attempts WHERE run_id = ? AND rewound = 0 ORDER BY attempt')
+    return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? AND rewound = 0 ORDER BY attempt')
       .all(runId) as AttemptRow[];
   }
 
   markRewound(runId: number, attempt: number): void {
-    this.db.prepare('UPDATE attempts SET rewound = 1 WHERE run_id = ? AND attempt = ?').run(runId, attempt);
+    prepared(this.db, 'UPDATE attempts SET rewound = 1 WHERE run_id = ? AND attempt = ?').run(runId, attempt);
   }
 
   /**
@@ -84,9 +83,8 @@ export class Attempts {
       }
       prev = step;
     }
-    this.db.prepare('UPDATE files SET last_step = ?, attempt = ? WHERE id = ?').run(prev, attempt, file.id);
-    this.db
-      .prepare('UPDATE attempts SET last_step = ? WHERE run_id = ? AND attempt = ?')
+    prepared(this.db, 'UPDATE files SET last_step = ?, attempt = ? WHERE id = ?').run(prev, attempt, file.id);
+    prepared(this.db, 'UPDATE attempts SET last_step = ? WHERE run_id = ? AND attempt = ?')
       .run(latest.last_step, runId, latest.attempt);
     return advanced;
   }
@@ -97,8 +95,7 @@ export class Attempts {
     const last = Math.max(step - 1, runLast ?? -Infinity);
     const rewound = attempt === 1 ? 1 : 0;
     const row: AttemptRow = { run_id: runId, attempt, resumed_step: step, at, last_step: last, rewound };
-    this.db
-      .prepare(
+    prepared(this.db,
         `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
          VALUES (:run_id, :attempt, :resumed_step, :at, :last_step, :rewound)`,
       )
@@ -113,8 +110,7 @@ export class Attempts {
    */
   private hasQuietSibling(runId: number, file: TrackedFile, at: number): boolean {
     return (
-      this.db
-        .prepare(
+      prepared(this.db,
           `SELECT 1 FROM files WHERE run_id = ? AND format = ? AND id != ? AND last_step IS NOT NULL
              AND grew_at <= ? LIMIT 1`,
         )

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 export interface ChatMessageRow {
   id: number;
@@ -22,28 +23,26 @@ export class ChatMessages {
     at: number,
   ): void {
     this.db.transaction(() => {
-      const info = this.db
-        .prepare('INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      const info = prepared(this.db, 'INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
         .run(target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at);
       const id = info.changes > 0 ? Number(info.lastInsertRowid) : this.byRef(target, ref)!.id;
-      const link = this.db.prepare('INSERT OR IGNORE INTO alert_messages (alert_id, message_id) VALUES (?, ?)');
+      const link = prepared(this.db, 'INSERT OR IGNORE INTO alert_messages (alert_id, message_id) VALUES (?, ?)');
       for (const a of m.alertIds) link.run(a, id);
     })();
   }
 
   /** The message already posted for this delivery (outbox row and part), if any. */
   byDelivery(target: string, delivery: string): ChatMessageRow | undefined {
-    return this.db.prepare('SELECT * FROM chat_messages WHERE target = ? AND delivery = ?').get(target, delivery) as ChatMessageRow | undefined;
+    return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND delivery = ?').get(target, delivery) as ChatMessageRow | undefined;
   }
 
   byRef(target: string, ref: string): ChatMessageRow | undefined {
-    return this.db.prepare('SELECT * FROM chat_messages WHERE target = ? AND ref = ?').get(target, ref) as ChatMessageRow | undefined;
+    return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND ref = ?').get(target, ref) as ChatMessageRow | undefined;
   }
 
   /** The messages of `target` that show this alert, newest first. */
   ofAlert(alertId: number, target: string): ChatMessageRow[] {
-    return this.db
-      .prepare(
+    return prepared(this.db,
         `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
          WHERE a.alert_id = ? AND m.target = ? ORDER BY m.id DESC`,
       )

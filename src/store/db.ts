@@ -1,14 +1,13 @@
 import Database from 'better-sqlite3';
 import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { MIGRATIONS_DIR } from '../paths.ts';
 import { DatabaseError, databaseError } from './dbErrors.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
 
 // better-sqlite3 reads this once, at its first open: `file:` URIs let a read-only open say `immutable=1` (below).
 process.env.SQLITE_USE_URI ??= '1';
-
-export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
 export interface OpenOptions {
   /** open for reading only: nothing is written, so the schema must already be up to date */

@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import type { EventRecord } from '../ingest/records.ts';
+import { prepared } from './prepared.ts';
 
 export interface EventRow {
   id: number;
@@ -50,11 +51,11 @@ export class Events {
   /** Call inside the batch transaction; each event carries the step it is filed under. A `meta` event that
    * repeats the run's last one (trainer_state.json is re-read whole on every save) is not stored again. */
   write(runId: number, fileId: number, events: ReadonlyArray<EventRecord & { step: number }>, at: number): void {
-    const stmt = this.db.prepare(
+    const stmt = prepared(this.db,
       `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    const lastMeta = this.db.prepare(
+    const lastMeta = prepared(this.db,
       `SELECT title, vals, config FROM events WHERE run_id = ? AND kind = 'meta' ORDER BY id DESC LIMIT 1`,
     );
     const json = (v: object | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
@@ -70,21 +71,19 @@ export class Events {
 
   /** Events of some kinds with an id above `afterId`, oldest first. */
   after(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): EventRow[] {
-    const rows = this.db
-      .prepare(`SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`)
+    const rows = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`)
       .all(runId, afterId, ...kinds) as Raw[];
     return rows.map(fromRow);
   }
 
   byId(id: number): EventRow | undefined {
-    const r = this.db.prepare('SELECT * FROM events WHERE id = ?').get(id) as Raw | undefined;
+    const r = prepared(this.db, 'SELECT * FROM events WHERE id = ?').get(id) as Raw | undefined;
     return r && fromRow(r);
   }
 
   /** The latest value of each number the run's `meta` events gave (total_steps, max_steps, ...). */
   meta(runId: number): Record<string, number> {
-    const rows = this.db
-      .prepare(`SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
+    const rows = prepared(this.db, `SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
       .pluck()
       .all(runId) as string[];
     return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
@@ -92,8 +91,7 @@ export class Events {
 
   /** The run's last `finished` event (the trainer's end-of-training summary), if any. */
   finished(runId: number): EventRow | undefined {
-    const r = this.db
-      .prepare(`SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
+    const r = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
       .get(runId) as Raw | undefined;
     return r && fromRow(r);
   }

@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
+import { prepared } from './prepared.ts';
 
 export interface StoredExample {
   step: number;
@@ -56,13 +57,11 @@ export class Examples {
 
   /** The kept generations of `step`, or of the nearest earlier step that has any; best first. */
   atOrBefore(runId: number, step: number): StoredExample[] {
-    const at = this.db
-      .prepare('SELECT max(step) FROM examples WHERE run_id = ? AND step <= ?')
+    const at = prepared(this.db, 'SELECT max(step) FROM examples WHERE run_id = ? AND step <= ?')
       .pluck()
       .get(runId, step) as number | null;
     if (at === null) return [];
-    const rows = this.db
-      .prepare(
+    const rows = prepared(this.db,
         `SELECT step, key, reward, prompt, completion, breakdown FROM examples
          WHERE run_id = ? AND step = ? ORDER BY reward DESC, key`,
       )

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 export interface FileRow {
   id: number;
@@ -43,26 +44,25 @@ export class Files {
   constructor(private readonly db: Database) {}
 
   byPath(path: string): FileRow | undefined {
-    return this.db.prepare('SELECT * FROM files WHERE path = ?').get(path) as FileRow | undefined;
+    return prepared(this.db, 'SELECT * FROM files WHERE path = ?').get(path) as FileRow | undefined;
   }
 
   byId(id: number): FileRow | undefined {
-    return this.db.prepare('SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
+    return prepared(this.db, 'SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
   }
 
   add(runId: number, path: string, format: string): FileRow {
-    this.db.prepare('INSERT INTO files (run_id, path, format) VALUES (?, ?, ?)').run(runId, path, format);
+    prepared(this.db, 'INSERT INTO files (run_id, path, format) VALUES (?, ?, ?)').run(runId, path, format);
     return this.byPath(path) as FileRow;
   }
 
   ofRun(runId: number): FileRow[] {
-    return this.db.prepare('SELECT * FROM files WHERE run_id = ? ORDER BY path').all(runId) as FileRow[];
+    return prepared(this.db, 'SELECT * FROM files WHERE run_id = ? ORDER BY path').all(runId) as FileRow[];
   }
 
   /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read. */
   advance(fileId: number, p: FileProgress, skipped: number, now: number): void {
-    this.db
-      .prepare(
+    prepared(this.db,
         `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
            seq = :seq, lines = lines + :lines, records = records + :records, skipped = skipped + :skipped,
            updated_at = :now, grew_at = CASE WHEN :lines > 0 THEN :now ELSE grew_at END
@@ -72,7 +72,7 @@ export class Files {
   }
 
   addSkips(fileId: number, skips: Map<string, SkipCount>): void {
-    const stmt = this.db.prepare(
+    const stmt = prepared(this.db,
       `INSERT INTO file_skips (file_id, reason, count, sample) VALUES (?, ?, ?, ?)
        ON CONFLICT (file_id, reason) DO UPDATE SET count = count + excluded.count, sample = excluded.sample`,
     );
@@ -81,13 +81,12 @@ export class Files {
 
   /** For a file read whole again: the skips of an earlier read no longer stand. */
   clearSkips(fileId: number): void {
-    this.db.prepare('DELETE FROM file_skips WHERE file_id = ?').run(fileId);
-    this.db.prepare('UPDATE files SET skipped = 0 WHERE id = ?').run(fileId);
+    prepared(this.db, 'DELETE FROM file_skips WHERE file_id = ?').run(fileId);
+    prepared(this.db, 'UPDATE files SET skipped = 0 WHERE id = ?').run(fileId);
   }
 
   skipsOf(fileId: number): Array<{ reason: string; count: number; sample: string }> {
-    return this.db
-      .prepare('SELECT reason, count, sample FROM file_skips WHERE file_id = ? ORDER BY count DESC')
+    return prepared(this.db, 'SELECT reason, count, sample FROM file_skips WHERE file_id = ? ORDER BY count DESC')
       .all(fileId) as Array<{ reason: string; count: number; sample: string }>;
   }
 }

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 export interface OutboxRow {
   id: number;
@@ -24,15 +25,13 @@ export class Outbox {
   constructor(private readonly db: Database) {}
 
   add(runId: number, target: string, payload: unknown, at: number): void {
-    this.db
-      .prepare('INSERT INTO outbox (created_at, run_id, target, payload) VALUES (?, ?, ?, ?)')
+    prepared(this.db, 'INSERT INTO outbox (created_at, run_id, target, payload) VALUES (?, ?, ?, ?)')
       .run(at, runId, target, JSON.stringify(payload));
   }
 
   /** The rows of a target still to deliver, oldest first; set-aside rows are not among them. */
   pending(target: string, limit = 50): OutboxRow[] {
-    return this.db
-      .prepare(
+    return prepared(this.db,
         `SELECT ${COLUMNS} FROM outbox WHERE target = ? AND done_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`,
       )
       .all(target, limit) as OutboxRow[];
@@ -40,34 +39,30 @@ export class Outbox {
 
   /** Every row not delivered, of every target: pending and set aside, oldest first. */
   open(): OpenOutboxRow[] {
-    return this.db
-      .prepare(`SELECT ${COLUMNS}, last_error, dead_at, dead_reason FROM outbox WHERE done_at IS NULL ORDER BY id`)
+    return prepared(this.db, `SELECT ${COLUMNS}, last_error, dead_at, dead_reason FROM outbox WHERE done_at IS NULL ORDER BY id`)
       .all() as OpenOutboxRow[];
   }
 
   done(id: number, at: number): void {
-    this.db.prepare('UPDATE outbox SET done_at = ? WHERE id = ?').run(at, id);
+    prepared(this.db, 'UPDATE outbox SET done_at = ? WHERE id = ?').run(at, id);
   }
 
   /** A failed try: counted, with the error, and when the row may be tried again. */
   failed(id: number, error: string, nextAttemptAt: number | null = null): void {
-    this.db
-      .prepare('UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?')
+    prepared(this.db, 'UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?')
       .run(error, nextAttemptAt, id);
   }
 
   /** A try the target refused for good: counted, and set aside so that the rows after it go out. */
   setAside(id: number, reason: string, at: number): void {
-    this.db
-      .prepare('UPDATE outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?, dead_reason = ? WHERE id = ?')
+    prepared(this.db, 'UPDATE outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?, dead_reason = ? WHERE id = ?')
       .run(reason, at, reason, id);
   }
 
   /** Puts a set-aside row back in line, to be tried at once; false when `id` is no set-aside row. */
   requeue(id: number): boolean {
     return (
-      this.db
-        .prepare(
+      prepared(this.db,
           `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
            WHERE id = ? AND dead_at IS NOT NULL AND done_at IS NULL`,
         )
@@ -77,8 +72,7 @@ export class Outbox {
 
   /** The target's platform is back: its waiting rows may be tried now rather than after their backoff. */
   clearWait(target: string): void {
-    this.db
-      .prepare('UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL')
+    prepared(this.db, 'UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL')
       .run(target);
   }
 }

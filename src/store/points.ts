@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
+import { prepared } from './prepared.ts';
 
 export interface SeriesPoint {
   step: number;
@@ -18,8 +19,26 @@ export interface LatestValue {
 const toDb = (v: number): number | null => (Number.isNaN(v) ? null : v);
 const fromDb = (v: number | null): number => (v === null ? NaN : v);
 
+/** The points one batch wrote for one metric, in the order written. */
+interface FreshSeries {
+  steps: number[];
+  values: number[];
+  /** steps strictly ascending (no step written twice): only then can `after` answer from here */
+  ascending: boolean;
+}
+
+/** What the last committed batch of a run wrote: every point of the run past `before` is in `series`. */
+interface Fresh {
+  before: number | null;
+  series: Map<number, FreshSeries>;
+}
+
 export class Points {
   private readonly ids = new Map<string, number>();
+  /** per run, the points of its last committed batch: the engine evaluates them from memory, not re-reading them */
+  private readonly fresh = new Map<number, Fresh>();
+  /** the run whose batch is being written (between beginBatch and written) */
+  private batchRun: number | null = null;
   private readonly insertPoint: Statement;
   private readonly insertStep: Statement;
   private readonly insertRunMetric: Statement;
@@ -40,14 +59,28 @@ export class Points {
     return this.cache.columns(runId, this.metricId(metric));
   }
 
+  /** Called inside the batch transaction before its points are written: `lastStep` is the run's highest step
+   * before the batch, so that afterwards every point past it is one this batch wrote. */
+  beginBatch(runId: number, lastStep: number | null): void {
+    this.batchRun = runId;
+    this.fresh.set(runId, { before: lastStep, series: new Map() });
+  }
+
   /** Called after a batch of the run that wrote steps from `minStep` on. */
   written(runId: number, minStep: number): void {
+    this.batchRun = null;
     this.cache.invalidate(runId, minStep);
+  }
+
+  /** Drops the memory of the run's last batch (its transaction rolled back): `after` reads the database. */
+  forget(runId: number): void {
+    this.batchRun = null;
+    this.fresh.delete(runId);
   }
 
   /** The epoch logged at each of `steps` (null where none was). */
   epochsAt(runId: number, steps: readonly number[]): Array<number | null> {
-    const get = this.db.prepare('SELECT value FROM points WHERE run_id = ? AND metric_id = ? AND step = ?').pluck();
+    const get = prepared(this.db, 'SELECT value FROM points WHERE run_id = ? AND metric_id = ? AND step = ?').pluck();
     const id = this.metricId('epoch');
     return steps.map((s) => (get.get(runId, id, s) as number | null | undefined) ?? null);
   }
@@ -56,8 +89,8 @@ export class Points {
     let id = this.ids.get(name);
     if (id === undefined) {
       // a read-only database (queried where it cannot be written): an unknown name has no points, id -1
-      if (!this.db.readonly) this.db.prepare('INSERT OR IGNORE INTO metrics (name) VALUES (?)').run(name);
-      id = (this.db.prepare('SELECT id FROM metrics WHERE name = ?').pluck().get(name) as number | undefined) ?? -1;
+      if (!this.db.readonly) prepared(this.db, 'INSERT OR IGNORE INTO metrics (name) VALUES (?)').run(name);
+      id = (prepared(this.db, 'SELECT id FROM metrics WHERE name = ?').pluck().get(name) as number | undefined) ?? -1;
       if (id >= 0) this.ids.set(name, id);
     }
     return id;
@@ -65,9 +98,13 @@ export class Points {
 
   /** Writes one step's values (call inside the batch transaction). Returns whether the step is new. */
   write(runId: number, step: number, values: Map<string, number>, at: number, seen: Set<number>): boolean {
+    // points written outside a batch (beginBatch) are not remembered: then the run's memory is no longer whole
+    const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
+    if (!fresh) this.fresh.delete(runId);
     for (const [name, value] of values) {
       const id = this.metricId(name);
       this.insertPoint.run(runId, id, step, toDb(value));
+      if (fresh) remember(fresh, id, step, value);
       if (!seen.has(id)) {
         seen.add(id);
         this.insertRunMetric.run(runId, id);
@@ -78,12 +115,11 @@ export class Points {
 
   /** Every metric name any run has logged. */
   allNames(): string[] {
-    return this.db.prepare('SELECT name FROM metrics ORDER BY name').pluck().all() as string[];
+    return prepared(this.db, 'SELECT name FROM metrics ORDER BY name').pluck().all() as string[];
   }
 
   metricsOf(runId: number): string[] {
-    return this.db
-      .prepare(
+    return prepared(this.db,
         `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = ? ORDER BY m.name`,
       )
       .pluck()
@@ -92,8 +128,7 @@ export class Points {
 
   /** The last value of every metric the run has logged. */
   latest(runId: number): LatestValue[] {
-    const rows = this.db
-      .prepare(
+    const rows = prepared(this.db,
         `SELECT m.name AS metric, p.step AS step, p.value AS value
          FROM run_metrics r
          JOIN metrics m ON m.id = r.metric_id
@@ -110,8 +145,7 @@ export class Points {
   series(runId: number, metric: string, last?: number): SeriesPoint[] {
     const metricId = this.metricId(metric);
     const epochId = this.metricId('epoch');
-    const rows = this.db
-      .prepare(
+    const rows = prepared(this.db,
         `SELECT p.step AS step, e.value AS epoch, p.value AS value
          FROM points p
          LEFT JOIN points e ON e.run_id = p.run_id AND e.metric_id = :epochId AND e.step = p.step
@@ -127,10 +161,17 @@ export class Points {
     return rows.reverse().map((r) => ({ step: r.step, epoch: r.epoch, value: fromDb(r.value) }));
   }
 
-  /** Values of one metric after `step`, ascending (what the engine has not looked at yet). */
+  /** Values of one metric after `step`, ascending (what the engine has not looked at yet): from the memory of
+   * the run's last batch when every such point is there, else from the database. */
   after(runId: number, metric: string, step: number): Array<{ step: number; value: number }> {
-    const rows = this.db
-      .prepare('SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step')
+    const fresh = this.fresh.get(runId);
+    if (fresh && (fresh.before === null || step >= fresh.before)) {
+      const id = this.ids.get(metric);
+      const series = id === undefined ? undefined : fresh.series.get(id);
+      if (!series) return []; // nothing past `step` in the database either
+      if (series.ascending) return pointsAfter(series, step);
+    }
+    const rows = prepared(this.db, 'SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step')
       .all(runId, this.metricId(metric), step) as Array<{ step: number; value: number | null }>;
     return rows.map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
@@ -140,9 +181,34 @@ export class Points {
   upTo(runId: number, metric: string, step: number, n: number, finite = false): Array<{ step: number; value: number }> {
     // NaN is stored as NULL; ±Infinity as REAL infinities, which 9e999 spells in SQL
     const where = finite ? 'AND value IS NOT NULL AND abs(value) < 9e999' : '';
-    const rows = this.db
-      .prepare(`SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ${where} ORDER BY step DESC LIMIT ?`)
+    const rows = prepared(this.db, `SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ${where} ORDER BY step DESC LIMIT ?`)
       .all(runId, this.metricId(metric), step, n) as Array<{ step: number; value: number | null }>;
     return rows.reverse().map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
+}
+
+function remember(fresh: Fresh, id: number, step: number, logged: number): void {
+  const value = logged === 0 ? 0 : logged; // a REAL column gives -0 back as 0
+  const series = fresh.series.get(id);
+  if (!series) fresh.series.set(id, { steps: [step], values: [value], ascending: true });
+  else {
+    if (step <= series.steps[series.steps.length - 1]!) series.ascending = false;
+    series.steps.push(step);
+    series.values.push(value);
+  }
+}
+
+/** The points of an ascending series past `step`. */
+function pointsAfter(series: FreshSeries, step: number): Array<{ step: number; value: number }> {
+  const { steps, values } = series;
+  let lo = 0;
+  let hi = steps.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (steps[mid]! <= step) lo = mid + 1;
+    else hi = mid;
+  }
+  const out = new Array<{ step: number; value: number }>(steps.length - lo);
+  for (let i = lo; i < steps.length; i++) out[i - lo] = { step: steps[i]!, value: values[i]! };
+  return out;
 }

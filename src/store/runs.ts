@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 export interface RunRow {
   id: number;
@@ -28,32 +29,30 @@ export class Runs {
 
   /** The run at `path`, created on first sight. A name taken by another path gets a numeric suffix. */
   ensure(name: string, path: string): RunRow {
-    const existing = this.db.prepare('SELECT * FROM runs WHERE path = ?').get(path) as RunRow | undefined;
+    const existing = prepared(this.db, 'SELECT * FROM runs WHERE path = ?').get(path) as RunRow | undefined;
     if (existing) return existing;
     let candidate = name;
     for (let i = 2; this.byName(candidate); i++) candidate = `${name}~${i}`;
-    this.db
-      .prepare('INSERT INTO runs (name, path, created_at) VALUES (?, ?, ?)')
+    prepared(this.db, 'INSERT INTO runs (name, path, created_at) VALUES (?, ?, ?)')
       .run(candidate, path, this.now());
-    return this.db.prepare('SELECT * FROM runs WHERE path = ?').get(path) as RunRow;
+    return prepared(this.db, 'SELECT * FROM runs WHERE path = ?').get(path) as RunRow;
   }
 
   byId(id: number): RunRow | undefined {
-    return this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id) as RunRow | undefined;
+    return prepared(this.db, 'SELECT * FROM runs WHERE id = ?').get(id) as RunRow | undefined;
   }
 
   byName(name: string): RunRow | undefined {
-    return this.db.prepare('SELECT * FROM runs WHERE name = ?').get(name) as RunRow | undefined;
+    return prepared(this.db, 'SELECT * FROM runs WHERE name = ?').get(name) as RunRow | undefined;
   }
 
   list(): RunRow[] {
-    return this.db.prepare('SELECT * FROM runs ORDER BY name').all() as RunRow[];
+    return prepared(this.db, 'SELECT * FROM runs ORDER BY name').all() as RunRow[];
   }
 
   /** Folds one committed batch into the run's summary; `newSteps` counts steps not seen before. */
   noteBatch(runId: number, minStep: number, maxStep: number, newSteps: number, at: number): void {
-    this.db
-      .prepare(
+    prepared(this.db,
         `UPDATE runs SET
            first_step = min(coalesce(first_step, :minStep), :minStep),
            last_step  = max(coalesce(last_step, :maxStep), :maxStep),
@@ -67,33 +66,32 @@ export class Runs {
 
   /** rlwatch read new lines of the run at `at`. */
   active(runId: number, at: number): void {
-    this.db
-      .prepare('UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
+    prepared(this.db, 'UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
       .run({ at, runId });
   }
 
   /** Its last read was of lines written while it was watched (not of what was there at start-up). */
   markLive(runId: number): void {
-    this.db.prepare('UPDATE runs SET live_at = active_at WHERE id = ? AND live_at IS NOT active_at').run(runId);
+    prepared(this.db, 'UPDATE runs SET live_at = active_at WHERE id = ? AND live_at IS NOT active_at').run(runId);
   }
 
   /** The engine has evaluated every batch of the run committed so far (call in its transaction). */
   markEvaluated(runId: number): void {
-    this.db.prepare('UPDATE runs SET evaluated = batches WHERE id = ?').run(runId);
+    prepared(this.db, 'UPDATE runs SET evaluated = batches WHERE id = ?').run(runId);
   }
 
   /** Runs with committed batches the engine has not evaluated (a crash between a commit and its evaluation). */
   unevaluated(): number[] {
-    return this.db.prepare('SELECT id FROM runs WHERE evaluated < batches ORDER BY id').pluck().all() as number[];
+    return prepared(this.db, 'SELECT id FROM runs WHERE evaluated < batches ORDER BY id').pluck().all() as number[];
   }
 
   /** Removes a run and everything stored for it (used by `demo` to replay from scratch). */
   remove(runId: number): void {
     this.db.transaction(() => {
       for (const table of ['points', 'steps', 'run_metrics', 'examples', 'events', 'files', 'attempts', 'arrivals']) {
-        this.db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(runId);
+        prepared(this.db, `DELETE FROM ${table} WHERE run_id = ?`).run(runId);
       }
-      this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId);
+      prepared(this.db, 'DELETE FROM runs WHERE id = ?').run(runId);
     })();
   }
 }

@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { globMatch } from '../engine/duration.ts';
+import { prepared } from './prepared.ts';
 
 export interface SilenceRow {
   id: number;
@@ -18,23 +19,21 @@ export class Silences {
   constructor(private readonly db: Database) {}
 
   add(s: Omit<SilenceRow, 'id' | 'ended_at'>): SilenceRow {
-    const info = this.db
-      .prepare('INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    const info = prepared(this.db, 'INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES (?, ?, ?, ?, ?, ?, ?)')
       .run(s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.reason);
     return this.byId(Number(info.lastInsertRowid)) as SilenceRow;
   }
 
   byId(id: number): SilenceRow | undefined {
-    return this.db.prepare('SELECT * FROM silences WHERE id = ?').get(id) as SilenceRow | undefined;
+    return prepared(this.db, 'SELECT * FROM silences WHERE id = ?').get(id) as SilenceRow | undefined;
   }
 
   end(id: number, at: number): void {
-    this.db.prepare('UPDATE silences SET ended_at = ? WHERE id = ?').run(at, id);
+    prepared(this.db, 'UPDATE silences SET ended_at = ? WHERE id = ?').run(at, id);
   }
 
   active(now: number): SilenceRow[] {
-    return this.db
-      .prepare('SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= ? AND ends_at > ? ORDER BY id')
+    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= ? AND ends_at > ? ORDER BY id')
       .all(now, now) as SilenceRow[];
   }
 }

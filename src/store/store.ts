@@ -17,6 +17,7 @@ import { Outbox } from './outbox.ts';
 import { Runs } from './runs.ts';
 import { Silences } from './silences.ts';
 import { Unread } from './unread.ts';
+import { prepared } from './prepared.ts';
 
 /** What one read of one file produced, committed together with the offset it was read up to. */
 export interface Batch {
@@ -137,12 +138,17 @@ export class Store {
 
   /** Records and the file offset in one transaction: a crash never loses or duplicates a line. */
   commit(batch: Batch, examplesPerStep: number): BatchResult {
-    return this.commitTx(batch, examplesPerStep);
+    try {
+      return this.commitTx(batch, examplesPerStep);
+    } catch (err) {
+      this.points.forget(batch.runId);
+      throw err;
+    }
   }
 
   close(): void {
     try {
-      if (this.lock) this.db.prepare('DELETE FROM writer WHERE pid = ? AND host = ?').run(process.pid, hostname());
+      if (this.lock) prepared(this.db, 'DELETE FROM writer WHERE pid = ? AND host = ?').run(process.pid, hostname());
     } catch {
       // a full disk: the row names a process that has gone, and the lock below is what counts
     }
@@ -152,7 +158,7 @@ export class Store {
 
   /** Who holds the writer lock, as its process wrote it; null before it has. */
   writer(): { pid: number; host: string; command: string; started_at: number } | null {
-    const row = this.db.prepare('SELECT pid, host, command, started_at FROM writer WHERE id = 1').get();
+    const row = prepared(this.db, 'SELECT pid, host, command, started_at FROM writer WHERE id = 1').get();
     return (row as { pid: number; host: string; command: string; started_at: number } | undefined) ?? null;
   }
 
@@ -162,6 +168,7 @@ export class Store {
     let newSteps = 0;
     let minStep = Infinity;
     let maxStep = -Infinity;
+    if (b.metrics.length > 0) this.points.beginBatch(b.runId, this.runs.byId(b.runId)?.last_step ?? null);
     for (const m of b.metrics) {
       if (this.points.write(b.runId, m.step, m.values, at, seen)) newSteps++;
       if (m.step < minStep) minStep = m.step;

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 
 /** A file that looks like a log but that no format claims (yet). */
 export interface UnreadRow {
@@ -16,8 +17,7 @@ export class Unread {
   constructor(private readonly db: Database) {}
 
   note(row: UnreadRow): void {
-    this.db
-      .prepare(
+    prepared(this.db,
         `INSERT INTO unread_files (path, run, run_dir, rel_path, reason, size, seen_at)
          VALUES (:path, :run, :run_dir, :rel_path, :reason, :size, :seen_at)
          ON CONFLICT (path) DO UPDATE SET run = excluded.run, run_dir = excluded.run_dir,
@@ -28,12 +28,12 @@ export class Unread {
 
   /** The file was recognised after all (or is gone). */
   forget(path: string): void {
-    this.db.prepare('DELETE FROM unread_files WHERE path = ?').run(path);
+    prepared(this.db, 'DELETE FROM unread_files WHERE path = ?').run(path);
   }
 
   list(run?: string): UnreadRow[] {
     const sql = 'SELECT * FROM unread_files' + (run === undefined ? '' : ' WHERE run = ?') + ' ORDER BY run, rel_path';
-    const stmt = this.db.prepare(sql);
+    const stmt = prepared(this.db, sql);
     return (run === undefined ? stmt.all() : stmt.all(run)) as UnreadRow[];
   }
 }

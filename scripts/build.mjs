@@ -1,0 +1,26 @@
+// `npm run build` (and `prepare`, so `npm ci` leaves it built): bundles the CLI into dist/ so that bin/rlwatch
+// starts without compiling TypeScript. Dependencies are bundled too (fewer files to resolve and read at start-up),
+// except native addons and the chat platforms' SDKs, which stay lazy: app.ts imports the bots on demand, and
+// code splitting keeps each such import its own chunk, loaded only when that platform is configured.
+import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const outdir = join(root, 'dist');
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: [join(root, 'src', 'cli.ts')],
+  outdir,
+  bundle: true,
+  splitting: true,
+  // smaller to parse at start-up; RLWATCH_BUILD_MINIFY=0 keeps the names (for reading a CPU profile)
+  minify: process.env.RLWATCH_BUILD_MINIFY !== '0',
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+  external: ['better-sqlite3', '@resvg/resvg-js', 'discord.js', '@slack/bolt'],
+  // bundled CommonJS packages call require(): give the ESM bundle one
+  banner: { js: "import { createRequire as __rlwatchRequire } from 'node:module'; const require = __rlwatchRequire(import.meta.url);" },
+});
