@@ -22,7 +22,7 @@ export interface TrackedFile {
 }
 
 /**
- * The attempts of each run. A file that logs a step at or below the one it logged before, or a new file that
+ * The attempts of each run. A file that logs a step below the one it logged before, or a new file that
  * repeats steps a file of its format already logged, starts a new attempt (a job resumed from a checkpoint,
  * or a new attempt in the same folder); another file of the run that goes back too joins that attempt.
  */
@@ -76,7 +76,8 @@ export class Attempts {
     }
     let advanced = 0;
     for (const step of steps) {
-      if (prev !== null && step <= prev) restart(step);
+      // the same step again is more of that step (seed 002's blocks, DeepSpeed's reward line), not a restart
+      if (prev !== null && step < prev) restart(step);
       if (attempt === latest.attempt && step > latest.last_step) {
         latest.last_step = step;
         advanced++;
