@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { config as loadDotenv } from 'dotenv';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backfillPipeline, chatFromEnv, startApp, terminal } from './app.ts';
@@ -196,12 +196,13 @@ function addShared(parent: Command, spec: CommandSpec): void {
     cmd.option(o.type === 'boolean' ? `--${flag}` : `--${flag} <${o.name}>`, o.description);
   }
   if (spec.access === 'write') cmd.option('--by <name>', 'who (default: $USER)');
+  if (spec.attaches) cmd.option('--markdown <file>', 'also write the full report (Markdown) to this file');
   cmd.option('--json', 'print JSON');
   cmd.action((...params: unknown[]) => {
     const self = params[params.length - 1] as Command;
     const words = takesWords ? (params[0] as string[]) : [];
     const opts = self.opts<Record<string, string | boolean | undefined>>();
-    withStore(self, (store) => {
+    withStore(self, (store, config) => {
       const prefix = `rlwatch `;
       const bound = bindWords(spec, words, knownNames(store), prefix);
       for (const o of spec.options) {
@@ -209,7 +210,9 @@ function addShared(parent: Command, spec: CommandSpec): void {
         if (v !== undefined) bound[o.name] = v;
       }
       const args = checkArgs(spec, bound, prefix);
-      print(spec.run({ store, user: String(opts.by ?? user()) }, args), opts.json === true);
+      const reply = spec.run({ store, config, user: String(opts.by ?? user()) }, args);
+      if (typeof opts.markdown === 'string' && reply.attachment) writeFileSync(opts.markdown, reply.attachment.content);
+      print(reply, opts.json === true);
     });
   });
 }

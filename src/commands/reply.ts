@@ -1,4 +1,5 @@
 import { UserError } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 
@@ -15,6 +16,8 @@ export interface Reply {
   chart?: ChartSpec;
   /** the machine-readable answer: what `--json` prints */
   data: unknown;
+  /** a file sent with the reply (the full run report as Markdown); the CLI writes it with --markdown FILE */
+  attachment?: { name: string; content: string };
 }
 
 export interface ChartSpec {
@@ -27,6 +30,8 @@ export interface ChartSpec {
 
 export interface CommandContext {
   store: Store;
+  /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
+  config?: Config;
 }
 
 /** The named run; with no name, the only run there is. */

@@ -85,6 +85,17 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** `run report` (issue 12): expected ranges replacing or adding to the preset's (src/report/ranges.ts) */
+    report: z
+      .object({
+        ranges: z
+          .record(z.string().min(1), z.object({ min: z.number().optional(), max: z.number().optional() }).strict())
+          .default({}),
+        /** records in the report's window when no --since is given */
+        window: z.number().int().min(2).default(50),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 
