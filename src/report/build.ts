@@ -116,6 +116,8 @@ interface Window {
   steps: number[];
   from: number;
   to: number;
+  /** generations logged without a step are filed after the last one: a window to the end takes them in */
+  examplesTo: number;
 }
 
 function windowOf(store: Store, run: RunRow, opts: ReportOptions): Window {
@@ -129,7 +131,8 @@ function windowOf(store: Store, run: RunRow, opts: ReportOptions): Window {
     const first = store.points.series(run.id, 'epoch').find((p) => p.value >= e - 1e-9);
     steps = first ? all.filter((s) => s >= first.step) : [];
   } else steps = all.slice(-opts.window);
-  return { steps, from: steps[0] ?? 0, to: steps[steps.length - 1] ?? -1 };
+  const to = steps[steps.length - 1] ?? -1;
+  return { steps, from: steps[0] ?? 0, to, examplesTo: to === all[all.length - 1] ? Number.MAX_SAFE_INTEGER : to };
 }
 
 /** The values of a metric over the window, by step (reward_cv derived per record). */
@@ -267,7 +270,8 @@ function rangeFinding(r: RangeRow, fmt: (v: number) => string): Finding | null {
 
 /** Reward components: logged `rewards/<fn>` series, else the breakdowns of the kept generations. */
 function components(store: Store, runId: number, w: Window): ComponentRow[] {
-  const names = store.points.metricsOf(runId).filter((m) => m.startsWith('rewards/') && !m.endsWith('/std'));
+  // `rewards/<fn>` is a component's mean (TRL's rewards/<fn>/mean maps onto it); /std, /min, /max are not parts
+  const names = store.points.metricsOf(runId).filter((m) => /^rewards\/[^/]+$/.test(m));
   const rows: ComponentRow[] = [];
   for (const name of names) {
     const v = finite(valuesIn(store, runId, name, w));
@@ -277,7 +281,7 @@ function components(store: Store, runId: number, w: Window): ComponentRow[] {
     rows.push({ name, mean: m, best, gap: best - m, source: 'metric' });
   }
   const byKey = new Map<string, number[]>();
-  const kept = store.examples.between(runId, w.from, w.to);
+  const kept = store.examples.between(runId, w.from, w.examplesTo);
   for (const e of kept) {
     for (const [k, x] of Object.entries(e.breakdown)) if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
   }
@@ -398,7 +402,7 @@ export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt:
   );
   const actions = distinct(live.flatMap((f) => f.actions)).slice(0, ACTIONS_SHOWN);
   const gen = (which: 'best' | 'worst'): Generation[] =>
-    store.examples.extremes(run.id, w.from, w.to, which, GENERATIONS_SHOWN).map((e) => ({
+    store.examples.extremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN).map((e) => ({
       step: e.step, reward: e.reward, breakdown: e.breakdown, completion: e.completion,
     }));
   return {
