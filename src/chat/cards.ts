@@ -85,6 +85,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
       ...(item.epoch === null ? [] : [{ name: 'Epoch', value: formatValue(item.epoch) }]),
       { name: 'Alert', value: `#${item.alertId}` },
       ...(item.finished ? finishedFields(item.finished) : []),
+      ...(item.hint && !resolved ? [{ name: 'Try', value: item.hint }] : []),
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,

@@ -38,6 +38,7 @@ export function renderNotification(n: Notification, color: boolean): string {
     const where = [n.run, `step ${item.step}`, ...(item.epoch === null ? [] : [`epoch ${formatValue(item.epoch)}`])].join(' · ');
     out.push(`${badge} ${bold(`${item.rule} ${state}`, color)} #${item.alertId} · ${where}`);
     out.push(`  ${item.summary}`);
+    if (item.hint) out.push(`  ${dim('try:', color)} ${item.hint}`);
     if (item.recent.length > 1) out.push(`  ${item.metric} ${sparkline(item.recent)} (last ${item.recent.length})`);
     if (item.finished && item.kind !== 'resolved') {
       for (const f of finishedFields(item.finished)) out.push(`  ${dim(f.name.padEnd(12), color)} ${f.value}`);

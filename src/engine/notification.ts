@@ -27,6 +27,8 @@ export interface NotificationItem {
   evidence?: { title: string; lines: string[] };
   /** run_finished: the run's summary */
   finished?: FinishedSummary;
+  /** what to try, in one line, from the knowledge base (src/engine/presets/knowledge.ts) */
+  hint?: string;
 }
 
 /** What a finished run's card says. */
