@@ -124,6 +124,7 @@ export async function replyMessage(
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
     embed.setImage('attachment://chart.png');
   }
+  if (reply.attachment) files.push(new AttachmentBuilder(Buffer.from(reply.attachment.content), { name: reply.attachment.name }));
   return { embeds: [embed], files, allowedMentions: { parse: [] } };
 }
 

@@ -308,6 +308,7 @@ export class SlackBot {
     if (reply.chart) {
       await client.files.uploadV2({ channel_id: command.channel_id, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
     }
+    if (reply.attachment) await client.files.uploadV2({ channel_id: command.channel_id, file: Buffer.from(reply.attachment.content), filename: reply.attachment.name, title: 'full report' });
   }
 
   private async onButton(actionId: string, userId: string, channel: string, ts: string, respond: RespondFn, client: WebClient): Promise<void> {
