@@ -8,6 +8,7 @@ import type { CommandContext, Reply } from './reply.ts';
 import { rewardHistory } from './rewardHistory.ts';
 import { runList } from './runList.ts';
 import { DEFAULT_LINES, MAX_LINES, runLogs } from './runLogs.ts';
+import { runCompare } from './runCompare.ts';
 import { runReport } from './runReport.ts';
 import { runStatus } from './runStatus.ts';
 
@@ -112,6 +113,18 @@ export const COMMANDS: readonly CommandSpec[] = [
     slow: true,
     attaches: true,
     run: (c, a) => runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
+  },
+  {
+    path: ['run', 'compare'],
+    description: 'two runs aligned by epoch (else step): which is ahead on each metric, a chart of both',
+    options: [
+      { ...runOption, name: 'a', description: 'the first run', required: true },
+      { ...runOption, name: 'b', description: 'the second run', required: true },
+      { name: 'metric', description: 'one metric (default: reward, entropy, frac_zero_std, ...)', type: 'string', autocomplete: 'metric' },
+    ],
+    access: 'read',
+    slow: true,
+    run: (c, a) => runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
   },
   {
     path: ['reward', 'history'],

@@ -31,7 +31,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const names = fake.commands.map((c) => c.name).sort();
     expect(names).toEqual(['ack', 'alerts', 'examples', 'files', 'mute', 'mutes', 'reward', 'run', 'unmute']);
     const run = fake.commands.find((c) => c.name === 'run') as unknown as { options: Array<{ name: string; type: number; options: Array<{ name: string; autocomplete?: boolean }> }> };
-    expect(run.options.map((o) => [o.name, o.type])).toEqual([['status', 1], ['list', 1], ['logs', 1], ['report', 1]]);
+    expect(run.options.map((o) => [o.name, o.type])).toEqual([['status', 1], ['list', 1], ['logs', 1], ['report', 1], ['compare', 1]]);
     expect(run.options[0]!.options[0]).toMatchObject({ name: 'run', autocomplete: true });
     expect(fake.requestsTo('PUT', new RegExp(`/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`))).toHaveLength(1);
   });
