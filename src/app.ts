@@ -5,6 +5,7 @@ import type { Config } from './config/schema.ts';
 import { globMatch, parseDuration } from './engine/duration.ts';
 import { unreadSummary } from './commands/files.ts';
 import { Engine } from './engine/engine.ts';
+import { ReportSchedule } from './report/schedule.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
 import { LiveIngest } from './ingest/watcher.ts';
@@ -85,6 +86,19 @@ export function makeEngine(
   config: Config,
   opts: { terminal: boolean; discord?: string; slack?: string; now?: () => number },
 ): Engine {
+  return new Engine(store, ruleBookFor(config), {
+    repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
+    targets: [],
+    route: alertRoute(config, opts),
+    now: opts.now,
+  });
+}
+
+/** The outbox targets of an alert of a run and severity (scheduled reports go where warnings go). */
+export function alertRoute(
+  config: Config,
+  opts: { terminal: boolean; discord?: string; slack?: string },
+): (run: string, severity: string) => string[] {
   // info (trends up, too-easy groups) goes to the terminal only, unless a route names `info` itself (issue 11)
   const chat = (platform: 'discord' | 'slack', run: string, severity: string): boolean =>
     severity !== 'info' ||
@@ -94,12 +108,7 @@ export function makeEngine(
     ...(opts.discord !== undefined && chat('discord', run, severity) ? channelsFor(config, 'discord', opts.discord, run, severity).map((c) => targetName('discord', c)) : []),
     ...(opts.slack !== undefined && chat('slack', run, severity) ? channelsFor(config, 'slack', opts.slack, run, severity).map((c) => targetName('slack', c)) : []),
   ];
-  return new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
-    targets: [],
-    route,
-    now: opts.now,
-  });
+  return route;
 }
 
 /** The terminal notifier on stdout, in colour on a TTY. */
@@ -147,11 +156,14 @@ export async function startApp(opts: {
     : null;
   const slack = opts.chat?.slack ? new (await import('./chat/slack.ts')).SlackBot({ ...opts.chat.slack, store, config, log }) : null;
   const targets = [...(term ? [term] : []), ...(discord?.targets() ?? []), ...(slack?.targets() ?? [])];
-  const engine = makeEngine(store, config, {
+  const routing = {
     terminal: term !== null,
     discord: discord ? (opts.chat?.discord?.channel ?? '') : undefined,
     slack: slack ? (opts.chat?.slack?.channel ?? '') : undefined,
-  });
+  };
+  const engine = makeEngine(store, config, routing);
+  const toWarnings = alertRoute(config, routing);
+  const reports = new ReportSchedule(store, config, (run) => toWarnings(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
   // The bots connect in the background: ingest and the terminal never wait on a chat platform. The outbox of
   // a platform is delivered as soon as it is reachable.
@@ -192,6 +204,7 @@ export async function startApp(opts: {
     retryWhileBusy(
       () => {
         engine.tick();
+        reports.tick();
         void dispatcher.kick();
       },
       (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),

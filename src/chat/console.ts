@@ -32,6 +32,7 @@ const paint = (s: string, code: string, color: boolean): string => (color ? `\x1
 /** One notification (a run's burst of alert changes) as terminal text. */
 export function renderNotification(n: Notification, color: boolean): string {
   const out: string[] = [];
+  if (n.report) out.push(bold(`[REPORT] ${inert(n.report.title)}`, color), ...n.report.lines.map((l) => `  ${inert(l)}`));
   for (const item of n.items) {
     const state = item.kind === 'resolved' ? 'RESOLVED' : item.kind === 'repeat' ? 'STILL FIRING' : 'FIRING';
     const badge = paint(`[${item.severity.toUpperCase()}]`, item.kind === 'resolved' ? '32' : (SEVERITY_COLOR[item.severity] ?? '0'), color);

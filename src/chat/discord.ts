@@ -149,7 +149,7 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);
-    components.push(
+    if (c.buttons.length > 0) components.push(
       new ActionRowBuilder<ButtonBuilder>().addComponents(
         c.buttons.map((b) =>
           new ButtonBuilder()

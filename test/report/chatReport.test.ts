@@ -40,6 +40,23 @@ describe('/run report in chat: a summary with the full report attached', () => {
     expect(JSON.stringify(out.edits[0]!.body)).toContain('grpo: 🟠 Struggling');
   });
 
+  it('a scheduled report is a card of its own in each channel, with no buttons', async () => {
+    const runId = app.store.runs.byName('grpo')!.id;
+    const report = { kind: 'milestone' as const, title: 'grpo reached epoch 0.5: 🟠 Struggling', lines: ['try: raise the temperature'] };
+    for (const target of [`discord:${discord.channelId}`, `slack:${slack.channelId}`]) {
+      app.store.outbox.add(runId, target, { run: 'grpo', items: [], report }, Date.now());
+    }
+    void app.dispatcher.kick();
+    const posted = await discord.waitFor(
+      () => discord.channelMessages().find((m) => m.embeds.some((e) => (e as { title?: string }).title === report.title)),
+      10_000,
+    );
+    expect(posted.components ?? []).toEqual([]);
+    const onSlack = await slack.waitFor(() => [...slack.messages.values()].find((m) => JSON.stringify(m.blocks).includes('reached epoch 0.5')), 10_000);
+    expect(JSON.stringify(onSlack.blocks)).toContain('try: raise the temperature');
+    expect(JSON.stringify(onSlack.blocks)).not.toContain('"actions"');
+  });
+
   it('Slack: the answer is the summary; the report is uploaded as a file', async () => {
     const uploads = slack.uploads.length;
     const r = await slack.slashCommand({ command: '/run', text: 'report grpo', userId: 'U0BO', waitForResponses: 1 });
