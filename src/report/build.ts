@@ -50,7 +50,8 @@ export interface MilestoneItem {
   value: number;
   /** a stop criterion (critical) rather than a checkpoint */
   stop: boolean;
-  state: 'met' | 'missed' | 'pending';
+  /** unlogged: the run logs no such metric (nothing to judge, and no stop criterion waits on it) */
+  state: 'met' | 'missed' | 'pending' | 'unlogged';
   /** the mean of the last `window` values at the first record at or past the epoch */
   actual: number | null;
   atEpoch: number | null;
@@ -198,9 +199,14 @@ function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Window, rule
   let lo = r.min;
   let hi = r.max;
   let baseline: number | undefined;
+  if (r.basis === 'absolute' && r.fallback) {
+    // a model that lives elsewhere from its start (verl GSM8K's entropy 0.03) is judged against itself
+    const early = earlyMedian(store, runId, r.metric);
+    const outside = early !== undefined && ((r.min !== undefined && early < r.min) || (r.max !== undefined && early > r.max));
+    if (outside) r = { ...r, basis: 'baseline', ...r.fallback, source: `ours: its early median lies outside ${r.source}` };
+  }
   if (r.basis === 'baseline') {
-    const early = finite(store.points.series(runId, r.metric).slice(0, BASELINE_RECORDS).map((p) => p.value));
-    baseline = early.length >= 5 ? median(early) : undefined;
+    baseline = earlyMedian(store, runId, r.metric);
     lo = baseline !== undefined && r.min !== undefined ? baseline * r.min : undefined;
     hi = baseline !== undefined && r.max !== undefined ? baseline * r.max : undefined;
   }
@@ -223,12 +229,18 @@ function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Window, rule
   };
 }
 
+function earlyMedian(store: Store, runId: number, metric: string): number | undefined {
+  const early = finite(store.points.series(runId, metric).slice(0, BASELINE_RECORDS).map((p) => p.value));
+  return early.length >= 5 ? median(early) : undefined;
+}
+
 /** A milestone as the engine judges it (evaluateMilestone): at the first record at or past the epoch. */
 function milestone(store: Store, runId: number, rule: MilestoneRule): MilestoneItem {
   const base = {
     rule: rule.id, epoch: rule.epoch, metric: rule.metric, op: rule.op, value: rule.value,
     stop: rule.severity === 'critical',
   };
+  if (!store.points.metricsOf(runId).includes(rule.metric)) return { ...base, state: 'unlogged', actual: null, atEpoch: null };
   const at = store.points.series(runId, 'epoch').find((p) => p.value >= rule.epoch - 1e-9);
   const recent = at ? store.points.upTo(runId, rule.metric, at.step, rule.window, true).map((p) => p.value) : [];
   if (!at || recent.length === 0) return { ...base, state: 'pending', actual: null, atEpoch: null };

@@ -94,7 +94,8 @@ export function reportMarkdown(r: RunReport): string {
 
   push('## Milestones', '', '| Epoch | Check | Actual | State |', '|---|---|---|---|');
   for (const m of r.milestones) {
-    const state = m.state === 'met' ? '✅ met' : m.state === 'missed' ? (m.stop ? '🛑 missed (stop)' : '🔴 missed') : '⏳ pending';
+    const state =
+      m.state === 'met' ? '✅ met' : m.state === 'missed' ? (m.stop ? '🛑 missed (stop)' : '🔴 missed') : m.state === 'pending' ? '⏳ pending' : '– not logged';
     const actual = m.actual === null ? '-' : `${f(m.actual)} at epoch ${f(m.atEpoch)}`;
     push(`| ${m.epoch} | ${m.metric} ${m.op} ${m.value}${m.stop ? ' (stop criterion)' : ''} | ${actual} | ${state} |`);
   }

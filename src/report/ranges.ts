@@ -16,6 +16,8 @@ export interface ExpectedRange {
   low?: string;
   high?: string;
   source: string;
+  /** factors of the early median used instead when the run's early median lies outside the absolute range */
+  fallback?: { min?: number; max?: number };
 }
 
 /** The GRPO preset's ranges, most important first (the order findings and actions are listed in). */
@@ -28,11 +30,11 @@ export const GRPO_RANGES: readonly ExpectedRange[] = [
   { metric: 'reward_cv', basis: 'absolute', max: 0.3, high: 'reward_cv', source: 'seed 001: healthy CV < 0.30' },
   {
     metric: 'entropy', basis: 'absolute', min: 0.1, max: 0.2, low: 'entropy_range', high: 'entropy_range',
-    source: 'seed 001: 0.10-0.20 for code generation',
+    source: 'seed 001: 0.10-0.20 for code generation', fallback: { min: 0.25, max: 4 },
   },
   {
     metric: 'grad_norm', basis: 'absolute', min: 0.01, max: 0.5, low: 'grad_norm_range', high: 'grad_norm_range',
-    source: 'seed 001: 0.01-0.5',
+    source: 'seed 001: 0.01-0.5', fallback: { min: 0.1, max: 10 },
   },
   {
     metric: 'clipped_ratio', basis: 'absolute', max: 0.1, high: 'truncation',
@@ -58,6 +60,7 @@ export function rangesFor(config: Pick<Config, 'alerts' | 'report'> | undefined)
       basis: 'absolute',
       min: o.min,
       max: o.max,
+      fallback: undefined,
       source: 'config report.ranges',
     };
     if (at >= 0) base[at] = own;

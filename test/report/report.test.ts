@@ -236,6 +236,19 @@ describe('run report on the real-log corpus', () => {
           expect(x.baseline).toBeCloseTo(median(early), 12);
         }
       }
+      // entropy and grad norm: seed 001's absolute range unless the run's own start lies outside it
+      for (const metric of ['entropy', 'grad_norm']) {
+        const x = r.ranges.find((y) => y.metric === metric);
+        const early = store.points.series(run.id, metric).slice(0, 20).map((p) => p.value).filter(Number.isFinite);
+        if (!x || early.length < 5) continue;
+        const inside = metric === 'entropy' ? [0.1, 0.2] : [0.01, 0.5];
+        const m = median(early);
+        expect(x.range.basis, `${name} ${metric}`).toBe(m >= inside[0]! && m <= inside[1]! ? 'absolute' : 'baseline');
+      }
+      // a milestone on a metric the run never logs waits for nothing
+      for (const m of r.milestones) {
+        if (!store.points.metricsOf(run.id).includes(m.metric)) expect(m.state).toBe('unlogged');
+      }
       expect(['healthy', 'watch', 'struggling', 'stop']).toContain(r.status.level);
       expect(r.status.decidedBy.length).toBeGreaterThan(0);
       store.close();
