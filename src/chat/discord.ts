@@ -320,7 +320,7 @@ export class DiscordBot {
     if (deferred) await i.deferReply();
     let reply: Reply;
     try {
-      reply = spec.run({ store: this.opts.store, user: `@${i.user.username}` }, args);
+      reply = spec.run({ store: this.opts.store, config: this.opts.config, user: `@${i.user.username}` }, args);
     } catch (err) {
       if (!(err instanceof UserError)) throw err;
       const content = cut(err.message, 2000);

@@ -299,7 +299,7 @@ export class SlackBot {
     }
     let reply: Reply;
     try {
-      reply = spec.run({ store, user: `<@${command.user_id}>` }, parseText(spec, rest, knownNames(store)));
+      reply = spec.run({ store, config: this.opts.config, user: `<@${command.user_id}>` }, parseText(spec, rest, knownNames(store)));
     } catch (err) {
       if (err instanceof UserError) return void (await ephemeral(err.message));
       throw err;

@@ -429,7 +429,7 @@ export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt:
     },
     status: statusOf(stop, firing, ranges, milestones, fmt),
     progress: progress(store, run),
-    config: { ...numbersAsText(store.events.meta(run.id)), ...store.events.config(run.id) },
+    config: { ...numbersAsText(store.events.meta(run.id)), ...store.events.config(run.id), ...loggedLr(store, run.id) },
     ranges,
     reward,
     findings,
@@ -450,4 +450,10 @@ function distinct(actions: readonly string[]): string[] {
   const key = (a: string): string => a.replace(/\s*\(.*\)\s*$/, '').trim();
   const seen = new Set<string>();
   return actions.filter((a) => !seen.has(key(a)) && seen.add(key(a)) !== undefined);
+}
+
+/** The learning rate the run logs now (seed 001: "currently running at ~3.55e-6 due to warmup"). */
+function loggedLr(store: Store, runId: number): Record<string, string> {
+  const lr = store.points.upTo(runId, 'lr', Number.MAX_SAFE_INTEGER, 1, true)[0];
+  return lr ? { 'lr (logged now)': `${lr.value.toExponential(2)} at step ${lr.step}` } : {};
 }

@@ -103,6 +103,7 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     expect(r.stop.why[0]).toMatch(/judged at epoch 1/);
     expect(r.milestones.every((m) => m.state === 'pending')).toBe(true);
     expect(r.findings[0]!.id).toBe('mode_collapse');
+    expect(r.config['lr (logged now)']).toBe(`${lines[5]!.lr!.toExponential(2)} at step 33`); // seed: ~3.55e-6
 
     // the seed's actions, in its order: temperature and generations first, then learning rate and completion length
     const at = (re: RegExp) => r.actions.findIndex((a) => re.test(a));
