@@ -19,7 +19,7 @@ export function parseSince(text: string | undefined): { step: number } | { epoch
 export function reportOf(ctx: CommandContext, args: { run?: string; since?: string }, now = Date.now()): RunReport {
   const run = resolveRun(ctx.store, args.run);
   const config = ctx.config ?? ConfigSchema.parse({});
-  return buildReport(
+  const report = buildReport(
     ctx.store,
     run,
     {
@@ -31,6 +31,10 @@ export function reportOf(ctx: CommandContext, args: { run?: string; since?: stri
     },
     formatValue,
   );
+  if (report.window.records === 0) {
+    throw new UserError(`${run.name} has no records ${args.since ? `from ${args.since} on` : 'yet'}`);
+  }
+  return report;
 }
 
 /** `run report [run] [since]`: the summary as the reply, the full Markdown report as its attachment. */

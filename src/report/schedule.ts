@@ -78,7 +78,7 @@ export class ReportSchedule {
     if (this.since > due) return 0; // started after today's digest time: marked, the next one is tomorrow's
     const byTarget = new Map<string, string[]>();
     for (const run of this.store.runs.list()) {
-      if (this.muted(run.name, 'digest')) continue;
+      if (run.last_step === null || this.muted(run.name, 'digest')) continue;
       const line = this.digestLine(run, now);
       for (const t of this.route(run.name)) byTarget.set(t, [...(byTarget.get(t) ?? []), line]);
     }

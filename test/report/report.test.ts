@@ -179,6 +179,24 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     expect(row(r, 'entropy')!.below).toBe(ent.filter((l) => l.entropy! < 0.05).length);
     expect(row(r, 'entropy')!.range.source).toBe('config report.ranges');
     expect(() => reportOf({ store }, { run: 'grpo-demo', since: 'soon' })).toThrow(/--since takes a step/);
+    expect(() => reportOf({ store }, { run: 'grpo-demo', since: '9.5' })).toThrow('grpo-demo has no records from 9.5 on');
+    store.close();
+  });
+});
+
+describe('run report: untrusted text stays inert', () => {
+  it('a generation that closes the code fence or pings stays inside its block', async () => {
+    const root = tempDir();
+    mkdirSync(join(root, 'r', 'reward_logs'), { recursive: true });
+    writeFileSync(join(root, 'r', 'learning.log'), `${leadIn().slice(0, 5).join('\n')}\n`);
+    const evil = 'ok\n```\n# @everyone <@123> **bold**';
+    writeFileSync(join(root, 'r', 'reward_logs', 'completions.jsonl'), `${JSON.stringify({ reward: 0.9, completion: evil })}\n`);
+    const store = await ingest([root]);
+    const md = runReport({ store }, { run: 'r' }).attachment!.content;
+    const block = md.slice(md.indexOf('**Best**'), md.indexOf('**Worst**'));
+    expect(block.split('\n').filter((l) => l === '```')).toHaveLength(2); // one block: opened and closed once
+    expect(md).not.toContain('@everyone');
+    expect(md).toContain('@\u200beveryone');
     store.close();
   });
 });
