@@ -44,7 +44,7 @@ export function runReport(ctx: CommandContext, args: { run?: string; since?: str
     title: `${report.run}: ${LEVEL_LABEL[report.status.level]}`,
     fields: report.ranges.map((r) => ({
       name: r.metric,
-      value: `${MARK[r.mark]} ${r.min === null ? '-' : formatValue(r.min)} - ${r.max === null ? '-' : formatValue(r.max)} (expected ${expected(r)})`,
+      value: `${MARK[r.mark]} ${show(r.min)} - ${show(r.max)} (expected ${expected(r)})`,
     })),
     lines: summaryLines(report),
     data: report,
@@ -52,4 +52,5 @@ export function runReport(ctx: CommandContext, args: { run?: string; since?: str
   };
 }
 
+const show = (v: number | null): string => (v === null ? '-' : formatValue(v));
 const safeName = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'run';

@@ -7,8 +7,11 @@ import { compare, type MilestoneRule, type Rule } from '../engine/rules.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
+import { rangeRow } from './judge.ts';
 import { type ExpectedRange } from './ranges.ts';
-import { direction, finite, mean, median } from './stats.ts';
+import { direction, finite, mean } from './stats.ts';
+import { statusOf, stopVerdict } from './verdict.ts';
+import { valuesIn, windowOf, type Window } from './window.ts';
 
 export type Mark = 'ok' | 'warn' | 'bad' | 'none';
 export type Level = 'healthy' | 'watch' | 'struggling' | 'stop';
@@ -108,131 +111,8 @@ export interface ReportOptions {
   now: number;
 }
 
-/** How many records of the run's start make the baseline of a `baseline` range. */
-const BASELINE_RECORDS = 20;
 const ACTIONS_SHOWN = 8;
 const GENERATIONS_SHOWN = 2;
-
-interface Window {
-  steps: number[];
-  from: number;
-  to: number;
-  /** generations logged without a step are filed after the last one: a window to the end takes them in */
-  examplesTo: number;
-}
-
-function windowOf(store: Store, run: RunRow, opts: ReportOptions): Window {
-  const all = store.points.steps(run.id);
-  let steps: number[];
-  if (opts.since && 'step' in opts.since) {
-    const from = opts.since.step;
-    steps = all.filter((s) => s >= from);
-  } else if (opts.since) {
-    const e = opts.since.epoch;
-    const first = store.points.series(run.id, 'epoch').find((p) => p.value >= e - 1e-9);
-    steps = first ? all.filter((s) => s >= first.step) : [];
-  } else steps = all.slice(-opts.window);
-  const to = steps[steps.length - 1] ?? -1;
-  return { steps, from: steps[0] ?? 0, to, examplesTo: to === all[all.length - 1] ? Number.MAX_SAFE_INTEGER : to };
-}
-
-/** The values of a metric over the window, by step (reward_cv derived per record). */
-function valuesIn(store: Store, runId: number, metric: string, w: Window): number[] {
-  const inW = (m: string) => store.points.series(runId, m).filter((p) => p.step >= w.from && p.step <= w.to);
-  if (metric !== 'reward_cv') return inW(metric).map((p) => p.value);
-  const std = new Map(inW('reward_std').map((p) => [p.step, p.value]));
-  return inW('reward').flatMap((p) => {
-    const s = std.get(p.step);
-    return s === undefined || !(Math.abs(p.value) > 1e-9) ? [] : [s / Math.abs(p.value)];
-  });
-}
-
-/** The expected floor at each epoch: 0 at epoch 0, through each milestone `metric > value` at its epoch. */
-function floorLine(rules: readonly Rule[], metric: string): Array<[number, number]> {
-  const marks = rules
-    .filter((r): r is MilestoneRule => r.kind === 'milestone' && r.severity !== 'critical' && r.metric === metric)
-    .filter((r) => r.op === '>' || r.op === '>=')
-    .map((r): [number, number] => [r.epoch, r.value])
-    .sort((a, b) => a[0] - b[0]);
-  return marks.length === 0 ? [] : [[0, 0], ...marks];
-}
-
-function floorAt(line: ReadonlyArray<[number, number]>, epoch: number): number {
-  for (let i = 1; i < line.length; i++) {
-    const [e1, v1] = line[i] as [number, number];
-    const [e0, v0] = line[i - 1] as [number, number];
-    if (epoch <= e1) return v0 + ((v1 - v0) * (epoch - e0)) / (e1 - e0);
-  }
-  return (line[line.length - 1] as [number, number])[1];
-}
-
-/** A `milestones` range: each record against the floor at its epoch. */
-function trajectoryRow(store: Store, runId: number, r: ExpectedRange, w: Window, line: Array<[number, number]>): RangeRow {
-  const epochs = new Map(store.points.series(runId, 'epoch').map((p) => [p.step, p.value]));
-  const pts = store.points
-    .series(runId, r.metric)
-    .filter((p) => p.step >= w.from && p.step <= w.to && Number.isFinite(p.value) && epochs.has(p.step));
-  const v = pts.map((p) => p.value);
-  const below = pts.filter((p) => p.value < floorAt(line, epochs.get(p.step) as number)).length;
-  const mark: Mark = v.length === 0 ? 'none' : below === 0 ? 'ok' : below * 2 < v.length ? 'warn' : 'bad';
-  return {
-    metric: r.metric,
-    n: v.length,
-    min: v.length ? Math.min(...v) : null,
-    max: v.length ? Math.max(...v) : null,
-    median: v.length ? median(v) : null,
-    range: r,
-    below,
-    above: 0,
-    mark,
-  };
-}
-
-function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Window, rules: readonly Rule[]): RangeRow {
-  if (r.basis === 'milestones') {
-    const line = floorLine(rules, r.metric);
-    const hasEpochs = store.points.series(runId, 'epoch').length > 0;
-    if (line.length > 0 && hasEpochs) return trajectoryRow(store, runId, r, w, line);
-    r = { ...r, basis: 'baseline', max: undefined, source: 'ours: at least its early median (no epochs to judge by)' };
-  }
-  const v = finite(valuesIn(store, runId, r.metric, w));
-  let lo = r.min;
-  let hi = r.max;
-  let baseline: number | undefined;
-  if (r.basis === 'absolute' && r.fallback) {
-    // a model that lives elsewhere from its start (verl GSM8K's entropy 0.03) is judged against itself
-    const early = earlyMedian(store, runId, r.metric);
-    const outside = early !== undefined && ((r.min !== undefined && early < r.min) || (r.max !== undefined && early > r.max));
-    if (outside) r = { ...r, basis: 'baseline', ...r.fallback, source: `ours: its early median lies outside ${r.source}` };
-  }
-  if (r.basis === 'baseline') {
-    baseline = earlyMedian(store, runId, r.metric);
-    lo = baseline !== undefined && r.min !== undefined ? baseline * r.min : undefined;
-    hi = baseline !== undefined && r.max !== undefined ? baseline * r.max : undefined;
-  }
-  const below = lo === undefined ? 0 : v.filter((x) => x < lo).length;
-  const above = hi === undefined ? 0 : v.filter((x) => x > hi).length;
-  const judged = v.length > 0 && (r.basis === 'absolute' || baseline !== undefined);
-  const out = below + above;
-  const mark: Mark = !judged ? 'none' : out === 0 ? 'ok' : out * 2 < v.length ? 'warn' : 'bad';
-  return {
-    metric: r.metric,
-    n: v.length,
-    min: v.length ? Math.min(...v) : null,
-    max: v.length ? Math.max(...v) : null,
-    median: v.length ? median(v) : null,
-    range: r,
-    ...(baseline === undefined ? {} : { baseline }),
-    below,
-    above,
-    mark,
-  };
-}
-
-function earlyMedian(store: Store, runId: number, metric: string): number | undefined {
-  const early = finite(store.points.series(runId, metric).slice(0, BASELINE_RECORDS).map((p) => p.value));
-  return early.length >= 5 ? median(early) : undefined;
-}
 
 /** A milestone as the engine judges it (evaluateMilestone): at the first record at or past the epoch. */
 function milestone(store: Store, runId: number, rule: MilestoneRule): MilestoneItem {
@@ -280,6 +160,9 @@ function rangeFinding(r: RangeRow, fmt: (v: number) => string): Finding | null {
   };
 }
 
+/** best - mean, with the rounding of a mean of equal values (1e-17) read as no loss */
+const gapOf = (best: number, m: number): number => (best - m < 1e-12 ? 0 : best - m);
+
 /** Reward components: logged `rewards/<fn>` series, else the breakdowns of the kept generations. */
 function components(store: Store, runId: number, w: Window): ComponentRow[] {
   // `rewards/<fn>` is a component's mean (TRL's rewards/<fn>/mean maps onto it); /std, /min, /max are not parts
@@ -290,7 +173,7 @@ function components(store: Store, runId: number, w: Window): ComponentRow[] {
     if (v.length === 0) continue;
     const m = mean(v);
     const best = Math.max(...v);
-    rows.push({ name, mean: m, best, gap: best - m, source: 'metric' });
+    rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'metric' });
   }
   const byKey = new Map<string, number[]>();
   const kept = store.examples.between(runId, w.from, w.examplesTo);
@@ -303,7 +186,7 @@ function components(store: Store, runId: number, w: Window): ComponentRow[] {
     if (v.some((x) => Math.abs(x) > Math.abs(top) + 1e-9)) continue;
     const m = mean(v);
     const best = Math.max(...v);
-    rows.push({ name, mean: m, best, gap: best - m, source: 'generations' });
+    rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'generations' });
   }
   return rows.sort((a, b) => b.gap - a.gap);
 }
@@ -323,58 +206,6 @@ function progress(store: Store, run: RunRow): RunReport['progress'] {
   return { step: run.last_step, epoch, totalSteps, elapsedMs, etaMs };
 }
 
-/** Stop criteria (seed 001): judged at epoch 1.0; before, green lights and red flags say how it goes. */
-function stopVerdict(
-  milestones: readonly MilestoneItem[],
-  firing: readonly AlertRow[],
-  trend: RunReport['reward'],
-  frac: ReturnType<typeof direction>,
-  fmt: (v: number) => string,
-): RunReport['stop'] {
-  const why: string[] = [];
-  const missed = milestones.filter((m) => m.stop && m.state === 'missed');
-  const dead = firing.filter((a) => a.rule === 'no_learning' || a.rule === 'non_finite');
-  for (const m of missed) why.push(`${m.rule}: ${m.metric} ${fmt(m.actual ?? NaN)} at epoch ${fmt(m.atEpoch ?? NaN)}, expected ${m.op} ${m.value}`);
-  for (const a of dead) why.push(`${a.rule} firing: ${a.summary}`);
-  if (why.length > 0) return { verdict: 'stop', why };
-  const stops = milestones.filter((m) => m.stop);
-  const pending = stops.filter((m) => m.state === 'pending');
-  if (pending.length > 0) why.push(`the stop criteria are judged at epoch ${pending.map((m) => m.epoch).filter((e, i, a) => a.indexOf(e) === i).join(', ')}`);
-  else if (stops.length > 0) why.push('the stop criteria at epoch 1.0 are met');
-  if (trend?.trend === 'up') why.push(`green light: reward trending up (${fmt(trend.first)} -> ${fmt(trend.last)})`);
-  if (trend?.trend === 'down' || trend?.trend === 'flat') why.push(`red flag: reward ${trend.trend === 'down' ? 'falling' : 'flat'} (${fmt(trend.first)} -> ${fmt(trend.last)})`);
-  if (frac?.way === 'down') why.push(`green light: frac_zero_std decreasing (${fmt(frac.first)} -> ${fmt(frac.second)})`);
-  if (frac?.way === 'up') why.push(`red flag: frac_zero_std rising (${fmt(frac.first)} -> ${fmt(frac.second)})`);
-  return { verdict: 'continue', why };
-}
-
-function statusOf(
-  stop: RunReport['stop'],
-  firing: readonly AlertRow[],
-  ranges: readonly RangeRow[],
-  milestones: readonly MilestoneItem[],
-  fmt: (v: number) => string,
-): RunReport['status'] {
-  if (stop.verdict === 'stop') return { level: 'stop', decidedBy: `stop criterion: ${stop.why[0]}` };
-  const outside = (r: RangeRow): string =>
-    `${r.metric}: ${r.below + r.above} of ${r.n} records outside ${r.range.source}`;
-  const critical = firing.find((a) => a.severity === 'critical');
-  if (critical) return { level: 'struggling', decidedBy: `${critical.rule} firing (#${critical.id}): ${critical.summary}` };
-  const bad = ranges.find((r) => r.mark === 'bad');
-  if (bad) return { level: 'struggling', decidedBy: outside(bad) };
-  const missed = milestones.find((m) => m.state === 'missed');
-  if (missed) {
-    return {
-      level: 'struggling',
-      decidedBy: `${missed.rule} missed: ${missed.metric} ${fmt(missed.actual ?? NaN)}, expected ${missed.op} ${missed.value}`,
-    };
-  }
-  const warning = firing.find((a) => a.severity === 'warning');
-  if (warning) return { level: 'watch', decidedBy: `${warning.rule} firing (#${warning.id}): ${warning.summary}` };
-  const warn = ranges.find((r) => r.mark === 'warn');
-  if (warn) return { level: 'watch', decidedBy: outside(warn) };
-  return { level: 'healthy', decidedBy: 'no alert firing, every judged metric in its expected range, no milestone missed' };
-}
 
 export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt: (v: number) => string): RunReport {
   const w = windowOf(store, run, opts);

@@ -18,7 +18,9 @@ const betterOf = (metric: string): 'higher' | 'lower' | undefined =>
   BETTER[metric] ?? (/^rewards\/[^/]+$/.test(metric) ? 'higher' : undefined);
 
 /** The metrics compared when none is named: those that say most about a GRPO run. */
-export const COMPARED = ['reward', 'frac_zero_std', 'entropy', 'grad_norm', 'kl', 'completion_length', 'clipped_ratio', 'pass_at_1'];
+export const COMPARED = [
+  'reward', 'frac_zero_std', 'entropy', 'grad_norm', 'kl', 'completion_length', 'clipped_ratio', 'pass_at_1',
+];
 /** How many of the last values at the common point are averaged (one record is noise). */
 const TAIL = 10;
 

@@ -10,6 +10,8 @@ export const LEVEL_LABEL: Record<Level, string> = {
   stop: '🔴 Stop',
 };
 export const MARK: Record<Mark, string> = { ok: '✅', warn: '⚠️', bad: '🔴', none: '–' };
+const SEVERITY_MARK = { critical: '🔴', warning: '⚠️', info: 'ℹ️' } as const;
+const MILESTONE_STATE = { met: '✅ met', missed: '🔴 missed', pending: '⏳ pending', unlogged: '– not logged' } as const;
 
 const f = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? '-' : formatValue(v));
 
@@ -50,7 +52,7 @@ export function summaryLines(r: RunReport): string[] {
   return [
     `${LEVEL_LABEL[r.status.level]} (${r.status.decidedBy})`,
     progressLine(r),
-    ...r.findings.slice(0, 3).map((x) => `${x.severity === 'critical' ? '🔴' : x.severity === 'warning' ? '⚠️' : 'ℹ️'} ${x.title}`),
+    ...r.findings.slice(0, 3).map((x) => `${SEVERITY_MARK[x.severity]} ${x.title}`),
     ...r.actions.slice(0, 3).map((a) => `try: ${a}`),
     `verdict: ${r.stop.verdict}${r.stop.why[0] ? ` (${r.stop.why[0]})` : ''}`,
   ];
@@ -74,9 +76,12 @@ export function reportMarkdown(r: RunReport): string {
   push('## Metric ranges', '', '| Metric | Range | Median | Expected | Outside | Assessment |', '|---|---|---|---|---|---|');
   for (const row of r.ranges) {
     const outside = row.mark === 'none' ? '-' : `${row.below + row.above}/${row.n}`;
-    push(`| ${row.metric} | ${f(row.min)} - ${f(row.max)} | ${f(row.median)} | ${expected(row)} | ${outside} | ${MARK[row.mark]} |`);
+    const cells = [row.metric, `${f(row.min)} - ${f(row.max)}`, f(row.median), expected(row), outside, MARK[row.mark]];
+    push(`| ${cells.join(' | ')} |`);
   }
-  if (r.reward) push('', `Reward over the window: ${f(r.reward.first)} -> ${f(r.reward.last)} (first half vs second half: ${r.reward.trend})`);
+  if (r.reward) {
+    push('', `Reward over the window: ${f(r.reward.first)} -> ${f(r.reward.last)} (halves compared: ${r.reward.trend})`);
+  }
   push('');
 
   push('## Issues found', '');
@@ -94,15 +99,15 @@ export function reportMarkdown(r: RunReport): string {
 
   push('## Milestones', '', '| Epoch | Check | Actual | State |', '|---|---|---|---|');
   for (const m of r.milestones) {
-    const state =
-      m.state === 'met' ? '✅ met' : m.state === 'missed' ? (m.stop ? '🛑 missed (stop)' : '🔴 missed') : m.state === 'pending' ? '⏳ pending' : '– not logged';
+    const state = m.state === 'missed' && m.stop ? '🛑 missed (stop)' : MILESTONE_STATE[m.state];
     const actual = m.actual === null ? '-' : `${f(m.actual)} at epoch ${f(m.atEpoch)}`;
     push(`| ${m.epoch} | ${m.metric} ${m.op} ${m.value}${m.stop ? ' (stop criterion)' : ''} | ${actual} | ${state} |`);
   }
   push('');
 
   if (r.components.length > 0) {
-    push('## Reward components (where the reward is lost)', '', '| Component | Mean | Best seen | Lost | From |', '|---|---|---|---|---|');
+    push('## Reward components (where the reward is lost)', '');
+    push('| Component | Mean | Best seen | Lost | From |', '|---|---|---|---|---|');
     for (const c of r.components) push(`| ${inert(c.name)} | ${f(c.mean)} | ${f(c.best)} | ${f(c.gap)} | ${c.source} |`);
     push('');
   }
@@ -111,7 +116,8 @@ export function reportMarkdown(r: RunReport): string {
     push('## Best and worst generations', '');
     const show = (label: string, g: RunReport['best'][number]) => {
       const parts = Object.entries(g.breakdown).map(([k, v]) => `${inert(k)} ${f(v)}`).join(', ');
-      push(`**${label}**, step ${g.step}, reward ${f(g.reward)}${parts ? ` (${parts})` : ''}`, '', '```', fence(g.completion), '```', '');
+      push(`**${label}**, step ${g.step}, reward ${f(g.reward)}${parts ? ` (${parts})` : ''}`, '');
+      push('```', fence(g.completion), '```', '');
     };
     for (const g of r.best) show('Best', g);
     for (const g of r.worst) show('Worst', g);

@@ -71,8 +71,10 @@ export function rangesFor(config: Pick<Config, 'alerts' | 'report'> | undefined)
 
 /** `0.01-0.5`, `< 0.1`, `> 0.2`, with `x` for a baseline: `0.5x-3x early median (120)`. */
 export function describeRange(r: ExpectedRange, baseline?: number): string {
-  if (r.basis === 'milestones') return baseline === undefined ? 'on track for the milestones' : `>= ${+baseline.toPrecision(3)} (early median)`;
+  const base = baseline === undefined ? '' : ` (${+baseline.toPrecision(3)})`;
+  if (r.basis === 'milestones') return baseline === undefined ? 'on track for the milestones' : `>= early median${base}`;
   const f = (v: number): string => (r.basis === 'baseline' ? `${v}x` : String(v));
-  const span = r.min !== undefined && r.max !== undefined ? `${f(r.min)}-${f(r.max)}` : r.max !== undefined ? `< ${f(r.max)}` : `> ${f(r.min ?? 0)}`;
-  return r.basis === 'baseline' ? `${span} early median${baseline === undefined ? '' : ` (${+baseline.toPrecision(3)})`}` : span;
+  const span =
+    r.min !== undefined && r.max !== undefined ? `${f(r.min)}-${f(r.max)}` : r.max !== undefined ? `< ${f(r.max)}` : `> ${f(r.min ?? 0)}`;
+  return r.basis === 'baseline' ? `${span} early median${base}` : span;
 }

@@ -96,8 +96,8 @@ export class ReportSchedule {
     };
     const today = rewardAt(run.last_step);
     const yesterday = rewardAt(this.marks.stepAt(run.id, now - DAY));
-    const reward =
-      today === null ? '' : ` · reward ${formatValue(today)}${yesterday === null ? '' : ` (yesterday ${formatValue(yesterday)})`}`;
+    const before = yesterday === null ? '' : ` (yesterday ${formatValue(yesterday)})`;
+    const reward = today === null ? '' : ` · reward ${formatValue(today)}${before}`;
     const alerts = firing.length === 0 ? 'no alert firing' : `firing: ${firing.join(', ')}`;
     return `${run.name}: ${LEVEL_LABEL[report.status.level]} · step ${run.last_step ?? '-'} · ${alerts}${reward}`;
   }

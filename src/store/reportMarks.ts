@@ -6,7 +6,8 @@ export class ReportMarks {
 
   /** Records the mark; false when it was there already. */
   mark(runId: number, mark: string, at: number): boolean {
-    return this.db.prepare('INSERT OR IGNORE INTO report_marks (run_id, mark, at) VALUES (?, ?, ?)').run(runId, mark, at).changes > 0;
+    const insert = this.db.prepare('INSERT OR IGNORE INTO report_marks (run_id, mark, at) VALUES (?, ?, ?)');
+    return insert.run(runId, mark, at).changes > 0;
   }
 
   /** The last step the run had logged by `at` (rlwatch's clock when the step arrived), for "since yesterday". */
