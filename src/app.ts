@@ -2,6 +2,7 @@ import type { Config } from './config/schema.ts';
 import { parseDuration } from './engine/duration.ts';
 import { unreadSummary } from './commands/files.ts';
 import { Engine } from './engine/engine.ts';
+import { ReportSchedule } from './report/schedule.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
 import { LiveIngest } from './ingest/watcher.ts';
@@ -61,20 +62,28 @@ export function ingestEvents(log: Log, onBatch: (r: BatchResult) => void = () =>
   };
 }
 
-/** The engine, routing every alert to the terminal (if any) and to what each platform routes it to. */
+/** The outbox targets of an alert of a run and severity: the terminal (if any) and what each platform routes it
+ * to (scheduled reports go where warnings go). */
+export function alertRoute(opts: {
+  terminal: boolean;
+  platforms?: ReadonlyArray<Pick<PlatformInstance, 'route'>>;
+}): (run: string, severity: string) => string[] {
+  return (run, severity) => [
+    ...(opts.terminal ? ['console'] : []),
+    ...(opts.platforms ?? []).flatMap((p) => p.route(run, severity)),
+  ];
+}
+
+/** The engine, routing every alert as `alertRoute` does. */
 export function makeEngine(
   store: Store,
   config: Config,
   opts: { terminal: boolean; platforms?: ReadonlyArray<Pick<PlatformInstance, 'route'>>; now?: () => number },
 ): Engine {
-  const route = (run: string, severity: string): string[] => [
-    ...(opts.terminal ? ['console'] : []),
-    ...(opts.platforms ?? []).flatMap((p) => p.route(run, severity)),
-  ];
   return new Engine(store, ruleBookFor(config), {
     repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
     targets: [],
-    route,
+    route: alertRoute(opts),
     now: opts.now,
   });
 }
@@ -128,6 +137,8 @@ export async function startApp(opts: {
   const running = [...platforms.values()];
   const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)];
   const engine = makeEngine(store, config, { terminal: term !== null, platforms: running });
+  const toWarnings = alertRoute({ terminal: term !== null, platforms: running });
+  const reports = new ReportSchedule(store, config, (run) => toWarnings(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
   wake = (prefix) => dispatcher.wake(prefix);
   // The platforms connect in the background: ingest and the terminal never wait on one. The outbox of a
@@ -168,6 +179,7 @@ export async function startApp(opts: {
     retryWhileBusy(
       () => {
         engine.tick();
+        reports.tick();
         void dispatcher.kick();
       },
       (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),

@@ -2,7 +2,7 @@ import './zodJitless.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { config as loadDotenv } from 'dotenv';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backfillPipeline, platformsFromEnv, startApp } from './app.ts';
@@ -199,6 +199,7 @@ function addShared(parent: Command, spec: CommandSpec): void {
     cmd.option(o.type === 'boolean' ? `--${flag}` : `--${flag} <${o.name}>`, o.description);
   }
   if (spec.access === 'write') cmd.option('--by <name>', 'who (default: $USER)');
+  if (spec.attaches) cmd.option('--markdown <file>', 'also write the full report (Markdown) to this file');
   cmd.option('--json', 'print JSON');
   cmd.action(async (...params: unknown[]) => {
     const self = params[params.length - 1] as Command;
@@ -209,14 +210,27 @@ function addShared(parent: Command, spec: CommandSpec): void {
       const v = opts[o.flag ?? o.name];
       if (v !== undefined) args[o.name] = v;
     }
-    const store = Store.openForReading(setup(self).dbPath);
+    const { config, dbPath } = setup(self);
+    const store = Store.openForReading(dbPath);
     try {
       // the CLI is its own rights check (whoever can open the database) and shows its own errors (main)
       const answer = await interact(
         { words: [...spec.path, ...words], args },
-        { store, log: silentLog, user: String(opts.by ?? user()), mayWrite: () => true, rightsHint: '', prefix: 'rlwatch ', local: true },
+        {
+          store,
+          config,
+          log: silentLog,
+          user: String(opts.by ?? user()),
+          mayWrite: () => true,
+          rightsHint: '',
+          prefix: 'rlwatch ',
+          local: true,
+        },
       );
       if (!answer.ok) throw answer.error ?? new UserError(answer.message);
+      if (typeof opts.markdown === 'string' && answer.reply.attachment) {
+        writeFileSync(opts.markdown, answer.reply.attachment.content);
+      }
       print(answer.reply, opts.json === true);
     } finally {
       store.close();

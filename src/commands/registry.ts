@@ -8,6 +8,8 @@ import type { CommandContext, Reply } from './reply.ts';
 import { rewardHistory } from './rewardHistory.ts';
 import { runList } from './runList.ts';
 import { DEFAULT_LINES, MAX_LINES, runLogs } from './runLogs.ts';
+import { runCompare } from './runCompare.ts';
+import { runReport } from './runReport.ts';
 import { runStatus } from './runStatus.ts';
 
 export type ArgValue = string | number | boolean | undefined;
@@ -54,6 +56,8 @@ export interface CommandSpec {
   access: 'read' | 'write';
   /** may take more than a moment (reads a whole series, renders a chart): chat front ends answer first */
   slow?: boolean;
+  /** the reply carries a file (Reply.attachment): the CLI writes it with `--markdown FILE` */
+  attaches?: boolean;
   run(caller: Caller, args: Args): Reply;
 }
 
@@ -61,6 +65,7 @@ const str = (a: Args, k: string): string | undefined => (a[k] === undefined ? un
 const num = (a: Args, k: string): number | undefined => (a[k] === undefined ? undefined : Number(a[k]));
 const isDuration = (w: string): boolean => parseDuration(w) !== undefined;
 const SEVERITIES = ['info', 'warning', 'critical'] as const;
+const isSince = (w: string): boolean => /^\d*\.?\d+$/.test(w);
 
 /** A known run, or a word that is nothing else (so that a typo gets "unknown run", not "did not understand"). */
 const looksLikeRun = (w: string, k: Known): boolean => k.runs.includes(w) || (!k.metrics.includes(w) && !/^\d+$/.test(w));
@@ -98,6 +103,30 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'read',
     run: (c, a) => runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines') }),
+  },
+  {
+    path: ['run', 'report'],
+    description: 'status, ranges against expected, issues, actions, milestones, stop verdict (seed 001)',
+    options: [
+      { ...runOption, accepts: (w, k) => !isSince(w) && looksLikeRun(w, k) },
+      { name: 'since', description: 'window start: a step (120) or an epoch (0.5); default the last records', type: 'string', accepts: isSince },
+    ],
+    access: 'read',
+    slow: true,
+    attaches: true,
+    run: (c, a) => runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
+  },
+  {
+    path: ['run', 'compare'],
+    description: 'two runs aligned by epoch (else step): which is ahead on each metric, a chart of both',
+    options: [
+      { ...runOption, name: 'a', description: 'the first run', required: true },
+      { ...runOption, name: 'b', description: 'the second run', required: true },
+      { name: 'metric', description: 'one metric (default: reward, entropy, frac_zero_std, ...)', type: 'string', autocomplete: 'metric' },
+    ],
+    access: 'read',
+    slow: true,
+    run: (c, a) => runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
   },
   {
     path: ['reward', 'history'],

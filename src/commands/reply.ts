@@ -1,4 +1,5 @@
 import { UserError } from '../errors.ts';
+import type { Config } from '../config/schema.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 
@@ -15,6 +16,8 @@ export interface Reply {
   chart?: ChartSpec;
   /** the machine-readable answer: what `--json` prints */
   data: unknown;
+  /** a file sent with the reply (the full run report as Markdown); the CLI writes it with --markdown FILE */
+  attachment?: { name: string; content: string };
 }
 
 export interface ChartSpec {
@@ -23,12 +26,18 @@ export interface ChartSpec {
   points: Array<{ step: number; value: number }>;
   /** a step to mark (an alert's firing step) */
   markStep?: number;
+  /** a second run's series over the same axis (run compare) */
+  second?: { points: Array<{ step: number; value: number }> };
+  /** the x axis title when it is not `step` */
+  xTitle?: string;
 }
 
 export interface CommandContext {
   store: Store;
   /** the reader is on this machine (the CLI): server paths may be shown; a channel never gets them */
   local?: boolean;
+  /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
+  config?: Config;
 }
 
 /** The named run; with no name, the only run there is. */

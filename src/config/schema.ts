@@ -48,6 +48,24 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** `run report` (issue 12): expected ranges replacing or adding to the preset's (src/report/ranges.ts) */
+    report: z
+      .object({
+        ranges: z
+          .record(z.string().min(1), z.object({ min: z.number().optional(), max: z.number().optional() }).strict())
+          .default({}),
+        /** records in the report's window when no --since is given */
+        window: z.number().int().min(2).default(50),
+        /** a report is posted when a watched run reaches each of these epochs (`[]`: none) */
+        milestones: z.array(z.number().positive()).default([0.5, 1]),
+        /** the daily digest per channel at this UTC time (HH:MM), or `off` */
+        digest: z
+          .string()
+          .regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, { message: 'expected HH:MM (UTC) or off' })
+          .default('09:00'),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 

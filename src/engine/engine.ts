@@ -12,6 +12,7 @@ import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from 
 import { evaluateFinished } from './finished.ts';
 import { evaluateNonFinite } from './nonFinite.ts';
 import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
+import { knowledgeOf } from './presets/knowledge.ts';
 import { evaluateRelative } from './relative.ts';
 import { evaluateSaturation } from './saturation.ts';
 import { evaluateStall } from './stall.ts';
@@ -215,7 +216,9 @@ export class Engine {
     });
     const half = Math.ceil(kept.length / 2);
     const details = JSON.parse(a.details) as { evidence?: NotificationItem['evidence']; finished?: FinishedSummary };
+    const hint = kind === 'resolved' ? undefined : knowledgeOf(a.rule)?.hint;
     return {
+      ...(hint ? { hint } : {}),
       ...(details.evidence ? { evidence: details.evidence } : {}),
       ...(details.finished ? { finished: details.finished } : {}),
       alertId: a.id,

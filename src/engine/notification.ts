@@ -2,6 +2,16 @@
 export interface Notification {
   run: string;
   items: NotificationItem[];
+  /** a report nobody asked for (a milestone epoch reached, the daily digest): then `items` is empty */
+  report?: ScheduledReport;
+}
+
+/** What a scheduled report says (src/report/schedule.ts), rendered as is by every notifier. */
+export interface ScheduledReport {
+  kind: 'milestone' | 'digest';
+  title: string;
+  /** status, findings, actions (milestone); one line per run (digest): untrusted names inside */
+  lines: string[];
 }
 
 export interface ExampleSnippet {
@@ -27,6 +37,8 @@ export interface NotificationItem {
   evidence?: { title: string; lines: string[] };
   /** run_finished: the run's summary */
   finished?: FinishedSummary;
+  /** what to try, in one line, from the knowledge base (src/engine/presets/knowledge.ts) */
+  hint?: string;
 }
 
 /** What a finished run's card says. */

@@ -109,6 +109,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
       ...(item.epoch === null ? [] : [{ name: 'Epoch', value: formatValue(item.epoch) }]),
       { name: 'Alert', value: `#${item.alertId}` },
       ...(item.finished ? finishedFields(item.finished) : []),
+      ...(item.hint && !resolved ? [{ name: 'Try', value: item.hint }] : []),
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
     ackedBy: alert?.acked_by ?? null,

@@ -1,5 +1,6 @@
-import type { Notification } from '../engine/notification.ts';
+import type { Notification, ScheduledReport } from '../engine/notification.ts';
 import type { ChatMessageRow } from '../store/chatMessages.ts';
+import { reportCard } from '../report/card.ts';
 import type { Store } from '../store/store.ts';
 import { alertCards, type AlertCard } from './cards.ts';
 
@@ -26,6 +27,7 @@ export function cardsOf(store: Store, message: ChatMessageRow): AlertCard[] {
  * `key`, so a retry of the row after a failure never posts a part twice.
  */
 export async function deliverCards(store: Store, target: string, n: Notification, key: string, channel: CardChannel): Promise<void> {
+  if (n.report) return deliverReport(store, target, n, n.report, key, channel);
   const edits = new Map<string, ChatMessageRow>();
   const fresh: Notification['items'] = [];
   for (const item of n.items) {
@@ -44,4 +46,12 @@ export async function deliverCards(store: Store, target: string, n: Notification
     store.chatMessages.record(target, ref, { runId, alertIds: part.items.map((x) => x.alertId), payload: part, delivery }, Date.now());
     await channel.afterPost?.(ref, cards);
   }
+}
+
+/** A scheduled report: one card of its own, with no alert behind it (nothing to ack, never edited). */
+async function deliverReport(store: Store, target: string, n: Notification, r: ScheduledReport, key: string, channel: CardChannel): Promise<void> {
+  if (store.chatMessages.byDelivery(target, `${key}/0`)) return;
+  const cards = [reportCard(n.run, r)];
+  const ref = await channel.post(cards);
+  store.chatMessages.record(target, ref, { runId: store.runs.byName(n.run)?.id ?? 0, alertIds: [], payload: n, delivery: `${key}/0` }, Date.now());
 }

@@ -8,12 +8,15 @@ import { randomBytes } from 'node:crypto';
 import { UserError } from '../errors.ts';
 import { bindWords, checkArgs, findCommand, groupUsage, knownNames, type Args, type CommandSpec } from '../commands/registry.ts';
 import type { Reply } from '../commands/reply.ts';
+import type { Config } from '../config/schema.ts';
 import type { Log } from '../log.ts';
 import type { Store } from '../store/store.ts';
 
 /** Who asks, and what the front end knows about them. */
 export interface Asker {
   store: Store;
+  /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
+  config?: Config;
   log: Log;
   /** the name recorded and shown (`@ana`, a display name, `$USER`) */
   user: string;
@@ -63,7 +66,7 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     const bound = rest.length > 0 ? bindWords(spec, rest, knownNames(asker.store), prefix) : {};
     const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
     await beforeRun?.(spec);
-    return { ok: true, spec, reply: spec.run({ store: asker.store, user: asker.user, now: asker.now, local: asker.local }, args) };
+    return { ok: true, spec, reply: spec.run({ store: asker.store, config: asker.config, user: asker.user, now: asker.now, local: asker.local }, args) };
   } catch (err) {
     if (err instanceof UserError) return { ok: false, message: err.message };
     const ref = randomBytes(3).toString('hex');

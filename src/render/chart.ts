@@ -34,6 +34,8 @@ const BACKGROUND = '#ffffff';
 const LINE_COLOUR = '#1f6fb4';
 const MARK_COLOUR = '#d62728';
 const TEXT_COLOUR = '#222222';
+/** the second run of a comparison: orange beside the first run's blue */
+const SECOND_COLOUR = '#e76f51';
 const GRID_COLOUR = '#e6e6e6';
 /** the y range is never narrower than this fraction of the values' magnitude */
 const MIN_SPAN = 0.1;
@@ -60,6 +62,10 @@ export interface LineChartOptions {
   width?: number;
   /** Height of the chart in pixels (default 360). */
   height?: number;
+  /** a second series drawn over the first in another colour (run compare); say which is which in the title */
+  second?: { points: ReadonlyArray<{ step: number; value: number }> };
+  /** the x axis title (default `step`; run compare aligns by `epoch`) */
+  xTitle?: string;
 }
 
 /** One row of chart data; `value: null` breaks the line (a gap where the series had nan/inf). */
@@ -74,7 +80,8 @@ export async function renderLineChart(opts: LineChartOptions): Promise<Buffer> {
   const height = positiveInt(opts.height, DEFAULT_CHART_HEIGHT);
   const rows = chartRows(opts.points, MAX_CHART_POINTS);
   const markStep = opts.markStep !== undefined && Number.isFinite(opts.markStep) ? opts.markStep : undefined;
-  const spec = lineChartSpec({ title: opts.title, metric: opts.metric, rows, markStep, width, height });
+  const rows2 = opts.second ? chartRows(opts.second.points, MAX_CHART_POINTS) : undefined;
+  const spec = lineChartSpec({ title: opts.title, metric: opts.metric, rows, markStep, width, height, rows2, xTitle: opts.xTitle });
   const svg = await specToSvg(spec);
   return svgToPng(svg, width);
 }
@@ -155,6 +162,8 @@ export function lineChartSpec(o: {
   markStep?: number | undefined;
   width: number;
   height: number;
+  rows2?: ChartRow[] | undefined;
+  xTitle?: string | undefined;
 }): TopLevelSpec {
   const base = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
@@ -182,12 +191,13 @@ export function lineChartSpec(o: {
     },
   } as const;
 
-  const xAxisBase = { title: 'step', tickCount: 6, labelFlush: true };
+  const xAxisBase = { title: o.xTitle ?? 'step', tickCount: 6, labelFlush: true };
+  const all = o.rows2 ? [...o.rows, ...o.rows2] : o.rows;
   // Vega measures text by estimate (no canvas in Node): a long rotated metric name must be cut to the
   // plot's height, or the axis grows above the plot and pushes the chart title off the picture.
   const yAxis = { title: o.metric, tickCount: 5, titleLimit: Math.max(60, o.height - 110) };
 
-  if (o.rows.every((r) => r.value === null)) {
+  if (all.every((r) => r.value === null)) {
     // Keep the axes (titled) so the picture still says what it is about, and say there is nothing to draw.
     return {
       ...base,
@@ -211,7 +221,7 @@ export function lineChartSpec(o: {
   let yHi = -Infinity;
   let drawn = 0;
   let integerSteps = true;
-  for (const r of o.rows) {
+  for (const r of all) {
     if (r.value === null) continue;
     drawn++;
     if (r.step < lo) lo = r.step;
@@ -282,6 +292,13 @@ export function lineChartSpec(o: {
       y: { field: 'value', type: 'quantitative', scale: { zero: false, nice: true, ...yDomain }, axis: { ...yAxis, ...yLabels } },
     },
   });
+  if (o.rows2) {
+    layers.push({
+      data: { values: o.rows2 },
+      mark: { type: 'line', color: SECOND_COLOUR, strokeWidth: 2, strokeJoin: 'round', invalid: 'break-paths-filter-domains' },
+      encoding: { x: { field: 'step', type: 'quantitative' }, y: { field: 'value', type: 'quantitative' } },
+    });
+  }
   if (o.markStep !== undefined) {
     // The label goes on the side of the rule with more room.
     const onRight = hi === lo || (o.markStep - lo) / (hi - lo) < 0.75;

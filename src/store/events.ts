@@ -89,6 +89,15 @@ export class Events {
     return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
   }
 
+  /** The configuration the run's `meta` events printed, later values over earlier ones (for reports). */
+  config(runId: number): Record<string, string> {
+    const rows = this.db
+      .prepare(`SELECT config FROM events WHERE run_id = ? AND kind = 'meta' AND config IS NOT NULL ORDER BY id`)
+      .pluck()
+      .all(runId) as string[];
+    return Object.assign({}, ...rows.map((c) => JSON.parse(c) as Record<string, string>)) as Record<string, string>;
+  }
+
   /** The run's last `finished` event (the trainer's end-of-training summary), if any. */
   finished(runId: number): EventRow | undefined {
     const r = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)

@@ -55,6 +55,29 @@ export class Examples {
     for (const step of steps) this.prune.run({ runId, step, keep });
   }
 
+  /** The `n` best (or worst) kept generations over steps `from`..`to` (for reports). */
+  extremes(runId: number, from: number, to: number, which: 'best' | 'worst', n: number): StoredExample[] {
+    const rows = this.db
+      .prepare(
+        `SELECT step, key, reward, prompt, completion, breakdown FROM examples
+         WHERE run_id = ? AND step BETWEEN ? AND ? AND reward IS NOT NULL
+         ORDER BY reward ${which === 'best' ? 'DESC' : 'ASC'}, step DESC, key LIMIT ?`,
+      )
+      .all(runId, from, to, n) as Array<Omit<StoredExample, 'breakdown'> & { breakdown: string }>;
+    return rows.map((r) => ({ ...r, breakdown: JSON.parse(r.breakdown) as Record<string, number> }));
+  }
+
+  /** Every kept generation over steps `from`..`to`, oldest first (reward components, for reports). */
+  between(runId: number, from: number, to: number): StoredExample[] {
+    const rows = this.db
+      .prepare(
+        `SELECT step, key, reward, prompt, completion, breakdown FROM examples
+         WHERE run_id = ? AND step BETWEEN ? AND ? ORDER BY step, key`,
+      )
+      .all(runId, from, to) as Array<Omit<StoredExample, 'breakdown'> & { breakdown: string }>;
+    return rows.map((r) => ({ ...r, breakdown: JSON.parse(r.breakdown) as Record<string, number> }));
+  }
+
   /** The kept generations of `step`, or of the nearest earlier step that has any; best first. */
   atOrBefore(runId: number, step: number): StoredExample[] {
     const at = prepared(this.db, 'SELECT max(step) FROM examples WHERE run_id = ? AND step <= ?')

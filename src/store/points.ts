@@ -113,6 +113,11 @@ export class Points {
     return this.insertStep.run(runId, step, at).changes > 0;
   }
 
+  /** The steps the run has logged, ascending. */
+  steps(runId: number): number[] {
+    return this.db.prepare('SELECT step FROM steps WHERE run_id = ? ORDER BY step').pluck().all(runId) as number[];
+  }
+
   /** Every metric name any run has logged. */
   allNames(): string[] {
     return prepared(this.db, 'SELECT name FROM metrics ORDER BY name').pluck().all() as string[];

@@ -31,7 +31,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const names = fake.commands.map((c) => c.name).sort();
     expect(names).toEqual(['ack', 'alerts', 'examples', 'files', 'mute', 'mutes', 'reward', 'run', 'unmute']);
     const run = fake.commands.find((c) => c.name === 'run') as unknown as { options: Array<{ name: string; type: number; options: Array<{ name: string; autocomplete?: boolean }> }> };
-    expect(run.options.map((o) => [o.name, o.type])).toEqual([['status', 1], ['list', 1], ['logs', 1]]);
+    expect(run.options.map((o) => [o.name, o.type])).toEqual([['status', 1], ['list', 1], ['logs', 1], ['report', 1], ['compare', 1]]);
     expect(run.options[0]!.options[0]).toMatchObject({ name: 'run', autocomplete: true });
     expect(fake.requestsTo('PUT', new RegExp(`/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`))).toHaveLength(1);
   });
@@ -44,7 +44,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     };
     expect(embed.title).toBe('CRITICAL · mode_collapse firing · grpo');
     expect(embed.description).toContain('frac_zero_std 1 > 0.8 for 3 steps');
-    expect(embed.fields.map((f) => f.name)).toEqual(['Run', 'Metric', 'Step', 'Epoch', 'Alert']);
+    expect(embed.fields.map((f) => f.name)).toEqual(['Run', 'Metric', 'Step', 'Epoch', 'Alert', 'Try']);
     expect(embed.fields[2]!.value).toBe('33');
     expect(embed.image?.url).toMatch(/^attachment:\/\/chart-\d+\.png$/);
     const chart = msg.attachments.find((a) => `attachment://${a.filename}` === embed.image?.url);

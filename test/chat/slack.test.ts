@@ -39,7 +39,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     const blocks = msg.blocks as Array<{ type: string; text?: { text: string }; fields?: Array<{ text: string }>; elements?: Array<{ action_id: string; text: { text: string } }> }>;
     expect(blocks[0]).toMatchObject({ type: 'header', text: { text: 'CRITICAL · mode_collapse firing · grpo' } });
     expect(json(msg)).toContain('frac_zero_std 1 > 0.8 for 3 steps');
-    expect(blocks.find((b) => b.type === 'section' && b.fields)?.fields?.map((f) => f.text.split('\n')[0])).toEqual(['*Run*', '*Metric*', '*Step*', '*Epoch*', '*Alert*']);
+    expect(blocks.find((b) => b.type === 'section' && b.fields)?.fields?.map((f) => f.text.split('\n')[0])).toEqual(['*Run*', '*Metric*', '*Step*', '*Epoch*', '*Alert*', '*Try*']);
     const actions = blocks.find((b) => b.type === 'actions')!;
     expect(actions.elements!.map((e) => e.text.text)).toEqual(['Ack', 'Mute run 1h', 'Mute rule 24h']);
     const upload = await fake.waitFor(() => fake.uploads.find((u) => u.completed && u.threadTs === msg.ts), 10_000);
@@ -71,7 +71,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
       text: 'usage: /mute [run] [rule] [info|warning|critical] &lt;duration> [reason]: duration is required',
     });
     const unknown = await fake.slashCommand({ command: '/run', text: 'stats', userId: ANA, waitForResponses: 1 });
-    expect(unknown.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', text: 'usage: /run status [run]\nusage: /run list\nusage: /run logs [run] [lines]' });
+    expect(unknown.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', text: 'usage: /run status [run]\nusage: /run list\nusage: /run logs [run] [lines]\nusage: /run report [run] [since]\nusage: /run compare <a> <b> [metric]' });
   });
 
   it('a write command from a user without the right is refused, only to them', async () => {

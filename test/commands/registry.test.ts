@@ -11,7 +11,7 @@ const spec = (path: string): CommandSpec => {
 describe('the command tree', () => {
   it('has the commands every front end registers', () => {
     expect(COMMANDS.map((c) => c.path.join(' '))).toEqual([
-      'run status', 'run list', 'run logs', 'reward history', 'alerts', 'ack', 'mute', 'unmute', 'mutes', 'examples',
+      'run status', 'run list', 'run logs', 'run report', 'run compare', 'reward history', 'alerts', 'ack', 'mute', 'unmute', 'mutes', 'examples',
       'files',
     ]);
     expect(COMMANDS.filter((c) => c.access === 'write').map((c) => c.path[0])).toEqual(['ack', 'mute', 'unmute']);

@@ -81,6 +81,7 @@ describe('engine → console', () => {
       [
         `[CRITICAL] mode_collapse FIRING #${id} · r1 · step 5 · epoch 0.5`,
         '  frac_zero_std 1 > 0.8 for 3 steps',
+        '  try: raise the temperature (e.g. 0.9 -> 1.1) and the generations per prompt (e.g. 6 -> 8)',
         '  frac_zero_std ▁▃███ (last 5)',
         `  rlwatch ack ${id}   rlwatch mute --run r1 --rule mode_collapse --for 1h`,
       ].join('\n') + '\n',

@@ -33,6 +33,7 @@ import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import type { Config } from '../../config/schema.ts';
 import type { Store } from '../../store/store.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
 
@@ -42,6 +43,8 @@ const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024,
 export interface DiscordOptions extends DiscordSettings {
   section: DiscordSection;
   store: Store;
+  /** the loaded config: commands answer with its report ranges and rule overrides */
+  config?: Config;
   log: Log;
 }
 
@@ -130,6 +133,7 @@ export async function replyMessage(
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
     embed.setImage('attachment://chart.png');
   }
+  if (reply.attachment) files.push(new AttachmentBuilder(Buffer.from(reply.attachment.content), { name: reply.attachment.name }));
   return { embeds: [embed], files, allowedMentions: NO_MENTIONS };
 }
 
@@ -161,7 +165,7 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);
-    components.push(
+    if (c.buttons.length > 0) components.push(
       new ActionRowBuilder<ButtonBuilder>().addComponents(
         c.buttons.map((b) =>
           new ButtonBuilder()
@@ -310,8 +314,8 @@ export class DiscordBot {
 
   /** The caller, for the shared interaction path. */
   private asker(i: ChatInputCommandInteraction | ButtonInteraction): Asker {
-    const { store, log } = this.opts;
-    return { store, log, user: `@${i.user.username}`, mayWrite: () => this.allowed(i), rightsHint: 'discord.allow in rlwatch.yaml' };
+    const { store, config, log } = this.opts;
+    return { store, config, log, user: `@${i.user.username}`, mayWrite: () => this.allowed(i), rightsHint: 'discord.allow in rlwatch.yaml' };
   }
 
   private async command(i: ChatInputCommandInteraction): Promise<void> {

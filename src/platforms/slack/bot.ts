@@ -13,6 +13,7 @@ import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import type { Config } from '../../config/schema.ts';
 import type { Store } from '../../store/store.ts';
 import type { SlackSection, SlackSettings } from './index.ts';
 import { slackEscape } from './mrkdwn.ts';
@@ -25,6 +26,8 @@ const GROUP_CACHE_MS = 5 * 60_000;
 export interface SlackOptions extends SlackSettings {
   section: SlackSection;
   store: Store;
+  /** the loaded config: commands answer with its report ranges and rule overrides */
+  config?: Config;
   log: Log;
 }
 
@@ -288,7 +291,8 @@ export class SlackBot {
   /** The caller, for the shared interaction path. */
   private asker(userId: string, client: WebClient): Asker {
     const { store, log } = this.opts;
-    return { store, log, user: `<@${userId}>`, mayWrite: () => this.allowed(userId, client), rightsHint: 'slack.allow in rlwatch.yaml' };
+    const config = this.opts.config;
+    return { store, config, log, user: `<@${userId}>`, mayWrite: () => this.allowed(userId, client), rightsHint: 'slack.allow in rlwatch.yaml' };
   }
 
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
@@ -300,6 +304,7 @@ export class SlackBot {
     if (reply.chart) {
       await client.files.uploadV2({ channel_id: command.channel_id, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
     }
+    if (reply.attachment) await client.files.uploadV2({ channel_id: command.channel_id, file: Buffer.from(reply.attachment.content), filename: reply.attachment.name, title: 'full report' });
   }
 
   private async onButton(actionId: string, userId: string, channel: string, ts: string, respond: RespondFn, client: WebClient): Promise<void> {

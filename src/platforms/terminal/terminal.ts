@@ -38,12 +38,14 @@ const paint = (s: string, code: string, color: boolean): string => (color ? `\x1
 /** One notification (a run's burst of alert changes) as terminal text. */
 export function renderNotification(n: Notification, color: boolean): string {
   const out: string[] = [];
+  if (n.report) out.push(bold(`[REPORT] ${inert(n.report.title)}`, color), ...n.report.lines.map((l) => `  ${inert(l)}`));
   for (const item of n.items) {
     const state = item.kind === 'resolved' ? 'RESOLVED' : item.kind === 'repeat' ? 'STILL FIRING' : 'FIRING';
     const badge = paint(`[${item.severity.toUpperCase()}]`, item.kind === 'resolved' ? '32' : (SEVERITY_COLOR[item.severity] ?? '0'), color);
     const where = [n.run, `step ${item.step}`, ...(item.epoch === null ? [] : [`epoch ${formatValue(item.epoch)}`])].join(' · ');
     out.push(`${badge} ${bold(`${item.rule} ${state}`, color)} #${item.alertId} · ${where}`);
     out.push(`  ${item.summary}`);
+    if (item.hint) out.push(`  ${dim('try:', color)} ${item.hint}`);
     if (item.recent.length > 1) out.push(`  ${item.metric} ${sparkline(item.recent)} (last ${item.recent.length})`);
     if (item.finished && item.kind !== 'resolved') {
       for (const f of finishedFields(item.finished)) out.push(`  ${dim(f.name.padEnd(12), color)} ${f.value}`);

@@ -1,0 +1,56 @@
+import { UserError } from '../errors.ts';
+import { ConfigSchema } from '../config/schema.ts';
+import { ruleBookFor } from '../engine/presets/index.ts';
+import { buildReport, type RunReport } from '../report/build.ts';
+import { expected, LEVEL_LABEL, MARK, reportMarkdown, summaryLines } from '../report/markdown.ts';
+import { rangesFor } from '../report/ranges.ts';
+import { formatValue } from '../render/numbers.ts';
+import { resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+/** `--since 120` is a step, `--since 0.5` an epoch (a number with a decimal point). */
+export function parseSince(text: string | undefined): { step: number } | { epoch: number } | undefined {
+  if (text === undefined || text === '') return undefined;
+  if (/^\d+$/.test(text)) return { step: Number(text) };
+  if (/^\d*\.\d+$/.test(text)) return { epoch: Number(text) };
+  throw new UserError(`--since takes a step (120) or an epoch with a decimal point (0.5), not '${text}'`);
+}
+
+/** The report of one run, as `run report` builds it (also for the scheduled reports and tests). */
+export function reportOf(ctx: CommandContext, args: { run?: string; since?: string }, now = Date.now()): RunReport {
+  const run = resolveRun(ctx.store, args.run);
+  const config = ctx.config ?? ConfigSchema.parse({});
+  const report = buildReport(
+    ctx.store,
+    run,
+    {
+      since: parseSince(args.since),
+      window: config.report.window,
+      ranges: rangesFor(config),
+      rules: ruleBookFor(config).forRun(run.name),
+      now,
+    },
+    formatValue,
+  );
+  if (report.window.records === 0) {
+    throw new UserError(`${run.name} has no records ${args.since ? `from ${args.since} on` : 'yet'}`);
+  }
+  return report;
+}
+
+/** `run report [run] [since]`: the summary as the reply, the full Markdown report as its attachment. */
+export function runReport(ctx: CommandContext, args: { run?: string; since?: string }, now?: number): Reply {
+  const report = reportOf(ctx, args, now);
+  return {
+    title: `${report.run}: ${LEVEL_LABEL[report.status.level]}`,
+    fields: report.ranges.map((r) => ({
+      name: r.metric,
+      value: `${MARK[r.mark]} ${show(r.min)} - ${show(r.max)} (expected ${expected(r)})`,
+    })),
+    lines: summaryLines(report),
+    data: report,
+    attachment: { name: `${safeName(report.run)}-report.md`, content: reportMarkdown(report) },
+  };
+}
+
+const show = (v: number | null): string => (v === null ? '-' : formatValue(v));
+const safeName = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'run';

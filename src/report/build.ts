@@ -1,0 +1,290 @@
+/**
+ * The run report (issue 12, seed 001): every number a careful engineer reads off a run's logs, computed from
+ * the store over a window of steps. Plain data: the Markdown, the chat summary and `--json` render it.
+ */
+import { knowledgeOf } from '../engine/presets/knowledge.ts';
+import { compare, type MilestoneRule, type Rule } from '../engine/rules.ts';
+import type { AlertRow } from '../store/alerts.ts';
+import type { RunRow } from '../store/runs.ts';
+import type { Store } from '../store/store.ts';
+import { rangeRow } from './judge.ts';
+import { type ExpectedRange } from './ranges.ts';
+import { direction, finite, mean } from './stats.ts';
+import { statusOf, stopVerdict } from './verdict.ts';
+import { valuesIn, windowOf, type Window } from './window.ts';
+
+export type Mark = 'ok' | 'warn' | 'bad' | 'none';
+export type Level = 'healthy' | 'watch' | 'struggling' | 'stop';
+
+export interface RangeRow {
+  metric: string;
+  /** finite values in the window */
+  n: number;
+  min: number | null;
+  max: number | null;
+  median: number | null;
+  range: ExpectedRange;
+  /** the early median a `baseline` range is a factor of */
+  baseline?: number;
+  /** records below / above the range */
+  below: number;
+  above: number;
+  /** none outside: ok; under half: warn; half or more: bad; nothing to judge: none */
+  mark: Mark;
+}
+
+export interface Finding {
+  /** the knowledge entry: a rule id, or a range's (`reward_cv`, `entropy_range`, ...) */
+  id: string;
+  severity: 'critical' | 'warning' | 'info';
+  title: string;
+  /** the alert it came from, if any */
+  alertId?: number;
+  meaning: string;
+  causes: readonly string[];
+  actions: readonly string[];
+}
+
+export interface MilestoneItem {
+  rule: string;
+  epoch: number;
+  metric: string;
+  op: string;
+  value: number;
+  /** a stop criterion (critical) rather than a checkpoint */
+  stop: boolean;
+  /** unlogged: the run logs no such metric (nothing to judge, and no stop criterion waits on it) */
+  state: 'met' | 'missed' | 'pending' | 'unlogged';
+  /** the mean of the last `window` values at the first record at or past the epoch */
+  actual: number | null;
+  atEpoch: number | null;
+}
+
+export interface ComponentRow {
+  name: string;
+  mean: number;
+  /** the best value seen for the component in the window: what it can give */
+  best: number;
+  /** best - mean: where the reward is lost */
+  gap: number;
+  source: 'metric' | 'generations';
+}
+
+export interface Generation {
+  step: number;
+  reward: number;
+  breakdown: Record<string, number>;
+  completion: string;
+}
+
+export interface RunReport {
+  run: string;
+  generatedAt: number;
+  window: { fromStep: number; toStep: number; fromEpoch: number | null; toEpoch: number | null; records: number };
+  status: { level: Level; decidedBy: string };
+  progress: {
+    step: number | null;
+    epoch: number | null;
+    totalSteps: number | null;
+    elapsedMs: number | null;
+    etaMs: number | null;
+  };
+  config: Record<string, string>;
+  ranges: RangeRow[];
+  reward: { first: number; last: number; trend: 'up' | 'down' | 'flat' | null } | null;
+  findings: Finding[];
+  actions: string[];
+  milestones: MilestoneItem[];
+  stop: { verdict: 'stop' | 'continue'; why: string[] };
+  components: ComponentRow[];
+  best: Generation[];
+  worst: Generation[];
+}
+
+export interface ReportOptions {
+  /** the window: from this step, or from the first record at this epoch; else the last `window` records */
+  since?: { step: number } | { epoch: number };
+  window: number;
+  ranges: readonly ExpectedRange[];
+  /** the rules in force for the run: milestones come from them */
+  rules: readonly Rule[];
+  now: number;
+}
+
+const ACTIONS_SHOWN = 8;
+const GENERATIONS_SHOWN = 2;
+
+/** A milestone as the engine judges it (evaluateMilestone): at the first record at or past the epoch. */
+function milestone(store: Store, runId: number, rule: MilestoneRule): MilestoneItem {
+  const base = {
+    rule: rule.id, epoch: rule.epoch, metric: rule.metric, op: rule.op, value: rule.value,
+    stop: rule.severity === 'critical',
+  };
+  if (!store.points.metricsOf(runId).includes(rule.metric)) return { ...base, state: 'unlogged', actual: null, atEpoch: null };
+  const at = store.points.series(runId, 'epoch').find((p) => p.value >= rule.epoch - 1e-9);
+  const recent = at ? store.points.upTo(runId, rule.metric, at.step, rule.window, true).map((p) => p.value) : [];
+  if (!at || recent.length === 0) return { ...base, state: 'pending', actual: null, atEpoch: null };
+  const m = mean(recent);
+  return { ...base, state: compare(m, rule.op, rule.value) ? 'met' : 'missed', actual: m, atEpoch: at.value };
+}
+
+function alertFinding(a: AlertRow): Finding {
+  const k = knowledgeOf(a.rule);
+  return {
+    id: a.rule,
+    severity: a.severity as Finding['severity'],
+    title: `${a.rule} (#${a.id}, ${a.state}): ${a.summary}`,
+    alertId: a.id,
+    meaning: k?.meaning ?? 'a rule from the config',
+    causes: k?.causes ?? [],
+    actions: k?.actions ?? [],
+  };
+}
+
+function rangeFinding(r: RangeRow, fmt: (v: number) => string): Finding | null {
+  if (r.mark !== 'warn' && r.mark !== 'bad') return null;
+  const side = r.above >= r.below ? 'high' : 'low';
+  const id = (side === 'high' ? r.range.high : r.range.low) ?? r.range.high ?? r.range.low;
+  const k = id ? knowledgeOf(id) : undefined;
+  const outside = r.above + r.below;
+  const bound = side === 'high' ? 'above' : 'below';
+  return {
+    id: id ?? r.metric,
+    severity: r.mark === 'bad' ? 'critical' : 'warning',
+    title:
+      `${r.metric} ${fmt(r.min ?? NaN)}-${fmt(r.max ?? NaN)}: ${outside} of ${r.n} records outside the expected range ` +
+      `(${bound} it, ${r.range.source})`,
+    meaning: k?.meaning ?? `${r.metric} outside its expected range`,
+    causes: k?.causes ?? [],
+    actions: k?.actions ?? [],
+  };
+}
+
+/** best - mean, with the rounding of a mean of equal values (1e-17) read as no loss */
+const gapOf = (best: number, m: number): number => (best - m < 1e-12 ? 0 : best - m);
+
+/** Reward components: logged `rewards/<fn>` series, else the breakdowns of the kept generations. */
+function components(store: Store, runId: number, w: Window): ComponentRow[] {
+  // `rewards/<fn>` is a component's mean (TRL's rewards/<fn>/mean maps onto it); /std, /min, /max are not parts
+  const names = store.points.metricsOf(runId).filter((m) => /^rewards\/[^/]+$/.test(m));
+  const rows: ComponentRow[] = [];
+  for (const name of names) {
+    const v = finite(valuesIn(store, runId, name, w));
+    if (v.length === 0) continue;
+    const m = mean(v);
+    const best = Math.max(...v);
+    rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'metric' });
+  }
+  const byKey = new Map<string, number[]>();
+  const kept = store.examples.between(runId, w.from, w.examplesTo);
+  for (const e of kept) {
+    for (const [k, x] of Object.entries(e.breakdown)) if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
+  }
+  // a part of the reward is never larger than the largest reward: that keeps out counts (length, errors)
+  const top = Math.max(...finite(kept.map((e) => e.reward)));
+  for (const [name, v] of byKey) {
+    if (v.some((x) => Math.abs(x) > Math.abs(top) + 1e-9)) continue;
+    const m = mean(v);
+    const best = Math.max(...v);
+    rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'generations' });
+  }
+  return rows.sort((a, b) => b.gap - a.gap);
+}
+
+function progress(store: Store, run: RunRow): RunReport['progress'] {
+  const meta = store.events.meta(run.id);
+  const totalSteps = meta.total_steps ?? meta.max_steps ?? null;
+  const epoch = store.points.latest(run.id).find((l) => l.metric === 'epoch')?.value ?? null;
+  const span = run.started_at !== null && run.updated_at !== null ? run.updated_at - run.started_at : null;
+  // a log read at once (backfill) has no pace to speak of: under a second is no elapsed time
+  const elapsedMs = span !== null && span >= 1000 ? span : null;
+  const done = run.last_step !== null && run.first_step !== null ? run.last_step - run.first_step : 0;
+  const etaMs =
+    elapsedMs !== null && totalSteps !== null && run.last_step !== null && done > 0
+      ? Math.max(0, ((totalSteps - run.last_step) * elapsedMs) / done)
+      : null;
+  return { step: run.last_step, epoch, totalSteps, elapsedMs, etaMs };
+}
+
+
+export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt: (v: number) => string): RunReport {
+  const w = windowOf(store, run, opts);
+  const epochs = store.points.series(run.id, 'epoch').filter((p) => p.step >= w.from && p.step <= w.to);
+  const ranges = opts.ranges.map((r) => rangeRow(store, run.id, r, w, opts.rules)).filter((r) => r.n > 0);
+  const firing = store.alerts.list({ runId: run.id }).reverse();
+  // alerts of the window: firing now, or fired in it and resolved since
+  const recent = store.alerts
+    .list({ runId: run.id, all: true })
+    .reverse()
+    .filter((a) => a.state === 'firing' || (a.fired_step !== null && a.fired_step >= w.from && a.fired_step <= w.to));
+  const milestones = opts.rules.filter((r): r is MilestoneRule => r.kind === 'milestone').map((r) => milestone(store, run.id, r));
+  const rewardDir = direction(valuesIn(store, run.id, 'reward', w));
+  const reward = rewardDir ? { first: rewardDir.first, last: rewardDir.second, trend: rewardDir.way } : null;
+  const stop = stopVerdict(milestones, firing, reward, direction(valuesIn(store, run.id, 'frac_zero_std', w)), fmt);
+  const rank = { critical: 0, warning: 1, info: 2 } as const;
+  const findings = [
+    ...recent.map(alertFinding),
+    ...ranges.map((r) => rangeFinding(r, fmt)).filter((f): f is Finding => f !== null),
+    ...milestones
+      .filter((m) => m.state === 'missed' && !recent.some((a) => a.rule === m.rule))
+      .map((m): Finding => {
+        const k = knowledgeOf(m.rule);
+        return {
+          id: m.rule,
+          severity: m.stop ? 'critical' : 'warning',
+          title: `${m.rule}: ${m.metric} ${fmt(m.actual ?? NaN)} at epoch ${fmt(m.atEpoch ?? NaN)}, expected ${m.op} ${m.value}`,
+          meaning: k?.meaning ?? 'a milestone from the config',
+          causes: k?.causes ?? [],
+          actions: k?.actions ?? [],
+        };
+      }),
+  ].sort((a, b) => rank[a.severity] - rank[b.severity]);
+  // resolved alerts explain the past; actions come from what is wrong now
+  const live = findings.filter(
+    (f) => f.severity !== 'info' && (f.alertId === undefined || firing.some((a) => a.id === f.alertId)),
+  );
+  const actions = distinct(live.flatMap((f) => f.actions)).slice(0, ACTIONS_SHOWN);
+  const gen = (which: 'best' | 'worst'): Generation[] =>
+    store.examples.extremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN).map((e) => ({
+      step: e.step, reward: e.reward, breakdown: e.breakdown, completion: e.completion,
+    }));
+  return {
+    run: run.name,
+    generatedAt: opts.now,
+    window: {
+      fromStep: w.from,
+      toStep: w.to,
+      fromEpoch: epochs[0]?.value ?? null,
+      toEpoch: epochs[epochs.length - 1]?.value ?? null,
+      records: w.steps.length,
+    },
+    status: statusOf(stop, firing, ranges, milestones, fmt),
+    progress: progress(store, run),
+    config: { ...numbersAsText(store.events.meta(run.id)), ...store.events.config(run.id), ...loggedLr(store, run.id) },
+    ranges,
+    reward,
+    findings,
+    actions,
+    milestones,
+    stop,
+    components: components(store, run.id, w),
+    best: gen('best'),
+    worst: gen('worst'),
+  };
+}
+
+const numbersAsText = (o: Record<string, number>): Record<string, string> =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]));
+
+/** Actions once each: `raise the temperature (seed 001: 0.9 -> 1.1)` and `raise the temperature` are one. */
+function distinct(actions: readonly string[]): string[] {
+  const key = (a: string): string => a.replace(/\s*\(.*\)\s*$/, '').trim();
+  const seen = new Set<string>();
+  return actions.filter((a) => !seen.has(key(a)) && seen.add(key(a)) !== undefined);
+}
+
+/** The learning rate the run logs now (seed 001: "currently running at ~3.55e-6 due to warmup"). */
+function loggedLr(store: Store, runId: number): Record<string, string> {
+  const lr = store.points.upTo(runId, 'lr', Number.MAX_SAFE_INTEGER, 1, true)[0];
+  return lr ? { 'lr (logged now)': `${lr.value.toExponential(2)} at step ${lr.step}` } : {};
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { renderNotification } from '../../src/platforms/terminal/terminal.ts';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import { ReportSchedule } from '../../src/report/schedule.ts';
+import { HOUR, MIN, T0, Trace, presetOnly } from '../engine/trace.ts';
+
+/** `n` records from epoch `from`, 100 records per epoch, with this reward and frac_zero_std 0.25. */
+const records = (n: number, from: number, reward: number) =>
+  Array.from({ length: n }, (_, i) => ({ epoch: from + (i + 1) / 100, reward, reward_std: 0.02, frac_zero_std: 0.25 }));
+
+function setup(config = ConfigSchema.parse({ report: { digest: '09:00' } })) {
+  const t = new Trace({ book: presetOnly('mode_collapse') });
+  const schedule = new ReportSchedule(t.store, config, () => ['console', 'discord:c1'], () => t.now);
+  return { t, schedule };
+}
+
+describe('scheduled reports', () => {
+  it('a watched run reaching epoch 0.5 and 1.0 gets one report each, to every target of its warnings', () => {
+    const { t, schedule } = setup();
+    t.feed(records(30, 0, 0.3)); // fed after the engine caught up: watched live
+    expect(schedule.tick()).toBe(0); // epoch 0.3: nothing due
+    t.feed(records(25, 0.3, 0.3)); // epoch 0.55
+    expect(schedule.tick()).toBe(2);
+    expect(schedule.tick()).toBe(0); // once
+    const [row] = t.outbox('discord:c1');
+    expect(row!.notification.items).toEqual([]);
+    expect(row!.notification.report).toMatchObject({ kind: 'milestone', title: expect.stringMatching(/^r1 reached epoch 0.5: /) });
+    // every record has frac_zero_std 0.25, above its 0.10: struggling, as `run report` says
+    expect(row!.notification.report!.title).toContain('Struggling');
+    expect(renderNotification(row!.notification, false).split('\n')[0]).toBe(`[REPORT] ${row!.notification.report!.title}`);
+    t.feed(records(50, 0.55, 0.4)); // epoch 1.05
+    schedule.tick();
+    expect(t.outbox('console').map((r) => r.notification.report?.title.split(':')[0])).toEqual(['r1 reached epoch 0.5', 'r1 reached epoch 1']);
+  });
+
+  it('a milestone passed before the run was watched live is not announced; a mute on rule report holds them', () => {
+    const t = new Trace({ book: presetOnly('mode_collapse') });
+    t.restart(() => t.feed(records(60, 0, 0.3), false)); // read at start-up as history: epoch 0.6, not live
+    const schedule = new ReportSchedule(t.store, ConfigSchema.parse({}), () => ['console'], () => t.now);
+    expect(schedule.tick()).toBe(0);
+    t.store.silences.add({ run: 'r1', rule: 'report', severity: null, author: 'ana', reason: 'known', starts_at: t.now, ends_at: t.now + 2 * HOUR });
+    t.feed(records(45, 0.6, 0.3)); // epoch 1.05, muted
+    expect(schedule.tick()).toBe(0);
+    expect(t.outbox('console')).toEqual([]);
+  });
+
+  it('the daily digest: once a day after its time, one message per channel, reward since yesterday', () => {
+    const { t, schedule } = setup(); // T0 is 03:00 UTC; the digest is at 09:00
+    t.feed(records(20, 0, 0.2));
+    t.advance(23 * HOUR); // 02:00 the next day: the rewards logged from now on are today's
+    t.feed(records(20, 0.2, 0.5));
+    expect(schedule.tick()).toBe(0); // before 09:00
+    t.advance(7 * HOUR + 30 * MIN);
+    expect(schedule.tick()).toBe(2); // 09:30, one message per channel
+    const digest = t.outbox('discord:c1')[0]!.notification;
+    expect(digest.report).toMatchObject({ kind: 'digest', title: 'rlwatch daily digest, 2025-01-02' });
+    expect(digest.report!.lines).toEqual([expect.stringMatching(/^r1: 🟠 Struggling.* · step 40 · no alert firing · reward 0.5 \(yesterday 0.2\)$/)]);
+    t.advance(30 * MIN);
+    expect(schedule.tick()).toBe(0); // once a day
+  });
+
+  it('no digest for a day whose time had passed when the process started, nor when it is off or muted', () => {
+    const late = new Trace({ book: presetOnly('mode_collapse'), now: T0 + 7 * HOUR }); // 10:00
+    late.feed(records(5, 0, 0.2));
+    const config = ConfigSchema.parse({});
+    expect(new ReportSchedule(late.store, config, () => ['console'], () => late.now).tick()).toBe(0);
+    const off = ConfigSchema.parse({ report: { digest: 'off' } });
+    late.advance(24 * HOUR);
+    expect(new ReportSchedule(late.store, off, () => ['console'], () => late.now - 2 * HOUR).tick()).toBe(0);
+    late.store.silences.add({ run: '*', rule: 'digest', severity: null, author: 'ana', reason: 'weekend', starts_at: late.now, ends_at: late.now + 48 * HOUR });
+    const s = new ReportSchedule(late.store, config, () => ['console'], () => late.now);
+    expect(s.tick()).toBe(0);
+    expect(() => ConfigSchema.parse({ report: { digest: '9am' } })).toThrow(/HH:MM/);
+  });
+});
