@@ -71,7 +71,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
       text: 'usage: /mute [run] [rule] [info|warning|critical] &lt;duration> [reason]: duration is required',
     });
     const unknown = await fake.slashCommand({ command: '/run', text: 'stats', userId: ANA, waitForResponses: 1 });
-    expect(unknown.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', text: 'usage: /run status [run]\nusage: /run list\nusage: /run logs [run] [lines]\nusage: /run report [run] [since]\nusage: /run compare <a> <b> [metric]' });
+    expect(unknown.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', text: 'usage: /run status [run]\nusage: /run list\nusage: /run logs [run] [lines]\nusage: /run report [run] [since]\nusage: /run compare &lt;a> &lt;b> [metric]' });
   });
 
   it('a write command from a user without the right is refused, only to them', async () => {
