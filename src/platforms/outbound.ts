@@ -1,10 +1,9 @@
 /**
  * What the outbound-only channels (webhook, email, Teams, Mattermost, Feishu) share: named destinations (a URL
- * per name), routing by run glob and severity, and one HTTP POST whose failures say whether they can heal.
+ * per name) and one HTTP POST whose failures say whether they can heal. Routing is every platform's `router`.
  */
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
-import { globMatch } from '../engine/duration.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
 import type { Route } from './platform.ts';
 
@@ -13,25 +12,6 @@ export const DEFAULT_DESTINATION = 'default';
 
 /** `urls` in a section: more destinations by name, for routes (`channel: oncall`). */
 export const urlsField = z.record(z.string().min(1), z.string().url()).default({});
-
-/**
- * The target names an alert goes to: the routes matching its run and severity, else the default destination.
- * Info alerts (trends up, too-easy groups) go only where a matching route names `info` itself, as on chat.
- */
-export function routeTo(
-  platform: string,
-  routes: readonly Route[],
-  fallback: string | undefined,
-  run: string,
-  severity: string,
-): string[] {
-  const matching = routes.filter(
-    (r) => globMatch(r.runs, run) && (r.severity === undefined || r.severity.includes(severity as never)),
-  );
-  if (severity === 'info' && !matching.some((r) => r.severity?.includes('info'))) return [];
-  const names = matching.length > 0 ? matching.map((r) => r.channel) : fallback ? [fallback] : [];
-  return [...new Set(names)].map((d) => `${platform}:${d}`);
-}
 
 /**
  * Destination name → URL: the section's `urls`, plus the environment's URL as `default`. Null when there is

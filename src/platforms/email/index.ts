@@ -6,8 +6,7 @@ import { z } from 'zod';
 import { UserError } from '../../errors.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
-import { routeTo } from '../outbound.ts';
-import { commonSection, type Platform } from '../platform.ts';
+import { commonSection, router, type Platform } from '../platform.ts';
 import { alertMail } from './message.ts';
 
 const section = z
@@ -92,7 +91,7 @@ export const email: Platform<Section, EmailSettings> = {
           }
         },
       })),
-      route: (run, severity) => routeTo('email', settings.section.routes, settings.to, run, severity),
+      route: router('email', settings.section, settings.to),
       async stop() {
         transport.close();
       },

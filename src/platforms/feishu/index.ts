@@ -5,8 +5,8 @@
 import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
-import { destinations, post, routeTo, urlsField } from '../outbound.ts';
-import { commonSection, type Platform } from '../platform.ts';
+import { destinations, post, urlsField } from '../outbound.ts';
+import { commonSection, router, type Platform } from '../platform.ts';
 import { feishuCard, feishuSign } from './card.ts';
 
 const section = z
@@ -63,7 +63,7 @@ export const feishu: Platform<Section, Settings> = {
           checkAnswer(label, await post(label, url, body, { 'content-type': 'application/json' }));
         },
       })),
-      route: (run, severity) => routeTo('feishu', settings.section.routes, settings.fallback, run, severity),
+      route: router('feishu', settings.section, settings.fallback),
     };
   },
 };

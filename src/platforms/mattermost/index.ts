@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
-import { destinations, post, routeTo, urlsField } from '../outbound.ts';
-import { commonSection, type Platform } from '../platform.ts';
+import { destinations, post, urlsField } from '../outbound.ts';
+import { commonSection, router, type Platform } from '../platform.ts';
 import { mattermostMessage } from './message.ts';
 
 const section = z
@@ -39,7 +39,7 @@ export const mattermost: Platform<Section, Settings> = {
           await post(`mattermost ${name}`, url, JSON.stringify(mattermostMessage(store, n)), { 'content-type': 'application/json' });
         },
       })),
-      route: (run, severity) => routeTo('mattermost', settings.section.routes, settings.fallback, run, severity),
+      route: router('mattermost', settings.section, settings.fallback),
     };
   },
 };

@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
-import { destinations, post, routeTo, urlsField } from '../outbound.ts';
-import { commonSection, type Platform } from '../platform.ts';
+import { destinations, post, urlsField } from '../outbound.ts';
+import { commonSection, router, type Platform } from '../platform.ts';
 import { teamsMessage } from './card.ts';
 
 const section = z
@@ -39,7 +39,7 @@ export const teams: Platform<Section, Settings> = {
           await post(`teams ${name}`, url, JSON.stringify(teamsMessage(store, n)), { 'content-type': 'application/json' });
         },
       })),
-      route: (run, severity) => routeTo('teams', settings.section.routes, settings.fallback, run, severity),
+      route: router('teams', settings.section, settings.fallback),
     };
   },
 };

@@ -4,8 +4,7 @@
  */
 import { z } from 'zod';
 import { UserError } from '../../errors.ts';
-import { routeTo } from '../outbound.ts';
-import { commonSection, type Platform } from '../platform.ts';
+import { commonSection, router, type Platform } from '../platform.ts';
 import type { TelegramSettings } from './bot.ts';
 
 const section = z
@@ -45,7 +44,7 @@ export const telegram: Platform<Section, Settings> = {
     const bot = new (await import('./bot.ts')).TelegramBot(settings, ctx);
     return {
       targets: bot.targets(),
-      route: (run, severity) => routeTo('telegram', settings.section.routes, settings.fallback, run, severity),
+      route: router('telegram', settings.section, settings.fallback),
       start: () => bot.start(),
       stop: () => bot.stop(),
       failure: bot.failure,

@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
-import { commonSection, type Platform } from '../platform.ts';
-import { destinations, post, routeTo, urlsField } from '../outbound.ts';
+import { commonSection, router, type Platform } from '../platform.ts';
+import { destinations, post, urlsField } from '../outbound.ts';
 import { signature, webhookBody } from './body.ts';
 
 export const SIGNATURE_HEADER = 'X-Rlwatch-Signature';
@@ -49,7 +49,7 @@ export const webhook: Platform<Section, Settings> = {
     }));
     return {
       targets,
-      route: (run, severity) => routeTo('webhook', settings.section.routes, settings.fallback, run, severity),
+      route: router('webhook', settings.section, settings.fallback),
     };
   },
 };
