@@ -4,8 +4,10 @@
  */
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
+import type { Notification } from '../engine/notification.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
-import type { Route } from './platform.ts';
+import type { Store } from '../store/store.ts';
+import { commonSection, router, type Platform, type Route } from './platform.ts';
 
 /** The destination name of the URL given by the environment (`WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`, ...). */
 export const DEFAULT_DESTINATION = 'default';
@@ -73,4 +75,51 @@ export function retryAfterMs(header: string | null, now = Date.now()): number {
   if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
   const at = Date.parse(header);
   return Number.isFinite(at) ? Math.max(0, at - now) : 1000;
+}
+
+/** The section of a channel posting to incoming-webhook URLs: the common fields and more URLs by name. */
+const webhookSection = z
+  .object({
+    ...commonSection,
+    /** more webhook URLs by name, for routes (the default one comes from the environment) */
+    urls: urlsField,
+  })
+  .strict()
+  .prefault({});
+
+type WebhookSection = z.infer<typeof webhookSection>;
+interface WebhookSettings {
+  section: WebhookSection;
+  urls: Map<string, string>;
+  fallback: string | undefined;
+}
+
+/**
+ * A channel that POSTs each outbox row as one JSON message to an incoming webhook (Teams' Workflows, Mattermost):
+ * its URL from `envName`, more by name in `<id>.urls`, the message built by `message`.
+ */
+export function jsonWebhookPlatform(
+  id: string,
+  envName: string,
+  message: (store: Store, n: Notification) => unknown,
+): Platform<WebhookSection, WebhookSettings> {
+  return {
+    id,
+    section: webhookSection,
+    settings(s, env) {
+      const d = destinations(id, s, env[envName] || undefined, envName);
+      return d && { section: s, ...d };
+    },
+    async create(settings, { store }) {
+      return {
+        targets: [...settings.urls].map(([name, url]) => ({
+          name: `${id}:${name}`,
+          async deliver(n: Notification) {
+            await post(`${id} ${name}`, url, JSON.stringify(message(store, n)), { 'content-type': 'application/json' });
+          },
+        })),
+        route: router(id, settings.section, settings.fallback),
+      };
+    },
+  };
 }
