@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MIGRATIONS_DIR } from '../paths.ts';
-import { DatabaseError, databaseError } from './dbErrors.ts';
+import { DatabaseError, databaseError, isBusy } from './dbErrors.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
 
 // better-sqlite3 reads this once, at its first open: `file:` URIs let a read-only open say `immutable=1` (below).
@@ -20,6 +20,25 @@ export interface OpenOptions {
  * becomes a DatabaseError saying what is wrong and what to do.
  */
 export function openDb(path: string, opts: OpenOptions = {}): Database.Database {
+  // Several processes creating one database at once queue behind the one migrating it; on a loaded machine that
+  // can outlast one busy timeout, and an open is rare enough to wait longer for.
+  const deadline = Date.now() + OPEN_BUSY_MS;
+  for (;;) {
+    try {
+      return tryOpen(path, opts);
+    } catch (err) {
+      const busy = err instanceof DatabaseError ? err.problem === 'busy' : isBusy(err);
+      if (!busy || Date.now() >= deadline) throw err;
+      Atomics.wait(PAUSE, 0, 0, 200);
+    }
+  }
+}
+
+/** How long an open keeps trying while another process holds the database (each try waits 5 s itself). */
+const OPEN_BUSY_MS = 30_000;
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+function tryOpen(path: string, opts: OpenOptions): Database.Database {
   let db: Database.Database | undefined;
   try {
     if (path !== ':memory:' && !opts.readOnly) mkdirSync(dirname(path), { recursive: true });
