@@ -109,7 +109,8 @@ export function unreadSummary(store: Store, roots: readonly string[], limit = 20
   const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));
   const out: string[] = [];
   for (const u of store.unread.list()) {
-    if (under(u.path) && existsSync(u.path)) out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
+    // an empty file has said nothing yet (a run just starting): `rlwatch files` lists it, a warning would be noise
+    if (u.size > 0 && under(u.path) && existsSync(u.path)) out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
   }
   for (const run of store.runs.list()) {
     for (const f of store.files.ofRun(run.id)) {

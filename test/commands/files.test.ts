@@ -71,6 +71,10 @@ describe('files', () => {
       expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(.+ 1\)$/),
     ]);
     expect(unreadSummary(store, [join(root, 'elsewhere')])).toEqual([]);
+    // an empty file (a run just starting) is listed by `files` but is no warning
+    await ingestor.ingest(file('grpo/new.jsonl', ''), runs());
+    expect(runFiles(store, 'grpo')[0]!.unread.map((u) => u.reason)).toContain('empty so far');
+    expect(unreadSummary(store, [runs()]).join('\n')).not.toContain('new.jsonl');
     expect(unreadSummary(store, [runs()], 1)).toEqual([
       'not read: grpo/notes.txt (no known format in what is there yet)',
       '... and 1 more: rlwatch files lists them all',
