@@ -77,19 +77,18 @@ export function retryAfterMs(header: string | null, now = Date.now()): number {
   return Number.isFinite(at) ? Math.max(0, at - now) : 1000;
 }
 
-/** The section of a channel posting to incoming-webhook URLs: the common fields and more URLs by name. */
-const webhookSection = z
-  .object({
-    ...commonSection,
-    /** more webhook URLs by name, for routes (the default one comes from the environment) */
-    urls: urlsField,
-  })
-  .strict()
-  .prefault({});
+/** The fields of a channel posting to webhook URLs: the common ones and more URLs by name, for routes. */
+export const webhookFields = {
+  ...commonSection,
+  /** more webhook URLs by name, for routes (the default one comes from the environment) */
+  urls: urlsField,
+};
+export const webhookSection = z.object(webhookFields).strict().prefault({});
 
-type WebhookSection = z.infer<typeof webhookSection>;
-interface WebhookSettings {
-  section: WebhookSection;
+export type WebhookSection = z.infer<typeof webhookSection>;
+/** A webhook channel's settings: its section and its destinations (name -> URL, the default name). */
+export interface WebhookSettings<S = WebhookSection> {
+  section: S;
   urls: Map<string, string>;
   fallback: string | undefined;
 }

@@ -2,28 +2,15 @@
  * Feishu / Lark through a custom bot webhook: each outbox row is an interactive card, signed when the bot has
  * signature verification on. Outbound only.
  */
-import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
-import { destinations, post, urlsField } from '../outbound.ts';
-import { commonSection, router, type Platform } from '../platform.ts';
+import { destinations, post, webhookSection, type WebhookSection, type WebhookSettings } from '../outbound.ts';
+import { router, type Platform } from '../platform.ts';
 import { feishuCard, feishuSign } from './card.ts';
 
-const section = z
-  .object({
-    ...commonSection,
-    /** more bot webhook URLs by name, for routes (the default one is FEISHU_WEBHOOK_URL) */
-    urls: urlsField,
-  })
-  .strict()
-  .prefault({});
-
-type Section = z.infer<typeof section>;
-interface Settings {
-  section: Section;
-  urls: Map<string, string>;
-  fallback: string | undefined;
-  /** FEISHU_SECRET: the bot's signing secret ("signature verification" in its security settings) */
+/** Its settings: the webhook destinations and FEISHU_SECRET, the bot's signing secret ("signature
+ * verification" in its security settings). */
+interface Settings extends WebhookSettings {
   secret: string | undefined;
 }
 
@@ -44,9 +31,9 @@ function checkAnswer(label: string, text: string): void {
   throw RATE_LIMITED.has(code) ? new DeliveryError(why, 1000) : new DeliveryError(why, undefined, true);
 }
 
-export const feishu: Platform<Section, Settings> = {
+export const feishu: Platform<WebhookSection, Settings> = {
   id: 'feishu',
-  section,
+  section: webhookSection,
   settings(s, env) {
     const d = destinations('feishu', s, env.FEISHU_WEBHOOK_URL || undefined, 'FEISHU_WEBHOOK_URL');
     return d && { section: s, ...d, secret: env.FEISHU_SECRET || undefined };

@@ -4,17 +4,15 @@
  */
 import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
-import { commonSection, router, type Platform } from '../platform.ts';
-import { destinations, post, urlsField } from '../outbound.ts';
+import { router, type Platform } from '../platform.ts';
+import { destinations, post, webhookFields, type WebhookSettings } from '../outbound.ts';
 import { signature, webhookBody } from './body.ts';
 
 export const SIGNATURE_HEADER = 'X-Rlwatch-Signature';
 
 const section = z
   .object({
-    ...commonSection,
-    /** more destinations by name (the default one is WEBHOOK_URL) */
-    urls: urlsField,
+    ...webhookFields,
     /** each alert's chart as a base64 PNG in the body (adds ~30 KB per alert) */
     charts: z.boolean().default(false),
   })
@@ -22,10 +20,7 @@ const section = z
   .prefault({});
 
 type Section = z.infer<typeof section>;
-interface Settings {
-  section: Section;
-  urls: Map<string, string>;
-  fallback: string | undefined;
+interface Settings extends WebhookSettings<Section> {
   /** WEBHOOK_SECRET: signs every body */
   secret: string | undefined;
 }
