@@ -27,6 +27,11 @@ describe('loadConfig', () => {
     expect(() => loadConfig(path, {})).toThrow(new RegExp(`^${path}: watch\\.roots: .*array`, 'i'));
   });
 
+  it('names the cap when a duration is longer than a year', () => {
+    const path = configFile('alerts:\n  repeatInterval: 400d\n');
+    expect(() => loadConfig(path, {})).toThrow(new RegExp(`^${path}: alerts\\.repeatInterval: .*at most 365d`));
+  });
+
   it('rejects unknown fields, so a typo is not silently ignored', () => {
     const path = configFile('watch:\n  rots: [runs]\n');
     expect(() => loadConfig(path, {})).toThrow(`${path}: watch: unknown field 'rots'`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseDuration } from '../engine/duration.ts';
+import { DURATION_EXPECTED, parseDuration } from '../engine/duration.ts';
 import { PLATFORMS } from '../platforms/index.ts';
 
 const platformSections: Record<string, z.ZodType> = Object.fromEntries(PLATFORMS.map((p) => [p.id, p.section]));
@@ -41,7 +41,7 @@ export const ConfigSchema = z
         /** how often a firing, unacknowledged alert is announced again */
         repeatInterval: z
           .string()
-          .refine((s) => parseDuration(s) !== undefined, { message: 'expected a duration such as 30m, 4h or 1d' })
+          .refine((s) => parseDuration(s) !== undefined, { message: DURATION_EXPECTED })
           .default('4h'),
         /** rules to add, and changes to preset rules (by id; with `runs`, for matching runs only) */
         rules: z.array(z.unknown()).default([]),

@@ -20,6 +20,10 @@ export function parseDuration(text: string): number | undefined {
   return ms !== undefined && ms <= MAX_DURATION_MS ? ms : undefined;
 }
 
+/** What a config or command says when a duration is refused: it names the year's cap, which `100d` passes and
+ * `400d` does not. */
+export const DURATION_EXPECTED = `expected a duration of at most ${MAX_DURATION}, such as 90s, 15m, 2h or 1d`;
+
 export function formatDuration(ms: number): string {
   if (ms % UNITS.d! === 0) return `${ms / UNITS.d!}d`;
   if (ms % UNITS.h! === 0) return `${ms / UNITS.h!}h`;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { globMatch, parseDuration } from './duration.ts';
+import { DURATION_EXPECTED, globMatch, parseDuration } from './duration.ts';
 import { MIN_INTERVALS } from './stall.ts';
 
 export const Severity = z.enum(['info', 'warning', 'critical']);
@@ -11,9 +11,7 @@ export type Op = z.infer<typeof Op>;
 const Condition = z.object({ metric: z.string().min(1), op: Op, value: z.number() }).strict();
 export type Condition = z.infer<typeof Condition>;
 
-const Duration = z.string().refine((s) => parseDuration(s) !== undefined, {
-  message: 'expected a duration such as 90s, 15m, 2h or 1d',
-});
+const Duration = z.string().refine((s) => parseDuration(s) !== undefined, { message: DURATION_EXPECTED });
 
 const common = {
   id: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),

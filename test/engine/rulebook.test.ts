@@ -95,8 +95,10 @@ describe('RuleBook: bad entries', () => {
     expect(fails([...OVERRIDES.slice(0, 2), { id: 'mode_collapse', value: 'high' }])).toThrow(RuleError);
     expect(fails([...OVERRIDES.slice(0, 2), { id: 'mode_collapse', value: 'high' }])).toThrow(/^alerts\.rules\[2\]\.value: /);
     expect(fails([{ id: 'run_stalled', after: 'soon' }])).toThrow(
-      'alerts.rules[0].after: expected a duration such as 90s, 15m, 2h or 1d',
+      'alerts.rules[0].after: expected a duration of at most 365d, such as 90s, 15m, 2h or 1d',
     );
+    // a real duration past the cap is refused with the cap named, not as if it were no duration at all
+    expect(fails([{ id: 'run_stalled', after: '400d' }])).toThrow(/^alerts\.rules\[0\]\.after: .*at most 365d/);
     expect(fails([{ id: 'mode_collapse', op: '=>' }])).toThrow(/^alerts\.rules\[0\]\.op: /);
     expect(fails([{ id: 'run_stalled', factor: 0 }])).toThrow(/^alerts\.rules\[0\]\.factor: /);
     expect(fails([{ id: 'run_stalled', window: 2 }])).toThrow(/^alerts\.rules\[0\]\.window: /);
