@@ -100,9 +100,10 @@ export const COMMANDS: readonly CommandSpec[] = [
     options: [
       runOption,
       { name: 'lines', description: `how many lines (default ${DEFAULT_LINES}, at most ${MAX_LINES})`, type: 'integer', accepts: (w) => /^\d+$/.test(w) },
+      { name: 'file', description: 'which console log (e.g. job.err), when the run has several', type: 'string', named: true },
     ],
     access: 'read',
-    run: (c, a) => runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines') }),
+    run: (c, a) => runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines'), file: str(a, 'file') }),
   },
   {
     path: ['run', 'report'],

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { relative, sep } from 'node:path';
+import { basename, relative, sep } from 'node:path';
 import { UserError } from '../errors.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
@@ -34,15 +34,20 @@ function tail(path: string, n: number): string[] {
   }
 }
 
-/** `run logs [run] [--lines N]`: the tail of the run's console log (the captured stdout that grew last).
- * The file is named relative to the run's directory: no server path goes to chat. */
-export function runLogs({ store }: CommandContext, args: { run?: string; lines?: number }): Reply {
+/** `run logs [run] [--lines N] [--file F]`: the tail of the run's console log (by default the captured output that
+ * grew last; a job whose stderr keeps growing with warnings needs `--file job.out` to see its stdout). Files are
+ * named relative to the run's directory: no server path goes to chat. */
+export function runLogs({ store }: CommandContext, args: { run?: string; lines?: number; file?: string }): Reply {
   const run = resolveRun(store, args.run);
   const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
-  const logs = store.files.ofRun(run.id).filter(isTextLog);
-  const file = logs.sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0))[0];
-  if (!file) throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
-  const rel = relative(run.path, file.path).split(sep).join('/');
+  const named = (f: FileRow): string => relative(run.path, f.path).split(sep).join('/');
+  const logs = store.files.ofRun(run.id).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
+  if (logs.length === 0) throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
+  const wanted = args.file;
+  const file = wanted === undefined ? logs[0] : logs.find((f) => named(f) === wanted || basename(f.path) === wanted);
+  if (!file) throw new UserError(`${run.name} has no console log named ${wanted}; it has ${logs.map(named).join(', ')}`);
+  const rel = named(file);
+  const others = logs.filter((f) => f !== file).map(named);
   let lines: string[];
   try {
     lines = tail(file.path, n);
@@ -52,8 +57,11 @@ export function runLogs({ store }: CommandContext, args: { run?: string; lines?:
   return {
     title: `${run.name}: the last ${lines.length} line${lines.length === 1 ? '' : 's'} of ${rel}`,
     fields: [],
-    lines: lines.length === 0 ? ['(the file is empty)'] : [],
+    lines: [
+      ...(lines.length === 0 ? ['(the file is empty)'] : []),
+      ...(others.length > 0 ? [`Other console logs (file=NAME): ${others.join(', ')}`] : []),
+    ],
     blocks: lines.length === 0 ? [] : [{ title: rel, code: lines.join('\n'), tail: true }],
-    data: { run: run.name, file: rel, lines },
+    data: { run: run.name, file: rel, lines, others },
   };
 }

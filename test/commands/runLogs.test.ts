@@ -47,6 +47,24 @@ describe('run logs', () => {
     expect(ask('run logs grpo').blocks?.[0]?.code.split('\n')).toHaveLength(20);
   });
 
+  it('names the other console logs and shows one of them on request', async () => {
+    const out = ensureParent(join(runs(), 'grpo', 'job.out'));
+    writeFileSync(out, `${verl(1)}\n${verl(2)}\n`);
+    await ingestor.ingest(out, runs());
+    await new Promise((r) => setTimeout(r, 5)); // grew_at is in ms: the .err grows strictly later
+    const err = join(runs(), 'grpo', 'job.err');
+    writeFileSync(err, 'UserWarning: something deprecated\n');
+    await ingestor.ingest(err, runs());
+
+    const latest = ask('run logs grpo');
+    expect(latest.title).toBe('grpo: the last 1 line of job.err');
+    expect(latest.lines).toEqual(['Other console logs (file=NAME): job.out']);
+    const stdout = ask('run logs grpo file=job.out');
+    expect(stdout.title).toBe('grpo: the last 2 lines of job.out');
+    expect(stdout.blocks?.[0]?.code.split('\n')[1]).toBe(verl(2).replace(/\x1b\[\d+m/g, ''));
+    expect(() => ask('run logs grpo file=nohup.out')).toThrow('grpo has no console log named nohup.out; it has job.err, job.out');
+  });
+
   it('says so when the run has no console log', async () => {
     const learning = ensureParent(join(runs(), 'grpo', 'learning.log'));
     writeFileSync(learning, `${learningLine(1)}\n`);
