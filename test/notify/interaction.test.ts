@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.ts';
 import type { Log } from '../../src/log.ts';
 import { buttonRequest } from '../../src/notify/cards.ts';
-import { interact, type Asker } from '../../src/notify/interaction.ts';
+import { displayName, interact, type Asker } from '../../src/notify/interaction.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -107,5 +107,23 @@ describe('one interaction path for typed commands and buttons', () => {
     } finally {
       (broken as { run: typeof original }).run = original;
     }
+  });
+});
+
+describe('display names: untrusted text made one short line', () => {
+  it('newlines, control and invisible format characters become one space; the id stands in for no name', () => {
+    expect(displayName('Ana  Lima', '@ana')).toBe('Ana Lima');
+    expect(displayName('ana\n> quoted\r\n# Heading', '@ana')).toBe('ana > quoted # Heading');
+    expect(displayName('\u202eevil\u0007 \u200bname\u00a0', '@x')).toBe('evil name');
+    expect(displayName(' \t\n', '<@U0001>')).toBe('<@U0001>');
+    expect(displayName('👩\u200d👩\u200d👧 family', '@x')).toBe('👩\u200d👩\u200d👧 family');
+    expect([...displayName('x'.repeat(500), '@x')]).toHaveLength(64);
+  });
+
+  it('what a command records and answers is the cleaned name', async () => {
+    const w = world();
+    const a = await interact({ words: ['ack', String(w.alertId)] }, w.asker({ userName: 'Ana\n@everyone' }));
+    expect(a.ok && a.reply.title).toBe(`Acked #${w.alertId} mode_collapse (frac_zero_std) by Ana @everyone`);
+    expect(w.store.alerts.byId(w.alertId)?.acked_by_name).toBe('Ana @everyone');
   });
 });
