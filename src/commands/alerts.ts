@@ -35,7 +35,7 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
       muted: a.state !== 'resolved' && silences.some((s) => silenceMatches(s, { run: runName, rule: a.rule, severity: a.severity })),
     };
   });
-  const what = args.all ? 'alerts' : 'firing alerts';
+  const what = (args.all ? 'alert' : 'firing alert') + (rows.length === 1 ? '' : 's');
   return {
     title: rows.length === 0 ? `No ${what}${run ? ` for ${run.name}` : ''}` : `${rows.length} ${what}${run ? ` for ${run.name}` : ''}`,
     fields: [],

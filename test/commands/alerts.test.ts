@@ -55,7 +55,9 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
       { id: spike.id, startedAt: new Date(T + 5 * MIN).toISOString(), resolvedAt: new Date(T + 20 * MIN).toISOString() },
       { id: collapse.id, startedAt: new Date(T).toISOString(), resolvedAt: null },
     ]);
+    expect(a.reply.title).toBe('2 alerts');
     const later = await interact({ words: ['alerts'] }, slackAna(store, T + 26 * HOUR));
+    expect(later.ok && later.reply.title).toBe('1 firing alert');
     expect(later.ok && later.reply.lines[0]).toContain('fired 1 d ago');
   });
 
