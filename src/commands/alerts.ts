@@ -41,7 +41,7 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
     fields: [],
     lines: rows.map(
       (r) =>
-        `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}, ${r.changed}: ${r.summary}` +
+        `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}: ${r.summary} · ${r.changed}` +
         (r.ackedByName ? ` [acked by ${r.ackedByName}]` : '') +
         (r.muted ? ' [muted]' : ''),
     ),

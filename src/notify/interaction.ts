@@ -20,8 +20,9 @@ export interface Asker {
   log: Log;
   /** who, as the platform knows them (`<@U0001>`, `@ana`, `$USER`): recorded for audit */
   user: string;
-  /** who, as readers know them (Slack's `user_name`, Discord's display name, Telegram's first name, the OS
-   * user): recorded beside `user` and shown on every platform. Untrusted text, made one short line here. */
+  /** who, as readers know them (the name the platform's payload carries: a user name, a server nickname, a
+   * first name; the OS user): recorded beside `user` and shown on every platform. Untrusted text, made one
+   * short line here. */
   userName: string;
   /** whether the caller holds the ack/mute right; asked for write commands only */
   mayWrite(): boolean | Promise<boolean>;

@@ -48,8 +48,8 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
     expect(lines).toHaveLength(2);
     // newest first: the spike resolved (now - (T + 20 min)) ago, the collapse fired (now - T) ago
     expect(lines[0]).toContain(`#${spike.id} `);
-    expect(lines[0]).toContain(`step 40, resolved ${(now - (T + 20 * MIN)) / MIN} min ago: grad_norm 15.8 > 10`);
-    expect(lines[1]).toContain(`step 33, fired ${(now - T) / MIN} min ago: frac_zero_std 1 > 0.8`);
+    expect(lines[0]).toContain(`step 40: grad_norm 15.8 > 10 · resolved ${(now - (T + 20 * MIN)) / MIN} min ago`);
+    expect(lines[1]).toContain(`step 33: frac_zero_std 1 > 0.8 for 3 steps · fired ${(now - T) / MIN} min ago`);
     for (const l of lines) expect(l).not.toMatch(/\d{4}-\d\d-\d\dT/);
     expect(a.reply.data).toMatchObject([
       { id: spike.id, startedAt: new Date(T + 5 * MIN).toISOString(), resolvedAt: new Date(T + 20 * MIN).toISOString() },
@@ -68,7 +68,7 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
       step: 50, at: T + 30 * MIN, severity: 'warning', summary: 'entropy 0.03 < 0.04', details: {},
     });
     const a = await interact({ words: ['alerts', 'all'] }, slackAna(store, T + 30 * MIN + 40_000));
-    expect(a.ok && a.reply.lines.find((l) => l.startsWith(`#${pending.id} `))).toContain('step 50, first seen just now:');
+    expect(a.ok && a.reply.lines.find((l) => l.startsWith(`#${pending.id} `))).toContain('step 50: entropy 0.03 < 0.04 · first seen just now');
   });
 
   it('a Slack user who acked shows by name, not as <@U…>; the mention stays recorded for audit', async () => {
