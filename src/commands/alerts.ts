@@ -41,7 +41,8 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
     fields: [],
     lines: rows.map(
       (r) =>
-        `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}: ${r.summary} · ${r.changed}` +
+        `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}: ${r.summary}` +
+        ` · ${r.changed}` +
         (r.ackedByName ? ` [acked by ${r.ackedByName}]` : '') +
         (r.muted ? ' [muted]' : ''),
     ),
@@ -50,7 +51,11 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
 }
 
 /** `ack ID [comment]`: stops repeats of an alert until it resolves. */
-export function ackAlert({ store }: CommandContext, args: { id: number; by: Who; comment?: string }, now = Date.now()): Reply {
+export function ackAlert(
+  { store }: CommandContext,
+  args: { id: number; by: Who; comment?: string },
+  now = Date.now(),
+): Reply {
   const alert = store.alerts.byId(args.id);
   if (!alert) throw new UserError(`no alert #${args.id} (see \`alerts --all\`)`);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
@@ -59,7 +64,13 @@ export function ackAlert({ store }: CommandContext, args: { id: number; by: Who;
     title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by.name}`,
     fields: [],
     lines: args.comment ? [args.comment] : [],
-    data: { id: alert.id, ackedBy: args.by.id, ackedByName: args.by.name, ackedAt: isoTime(now), comment: args.comment ?? null },
+    data: {
+      id: alert.id,
+      ackedBy: args.by.id,
+      ackedByName: args.by.name,
+      ackedAt: isoTime(now),
+      comment: args.comment ?? null,
+    },
   };
 }
 
@@ -91,7 +102,10 @@ const silenceData = (s: SilenceRow) => ({
 /** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted. */
 export function muteAlerts(
   { store }: CommandContext,
-  args: { run?: string; rule?: string; severity?: string; for: string; reason?: string; by: Who; alert?: number; scope?: 'run' | 'rule' },
+  args: {
+    run?: string; rule?: string; severity?: string; for: string; reason?: string; by: Who; alert?: number;
+    scope?: 'run' | 'rule';
+  },
   now = Date.now(),
 ): Reply {
   if (args.alert !== undefined) return muteAlerts({ store }, { ...args, ...aboutAlert(store, args), alert: undefined }, now);
@@ -117,7 +131,8 @@ export function muteAlerts(
     author_name: args.by.name,
     reason: args.reason ?? '',
   });
-  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines: [describeSilence(s, now)], data: silenceData(s) };
+  const lines = [describeSilence(s, now)];
+  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines, data: silenceData(s) };
 }
 
 /** `mute --alert ID [--scope rule]`: the alert's run (and rule), named in the reason. */
@@ -151,5 +166,6 @@ export function unmute({ store }: CommandContext, args: { id: number }, now = Da
   const s = store.silences.byId(args.id);
   if (!s || s.ended_at !== null || s.ends_at <= now) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
   store.silences.end(s.id, now);
-  return { title: `Unmuted #${s.id}`, fields: [], lines: [describeSilence({ ...s, ended_at: now }, now)], data: silenceData(s) };
+  const ended = describeSilence({ ...s, ended_at: now }, now);
+  return { title: `Unmuted #${s.id}`, fields: [], lines: [ended], data: silenceData(s) };
 }

@@ -161,7 +161,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'comment', description: 'what you are doing about it', type: 'string', rest: true },
     ],
     access: 'write',
-    run: (c, a) => ackAlert(c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now),
+    run: (c, a) =>
+      ackAlert(c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now),
   },
   {
     path: ['mute'],

@@ -85,7 +85,8 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
   const status: AlertCard['status'] = resolved ? 'resolved' : alert?.acked_by ? 'acked' : muted ? 'muted' : 'firing';
   const resolvedSummary = resolved ? String((JSON.parse(alert.details) as { resolved?: { summary?: string } }).resolved?.summary ?? '') : '';
   const notes: string[] = [];
-  if (alert?.acked_by) notes.push(`Acked by ${alert.acked_by_name ?? alert.acked_by}${alert.ack_comment ? `: ${alert.ack_comment}` : ''}`);
+  const acker = alert?.acked_by_name ?? alert?.acked_by;
+  if (acker) notes.push(`Acked by ${acker}${alert?.ack_comment ? `: ${alert.ack_comment}` : ''}`);
   if (muted) notes.push('Muted: recorded, not posted again until the mute ends');
   if (resolved) notes.push(`Resolved at step ${alert.resolved_step}${resolvedSummary ? `: ${resolvedSummary}` : ''}`);
   const runRow = store.runs.byName(run);

@@ -52,7 +52,8 @@ export type Answer =
  * message; anything else a short apology with a reference, and a log line with the same reference.
  *
  * @example
- *   const a = await interact({ words: ['ack', '12'] }, { store, log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint });
+ *   const asker = { store, log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint };
+ *   const a = await interact({ words: ['ack', '12'] }, asker);
  *   if (a.ok) show(a.reply); else whisper(a.message);
  */
 export async function interact(req: Request, asker: Asker, beforeRun?: (spec: CommandSpec) => Promise<void>): Promise<Answer> {
@@ -71,7 +72,8 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
     await beforeRun?.(spec);
     const { store, config, user, now, local } = asker;
-    return { ok: true, spec, reply: spec.run({ store, config, user, userName: displayName(asker.userName, user), now, local }, args) };
+    const userName = displayName(asker.userName, user);
+    return { ok: true, spec, reply: spec.run({ store, config, user, userName, now, local }, args) };
   } catch (err) {
     if (err instanceof UserError) return { ok: false, message: err.message };
     const ref = randomBytes(3).toString('hex');

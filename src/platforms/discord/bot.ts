@@ -323,7 +323,8 @@ export class DiscordBot {
   private asker(i: ChatInputCommandInteraction | ButtonInteraction): Asker {
     const { store, config, log } = this.opts;
     const user = `@${i.user.username}`;
-    return { store, config, log, user, userName: shownName(i), mayWrite: () => this.allowed(i), rightsHint: 'discord.allow in rlwatch.yaml' };
+    const mayWrite = () => this.allowed(i);
+    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml' };
   }
 
   private async command(i: ChatInputCommandInteraction): Promise<void> {

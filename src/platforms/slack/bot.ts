@@ -202,7 +202,11 @@ export class SlackBot {
     }
     this.app.action(BUTTON_ID, async ({ ack, body, action, respond, client }) => {
       await ack();
-      const b = body as { user: { id: string; username?: string; name?: string }; channel?: { id: string }; message?: { ts: string } };
+      const b = body as {
+        user: { id: string; username?: string; name?: string };
+        channel?: { id: string };
+        message?: { ts: string };
+      };
       const actionId = (action as { action_id: string }).action_id;
       const user = { id: b.user.id, name: b.user.username ?? b.user.name ?? '' };
       await this.onButton(actionId, user, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
@@ -298,7 +302,8 @@ export class SlackBot {
     const { store, log } = this.opts;
     const config = this.opts.config;
     const mayWrite = () => this.allowed(user.id, client);
-    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint: 'slack.allow in rlwatch.yaml' };
+    const rightsHint = 'slack.allow in rlwatch.yaml';
+    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint };
   }
 
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
@@ -314,7 +319,12 @@ export class SlackBot {
   }
 
   private async onButton(
-    actionId: string, user: { id: string; name: string }, channel: string, ts: string, respond: RespondFn, client: WebClient,
+    actionId: string,
+    user: { id: string; name: string },
+    channel: string,
+    ts: string,
+    respond: RespondFn,
+    client: WebClient,
   ): Promise<void> {
     const request = buttonRequest(actionId);
     if (!request) return;
