@@ -221,6 +221,7 @@ function addShared(parent: Command, spec: CommandSpec): void {
           config,
           log: silentLog,
           user: String(opts.by ?? user()),
+          userName: String(opts.by ?? user()),
           mayWrite: () => true,
           rightsHint: '',
           prefix: 'rlwatch ',

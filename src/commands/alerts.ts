@@ -1,8 +1,15 @@
 import { UserError } from '../errors.ts';
 import { durationMs, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
 import { Severity } from '../engine/rules.ts';
+import type { AlertRow, Who } from '../store/alerts.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
-import { isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+/** When an alert last changed, in the reader's terms: `fired 12 min ago`, `resolved 3 h ago`. */
+function changed(a: AlertRow, now: number): string {
+  if (a.state === 'resolved') return `resolved ${ago(a.resolved_at, now)}`;
+  return a.state === 'firing' ? `fired ${ago(a.fired_at, now)}` : `first seen ${ago(a.started_at, now)}`;
+}
 
 /** `alerts [run] [--all]`: firing alerts (all incidents with --all), newest first, muted ones marked. */
 export function alertList({ store }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now()): Reply {
@@ -23,44 +30,61 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
       startedAt: isoTime(a.fired_at ?? a.started_at),
       resolvedAt: isoTime(a.resolved_at),
       ackedBy: a.acked_by,
+      ackedByName: a.acked_by_name,
+      changed: changed(a, now),
       muted: a.state !== 'resolved' && silences.some((s) => silenceMatches(s, { run: runName, rule: a.rule, severity: a.severity })),
     };
   });
-  const what = args.all ? 'alerts' : 'firing alerts';
+  const what = (args.all ? 'alert' : 'firing alert') + (rows.length === 1 ? '' : 's');
   return {
     title: rows.length === 0 ? `No ${what}${run ? ` for ${run.name}` : ''}` : `${rows.length} ${what}${run ? ` for ${run.name}` : ''}`,
     fields: [],
     lines: rows.map(
       (r) =>
         `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}: ${r.summary}` +
-        (r.ackedBy ? ` [acked by ${r.ackedBy}]` : '') +
+        ` · ${r.changed}` +
+        (r.ackedByName ? ` [acked by ${r.ackedByName}]` : '') +
         (r.muted ? ' [muted]' : ''),
     ),
-    data: rows,
+    data: rows.map(({ changed: _, ...r }) => r),
   };
 }
 
 /** `ack ID [comment]`: stops repeats of an alert until it resolves. */
-export function ackAlert({ store }: CommandContext, args: { id: number; by: string; comment?: string }, now = Date.now()): Reply {
+export function ackAlert(
+  { store }: CommandContext,
+  args: { id: number; by: Who; comment?: string },
+  now = Date.now(),
+): Reply {
   const alert = store.alerts.byId(args.id);
   if (!alert) throw new UserError(`no alert #${args.id} (see \`alerts --all\`)`);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
   store.alerts.ack(alert.id, args.by, args.comment ?? null, now);
   return {
-    title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by}`,
+    title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by.name}`,
     fields: [],
     lines: args.comment ? [args.comment] : [],
-    data: { id: alert.id, ackedBy: args.by, ackedAt: isoTime(now), comment: args.comment ?? null },
+    data: {
+      id: alert.id,
+      ackedBy: args.by.id,
+      ackedByName: args.by.name,
+      ackedAt: isoTime(now),
+      comment: args.comment ?? null,
+    },
   };
 }
 
 /** A stored time as ISO text; null for one no date can hold (a mute saved before spans were capped). */
 const storedTime = (ms: number): string | null => (Number.isFinite(new Date(ms).getTime()) ? isoTime(ms) : null);
 
-function describeSilence(s: SilenceRow): string {
+/** `#3 run grpo-7b ending in 2 h by ana: why`: its end in the reader's terms, its author by name. */
+function describeSilence(s: SilenceRow, now: number): string {
   const what = [s.run && `run ${s.run}`, s.rule && `rule ${s.rule}`, s.severity && `severity ${s.severity}`].filter(Boolean).join(', ');
-  const until = storedTime(s.ends_at) ?? 'an end out of range (unmute it)';
-  return `#${s.id} ${what || 'everything'} until ${until} by ${s.author}${s.reason ? `: ${s.reason}` : ''}`;
+  const until =
+    s.ended_at !== null ? `ended ${ago(s.ended_at, now)}`
+    : storedTime(s.ends_at) === null ? 'until an end out of range (unmute it)'
+    : `ending ${fromNow(s.ends_at, now)}`;
+  return `#${s.id} ${what || 'everything'} ${until} by ${s.author_name}${s.reason ? `: ${s.reason}` : ''}`;
 }
 
 const silenceData = (s: SilenceRow) => ({
@@ -71,13 +95,17 @@ const silenceData = (s: SilenceRow) => ({
   startsAt: storedTime(s.starts_at),
   endsAt: storedTime(s.ends_at),
   author: s.author,
+  authorName: s.author_name,
   reason: s.reason,
 });
 
 /** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted. */
 export function muteAlerts(
   { store }: CommandContext,
-  args: { run?: string; rule?: string; severity?: string; for: string; reason?: string; by: string; alert?: number; scope?: 'run' | 'rule' },
+  args: {
+    run?: string; rule?: string; severity?: string; for: string; reason?: string; by: Who; alert?: number;
+    scope?: 'run' | 'rule';
+  },
   now = Date.now(),
 ): Reply {
   if (args.alert !== undefined) return muteAlerts({ store }, { ...args, ...aboutAlert(store, args), alert: undefined }, now);
@@ -99,10 +127,12 @@ export function muteAlerts(
     severity: severity ? severity.data : null,
     starts_at: now,
     ends_at: now + ms,
-    author: args.by,
+    author: args.by.id,
+    author_name: args.by.name,
     reason: args.reason ?? '',
   });
-  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines: [describeSilence(s)], data: silenceData(s) };
+  const lines = [describeSilence(s, now)];
+  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines, data: silenceData(s) };
 }
 
 /** `mute --alert ID [--scope rule]`: the alert's run (and rule), named in the reason. */
@@ -126,7 +156,7 @@ export function muteList({ store }: CommandContext, now = Date.now()): Reply {
   return {
     title: active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
     fields: [],
-    lines: active.map(describeSilence),
+    lines: active.map((s) => describeSilence(s, now)),
     data: active.map(silenceData),
   };
 }
@@ -136,5 +166,6 @@ export function unmute({ store }: CommandContext, args: { id: number }, now = Da
   const s = store.silences.byId(args.id);
   if (!s || s.ended_at !== null || s.ends_at <= now) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
   store.silences.end(s.id, now);
-  return { title: `Unmuted #${s.id}`, fields: [], lines: [describeSilence(s)], data: silenceData(s) };
+  const ended = describeSilence({ ...s, ended_at: now }, now);
+  return { title: `Unmuted #${s.id}`, fields: [], lines: [ended], data: silenceData(s) };
 }

@@ -43,7 +43,10 @@ export interface OptionSpec {
 
 /** Who is asking: the front end fills it in; commands that change state record it. */
 export interface Caller extends CommandContext {
+  /** as their platform knows them (`<@U0001>`, `@ana`, `$USER`): recorded for audit */
   user: string;
+  /** as readers know them (`ana`, `Ana Silva`): recorded beside `user` and shown (untrusted text) */
+  userName: string;
   now?: number;
 }
 
@@ -85,7 +88,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'latest step, epoch and the latest value of each canonical metric',
     options: [runOption],
     access: 'read',
-    run: (c, a) => runStatus(c, { run: str(a, 'run') }),
+    run: (c, a) => runStatus(c, { run: str(a, 'run') }, c.now),
   },
   {
     path: ['run', 'list'],
@@ -159,7 +162,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'comment', description: 'what you are doing about it', type: 'string', rest: true },
     ],
     access: 'write',
-    run: (c, a) => ackAlert(c, { id: Number(a.id), by: c.user, comment: str(a, 'comment') }, c.now),
+    run: (c, a) =>
+      ackAlert(c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now),
   },
   {
     path: ['mute'],
@@ -184,7 +188,7 @@ export const COMMANDS: readonly CommandSpec[] = [
           severity: str(a, 'severity'),
           for: String(a.duration),
           reason: str(a, 'reason'),
-          by: c.user,
+          by: { id: c.user, name: c.userName },
           alert: num(a, 'alert'),
           scope: str(a, 'scope') as 'run' | 'rule' | undefined,
         },

@@ -58,12 +58,24 @@ export function resolveRun(store: Store, name: string | undefined): RunRow {
 
 export const isoTime = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+/** A span in the reader's terms (`12 min`, `3 h`, `2 d`), rounded down or up; under a minute, null. */
+function span(ms: number, round: (n: number) => number): string | null {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return null;
+  if (s < 3600) return `${round(s / 60)} min`;
+  if (s < 86_400) return `${round(s / 3600)} h`;
+  return `${round(s / 86_400)} d`;
+}
+
 /** A past time in the reader's terms: `just now`, `12 min ago`, `3 h ago`, `2 d ago`; `never` for none. */
 export function ago(ms: number | null, now: number): string {
   if (ms === null) return 'never';
-  const s = Math.max(0, Math.round((now - ms) / 1000));
-  if (s < 60) return 'just now';
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
-  return `${Math.floor(s / 86_400)} d ago`;
+  const d = span(now - ms, Math.floor);
+  return d === null ? 'just now' : `${d} ago`;
+}
+
+/** A time to come in the reader's terms: `in 12 min`, `in 2 h`, `in under a minute`. Rounded up: a mute
+ * with 1 h 59 min left says `in 2 h`, not `in 1 h`. */
+export function fromNow(ms: number, now: number): string {
+  return `in ${span(ms - now, Math.ceil) ?? 'under a minute'}`;
 }

@@ -1,20 +1,22 @@
 import { isCanonicalMetric } from '../ingest/metricNames.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import type { AttemptRow } from '../store/attempts.ts';
-import { isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { ago, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
 
-/** `attempt 2 (now): resumed at step 40 at ...` per attempt after the first: a job that restarted. */
-function restarts(attempts: readonly AttemptRow[]): string[] {
+/** `attempt 2 (now): resumed at step 40 12 min ago, ...` per attempt when there are several: a job that
+ * restarted. */
+function restarts(attempts: readonly AttemptRow[], now: number): string[] {
   if (attempts.length < 2) return [];
   return attempts.map((a, i) => {
     const from = a.attempt === 1 ? `from step ${a.resumed_step}` : `resumed at step ${a.resumed_step}`;
-    const now = i === attempts.length - 1 ? ' (now)' : '';
-    return `attempt ${a.attempt}${now}: ${from} at ${isoTime(a.at)}, reached step ${a.last_step}`;
+    const current = i === attempts.length - 1 ? ' (now)' : '';
+    return `attempt ${a.attempt}${current}: ${from} ${ago(a.at, now)}, reached step ${a.last_step}`;
   });
 }
 
-/** `run status [run]`: the latest step and epoch, and the latest value of each canonical metric. */
-export function runStatus({ store }: CommandContext, args: { run?: string }): Reply {
+/** `run status [run]`: the latest step and epoch, and the latest value of each canonical metric; times in the
+ * reader's terms (`updated 12 min ago`), as ISO text in `data`. */
+export function runStatus({ store }: CommandContext, args: { run?: string }, now = Date.now()): Reply {
   const run = resolveRun(store, args.run);
   const head = store.attempts.replaying(run.id, run.last_step);
   // a restarted job logging its steps again: its latest values, not those the earlier attempt logged past it
@@ -36,8 +38,8 @@ export function runStatus({ store }: CommandContext, args: { run?: string }): Re
         value: formatValue(l.value) + (l.step === run.last_step ? '' : ` (step ${l.step})`),
       })),
     lines: [
-      `${run.records} records, updated ${isoTime(run.updated_at) ?? 'never'}`,
-      ...restarts(attempts),
+      `${run.records} records, updated ${ago(run.updated_at, now)}`,
+      ...restarts(attempts, now),
       ...(other > 0 ? [`${other} more metric${other === 1 ? '' : 's'} logged: see --json or \`reward history --metric NAME\``] : []),
     ],
     data: {

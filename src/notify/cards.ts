@@ -22,6 +22,8 @@ export interface AlertCard {
   note: string | null;
   /** who acked, as recorded (a platform may render its own users' ids as mentions) */
   ackedBy?: string | null;
+  /** who acked, as readers know them: the name the note shows (untrusted text) */
+  ackedByName?: string | null;
   sparkline: string | null;
   examples: Array<{ title: string; code: string }>;
   /** the log lines that show why (untrusted): a code block, cut from the start to fit */
@@ -83,7 +85,8 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
   const status: AlertCard['status'] = resolved ? 'resolved' : alert?.acked_by ? 'acked' : muted ? 'muted' : 'firing';
   const resolvedSummary = resolved ? String((JSON.parse(alert.details) as { resolved?: { summary?: string } }).resolved?.summary ?? '') : '';
   const notes: string[] = [];
-  if (alert?.acked_by) notes.push(`Acked by ${alert.acked_by}${alert.ack_comment ? `: ${alert.ack_comment}` : ''}`);
+  const acker = alert?.acked_by_name ?? alert?.acked_by;
+  if (acker) notes.push(`Acked by ${acker}${alert?.ack_comment ? `: ${alert.ack_comment}` : ''}`);
   if (muted) notes.push('Muted: recorded, not posted again until the mute ends');
   if (resolved) notes.push(`Resolved at step ${alert.resolved_step}${resolvedSummary ? `: ${resolvedSummary}` : ''}`);
   const runRow = store.runs.byName(run);
@@ -113,6 +116,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
     ackedBy: alert?.acked_by ?? null,
+    ackedByName: alert?.acked_by_name ?? null,
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
     examples: ex
       ? [

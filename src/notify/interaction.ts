@@ -18,8 +18,12 @@ export interface Asker {
   /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
   config?: Config;
   log: Log;
-  /** the name recorded and shown (`@ana`, a display name, `$USER`) */
+  /** who, as the platform knows them (`<@U0001>`, `@ana`, `$USER`): recorded for audit */
   user: string;
+  /** who, as readers know them (the name the platform's payload carries: a user name, a server nickname, a
+   * first name; the OS user): recorded beside `user` and shown on every platform. Untrusted text, made one
+   * short line here. */
+  userName: string;
   /** whether the caller holds the ack/mute right; asked for write commands only */
   mayWrite(): boolean | Promise<boolean>;
   /** where the right is granted, for the refusal (`<platform>.allow in rlwatch.yaml`) */
@@ -48,7 +52,8 @@ export type Answer =
  * message; anything else a short apology with a reference, and a log line with the same reference.
  *
  * @example
- *   const a = await interact({ words: ['ack', '12'] }, { store, log, user: '@ana', mayWrite: () => true, rightsHint });
+ *   const asker = { store, log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint };
+ *   const a = await interact({ words: ['ack', '12'] }, asker);
  *   if (a.ok) show(a.reply); else whisper(a.message);
  */
 export async function interact(req: Request, asker: Asker, beforeRun?: (spec: CommandSpec) => Promise<void>): Promise<Answer> {
@@ -66,13 +71,29 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     const bound = rest.length > 0 ? bindWords(spec, rest, knownNames(asker.store), prefix) : {};
     const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
     await beforeRun?.(spec);
-    return { ok: true, spec, reply: spec.run({ store: asker.store, config: asker.config, user: asker.user, now: asker.now, local: asker.local }, args) };
+    const { store, config, user, now, local } = asker;
+    const userName = displayName(asker.userName, user);
+    return { ok: true, spec, reply: spec.run({ store, config, user, userName, now, local }, args) };
   } catch (err) {
     if (err instanceof UserError) return { ok: false, message: err.message };
     const ref = randomBytes(3).toString('hex');
     asker.log.warn(`command '${req.words.join(' ')}' failed (ref ${ref}): ${(err as Error).stack ?? String(err)}`);
     return { ok: false, message: `Sorry, that failed on rlwatch's side (ref ${ref}); its log says why.`, error: err };
   }
+}
+
+/** Longest display name kept: a name is a label beside an ack, not a place for a message. */
+const NAME_CHARS = 64;
+
+/**
+ * A display name as readers see it: one line (newlines, control and invisible format characters such as a
+ * right-to-left override become a space), at most 64 characters; the platform id when the name is empty.
+ * Still untrusted text: each front end escapes it where it shows it, as it does a run name.
+ */
+export function displayName(name: string, id: string): string {
+  // U+200D (zero-width joiner) is kept: it glues emoji sequences together
+  const line = name.replace(/(?:(?!\u200d)[\p{Cc}\p{Cf}\p{Z}\s])+/gu, ' ').trim();
+  return line === '' ? id : [...line].slice(0, NAME_CHARS).join('').trim();
 }
 
 /** Whether a chat user may ack and mute: listed by id or by one of their roles/groups; nobody listed means

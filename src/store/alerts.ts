@@ -18,11 +18,21 @@ export interface AlertRow {
   fired_at: number | null;
   resolved_step: number | null;
   resolved_at: number | null;
+  /** who acked, as their platform knows them (`<@U0001>`, `@ana`, `$USER`): kept for audit */
   acked_by: string | null;
+  /** who acked, as readers know them (untrusted text): what cards and `/alerts` show */
+  acked_by_name: string | null;
   acked_at: number | null;
   ack_comment: string | null;
   notified_state: string | null;
   notified_at: number | null;
+}
+
+/** A person who acts on alerts: `id` as their platform knows them (kept for audit), `name` as readers know
+ * them (shown; untrusted text). */
+export interface Who {
+  id: string;
+  name: string;
 }
 
 export interface AlertChange {
@@ -76,8 +86,9 @@ export class Alerts {
     prepared(this.db, 'DELETE FROM alerts WHERE id = ?').run(id);
   }
 
-  ack(id: number, by: string, comment: string | null, at: number): void {
-    prepared(this.db, 'UPDATE alerts SET acked_by = ?, acked_at = ?, ack_comment = ? WHERE id = ?').run(by, at, comment, id);
+  ack(id: number, by: Who, comment: string | null, at: number): void {
+    prepared(this.db, 'UPDATE alerts SET acked_by = ?, acked_by_name = ?, acked_at = ?, ack_comment = ? WHERE id = ?')
+      .run(by.id, by.name, at, comment, id);
   }
 
   markNotified(id: number, state: 'firing' | 'resolved', at: number): void {

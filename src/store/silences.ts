@@ -9,7 +9,10 @@ export interface SilenceRow {
   severity: string | null;
   starts_at: number;
   ends_at: number;
+  /** who muted, as their platform knows them: kept for audit */
   author: string;
+  /** who muted, as readers know them (untrusted text): what `/mutes` shows */
+  author_name: string;
   reason: string;
   ended_at: number | null;
 }
@@ -18,9 +21,13 @@ export interface SilenceRow {
 export class Silences {
   constructor(private readonly db: Database) {}
 
-  add(s: Omit<SilenceRow, 'id' | 'ended_at'>): SilenceRow {
-    const info = prepared(this.db, 'INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.reason);
+  /** `author_name` left out: the author's id is their name (a mute written by code rather than a person). */
+  add(s: Omit<SilenceRow, 'id' | 'ended_at' | 'author_name'> & { author_name?: string }): SilenceRow {
+    const info = prepared(this.db,
+        `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.author_name ?? s.author, s.reason);
     return this.byId(Number(info.lastInsertRowid)) as SilenceRow;
   }
 

@@ -5,7 +5,7 @@ import { startFakeDiscord, type FakeDiscord, type FakeMessage } from '../fakes/d
 import { WatchedRun } from './watchedRun.ts';
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-const ana = { id: '111111111111111111', username: 'ana' };
+const ana = { id: '111111111111111111', username: 'ana', globalName: 'Ana Lima' };
 const bo = { id: '222222222222222222', username: 'bo' };
 
 describe('Discord, end to end: the real discord.js Client against a local fake', () => {
@@ -98,10 +98,11 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(app.store.alerts.byId(alert.id)?.acked_by).toBeNull();
     const out = await fake.click({ customId: `ack:${alert.id}`, messageId: msg.id, user: ana });
     expect(out.callback?.type).toBe(7);
-    expect(app.store.alerts.byId(alert.id)?.acked_by).toBe('@ana');
+    // recorded by username (audit), shown by the name Discord shows (her display name: she has no nickname)
+    expect(app.store.alerts.byId(alert.id)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana Lima' });
     const edited = fake.messages.get(msg.id)!;
     const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as { description: string };
-    expect(embed.description).toContain('Acked by @ana');
+    expect(embed.description).toContain('Acked by Ana Lima');
     const ack = (edited.components as Array<{ components: Array<{ custom_id: string; disabled?: boolean; label: string }> }>)
       .flatMap((r) => r.components)
       .find((b) => b.custom_id === `ack:${alert.id}`);

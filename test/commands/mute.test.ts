@@ -19,12 +19,12 @@ const known = { runs: [], metrics: [] };
 describe('absurd mute spans and numbers', () => {
   it('refuses a span past a year and stores nothing', () => {
     for (const span of ['99999999999999d', '366d', `${'9'.repeat(400)}s`]) {
-      expect(() => muteAlerts({ store }, { for: span, by: 'ann' }, NOW)).toThrow(UserError);
-      expect(() => muteAlerts({ store }, { for: span, by: 'ann' }, NOW)).toThrow(/is longer than a mute may be \(365d\)/);
+      expect(() => muteAlerts({ store }, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).toThrow(UserError);
+      expect(() => muteAlerts({ store }, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).toThrow(/is longer than a mute may be \(365d\)/);
     }
     expect(muteList({ store }, NOW).lines).toEqual([]);
     expect(parseDuration('365d')).toBe(365 * 86_400_000);
-    const ok = muteAlerts({ store }, { for: '365d', by: 'ann' }, NOW);
+    const ok = muteAlerts({ store }, { for: '365d', by: { id: 'ann', name: 'Ann' } }, NOW);
     expect(ok.title).toBe('Muted for 365d');
   });
 

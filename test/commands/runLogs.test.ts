@@ -22,7 +22,7 @@ const verl = (step: number): string => `\x1b[36m(TaskRunner pid=7)\x1b[0m step:$
 const ask = (words: string) => {
   const found = findCommand(words.split(' '));
   if (!found) throw new Error(words);
-  return found.spec.run({ store, user: 'ana' }, parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }));
+  return found.spec.run({ store, user: 'ana', userName: 'ana' }, parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }));
 };
 
 describe('run logs', () => {

@@ -1,21 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { runStatus } from '../../src/commands/runStatus.ts';
+import { silentLog } from '../../src/log.ts';
+import { interact } from '../../src/notify/interaction.ts';
 import { MIN, T0, Trace, presetOnly, times } from '../engine/trace.ts';
 
 describe('run status', () => {
-  it('shows a restarted job at its newest attempt, with each attempt', () => {
+  it('shows a restarted job at its newest attempt, with each attempt, its times in the reader\'s terms', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
-    t.feed(times(100, { reward: 0.2 }));
-    t.advance(30 * MIN).resumeAt(40).feed(times(6, { reward: 0.3 })); // steps 40..45
-    const reply = runStatus({ store: t.store }, { run: 'r1' });
+    t.feed(times(100, { reward: 0.2 })); // attempt 1, read at T0
+    t.advance(30 * MIN).resumeAt(40).feed(times(6, { reward: 0.3 })); // steps 40..45, read at T0 + 30 min
+    const resumedAt = t.now;
+    const readAt = resumedAt + 12 * MIN + 20_000; // someone asks 12 min 20 s later
+    const reply = runStatus({ store: t.store }, { run: 'r1' }, readAt);
     expect(reply.title).toBe('r1: step 45');
+    const minutesBefore = (ms: number): number => Math.floor((readAt - ms) / MIN);
     expect(reply.lines).toEqual([
-      '100 records, updated 2025-01-01T03:30:00.000Z',
-      'attempt 1: from step 1 at 2025-01-01T03:00:00.000Z, reached step 100',
-      'attempt 2 (now): resumed at step 40 at 2025-01-01T03:30:00.000Z, reached step 45',
+      `100 records, updated ${minutesBefore(resumedAt)} min ago`,
+      `attempt 1: from step 1 ${minutesBefore(T0)} min ago, reached step 100`,
+      `attempt 2 (now): resumed at step 40 ${minutesBefore(resumedAt)} min ago, reached step 45`,
     ]);
+    expect(reply.lines[0]).toBe('100 records, updated 12 min ago');
+    // --json keeps absolute times, for scripts and logs
     expect(reply.data).toMatchObject({
       step: 45,
+      updatedAt: new Date(resumedAt).toISOString(),
       attempts: [
         { attempt: 1, resumedStep: 1, at: new Date(T0).toISOString(), lastStep: 100 },
         { attempt: 2, resumedStep: 40, at: new Date(T0 + 30 * MIN).toISOString(), lastStep: 45 },
@@ -24,11 +32,21 @@ describe('run status', () => {
     });
   });
 
-  it('says nothing of attempts for a run that never restarted', () => {
+  it('says nothing of attempts for a run that never restarted; a fresh update is "just now"', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(3, { reward: 0.2 }));
-    const reply = runStatus({ store: t.store }, { run: 'r1' });
+    const reply = runStatus({ store: t.store }, { run: 'r1' }, t.now + 30_000);
     expect(reply.title).toBe('r1: step 3');
-    expect(reply.lines).toEqual(['3 records, updated 2025-01-01T03:00:00.000Z']);
+    expect(reply.lines).toEqual(['3 records, updated just now']);
+    expect(runStatus({ store: t.store }, { run: 'r1' }, t.now + 3 * 3_600_000 + 59 * MIN).lines).toEqual(['3 records, updated 3 h ago']);
+  });
+
+  it('through the command tree, reads the clock of the caller', async () => {
+    const t = new Trace({ book: presetOnly('mode_collapse') });
+    t.feed(times(3, { reward: 0.2 }));
+    const now = t.now + 2 * 86_400_000;
+    const asker = { store: t.store, log: silentLog, user: '@ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now };
+    const a = await interact({ words: ['run', 'status', 'r1'] }, asker);
+    expect(a.ok && a.reply.lines).toEqual(['3 records, updated 2 d ago']);
   });
 });

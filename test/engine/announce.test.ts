@@ -83,7 +83,7 @@ describe('announcing alert changes', () => {
     const t = spike().feed([{ grad_norm: 15.786 }]);
     const id = t.alert('grad_explosion').id;
     t.advance(10 * MIN);
-    t.store.alerts.ack(id, 'ana', 'looking', t.now);
+    t.store.alerts.ack(id, { id: 'ana', name: 'Ana' }, 'looking', t.now);
     expect(t.store.alerts.byId(id)).toMatchObject({ acked_by: 'ana', ack_comment: 'looking', acked_at: t.now });
     t.advance(3 * HOUR).tick();
     expect(t.said()).toEqual([['firing grad_explosion@1']]);

@@ -47,6 +47,8 @@ export interface FakeUser {
   id: string;
   username: string;
   globalName?: string | null;
+  /** The member's nickname in the guild (sent as the interaction member's `nick`). */
+  nick?: string | null;
   /** Guild-level permissions bitfield of the member (string of a bigint). Default: everyone's permissions. */
   permissions?: string;
 }
@@ -937,7 +939,7 @@ class FakeDiscordImpl implements FakeDiscord {
       member: {
         user: this.apiUser(user),
         roles: roleIds,
-        nick: null,
+        nick: user.nick ?? null,
         avatar: null,
         premium_since: null,
         joined_at: this.startedAt,

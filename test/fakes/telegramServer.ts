@@ -24,6 +24,15 @@ export interface FakeTgMessage {
 
 type Update = Record<string, unknown> & { update_id: number };
 
+/** A Telegram user: `first_name` is always there (Bot API `User`); the username and last name are optional. */
+export interface FakeTgUser {
+  id: number;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+}
+const tgUser = (u: FakeTgUser) => ({ id: u.id, is_bot: false, first_name: u.first_name, ...(u.last_name ? { last_name: u.last_name } : {}), ...(u.username ? { username: u.username } : {}) });
+
 export class FakeTelegram {
   readonly token = '123456:TEST-token';
   readonly messages: FakeTgMessage[] = [];
@@ -59,14 +68,14 @@ export class FakeTelegram {
   }
 
   /** A user types a message in a chat. */
-  say(chatId: number, user: { id: number; username?: string }, text: string): void {
-    this.push({ message: { message_id: this.nextMessage++, chat: { id: chatId, type: 'group' }, from: { ...user, is_bot: false, first_name: 'U' }, text, date: 0 } });
+  say(chatId: number, user: FakeTgUser, text: string): void {
+    this.push({ message: { message_id: this.nextMessage++, chat: { id: chatId, type: 'group' }, from: tgUser(user), text, date: 0 } });
   }
 
   /** A user presses an inline button under a bot message. */
-  press(message: FakeTgMessage, user: { id: number; username?: string }, data: string): string {
+  press(message: FakeTgMessage, user: FakeTgUser, data: string): string {
     const id = `cb${this.nextUpdate}`;
-    this.push({ callback_query: { id, from: { ...user, is_bot: false, first_name: 'U' }, message: { message_id: message.message_id, chat: message.chat }, data } });
+    this.push({ callback_query: { id, from: tgUser(user), message: { message_id: message.message_id, chat: message.chat }, data } });
     return id;
   }
 

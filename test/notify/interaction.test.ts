@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.ts';
 import type { Log } from '../../src/log.ts';
 import { buttonRequest } from '../../src/notify/cards.ts';
-import { interact, type Asker } from '../../src/notify/interaction.ts';
+import { displayName, interact, type Asker } from '../../src/notify/interaction.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -21,7 +21,7 @@ function world(): { store: Store; alertId: number; warnings: string[]; asker: (o
   const alert = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
   const warnings: string[] = [];
   const log: Log = { info: () => {}, warn: (m) => warnings.push(m) } as Log;
-  const asker = (o: Partial<Asker> = {}): Asker => ({ store, log, user: '@ana', mayWrite: () => true, rightsHint: 'x.allow in rlwatch.yaml', now: 5000, ...o });
+  const asker = (o: Partial<Asker> = {}): Asker => ({ store, log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint: 'x.allow in rlwatch.yaml', now: 5000, ...o });
   return { store, alertId: alert.id, warnings, asker };
 }
 
@@ -34,8 +34,9 @@ describe('one interaction path for typed commands and buttons', () => {
     expect(byButton.ok && byText.ok).toBe(true);
     if (!byButton.ok || !byText.ok) return;
     expect(byButton.reply.title).toBe(byText.reply.title);
-    expect(byButton.reply.title).toBe(`Acked #${w.alertId} mode_collapse (frac_zero_std) by @ana`);
-    expect(w.store.alerts.byId(w.alertId)?.acked_by).toBe('@ana');
+    expect(byButton.reply.title).toBe(`Acked #${w.alertId} mode_collapse (frac_zero_std) by Ana`);
+    // the platform's id for audit, the name beside it for readers
+    expect(w.store.alerts.byId(w.alertId)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana' });
   });
 
   it("a button's errors are the command's: an unknown alert says the same from a click and from text", async () => {
@@ -54,11 +55,11 @@ describe('one interaction path for typed commands and buttons', () => {
     const rule = await interact(buttonRequest(`muteRule:${w.alertId}`)!, w.asker());
     expect(run.ok && rule.ok).toBe(true);
     const [a, b] = w.store.silences.active(5000);
-    expect(a).toMatchObject({ run: 'grpo-7b', rule: null, ends_at: 5000 + 3_600_000, author: '@ana', reason: `alert #${w.alertId}` });
+    expect(a).toMatchObject({ run: 'grpo-7b', rule: null, ends_at: 5000 + 3_600_000, author: '@ana', author_name: 'Ana', reason: `alert #${w.alertId}` });
     expect(b).toMatchObject({ run: 'grpo-7b', rule: 'mode_collapse', ends_at: 5000 + 86_400_000 });
     // the same as typed by name
     const typed = await interact({ words: ['mute'], args: { alert: w.alertId, duration: '2h' } }, w.asker());
-    expect(typed.ok && typed.reply.lines[0]).toContain('run grpo-7b until');
+    expect(typed.ok && typed.reply.lines[0]).toContain('run grpo-7b ending in 2 h by Ana');
     const both = await interact({ words: ['mute', 'grpo-7b', '2h'], args: { alert: w.alertId } }, w.asker());
     expect(both).toEqual({ ok: false, message: 'give alert, or run and rule, not both' });
   });
@@ -106,5 +107,23 @@ describe('one interaction path for typed commands and buttons', () => {
     } finally {
       (broken as { run: typeof original }).run = original;
     }
+  });
+});
+
+describe('display names: untrusted text made one short line', () => {
+  it('newlines, control and invisible format characters become one space; the id stands in for no name', () => {
+    expect(displayName('Ana  Lima', '@ana')).toBe('Ana Lima');
+    expect(displayName('ana\n> quoted\r\n# Heading', '@ana')).toBe('ana > quoted # Heading');
+    expect(displayName('\u202eevil\u0007 \u200bname\u00a0', '@x')).toBe('evil name');
+    expect(displayName(' \t\n', '<@U0001>')).toBe('<@U0001>');
+    expect(displayName('👩\u200d👩\u200d👧 family', '@x')).toBe('👩\u200d👩\u200d👧 family');
+    expect([...displayName('x'.repeat(500), '@x')]).toHaveLength(64);
+  });
+
+  it('what a command records and answers is the cleaned name', async () => {
+    const w = world();
+    const a = await interact({ words: ['ack', String(w.alertId)] }, w.asker({ userName: 'Ana\n@everyone' }));
+    expect(a.ok && a.reply.title).toBe(`Acked #${w.alertId} mode_collapse (frac_zero_std) by Ana @everyone`);
+    expect(w.store.alerts.byId(w.alertId)?.acked_by_name).toBe('Ana @everyone');
   });
 });

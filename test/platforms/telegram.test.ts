@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE } from '../../src/render/chart.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
-import { FakeTelegram, type FakeTgMessage } from '../fakes/telegramServer.ts';
+import { FakeTelegram, type FakeTgMessage, type FakeTgUser } from '../fakes/telegramServer.ts';
 import { HOSTILE, PlatformRun } from './pipeline.ts';
 
 const CHAT = -1001;
-const alice = { id: 7, username: 'alice' };
-const mallory = { id: 9, username: 'mallory' };
+const alice = { id: 7, username: 'alice', first_name: 'Alice', last_name: 'Liddell' };
+const mallory = { id: 9, username: 'mallory', first_name: 'Mallory' };
 
 /** What Telegram would read in HTML parse mode outside <pre>: tags other than <b>/<i>, and mentions, bot
  * commands and hashtags (which notify, or send a command on one tap). */
@@ -23,7 +23,7 @@ describe('Telegram, end to end against a local fake of the Bot API', () => {
   let tg: FakeTelegram;
   let run: PlatformRun;
   let card: () => FakeTgMessage;
-  const reply = async (text: string, user = alice): Promise<FakeTgMessage> => {
+  const reply = async (text: string, user: FakeTgUser = alice): Promise<FakeTgMessage> => {
     const before = tg.botMessages(CHAT).length;
     tg.say(CHAT, user, text);
     await tg.waitFor(() => tg.botMessages(CHAT).length > before);
@@ -79,15 +79,16 @@ describe('Telegram, end to end against a local fake of the Bot API', () => {
 
     tg.press(card(), alice, 'ack:1');
     await tg.waitFor(() => tg.callbackAnswers.length === 2);
-    expect(tg.callbackAnswers[1]!.text).toBe('Acked #1 mode_collapse (frac_zero_std) by @alice');
-    expect(run.store.alerts.byId(1)!.acked_by).toBe('@alice');
+    // recorded by username, shown by the name Telegram shows (first and last name)
+    expect(tg.callbackAnswers[1]!.text).toBe('Acked #1 mode_collapse (frac_zero_std) by Alice Liddell');
+    expect(run.store.alerts.byId(1)).toMatchObject({ acked_by: '@alice', acked_by_name: 'Alice Liddell' });
     await tg.waitFor(() => card().edits.length === 1);
-    expect(card().text).toContain('<i>Acked by @\u2060alice</i>');
+    expect(card().text).toContain('<i>Acked by Alice Liddell</i>');
     expect(card().reply_markup!.inline_keyboard[0]!.map((b) => b.callback_data)).toEqual(['muteRun:1', 'muteRule:1']);
 
     tg.press(card(), alice, 'muteRun:1');
     await tg.waitFor(() => tg.callbackAnswers.length === 3);
-    expect(run.store.silences.active(Date.now())).toMatchObject([{ run: 'grpo', rule: null, author: '@alice' }]);
+    expect(run.store.silences.active(Date.now())).toMatchObject([{ run: 'grpo', rule: null, author: '@alice', author_name: 'Alice Liddell' }]);
   });
 
   it('answers commands from the tree: /alerts, /status@bot, usage for a bad one, rights for /ack', async () => {

@@ -15,7 +15,7 @@ import {
   type AutocompleteInteraction,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
-  type GuildMember,
+  GuildMember,
   type Interaction,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
@@ -64,6 +64,13 @@ export const inert = (s: string): string =>
     bold: false, italic: false, underline: false, strikethrough: false, spoiler: false, escape: false,
     heading: true, bulletedList: true, numberedList: true, maskedLink: true,
   });
+/** The caller's name as the guild shows it: their server nickname, else their display name, else their
+ * username (`GuildMember.displayName`); a member discord.js has not cached arrives as the API's raw object. */
+function shownName(i: ChatInputCommandInteraction | ButtonInteraction): string {
+  const m = i.member;
+  return m instanceof GuildMember ? m.displayName : (m?.nick ?? i.user.displayName);
+}
+
 /** Every message, edit and reply says so explicitly: nothing rlwatch sends may ping anyone. */
 const NO_MENTIONS = { parse: [] as [] };
 
@@ -312,10 +319,12 @@ export class DiscordBot {
     return mayAct(this.opts.section.allow.users, this.opts.section.allow.roles, i.user.id, roles ? [...roles.keys()] : []);
   }
 
-  /** The caller, for the shared interaction path. */
+  /** The caller, for the shared interaction path: recorded by username, shown as the guild shows them. */
   private asker(i: ChatInputCommandInteraction | ButtonInteraction): Asker {
     const { store, config, log } = this.opts;
-    return { store, config, log, user: `@${i.user.username}`, mayWrite: () => this.allowed(i), rightsHint: 'discord.allow in rlwatch.yaml' };
+    const user = `@${i.user.username}`;
+    const mayWrite = () => this.allowed(i);
+    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml' };
   }
 
   private async command(i: ChatInputCommandInteraction): Promise<void> {

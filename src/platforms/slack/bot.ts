@@ -69,11 +69,14 @@ export function replyBlocks(reply: Reply): Block[] {
   return blocks.slice(0, LIMIT.blocks);
 }
 
-/** A card's note, escaped: only the acker's own mention (`<@U…>`, written by rlwatch from Slack's user id)
- * stays a mention; an ack comment is untrusted text like any other. */
+/** A card's note, escaped. A Slack user who acked is shown by their mention (`<@U…>`, written by rlwatch from
+ * Slack's user id), which Slack renders as their current name; the name stored beside it, and an ack
+ * comment, are untrusted text like any other. */
 function noteText(c: AlertCard): string {
   const note = slackEscape(c.note ?? '');
-  return c.ackedBy && /^<@[A-Z0-9]+>$/.test(c.ackedBy) ? note.replace(slackEscape(c.ackedBy), c.ackedBy) : note;
+  if (!c.ackedBy || !/^<@[A-Z0-9]+>$/.test(c.ackedBy)) return note;
+  const shown = `Acked by ${slackEscape(c.ackedByName ?? c.ackedBy)}`;
+  return note.startsWith(shown) ? `Acked by ${c.ackedBy}${note.slice(shown.length)}` : note;
 }
 
 /** Alert cards as Block Kit, each with its buttons (or, once acked or resolved, a note instead). */
@@ -199,9 +202,14 @@ export class SlackBot {
     }
     this.app.action(BUTTON_ID, async ({ ack, body, action, respond, client }) => {
       await ack();
-      const b = body as { user: { id: string }; channel?: { id: string }; message?: { ts: string } };
+      const b = body as {
+        user: { id: string; username?: string; name?: string };
+        channel?: { id: string };
+        message?: { ts: string };
+      };
       const actionId = (action as { action_id: string }).action_id;
-      await this.onButton(actionId, b.user.id, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
+      const user = { id: b.user.id, name: b.user.username ?? b.user.name ?? '' };
+      await this.onButton(actionId, user, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
         this.opts.log.warn(`slack: button failed: ${err.message}`),
       );
     });
@@ -288,16 +296,19 @@ export class SlackBot {
     }
   }
 
-  /** The caller, for the shared interaction path. */
-  private asker(userId: string, client: WebClient): Asker {
+  /** The caller, for the shared interaction path: recorded as their mention, shown by the name the payload
+   * carries (a slash command's `user_name`, an action's `user.username`). */
+  private asker(user: { id: string; name: string }, client: WebClient): Asker {
     const { store, log } = this.opts;
     const config = this.opts.config;
-    return { store, config, log, user: `<@${userId}>`, mayWrite: () => this.allowed(userId, client), rightsHint: 'slack.allow in rlwatch.yaml' };
+    const mayWrite = () => this.allowed(user.id, client);
+    const rightsHint = 'slack.allow in rlwatch.yaml';
+    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint };
   }
 
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
     const words = [word, ...command.text.trim().split(/\s+/).filter(Boolean)];
-    const answer = await interact({ words }, this.asker(command.user_id, client));
+    const answer = await interact({ words }, this.asker({ id: command.user_id, name: command.user_name }, client));
     if (!answer.ok) return void (await respond({ response_type: 'ephemeral', text: cut(slackEscape(answer.message), LIMIT.section) }));
     const reply = answer.reply;
     await respond({ response_type: 'in_channel', text: slackEscape(reply.title), blocks: replyBlocks(reply) });
@@ -307,10 +318,17 @@ export class SlackBot {
     if (reply.attachment) await client.files.uploadV2({ channel_id: command.channel_id, file: Buffer.from(reply.attachment.content), filename: reply.attachment.name, title: 'full report' });
   }
 
-  private async onButton(actionId: string, userId: string, channel: string, ts: string, respond: RespondFn, client: WebClient): Promise<void> {
+  private async onButton(
+    actionId: string,
+    user: { id: string; name: string },
+    channel: string,
+    ts: string,
+    respond: RespondFn,
+    client: WebClient,
+  ): Promise<void> {
     const request = buttonRequest(actionId);
     if (!request) return;
-    const answer = await interact(request, this.asker(userId, client));
+    const answer = await interact(request, this.asker(user, client));
     if (!answer.ok) {
       return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }

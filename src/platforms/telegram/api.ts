@@ -9,17 +9,25 @@ interface Answer<T> {
   parameters?: { retry_after?: number };
 }
 
+/** The sender of a message or a button press (Bot API `User`). */
+export interface TgUser {
+  id: number;
+  username?: string;
+  first_name?: string;
+  last_name?: string;
+}
+
 export interface TgMessage {
   message_id: number;
   chat: { id: number };
-  from?: { id: number; username?: string; first_name?: string };
+  from?: TgUser;
   text?: string;
 }
 
 export interface TgUpdate {
   update_id: number;
   message?: TgMessage;
-  callback_query?: { id: string; from: { id: number; username?: string; first_name?: string }; message?: TgMessage; data?: string };
+  callback_query?: { id: string; from: TgUser; message?: TgMessage; data?: string };
 }
 
 /** An error the Bot API answered: 429 carries Retry-After, other 4xx cannot heal, 401 means the token. */

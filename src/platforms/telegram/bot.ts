@@ -11,7 +11,7 @@ import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { interact, type Asker } from '../../notify/interaction.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import type { PlatformContext } from '../platform.ts';
-import { BotApi, type TgMessage, type TgUpdate } from './api.ts';
+import { BotApi, type TgMessage, type TgUpdate, type TgUser } from './api.ts';
 import { commandWords } from './interact.ts';
 import { cardsHtml, inert, keyboard, replyHtml } from './render.ts';
 
@@ -29,8 +29,9 @@ export interface TelegramSettings {
 }
 
 const MAX_BACKOFF_MS = 60_000;
-const who = (u: { id: number; username?: string; first_name?: string }): string =>
-  u.username ? `@${u.username}` : (u.first_name ?? String(u.id));
+const who = (u: TgUser): string => (u.username ? `@${u.username}` : (u.first_name ?? String(u.id)));
+/** The name Telegram shows for a user: first and last name (first_name is always there), else the username. */
+const shownName = (u: TgUser): string => [u.first_name, u.last_name].filter(Boolean).join(' ') || (u.username ?? '');
 
 export class TelegramBot {
   private readonly api: BotApi;
@@ -149,6 +150,7 @@ export class TelegramBot {
       store: this.ctx.store,
       log: this.ctx.log,
       user: who(from),
+      userName: shownName(from),
       mayWrite: () => this.s.allow.length === 0 || this.s.allow.includes(String(from.id)),
       rightsHint: 'telegram.allow in rlwatch.yaml',
     };
