@@ -102,6 +102,16 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(alertPosts('mode_collapse')).toHaveLength(1);
   });
 
+  it('the resolution also replies in the alert\'s thread; neither the click nor the edits uploaded the chart again', async () => {
+    const msg = alertPosts('mode_collapse')[0]!;
+    const reply = await fake.waitFor(() => [...fake.messages.values()].find((m) => m.threadTs === msg.ts && m.source === 'chat.postMessage'), 10_000);
+    expect(reply).toMatchObject({ source: 'chat.postMessage', channel: fake.channelId, blocks: [] });
+    expect(reply.text).toMatch(/^✅ CRITICAL · mode_collapse resolved · grpo: Resolved at step \d+: frac_zero_std 0: back past/);
+    // one chart upload for the alert (at its post): the Ack click and the resolution edited the message only
+    expect(fake.uploads.filter((u) => u.filename.startsWith('chart-'))).toHaveLength(1);
+    expect(fake.callsTo('chat.update').length).toBeGreaterThanOrEqual(2);
+  });
+
   it('a 429 and an outage lose nothing and duplicate nothing', async () => {
     fake.failNext('chat.postMessage', { status: 429, retryAfter: 1 });
     run.write(1, { grad: 15.786 });

@@ -5,7 +5,6 @@
 import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { renderLineChart } from '../../render/chart.ts';
-import type { Store } from '../../store/store.ts';
 
 export interface AlertMail {
   subject: string;
@@ -57,8 +56,8 @@ function cardText(c: AlertCard): string {
 }
 
 /** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain). */
-export async function alertMail(store: Store, n: Notification, domain: string): Promise<AlertMail> {
-  const cards = alertCards(store, n);
+export async function alertMail(n: Notification, domain: string): Promise<AlertMail> {
+  const cards = alertCards(n);
   const attachments: AlertMail['attachments'] = [];
   const parts: string[] = [];
   for (const c of cards) {

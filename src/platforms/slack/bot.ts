@@ -5,9 +5,9 @@ import { COMMANDS } from '../../commands/registry.ts';
 import type { Reply } from '../../commands/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../log.ts';
-import { BUTTON_ID, buttonRequest, type AlertCard } from '../../notify/cards.ts';
+import { BUTTON_ID, buttonRequest, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
-import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
@@ -258,17 +258,20 @@ export class SlackBot {
   }
 
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n, key) => this.deliver(channel, n, key) }));
+    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n, key, runId) => this.deliver(channel, n, key, runId) }));
   }
 
-  private async deliver(channel: string, n: Notification, key: string): Promise<void> {
+  private async deliver(channel: string, n: Notification, key: string, runId: number): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Slack yet');
     const client = this.app.client;
     try {
-      await deliverCards(this.opts.store, targetName('slack', channel), n, key, {
+      await deliverCards(this.opts.store.chatMessages, targetName('slack', channel), n, { key, runId }, {
+        // an edit never touches the charts: they were uploaded once, with the post
         edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
         afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards),
+        replyResolved: async (ts, cards) =>
+          String((await client.chat.postMessage({ channel, thread_ts: ts, text: cards.map((c) => slackEscape(resolvedReply(c))).join('\n') })).ts),
       });
     } catch (err) {
       throw deliveryError(err);
@@ -314,11 +317,9 @@ export class SlackBot {
     if (!answer.ok) {
       return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }
-    const { store } = this.opts;
-    const message = store.chatMessages.byRef(targetName('slack', channel), ts);
-    if (!message) return;
-    const cards = cardsOf(store, message);
-    await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
+    // the click changed the alert: its card is captured anew and re-rendered, its chart left as uploaded
+    const cards = recapture(this.opts.store, targetName('slack', channel), ts);
+    if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
   }
 
   /** Listed by user id, or a member of a listed user group (looked up, and cached for a few minutes). */

@@ -3,8 +3,8 @@
  * reply, and commands and button presses read by long polling getUpdates (no public URL needed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buttonRequest, type AlertCard } from '../../notify/cards.ts';
-import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { buttonRequest, resolvedReply, type AlertCard } from '../../notify/cards.ts';
+import { deliverCards, recapture } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
@@ -50,7 +50,7 @@ export class TelegramBot {
   targets(): Target[] {
     return this.s.chats.map((chat) => ({
       name: `telegram:${chat}`,
-      deliver: (n: Notification, key: string) => this.deliver(chat, n, key),
+      deliver: (n: Notification, key: string, runId: number) => this.deliver(chat, n, key, runId),
     }));
   }
 
@@ -76,11 +76,13 @@ export class TelegramBot {
     await this.polling;
   }
 
-  private async deliver(chat: string, n: Notification, key: string): Promise<void> {
-    await deliverCards(this.ctx.store, `telegram:${chat}`, n, key, {
+  private async deliver(chat: string, n: Notification, key: string, runId: number): Promise<void> {
+    await deliverCards(this.ctx.store.chatMessages, `telegram:${chat}`, n, { key, runId }, {
       edit: (ref, cards) => this.edit(chat, ref, cards),
       post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
       afterPost: (ref, cards) => this.charts(chat, ref, cards),
+      replyResolved: async (ref, cards) =>
+        String((await this.send(chat, cards.map((c) => inert(resolvedReply(c))).join('\n'), { reply_to_message_id: Number(ref) })).message_id),
     });
   }
 
@@ -178,7 +180,9 @@ export class TelegramBot {
       show_alert: !answer.ok,
     });
     if (!answer.ok) return;
-    const shown = this.ctx.store.chatMessages.byRef(`telegram:${chat}`, String(q.message!.message_id));
-    if (shown) await this.edit(chat, shown.ref, cardsOf(this.ctx.store, shown));
+    // the press changed the alert: its card is captured anew and re-rendered (its chart is a photo of its own)
+    const ref = String(q.message!.message_id);
+    const cards = recapture(this.ctx.store, `telegram:${chat}`, ref);
+    if (cards) await this.edit(chat, ref, cards);
   }
 }
