@@ -269,7 +269,7 @@ export class SlackBot {
         // an edit never touches the charts: they were uploaded once, with the post
         edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
-        afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards),
+        afterPost: (_ts, cards) => this.uploadCharts(channel, cards),
         replyResolved: async (ts, cards) =>
           String((await client.chat.postMessage({ channel, thread_ts: ts, text: cards.map((c) => slackEscape(resolvedReply(c))).join('\n') })).ts),
       });
@@ -278,16 +278,23 @@ export class SlackBot {
     }
   }
 
-  /** Charts go in the alert's thread, so the channel shows one message per burst. A chart that cannot be
-   * uploaded is not worth re-posting the alert for: it is logged and skipped. */
-  private async uploadCharts(channel: string, ts: string, cards: readonly AlertCard[]): Promise<void> {
-    for (const c of cards) {
-      if (!c.chart) continue;
-      try {
-        await this.app.client.files.uploadV2({ channel_id: channel, thread_ts: ts, file: await renderLineChart(c.chart), filename: `chart-${c.alertId}.png`, title: c.chart.title });
-      } catch (err) {
-        this.opts.log.warn(`slack: chart of alert #${c.alertId} not uploaded: ${(err as Error).message}`);
-      }
+  /** The burst's charts, rendered once, as one message in the channel right under the alert (a thread
+   * hides them from whoever reads the channel). Charts that cannot be uploaded are not worth re-posting the
+   * alert for: they are logged and skipped. */
+  private async uploadCharts(channel: string, cards: readonly AlertCard[]): Promise<void> {
+    const charted = cards.filter((c) => c.chart);
+    if (charted.length === 0) return;
+    try {
+      const file_uploads = await Promise.all(charted.map(async (c) => ({
+        file: await renderLineChart(c.chart!),
+        filename: `chart-${c.alertId}.png`,
+        title: c.chart!.title,
+        alt_text: `chart of ${c.chart!.title}`,
+      })));
+      const initial_comment = slackEscape(`${charted.length > 1 ? 'Charts' : 'Chart'} of ${charted.map((c) => `#${c.alertId} ${c.chart!.title}`).join(', ')}`);
+      await this.app.client.files.uploadV2({ channel_id: channel, initial_comment, file_uploads });
+    } catch (err) {
+      this.opts.log.warn(`slack: charts of alerts ${charted.map((c) => `#${c.alertId}`).join(', ')} not uploaded: ${(err as Error).message}`);
     }
   }
 
