@@ -106,6 +106,9 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
   return blocks.slice(0, LIMIT.blocks);
 }
 
+/** The reply in a resolved alert's thread, escaped: a run name or summary pings no one. */
+export const resolvedText = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(resolvedReply(c))).join('\n');
+
 /** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
 export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
 
@@ -271,7 +274,7 @@ export class SlackBot {
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
         afterPost: (_ts, cards) => this.uploadCharts(channel, cards),
         replyResolved: async (ts, cards) =>
-          String((await client.chat.postMessage({ channel, thread_ts: ts, text: cards.map((c) => slackEscape(resolvedReply(c))).join('\n') })).ts),
+          String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),
       });
     } catch (err) {
       throw deliveryError(err);

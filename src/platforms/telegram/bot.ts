@@ -3,7 +3,7 @@
  * reply, and commands and button presses read by long polling getUpdates (no public URL needed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buttonRequest, resolvedReply, type AlertCard } from '../../notify/cards.ts';
+import { buttonRequest, type AlertCard } from '../../notify/cards.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../errors.ts';
@@ -13,7 +13,7 @@ import { renderLineChart } from '../../render/chart.ts';
 import type { PlatformContext } from '../platform.ts';
 import { BotApi, type TgMessage, type TgUpdate } from './api.ts';
 import { commandWords } from './interact.ts';
-import { cardsHtml, inert, keyboard, replyHtml } from './render.ts';
+import { cardsHtml, inert, keyboard, replyHtml, resolvedHtml } from './render.ts';
 
 export interface TelegramSettings {
   token: string;
@@ -82,7 +82,7 @@ export class TelegramBot {
       post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
       afterPost: (ref, cards) => this.charts(chat, ref, cards),
       replyResolved: async (ref, cards) =>
-        String((await this.send(chat, cards.map((c) => inert(resolvedReply(c))).join('\n'), { reply_to_message_id: Number(ref) })).message_id),
+        String((await this.send(chat, resolvedHtml(cards), { reply_to_message_id: Number(ref) })).message_id),
     });
   }
 
