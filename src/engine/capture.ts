@@ -38,7 +38,8 @@ export function chartOf(store: Store, a: AlertRow, step: number, rules: readonly
   if (a.metric === 'activity' || a.metric.startsWith('log:')) return null;
   const points = store.points.upTo(a.run_id, a.metric, step + CHART_AFTER, CHART_POINTS);
   if (points.length < 2) return null;
-  return { points: points.map((p) => ({ step: p.step, value: p.value })), threshold: thresholdOf(rules, a.rule, a.metric) };
+  const threshold = thresholdOf(rules, a.rule, a.metric);
+  return { points: points.map((p) => ({ step: p.step, value: p.value })), threshold };
 }
 
 /** The value a threshold rule compares `metric` with (its condition on that metric); null for other rules. */

@@ -34,7 +34,11 @@ function postedOf(m: ChatMessageRow, fallback: Notification): Notification {
 /** The message's notification with the states `changed` carries put over its own. */
 function withStates(posted: Notification, changed: readonly NotificationItem[]): Notification {
   const states = new Map(changed.map((c) => [c.alertId, stateOf(c)]));
-  return { ...posted, items: posted.items.map((i) => (states.has(i.alertId) ? { ...i, state: states.get(i.alertId)! } : i)) };
+  const items = posted.items.map((i) => {
+    const state = states.get(i.alertId);
+    return state ? { ...i, state } : i;
+  });
+  return { ...posted, items };
 }
 
 /**
@@ -45,7 +49,12 @@ function withStates(posted: Notification, changed: readonly NotificationItem[]):
 export function recapture(store: Store, target: string, ref: string, now = Date.now()): AlertCard[] | null {
   const m = store.chatMessages.byRef(target, ref);
   if (!m) return null;
-  const posted = postedOf(m, { run: '', items: [] });
+  let posted: Notification;
+  try {
+    posted = parseNotification(m.payload);
+  } catch {
+    return null; // nothing to re-render it from: the message stays as it is
+  }
   const silences = store.silences.active(now);
   const items = posted.items.map((item) => {
     const a = store.alerts.byId(item.alertId);
@@ -74,9 +83,9 @@ export async function deliverCards(
   const edits = new Map<string, { message: ChatMessageRow; changed: NotificationItem[]; thread: boolean }>();
   const fresh: Notification['items'] = [];
   for (const item of n.items) {
-    const shown = item.kind === 'resolved' ? messages.ofAlert(item.alertId, target) : [];
-    if (shown.length === 0) fresh.push(item);
-    shown.forEach((m, i) => {
+    const showing = item.kind === 'resolved' ? messages.ofAlert(item.alertId, target) : [];
+    if (showing.length === 0) fresh.push(item);
+    showing.forEach((m, i) => {
       const e = edits.get(m.ref) ?? { message: m, changed: [], thread: false };
       e.changed.push(item);
       e.thread ||= i === 0; // the newest message of the alert hears that it ended
@@ -84,17 +93,18 @@ export async function deliverCards(
     });
   }
   for (const { message, changed, thread } of edits.values()) {
-    const now = withStates(postedOf(message, { run: n.run, items: changed }), changed);
-    const cards = alertCards(now);
+    const shown = withStates(postedOf(message, { run: n.run, items: changed }), changed);
+    const cards = alertCards(shown);
     await channel.edit(message.ref, cards);
-    messages.setPayload(message.id, now);
+    messages.setPayload(message.id, shown);
     const part = `${key}/reply/${message.id}`;
     if (!thread || !channel.replyResolved || messages.byDelivery(target, part)) continue;
     const ids = new Set(changed.map((c) => c.alertId));
     const resolved = cards.filter((c) => ids.has(c.alertId) && c.status === 'resolved');
     if (resolved.length === 0) continue;
     const ref = await channel.replyResolved(message.ref, resolved);
-    messages.record(target, ref, { runId, alertIds: [], payload: { run: n.run, items: [] }, delivery: part }, Date.now());
+    const reply = { runId, alertIds: [], payload: { run: n.run, items: [] }, delivery: part };
+    messages.record(target, ref, reply, Date.now());
   }
   for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
     const part = `${key}/${i}`;
@@ -102,7 +112,8 @@ export async function deliverCards(
     const posted: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
     const cards = alertCards(posted);
     const ref = await channel.post(cards);
-    messages.record(target, ref, { runId, alertIds: posted.items.map((x) => x.alertId), payload: posted, delivery: part }, Date.now());
+    const alertIds = posted.items.map((x) => x.alertId);
+    messages.record(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
     await channel.afterPost?.(ref, cards);
   }
 }

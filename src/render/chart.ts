@@ -86,7 +86,9 @@ export async function renderLineChart(opts: LineChartOptions): Promise<Buffer> {
   const markStep = opts.markStep !== undefined && Number.isFinite(opts.markStep) ? opts.markStep : undefined;
   const rows2 = opts.second ? chartRows(opts.second.points, MAX_CHART_POINTS) : undefined;
   const threshold = opts.threshold !== undefined && Number.isFinite(opts.threshold) ? opts.threshold : undefined;
-  const spec = lineChartSpec({ title: opts.title, metric: opts.metric, rows, markStep, threshold, width, height, rows2, xTitle: opts.xTitle });
+  const spec = lineChartSpec({
+    title: opts.title, metric: opts.metric, rows, markStep, threshold, width, height, rows2, xTitle: opts.xTitle,
+  });
   const svg = await specToSvg(spec);
   return svgToPng(svg, width);
 }
@@ -348,12 +350,18 @@ function thresholdLayers(value: number): unknown[] {
     {
       data,
       mark: { type: 'text', color: THRESHOLD_COLOUR, fontSize: 17, fontWeight: 'bold', align: 'right', baseline: 'bottom', dy: -4 },
-      encoding: { y: { field: 'threshold', type: 'quantitative' }, x: { value: { expr: 'width' } }, text: { field: 'label' } },
+      // above the line at the plot's right end (the firing step's label sits at the top)
+      encoding: {
+        y: { field: 'threshold', type: 'quantitative' },
+        x: { value: { expr: 'width' } },
+        text: { field: 'label' },
+      },
     },
   ];
 }
 
-const formatThreshold = (v: number): string => (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6 ? String(Number(v.toPrecision(4))) : v.toExponential(2));
+const formatThreshold = (v: number): string =>
+  v === 0 || Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6 ? String(Number(v.toPrecision(4))) : v.toExponential(2);
 
 /** Compiles a vega-lite spec and renders it to SVG with vega's headless view (no canvas, no network). */
 export async function specToSvg(spec: TopLevelSpec): Promise<string> {

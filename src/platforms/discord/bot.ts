@@ -291,7 +291,10 @@ export class DiscordBot {
 
   /** One delivery target per channel alerts may be routed to. */
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('discord', channel), deliver: (n, key, runId) => this.deliver(channel, n, key, runId) }));
+    return this.channels.map((channel) => ({
+      name: targetName('discord', channel),
+      deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+    }));
   }
 
   private async deliver(channelId: string, n: Notification, key: string, runId: number): Promise<void> {

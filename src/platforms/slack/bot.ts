@@ -107,7 +107,8 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
 }
 
 /** The reply in a resolved alert's thread, escaped: a run name or summary pings no one. */
-export const resolvedText = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(resolvedReply(c))).join('\n');
+export const resolvedText = (cards: readonly AlertCard[]): string =>
+  cards.map((c) => slackEscape(resolvedReply(c))).join('\n');
 
 /** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
 export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
@@ -261,7 +262,10 @@ export class SlackBot {
   }
 
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n, key, runId) => this.deliver(channel, n, key, runId) }));
+    return this.channels.map((channel) => ({
+      name: targetName('slack', channel),
+      deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+    }));
   }
 
   private async deliver(channel: string, n: Notification, key: string, runId: number): Promise<void> {
@@ -294,10 +298,12 @@ export class SlackBot {
         title: c.chart!.title,
         alt_text: `chart of ${c.chart!.title}`,
       })));
-      const initial_comment = slackEscape(`${charted.length > 1 ? 'Charts' : 'Chart'} of ${charted.map((c) => `#${c.alertId} ${c.chart!.title}`).join(', ')}`);
+      const names = charted.map((c) => `#${c.alertId} ${c.chart!.title}`).join(', ');
+      const initial_comment = slackEscape(`${charted.length > 1 ? 'Charts' : 'Chart'} of ${names}`);
       await this.app.client.files.uploadV2({ channel_id: channel, initial_comment, file_uploads });
     } catch (err) {
-      this.opts.log.warn(`slack: charts of alerts ${charted.map((c) => `#${c.alertId}`).join(', ')} not uploaded: ${(err as Error).message}`);
+      const ids = charted.map((c) => `#${c.alertId}`).join(', ');
+      this.opts.log.warn(`slack: charts of alerts ${ids} not uploaded: ${(err as Error).message}`);
     }
   }
 

@@ -35,7 +35,8 @@ export function cardsHtml(cards: readonly AlertCard[]): string {
 }
 
 /** The reply to a resolved alert's card: plain words, nothing to tap. */
-export const resolvedHtml = (cards: readonly AlertCard[]): string => cards.map((c) => inert(resolvedReply(c))).join('\n');
+export const resolvedHtml = (cards: readonly AlertCard[]): string =>
+  cards.map((c) => inert(resolvedReply(c))).join('\n');
 
 /** The buttons still live on the cards: one row per alert. */
 export function keyboard(cards: readonly AlertCard[]): { inline_keyboard: Array<Array<{ text: string; callback_data: string }>> } {
