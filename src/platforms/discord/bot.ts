@@ -33,6 +33,7 @@ import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { Store } from '../../store/store.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
@@ -164,7 +165,7 @@ export async function cardsMessage(cards: readonly AlertCard[], attached = false
     );
     if (c.chart) {
       const name = `chart-${c.alertId}.png`;
-      if (!attached) files.push(new AttachmentBuilder(await renderLineChart(c.chart), { name }));
+      if (!attached) files.push(new AttachmentBuilder(await alertChartPng(c.chart), { name }));
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);

@@ -13,6 +13,7 @@ import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { Store } from '../../store/store.ts';
 import type { SlackSection, SlackSettings } from './index.ts';
@@ -293,7 +294,7 @@ export class SlackBot {
     if (charted.length === 0) return;
     try {
       const file_uploads = await Promise.all(charted.map(async (c) => ({
-        file: await renderLineChart(c.chart!),
+        file: await alertChartPng(c.chart!),
         filename: `chart-${c.alertId}.png`,
         title: c.chart!.title,
         alt_text: `chart of ${c.chart!.title}`,

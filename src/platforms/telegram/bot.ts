@@ -10,6 +10,7 @@ import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { interact, type Asker } from '../../notify/interaction.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 import type { PlatformContext } from '../platform.ts';
 import { BotApi, type TgMessage, type TgUpdate } from './api.ts';
 import { commandWords } from './interact.ts';
@@ -105,7 +106,7 @@ export class TelegramBot {
     for (const c of cards) {
       if (!c.chart) continue;
       try {
-        const png = await renderLineChart(c.chart);
+        const png = await alertChartPng(c.chart);
         await this.api.sendPhoto(chat, png, { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
       } catch (err) {
         this.ctx.log.warn(`telegram: chart of alert #${c.alertId} not sent: ${(err as Error).message}`);

@@ -5,7 +5,7 @@
 import { createHmac } from 'node:crypto';
 import { alertCards, stateOf } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
-import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 
 export interface WebhookAlert {
   status: 'firing' | 'resolved';
@@ -70,7 +70,7 @@ export async function webhookBody(n: Notification, charts: boolean): Promise<Web
         values: item.recent,
         examples: card.examples.map((e) => ({ title: e.title, completion: e.code })),
         evidence: card.evidence ?? null,
-        ...(charts && card.chart ? { chart: (await renderLineChart(card.chart)).toString('base64') } : {}),
+        ...(charts && card.chart ? { chart: (await alertChartPng(card.chart)).toString('base64') } : {}),
       };
     }),
   );
