@@ -26,6 +26,8 @@ export interface ChartSpec {
   points: Array<{ step: number; value: number }>;
   /** a step to mark (an alert's firing step) */
   markStep?: number;
+  /** a value to draw as a horizontal line (the alert rule's threshold) */
+  threshold?: number;
   /** a second run's series over the same axis (run compare) */
   second?: { points: Array<{ step: number; value: number }> };
   /** the x axis title when it is not `step` */

@@ -1,10 +1,10 @@
 import { stderrLog, type Log } from '../log.ts';
 import { sqliteCode } from '../store/dbErrors.ts';
-import { silenceMatches } from '../store/silences.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { evaluateAnomaly } from './anomaly.ts';
+import { chartOf, isMuted, snapshotOf } from './capture.ts';
 import { attemptNote, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
 import { evaluateDivergence } from './divergence.ts';
@@ -172,18 +172,19 @@ export class Engine {
     const now = this.now();
     const silences = this.store.silences.active(now);
     const items: NotificationItem[] = [];
+    const rules = this.book.forRun(run.name);
     for (const a of this.store.alerts.announceable(runId, firedSince)) {
-      const muted = silences.some((s) => silenceMatches(s, { run: run.name, rule: a.rule, severity: a.severity }));
+      const muted = isMuted(silences, run.name, a);
       let kind: NotificationItem['kind'] | null = null;
       if (a.state === 'resolved' && a.notified_state === null) {
-        if (!muted) items.push(this.item(a, 'firing'));
+        if (!muted) items.push(this.item(a, 'firing', muted, rules));
         kind = muted ? null : 'resolved';
       } else if (a.state === 'resolved') kind = 'resolved';
       else if (muted) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
       else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a)) kind = 'repeat';
       if (!kind) continue;
-      items.push(this.item(a, kind));
+      items.push(this.item(a, kind, muted, rules));
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
     }
     if (items.length === 0) return 0;
@@ -203,7 +204,7 @@ export class Engine {
     return byTarget.size;
   }
 
-  private item(a: AlertRow, kind: NotificationItem['kind']): NotificationItem {
+  private item(a: AlertRow, kind: NotificationItem['kind'], muted: boolean, rules: readonly Rule[]): NotificationItem {
     const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
     const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
     const epoch = this.store.points.upTo(a.run_id, 'epoch', step, 1)[0]?.value ?? null;
@@ -234,6 +235,9 @@ export class Engine {
         kept.length === 0
           ? null
           : { step: kept[0]!.step, best: kept.slice(0, half).map(snip), worst: kept.slice(half).reverse().map(snip) },
+      // the card's state and chart, captured now: delivery never reads the store back
+      state: snapshotOf(a, muted),
+      chart: chartOf(this.store, a, step, rules),
     };
   }
 }

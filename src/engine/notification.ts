@@ -1,4 +1,8 @@
-/** What the notifiers deliver: everything needed to render, captured when the alert changed. */
+/**
+ * What the notifiers deliver: everything needed to render, captured when the alert changed, so that delivery
+ * never reads the store back. Stored as JSON in `outbox.payload` (and, as posted, in `chat_messages.payload`);
+ * read back through the zod schema in src/notify/payload.ts.
+ */
 export interface Notification {
   run: string;
   items: NotificationItem[];
@@ -39,6 +43,31 @@ export interface NotificationItem {
   finished?: FinishedSummary;
   /** what to try, in one line, from the knowledge base (src/engine/presets/knowledge.ts) */
   hint?: string;
+  /** the alert as it stood when the row was written; absent in rows written before this field existed, whose
+   * cards are rendered from the rest (firing, or resolved by `kind`) */
+  state?: AlertSnapshot;
+  /** what the chart draws; null: no chart (a log rule, too few points); absent in older rows: no chart either */
+  chart?: ChartData | null;
+}
+
+/** An alert's state for its card: captured by the engine when it writes the row, and again when a button
+ * acks or mutes it (src/notify/delivery.ts `recapture`). */
+export interface AlertSnapshot {
+  /** when it fired (ms since the epoch; when it started, if it never fired) */
+  startsAt: number;
+  firedStep: number | null;
+  /** `by` the platform id, `name` the display name (absent in rows written before names were kept) */
+  ack: { by: string; name?: string | null; at: number; comment: string | null } | null;
+  /** a mute (silence) matched it */
+  muted: boolean;
+  resolved: { step: number; at: number; summary: string } | null;
+}
+
+/** The series around the alert's step, and the lines drawn over it. */
+export interface ChartData {
+  points: Array<{ step: number; value: number }>;
+  /** the rule's line, when the rule has one (threshold rules) */
+  threshold: number | null;
 }
 
 /** What a finished run's card says. */

@@ -1,14 +1,12 @@
-import type { Notification, NotificationItem } from '../engine/notification.ts';
+import type { AlertSnapshot, Notification, NotificationItem } from '../engine/notification.ts';
 import { formatValue } from '../render/numbers.ts';
 import { finishedFields } from '../render/finished.ts';
 import { sparkline } from '../render/sparkline.ts';
-import { silenceMatches } from '../store/silences.ts';
-import type { Store } from '../store/store.ts';
 import type { ChartSpec } from '../commands/reply.ts';
 import type { Request } from './interaction.ts';
 
-/** One alert as a chat card, whatever the platform: built from the notification item and the alert's
- * current state, so that an ack, a mute or a resolution re-renders the same card. */
+/** One alert as a chat card, whatever the platform: built from the notification item and the state it
+ * carries, so that an ack, a mute or a resolution re-renders the same card with its new state. */
 export interface AlertCard {
   alertId: number;
   run: string;
@@ -20,6 +18,8 @@ export interface AlertCard {
   fields: Array<{ name: string; value: string }>;
   /** a line under the summary: who acked, who muted, when it resolved */
   note: string | null;
+  /** when and how it resolved: `Resolved at step 40: ...` */
+  resolution?: string | null;
   /** who acked, as recorded (a platform may render its own users' ids as mentions) */
   ackedBy?: string | null;
   /** who acked, as readers know them: the name the note shows (untrusted text) */
@@ -56,13 +56,11 @@ export function buttonRequest(id: string): Request | null {
   return { words: ['mute'], args: { alert, scope: 'rule', duration: '24h' } };
 }
 
-const CHART_POINTS = 200;
 const EXAMPLE_CHARS = 500;
 
-export function alertCards(store: Store, n: Notification, now = Date.now()): AlertCard[] {
-  const silences = store.silences.active(now);
-  const cards = n.items.map((item) => card(store, n.run, item, silences, now));
-  return onceEach(n.items, cards);
+/** The cards of a notification, rendered from what it carries (never from the store). */
+export function alertCards(n: Notification): AlertCard[] {
+  return onceEach(n.items, n.items.map((item) => card(n.run, item)));
 }
 
 /** A burst of alerts of one step (a collapse and a truncation at step 40) shows that step's best and worst
@@ -78,22 +76,27 @@ function onceEach(items: readonly NotificationItem[], cards: AlertCard[]): Alert
   });
 }
 
-function card(store: Store, run: string, item: NotificationItem, silences: ReturnType<Store['silences']['active']>, now: number): AlertCard {
-  const alert = store.alerts.byId(item.alertId);
-  const resolved = alert?.state === 'resolved';
-  const muted = !resolved && alert !== undefined && silences.some((s) => silenceMatches(s, { run, rule: alert.rule, severity: alert.severity }));
-  const status: AlertCard['status'] = resolved ? 'resolved' : alert?.acked_by ? 'acked' : muted ? 'muted' : 'firing';
-  const resolvedSummary = resolved ? String((JSON.parse(alert.details) as { resolved?: { summary?: string } }).resolved?.summary ?? '') : '';
+/** The item's state: as captured, or, in a row written before states were captured, what its kind says. */
+export function stateOf(item: NotificationItem): AlertSnapshot {
+  if (item.state) return item.state;
+  const resolved = item.kind === 'resolved' ? { step: item.step, at: 0, summary: item.summary } : null;
+  return { startsAt: 0, firedStep: item.kind === 'resolved' ? null : item.step, ack: null, muted: false, resolved };
+}
+
+function card(run: string, item: NotificationItem): AlertCard {
+  const s = stateOf(item);
+  const resolved = s.resolved !== null;
+  const muted = !resolved && s.muted;
+  const status: AlertCard['status'] = resolved ? 'resolved' : s.ack ? 'acked' : muted ? 'muted' : 'firing';
   const notes: string[] = [];
-  const acker = alert?.acked_by_name ?? alert?.acked_by;
-  if (acker) notes.push(`Acked by ${acker}${alert?.ack_comment ? `: ${alert.ack_comment}` : ''}`);
+  if (s.ack) notes.push(`Acked by ${s.ack.name ?? s.ack.by}${s.ack.comment ? `: ${s.ack.comment}` : ''}`);
   if (muted) notes.push('Muted: recorded, not posted again until the mute ends');
-  if (resolved) notes.push(`Resolved at step ${alert.resolved_step}${resolvedSummary ? `: ${resolvedSummary}` : ''}`);
-  const runRow = store.runs.byName(run);
-  const chartPoints =
-    runRow && item.metric !== 'activity' && !item.metric.startsWith('log:') ? store.points.upTo(runRow.id, item.metric, item.step + 50, CHART_POINTS) : [];
+  // a resolution's own item already says how it resolved in its summary
+  const how = s.resolved?.summary && s.resolved.summary !== item.summary ? `: ${s.resolved.summary}` : '';
+  const resolution = s.resolved ? `Resolved at step ${s.resolved.step}${how}` : null;
+  if (resolution) notes.push(resolution);
   const ex = item.examples;
-  const cut = (s: string): string => (s.length > EXAMPLE_CHARS ? `${s.slice(0, EXAMPLE_CHARS)}…` : s);
+  const cut = (t: string): string => (t.length > EXAMPLE_CHARS ? `${t.slice(0, EXAMPLE_CHARS)}…` : t);
   const describe = (label: string, e: { reward: number; breakdown: Record<string, number> }): string =>
     `${label} ${formatValue(e.reward)}` +
     (Object.keys(e.breakdown).length > 0 ? ` (${Object.entries(e.breakdown).slice(0, 6).map(([k, v]) => `${k} ${formatValue(v)}`).join(', ')})` : '');
@@ -104,7 +107,7 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
     title: `${item.severity.toUpperCase()} · ${item.rule} ${state} · ${run}`,
     severity: item.severity,
     status,
-    summary: item.kind === 'resolved' ? (alert ? alert.summary : item.summary) : item.summary,
+    summary: item.summary,
     fields: [
       { name: 'Run', value: run },
       { name: 'Metric', value: item.metric },
@@ -115,8 +118,9 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
       ...(item.hint && !resolved ? [{ name: 'Try', value: item.hint }] : []),
     ],
     note: notes.length > 0 ? notes.join(' · ') : null,
-    ackedBy: alert?.acked_by ?? null,
-    ackedByName: alert?.acked_by_name ?? null,
+    resolution,
+    ackedBy: s.ack?.by ?? null,
+    ackedByName: s.ack?.name ?? null,
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
     examples: ex
       ? [
@@ -125,11 +129,32 @@ function card(store: Store, run: string, item: NotificationItem, silences: Retur
         ]
       : [],
     evidence: item.evidence && item.kind !== 'resolved' ? item.evidence : null,
-    chart: chartPoints.length > 1 ? { title: `${item.metric} · ${run}`, metric: item.metric, points: chartPoints, markStep: item.step } : null,
+    chart: chartSpec(run, item, s),
     buttons: [
-      { id: `ack:${item.alertId}`, label: alert?.acked_by ? 'Acked' : 'Ack', disabled: resolved || Boolean(alert?.acked_by) },
+      { id: `ack:${item.alertId}`, label: s.ack ? 'Acked' : 'Ack', disabled: resolved || s.ack !== null },
       { id: `muteRun:${item.alertId}`, label: 'Mute run 1h', disabled: resolved },
       { id: `muteRule:${item.alertId}`, label: 'Mute rule 24h', disabled: resolved },
     ],
   };
+}
+
+/** The chart of a card: the captured points, the rule's line, and the step it fired at. */
+function chartSpec(run: string, item: NotificationItem, s: AlertSnapshot): ChartSpec | null {
+  const c = item.chart;
+  if (!c || c.points.length < 2) return null;
+  return {
+    title: `${item.metric} · ${run}`,
+    metric: item.metric,
+    points: c.points,
+    markStep: s.firedStep ?? item.step,
+    ...(c.threshold === null ? {} : { threshold: c.threshold }),
+  };
+}
+
+/**
+ * The short reply posted in a resolved alert's thread, so that the people who saw it fire hear it ended (the
+ * card itself is edited silently). Untrusted text inside: each platform escapes it.
+ */
+export function resolvedReply(c: AlertCard): string {
+  return `✅ ${c.title}: ${c.resolution ?? c.summary}`;
 }

@@ -1,57 +1,134 @@
-import type { Notification, ScheduledReport } from '../engine/notification.ts';
-import type { ChatMessageRow } from '../store/chatMessages.ts';
+import { isMuted, snapshotOf } from '../engine/capture.ts';
+import type { Notification, NotificationItem, ScheduledReport } from '../engine/notification.ts';
+import type { ChatMessageRow, ChatMessages } from '../store/chatMessages.ts';
 import { reportCard } from '../report/card.ts';
 import type { Store } from '../store/store.ts';
-import { alertCards, type AlertCard } from './cards.ts';
+import { alertCards, stateOf, type AlertCard } from './cards.ts';
+import { parseNotification } from './payload.ts';
 
 /** Alerts per chat message: one row of buttons per alert, and the strictest chat allows five rows. */
 export const CARDS_PER_MESSAGE = 5;
 
 /** What a platform does with cards; the rest of a delivery is the same everywhere. */
 export interface CardChannel {
+  /** edits a posted message; its charts were attached when it was posted and stay as they are */
   edit(ref: string, cards: AlertCard[]): Promise<void>;
   /** posts a message and returns its platform id */
   post(cards: AlertCard[]): Promise<string>;
   /** after the post is recorded: work whose failure must not re-post the message */
   afterPost?(ref: string, cards: AlertCard[]): Promise<void>;
+  /** posts a short note in the thread of message `ref` that these alerts resolved; returns its id */
+  replyResolved?(ref: string, resolved: AlertCard[]): Promise<string>;
 }
 
-/** The cards a posted message shows, as they stand now (acked, muted, resolved). */
-export function cardsOf(store: Store, message: ChatMessageRow): AlertCard[] {
-  return alertCards(store, JSON.parse(message.payload) as Notification);
+/** The notification a message was posted for, as it stands now. A payload that no longer reads (it never
+ * should) is replaced by the alerts being changed, so that the edit still goes out. */
+function postedOf(m: ChatMessageRow, fallback: Notification): Notification {
+  try {
+    return parseNotification(m.payload);
+  } catch {
+    return fallback;
+  }
+}
+
+/** The message's notification with the states `changed` carries put over its own. */
+function withStates(posted: Notification, changed: readonly NotificationItem[]): Notification {
+  const states = new Map(changed.map((c) => [c.alertId, stateOf(c)]));
+  const items = posted.items.map((i) => {
+    const state = states.get(i.alertId);
+    return state ? { ...i, state } : i;
+  });
+  return { ...posted, items };
+}
+
+/**
+ * A button acked or muted alerts of a posted message: their states are captured now, at the change, and
+ * kept with the message, so that later edits (a resolution) render from the message and the outbox row alone.
+ * Returns the message's cards as they stand, or null for a message rlwatch did not post.
+ */
+export function recapture(store: Store, target: string, ref: string, now = Date.now()): AlertCard[] | null {
+  const m = store.chatMessages.byRef(target, ref);
+  if (!m) return null;
+  let posted: Notification;
+  try {
+    posted = parseNotification(m.payload);
+  } catch {
+    return null; // nothing to re-render it from: the message stays as it is
+  }
+  const silences = store.silences.active(now);
+  const items = posted.items.map((item) => {
+    const a = store.alerts.byId(item.alertId);
+    return a ? { ...item, state: snapshotOf(a, isMuted(silences, posted.run, a)) } : item;
+  });
+  const n: Notification = { ...posted, items };
+  store.chatMessages.setPayload(m.id, n);
+  return alertCards(n);
 }
 
 /**
  * Delivers one outbox row to a chat channel: a resolution edits the messages that announced the alert
- * (each message once); everything else is posted, five alerts a message. Each part is recorded under
- * `key`, so a retry of the row after a failure never posts a part twice.
+ * (each message once) and says so in the thread of the newest; everything else is posted, five alerts a
+ * message. Each part is recorded under `key`, so a retry of the row after a failure never posts a part twice.
+ * Reads only the channel's own records of what it posted: the cards come from `n` and those messages.
  */
-export async function deliverCards(store: Store, target: string, n: Notification, key: string, channel: CardChannel): Promise<void> {
-  if (n.report) return deliverReport(store, target, n, n.report, key, channel);
-  const edits = new Map<string, ChatMessageRow>();
+export async function deliverCards(
+  messages: ChatMessages,
+  target: string,
+  n: Notification,
+  delivery: { key: string; runId: number },
+  channel: CardChannel,
+): Promise<void> {
+  const { key, runId } = delivery;
+  if (n.report) return deliverReport(messages, target, n, n.report, delivery, channel);
+  const edits = new Map<string, { message: ChatMessageRow; changed: NotificationItem[]; thread: boolean }>();
   const fresh: Notification['items'] = [];
   for (const item of n.items) {
-    const shown = item.kind === 'resolved' ? store.chatMessages.ofAlert(item.alertId, target) : [];
-    if (shown.length === 0) fresh.push(item);
-    for (const m of shown) edits.set(m.ref, m);
+    const showing = item.kind === 'resolved' ? messages.ofAlert(item.alertId, target) : [];
+    if (showing.length === 0) fresh.push(item);
+    showing.forEach((m, i) => {
+      const e = edits.get(m.ref) ?? { message: m, changed: [], thread: false };
+      e.changed.push(item);
+      e.thread ||= i === 0; // the newest message of the alert hears that it ended
+      edits.set(m.ref, e);
+    });
   }
-  for (const m of edits.values()) await channel.edit(m.ref, cardsOf(store, m));
-  const runId = store.runs.byName(n.run)?.id ?? 0;
+  for (const { message, changed, thread } of edits.values()) {
+    const shown = withStates(postedOf(message, { run: n.run, items: changed }), changed);
+    const cards = alertCards(shown);
+    await channel.edit(message.ref, cards);
+    messages.setPayload(message.id, shown);
+    const part = `${key}/reply/${message.id}`;
+    if (!thread || !channel.replyResolved || messages.byDelivery(target, part)) continue;
+    const ids = new Set(changed.map((c) => c.alertId));
+    const resolved = cards.filter((c) => ids.has(c.alertId) && c.status === 'resolved');
+    if (resolved.length === 0) continue;
+    const ref = await channel.replyResolved(message.ref, resolved);
+    const reply = { runId, alertIds: [], payload: { run: n.run, items: [] }, delivery: part };
+    messages.record(target, ref, reply, Date.now());
+  }
   for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
-    const delivery = `${key}/${i}`;
-    if (store.chatMessages.byDelivery(target, delivery)) continue; // posted before a later part failed
-    const part: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
-    const cards = alertCards(store, part);
+    const part = `${key}/${i}`;
+    if (messages.byDelivery(target, part)) continue; // posted before a later part failed
+    const posted: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
+    const cards = alertCards(posted);
     const ref = await channel.post(cards);
-    store.chatMessages.record(target, ref, { runId, alertIds: part.items.map((x) => x.alertId), payload: part, delivery }, Date.now());
+    const alertIds = posted.items.map((x) => x.alertId);
+    messages.record(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
     await channel.afterPost?.(ref, cards);
   }
 }
 
 /** A scheduled report: one card of its own, with no alert behind it (nothing to ack, never edited). */
-async function deliverReport(store: Store, target: string, n: Notification, r: ScheduledReport, key: string, channel: CardChannel): Promise<void> {
-  if (store.chatMessages.byDelivery(target, `${key}/0`)) return;
-  const cards = [reportCard(n.run, r)];
-  const ref = await channel.post(cards);
-  store.chatMessages.record(target, ref, { runId: store.runs.byName(n.run)?.id ?? 0, alertIds: [], payload: n, delivery: `${key}/0` }, Date.now());
+async function deliverReport(
+  messages: ChatMessages,
+  target: string,
+  n: Notification,
+  r: ScheduledReport,
+  delivery: { key: string; runId: number },
+  channel: CardChannel,
+): Promise<void> {
+  const part = `${delivery.key}/0`;
+  if (messages.byDelivery(target, part)) return;
+  const ref = await channel.post([reportCard(n.run, r)]);
+  messages.record(target, ref, { runId: delivery.runId, alertIds: [], payload: n, delivery: part }, Date.now());
 }

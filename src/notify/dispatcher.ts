@@ -1,13 +1,14 @@
 import type { Notification } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
 import type { Store } from '../store/store.ts';
+import { parseNotification } from './payload.ts';
 
 /** A place notifications go: the terminal, a chat channel, an address. */
 export interface Target {
   name: string;
   /** `key` names the outbox row: a retry of the same row carries the same key, so that what was already
-   * posted before a failure is not posted again */
-  deliver(n: Notification, key: string): Promise<void>;
+   * posted before a failure is not posted again. `runId` is the row's run (for the target's own records). */
+  deliver(n: Notification, key: string, runId: number): Promise<void>;
 }
 
 /**
@@ -141,9 +142,18 @@ export class Dispatcher {
         if (this.stopped) return;
         const wait = (row.next_attempt_at ?? 0) - this.now();
         if (wait > 0) return this.retryLater(lane, wait);
-        const n = JSON.parse(row.payload) as Notification;
+        let n: Notification;
         try {
-          await target.deliver(n, String(row.id));
+          n = parseNotification(row.payload);
+        } catch (err) {
+          // written by a broken or foreign writer: no retry can heal it, and the rows after it still go out
+          const reason = `outbox row #${row.id}: ${(err as Error).message}`;
+          this.store.outbox.setAside(row.id, reason, this.now());
+          this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
+          continue;
+        }
+        try {
+          await target.deliver(n, String(row.id), row.run_id);
         } catch (err) {
           if (this.abandoned) return;
           const e = err as Error;

@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { UserError } from '../errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
-import type { Store } from '../store/store.ts';
 import { commonSection, router, type Platform, type Route } from './platform.ts';
 
 /** The destination name of the URL given by the environment (`WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`, ...). */
@@ -100,7 +99,7 @@ export interface WebhookSettings<S = WebhookSection> {
 export function jsonWebhookPlatform(
   id: string,
   envName: string,
-  message: (store: Store, n: Notification) => unknown,
+  message: (n: Notification) => unknown,
 ): Platform<WebhookSection, WebhookSettings> {
   return {
     id,
@@ -109,12 +108,12 @@ export function jsonWebhookPlatform(
       const d = destinations(id, s, env[envName] || undefined, envName);
       return d && { section: s, ...d };
     },
-    async create(settings, { store }) {
+    async create(settings) {
       return {
         targets: [...settings.urls].map(([name, url]) => ({
           name: `${id}:${name}`,
           async deliver(n: Notification) {
-            await post(`${id} ${name}`, url, JSON.stringify(message(store, n)), { 'content-type': 'application/json' });
+            await post(`${id} ${name}`, url, JSON.stringify(message(n)), { 'content-type': 'application/json' });
           },
         })),
         route: router(id, settings.section, settings.fallback),

@@ -33,6 +33,8 @@ const FONT = 'DejaVu Sans';
 const BACKGROUND = '#ffffff';
 const LINE_COLOUR = '#1f6fb4';
 const MARK_COLOUR = '#d62728';
+/** the rule's threshold: dashed, darker than the series, so that it reads as a line drawn by the rule */
+const THRESHOLD_COLOUR = '#6a4c93';
 const TEXT_COLOUR = '#222222';
 /** the second run of a comparison: orange beside the first run's blue */
 const SECOND_COLOUR = '#e76f51';
@@ -58,6 +60,8 @@ export interface LineChartOptions {
   points: ReadonlyArray<{ step: number; value: number }>;
   /** Draws a red vertical rule at this step (e.g. the step at which an alert fired). */
   markStep?: number;
+  /** Draws a dashed horizontal rule at this value (the alert rule's threshold). */
+  threshold?: number;
   /** Width of the PNG in pixels (default 800). */
   width?: number;
   /** Height of the chart in pixels (default 360). */
@@ -81,7 +85,10 @@ export async function renderLineChart(opts: LineChartOptions): Promise<Buffer> {
   const rows = chartRows(opts.points, MAX_CHART_POINTS);
   const markStep = opts.markStep !== undefined && Number.isFinite(opts.markStep) ? opts.markStep : undefined;
   const rows2 = opts.second ? chartRows(opts.second.points, MAX_CHART_POINTS) : undefined;
-  const spec = lineChartSpec({ title: opts.title, metric: opts.metric, rows, markStep, width, height, rows2, xTitle: opts.xTitle });
+  const threshold = opts.threshold !== undefined && Number.isFinite(opts.threshold) ? opts.threshold : undefined;
+  const spec = lineChartSpec({
+    title: opts.title, metric: opts.metric, rows, markStep, threshold, width, height, rows2, xTitle: opts.xTitle,
+  });
   const svg = await specToSvg(spec);
   return svgToPng(svg, width);
 }
@@ -160,6 +167,7 @@ export function lineChartSpec(o: {
   metric: string;
   rows: ChartRow[];
   markStep?: number | undefined;
+  threshold?: number | undefined;
   width: number;
   height: number;
   rows2?: ChartRow[] | undefined;
@@ -234,6 +242,11 @@ export function lineChartSpec(o: {
     lo = Math.min(lo, o.markStep);
     hi = Math.max(hi, o.markStep);
   }
+  // the threshold line is what the alert is about: the y range always reaches it
+  if (o.threshold !== undefined) {
+    yLo = Math.min(yLo, o.threshold);
+    yHi = Math.max(yHi, o.threshold);
+  }
   // Small step counts read best in full ("2,500"); large ones with an SI suffix per tick ("250k").
   const xAxis = {
     ...xAxisBase,
@@ -299,6 +312,7 @@ export function lineChartSpec(o: {
       encoding: { x: { field: 'step', type: 'quantitative' }, y: { field: 'value', type: 'quantitative' } },
     });
   }
+  if (o.threshold !== undefined) layers.push(...thresholdLayers(o.threshold));
   if (o.markStep !== undefined) {
     // The label goes on the side of the rule with more room.
     const onRight = hi === lo || (o.markStep - lo) / (hi - lo) < 0.75;
@@ -323,6 +337,31 @@ export function lineChartSpec(o: {
   }
   return { ...base, layer: layers } as TopLevelSpec;
 }
+
+/** The rule's threshold as a dashed horizontal rule, labelled with its value at the plot's right end. */
+function thresholdLayers(value: number): unknown[] {
+  const data = { values: [{ threshold: value, label: `threshold ${formatThreshold(value)}` }] };
+  return [
+    {
+      data,
+      mark: { type: 'rule', color: THRESHOLD_COLOUR, strokeWidth: 2.5, strokeDash: [10, 6] },
+      encoding: { y: { field: 'threshold', type: 'quantitative' } },
+    },
+    {
+      data,
+      mark: { type: 'text', color: THRESHOLD_COLOUR, fontSize: 17, fontWeight: 'bold', align: 'right', baseline: 'bottom', dy: -4 },
+      // above the line at the plot's right end (the firing step's label sits at the top)
+      encoding: {
+        y: { field: 'threshold', type: 'quantitative' },
+        x: { value: { expr: 'width' } },
+        text: { field: 'label' },
+      },
+    },
+  ];
+}
+
+const formatThreshold = (v: number): string =>
+  v === 0 || Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6 ? String(Number(v.toPrecision(4))) : v.toExponential(2);
 
 /** Compiles a vega-lite spec and renders it to SVG with vega's headless view (no canvas, no network). */
 export async function specToSvg(spec: TopLevelSpec): Promise<string> {

@@ -31,6 +31,11 @@ export class ChatMessages {
     })();
   }
 
+  /** What a posted message shows now: its notification with each alert's latest captured state. */
+  setPayload(id: number, payload: unknown): void {
+    prepared(this.db, 'UPDATE chat_messages SET payload = ? WHERE id = ?').run(JSON.stringify(payload), id);
+  }
+
   /** The message already posted for this delivery (outbox row and part), if any. */
   byDelivery(target: string, delivery: string): ChatMessageRow | undefined {
     return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND delivery = ?').get(target, delivery) as ChatMessageRow | undefined;

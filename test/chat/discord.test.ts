@@ -14,6 +14,8 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   const run = new WatchedRun();
   const alertMessages = (): FakeMessage[] => fake.channelMessages().filter((m) => m.embeds.length > 0 && m.interactionId === null);
   const titles = (m: FakeMessage): string[] => m.embeds.map((e) => String((e as { title?: string }).title));
+  /** every request that carried a file: each is a chart rendered and uploaded */
+  const uploads = (): number => fake.requests.filter((r) => r.files.length > 0).length;
 
   beforeAll(async () => {
     fake = await startFakeDiscord();
@@ -109,6 +111,24 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(ack).toMatchObject({ disabled: true, label: 'Acked' });
   });
 
+  it('the edit after a click re-uploads no chart: the message keeps the attachment it was posted with', async () => {
+    const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
+    const chart = msg.attachments.map((a) => a.id);
+    expect(chart).toHaveLength(1);
+    const before = uploads();
+    const out = await fake.click({ customId: `muteRule:${alert.id}`, messageId: msg.id, user: ana });
+    expect(out.callback?.type).toBe(7);
+    expect(out.callback?.files).toEqual([]);
+    expect(out.callback?.data).not.toHaveProperty('attachments'); // absent: Discord keeps what the message has
+    const edited = fake.messages.get(msg.id)!;
+    expect(JSON.stringify(edited.embeds)).toContain('Muted: recorded');
+    expect(edited.attachments.map((a) => a.id)).toEqual(chart);
+    const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as { image?: { url: string } };
+    expect(embed.image?.url).toBe(`attachment://${edited.attachments[0]!.filename}`);
+    expect(uploads()).toBe(before);
+  });
+
   it('every reply, refusal and edit says allowed_mentions { parse: [] } explicitly', async () => {
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
     const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
@@ -132,6 +152,17 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(edited.editCount).toBeGreaterThanOrEqual(2);
     expect(alertMessages().filter((m) => titles(m).some((t) => t.includes('mode_collapse')))).toHaveLength(1);
     expect(alertMessages().length).toBe(posts); // edited, not posted again
+  });
+
+  it('the resolution also replies to the alert message, so the channel hears it ended; the chart stays as posted', async () => {
+    const msg = alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse')))!;
+    const reply = await fake.waitFor(() => fake.channelMessages().find((m) => m.replyTo === msg.id), 10_000);
+    expect(reply.type).toBe(19);
+    expect(reply.content).toMatch(/^✅ CRITICAL · mode_collapse resolved · grpo: .*Resolved at step \d+/);
+    const post = fake.requestsTo('POST', new RegExp(`/channels/${fake.channelId}/messages$`)).find((r) => r.status === 200 && JSON.stringify(r.body).includes('✅'));
+    expect(post?.body).toMatchObject({ allowed_mentions: { parse: [], replied_user: false }, message_reference: { message_id: msg.id, fail_if_not_exists: false } });
+    expect(fake.messages.get(msg.id)!.attachments).toHaveLength(1);
+    expect(fake.requests.filter((r) => r.files.length > 0 && r.path.includes(msg.id))).toEqual([]);
   });
 
   it('a 429 and an outage lose nothing and duplicate nothing', async () => {

@@ -33,7 +33,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(fake.openSockets).toBe(1);
   });
 
-  it('posts a collapse as Block Kit with fields and buttons, and uploads its chart in the thread', async () => {
+  it('posts a collapse as Block Kit with fields and buttons, and uploads its chart in the channel', async () => {
     run.write(4, { frac: 1 });
     const msg = await fake.waitFor(() => alertPosts('mode_collapse')[0], 10_000);
     const blocks = msg.blocks as Array<{ type: string; text?: { text: string }; fields?: Array<{ text: string }>; elements?: Array<{ action_id: string; text: { text: string } }> }>;
@@ -42,9 +42,16 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(blocks.find((b) => b.type === 'section' && b.fields)?.fields?.map((f) => f.text.split('\n')[0])).toEqual(['*Run*', '*Metric*', '*Step*', '*Epoch*', '*Alert*', '*Try*']);
     const actions = blocks.find((b) => b.type === 'actions')!;
     expect(actions.elements!.map((e) => e.text.text)).toEqual(['Ack', 'Mute run 1h', 'Mute rule 24h']);
-    const upload = await fake.waitFor(() => fake.uploads.find((u) => u.completed && u.threadTs === msg.ts), 10_000);
+    // in the channel, right under the alert, not in its thread: readable without opening the thread
+    const upload = await fake.waitFor(() => fake.uploads.find((u) => u.completed && u.filename.startsWith('chart-')), 10_000);
     expect(upload.bytes?.subarray(0, 8).equals(PNG)).toBe(true);
     expect(upload.channelId).toBe(fake.channelId);
+    expect(upload.threadTs).toBeUndefined();
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
+    expect(upload.initialComment).toBe(`Chart of #${alert.id} frac_zero_std · grpo`);
+    const shared = [...fake.messages.values()].find((m) => m.files.includes(upload.fileId))!;
+    expect(shared).toMatchObject({ channel: fake.channelId, threadTs: undefined, source: 'files.completeUploadExternal' });
+    expect(Number(shared.ts)).toBeGreaterThan(Number(msg.ts));
   });
 
   it('answers /run status within 3 s, in the channel', async () => {
@@ -100,6 +107,16 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     run.write(4, { frac: 0 });
     await fake.waitFor(() => json(fake.messages.get(msg.ts)!).includes('Resolved at step'), 10_000);
     expect(alertPosts('mode_collapse')).toHaveLength(1);
+  });
+
+  it('the resolution also replies in the alert\'s thread; neither the click nor the edits uploaded the chart again', async () => {
+    const msg = alertPosts('mode_collapse')[0]!;
+    const reply = await fake.waitFor(() => [...fake.messages.values()].find((m) => m.threadTs === msg.ts && m.source === 'chat.postMessage'), 10_000);
+    expect(reply).toMatchObject({ source: 'chat.postMessage', channel: fake.channelId, blocks: [] });
+    expect(reply.text).toMatch(/^✅ CRITICAL · mode_collapse resolved · grpo: Resolved at step \d+: frac_zero_std 0: back past/);
+    // one chart upload for the alert (at its post): the Ack click and the resolution edited the message only
+    expect(fake.uploads.filter((u) => u.filename.startsWith('chart-'))).toHaveLength(1);
+    expect(fake.callsTo('chat.update').length).toBeGreaterThanOrEqual(2);
   });
 
   it('a 429 and an outage lose nothing and duplicate nothing', async () => {

@@ -106,6 +106,8 @@ export interface FakeMessage {
   editedAt: number | null;
   /** Number of edits applied so far (PATCH, interaction type 7, webhook edits). */
   editCount: number;
+  /** The message this one replies to (`message_reference` on create; the message is then type 19, REPLY). */
+  replyTo: string | null;
 }
 
 export interface RegisteredCommand extends Json {
@@ -665,6 +667,11 @@ class FakeDiscordImpl implements FakeDiscord {
       pinned: false,
       flags: m.flags,
     };
+    if (m.replyTo) {
+      out.message_reference = { type: 0, message_id: m.replyTo, channel_id: m.channelId, guild_id: this.guildId };
+      const replied = this.messages.get(m.replyTo);
+      out.referenced_message = replied ? this.toApiMessage(replied) : null;
+    }
     if (m.webhookId) {
       out.webhook_id = m.webhookId;
       out.application_id = this.applicationId;
@@ -706,7 +713,7 @@ class FakeDiscordImpl implements FakeDiscord {
     channelId: string,
     body: Json | null,
     files: RecordedFile[],
-    extra: { type?: number; interactionId?: string; webhook?: boolean; flags?: number } = {},
+    extra: { type?: number; interactionId?: string; webhook?: boolean; flags?: number; replyTo?: string } = {},
   ): FakeMessage {
     const now = Date.now();
     const msg: FakeMessage = {
@@ -724,6 +731,7 @@ class FakeDiscordImpl implements FakeDiscord {
       createdAt: now,
       editedAt: null,
       editCount: 0,
+      replyTo: extra.replyTo ?? null,
     };
     this.messages.set(msg.id, msg);
     return msg;
@@ -1366,7 +1374,14 @@ class FakeDiscordImpl implements FakeDiscord {
         Array.isArray(body?.sticker_ids) ||
         Boolean(body?.poll);
       if (!hasContent) throw new HttpError(400, 50006, 'Cannot send an empty message');
-      const msg = this.createMessage(seg[1]!, body, r.files);
+      // a reply: Discord refuses a reference to an unknown message unless fail_if_not_exists is false, when
+      // it posts a plain message instead
+      const reference = body?.message_reference as { message_id?: string; fail_if_not_exists?: boolean } | undefined;
+      const repliedTo = reference?.message_id !== undefined ? this.messages.get(String(reference.message_id)) : undefined;
+      if (reference?.message_id !== undefined && !repliedTo && reference.fail_if_not_exists !== false) {
+        throw new HttpError(400, 50035, 'Invalid Form Body (message_reference: Unknown message)');
+      }
+      const msg = this.createMessage(seg[1]!, body, r.files, repliedTo ? { type: 19, replyTo: repliedTo.id } : {});
       const out = this.toApiMessage(msg);
       if (body?.nonce !== undefined) out.nonce = body.nonce;
       return { status: 200, json: out };

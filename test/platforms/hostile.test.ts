@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Reply } from '../../src/commands/reply.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
-import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
-import { cardBlocks, fallback, replyBlocks } from '../../src/platforms/slack/bot.ts';
+import { cardsMessage, replyMessage, resolvedMessage } from '../../src/platforms/discord/bot.ts';
+import { cardBlocks, fallback, replyBlocks, resolvedText } from '../../src/platforms/slack/bot.ts';
+import { resolvedHtml } from '../../src/platforms/telegram/render.ts';
 
 /** What a hostile (or just unlucky) completion, run name or log line may carry. */
 const HOSTILE = [
@@ -109,6 +110,33 @@ describe('a phone sees what happened', () => {
         'WARNING · grad_explosion resolved · grpo: grad_norm 0.08: back past 10 for 5 steps',
     );
     expect(m.allowedMentions).toEqual({ parse: [] });
+  });
+});
+
+describe('the reply in a resolved alert\'s thread', () => {
+  const resolved: AlertCard = {
+    ...card, status: 'resolved', title: 'CRITICAL · mode_collapse resolved · <!channel>-run @everyone',
+    resolution: `Resolved at step 9: ${text}`,
+  };
+
+  it('on Slack is escaped: no control sequence at all (not even the acker: a new message would ping them)', () => {
+    const t = resolvedText([resolved]);
+    expect([...t.matchAll(/<[!@#][^>]*>|<https?:[^>]*>/g)]).toEqual([]);
+    expect(t).toMatch(/^✅ CRITICAL · mode_collapse resolved · &lt;!channel>-run @everyone: Resolved at step 9: /);
+  });
+
+  it('on Discord pings nobody, not even the author of the message it replies to', () => {
+    const m = resolvedMessage([resolved], '123');
+    expect(m.allowedMentions).toEqual({ parse: [], repliedUser: false });
+    expect(m.reply).toEqual({ messageReference: '123', failIfNotExists: false });
+    expect(m.content).toContain('\[click me](https://evil.example/x)');
+  });
+
+  it('on Telegram has no tag, mention or command to tap', () => {
+    const html = resolvedHtml([resolved]);
+    expect(html).not.toMatch(/<(?!\/?[bi]>)[^>]*>/);
+    expect(html).not.toMatch(/(?:^|[^\w\u2060])[@/#]\w+/);
+    expect(html).toContain('&lt;!channel&gt;-run @\u2060everyone');
   });
 });
 

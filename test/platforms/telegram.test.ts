@@ -110,6 +110,14 @@ describe('Telegram, end to end against a local fake of the Bot API', () => {
     expect(card().reply_markup).toEqual({ inline_keyboard: [] });
     expect(run.rows().every((r) => r.done_at !== null)).toBe(true);
   });
+
+  it('the resolution also replies to the card, so the chat hears it ended; the chart photo is not sent again', () => {
+    const replies = tg.botMessages(CHAT).filter((m) => m.reply_to_message_id === card().message_id);
+    expect(replies.filter((m) => m.photo)).toHaveLength(1); // the chart, once, at the post
+    const said = replies.filter((m) => m.text?.startsWith('✅'));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.text).toMatch(/^✅ CRITICAL · mode_collapse resolved · grpo: Resolved at step \d+: frac_zero_std 0: back past/);
+  });
 });
 
 describe('Telegram refusals', () => {

@@ -176,3 +176,22 @@ describe('a chart read on a phone', () => {
     expect(withEma([{ step: 1, value: 1 }, { step: 2, value: null }, { step: 3, value: 3 }], 0.5).map((r) => r.ema)).toEqual([1, null, 2]);
   });
 });
+
+describe('the alert rule drawn on the chart', () => {
+  it('a threshold is a dashed horizontal rule at its value, labelled, and the y range reaches it', async () => {
+    const points = curve(100).map((p) => ({ ...p, value: p.value * 0.5 })); // 0.1 .. 0.36, all under the line
+    const spec = lineChartSpec({ title: 't', metric: 'frac_zero_std', rows: chartRows(points, 1000), threshold: 0.8, markStep: 500, width: 800, height: 360 });
+    const layers = (spec as { layer: Array<{ mark: { type: string; strokeDash?: number[] }; data?: { values: unknown[] }; encoding: Record<string, { field?: string }> }> }).layer;
+    const rule = layers.find((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'threshold')!;
+    expect(rule.data?.values).toEqual([{ threshold: 0.8, label: 'threshold 0.8' }]);
+    expect(rule.mark.strokeDash).toBeDefined();
+    // the firing step keeps its own (vertical) rule
+    expect(layers.find((l) => l.mark.type === 'rule' && l.encoding.x?.field === 'step')?.data?.values).toEqual([{ step: 500 }]);
+    const svg = await specToSvg(spec);
+    expect(svg).toContain('threshold 0.8');
+    expect(svg).toContain('>0.8<'); // a y label at (or past) the line: the range was stretched to show it
+    expectPng(await renderLineChart({ title: 't', metric: 'frac_zero_std', points, threshold: 0.8, markStep: 500 }));
+    const plain = await specToSvg(lineChartSpec({ title: 't', metric: 'x', rows: chartRows(points, 1000), width: 800, height: 360 }));
+    expect(plain).not.toContain('threshold');
+  });
+});

@@ -13,7 +13,7 @@ describe('the "try:" hint on alert cards', () => {
     expect(item.rule).toBe('mode_collapse');
     expect(item.hint).toBe(KNOWLEDGE.mode_collapse!.hint);
     expect(renderNotification(row!.notification, false).split('\n')).toContain(`  try: ${KNOWLEDGE.mode_collapse!.hint}`);
-    expect(alertCards(t.store, row!.notification)[0]!.fields).toContainEqual({ name: 'Try', value: KNOWLEDGE.mode_collapse!.hint });
+    expect(alertCards(row!.notification)[0]!.fields).toContainEqual({ name: 'Try', value: KNOWLEDGE.mode_collapse!.hint });
   });
 
   it('a resolution and a rule the user added carry none', () => {

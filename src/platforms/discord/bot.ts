@@ -25,14 +25,15 @@ import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } fr
 import type { Reply } from '../../commands/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../log.ts';
-import { buttonRequest, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { buttonRequest, COLORS, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
-import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { Store } from '../../store/store.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
@@ -151,9 +152,12 @@ export function contentLine(cards: readonly AlertCard[]): string {
   return cut(inert(cards.map(line).join('\n')), 1000);
 }
 
-/** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each
- * card's chart attached. */
-export async function cardsMessage(cards: readonly AlertCard[]) {
+/**
+ * Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each card's
+ * chart as an image. A post renders and attaches the charts; an edit (`attached`) sends no files and no
+ * `attachments` list, so Discord keeps the ones posted and each embed still shows its own by name.
+ */
+export async function cardsMessage(cards: readonly AlertCard[], attached = false) {
   const embeds: EmbedBuilder[] = [];
   const files: AttachmentBuilder[] = [];
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
@@ -168,7 +172,7 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
     );
     if (c.chart) {
       const name = `chart-${c.alertId}.png`;
-      files.push(new AttachmentBuilder(await renderLineChart(c.chart), { name }));
+      if (!attached) files.push(new AttachmentBuilder(await alertChartPng(c.chart), { name }));
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);
@@ -185,7 +189,17 @@ export async function cardsMessage(cards: readonly AlertCard[]) {
     );
   }
   // log lines and run names are untrusted: nothing in a card may ping anyone
-  return { content: contentLine(cards), embeds, files, components, attachments: [], allowedMentions: NO_MENTIONS };
+  const message = { content: contentLine(cards), embeds, components, allowedMentions: NO_MENTIONS };
+  return attached ? message : { ...message, files, attachments: [] };
+}
+
+/** The reply in a resolved alert's thread: plain text (a push notification says it), pinging nobody. */
+export function resolvedMessage(cards: readonly AlertCard[], ref: string) {
+  return {
+    content: cut(inert(cards.map(resolvedReply).join('\n')), 2000),
+    reply: { messageReference: ref, failIfNotExists: false },
+    allowedMentions: { ...NO_MENTIONS, repliedUser: false },
+  };
 }
 
 /**
@@ -285,19 +299,23 @@ export class DiscordBot {
 
   /** One delivery target per channel alerts may be routed to. */
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('discord', channel), deliver: (n, key) => this.deliver(channel, n, key) }));
+    return this.channels.map((channel) => ({
+      name: targetName('discord', channel),
+      deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+    }));
   }
 
-  private async deliver(channelId: string, n: Notification, key: string): Promise<void> {
+  private async deliver(channelId: string, n: Notification, key: string, runId: number): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Discord yet');
     try {
       const channel = await this.client.channels.fetch(channelId);
       if (!channel?.isSendable()) {
         throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`, undefined, true);
       }
-      await deliverCards(this.opts.store, targetName('discord', channelId), n, key, {
-        edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards))),
+      await deliverCards(this.opts.store.chatMessages, targetName('discord', channelId), n, { key, runId }, {
+        edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, true))),
         post: async (cards) => (await channel.send(await cardsMessage(cards))).id,
+        replyResolved: async (ref, cards) => (await channel.send(resolvedMessage(cards, ref))).id,
       });
     } catch (err) {
       throw deliveryError(err);
@@ -373,8 +391,8 @@ export class DiscordBot {
     if (!answer.ok) {
       return void (await i.reply({ content: cut(answer.message, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
     }
-    const { store } = this.opts;
-    const message = store.chatMessages.byRef(targetName('discord', i.channelId), i.message.id);
-    await i.update(message ? await cardsMessage(cardsOf(store, message)) : { allowedMentions: NO_MENTIONS });
+    // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted
+    const cards = recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
+    await i.update(cards ? await cardsMessage(cards, true) : { allowedMentions: NO_MENTIONS });
   }
 }

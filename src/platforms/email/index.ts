@@ -72,7 +72,7 @@ export const email: Platform<Section, EmailSettings> = {
       to,
     };
   },
-  async create(settings, { store }) {
+  async create(settings) {
     const { createTransport } = await import('nodemailer');
     const timeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
     const { host, port, secure, auth } = settings;
@@ -83,7 +83,7 @@ export const email: Platform<Section, EmailSettings> = {
       targets: destinations.map((to) => ({
         name: `email:${to}`,
         async deliver(n: Notification) {
-          const mail = await alertMail(store, n, domain);
+          const mail = await alertMail(n, domain);
           try {
             await transport.sendMail({ from: settings.from, to, ...mail });
           } catch (err) {

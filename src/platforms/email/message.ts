@@ -4,8 +4,7 @@
  */
 import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
-import { renderLineChart } from '../../render/chart.ts';
-import type { Store } from '../../store/store.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 
 export interface AlertMail {
   subject: string;
@@ -57,14 +56,14 @@ function cardText(c: AlertCard): string {
 }
 
 /** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain). */
-export async function alertMail(store: Store, n: Notification, domain: string): Promise<AlertMail> {
-  const cards = alertCards(store, n);
+export async function alertMail(n: Notification, domain: string): Promise<AlertMail> {
+  const cards = alertCards(n);
   const attachments: AlertMail['attachments'] = [];
   const parts: string[] = [];
   for (const c of cards) {
     const cid = c.chart ? `chart-${c.alertId}@rlwatch` : null;
     if (c.chart && cid) {
-      const content = await renderLineChart(c.chart);
+      const content = await alertChartPng(c.chart);
       attachments.push({ filename: `chart-${c.alertId}.png`, content, cid, contentType: 'image/png' });
     }
     parts.push(cardHtml(c, cid));

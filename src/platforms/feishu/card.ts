@@ -6,7 +6,6 @@ import { createHmac } from 'node:crypto';
 import { alertCards, type AlertCard } from '../../notify/cards.ts';
 import { cut } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
-import type { Store } from '../../store/store.ts';
 
 /** A custom bot's request body is limited to 20 KB: generations and log lines are cut well below it. */
 const CODE_CHARS = 1200;
@@ -29,8 +28,8 @@ function cardElements(c: AlertCard, withTitle: boolean): Element[] {
 }
 
 /** The `card` of an `interactive` message: the first alert's title as header, the rest below it. */
-export function feishuCard(store: Store, n: Notification): Element {
-  const cards = alertCards(store, n);
+export function feishuCard(n: Notification): Element {
+  const cards = alertCards(n);
   const first = cards[0]!;
   const severityColour = first.severity === 'warning' ? 'orange' : 'red';
   return {

@@ -38,14 +38,14 @@ export const feishu: Platform<WebhookSection, Settings> = {
     const d = destinations('feishu', s, env.FEISHU_WEBHOOK_URL || undefined, 'FEISHU_WEBHOOK_URL');
     return d && { section: s, ...d, secret: env.FEISHU_SECRET || undefined };
   },
-  async create(settings, { store }) {
+  async create(settings) {
     return {
       targets: [...settings.urls].map(([name, url]) => ({
         name: `feishu:${name}`,
         async deliver(n: Notification) {
           const timestamp = String(Math.floor(Date.now() / 1000));
           const signed = settings.secret ? { timestamp, sign: feishuSign(timestamp, settings.secret) } : {};
-          const body = JSON.stringify({ ...signed, msg_type: 'interactive', card: feishuCard(store, n) });
+          const body = JSON.stringify({ ...signed, msg_type: 'interactive', card: feishuCard(n) });
           const label = `feishu ${name}`;
           checkAnswer(label, await post(label, url, body, { 'content-type': 'application/json' }));
         },

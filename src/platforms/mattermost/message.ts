@@ -7,7 +7,6 @@
 import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
 import { codeBlock, cut, tailBlock } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
-import type { Store } from '../../store/store.ts';
 
 /** Mattermost posts are limited to 16383 characters: each alert stays well below a share of it. */
 const CODE_CHARS = 1500;
@@ -37,8 +36,8 @@ function attachment(c: AlertCard): Record<string, unknown> {
 }
 
 /** The webhook body: a one-line text for notifications, one attachment per alert. */
-export function mattermostMessage(store: Store, n: Notification): Record<string, unknown> {
-  const cards = alertCards(store, n);
+export function mattermostMessage(n: Notification): Record<string, unknown> {
+  const cards = alertCards(n);
   return {
     username: 'rlwatch',
     text: cards.map((c) => mdEscape(`${c.title}: ${cut(c.summary, 200)}`)).join('\n'),

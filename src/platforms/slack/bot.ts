@@ -5,14 +5,15 @@ import { COMMANDS } from '../../commands/registry.ts';
 import type { Reply } from '../../commands/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../log.ts';
-import { BUTTON_ID, buttonRequest, type AlertCard } from '../../notify/cards.ts';
+import { BUTTON_ID, buttonRequest, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
-import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { Store } from '../../store/store.ts';
 import type { SlackSection, SlackSettings } from './index.ts';
@@ -108,6 +109,10 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
   }
   return blocks.slice(0, LIMIT.blocks);
 }
+
+/** The reply in a resolved alert's thread, escaped: a run name or summary pings no one. */
+export const resolvedText = (cards: readonly AlertCard[]): string =>
+  cards.map((c) => slackEscape(resolvedReply(c))).join('\n');
 
 /** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
 export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
@@ -266,33 +271,48 @@ export class SlackBot {
   }
 
   targets(): Target[] {
-    return this.channels.map((channel) => ({ name: targetName('slack', channel), deliver: (n, key) => this.deliver(channel, n, key) }));
+    return this.channels.map((channel) => ({
+      name: targetName('slack', channel),
+      deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+    }));
   }
 
-  private async deliver(channel: string, n: Notification, key: string): Promise<void> {
+  private async deliver(channel: string, n: Notification, key: string, runId: number): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Slack yet');
     const client = this.app.client;
     try {
-      await deliverCards(this.opts.store, targetName('slack', channel), n, key, {
+      await deliverCards(this.opts.store.chatMessages, targetName('slack', channel), n, { key, runId }, {
+        // an edit never touches the charts: they were uploaded once, with the post
         edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
-        afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards),
+        afterPost: (_ts, cards) => this.uploadCharts(channel, cards),
+        replyResolved: async (ts, cards) =>
+          String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),
       });
     } catch (err) {
       throw deliveryError(err);
     }
   }
 
-  /** Charts go in the alert's thread, so the channel shows one message per burst. A chart that cannot be
-   * uploaded is not worth re-posting the alert for: it is logged and skipped. */
-  private async uploadCharts(channel: string, ts: string, cards: readonly AlertCard[]): Promise<void> {
-    for (const c of cards) {
-      if (!c.chart) continue;
-      try {
-        await this.app.client.files.uploadV2({ channel_id: channel, thread_ts: ts, file: await renderLineChart(c.chart), filename: `chart-${c.alertId}.png`, title: c.chart.title });
-      } catch (err) {
-        this.opts.log.warn(`slack: chart of alert #${c.alertId} not uploaded: ${(err as Error).message}`);
-      }
+  /** The burst's charts, rendered once, as one message in the channel right under the alert (a thread
+   * hides them from whoever reads the channel). Charts that cannot be uploaded are not worth re-posting the
+   * alert for: they are logged and skipped. */
+  private async uploadCharts(channel: string, cards: readonly AlertCard[]): Promise<void> {
+    const charted = cards.filter((c) => c.chart);
+    if (charted.length === 0) return;
+    try {
+      const file_uploads = await Promise.all(charted.map(async (c) => ({
+        file: await alertChartPng(c.chart!),
+        filename: `chart-${c.alertId}.png`,
+        title: c.chart!.title,
+        alt_text: `chart of ${c.chart!.title}`,
+      })));
+      const names = charted.map((c) => `#${c.alertId} ${c.chart!.title}`).join(', ');
+      const initial_comment = slackEscape(`${charted.length > 1 ? 'Charts' : 'Chart'} of ${names}`);
+      await this.app.client.files.uploadV2({ channel_id: channel, initial_comment, file_uploads });
+    } catch (err) {
+      const ids = charted.map((c) => `#${c.alertId}`).join(', ');
+      this.opts.log.warn(`slack: charts of alerts ${ids} not uploaded: ${(err as Error).message}`);
     }
   }
 
@@ -332,11 +352,9 @@ export class SlackBot {
     if (!answer.ok) {
       return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }
-    const { store } = this.opts;
-    const message = store.chatMessages.byRef(targetName('slack', channel), ts);
-    if (!message) return;
-    const cards = cardsOf(store, message);
-    await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
+    // the click changed the alert: its card is captured anew and re-rendered, its chart left as uploaded
+    const cards = recapture(this.opts.store, targetName('slack', channel), ts);
+    if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
   }
 
   /** Listed by user id, or a member of a listed user group (looked up, and cached for a few minutes). */

@@ -6,7 +6,6 @@
 import { alertCards, type AlertCard } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { cut } from '../../notify/limits.ts';
-import type { Store } from '../../store/store.ts';
 
 /** Teams refuses messages over about 28 KB: generations and log lines are cut well below it. */
 const CODE_CHARS = 1200;
@@ -33,8 +32,8 @@ function cardElements(c: AlertCard): Element[] {
 }
 
 /** The Workflows webhook body: a message with one Adaptive Card attachment. */
-export function teamsMessage(store: Store, n: Notification): Element {
-  const cards = alertCards(store, n);
+export function teamsMessage(n: Notification): Element {
+  const cards = alertCards(n);
   return {
     type: 'message',
     attachments: [

@@ -4,16 +4,17 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buttonRequest, type AlertCard } from '../../notify/cards.ts';
-import { cardsOf, deliverCards } from '../../notify/delivery.ts';
+import { deliverCards, recapture } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { interact, type Asker } from '../../notify/interaction.ts';
 import { renderLineChart } from '../../render/chart.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 import type { PlatformContext } from '../platform.ts';
 import { BotApi, type TgMessage, type TgUpdate, type TgUser } from './api.ts';
 import { commandWords } from './interact.ts';
-import { cardsHtml, inert, keyboard, replyHtml } from './render.ts';
+import { cardsHtml, inert, keyboard, replyHtml, resolvedHtml } from './render.ts';
 
 export interface TelegramSettings {
   token: string;
@@ -51,7 +52,7 @@ export class TelegramBot {
   targets(): Target[] {
     return this.s.chats.map((chat) => ({
       name: `telegram:${chat}`,
-      deliver: (n: Notification, key: string) => this.deliver(chat, n, key),
+      deliver: (n: Notification, key: string, runId: number) => this.deliver(chat, n, key, runId),
     }));
   }
 
@@ -77,11 +78,13 @@ export class TelegramBot {
     await this.polling;
   }
 
-  private async deliver(chat: string, n: Notification, key: string): Promise<void> {
-    await deliverCards(this.ctx.store, `telegram:${chat}`, n, key, {
+  private async deliver(chat: string, n: Notification, key: string, runId: number): Promise<void> {
+    await deliverCards(this.ctx.store.chatMessages, `telegram:${chat}`, n, { key, runId }, {
       edit: (ref, cards) => this.edit(chat, ref, cards),
       post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
       afterPost: (ref, cards) => this.charts(chat, ref, cards),
+      replyResolved: async (ref, cards) =>
+        String((await this.send(chat, resolvedHtml(cards), { reply_to_message_id: Number(ref) })).message_id),
     });
   }
 
@@ -104,7 +107,7 @@ export class TelegramBot {
     for (const c of cards) {
       if (!c.chart) continue;
       try {
-        const png = await renderLineChart(c.chart);
+        const png = await alertChartPng(c.chart);
         await this.api.sendPhoto(chat, png, { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
       } catch (err) {
         this.ctx.log.warn(`telegram: chart of alert #${c.alertId} not sent: ${(err as Error).message}`);
@@ -180,7 +183,9 @@ export class TelegramBot {
       show_alert: !answer.ok,
     });
     if (!answer.ok) return;
-    const shown = this.ctx.store.chatMessages.byRef(`telegram:${chat}`, String(q.message!.message_id));
-    if (shown) await this.edit(chat, shown.ref, cardsOf(this.ctx.store, shown));
+    // the press changed the alert: its card is captured anew and re-rendered (its chart is a photo of its own)
+    const ref = String(q.message!.message_id);
+    const cards = recapture(this.ctx.store, `telegram:${chat}`, ref);
+    if (cards) await this.edit(chat, ref, cards);
   }
 }

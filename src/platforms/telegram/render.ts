@@ -3,7 +3,7 @@
  * `/` and `#` at a word start get a word joiner: Telegram would otherwise make them mentions that notify,
  * bot commands one tap sends, or hashtags. Generations and log lines go in <pre>, where it reads nothing.
  */
-import type { AlertCard } from '../../notify/cards.ts';
+import { resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { cut } from '../../notify/limits.ts';
 import type { Reply } from '../../commands/reply.ts';
 
@@ -33,6 +33,10 @@ export function cardsHtml(cards: readonly AlertCard[]): string {
   const share = Math.floor(MESSAGE_CHARS / Math.max(1, cards.length)) - 20;
   return cards.map((c) => cutHtml(cardHtml(c), share)).join('\n\n');
 }
+
+/** The reply to a resolved alert's card: plain words, nothing to tap. */
+export const resolvedHtml = (cards: readonly AlertCard[]): string =>
+  cards.map((c) => inert(resolvedReply(c))).join('\n');
 
 /** The buttons still live on the cards: one row per alert. */
 export function keyboard(cards: readonly AlertCard[]): { inline_keyboard: Array<Array<{ text: string; callback_data: string }>> } {

@@ -3,10 +3,9 @@
  * receivers written for Alertmanager read it, plus rlwatch's own fields on each alert. See the README.
  */
 import { createHmac } from 'node:crypto';
-import { alertCards } from '../../notify/cards.ts';
+import { alertCards, stateOf } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
-import { renderLineChart } from '../../render/chart.ts';
-import type { Store } from '../../store/store.ts';
+import { alertChartPng } from '../../render/chartOnce.ts';
 
 export interface WebhookAlert {
   status: 'firing' | 'resolved';
@@ -47,19 +46,20 @@ const ZERO_TIME = '0001-01-01T00:00:00Z';
 const iso = (ms: number | null | undefined): string => (ms ? new Date(ms).toISOString() : ZERO_TIME);
 
 /** The body for one outbox row: every alert of the burst, its card's state, optionally its chart. */
-export async function webhookBody(store: Store, n: Notification, charts: boolean): Promise<WebhookBody> {
-  const cards = alertCards(store, n);
+export async function webhookBody(n: Notification, charts: boolean): Promise<WebhookBody> {
+  const cards = alertCards(n);
   const alerts = await Promise.all(
     n.items.map(async (item, i): Promise<WebhookAlert> => {
       const card = cards[i]!;
-      const row = store.alerts.byId(item.alertId);
+      const state = stateOf(item);
       const resolved = card.status === 'resolved';
       return {
         status: resolved ? 'resolved' : 'firing',
         labels: { alertname: item.rule, run: n.run, severity: item.severity, metric: item.metric },
         annotations: { summary: card.summary },
-        startsAt: iso(row?.fired_at ?? row?.started_at),
-        endsAt: resolved ? iso(row?.resolved_at) : ZERO_TIME,
+        // Alertmanager's zero time where a row written before states were captured does not know
+        startsAt: iso(state.startsAt),
+        endsAt: resolved ? iso(state.resolved?.at) : ZERO_TIME,
         fingerprint: `rlwatch-${item.alertId}`,
         alertId: item.alertId,
         kind: item.kind,
@@ -70,7 +70,7 @@ export async function webhookBody(store: Store, n: Notification, charts: boolean
         values: item.recent,
         examples: card.examples.map((e) => ({ title: e.title, completion: e.code })),
         evidence: card.evidence ?? null,
-        ...(charts && card.chart ? { chart: (await renderLineChart(card.chart)).toString('base64') } : {}),
+        ...(charts && card.chart ? { chart: (await alertChartPng(card.chart)).toString('base64') } : {}),
       };
     }),
   );

@@ -32,11 +32,11 @@ export const webhook: Platform<Section, Settings> = {
     const d = destinations('webhook', s, env.WEBHOOK_URL || undefined, 'WEBHOOK_URL');
     return d && { section: s, ...d, secret: env.WEBHOOK_SECRET || undefined };
   },
-  async create(settings, { store }) {
+  async create(settings) {
     const targets = [...settings.urls].map(([name, url]) => ({
       name: `webhook:${name}`,
       async deliver(n: Notification) {
-        const raw = JSON.stringify(await webhookBody(store, n, settings.section.charts));
+        const raw = JSON.stringify(await webhookBody(n, settings.section.charts));
         const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'rlwatch' };
         if (settings.secret) headers[SIGNATURE_HEADER] = signature(settings.secret, raw);
         await post(`webhook ${name}`, url, raw, headers);
