@@ -3,7 +3,7 @@ import type { App } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { startFakeDiscord, type FakeDiscord, type FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
-import { WatchedRun } from './watchedRun.ts';
+import { bothChats, WatchedRun } from './watchedRun.ts';
 
 /** A Slack user whose name tries to ping everyone on both platforms and to format the line. */
 const EVE = { id: 'U0EVE', name: '<!channel> @everyone *x*' };
@@ -23,10 +23,7 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
     discord = await startFakeDiscord();
     slack = await startFakeSlack();
     run.write(30);
-    app = await run.start(ConfigSchema.parse({}), {
-      discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId, retries: 0 },
-      slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, retries: 0 },
-    });
+    app = await run.start(ConfigSchema.parse({}), bothChats(discord, slack));
     run.write(4, { frac: 1 }); // mode_collapse, posted on both
     await discord.waitFor(() => discordCard() ?? null, 10_000);
     await slack.waitFor(() => slackCard() ?? null, 10_000);

@@ -4,7 +4,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startApp, type App, type PlatformSettings } from '../../src/app.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { silentLog, type Log } from '../../src/log.ts';
+import type { FakeDiscord } from '../fakes/discordServer.ts';
+import type { FakeSlack } from '../fakes/slackServer.ts';
 import { learningLine, tempDir } from '../helpers.ts';
+
+/** Both bots pointed at the local fakes, without retries: what the cross-platform tests start the app with. */
+export function bothChats(discord: FakeDiscord, slack: FakeSlack): PlatformSettings {
+  return {
+    discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId, retries: 0 },
+    slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, retries: 0 },
+  };
+}
 
 /** A run named `grpo` being written to while `start` (with chat bots, no terminal) watches it. */
 export class WatchedRun {

@@ -7,7 +7,7 @@ import type { App } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
-import { WatchedRun } from '../chat/watchedRun.ts';
+import { bothChats, WatchedRun } from '../chat/watchedRun.ts';
 
 describe('/run report in chat: a summary with the full report attached', () => {
   let discord: FakeDiscord;
@@ -19,10 +19,7 @@ describe('/run report in chat: a summary with the full report attached', () => {
     discord = await startFakeDiscord();
     slack = await startFakeSlack();
     run.write(30, { frac: 0.25 }); // every record above frac_zero_std's 0.10: struggling
-    app = await run.start(ConfigSchema.parse({}), {
-      discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId, retries: 0 },
-      slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, retries: 0 },
-    });
+    app = await run.start(ConfigSchema.parse({}), bothChats(discord, slack));
   }, 30_000);
 
   afterAll(async () => {
