@@ -17,22 +17,6 @@ const types = {
     oid === INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-/** Whether `--db` / RLWATCH_DB names a PostgreSQL database rather than a SQLite file. */
-export function isPostgresUrl(db: string): boolean {
-  return /^postgres(ql)?:\/\//.test(db);
-}
-
-/** The URL with its password hidden, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.href;
-  } catch {
-    return 'the PostgreSQL URL';
-  }
-}
-
 export function newPool(url: string, max = 4): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, types });
   // an idle connection that dies (server restart) is dropped from the pool; the next query opens another

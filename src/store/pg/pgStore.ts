@@ -65,7 +65,7 @@ export class PgStore implements StoreContract {
 
   /** A run's name is unique: a name taken by another path gets a numeric suffix (as in SQLite). */
   async ensureRun(name: string, path: string): Promise<RunRow> {
-    for (;;) {
+    for (let tries = 0; tries < 10; tries++) {
       const existing = await this.one<RunRow>('SELECT * FROM runs WHERE path = $1', [path]);
       if (existing) return existing;
       let candidate = name;
@@ -77,6 +77,7 @@ export class PgStore implements StoreContract {
       );
       if (made) return made;
     }
+    throw new Error(`run ${name} (${path}): its name and path keep being taken by other processes`);
   }
 
   runById = (id: number): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE id = $1', [id]);
