@@ -46,7 +46,10 @@ function makeBatches(points: number, runId: number, fileId: number): Batch[] {
       metrics,
       examples: [],
       skips: new Map(),
-      progress: { dev: 1, ino: 1, offset: first * 100, size: first * 100, mtimeMs: 0, seq: 0, lines: metrics.length, records: metrics.length },
+      progress: {
+        dev: 1, ino: 1, offset: first * 100, size: first * 100, mtimeMs: 0, seq: 0, lines: metrics.length,
+        records: metrics.length,
+      },
     });
   }
   return batches;
@@ -173,12 +176,14 @@ export async function runPgBench(): Promise<Figures> {
 export function formatPgReport(f: Figures): string {
   const n = (x: number, d = 0): string => x.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d });
   const mb = (b: number): string => `${n(b / 2 ** 20, 1)} MB`;
+  const row = (label: string, r: Figures['copy'], what: string): string =>
+    `  ${label.padEnd(16)}  ${n(r.pointsPerSec)} points/s (${n(r.seconds, 2)} s)   ${mb(r.bytesPer1M)} per 1M points (${what})`;
   return [
     `PostgreSQL ingest: ${n(f.points)} points (${METRICS} metrics x ${n(f.points / METRICS)} steps) in ${n(f.batches)} batches`,
-    `  PgStore.commit    ${n(f.pgStore.pointsPerSec)} points/s (${n(f.pgStore.seconds, 2)} s)   ${mb(f.pgStore.bytesPer1M)} per 1M points (points, steps, run_metrics, metrics)`,
-    `  bare COPY         ${n(f.copy.pointsPerSec)} points/s (${n(f.copy.seconds, 2)} s)   ${mb(f.copy.bytesPer1M)} per 1M points (points)`,
+    row('PgStore.commit', f.pgStore, 'points, steps, run_metrics, metrics'),
+    row('bare COPY', f.copy, 'points'),
     `  store ÷ COPY      ${n(f.ratio, 2)}   target >= ${TARGET_RATIO}   ${f.ratio >= TARGET_RATIO ? 'PASS' : 'FAIL'}`,
-    `  SQLite Store      ${n(f.sqlite.pointsPerSec)} points/s (${n(f.sqlite.seconds, 2)} s)   ${mb(f.sqlite.bytesPer1M)} per 1M points (whole file)`,
+    row('SQLite Store', f.sqlite, 'whole file'),
     '',
   ].join('\n');
 }

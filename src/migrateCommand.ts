@@ -9,7 +9,7 @@ import { isConnectionError, isPostgresUrl, redactUrl } from './store/pg/url.ts';
 export function registerMigrate(program: Command): void {
   program
     .command('migrate')
-    .description('copy a SQLite history (runs, points, alerts, mutes, outbox, chat messages) into PostgreSQL; safe to re-run')
+    .description('copy a SQLite history (runs, points, alerts, mutes, outbox, chat ids) into PostgreSQL; safe to re-run')
     .requiredOption('--from <file>', 'the SQLite database')
     .requiredOption('--to <url>', 'postgres://user:password@host:port/database')
     .action(async (opts: { from: string; to: string }) => migrate(opts.from, opts.to));
@@ -34,7 +34,8 @@ async function migrate(from: string, to: string): Promise<void> {
       process.stderr.write(`migrate: ${table} ${done.toLocaleString('en')}/${total.toLocaleString('en')}\n`);
     });
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
-    const rows = counts.map((c) => `  ${c.table.padEnd(14)} ${String(c.read).padStart(10)} read ${String(c.copied).padStart(10)} copied`);
+    const col = (v: number): string => String(v).padStart(10);
+    const rows = counts.map((c) => `  ${c.table.padEnd(14)} ${col(c.read)} read ${col(c.copied)} copied`);
     process.stdout.write(`migrate: ${path} -> ${redactUrl(to)} in ${seconds} s\n${rows.join('\n')}\n`);
   } catch (err) {
     if (isConnectionError(err)) throw new UserError(`${redactUrl(to)}: ${(err as Error).message}`);

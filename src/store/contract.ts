@@ -13,6 +13,18 @@ import type { Batch, BatchResult } from './store.ts';
 export type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, EventRow, FileRow, LatestValue };
 export type { OpenOutboxRow, OutboxRow, RunRow, SeriesPoint, SilenceRow, SkipCount, StoredExample };
 
+/** One value of a series. */
+export interface StepValue {
+  step: number;
+  value: number;
+}
+
+/** Where a rule's evaluation of a run has got to, and what it carries to the next batch. */
+export interface RuleCursor {
+  step: number;
+  state: Record<string, unknown>;
+}
+
 /** An outbox row handed to one deliverer until `leaseUntil`: no other claimer gets it before then. */
 export interface ClaimedRow extends OutboxRow {
   leaseUntil: number;
@@ -76,9 +88,9 @@ export interface StoreContract {
   latest(runId: number): Promise<LatestValue[]>;
   series(runId: number, metric: string, last?: number): Promise<SeriesPoint[]>;
   /** values after `step`, ascending (what the engine has not looked at yet) */
-  after(runId: number, metric: string, step: number): Promise<Array<{ step: number; value: number }>>;
+  after(runId: number, metric: string, step: number): Promise<StepValue[]>;
   /** the last `n` values up to and including `step`, ascending; `finite` skips NaN and ±Infinity */
-  upTo(runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<Array<{ step: number; value: number }>>;
+  upTo(runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]>;
   examplesAtOrBefore(runId: number, step: number): Promise<StoredExample[]>;
   eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]>;
 
@@ -87,7 +99,9 @@ export interface StoreContract {
   alertById(id: number): Promise<AlertRow | undefined>;
   openAlertsOf(runId: number): Promise<AlertRow[]>;
   listAlerts(opts: { runId?: number; all?: boolean }): Promise<AlertRow[]>;
-  createAlert(runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): Promise<AlertRow>;
+  createAlert(
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  ): Promise<AlertRow>;
   fireAlert(id: number, c: AlertChange): Promise<void>;
   resolveAlert(id: number, c: AlertChange): Promise<void>;
   /** a pending alert whose condition cleared before it fired */
@@ -95,7 +109,7 @@ export interface StoreContract {
   ackAlert(id: number, by: string, comment: string | null, at: number): Promise<void>;
   markNotified(id: number, state: 'firing' | 'resolved', at: number): Promise<void>;
   alertEvents(id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>>;
-  cursor(runId: number, rule: string, metric: string): Promise<{ step: number; state: Record<string, unknown> } | undefined>;
+  cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined>;
   saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): Promise<void>;
 
   // silences

@@ -1,7 +1,7 @@
 import type { EventRecord } from '../ingest/records.ts';
-import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions, EventRow } from './contract.ts';
-import type { FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RunRow } from './contract.ts';
-import type { SeriesPoint, SilenceRow, StoredExample, StoreContract, StoreTx } from './contract.ts';
+import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from './contract.ts';
+import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from './contract.ts';
+import type { RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx } from './contract.ts';
 import { prepared } from './prepared.ts';
 import type { Store } from './store.ts';
 import { WriterLock } from './writerLock.ts';
@@ -74,9 +74,9 @@ export class SqliteAsyncStore implements StoreContract {
   latest = (runId: number): Promise<LatestValue[]> => this.call(() => this.store.points.latest(runId));
   series = (runId: number, metric: string, last?: number): Promise<SeriesPoint[]> =>
     this.call(() => this.store.points.series(runId, metric, last));
-  after = (runId: number, metric: string, step: number): Promise<Array<{ step: number; value: number }>> =>
+  after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
     this.call(() => this.store.points.after(runId, metric, step));
-  upTo = (runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<Array<{ step: number; value: number }>> =>
+  upTo = (runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]> =>
     this.call(() => this.store.points.upTo(runId, metric, step, n, finite));
   examplesAtOrBefore = (runId: number, step: number): Promise<StoredExample[]> =>
     this.call(() => this.store.examples.atOrBefore(runId, step));
@@ -89,7 +89,9 @@ export class SqliteAsyncStore implements StoreContract {
   openAlertsOf = (runId: number): Promise<AlertRow[]> => this.call(() => this.store.alerts.openOf(runId));
   listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
     this.call(() => this.store.alerts.list(opts));
-  createAlert = (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): Promise<AlertRow> =>
+  createAlert = (
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  ): Promise<AlertRow> =>
     this.call(() => this.store.alerts.create(runId, rule, metric, state, c));
   fireAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.fire(id, c));
   resolveAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.resolve(id, c));
@@ -100,12 +102,13 @@ export class SqliteAsyncStore implements StoreContract {
     this.call(() => this.store.alerts.markNotified(id, state, at));
   alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
     this.call(() => this.store.alerts.events(id));
-  cursor = (runId: number, rule: string, metric: string): Promise<{ step: number; state: Record<string, unknown> } | undefined> =>
+  cursor = (runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> =>
     this.call(() => this.store.alerts.cursor(runId, rule, metric));
-  saveCursor = (runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): Promise<void> =>
+  saveCursor = (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
     this.call(() => this.store.alerts.saveCursor(runId, rule, metric, step, state));
 
-  addSilence = (s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow> => this.call(() => this.store.silences.add(s));
+  addSilence = (s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow> =>
+    this.call(() => this.store.silences.add(s));
   endSilence = (id: number, at: number): Promise<void> => this.call(() => this.store.silences.end(id, at));
   activeSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.active(now));
 

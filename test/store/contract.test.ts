@@ -58,7 +58,10 @@ const progress = (offset: number, lines: number): Batch['progress'] => ({
   dev: 1, ino: 2, offset, size: offset, mtimeMs: 0, seq: 0, lines, records: lines,
 });
 
-function batch(runId: number, fileId: number, rows: Array<[number, Record<string, number>]>, offset: number): Batch {
+/** Steps with their values, as lines of a log give them. */
+type Rows = Array<[number, Record<string, number>]>;
+
+function batch(runId: number, fileId: number, rows: Rows, offset: number): Batch {
   return {
     runId,
     fileId,
@@ -100,12 +103,15 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('stores a batch once per (run, metric, step): a step written again replaces its values', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
-    const first = await store.commit(batch(runId, fileId, [[1, { reward: 0.1, loss: 2 }], [2, { reward: 0.2 }], [3, { reward: 0.3 }]], 90), 3);
+    const rows1: Rows = [[1, { reward: 0.1, loss: 2 }], [2, { reward: 0.2 }], [3, { reward: 0.3 }]];
+    const first = await store.commit(batch(runId, fileId, rows1, 90), 3);
     expect(first).toMatchObject({ runId, minStep: 1, maxStep: 3, newSteps: 3 });
     // the same lines read again after a restart, with step 2 corrected, and a new step 4
-    const again = await store.commit(batch(runId, fileId, [[2, { reward: 0.25 }], [3, { reward: 0.3 }], [4, { reward: 0.4 }]], 120), 3);
+    const rows2: Rows = [[2, { reward: 0.25 }], [3, { reward: 0.3 }], [4, { reward: 0.4 }]];
+    const again = await store.commit(batch(runId, fileId, rows2, 120), 3);
     expect(again.newSteps).toBe(1);
-    expect((await store.series(runId, 'reward')).map((p) => [p.step, p.value])).toEqual([[1, 0.1], [2, 0.25], [3, 0.3], [4, 0.4]]);
+    const reward = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
+    expect(reward).toEqual([[1, 0.1], [2, 0.25], [3, 0.3], [4, 0.4]]);
     expect(await store.steps(runId)).toEqual([1, 2, 3, 4]);
     expect(await store.metricsOf(runId)).toEqual(['loss', 'reward']);
     expect(await store.latest(runId)).toEqual([{ metric: 'loss', step: 1, value: 2 }, { metric: 'reward', step: 4, value: 0.4 }]);
@@ -117,7 +123,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('keeps NaN and ±Infinity as logged; a finite window skips them', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
-    const rows: Array<[number, Record<string, number>]> = [[1, { loss: 1 }], [2, { loss: NaN }], [3, { loss: Infinity }], [4, { loss: 4 }]];
+    const rows: Rows = [[1, { loss: 1 }], [2, { loss: NaN }], [3, { loss: Infinity }], [4, { loss: 4 }]];
     await store.commit(batch(runId, fileId, rows, 40), 3);
     expect((await store.series(runId, 'loss')).map((p) => p.value)).toEqual([1, NaN, Infinity, 4]);
     expect(await store.upTo(runId, 'loss', 4, 2, true)).toEqual([{ step: 1, value: 1 }, { step: 4, value: 4 }]);
@@ -141,7 +147,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
     const b = batch(runId, fileId, [[5, { reward: 0.5 }]], 10);
-    b.examples = [0.9, 0.1, 0.5, 0.7].map((reward, i) => ({ step: 5, key: `k${i}`, completion: `c${i}`, reward, breakdown: { r: reward } }));
+    b.examples = [0.9, 0.1, 0.5, 0.7].map((reward, i) => ({
+      step: 5, key: `k${i}`, completion: `c${i}`, reward, breakdown: { r: reward },
+    }));
     b.events = [{ step: 5, kind: 'error', title: 'CUDA out of memory', text: 'OOM', fatal: true, context: ['a', 'b'] }];
     await store.commit(b, 1);
     expect((await store.examplesAtOrBefore(runId, 9)).map((e) => [e.key, e.reward, e.breakdown])).toEqual([
@@ -149,7 +157,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       ['k1', 0.1, { r: 0.1 }],
     ]);
     const events = await store.eventsAfter(runId, ['error'], 0);
-    expect(events).toMatchObject([{ runId, step: 5, kind: 'error', title: 'CUDA out of memory', fatal: true, context: ['a', 'b'] }]);
+    expect(events).toMatchObject([
+      { runId, step: 5, kind: 'error', title: 'CUDA out of memory', fatal: true, context: ['a', 'b'] },
+    ]);
   });
 
   it('opens, fires, acks and resolves an alert, with its history and the rule cursor', async () => {
@@ -165,7 +175,8 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const done = (await store.alertById(a.id))!;
     expect(done).toMatchObject({ state: 'resolved', resolved_step: 20, resolved_at: 3000, ack_comment: 'looking' });
     expect(JSON.parse(done.details)).toEqual({ v: 12, resolved: { summary: 'back to normal', v: 20 } });
-    expect((await store.alertEvents(a.id)).map((e) => [e.state, e.step])).toEqual([['pending', 10], ['firing', 12], ['resolved', 20]]);
+    const history = (await store.alertEvents(a.id)).map((e) => [e.state, e.step]);
+    expect(history).toEqual([['pending', 10], ['firing', 12], ['resolved', 20]]);
     expect(await store.listAlerts({ runId })).toEqual([]);
     await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 20, { streak: 2 });
     await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 25, { streak: 0 });
@@ -174,7 +185,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
 
   it('a silence is active between its start and its end, or until it is ended', async () => {
     const { store } = await setUp(kind);
-    const s = await store.addSilence({ run: 'exp/*', rule: null, severity: 'warning', starts_at: 100, ends_at: 200, author: 'ana', reason: 'lr sweep' });
+    const s = await store.addSilence({
+      run: 'exp/*', rule: null, severity: 'warning', starts_at: 100, ends_at: 200, author: 'ana', reason: 'lr sweep',
+    });
     expect((await store.activeSilences(150)).map((x) => x.id)).toEqual([s.id]);
     expect(await store.activeSilences(200)).toEqual([]);
     await store.endSilence(s.id, 160);

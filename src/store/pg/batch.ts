@@ -14,7 +14,8 @@ export class MetricIds {
     const missing = [...new Set(names)].filter((n) => !this.ids.has(n));
     if (missing.length > 0) {
       await db.query('INSERT INTO metrics (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO NOTHING', [missing]);
-      const rows = await db.query<{ id: number; name: string }>('SELECT id, name FROM metrics WHERE name = ANY($1)', [missing]);
+      const sql = 'SELECT id, name FROM metrics WHERE name = ANY($1)';
+      const rows = await db.query<{ id: number; name: string }>(sql, [missing]);
       for (const r of rows.rows) this.ids.set(r.name, r.id);
     }
     return this.ids;
@@ -26,7 +27,9 @@ export class MetricIds {
  * (a step written again replaces its values), the steps and run metrics it adds, examples, events, skips, the
  * file's offset and the run's summary. Restart tracking (attempts, arrivals) is the SQLite store's for now.
  */
-export async function writeBatch(db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number): Promise<BatchResult> {
+export async function writeBatch(
+  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
+): Promise<BatchResult> {
   let minStep = Infinity;
   let maxStep = -Infinity;
   let newSteps = 0;
@@ -58,13 +61,15 @@ export async function writeBatch(db: pg.ClientBase, ids: MetricIds, b: Batch, ke
       [b.runId, [...steps], at],
     );
     newSteps = fresh.rowCount ?? 0;
-    await db.query('INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($2::integer[]) ON CONFLICT DO NOTHING', [
-      b.runId,
-      [...names].map((n) => byName.get(n)!),
-    ]);
     await db.query(
-      `UPDATE runs SET first_step = least(coalesce(first_step, $2), $2), last_step = greatest(coalesce(last_step, $3), $3),
-         records = records + $4, batches = batches + 1, updated_at = $5 WHERE id = $1`,
+      'INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($2::integer[]) ON CONFLICT DO NOTHING',
+      [b.runId, [...names].map((n) => byName.get(n)!)],
+    );
+    await db.query(
+      `UPDATE runs SET first_step = least(coalesce(first_step, $2), $2),
+         last_step = greatest(coalesce(last_step, $3), $3), records = records + $4, batches = batches + 1,
+         updated_at = $5
+       WHERE id = $1`,
       [b.runId, minStep, maxStep, newSteps, at],
     );
   }
@@ -87,9 +92,12 @@ export async function writeBatch(db: pg.ClientBase, ids: MetricIds, b: Batch, ke
      WHERE id = $1`,
     [b.fileId, p.dev, p.ino, p.offset, p.size, p.mtimeMs, p.seq, p.lines, p.records, skipped, at],
   );
-  if (p.lines > 0) await db.query('UPDATE runs SET active_at = $2, started_at = coalesce(started_at, $2) WHERE id = $1', [b.runId, at]);
+  if (p.lines > 0) {
+    await db.query('UPDATE runs SET active_at = $2, started_at = coalesce(started_at, $2) WHERE id = $1', [b.runId, at]);
+  }
   const any = b.metrics.length > 0;
-  return { runId: b.runId, minStep: any ? minStep : null, maxStep: any ? maxStep : null, newSteps, events: b.events?.length ?? 0 };
+  const events = b.events?.length ?? 0;
+  return { runId: b.runId, minStep: any ? minStep : null, maxStep: any ? maxStep : null, newSteps, events };
 }
 
 /** Keeps, per step, the `keep` best and `keep` worst generations (as the SQLite store's Examples). */
@@ -109,8 +117,10 @@ async function writeExamples(db: pg.ClientBase, b: Batch, keep: number): Promise
   }
   await db.query(
     `DELETE FROM examples e WHERE e.run_id = $1 AND e.step = ANY($2::bigint[])
-       AND e.key NOT IN (SELECT key FROM examples x WHERE x.run_id = $1 AND x.step = e.step ORDER BY reward DESC, key LIMIT $3)
-       AND e.key NOT IN (SELECT key FROM examples x WHERE x.run_id = $1 AND x.step = e.step ORDER BY reward ASC, key LIMIT $3)`,
+       AND e.key NOT IN (SELECT key FROM examples x WHERE x.run_id = $1 AND x.step = e.step
+                         ORDER BY reward DESC, key LIMIT $3)
+       AND e.key NOT IN (SELECT key FROM examples x WHERE x.run_id = $1 AND x.step = e.step
+                         ORDER BY reward ASC, key LIMIT $3)`,
     [b.runId, [...steps], keep],
   );
 }
@@ -131,6 +141,7 @@ async function writeEvent(db: pg.ClientBase, b: Batch, e: BatchEvent, at: number
   await db.query(
     `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [b.runId, b.fileId, e.step, e.kind, e.title, e.text, e.fatal ? 1 : 0, json(e.context), json(e.values), json(e.config), at],
+    [b.runId, b.fileId, e.step, e.kind, e.title, e.text, e.fatal ? 1 : 0,
+      json(e.context), json(e.values), json(e.config), at],
   );
 }

@@ -44,12 +44,15 @@ export async function migratePg(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise
     await client.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK_CLASS]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    const known = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const done = new Set(known.rows.map((r) => r.version));
     const applied: number[] = [];
     for (const f of files) {
       if (done.has(f.version)) continue;
       await client.query(readFileSync(join(dir, f.name), 'utf8'));
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [f.version, f.name, Date.now()]);
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        f.version, f.name, Date.now(),
+      ]);
       applied.push(f.version);
     }
     await client.query('COMMIT');

@@ -14,7 +14,9 @@ export const TABLES = [
 ] as const;
 
 /** Tables whose `id` is an identity: its sequence is moved past the ids copied. */
-const IDENTITIES = ['runs', 'files', 'metrics', 'events', 'arrivals', 'alerts', 'alert_events', 'silences', 'outbox', 'chat_messages'];
+const IDENTITIES = [
+  'runs', 'files', 'metrics', 'events', 'arrivals', 'alerts', 'alert_events', 'silences', 'outbox', 'chat_messages',
+];
 
 /** Parameters per INSERT stay under PostgreSQL's limit of 65,535. */
 const MAX_PARAMS = 60_000;
@@ -61,7 +63,8 @@ export async function copySqliteToPg(
 }
 
 async function refuseOtherRuns(src: Database.Database, db: pg.PoolClient): Promise<void> {
-  const there = new Map((await db.query<{ id: number; path: string }>('SELECT id, path FROM runs')).rows.map((r) => [r.id, r.path]));
+  const rows = (await db.query<{ id: number; path: string }>('SELECT id, path FROM runs')).rows;
+  const there = new Map(rows.map((r) => [r.id, r.path]));
   if (there.size === 0) return;
   const ours = src.prepare('SELECT id, path FROM runs').all() as Array<{ id: number; path: string }>;
   const byPath = new Map([...there].map(([id, path]) => [path, id]));
@@ -70,7 +73,8 @@ async function refuseOtherRuns(src: Database.Database, db: pg.PoolClient): Promi
     const samePath = byPath.get(r.path);
     if ((sameId !== undefined && sameId !== r.path) || (samePath !== undefined && samePath !== r.id)) {
       throw new UserError(
-        `the PostgreSQL database already holds other runs (run ${r.id} there is not ${r.path}): migrate into an empty database`,
+        `the PostgreSQL database already holds other runs (run ${r.id} there is not ${r.path}): ` +
+          'migrate into an empty database',
       );
     }
   }
@@ -106,7 +110,8 @@ async function copyTable(
   const flush = async (): Promise<void> => {
     if (chunk.length === 0) return;
     const values = chunk.map((_, r) => `(${columns.map((__, c) => `$${r * columns.length + c + 1}`).join(', ')})`);
-    const res = await db.query(`INSERT INTO ${table} (${quoted}) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING`, chunk.flat());
+    const sql = `INSERT INTO ${table} (${quoted}) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING`;
+    const res = await db.query(sql, chunk.flat());
     copied += res.rowCount ?? 0;
     done += chunk.length;
     chunk = [];

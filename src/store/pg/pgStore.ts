@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import type { EventRecord } from '../../ingest/records.ts';
 import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from '../contract.ts';
-import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RunRow } from '../contract.ts';
-import type { SeriesPoint, SilenceRow, StoredExample, StoreContract, StoreTx } from '../contract.ts';
+import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from '../contract.ts';
+import type { RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx } from '../contract.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
@@ -85,11 +85,13 @@ export class PgStore implements StoreContract {
   listRuns = (): Promise<RunRow[]> => this.rows('SELECT * FROM runs ORDER BY name');
 
   async addFile(runId: number, path: string, format: string): Promise<FileRow> {
-    return (await this.one<FileRow>('INSERT INTO files (run_id, path, format) VALUES ($1, $2, $3) RETURNING *', [runId, path, format]))!;
+    const sql = 'INSERT INTO files (run_id, path, format) VALUES ($1, $2, $3) RETURNING *';
+    return (await this.one<FileRow>(sql, [runId, path, format]))!;
   }
 
   fileByPath = (path: string): Promise<FileRow | undefined> => this.one('SELECT * FROM files WHERE path = $1', [path]);
-  filesOfRun = (runId: number): Promise<FileRow[]> => this.rows('SELECT * FROM files WHERE run_id = $1 ORDER BY path', [runId]);
+  filesOfRun = (runId: number): Promise<FileRow[]> =>
+    this.rows('SELECT * FROM files WHERE run_id = $1 ORDER BY path', [runId]);
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
     this.rows('SELECT reason, count, sample FROM file_skips WHERE file_id = $1 ORDER BY count DESC', [fileId]);
 
@@ -104,7 +106,8 @@ export class PgStore implements StoreContract {
     ).then((r) => r.map((x) => x.name));
 
   steps = (runId: number): Promise<number[]> =>
-    this.rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId]).then((r) => r.map((x) => x.step));
+    this.rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId])
+      .then((r) => r.map((x) => x.step));
 
   latest = (runId: number): Promise<LatestValue[]> =>
     this.rows(
@@ -133,17 +136,17 @@ export class PgStore implements StoreContract {
     return rows.reverse();
   }
 
-  after = (runId: number, metric: string, step: number): Promise<Array<{ step: number; value: number }>> =>
+  after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
     this.rows(
       `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
        WHERE p.run_id = $1 AND p.step > $3 ORDER BY p.step`,
       [runId, metric, step],
     );
 
-  async upTo(runId: number, metric: string, step: number, n: number, finite = false): Promise<Array<{ step: number; value: number }>> {
+  async upTo(runId: number, metric: string, step: number, n: number, finite = false): Promise<StepValue[]> {
     // PostgreSQL's NaN equals itself and sorts above every number
     const where = finite ? `AND p.value <> 'NaN' AND abs(p.value) <> 'Infinity'` : '';
-    const rows = await this.rows<{ step: number; value: number }>(
+    const rows = await this.rows<StepValue>(
       `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
        WHERE p.run_id = $1 AND p.step <= $3 ${where} ORDER BY p.step DESC LIMIT $4`,
       [runId, metric, step, n],
@@ -170,7 +173,9 @@ export class PgStore implements StoreContract {
   }
 
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
-    this.one(`SELECT * FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`, [runId, rule, metric]);
+    this.one(`SELECT * FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`, [
+      runId, rule, metric,
+    ]);
   alertById = (id: number): Promise<AlertRow | undefined> => this.one('SELECT * FROM alerts WHERE id = $1', [id]);
   openAlertsOf = (runId: number): Promise<AlertRow[]> =>
     this.rows(`SELECT * FROM alerts WHERE run_id = $1 AND state != 'resolved' ORDER BY id`, [runId]);
@@ -180,10 +185,13 @@ export class PgStore implements StoreContract {
       [opts.runId ?? null, opts.all ?? false],
     );
 
-  async createAlert(runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): Promise<AlertRow> {
+  async createAlert(
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  ): Promise<AlertRow> {
     const firing = state === 'firing';
     const row = (await this.one<AlertRow>(
-      `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at, fired_step, fired_at)
+      `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
+         fired_step, fired_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
       [runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
         firing ? c.step : null, firing ? c.at : null],
@@ -194,7 +202,8 @@ export class PgStore implements StoreContract {
 
   async fireAlert(id: number, c: AlertChange): Promise<void> {
     await this.run(
-      `UPDATE alerts SET state = 'firing', fired_step = $2, fired_at = $3, severity = $4, summary = $5, details = $6 WHERE id = $1`,
+      `UPDATE alerts SET state = 'firing', fired_step = $2, fired_at = $3, severity = $4, summary = $5, details = $6
+       WHERE id = $1`,
       [id, c.step, c.at, c.severity, c.summary, JSON.stringify(c.details)],
     );
     await this.alertEvent(id, 'firing', c);
@@ -217,13 +226,15 @@ export class PgStore implements StoreContract {
 
   dropAlert = async (id: number): Promise<void> => void (await this.run('DELETE FROM alerts WHERE id = $1', [id]));
   ackAlert = async (id: number, by: string, comment: string | null, at: number): Promise<void> =>
-    void (await this.run('UPDATE alerts SET acked_by = $2, acked_at = $3, ack_comment = $4 WHERE id = $1', [id, by, at, comment]));
+    void (await this.run('UPDATE alerts SET acked_by = $2, acked_at = $3, ack_comment = $4 WHERE id = $1', [
+      id, by, at, comment,
+    ]));
   markNotified = async (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
     void (await this.run('UPDATE alerts SET notified_state = $2, notified_at = $3 WHERE id = $1', [id, state, at]));
   alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
     this.rows('SELECT at, step, state, details FROM alert_events WHERE alert_id = $1 ORDER BY id', [id]);
 
-  async cursor(runId: number, rule: string, metric: string): Promise<{ step: number; state: Record<string, unknown> } | undefined> {
+  async cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> {
     const row = await this.one<{ step: number; state: string }>(
       'SELECT step, state FROM rule_cursors WHERE run_id = $1 AND rule = $2 AND metric = $3',
       [runId, rule, metric],
@@ -231,7 +242,7 @@ export class PgStore implements StoreContract {
     return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
   }
 
-  saveCursor = async (runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): Promise<void> =>
+  saveCursor = async (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
     void (await this.run(
       `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
@@ -272,10 +283,12 @@ export class PgStore implements StoreContract {
     return rows.sort((a, b) => a.id - b.id).map((r) => ({ ...r, leaseUntil: until }));
   }
 
-  delivered = async (id: number, at: number): Promise<void> => void (await this.run('UPDATE outbox SET done_at = $2 WHERE id = $1', [id, at]));
+  delivered = async (id: number, at: number): Promise<void> =>
+    void (await this.run('UPDATE outbox SET done_at = $2 WHERE id = $1', [id, at]));
   failed = async (id: number, error: string, nextAttemptAt: number | null): Promise<void> =>
     void (await this.run(
-      `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3, claimed_by = NULL, claimed_until = NULL
+      `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3,
+         claimed_by = NULL, claimed_until = NULL
        WHERE id = $1`,
       [id, error, nextAttemptAt],
     ));
@@ -304,8 +317,8 @@ export class PgStore implements StoreContract {
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
         [target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at],
       );
-      const id = made.rows[0]?.id ??
-        (await db.query<{ id: number }>('SELECT id FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref])).rows[0]!.id;
+      const byRef = 'SELECT id FROM chat_messages WHERE target = $1 AND ref = $2';
+      const id = made.rows[0]?.id ?? (await db.query<{ id: number }>(byRef, [target, ref])).rows[0]!.id;
       await db.query(
         'INSERT INTO alert_messages (alert_id, message_id) SELECT unnest($1::bigint[]), $2 ON CONFLICT DO NOTHING',
         [[...m.alertIds], id],
@@ -352,7 +365,8 @@ export class PgStore implements StoreContract {
   async tryLead(name: string): Promise<Leadership | null> {
     const client = newClient(this.url);
     await client.connect();
-    const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [LOCK_CLASS, name]);
+    const sql = 'SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok';
+    const got = await client.query<{ ok: boolean }>(sql, [LOCK_CLASS, name]);
     if (!got.rows[0]!.ok) {
       await client.end();
       return null;
