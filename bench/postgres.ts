@@ -15,6 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Batch } from '../src/store/store.ts';
 import { Store } from '../src/store/store.ts';
 import { PgStore } from '../src/store/pg/pgStore.ts';
+import { SqliteAsyncStore } from '../src/store/sqliteAsync.ts';
 import { startPostgres } from '../test/pg/embedded.ts';
 
 const METRICS = 20;
@@ -27,6 +28,8 @@ interface Figures {
   pgStore: { seconds: number; pointsPerSec: number; bytesPer1M: number };
   copy: { seconds: number; pointsPerSec: number; bytesPer1M: number };
   sqlite: { seconds: number; pointsPerSec: number; bytesPer1M: number };
+  /** the same through the async adapter (SqliteAsyncStore): what phase 2 costs SQLite */
+  sqliteAsync: { seconds: number; pointsPerSec: number; bytesPer1M: number };
   ratio: number;
 }
 
@@ -119,7 +122,7 @@ async function viaCopy(url: string): Promise<{ seconds: number; bytes: number }>
   return { seconds, bytes };
 }
 
-function viaSqlite(): { seconds: number; bytes: number } {
+async function viaSqlite(async: boolean): Promise<{ seconds: number; bytes: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'rlwatch-bench-sqlite-'));
   try {
     const path = join(dir, 'bench.db');
@@ -127,8 +130,10 @@ function viaSqlite(): { seconds: number; bytes: number } {
     const run = store.runs.ensure('bench', '/bench');
     const file = store.files.add(run.id, '/bench/metrics.jsonl', 'jsonl');
     const batches = makeBatches(POINTS, run.id, file.id);
+    const adapter = new SqliteAsyncStore(store);
     const t0 = performance.now();
-    for (const b of batches) store.commit(b, 0);
+    if (async) for (const b of batches) await adapter.commit(b, 0);
+    else for (const b of batches) store.commit(b, 0);
     const seconds = (performance.now() - t0) / 1000;
     store.db.pragma('wal_checkpoint(TRUNCATE)');
     store.close();
@@ -159,13 +164,19 @@ export async function runPgBench(): Promise<Figures> {
       bytes: a.bytes,
     });
     const pgStore = per(mean(storeA, storeB));
+    // the SQLite store the same way: direct, through the adapter twice, direct
+    const sqliteA = await viaSqlite(false);
+    const asyncA = await viaSqlite(true);
+    const asyncB = await viaSqlite(true);
+    const sqliteB = await viaSqlite(false);
     const copy = per(mean(copyA, copyB));
     return {
       points,
       batches: Math.ceil(points / METRICS / STEPS_PER_BATCH),
       pgStore,
       copy,
-      sqlite: per(viaSqlite()),
+      sqlite: per(mean(sqliteA, sqliteB)),
+      sqliteAsync: per(mean(asyncA, asyncB)),
       ratio: pgStore.pointsPerSec / copy.pointsPerSec,
     };
   } finally {
@@ -184,6 +195,7 @@ export function formatPgReport(f: Figures): string {
     row('bare COPY', f.copy, 'points'),
     `  store ÷ COPY      ${n(f.ratio, 2)}   target >= ${TARGET_RATIO}   ${f.ratio >= TARGET_RATIO ? 'PASS' : 'FAIL'}`,
     row('SQLite Store', f.sqlite, 'whole file'),
+    row('SQLite, async', f.sqliteAsync, 'whole file'),
     '',
   ].join('\n');
 }
