@@ -278,6 +278,28 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   });
 });
 
+describe('PostgreSQL points', () => {
+  it('a COPY that meets a point another connection is writing falls back to the upsert: the batch lands whole', async () => {
+    const { store, where } = await setUp(kinds[1]!);
+    const { runId, fileId } = await runWithFile(store);
+    await store.commit(batch(runId, fileId, [[1, { reward: 0.1 }]], 10), 3);
+    const other = await freshClient(where);
+    await other.query('BEGIN');
+    await other.query(
+      `INSERT INTO points (run_id, metric_id, step, value) SELECT $1, id, 5, 0.5 FROM metrics WHERE name = 'reward'`,
+      [runId],
+    );
+    // step 5 is not visible yet, so the batch takes COPY, which waits for the other transaction on the key
+    const committing = store.commit(batch(runId, fileId, [[4, { reward: 0.4 }], [5, { reward: 0.9 }]], 30), 3);
+    await new Promise((r) => setTimeout(r, 300));
+    await other.query('COMMIT');
+    await other.end();
+    expect(await committing).toMatchObject({ minStep: 4, maxStep: 5, newSteps: 2 });
+    expect((await store.series(runId, 'reward')).map((p) => [p.step, p.value])).toEqual([[1, 0.1], [4, 0.4], [5, 0.9]]);
+    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30 });
+  });
+});
+
 describe('the PostgreSQL leader lock', () => {
   it('tells its holder when the session holding it is ended by the server', async () => {
     const { store, where } = await setUp(kinds[1]!);

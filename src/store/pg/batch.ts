@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Batch, BatchResult } from '../store.ts';
+import { writePoints, type PointColumns } from './points.ts';
 
 /** Metric ids by name, shared by a store's connections: an id never changes once given. */
 export class MetricIds {
@@ -23,8 +24,8 @@ export class MetricIds {
 }
 
 /**
- * Writes one batch inside the caller's transaction: points as one multi-row `INSERT ... ON CONFLICT` from arrays
- * (a step written again replaces its values), the steps and run metrics it adds, examples, events, skips, the
+ * Writes one batch inside the caller's transaction: points (by COPY, or upserted where a step is written again:
+ * src/store/pg/points.ts), the steps and run metrics it adds, examples, events, skips, the
  * file's offset and the run's summary. Restart tracking (attempts, arrivals) is the SQLite store's for now.
  */
 export async function writeBatch(
@@ -37,28 +38,31 @@ export async function writeBatch(
     const names = new Set<string>();
     for (const m of b.metrics) for (const name of m.values.keys()) names.add(name);
     const byName = await ids.resolve(db, names);
-    // one row per (metric, step), the last one logged: ON CONFLICT cannot touch a row twice in one statement
-    const latest = new Map<string, [number, number, number]>();
-    const steps = new Set<number>();
+    // one row per (metric, step), the last one logged: neither COPY nor an upsert may write a key twice
+    const rowsOfStep = new Map<number, number[]>();
+    const p: PointColumns = { metricIds: [], steps: [], values: [] };
     for (const m of b.metrics) {
-      steps.add(m.step);
+      let mine = rowsOfStep.get(m.step);
+      const again = mine !== undefined;
+      if (!mine) rowsOfStep.set(m.step, (mine = []));
       if (m.step < minStep) minStep = m.step;
       if (m.step > maxStep) maxStep = m.step;
       for (const [name, value] of m.values) {
         const id = byName.get(name)!;
-        latest.set(`${id}:${m.step}`, [id, m.step, value]);
+        const earlier = again ? mine.find((i) => p.metricIds[i] === id) : undefined;
+        if (earlier !== undefined) p.values[earlier] = value;
+        else {
+          mine.push(p.steps.length);
+          p.metricIds.push(id);
+          p.steps.push(m.step);
+          p.values.push(value);
+        }
       }
     }
-    const rows = [...latest.values()];
-    await db.query(
-      `INSERT INTO points (run_id, metric_id, step, value)
-       SELECT $1, * FROM unnest($2::integer[], $3::bigint[], $4::double precision[])
-       ON CONFLICT (run_id, metric_id, step) DO UPDATE SET value = excluded.value`,
-      [b.runId, rows.map((r) => r[0]), rows.map((r) => r[1]), rows.map((r) => r[2])],
-    );
+    await writePoints(db, b.runId, p, minStep, maxStep);
     const fresh = await db.query(
       'INSERT INTO steps (run_id, step, at) SELECT $1, unnest($2::bigint[]), $3 ON CONFLICT DO NOTHING',
-      [b.runId, [...steps], at],
+      [b.runId, [...rowsOfStep.keys()], at],
     );
     newSteps = fresh.rowCount ?? 0;
     await db.query(
