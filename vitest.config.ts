@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // one embedded PostgreSQL for the whole run (the PostgreSQL store's tests)
+    globalSetup: ['test/pg/globalSetup.ts'],
   },
 });

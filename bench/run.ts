@@ -412,4 +412,5 @@ const out = [
   '',
 ];
 process.stdout.write(out.join('\n'));
+process.stdout.write(await (await import('./postgres.ts')).pgBenchReport()); // PostgreSQL ingest (bench/postgres.ts)
 process.exit(0);

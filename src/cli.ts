@@ -23,6 +23,7 @@ import { silentLog, stderrLog } from './log.ts';
 import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import { Store } from './store/store.ts';
+import { registerMigrate } from './migrateCommand.ts';
 
 interface GlobalOpts {
   db?: string;
@@ -276,6 +277,8 @@ program
         `Try: bin/rlwatch reward history ${DEMO_RUN} --metric frac_zero_std${db}   bin/rlwatch alerts --all${db}\n`,
     );
   });
+
+registerMigrate(program);
 
 export async function main(argv: string[]): Promise<void> {
   loadDotenv({ quiet: true });

@@ -16,7 +16,7 @@ export interface EventRow {
   at: number;
 }
 
-interface Raw {
+export interface Raw {
   id: number;
   run_id: number;
   step: number;
@@ -30,7 +30,7 @@ interface Raw {
   at: number;
 }
 
-const fromRow = (r: Raw): EventRow => ({
+export const fromRow = (r: Raw): EventRow => ({
   id: r.id,
   runId: r.run_id,
   step: r.step,

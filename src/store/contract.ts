@@ -1,0 +1,152 @@
+import type { EventRecord } from '../ingest/records.ts';
+import type { AlertChange, AlertRow } from './alerts.ts';
+import type { ChatMessageRow } from './chatMessages.ts';
+import type { EventRow } from './events.ts';
+import type { StoredExample } from './examples.ts';
+import type { FileRow, SkipCount } from './files.ts';
+import type { OpenOutboxRow, OutboxRow } from './outbox.ts';
+import type { LatestValue, SeriesPoint } from './points.ts';
+import type { RunRow } from './runs.ts';
+import type { SilenceRow } from './silences.ts';
+import type { Batch, BatchResult } from './store.ts';
+
+export type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, EventRow, FileRow, LatestValue };
+export type { OpenOutboxRow, OutboxRow, RunRow, SeriesPoint, SilenceRow, SkipCount, StoredExample };
+
+/** One value of a series. */
+export interface StepValue {
+  step: number;
+  value: number;
+}
+
+/** Where a rule's evaluation of a run has got to, and what it carries to the next batch. */
+export interface RuleCursor {
+  step: number;
+  state: Record<string, unknown>;
+}
+
+/** An outbox row handed to one deliverer until `leaseUntil`: no other claimer gets it before then. */
+export interface ClaimedRow extends OutboxRow {
+  leaseUntil: number;
+}
+
+export interface ClaimOptions {
+  /** who claims (a process and its target lane), recorded on the row */
+  owner: string;
+  now: number;
+  /** how long the claim stands if its owner dies before delivering */
+  leaseMs: number;
+  limit?: number;
+}
+
+/** A held leader lock: the holder delivers notifications and runs the chat bots. */
+export interface Leadership {
+  /** called once if the lock is lost without `release` (the connection that held it died) */
+  onLost(fn: () => void): void;
+  release(): Promise<void>;
+}
+
+/** What a chat message shows, recorded when it is posted so that edits find it. */
+export interface PostedMessage {
+  runId: number;
+  alertIds: readonly number[];
+  payload: unknown;
+  /** outbox row and part it was posted for: a retry never posts it twice */
+  delivery: string;
+}
+
+/**
+ * The store as the app will use it once it can be PostgreSQL as well as SQLite (issue 13): asynchronous, and
+ * nothing outside `store/` touches SQL or a driver. Methods are those the engine, ingestor, dispatcher, commands
+ * and bots call on today's synchronous `Store` and its table modules, under one name each; rows have the same
+ * shapes. Implemented by `sqliteAsync.ts` (over the synchronous Store) and `pg/pgStore.ts`.
+ */
+export interface StoreContract {
+  readonly kind: 'sqlite' | 'postgres';
+  close(): Promise<void>;
+
+  // runs and files (ingestor, commands)
+  ensureRun(name: string, path: string): Promise<RunRow>;
+  runById(id: number): Promise<RunRow | undefined>;
+  runByName(name: string): Promise<RunRow | undefined>;
+  listRuns(): Promise<RunRow[]>;
+  addFile(runId: number, path: string, format: string): Promise<FileRow>;
+  fileByPath(path: string): Promise<FileRow | undefined>;
+  filesOfRun(runId: number): Promise<FileRow[]>;
+  skipsOf(fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>>;
+
+  /**
+   * One read of one file: its points (a step written again replaces its values: batches are idempotent by
+   * (run, metric, step)), examples, events, skips and the file's new offset, in one transaction. When it throws,
+   * none of it is stored.
+   */
+  commit(batch: Batch, examplesPerStep: number): Promise<BatchResult>;
+
+  // series (engine, commands, charts)
+  metricsOf(runId: number): Promise<string[]>;
+  steps(runId: number): Promise<number[]>;
+  latest(runId: number): Promise<LatestValue[]>;
+  series(runId: number, metric: string, last?: number): Promise<SeriesPoint[]>;
+  /** values after `step`, ascending (what the engine has not looked at yet) */
+  after(runId: number, metric: string, step: number): Promise<StepValue[]>;
+  /** the last `n` values up to and including `step`, ascending; `finite` skips NaN and ±Infinity */
+  upTo(runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]>;
+  examplesAtOrBefore(runId: number, step: number): Promise<StoredExample[]>;
+  eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]>;
+
+  // alerts (engine: open/update/resolve; commands and buttons: ack)
+  openAlert(runId: number, rule: string, metric: string): Promise<AlertRow | undefined>;
+  alertById(id: number): Promise<AlertRow | undefined>;
+  openAlertsOf(runId: number): Promise<AlertRow[]>;
+  listAlerts(opts: { runId?: number; all?: boolean }): Promise<AlertRow[]>;
+  createAlert(
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  ): Promise<AlertRow>;
+  fireAlert(id: number, c: AlertChange): Promise<void>;
+  resolveAlert(id: number, c: AlertChange): Promise<void>;
+  /** a pending alert whose condition cleared before it fired */
+  dropAlert(id: number): Promise<void>;
+  ackAlert(id: number, by: string, comment: string | null, at: number): Promise<void>;
+  markNotified(id: number, state: 'firing' | 'resolved', at: number): Promise<void>;
+  alertEvents(id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>>;
+  cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined>;
+  saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): Promise<void>;
+
+  // silences
+  addSilence(s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow>;
+  endSilence(id: number, at: number): Promise<void>;
+  activeSilences(now: number): Promise<SilenceRow[]>;
+
+  // outbox (engine enqueues in its transaction; the one leader delivers)
+  enqueue(runId: number, target: string, payload: unknown, at: number): Promise<void>;
+  /**
+   * The target's oldest rows due for delivery and not claimed by a live lease, each now leased to `owner`
+   * (PostgreSQL: `FOR UPDATE SKIP LOCKED`): two claimers at once never get the same row.
+   */
+  claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
+  delivered(id: number, at: number): Promise<void>;
+  /** a failed try: counted, the lease dropped, the row due again at `nextAttemptAt` */
+  failed(id: number, error: string, nextAttemptAt: number | null): Promise<void>;
+  setAside(id: number, reason: string, at: number): Promise<void>;
+  requeue(id: number): Promise<boolean>;
+  openOutbox(): Promise<OpenOutboxRow[]>;
+
+  // chat message ids (edits in place)
+  recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void>;
+  messageByDelivery(target: string, delivery: string): Promise<ChatMessageRow | undefined>;
+  messageByRef(target: string, ref: string): Promise<ChatMessageRow | undefined>;
+  messagesOfAlert(alertId: number, target: string): Promise<ChatMessageRow[]>;
+
+  /**
+   * Runs `fn` in one transaction (the engine's evaluation of a batch: alert changes, cursors and outbox rows
+   * together). Calls on `tx` are inside it; the store's other callers wait until it ends.
+   */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+
+  /** The leader lock `name`, or null while another process (or connection) holds it. It is released when the
+   * holder releases it or its connection or process dies, so a dead leader is taken over. */
+  tryLead(name: string): Promise<Leadership | null>;
+}
+
+/** What a transaction body may do: everything but closing, nesting and leading. */
+export type StoreTx = Omit<StoreContract, 'close' | 'transaction' | 'tryLead'>;

@@ -1,0 +1,151 @@
+import type pg from 'pg';
+import type { Batch, BatchResult } from '../store.ts';
+import { writePoints, type PointColumns } from './points.ts';
+
+/** Metric ids by name, shared by a store's connections: an id never changes once given. */
+export class MetricIds {
+  private readonly ids = new Map<string, number>();
+
+  get(name: string): number | undefined {
+    return this.ids.get(name);
+  }
+
+  /** The ids of `names`, creating the unknown ones. */
+  async resolve(db: pg.ClientBase, names: Iterable<string>): Promise<Map<string, number>> {
+    const missing = [...new Set(names)].filter((n) => !this.ids.has(n));
+    if (missing.length > 0) {
+      await db.query('INSERT INTO metrics (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO NOTHING', [missing]);
+      const sql = 'SELECT id, name FROM metrics WHERE name = ANY($1)';
+      const rows = await db.query<{ id: number; name: string }>(sql, [missing]);
+      for (const r of rows.rows) this.ids.set(r.name, r.id);
+    }
+    return this.ids;
+  }
+}
+
+/**
+ * Writes one batch inside the caller's transaction: points (by COPY, or upserted where a step is written again:
+ * src/store/pg/points.ts), the steps and run metrics it adds, examples, events, skips, the
+ * file's offset and the run's summary. Restart tracking (attempts, arrivals) is the SQLite store's for now.
+ */
+export async function writeBatch(
+  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
+): Promise<BatchResult> {
+  let minStep = Infinity;
+  let maxStep = -Infinity;
+  let newSteps = 0;
+  if (b.metrics.length > 0) {
+    const names = new Set<string>();
+    for (const m of b.metrics) for (const name of m.values.keys()) names.add(name);
+    const byName = await ids.resolve(db, names);
+    // one row per (metric, step), the last one logged: neither COPY nor an upsert may write a key twice
+    const rowsOfStep = new Map<number, number[]>();
+    const p: PointColumns = { metricIds: [], steps: [], values: [] };
+    for (const m of b.metrics) {
+      let mine = rowsOfStep.get(m.step);
+      const again = mine !== undefined;
+      if (!mine) rowsOfStep.set(m.step, (mine = []));
+      if (m.step < minStep) minStep = m.step;
+      if (m.step > maxStep) maxStep = m.step;
+      for (const [name, value] of m.values) {
+        const id = byName.get(name)!;
+        const earlier = again ? mine.find((i) => p.metricIds[i] === id) : undefined;
+        if (earlier !== undefined) p.values[earlier] = value;
+        else {
+          mine.push(p.steps.length);
+          p.metricIds.push(id);
+          p.steps.push(m.step);
+          p.values.push(value);
+        }
+      }
+    }
+    await writePoints(db, b.runId, p, minStep, maxStep);
+    const fresh = await db.query(
+      'INSERT INTO steps (run_id, step, at) SELECT $1, unnest($2::bigint[]), $3 ON CONFLICT DO NOTHING',
+      [b.runId, [...rowsOfStep.keys()], at],
+    );
+    newSteps = fresh.rowCount ?? 0;
+    await db.query(
+      'INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($2::integer[]) ON CONFLICT DO NOTHING',
+      [b.runId, [...names].map((n) => byName.get(n)!)],
+    );
+    await db.query(
+      `UPDATE runs SET first_step = least(coalesce(first_step, $2), $2),
+         last_step = greatest(coalesce(last_step, $3), $3), records = records + $4, batches = batches + 1,
+         updated_at = $5
+       WHERE id = $1`,
+      [b.runId, minStep, maxStep, newSteps, at],
+    );
+  }
+  if (b.examples.length > 0 && keep > 0) await writeExamples(db, b, keep);
+  for (const e of b.events ?? []) await writeEvent(db, b, e, at);
+  let skipped = 0;
+  for (const [reason, s] of b.skips) {
+    skipped += s.count;
+    await db.query(
+      `INSERT INTO file_skips (file_id, reason, count, sample) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (file_id, reason) DO UPDATE SET count = file_skips.count + excluded.count, sample = excluded.sample`,
+      [b.fileId, reason, s.count, s.sample],
+    );
+  }
+  const p = b.progress;
+  await db.query(
+    `UPDATE files SET dev = $2, ino = $3, "offset" = $4, size = $5, mtime_ms = $6, seq = $7, lines = lines + $8,
+       records = records + $9, skipped = skipped + $10, updated_at = $11,
+       grew_at = CASE WHEN $8 > 0 THEN $11 ELSE grew_at END
+     WHERE id = $1`,
+    [b.fileId, p.dev, p.ino, p.offset, p.size, p.mtimeMs, p.seq, p.lines, p.records, skipped, at],
+  );
+  if (p.lines > 0) {
+    await db.query('UPDATE runs SET active_at = $2, started_at = coalesce(started_at, $2) WHERE id = $1', [b.runId, at]);
+  }
+  const any = b.metrics.length > 0;
+  const events = b.events?.length ?? 0;
+  return { runId: b.runId, minStep: any ? minStep : null, maxStep: any ? maxStep : null, newSteps, events };
+}
+
+/** Keeps, per step, the `keep` best and `keep` worst generations (as the SQLite store's Examples). */
+async function writeExamples(db: pg.ClientBase, b: Batch, keep: number): Promise<void> {
+  const steps = new Set<number>();
+  for (const r of b.examples) {
+    await db.query(
+      `INSERT INTO examples (run_id, step, key, reward, prompt, completion, breakdown) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (run_id, step, key) DO UPDATE SET
+         completion = CASE WHEN length(excluded.completion) > length(examples.completion)
+                           THEN excluded.completion ELSE examples.completion END,
+         prompt = coalesce(examples.prompt, excluded.prompt),
+         breakdown = (examples.breakdown::jsonb || excluded.breakdown::jsonb)::text`,
+      [b.runId, r.step, r.key, r.reward, r.prompt ?? null, r.completion, JSON.stringify(r.breakdown)],
+    );
+    steps.add(r.step);
+  }
+  await db.query(
+    `DELETE FROM examples e WHERE e.run_id = $1 AND e.step = ANY($2::bigint[])
+       AND e.key NOT IN (SELECT key FROM examples x WHERE x.run_id = $1 AND x.step = e.step
+                         ORDER BY reward DESC, key LIMIT $3)
+       AND e.key NOT IN (SELECT key FROM examples x WHERE x.run_id = $1 AND x.step = e.step
+                         ORDER BY reward ASC, key LIMIT $3)`,
+    [b.runId, [...steps], keep],
+  );
+}
+
+type BatchEvent = NonNullable<Batch['events']>[number];
+
+/** A `meta` event that repeats the run's last one is not stored again (as the SQLite store's Events). */
+async function writeEvent(db: pg.ClientBase, b: Batch, e: BatchEvent, at: number): Promise<void> {
+  const json = (v: object | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
+  if (e.kind === 'meta') {
+    const last = await db.query<{ title: string; vals: string | null; config: string | null }>(
+      `SELECT title, vals, config FROM events WHERE run_id = $1 AND kind = 'meta' ORDER BY id DESC LIMIT 1`,
+      [b.runId],
+    );
+    const l = last.rows[0];
+    if (l && l.title === e.title && l.vals === json(e.values) && l.config === json(e.config)) return;
+  }
+  await db.query(
+    `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [b.runId, b.fileId, e.step, e.kind, e.title, e.text, e.fatal ? 1 : 0,
+      json(e.context), json(e.values), json(e.config), at],
+  );
+}

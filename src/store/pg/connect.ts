@@ -1,0 +1,66 @@
+import pg from 'pg';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIGRATIONS_DIR } from '../../paths.ts';
+
+/** PostgreSQL's own schema changes: `migrations/pg/NNN_name.sql`, separate from SQLite's. */
+export const PG_MIGRATIONS_DIR = join(MIGRATIONS_DIR, 'pg');
+
+const INT8 = 20;
+
+/** The classid of rlwatch's advisory locks ("RLWT"), beside other applications' locks on the same server. */
+export const LOCK_CLASS = 1381455956;
+
+/** bigint columns (ids, ms times, steps) come back as numbers, as they do from SQLite; they stay below 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export function newPool(url: string, max = 4): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, types });
+  // an idle connection that dies (server restart) is dropped from the pool; the next query opens another
+  pool.on('error', () => {});
+  return pool;
+}
+
+export function newClient(url: string): pg.Client {
+  return new pg.Client({ connectionString: url, types });
+}
+
+/**
+ * Applies the pending migrations in one transaction, under a transaction-scoped advisory lock: several processes
+ * opening a new database at once apply each migration once.
+ */
+export async function migratePg(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise<number[]> {
+  const files = readdirSync(dir)
+    .map((name) => ({ name, m: /^(\d+)_.*\.sql$/.exec(name) }))
+    .filter((f): f is { name: string; m: RegExpExecArray } => f.m !== null)
+    .map((f) => ({ name: f.name, version: Number(f.m[1]) }))
+    .sort((a, b) => a.version - b.version);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK_CLASS]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
+    const known = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const done = new Set(known.rows.map((r) => r.version));
+    const applied: number[] = [];
+    for (const f of files) {
+      if (done.has(f.version)) continue;
+      await client.query(readFileSync(join(dir, f.name), 'utf8'));
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        f.version, f.name, Date.now(),
+      ]);
+      applied.push(f.version);
+    }
+    await client.query('COMMIT');
+    return applied;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,397 @@
+import type pg from 'pg';
+import type { EventRecord } from '../../ingest/records.ts';
+import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from '../contract.ts';
+import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from '../contract.ts';
+import type { RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx } from '../contract.ts';
+import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
+import { MetricIds, writeBatch } from './batch.ts';
+import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
+import { exampleFromRow, type ExampleDbRow } from './rows.ts';
+
+type Db = pg.Pool | pg.ClientBase;
+
+export interface PgStoreOptions {
+  /** rlwatch's clock (tests inject one) */
+  now?: () => number;
+  /** connections in the pool */
+  max?: number;
+}
+
+/**
+ * The store contract on PostgreSQL (`--db postgres://...`): a pool of connections, every batch one transaction on
+ * one of them, outbox claims with `FOR UPDATE SKIP LOCKED`, the leader lock a session advisory lock.
+ */
+export class PgStore implements StoreContract {
+  readonly kind = 'postgres' as const;
+  /** the connections holding this store's leader locks: closing the store ends them too */
+  private readonly leaders = new Set<Leadership>();
+
+  private constructor(
+    private readonly url: string,
+    private readonly pool: pg.Pool,
+    private readonly db: Db,
+    private readonly ids: MetricIds,
+    private readonly now: () => number,
+  ) {}
+
+  /** Connects and brings the schema up to date (migrations/pg/). */
+  static async open(url: string, opts: PgStoreOptions = {}): Promise<PgStore> {
+    const pool = newPool(url, opts.max);
+    try {
+      await migratePg(pool);
+    } catch (err) {
+      await pool.end();
+      throw err;
+    }
+    return new PgStore(url, pool, pool, new MetricIds(), opts.now ?? Date.now);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.leaders].map((l) => l.release()));
+    await this.pool.end();
+  }
+
+  private async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return (await this.db.query(sql, params)).rows as T[];
+  }
+
+  private async one<T>(sql: string, params: unknown[] = []): Promise<T | undefined> {
+    return (await this.rows<T>(sql, params))[0];
+  }
+
+  private async run(sql: string, params: unknown[] = []): Promise<number> {
+    return (await this.db.query(sql, params)).rowCount ?? 0;
+  }
+
+  /** A run's name is unique: a name taken by another path gets a numeric suffix (as in SQLite). */
+  async ensureRun(name: string, path: string): Promise<RunRow> {
+    for (let tries = 0; tries < 10; tries++) {
+      const existing = await this.one<RunRow>('SELECT * FROM runs WHERE path = $1', [path]);
+      if (existing) return existing;
+      let candidate = name;
+      for (let i = 2; await this.runByName(candidate); i++) candidate = `${name}~${i}`;
+      // another process may take the path or the name meanwhile: then look again
+      const made = await this.one<RunRow>(
+        'INSERT INTO runs (name, path, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING *',
+        [candidate, path, this.now()],
+      );
+      if (made) return made;
+    }
+    throw new Error(`run ${name} (${path}): its name and path keep being taken by other processes`);
+  }
+
+  runById = (id: number): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE id = $1', [id]);
+  runByName = (name: string): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE name = $1', [name]);
+  listRuns = (): Promise<RunRow[]> => this.rows('SELECT * FROM runs ORDER BY name');
+
+  async addFile(runId: number, path: string, format: string): Promise<FileRow> {
+    const sql = 'INSERT INTO files (run_id, path, format) VALUES ($1, $2, $3) RETURNING *';
+    return (await this.one<FileRow>(sql, [runId, path, format]))!;
+  }
+
+  fileByPath = (path: string): Promise<FileRow | undefined> => this.one('SELECT * FROM files WHERE path = $1', [path]);
+  filesOfRun = (runId: number): Promise<FileRow[]> =>
+    this.rows('SELECT * FROM files WHERE run_id = $1 ORDER BY path', [runId]);
+  skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
+    this.rows('SELECT reason, count, sample FROM file_skips WHERE file_id = $1 ORDER BY count DESC', [fileId]);
+
+  commit(batch: Batch, examplesPerStep: number): Promise<BatchResult> {
+    return this.inTransaction((db) => writeBatch(db, this.ids, batch, examplesPerStep, this.now()));
+  }
+
+  metricsOf = (runId: number): Promise<string[]> =>
+    this.rows<{ name: string }>(
+      'SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = $1 ORDER BY m.name',
+      [runId],
+    ).then((r) => r.map((x) => x.name));
+
+  steps = (runId: number): Promise<number[]> =>
+    this.rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId])
+      .then((r) => r.map((x) => x.step));
+
+  latest = (runId: number): Promise<LatestValue[]> =>
+    this.rows(
+      `SELECT m.name AS metric, p.step, p.value
+       FROM run_metrics r
+       JOIN metrics m ON m.id = r.metric_id
+       JOIN LATERAL (SELECT step, value FROM points q WHERE q.run_id = r.run_id AND q.metric_id = r.metric_id
+                     ORDER BY step DESC LIMIT 1) p ON true
+       WHERE r.run_id = $1
+       ORDER BY m.name`,
+      [runId],
+    );
+
+  async series(runId: number, metric: string, last?: number): Promise<SeriesPoint[]> {
+    const rows = await this.rows<SeriesPoint>(
+      `SELECT p.step, e.value AS epoch, p.value
+       FROM points p
+       JOIN metrics m ON m.id = p.metric_id AND m.name = $2
+       LEFT JOIN points e ON e.run_id = p.run_id AND e.step = p.step
+         AND e.metric_id = (SELECT id FROM metrics WHERE name = 'epoch')
+       WHERE p.run_id = $1
+       ORDER BY p.step DESC
+       LIMIT $3`,
+      [runId, metric, last ?? null],
+    );
+    return rows.reverse();
+  }
+
+  after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
+    this.rows(
+      `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
+       WHERE p.run_id = $1 AND p.step > $3 ORDER BY p.step`,
+      [runId, metric, step],
+    );
+
+  async upTo(runId: number, metric: string, step: number, n: number, finite = false): Promise<StepValue[]> {
+    // PostgreSQL's NaN equals itself and sorts above every number
+    const where = finite ? `AND p.value <> 'NaN' AND abs(p.value) <> 'Infinity'` : '';
+    const rows = await this.rows<StepValue>(
+      `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
+       WHERE p.run_id = $1 AND p.step <= $3 ${where} ORDER BY p.step DESC LIMIT $4`,
+      [runId, metric, step, n],
+    );
+    return rows.reverse();
+  }
+
+  async examplesAtOrBefore(runId: number, step: number): Promise<StoredExample[]> {
+    const rows = await this.rows<ExampleDbRow>(
+      `SELECT step, key, reward, prompt, completion, breakdown FROM examples
+       WHERE run_id = $1 AND step = (SELECT max(step) FROM examples WHERE run_id = $1 AND step <= $2)
+       ORDER BY reward DESC, key`,
+      [runId, step],
+    );
+    return rows.map(exampleFromRow);
+  }
+
+  async eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> {
+    const rows = await this.rows<EventDbRow>(
+      'SELECT * FROM events WHERE run_id = $1 AND id > $2 AND kind = ANY($3) ORDER BY id',
+      [runId, afterId, [...kinds]],
+    );
+    return rows.map(eventFromRow);
+  }
+
+  openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
+    this.one(`SELECT * FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`, [
+      runId, rule, metric,
+    ]);
+  alertById = (id: number): Promise<AlertRow | undefined> => this.one('SELECT * FROM alerts WHERE id = $1', [id]);
+  openAlertsOf = (runId: number): Promise<AlertRow[]> =>
+    this.rows(`SELECT * FROM alerts WHERE run_id = $1 AND state != 'resolved' ORDER BY id`, [runId]);
+  listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
+    this.rows(
+      `SELECT * FROM alerts WHERE ($1::bigint IS NULL OR run_id = $1) AND ($2 OR state = 'firing') ORDER BY id DESC`,
+      [opts.runId ?? null, opts.all ?? false],
+    );
+
+  async createAlert(
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  ): Promise<AlertRow> {
+    const firing = state === 'firing';
+    const row = (await this.one<AlertRow>(
+      `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
+         fired_step, fired_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+      [runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
+        firing ? c.step : null, firing ? c.at : null],
+    ))!;
+    await this.alertEvent(row.id, state, c);
+    return row;
+  }
+
+  async fireAlert(id: number, c: AlertChange): Promise<void> {
+    await this.run(
+      `UPDATE alerts SET state = 'firing', fired_step = $2, fired_at = $3, severity = $4, summary = $5, details = $6
+       WHERE id = $1`,
+      [id, c.step, c.at, c.severity, c.summary, JSON.stringify(c.details)],
+    );
+    await this.alertEvent(id, 'firing', c);
+  }
+
+  async resolveAlert(id: number, c: AlertChange): Promise<void> {
+    await this.run(
+      `UPDATE alerts SET state = 'resolved', resolved_step = $2, resolved_at = $3,
+         details = (details::jsonb || jsonb_build_object('resolved', $4::jsonb))::text WHERE id = $1`,
+      [id, c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details })],
+    );
+    await this.alertEvent(id, 'resolved', c);
+  }
+
+  private async alertEvent(id: number, state: string, c: AlertChange): Promise<void> {
+    await this.run('INSERT INTO alert_events (alert_id, at, step, state, details) VALUES ($1, $2, $3, $4, $5)', [
+      id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }),
+    ]);
+  }
+
+  dropAlert = async (id: number): Promise<void> => void (await this.run('DELETE FROM alerts WHERE id = $1', [id]));
+  ackAlert = async (id: number, by: string, comment: string | null, at: number): Promise<void> =>
+    void (await this.run('UPDATE alerts SET acked_by = $2, acked_at = $3, ack_comment = $4 WHERE id = $1', [
+      id, by, at, comment,
+    ]));
+  markNotified = async (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
+    void (await this.run('UPDATE alerts SET notified_state = $2, notified_at = $3 WHERE id = $1', [id, state, at]));
+  alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
+    this.rows('SELECT at, step, state, details FROM alert_events WHERE alert_id = $1 ORDER BY id', [id]);
+
+  async cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> {
+    const row = await this.one<{ step: number; state: string }>(
+      'SELECT step, state FROM rule_cursors WHERE run_id = $1 AND rule = $2 AND metric = $3',
+      [runId, rule, metric],
+    );
+    return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
+  }
+
+  saveCursor = async (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
+    void (await this.run(
+      `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
+      [runId, rule, metric, step, JSON.stringify(state)],
+    ));
+
+  async addSilence(s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow> {
+    return (await this.one<SilenceRow>(
+      `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       RETURNING *`,
+      [s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.reason],
+    ))!;
+  }
+
+  endSilence = async (id: number, at: number): Promise<void> =>
+    void (await this.run('UPDATE silences SET ended_at = $2 WHERE id = $1', [id, at]));
+  activeSilences = (now: number): Promise<SilenceRow[]> =>
+    this.rows('SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= $1 AND ends_at > $1 ORDER BY id', [now]);
+
+  enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
+    void (await this.run('INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4)', [
+      at, runId, target, JSON.stringify(payload),
+    ]));
+
+  async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
+    const until = o.now + o.leaseMs;
+    const rows = await this.rows<ClaimedRow>(
+      `WITH due AS (
+         SELECT id FROM outbox
+         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
+           AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
+         ORDER BY id LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
+       RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at`,
+      [target, o.now, o.limit ?? 50, o.owner, until],
+    );
+    return rows.sort((a, b) => a.id - b.id).map((r) => ({ ...r, leaseUntil: until }));
+  }
+
+  delivered = async (id: number, at: number): Promise<void> =>
+    void (await this.run('UPDATE outbox SET done_at = $2 WHERE id = $1', [id, at]));
+  failed = async (id: number, error: string, nextAttemptAt: number | null): Promise<void> =>
+    void (await this.run(
+      `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3,
+         claimed_by = NULL, claimed_until = NULL
+       WHERE id = $1`,
+      [id, error, nextAttemptAt],
+    ));
+  setAside = async (id: number, reason: string, at: number): Promise<void> =>
+    void (await this.run(
+      `UPDATE outbox SET attempts = attempts + 1, last_error = $2, dead_at = $3, dead_reason = $2, claimed_by = NULL,
+         claimed_until = NULL WHERE id = $1`,
+      [id, reason, at],
+    ));
+  requeue = async (id: number): Promise<boolean> =>
+    (await this.run(
+      `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
+       WHERE id = $1 AND dead_at IS NOT NULL AND done_at IS NULL`,
+      [id],
+    )) === 1;
+  openOutbox = (): Promise<OpenOutboxRow[]> =>
+    this.rows(
+      `SELECT id, created_at, run_id, target, payload, attempts, next_attempt_at, last_error, dead_at, dead_reason
+       FROM outbox WHERE done_at IS NULL ORDER BY id`,
+    );
+
+  recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void> {
+    return this.inTransaction(async (db) => {
+      const made = await db.query<{ id: number }>(
+        `INSERT INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
+        [target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at],
+      );
+      const byRef = 'SELECT id FROM chat_messages WHERE target = $1 AND ref = $2';
+      const id = made.rows[0]?.id ?? (await db.query<{ id: number }>(byRef, [target, ref])).rows[0]!.id;
+      await db.query(
+        'INSERT INTO alert_messages (alert_id, message_id) SELECT unnest($1::bigint[]), $2 ON CONFLICT DO NOTHING',
+        [[...m.alertIds], id],
+      );
+    });
+  }
+
+  messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
+    this.one('SELECT * FROM chat_messages WHERE target = $1 AND delivery = $2', [target, delivery]);
+  messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
+    this.one('SELECT * FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref]);
+  messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
+    this.rows(
+      `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+       WHERE a.alert_id = $1 AND m.target = $2 ORDER BY m.id DESC`,
+      [alertId, target],
+    );
+
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.inTransaction((client) => fn(new PgStore(this.url, this.pool, client, this.ids, this.now)));
+  }
+
+  /** BEGIN .. COMMIT on one connection of the pool (or, inside a transaction already, on its connection). */
+  private async inTransaction<T>(fn: (db: pg.ClientBase) => Promise<T>): Promise<T> {
+    if (this.db !== this.pool) return fn(this.db as pg.ClientBase);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * A session advisory lock on a connection of its own, held while that connection lives: when the holder's
+   * process dies, PostgreSQL ends its session and the lock is free for the next `tryLead`.
+   */
+  async tryLead(name: string): Promise<Leadership | null> {
+    const client = newClient(this.url);
+    await client.connect();
+    const sql = 'SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok';
+    const got = await client.query<{ ok: boolean }>(sql, [LOCK_CLASS, name]);
+    if (!got.rows[0]!.ok) {
+      await client.end();
+      return null;
+    }
+    let held = true;
+    const lost: Array<() => void> = [];
+    const lead: Leadership = {
+      onLost: (fn) => void lost.push(fn),
+      release: async () => {
+        if (!held) return;
+        held = false;
+        this.leaders.delete(lead);
+        await client.end(); // ending the session frees its advisory locks
+      },
+    };
+    const gone = (): void => {
+      if (!held) return;
+      held = false;
+      this.leaders.delete(lead);
+      for (const fn of lost.splice(0)) fn();
+    };
+    client.on('error', gone);
+    client.on('end', gone);
+    this.leaders.add(lead);
+    return lead;
+  }
+
+}

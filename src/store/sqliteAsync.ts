@@ -1,0 +1,189 @@
+import type { EventRecord } from '../ingest/records.ts';
+import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from './contract.ts';
+import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from './contract.ts';
+import type { RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx } from './contract.ts';
+import { prepared } from './prepared.ts';
+import type { Store } from './store.ts';
+import { WriterLock } from './writerLock.ts';
+
+/** Leader locks held on in-memory databases (no file to lock; one process is all there is), per connection. */
+const memoryLeaders = new WeakMap<object, Set<string>>();
+
+/** Who may call the store now: while a transaction body runs, only it. */
+class Gate {
+  private open: Promise<void> | null = null;
+
+  async wait(): Promise<void> {
+    while (this.open) await this.open;
+  }
+
+  async hold<T>(fn: () => Promise<T>): Promise<T> {
+    await this.wait();
+    let done!: () => void;
+    this.open = new Promise((r) => (done = r));
+    try {
+      return await fn();
+    } finally {
+      this.open = null;
+      done();
+    }
+  }
+}
+
+/**
+ * The async store contract over the synchronous SQLite `Store`, which keeps its speed: each call is one synchronous
+ * call (a batch stays one synchronous transaction); only the answer is a promise.
+ */
+export class SqliteAsyncStore implements StoreContract {
+  readonly kind = 'sqlite' as const;
+
+  constructor(
+    readonly store: Store,
+    private readonly gate = new Gate(),
+    /** this object is the body of a transaction: it never waits for the gate it holds */
+    private readonly inTx = false,
+  ) {}
+
+  /** Runs a synchronous store call once no transaction body holds the store. */
+  private async call<T>(fn: () => T): Promise<T> {
+    if (!this.inTx) await this.gate.wait();
+    return fn();
+  }
+
+  async close(): Promise<void> {
+    await this.gate.wait();
+    this.store.close();
+  }
+
+  ensureRun = (name: string, path: string): Promise<RunRow> => this.call(() => this.store.runs.ensure(name, path));
+  runById = (id: number): Promise<RunRow | undefined> => this.call(() => this.store.runs.byId(id));
+  runByName = (name: string): Promise<RunRow | undefined> => this.call(() => this.store.runs.byName(name));
+  listRuns = (): Promise<RunRow[]> => this.call(() => this.store.runs.list());
+  addFile = (runId: number, path: string, format: string): Promise<FileRow> =>
+    this.call(() => this.store.files.add(runId, path, format));
+  fileByPath = (path: string): Promise<FileRow | undefined> => this.call(() => this.store.files.byPath(path));
+  filesOfRun = (runId: number): Promise<FileRow[]> => this.call(() => this.store.files.ofRun(runId));
+  skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
+    this.call(() => this.store.files.skipsOf(fileId));
+
+  commit = (batch: Batch, examplesPerStep: number): Promise<BatchResult> =>
+    this.call(() => this.store.commit(batch, examplesPerStep));
+
+  metricsOf = (runId: number): Promise<string[]> => this.call(() => this.store.points.metricsOf(runId));
+  steps = (runId: number): Promise<number[]> => this.call(() => this.store.points.steps(runId));
+  latest = (runId: number): Promise<LatestValue[]> => this.call(() => this.store.points.latest(runId));
+  series = (runId: number, metric: string, last?: number): Promise<SeriesPoint[]> =>
+    this.call(() => this.store.points.series(runId, metric, last));
+  after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
+    this.call(() => this.store.points.after(runId, metric, step));
+  upTo = (runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]> =>
+    this.call(() => this.store.points.upTo(runId, metric, step, n, finite));
+  examplesAtOrBefore = (runId: number, step: number): Promise<StoredExample[]> =>
+    this.call(() => this.store.examples.atOrBefore(runId, step));
+  eventsAfter = (runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> =>
+    this.call(() => this.store.events.after(runId, kinds, afterId));
+
+  openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
+    this.call(() => this.store.alerts.open(runId, rule, metric));
+  alertById = (id: number): Promise<AlertRow | undefined> => this.call(() => this.store.alerts.byId(id));
+  openAlertsOf = (runId: number): Promise<AlertRow[]> => this.call(() => this.store.alerts.openOf(runId));
+  listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
+    this.call(() => this.store.alerts.list(opts));
+  createAlert = (
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  ): Promise<AlertRow> =>
+    this.call(() => this.store.alerts.create(runId, rule, metric, state, c));
+  fireAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.fire(id, c));
+  resolveAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.resolve(id, c));
+  dropAlert = (id: number): Promise<void> => this.call(() => this.store.alerts.drop(id));
+  ackAlert = (id: number, by: string, comment: string | null, at: number): Promise<void> =>
+    this.call(() => this.store.alerts.ack(id, by, comment, at));
+  markNotified = (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
+    this.call(() => this.store.alerts.markNotified(id, state, at));
+  alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
+    this.call(() => this.store.alerts.events(id));
+  cursor = (runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> =>
+    this.call(() => this.store.alerts.cursor(runId, rule, metric));
+  saveCursor = (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
+    this.call(() => this.store.alerts.saveCursor(runId, rule, metric, step, state));
+
+  addSilence = (s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow> =>
+    this.call(() => this.store.silences.add(s));
+  endSilence = (id: number, at: number): Promise<void> => this.call(() => this.store.silences.end(id, at));
+  activeSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.active(now));
+
+  enqueue = (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
+    this.call(() => this.store.outbox.add(runId, target, payload, at));
+  delivered = (id: number, at: number): Promise<void> => this.call(() => this.store.outbox.done(id, at));
+  failed = (id: number, error: string, nextAttemptAt: number | null): Promise<void> =>
+    this.call(() => {
+      this.store.outbox.failed(id, error, nextAttemptAt);
+      this.releaseClaim(id);
+    });
+  setAside = (id: number, reason: string, at: number): Promise<void> =>
+    this.call(() => {
+      this.store.outbox.setAside(id, reason, at);
+      this.releaseClaim(id);
+    });
+  requeue = (id: number): Promise<boolean> => this.call(() => this.store.outbox.requeue(id));
+  openOutbox = (): Promise<OpenOutboxRow[]> => this.call(() => this.store.outbox.open());
+
+  /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
+  claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
+    this.call(() => {
+      const until = o.now + o.leaseMs;
+      const rows = prepared(this.store.db,
+          `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
+           WHERE id IN (SELECT id FROM outbox WHERE target = :target AND done_at IS NULL AND dead_at IS NULL
+             AND (next_attempt_at IS NULL OR next_attempt_at <= :now) AND (claimed_until IS NULL OR claimed_until <= :now)
+             ORDER BY id LIMIT :limit)
+           RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at`,
+        )
+        .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as ClaimedRow[];
+      return rows.sort((a, b) => a.id - b.id).map((r) => ({ ...r, leaseUntil: until }));
+    });
+
+  private releaseClaim(id: number): void {
+    prepared(this.store.db, 'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE id = ?').run(id);
+  }
+
+  recordMessage = (target: string, ref: string, m: PostedMessage, at: number): Promise<void> =>
+    this.call(() => this.store.chatMessages.record(target, ref, m, at));
+  messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
+    this.call(() => this.store.chatMessages.byDelivery(target, delivery));
+  messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
+    this.call(() => this.store.chatMessages.byRef(target, ref));
+  messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
+    this.call(() => this.store.chatMessages.ofAlert(alertId, target));
+
+  /** BEGIN IMMEDIATE .. COMMIT around an async body; the gate keeps the store's other callers out meanwhile. */
+  async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.gate.hold(async () => {
+      const db = this.store.db;
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const out = await fn(new SqliteAsyncStore(this.store, this.gate, true));
+        db.exec('COMMIT');
+        return out;
+      } catch (err) {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        throw err;
+      }
+    });
+  }
+
+  /** An OS lock on `<db>.leader-<name>.lock` (WriterLock): held while this process lives. */
+  async tryLead(name: string): Promise<Leadership | null> {
+    const path = this.store.db.name;
+    if (this.store.db.memory) {
+      let held = memoryLeaders.get(this.store.db);
+      if (!held) memoryLeaders.set(this.store.db, (held = new Set()));
+      if (held.has(name)) return null;
+      held.add(name);
+      return { onLost: () => {}, release: async () => void held.delete(name) };
+    }
+    const lock = WriterLock.tryAcquire(`${path}.leader-${name}`);
+    if (!lock) return null;
+    return { onLost: () => {}, release: async () => lock.release() };
+  }
+}

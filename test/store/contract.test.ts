@@ -1,0 +1,323 @@
+/**
+ * One suite, two stores: the async store contract (src/store/contract.ts) on SQLite (the adapter over the
+ * synchronous Store) and on PostgreSQL (the test run's embedded server, a fresh database per test). Expected
+ * values come from the batches written here.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Batch, StoreContract } from '../../src/store/contract.ts';
+import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { Store } from '../../src/store/store.ts';
+import { tempDir } from '../helpers.ts';
+import { freshPgDatabase } from '../pg/pgTest.ts';
+
+/** A database of one kind: `open` gives another handle on the same one (as a second process would). */
+interface Kind {
+  name: string;
+  fresh(): Promise<{ where: string; open: () => Promise<StoreContract> }>;
+}
+
+const kinds: Kind[] = [
+  {
+    name: 'sqlite',
+    fresh: async () => {
+      const where = join(tempDir(), 'contract.db');
+      return { where, open: async () => new SqliteAsyncStore(Store.open(where)) };
+    },
+  },
+  {
+    name: 'postgres',
+    fresh: async () => {
+      const where = await freshPgDatabase();
+      return { where, open: () => PgStore.open(where) };
+    },
+  },
+];
+
+const opened: StoreContract[] = [];
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  for (const s of opened.splice(0)) await s.close();
+});
+
+async function setUp(kind: Kind): Promise<{ store: StoreContract; other: () => Promise<StoreContract>; where: string }> {
+  const db = await kind.fresh();
+  const open = async (): Promise<StoreContract> => {
+    const s = await db.open();
+    opened.push(s);
+    return s;
+  };
+  return { store: await open(), other: open, where: db.where };
+}
+
+const progress = (offset: number, lines: number): Batch['progress'] => ({
+  dev: 1, ino: 2, offset, size: offset, mtimeMs: 0, seq: 0, lines, records: lines,
+});
+
+/** Steps with their values, as lines of a log give them. */
+type Rows = Array<[number, Record<string, number>]>;
+
+function batch(runId: number, fileId: number, rows: Rows, offset: number): Batch {
+  return {
+    runId,
+    fileId,
+    metrics: rows.map(([step, v]) => ({ step, values: new Map(Object.entries(v)) })),
+    examples: [],
+    skips: new Map(),
+    progress: progress(offset, rows.length),
+  };
+}
+
+async function runWithFile(store: StoreContract): Promise<{ runId: number; fileId: number }> {
+  const run = await store.ensureRun('exp/a', '/runs/exp/a');
+  const file = await store.addFile(run.id, '/runs/exp/a/learning.log', 'learning.log');
+  return { runId: run.id, fileId: file.id };
+}
+
+const change = (step: number, at: number, summary: string) => ({ step, at, severity: 'critical', summary, details: { v: step } });
+
+/** A child process that takes the leader lock `bot` on `where`, says `held`, and waits to be killed. */
+function leaderChild(kind: string, where: string): Promise<ChildProcess> {
+  const src = join(import.meta.dirname, '../../src/store');
+  const code = kind === 'sqlite'
+    ? `const { Store } = await import(${JSON.stringify(join(src, 'store.ts'))});
+       const { SqliteAsyncStore } = await import(${JSON.stringify(join(src, 'sqliteAsync.ts'))});
+       const s = new SqliteAsyncStore(Store.open(${JSON.stringify(where)}));`
+    : `const { PgStore } = await import(${JSON.stringify(join(src, 'pg/pgStore.ts'))});
+       const s = await PgStore.open(${JSON.stringify(where)});`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e',
+    `${code} const lead = await s.tryLead('bot'); process.stdout.write(lead ? 'held' : 'refused'); setInterval(() => {}, 1000);`,
+  ], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => (d.toString() === 'held' ? resolve(child) : reject(new Error(d.toString()))));
+    child.once('exit', (c) => reject(new Error(`leader child exited ${c}`)));
+  });
+}
+
+describe.each(kinds)('the store contract on $name', (kind) => {
+  it('stores a batch once per (run, metric, step): a step written again replaces its values', async () => {
+    const { store } = await setUp(kind);
+    const { runId, fileId } = await runWithFile(store);
+    const rows1: Rows = [[1, { reward: 0.1, loss: 2 }], [2, { reward: 0.2 }], [3, { reward: 0.3 }]];
+    const first = await store.commit(batch(runId, fileId, rows1, 90), 3);
+    expect(first).toMatchObject({ runId, minStep: 1, maxStep: 3, newSteps: 3 });
+    // the same lines read again after a restart, with step 2 corrected, and a new step 4
+    const rows2: Rows = [[2, { reward: 0.25 }], [3, { reward: 0.3 }], [4, { reward: 0.4 }]];
+    const again = await store.commit(batch(runId, fileId, rows2, 120), 3);
+    expect(again.newSteps).toBe(1);
+    const reward = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
+    expect(reward).toEqual([[1, 0.1], [2, 0.25], [3, 0.3], [4, 0.4]]);
+    expect(await store.steps(runId)).toEqual([1, 2, 3, 4]);
+    expect(await store.metricsOf(runId)).toEqual(['loss', 'reward']);
+    expect(await store.latest(runId)).toEqual([{ metric: 'loss', step: 1, value: 2 }, { metric: 'reward', step: 4, value: 0.4 }]);
+    expect(await store.runById(runId)).toMatchObject({ first_step: 1, last_step: 4, records: 4, batches: 2 });
+    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 120, lines: 6 });
+    expect(await store.after(runId, 'reward', 2)).toEqual([{ step: 3, value: 0.3 }, { step: 4, value: 0.4 }]);
+  });
+
+  it('keeps NaN and ±Infinity as logged; a finite window skips them', async () => {
+    const { store } = await setUp(kind);
+    const { runId, fileId } = await runWithFile(store);
+    const rows: Rows = [[1, { loss: 1 }], [2, { loss: NaN }], [3, { loss: Infinity }], [4, { loss: 4 }]];
+    await store.commit(batch(runId, fileId, rows, 40), 3);
+    expect((await store.series(runId, 'loss')).map((p) => p.value)).toEqual([1, NaN, Infinity, 4]);
+    expect(await store.upTo(runId, 'loss', 4, 2, true)).toEqual([{ step: 1, value: 1 }, { step: 4, value: 4 }]);
+    expect((await store.upTo(runId, 'loss', 3, 2)).map((p) => p.value)).toEqual([NaN, Infinity]);
+  });
+
+  it('a failed batch leaves neither its points nor its file offset', async () => {
+    const { store } = await setUp(kind);
+    const { runId, fileId } = await runWithFile(store);
+    await store.commit(batch(runId, fileId, [[1, { reward: 0.1 }]], 30), 3);
+    const bad = batch(runId, fileId, [[2, { reward: 0.2 }]], 60);
+    // an event the schema refuses (its kind is checked), written after the points
+    bad.events = [{ step: 2, kind: 'bogus' as 'error', title: 't', text: 'x' }];
+    await expect(store.commit(bad, 3)).rejects.toThrow();
+    expect((await store.series(runId, 'reward')).map((p) => p.step)).toEqual([1]);
+    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30, lines: 1 });
+    expect(await store.runById(runId)).toMatchObject({ last_step: 1, records: 1 });
+  });
+
+  it('keeps the best and worst examples per step and the events of a batch', async () => {
+    const { store } = await setUp(kind);
+    const { runId, fileId } = await runWithFile(store);
+    const b = batch(runId, fileId, [[5, { reward: 0.5 }]], 10);
+    b.examples = [0.9, 0.1, 0.5, 0.7].map((reward, i) => ({
+      step: 5, key: `k${i}`, completion: `c${i}`, reward, breakdown: { r: reward },
+    }));
+    b.events = [{ step: 5, kind: 'error', title: 'CUDA out of memory', text: 'OOM', fatal: true, context: ['a', 'b'] }];
+    await store.commit(b, 1);
+    expect((await store.examplesAtOrBefore(runId, 9)).map((e) => [e.key, e.reward, e.breakdown])).toEqual([
+      ['k0', 0.9, { r: 0.9 }],
+      ['k1', 0.1, { r: 0.1 }],
+    ]);
+    const events = await store.eventsAfter(runId, ['error'], 0);
+    expect(events).toMatchObject([
+      { runId, step: 5, kind: 'error', title: 'CUDA out of memory', fatal: true, context: ['a', 'b'] },
+    ]);
+  });
+
+  it('opens, fires, acks and resolves an alert, with its history and the rule cursor', async () => {
+    const { store } = await setUp(kind);
+    const { runId } = await runWithFile(store);
+    const a = await store.createAlert(runId, 'mode_collapse', 'frac_zero_std', 'pending', change(10, 1000, 'pending'));
+    expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toMatchObject({ id: a.id, state: 'pending' });
+    await store.fireAlert(a.id, change(12, 2000, 'fires'));
+    await store.ackAlert(a.id, 'ana', 'looking', 2500);
+    expect(await store.listAlerts({ runId })).toMatchObject([{ id: a.id, state: 'firing', acked_by: 'ana', fired_step: 12 }]);
+    await store.resolveAlert(a.id, change(20, 3000, 'back to normal'));
+    expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toBeUndefined();
+    const done = (await store.alertById(a.id))!;
+    expect(done).toMatchObject({ state: 'resolved', resolved_step: 20, resolved_at: 3000, ack_comment: 'looking' });
+    expect(JSON.parse(done.details)).toEqual({ v: 12, resolved: { summary: 'back to normal', v: 20 } });
+    const history = (await store.alertEvents(a.id)).map((e) => [e.state, e.step]);
+    expect(history).toEqual([['pending', 10], ['firing', 12], ['resolved', 20]]);
+    expect(await store.listAlerts({ runId })).toEqual([]);
+    await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 20, { streak: 2 });
+    await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 25, { streak: 0 });
+    expect(await store.cursor(runId, 'mode_collapse', 'frac_zero_std')).toEqual({ step: 25, state: { streak: 0 } });
+  });
+
+  it('a silence is active between its start and its end, or until it is ended', async () => {
+    const { store } = await setUp(kind);
+    const s = await store.addSilence({
+      run: 'exp/*', rule: null, severity: 'warning', starts_at: 100, ends_at: 200, author: 'ana', reason: 'lr sweep',
+    });
+    expect((await store.activeSilences(150)).map((x) => x.id)).toEqual([s.id]);
+    expect(await store.activeSilences(200)).toEqual([]);
+    await store.endSilence(s.id, 160);
+    expect(await store.activeSilences(170)).toEqual([]);
+  });
+
+  it('a transaction that throws leaves none of its writes', async () => {
+    const { store } = await setUp(kind);
+    const { runId } = await runWithFile(store);
+    await expect(store.transaction(async (tx) => {
+      await tx.createAlert(runId, 'grad_explosion', 'grad_norm', 'firing', change(3, 10, 'boom'));
+      await tx.enqueue(runId, 'console', { alert: 1 }, 10);
+      throw new Error('evaluation failed');
+    })).rejects.toThrow('evaluation failed');
+    expect(await store.listAlerts({ all: true })).toEqual([]);
+    expect(await store.openOutbox()).toEqual([]);
+    await store.transaction(async (tx) => tx.enqueue(runId, 'console', { alert: 2 }, 11));
+    expect((await store.openOutbox()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
+  });
+
+  it('two claimers at once never get the same outbox row; a failed row waits, an expired lease is claimed again', async () => {
+    const { store, other } = await setUp(kind);
+    const second = await other();
+    const { runId } = await runWithFile(store);
+    const N = 120;
+    for (let i = 0; i < N; i++) await store.enqueue(runId, 'discord:ops', { n: i }, i);
+    const got: Record<string, number[]> = { a: [], b: [] };
+    const drain = async (s: StoreContract, owner: 'a' | 'b'): Promise<void> => {
+      for (;;) {
+        const rows = await s.claim('discord:ops', { owner, now: 1000, leaseMs: 60_000, limit: 3 });
+        if (rows.length === 0) return;
+        for (const r of rows) got[owner]!.push(JSON.parse(r.payload).n as number);
+      }
+    };
+    // many claims in flight at once, on both handles (PostgreSQL: 8 connections)
+    await Promise.all([1, 2, 3, 4].flatMap(() => [drain(store, 'a'), drain(second, 'b')]));
+    const all = [...got.a!, ...got.b!].sort((x, y) => x - y);
+    expect(all).toEqual(Array.from({ length: N }, (_, i) => i));
+    // leases held: nothing to claim until they expire, then every undelivered row comes back, oldest first
+    const [first] = await store.openOutbox();
+    await store.delivered(first!.id, 1100);
+    const [secondRow] = (await store.openOutbox());
+    await store.failed(secondRow!.id, 'HTTP 502', 90_000);
+    expect(await second.claim('discord:ops', { owner: 'c', now: 2000, leaseMs: 1000 })).toEqual([]);
+    const back = await second.claim('discord:ops', { owner: 'c', now: 61_001, leaseMs: 100_000, limit: N });
+    expect(back.map((r) => JSON.parse(r.payload).n)).toEqual(Array.from({ length: N - 2 }, (_, i) => i + 2));
+    const retried = await store.claim('discord:ops', { owner: 'a', now: 90_000, leaseMs: 1000 });
+    expect(retried.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual([[1, 1]]);
+  });
+
+  it('records each chat message once, found by delivery, by ref and by alert', async () => {
+    const { store } = await setUp(kind);
+    const { runId } = await runWithFile(store);
+    const a = await store.createAlert(runId, 'r', 'm', 'firing', change(1, 1, 's'));
+    const m = { runId, alertIds: [a.id], payload: { title: 'x' }, delivery: '7:0' };
+    await store.recordMessage('discord:ops', '1234', m, 50);
+    await store.recordMessage('discord:ops', '1234', m, 60); // a retry after a crash before the outbox row was done
+    expect(await store.messageByDelivery('discord:ops', '7:0')).toMatchObject({ ref: '1234', run_id: runId, posted_at: 50 });
+    expect((await store.messageByRef('discord:ops', '1234'))!.alert_ids).toBe(JSON.stringify([a.id]));
+    expect((await store.messagesOfAlert(a.id, 'discord:ops')).map((x) => x.ref)).toEqual(['1234']);
+    expect(await store.messagesOfAlert(a.id, 'slack:ops')).toEqual([]);
+  });
+
+  it('the leader lock is held by one; released, or its holder killed, it is taken over', async () => {
+    const { store, other, where } = await setUp(kind);
+    const second = await other();
+    const lead = await store.tryLead('bot');
+    expect(lead).not.toBeNull();
+    expect(await second.tryLead('bot')).toBeNull();
+    const digest = await second.tryLead('digest'); // another lock name is another lock
+    expect(digest).not.toBeNull();
+    await digest!.release();
+    await lead!.release();
+    const taken = await second.tryLead('bot');
+    expect(taken).not.toBeNull();
+    await taken!.release();
+
+    const child = await leaderChild(kind.name, where);
+    expect(await store.tryLead('bot')).toBeNull();
+    child.kill('SIGKILL');
+    let after = null;
+    for (let i = 0; i < 100 && after === null; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      after = await store.tryLead('bot');
+    }
+    expect(after).not.toBeNull();
+    await after!.release();
+  });
+});
+
+describe('PostgreSQL points', () => {
+  it('a COPY that meets a point another connection is writing falls back to the upsert: the batch lands whole', async () => {
+    const { store, where } = await setUp(kinds[1]!);
+    const { runId, fileId } = await runWithFile(store);
+    await store.commit(batch(runId, fileId, [[1, { reward: 0.1 }]], 10), 3);
+    const other = await freshClient(where);
+    await other.query('BEGIN');
+    await other.query(
+      `INSERT INTO points (run_id, metric_id, step, value) SELECT $1, id, 5, 0.5 FROM metrics WHERE name = 'reward'`,
+      [runId],
+    );
+    // step 5 is not visible yet, so the batch takes COPY, which waits for the other transaction on the key
+    const committing = store.commit(batch(runId, fileId, [[4, { reward: 0.4 }], [5, { reward: 0.9 }]], 30), 3);
+    await new Promise((r) => setTimeout(r, 300));
+    await other.query('COMMIT');
+    await other.end();
+    expect(await committing).toMatchObject({ minStep: 4, maxStep: 5, newSteps: 2 });
+    expect((await store.series(runId, 'reward')).map((p) => [p.step, p.value])).toEqual([[1, 0.1], [4, 0.4], [5, 0.9]]);
+    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30 });
+  });
+});
+
+describe('the PostgreSQL leader lock', () => {
+  it('tells its holder when the session holding it is ended by the server', async () => {
+    const { store, where } = await setUp(kinds[1]!);
+    const lead = (await store.tryLead('bot'))!;
+    const lost = new Promise<string>((resolve) => lead.onLost(() => resolve('lost')));
+    const admin = await PgStore.open(where);
+    opened.push(admin);
+    // what a server restart or an administrator does to the session
+    const killer = await freshClient(where);
+    await killer.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()`);
+    await killer.end();
+    expect(await lost).toBe('lost');
+    expect(await admin.tryLead('bot')).not.toBeNull();
+  });
+});
+
+async function freshClient(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  return c;
+}
