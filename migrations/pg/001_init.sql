@@ -136,7 +136,8 @@ CREATE TABLE alerts (
   fired_at        bigint,
   resolved_step   bigint,
   resolved_at     bigint,
-  acked_by        text,
+  acked_by        text,            -- the platform id, for audit
+  acked_by_name   text,            -- the display name cards and /alerts show (untrusted)
   acked_at        bigint,
   ack_comment     text,
   notified_state  text,
@@ -172,6 +173,7 @@ CREATE TABLE silences (
   starts_at   bigint NOT NULL,
   ends_at     bigint NOT NULL,
   author      text NOT NULL,
+  author_name text,
   reason      text NOT NULL DEFAULT '',
   ended_at    bigint
 );

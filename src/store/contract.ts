@@ -1,5 +1,5 @@
 import type { EventRecord } from '../ingest/records.ts';
-import type { AlertChange, AlertRow } from './alerts.ts';
+import type { AlertChange, AlertRow, Who } from './alerts.ts';
 import type { ChatMessageRow } from './chatMessages.ts';
 import type { EventRow } from './events.ts';
 import type { StoredExample } from './examples.ts';
@@ -7,11 +7,11 @@ import type { FileRow, SkipCount } from './files.ts';
 import type { OpenOutboxRow, OutboxRow } from './outbox.ts';
 import type { LatestValue, SeriesPoint } from './points.ts';
 import type { RunRow } from './runs.ts';
-import type { SilenceRow } from './silences.ts';
+import type { NewSilence, SilenceRow } from './silences.ts';
 import type { Batch, BatchResult } from './store.ts';
 
 export type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, EventRow, FileRow, LatestValue };
-export type { OpenOutboxRow, OutboxRow, RunRow, SeriesPoint, SilenceRow, SkipCount, StoredExample };
+export type { NewSilence, OpenOutboxRow, OutboxRow, RunRow, SeriesPoint, SilenceRow, SkipCount, StoredExample, Who };
 
 /** One value of a series. */
 export interface StepValue {
@@ -106,14 +106,14 @@ export interface StoreContract {
   resolveAlert(id: number, c: AlertChange): Promise<void>;
   /** a pending alert whose condition cleared before it fired */
   dropAlert(id: number): Promise<void>;
-  ackAlert(id: number, by: string, comment: string | null, at: number): Promise<void>;
+  ackAlert(id: number, by: Who, comment: string | null, at: number): Promise<void>;
   markNotified(id: number, state: 'firing' | 'resolved', at: number): Promise<void>;
   alertEvents(id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>>;
   cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined>;
   saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): Promise<void>;
 
   // silences
-  addSilence(s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow>;
+  addSilence(s: NewSilence): Promise<SilenceRow>;
   endSilence(id: number, at: number): Promise<void>;
   activeSilences(now: number): Promise<SilenceRow[]>;
 

@@ -17,12 +17,15 @@ export interface SilenceRow {
   ended_at: number | null;
 }
 
+/** A mute to record; `author_name` left out: the author's id is their name (a mute written by code). */
+export type NewSilence = Omit<SilenceRow, 'id' | 'ended_at' | 'author_name'> & { author_name?: string };
+
 /** Mutes: matchers (run glob, rule, severity; NULL matches anything), a time span, an author, a reason. */
 export class Silences {
   constructor(private readonly db: Database) {}
 
   /** `author_name` left out: the author's id is their name (a mute written by code rather than a person). */
-  add(s: Omit<SilenceRow, 'id' | 'ended_at' | 'author_name'> & { author_name?: string }): SilenceRow {
+  add(s: NewSilence): SilenceRow {
     const info = prepared(this.db,
         `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,

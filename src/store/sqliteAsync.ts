@@ -1,7 +1,9 @@
 import type { EventRecord } from '../ingest/records.ts';
 import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from './contract.ts';
 import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from './contract.ts';
-import type { RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx } from './contract.ts';
+import type {
+  NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
+} from './contract.ts';
 import { prepared } from './prepared.ts';
 import type { Store } from './store.ts';
 import { WriterLock } from './writerLock.ts';
@@ -96,7 +98,7 @@ export class SqliteAsyncStore implements StoreContract {
   fireAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.fire(id, c));
   resolveAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.resolve(id, c));
   dropAlert = (id: number): Promise<void> => this.call(() => this.store.alerts.drop(id));
-  ackAlert = (id: number, by: string, comment: string | null, at: number): Promise<void> =>
+  ackAlert = (id: number, by: Who, comment: string | null, at: number): Promise<void> =>
     this.call(() => this.store.alerts.ack(id, by, comment, at));
   markNotified = (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
     this.call(() => this.store.alerts.markNotified(id, state, at));
@@ -107,7 +109,7 @@ export class SqliteAsyncStore implements StoreContract {
   saveCursor = (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
     this.call(() => this.store.alerts.saveCursor(runId, rule, metric, step, state));
 
-  addSilence = (s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow> =>
+  addSilence = (s: NewSilence): Promise<SilenceRow> =>
     this.call(() => this.store.silences.add(s));
   endSilence = (id: number, at: number): Promise<void> => this.call(() => this.store.silences.end(id, at));
   activeSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.active(now));

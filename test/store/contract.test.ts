@@ -168,8 +168,10 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const a = await store.createAlert(runId, 'mode_collapse', 'frac_zero_std', 'pending', change(10, 1000, 'pending'));
     expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toMatchObject({ id: a.id, state: 'pending' });
     await store.fireAlert(a.id, change(12, 2000, 'fires'));
-    await store.ackAlert(a.id, 'ana', 'looking', 2500);
-    expect(await store.listAlerts({ runId })).toMatchObject([{ id: a.id, state: 'firing', acked_by: 'ana', fired_step: 12 }]);
+    await store.ackAlert(a.id, { id: '<@U0ANA>', name: 'Ana Lima' }, 'looking', 2500);
+    expect(await store.listAlerts({ runId })).toMatchObject([
+      { id: a.id, state: 'firing', acked_by: '<@U0ANA>', acked_by_name: 'Ana Lima', fired_step: 12 },
+    ]);
     await store.resolveAlert(a.id, change(20, 3000, 'back to normal'));
     expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toBeUndefined();
     const done = (await store.alertById(a.id))!;
@@ -186,8 +188,12 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('a silence is active between its start and its end, or until it is ended', async () => {
     const { store } = await setUp(kind);
     const s = await store.addSilence({
-      run: 'exp/*', rule: null, severity: 'warning', starts_at: 100, ends_at: 200, author: 'ana', reason: 'lr sweep',
+      run: 'exp/*', rule: null, severity: 'warning', starts_at: 100, ends_at: 200, author: '<@U0ANA>', reason: 'lr sweep',
     });
+    const t = await store.addSilence({
+      run: null, rule: 'kl_high', severity: null, starts_at: 100, ends_at: 120, author: '<@U0BO>', author_name: 'Bo', reason: '',
+    });
+    expect((await store.activeSilences(110)).map((x) => [x.id, x.author_name])).toEqual([[s.id, '<@U0ANA>'], [t.id, 'Bo']]);
     expect((await store.activeSilences(150)).map((x) => x.id)).toEqual([s.id]);
     expect(await store.activeSilences(200)).toEqual([]);
     await store.endSilence(s.id, 160);

@@ -2,7 +2,9 @@ import type pg from 'pg';
 import type { EventRecord } from '../../ingest/records.ts';
 import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from '../contract.ts';
 import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from '../contract.ts';
-import type { RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx } from '../contract.ts';
+import type {
+  NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
+} from '../contract.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
@@ -225,10 +227,11 @@ export class PgStore implements StoreContract {
   }
 
   dropAlert = async (id: number): Promise<void> => void (await this.run('DELETE FROM alerts WHERE id = $1', [id]));
-  ackAlert = async (id: number, by: string, comment: string | null, at: number): Promise<void> =>
-    void (await this.run('UPDATE alerts SET acked_by = $2, acked_at = $3, ack_comment = $4 WHERE id = $1', [
-      id, by, at, comment,
-    ]));
+  ackAlert = async (id: number, by: Who, comment: string | null, at: number): Promise<void> =>
+    void (await this.run(
+      'UPDATE alerts SET acked_by = $2, acked_by_name = $3, acked_at = $4, ack_comment = $5 WHERE id = $1',
+      [id, by.id, by.name, at, comment],
+    ));
   markNotified = async (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
     void (await this.run('UPDATE alerts SET notified_state = $2, notified_at = $3 WHERE id = $1', [id, state, at]));
   alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
@@ -249,11 +252,11 @@ export class PgStore implements StoreContract {
       [runId, rule, metric, step, JSON.stringify(state)],
     ));
 
-  async addSilence(s: Omit<SilenceRow, 'id' | 'ended_at'>): Promise<SilenceRow> {
+  async addSilence(s: NewSilence): Promise<SilenceRow> {
     return (await this.one<SilenceRow>(
-      `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       RETURNING *`,
-      [s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.reason],
+      `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.author_name ?? s.author, s.reason],
     ))!;
   }
 
