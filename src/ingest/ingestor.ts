@@ -255,7 +255,7 @@ export class Ingestor {
     if (offset === st.size && row.ino !== null) return;
     let decode = this.decoders.get(row.id);
     if (!decode || offset !== row.offset) {
-      decode = format.open({ relPath: this.runOf(row).relPath }, this.opts.maxLineBytes);
+      decode = await format.open({ relPath: this.runOf(row).relPath }, this.opts.maxLineBytes);
       this.decoders.set(row.id, decode);
     }
     const chunkBytes = this.opts.chunkBytes ?? 256 * 1024;
