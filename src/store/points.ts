@@ -37,6 +37,8 @@ interface Fresh {
 interface Tail {
   steps: number[];
   values: number[];
+  /** started at the series' first point (and never cut back): fewer than asked for is then all there is */
+  whole: boolean;
 }
 /** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
 const TAIL_MAX = 1024;
@@ -135,12 +137,14 @@ export class Points {
       }
       i++;
       this.insertPoint.run(runId, id, step, toDb(value));
-      if (fresh && tails) keepTail(tails, fresh, id, step, value);
-      if (fresh) remember(fresh, id, step, value);
+      // the run's first point of this metric: a tail started here holds the whole series
+      let first = false;
       if (!seen.has(id)) {
         seen.add(id);
-        this.insertRunMetric.run(runId, id);
+        first = this.insertRunMetric.run(runId, id).changes > 0;
       }
+      if (fresh && tails) keepTail(tails, fresh, id, step, value, first);
+      if (fresh) remember(fresh, id, step, value);
     }
     names.length = i;
     this.shapeIds.length = i;
@@ -235,7 +239,7 @@ export class Points {
  * past every stored point of the series (the run's last step before the batch, and this batch's points of it),
  * and dropped when a step is written again or out of order: so it always holds every point from its first on.
  */
-function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: number, logged: number): void {
+function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: number, logged: number, first: boolean): void {
   const value = logged === 0 ? 0 : logged; // a REAL column gives -0 back as 0
   const tail = tails.get(id);
   if (tail) {
@@ -245,6 +249,7 @@ function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: numb
       if (tail.steps.length >= TAIL_MAX) {
         tail.steps.splice(0, tail.steps.length - TAIL_KEEP);
         tail.values.splice(0, tail.values.length - TAIL_KEEP);
+        tail.whole = false;
       }
     } else tails.delete(id);
     return;
@@ -252,7 +257,7 @@ function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: numb
   const series = fresh.series.get(id);
   const pastStored = fresh.before === null || step > fresh.before;
   const pastBatch = !series || (series.ascending && step > series.steps[series.steps.length - 1]!);
-  if (pastStored && pastBatch) tails.set(id, { steps: [step], values: [value] });
+  if (pastStored && pastBatch) tails.set(id, { steps: [step], values: [value], whole: first });
 }
 
 /** The last `n` points (finite ones only, with `finite`) at or before `step`, ascending; undefined when the tail
@@ -270,7 +275,7 @@ function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ s
   for (let i = lo - 1; i >= 0 && out.length < n; i--) {
     if (!finite || Number.isFinite(values[i])) out.push({ step: steps[i]!, value: values[i]! });
   }
-  return out.length === n ? out.reverse() : undefined;
+  return out.length === n || tail.whole ? out.reverse() : undefined;
 }
 
 function remember(fresh: Fresh, id: number, step: number, logged: number): void {
