@@ -8,10 +8,12 @@
  * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT backfill runs of the learning.log, each alternated with a bare run
  * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill children to bench/out/prof/.
+ * BENCH_ONLY=backfill|startup|live-scale runs that one section (startup after a backfill of BENCH_LINES lines, for
+ * its database), prints its figures as JSON with the load average, and exits.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -110,6 +112,27 @@ function runBare(db: string, points: number, perStep: number, txRows: number): B
   return JSON.parse(last) as BareResult;
 }
 
+/** The learning.log backfill alternated with the bare upsert of the same points, `REPEAT` times; `keepDb`
+ * leaves the last backfill's database in place (the start-up figures read it). */
+function backfillVsBare(logRoot: string, logDb: string, bareDb: string, keepDb: boolean) {
+  const logRuns: ChildResult[] = [];
+  const bareRuns: BareResult[] = [];
+  for (let i = 0; i < REPEAT; i++) {
+    const r = runChild(logRoot, logDb, REPEAT > 1 ? `learning-log-${i + 1}` : 'learning-log');
+    logRuns.push(r);
+    const perStepNow = Math.max(1, Math.round(r.points / Math.max(1, r.steps)));
+    const b = runBare(bareDb, r.points, perStepNow, Math.max(1, Math.round(r.points / Math.max(1, r.batches))));
+    bareRuns.push(b);
+    say(`  run ${i + 1}/${REPEAT}: backfill ${r.seconds.toFixed(1)} s, peak RSS ${(r.maxRssKB / 1024).toFixed(0)} MB; ` +
+      `bare ${b.seconds.toFixed(1)} s (${b.txRows.toLocaleString('en')} rows per transaction)`);
+    if (i < REPEAT - 1 || !keepDb) removeDb(logDb);
+  }
+  const log = repeated(logRuns);
+  const bareSeconds = median(bareRuns.map((b) => b.seconds));
+  const bare: BareResult = { ...bareRuns[0]!, seconds: bareSeconds, pointsPerSec: log.points / bareSeconds };
+  return { log, bare, bareRuns };
+}
+
 const rssList = (r: Repeated): string => r.runs.map((x) => (x.maxRssKB / 1024).toFixed(0)).join(', ');
 
 function removeDb(path: string): void {
@@ -126,6 +149,14 @@ if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: '
   throw new Error('npm run build failed');
 }
 
+const ONLY = process.env['BENCH_ONLY'];
+if (ONLY === 'live-scale') {
+  say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
+  const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20) });
+  process.stdout.write(`${JSON.stringify({ liveScale: r, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
+
 // 1. backfill of a learning.log, in a child process (for its peak RSS)
 const logRoot = join(OUT, 'backfill');
 const logPath = join(logRoot, 'run1', 'learning.log');
@@ -136,29 +167,25 @@ say(`  ${(genLog.value / MB).toFixed(1)} MB in ${genLog.seconds.toFixed(1)} s; b
 const logDb = join(OUT, 'backfill.db');
 // 2. alternated with the bare SQLite ceiling for the same points, in the product's batch size (points per
 // transaction of the backfill just run), so that the machine's load hits both alike
-const logRuns: ChildResult[] = [];
-const bareRuns: BareResult[] = [];
 const bareDb = join(OUT, 'bare.db');
-for (let i = 0; i < REPEAT; i++) {
-  const r = runChild(logRoot, logDb, REPEAT > 1 ? `learning-log-${i + 1}` : 'learning-log');
-  logRuns.push(r);
-  const perStepNow = Math.max(1, Math.round(r.points / Math.max(1, r.steps)));
-  const b = runBare(bareDb, r.points, perStepNow, Math.max(1, Math.round(r.points / Math.max(1, r.batches))));
-  bareRuns.push(b);
-  say(`  run ${i + 1}/${REPEAT}: backfill ${r.seconds.toFixed(1)} s, peak RSS ${(r.maxRssKB / 1024).toFixed(0)} MB; ` +
-    `bare ${b.seconds.toFixed(1)} s (${b.txRows.toLocaleString('en')} rows per transaction)`);
-  if (i < REPEAT - 1) removeDb(logDb);
-}
-const log = repeated(logRuns);
+const { log, bare, bareRuns } = backfillVsBare(logRoot, logDb, bareDb, ONLY !== 'backfill');
 const perStep = Math.max(1, Math.round(log.points / Math.max(1, log.steps)));
-const bareSeconds = median(bareRuns.map((b) => b.seconds));
-const bare: BareResult = { ...bareRuns[0]!, seconds: bareSeconds, pointsPerSec: log.points / bareSeconds };
+if (ONLY === 'backfill') {
+  const ratio = log.points / log.seconds / bare.pointsPerSec;
+  const runs = { backfill: log.runs, bare: bareRuns.map((b) => b.seconds) };
+  process.stdout.write(`${JSON.stringify({ lines: log.lines, points: log.points, ratio, peakRssMB: log.maxRssKB / 1024, runs, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
 
 // 2b. CLI start-up against `node -e 0`, and the first (cold) `reward history` of the 1M-step run, on its database
 say('CLI start-up: rlwatch runs / run status against node -e 0, alternated');
 const startup = runStartupBench({ repo: REPO, db: logDb, run: 'run1' });
 const coldHistory = runColdHistory({ repo: REPO, db: logDb, run: 'run1', metric: 'reward' });
 say(`  runs ${startup.commands[0]!.ratio.toFixed(2)}x node; cold reward history ${coldHistory.medianMs.toFixed(0)} ms`);
+if (ONLY === 'startup') {
+  process.stdout.write(`${JSON.stringify({ startup, coldHistory, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
 removeDb(logDb);
 rmSync(logRoot, { recursive: true, force: true });
 

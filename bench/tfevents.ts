@@ -56,7 +56,7 @@ export async function runTfeventsBench(opts: { outDir: string; steps?: number })
 
   // decode alone, in the ingestor's chunk size
   const data = readFileSync(path);
-  const decode = tfEvents.open({ relPath: 'x' }, 8 * 1024 * 1024);
+  const decode = await tfEvents.open({ relPath: 'x' }, 8 * 1024 * 1024);
   let points = 0;
   const d0 = performance.now();
   let pending = Buffer.alloc(0);

@@ -4,9 +4,21 @@
 // code splitting keeps each such import its own chunk, loaded only when that platform is configured.
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
+
+// zod's classic entry re-exports every locale as `z.locales` (260 KB, more than half of zod in the bundle, parsed
+// on every command). rlwatch never uses them; the English messages are imported by zod's schemas themselves.
+const withoutZodLocales = {
+  name: 'without-zod-locales',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${sep}zod${sep}`) ? { path: 'zod-locales', namespace: 'empty' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'empty' }, () => ({ contents: 'export {};', loader: 'js' }));
+  },
+};
 const outdir = join(root, 'dist');
 rmSync(outdir, { recursive: true, force: true });
 await build({
@@ -20,6 +32,7 @@ await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
+  plugins: [withoutZodLocales],
   external: ['better-sqlite3', '@resvg/resvg-js', 'discord.js', '@slack/bolt'],
   // bundled CommonJS packages call require(): give the ESM bundle one
   banner: { js: "import { createRequire as __rlwatchRequire } from 'node:module'; const require = __rlwatchRequire(import.meta.url);" },

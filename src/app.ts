@@ -95,7 +95,8 @@ export function makeEngine(
 export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
   const engine = makeEngine(store, config, { terminal: true });
   const dispatcher = new Dispatcher(store, [target], { log });
-  const ingestor = new Ingestor(store, config.ingest, ingestEvents(log, (r) => engine.evaluate(r.runId, false)));
+  // the rules run inside each batch's transaction: one commit per batch
+  const ingestor = new Ingestor(store, config.ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
   return {
     ingestor,
     async finish(): Promise<void> {
@@ -148,18 +149,20 @@ export async function startApp(opts: {
   const stopPlatforms = (ms: number) => Promise.all(running.map((p) => within(p.stop?.(), ms)));
   // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
   let catchingUp = true;
+  // The rules run inside each batch's transaction (one commit per batch). That transaction has written the batch
+  // before they run, so it holds the write lock: they cannot find the database busy (a busy batch is read again).
+  let announced = 0;
   const ingestor = new Ingestor(
     store,
     config.ingest,
     ingestEvents(log, (r) => {
-      retryWhileBusy(
-        () => {
-          if (engine.evaluate(r.runId, !catchingUp) > 0) void dispatcher.kick();
-        },
-        (err) => log.warn(`cannot evaluate the rules of run ${r.runId} yet (${err.message}): trying again in 1 s`),
-      );
+      if (announced > 0) void dispatcher.kick();
+      announced = 0;
       opts.onBatch?.(r);
     }),
+    (r) => {
+      announced += engine.evaluate(r.runId, !catchingUp);
+    },
   );
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
   engine.evaluateBehind(); // batches a stopped process committed but never evaluated

@@ -1,12 +1,9 @@
 import './zodJitless.ts';
 import { Command, InvalidArgumentError } from 'commander';
-import { SingleBar } from 'cli-progress';
 import { config as loadDotenv } from 'dotenv';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backfillPipeline, platformsFromEnv, startApp } from './app.ts';
-import { DEMO_RUN, replayDemo } from './demo.ts';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
 import { alertList } from './commands/alerts.ts';
 import { unreadSummary } from './commands/files.ts';
@@ -18,12 +15,15 @@ import type { Reply } from './commands/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
 import { UserError } from './errors.ts';
 import type { Config } from './config/schema.ts';
-import { backfill, type BackfillSummary } from './ingest/backfill.ts';
+import type { BackfillSummary } from './ingest/backfill.ts';
 import { silentLog, stderrLog } from './log.ts';
 import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import { Store } from './store/store.ts';
 import { registerMigrate } from './migrateCommand.ts';
+
+// The pipeline (app, ingest, engine, watcher), the demo and the progress bar are imported where `start`,
+// `backfill` and `demo` use them: the reading commands (`runs`, `run status`, ...) start without them.
 
 interface GlobalOpts {
   db?: string;
@@ -53,6 +53,11 @@ function print(reply: Reply, json: boolean | undefined): void {
 
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
 async function runBackfill(store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => void): Promise<void> {
+  const [{ backfillPipeline }, { backfill }, { SingleBar }] = await Promise.all([
+    import('./app.ts'),
+    import('./ingest/backfill.ts'),
+    import('cli-progress'),
+  ]);
   const { ingestor, finish } = backfillPipeline(store, config, stderrLog, terminal());
   const bar = process.stderr.isTTY
     ? new SingleBar({ format: 'backfill [{bar}] {percentage}% {value}/{total} MB', stream: process.stderr })
@@ -120,6 +125,7 @@ program
     if (roots.length === 0) {
       throw new UserError('nothing to watch: pass directories (rlwatch start DIR) or set watch.roots in rlwatch.yaml');
     }
+    const { platformsFromEnv, startApp } = await import('./app.ts');
     const platforms = platformsFromEnv(config);
     if (Object.keys(platforms).length === 0) stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
     const app = await startApp({ config, dbPath, roots, log: stderrLog, platforms });
@@ -265,6 +271,7 @@ program
   }, 100)
   .action(async (opts: { pace: number }, cmd: Command) => {
     const { config, dbPath } = setup(cmd);
+    const { DEMO_RUN, replayDemo } = await import('./demo.ts');
     const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog });
     withStore(cmd, (store) => {
       const color = process.stdout.isTTY === true;

@@ -1,5 +1,5 @@
 /** A small TensorBoard event writer for the tests and the benchmark: protobufjs encoding plus TFRecord framing. */
-import { EVENT } from '../src/ingest/formats/tfEvents.ts';
+import { EVENT } from '../src/ingest/formats/tfEventsDecoder.ts';
 import { maskedCrc32c } from '../src/ingest/formats/tfrecord.ts';
 
 export interface ScalarEvent {

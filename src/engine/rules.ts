@@ -1,3 +1,5 @@
+// zod compiles fast paths (new Function) on first use: off before any schema is parsed (the preset parses at load)
+import '../zodJitless.ts';
 import { z } from 'zod';
 import { DURATION_EXPECTED, globMatch, parseDuration } from './duration.ts';
 import { MIN_INTERVALS } from './stall.ts';

@@ -75,6 +75,9 @@ export class Ingestor {
     private readonly store: Store,
     private readonly opts: IngestOptions,
     private readonly onEvent: (e: IngestEvent) => void = () => {},
+    /** runs inside the transaction of each batch that stored something, before its 'batch' event: the rules,
+     * so that a batch and its evaluation are one commit */
+    private readonly inBatch?: (r: BatchResult) => void,
   ) {}
 
   /** Reads what is new in `path` (a file under the watch root `root`). Null when it is not a log file. */
@@ -255,7 +258,7 @@ export class Ingestor {
     if (offset === st.size && row.ino !== null) return;
     let decode = this.decoders.get(row.id);
     if (!decode || offset !== row.offset) {
-      decode = format.open({ relPath: this.runOf(row).relPath }, this.opts.maxLineBytes);
+      decode = await format.open({ relPath: this.runOf(row).relPath }, this.opts.maxLineBytes);
       this.decoders.set(row.id, decode);
     }
     const chunkBytes = this.opts.chunkBytes ?? 256 * 1024;
@@ -393,12 +396,14 @@ export class Ingestor {
   }
 
   private commit(batch: Batch, out: FileOutcome, bytes: number): void {
-    const result = this.store.commit(batch, this.opts.examplesPerStep);
+    const inBatch = this.inBatch;
+    const within = inBatch && ((r: BatchResult) => void (stored(batch, r) && inBatch(r)));
+    const result = this.store.commit(batch, this.opts.examplesPerStep, within);
     out.bytes += bytes;
     out.lines += batch.progress.lines;
     out.records += batch.metrics.length;
     for (const [reason, s] of batch.skips) out.skips[reason] = (out.skips[reason] ?? 0) + s.count;
-    if (batch.metrics.length > 0 || batch.examples.length > 0 || result.events > 0) this.onEvent({ kind: 'batch', result });
+    if (stored(batch, result)) this.onEvent({ kind: 'batch', result });
   }
 
   private runOf(row: FileRow): { name: string; relPath: string } {
@@ -426,6 +431,9 @@ export class Ingestor {
 }
 
 const isBad = (r: ParseResult): boolean => r.kind === 'bad';
+
+/** Whether a batch stored anything the rules look at. */
+const stored = (b: Batch, r: BatchResult): boolean => b.metrics.length > 0 || b.examples.length > 0 || r.events > 0;
 
 /** Why a file that looks like a log is not read (yet), for `rlwatch files` and the backfill summary. */
 function unreadOf(loc: RunLocation, path: string, size: number, verdict: null | 'later') {

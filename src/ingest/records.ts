@@ -101,7 +101,7 @@ export interface RecordFormat {
   kind: 'records';
   detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
   /** `maxRecordBytes`: a record over this size is passed over, never held in memory */
-  open(file: FileInfo, maxRecordBytes: number): RecordDecoder;
+  open(file: FileInfo, maxRecordBytes: number): Promise<RecordDecoder>;
 }
 
 /** A binary table written once (TRL's `completions_<step>.parquet`): read whole, again if it changes. A file

@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'chokidar';
+import { statSync } from 'node:fs';
 import { basename, resolve, sep } from 'node:path';
 import { isIgnoredDir, readElsewhere } from './discover.ts';
 import type { Ingestor } from './ingestor.ts';
@@ -7,7 +8,8 @@ import { isBusy } from '../store/dbErrors.ts';
 import { BUSY_RETRY_MS } from '../store/store.ts';
 
 /** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
- * so the last append of a burst could go unnoticed: every change is looked at once more this much later. */
+ * so the last append of a burst could go unnoticed: every change is looked at once more this much later, and
+ * read again if the file changed since it was last read. */
 const TRAILING_CHECK_MS = 60;
 /** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen. */
 const SWEEP_MS = 30_000;
@@ -30,6 +32,8 @@ export class LiveIngest {
   private draining: Promise<void> | null = null;
   private readonly seen = new Set<string>();
   private readonly trailing = new Map<string, NodeJS.Timeout>();
+  /** each file's size and mtime as it was just before its last read */
+  private readonly lastRead = new Map<string, string>();
   private sweep: NodeJS.Timeout | null = null;
 
   constructor(
@@ -94,7 +98,8 @@ export class LiveIngest {
       path,
       setTimeout(() => {
         this.trailing.delete(path);
-        this.enqueue(path);
+        // a stat, not a read: live, every appended line used to be read twice (the event, then this check)
+        if (identity(path) !== this.lastRead.get(path)) this.enqueue(path);
       }, TRAILING_CHECK_MS),
     );
   }
@@ -118,6 +123,7 @@ export class LiveIngest {
       this.queue.delete(path);
       const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
       if (!root || readElsewhere(path, this.roots)) continue;
+      this.lastRead.set(path, identity(path));
       try {
         await this.ingestor.ingest(path, root);
       } catch (err) {
@@ -126,6 +132,16 @@ export class LiveIngest {
         if (isBusy(err)) setTimeout(() => this.enqueue(path), BUSY_RETRY_MS).unref();
       }
     }
+  }
+}
+
+/** What tells a change: size and mtime (a rewrite to the same size moves the mtime), inode (a new file). */
+function identity(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.size}:${st.mtimeMs}:${st.ino}`;
+  } catch {
+    return 'gone';
   }
 }
 

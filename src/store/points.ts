@@ -33,8 +33,26 @@ interface Fresh {
   series: Map<number, FreshSeries>;
 }
 
+/** The newest points of one series, ascending: every point of the series from `steps[0]` on is here. */
+interface Tail {
+  steps: number[];
+  values: number[];
+  /** started at the series' first point (and never cut back): fewer than asked for is then all there is */
+  whole: boolean;
+}
+/** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
+const TAIL_MAX = 1024;
+const TAIL_KEEP = 512;
+
 export class Points {
   private readonly ids = new Map<string, number>();
+  /** the metric names of the last step written and their ids: a log writes the same names in the same order
+   * line after line, so the ids are found by comparing names, not by looking each one up */
+  private shapeNames: string[] = [];
+  private shapeIds: number[] = [];
+  /** per run and metric id, the newest points written by this process: `upTo` answers from here (live, the
+   * rules' look-back windows were a query per rule per line) */
+  private readonly tails = new Map<number, Map<number, Tail>>();
   /** per run, the points of its last committed batch: the engine evaluates them from memory, not re-reading them */
   private readonly fresh = new Map<number, Fresh>();
   /** the run whose batch is being written (between beginBatch and written) */
@@ -76,6 +94,7 @@ export class Points {
   forget(runId: number): void {
     this.batchRun = null;
     this.fresh.delete(runId);
+    this.tails.delete(runId);
   }
 
   /** The epoch logged at each of `steps` (null where none was). */
@@ -100,16 +119,35 @@ export class Points {
   write(runId: number, step: number, values: Map<string, number>, at: number, seen: Set<number>): boolean {
     // points written outside a batch (beginBatch) are not remembered: then the run's memory is no longer whole
     const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
-    if (!fresh) this.fresh.delete(runId);
+    if (!fresh) {
+      this.fresh.delete(runId);
+      this.tails.delete(runId);
+    }
+    let tails = fresh && this.tails.get(runId);
+    if (fresh && !tails) this.tails.set(runId, (tails = new Map()));
+    const names = this.shapeNames;
+    let i = 0;
     for (const [name, value] of values) {
-      const id = this.metricId(name);
+      let id: number;
+      if (names[i] === name) id = this.shapeIds[i]!;
+      else {
+        id = this.metricId(name);
+        names[i] = name;
+        this.shapeIds[i] = id;
+      }
+      i++;
       this.insertPoint.run(runId, id, step, toDb(value));
-      if (fresh) remember(fresh, id, step, value);
+      // the run's first point of this metric: a tail started here holds the whole series
+      let first = false;
       if (!seen.has(id)) {
         seen.add(id);
-        this.insertRunMetric.run(runId, id);
+        first = this.insertRunMetric.run(runId, id).changes > 0;
       }
+      if (fresh && tails) keepTail(tails, fresh, id, step, value, first);
+      if (fresh) remember(fresh, id, step, value);
     }
+    names.length = i;
+    this.shapeIds.length = i;
     return this.insertStep.run(runId, step, at).changes > 0;
   }
 
@@ -184,12 +222,60 @@ export class Points {
   /** The last `n` values of one metric up to and including `step`, ascending; with `finite`, the last `n`
    * finite ones (windows of means must not come up short because of a nan). */
   upTo(runId: number, metric: string, step: number, n: number, finite = false): Array<{ step: number; value: number }> {
+    const id = this.ids.get(metric);
+    const tail = id === undefined ? undefined : this.tails.get(runId)?.get(id);
+    const kept = tail && n > 0 ? lastOf(tail, step, n, finite) : undefined;
+    if (kept) return kept;
     // NaN is stored as NULL; ±Infinity as REAL infinities, which 9e999 spells in SQL
     const where = finite ? 'AND value IS NOT NULL AND abs(value) < 9e999' : '';
     const rows = prepared(this.db, `SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ${where} ORDER BY step DESC LIMIT ?`)
       .all(runId, this.metricId(metric), step, n) as Array<{ step: number; value: number | null }>;
     return rows.reverse().map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
+}
+
+/**
+ * Appends a point to its series' tail (before `remember` notes it in `fresh`). A tail is started only by a point
+ * past every stored point of the series (the run's last step before the batch, and this batch's points of it),
+ * and dropped when a step is written again or out of order: so it always holds every point from its first on.
+ */
+function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: number, logged: number, first: boolean): void {
+  const value = logged === 0 ? 0 : logged; // a REAL column gives -0 back as 0
+  const tail = tails.get(id);
+  if (tail) {
+    if (step > tail.steps[tail.steps.length - 1]!) {
+      tail.steps.push(step);
+      tail.values.push(value);
+      if (tail.steps.length >= TAIL_MAX) {
+        tail.steps.splice(0, tail.steps.length - TAIL_KEEP);
+        tail.values.splice(0, tail.values.length - TAIL_KEEP);
+        tail.whole = false;
+      }
+    } else tails.delete(id);
+    return;
+  }
+  const series = fresh.series.get(id);
+  const pastStored = fresh.before === null || step > fresh.before;
+  const pastBatch = !series || (series.ascending && step > series.steps[series.steps.length - 1]!);
+  if (pastStored && pastBatch) tails.set(id, { steps: [step], values: [value], whole: first });
+}
+
+/** The last `n` points (finite ones only, with `finite`) at or before `step`, ascending; undefined when the tail
+ * does not reach back far enough to know. */
+function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ step: number; value: number }> | undefined {
+  const { steps, values } = tail;
+  let lo = 0;
+  let hi = steps.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (steps[mid]! <= step) lo = mid + 1;
+    else hi = mid;
+  }
+  const out: Array<{ step: number; value: number }> = [];
+  for (let i = lo - 1; i >= 0 && out.length < n; i--) {
+    if (!finite || Number.isFinite(values[i])) out.push({ step: steps[i]!, value: values[i]! });
+  }
+  return out.length === n || tail.whole ? out.reverse() : undefined;
 }
 
 function remember(fresh: Fresh, id: number, step: number, logged: number): void {

@@ -63,7 +63,7 @@ export class Store {
   readonly attempts: Attempts;
   readonly arrivals: Arrivals;
   readonly now: () => number;
-  private readonly commitTx: (b: Batch, keep: number) => BatchResult;
+  private readonly commitTx: (b: Batch, keep: number, within?: (r: BatchResult) => void) => BatchResult;
   private lock: WriterLock | null = null;
 
   constructor(
@@ -83,7 +83,11 @@ export class Store {
     this.events = new Events(db);
     this.attempts = new Attempts(db);
     this.arrivals = new Arrivals(db);
-    this.commitTx = db.transaction((b: Batch, keep: number) => this.writeBatch(b, keep));
+    this.commitTx = db.transaction((b: Batch, keep: number, within?: (r: BatchResult) => void) => {
+      const result = this.writeBatch(b, keep);
+      within?.(result);
+      return result;
+    });
   }
 
   static open(path: string, opts: StoreOptions = {}): Store {
@@ -136,10 +140,11 @@ export class Store {
     return store;
   }
 
-  /** Records and the file offset in one transaction: a crash never loses or duplicates a line. */
-  commit(batch: Batch, examplesPerStep: number): BatchResult {
+  /** Records and the file offset in one transaction: a crash never loses or duplicates a line. `within` runs
+   * inside that transaction after the records are written (the rules: one commit per batch, not two). */
+  commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult {
     try {
-      return this.commitTx(batch, examplesPerStep);
+      return this.commitTx(batch, examplesPerStep, within);
     } catch (err) {
       this.points.forget(batch.runId);
       throw err;

@@ -4,7 +4,6 @@
  * that step; its reward is a total column when the table has one, else the sum of the reward-function columns
  * (TRL weights them equally unless `reward_weights` says otherwise), and those columns are its breakdown.
  */
-import { parquetReadObjects } from 'hyparquet';
 import type { ExampleRecord, FileInfo, ParseResult, TableFormat } from '../records.ts';
 import { bad, baseName, exampleKey, isRecord, shortHash, textOf, toStep } from './common.ts';
 
@@ -51,6 +50,8 @@ async function read(bytes: Uint8Array, file: FileInfo): Promise<ParseResult[]> {
   let rows: Array<Record<string, unknown>>;
   try {
     const table = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    // loaded on the first parquet file: a CLI command that never reads one does not pay for the reader
+    const { parquetReadObjects } = await import('hyparquet');
     rows = await parquetReadObjects({ file: table });
   } catch {
     return [bad('unreadable parquet')];

@@ -7,7 +7,6 @@ import { UserError } from '../../errors.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
 import { commonSection, router, type Platform } from '../platform.ts';
-import { alertMail } from './message.ts';
 
 const section = z
   .object({
@@ -83,6 +82,8 @@ export const email: Platform<Section, EmailSettings> = {
       targets: destinations.map((to) => ({
         name: `email:${to}`,
         async deliver(n: Notification) {
+          // the message builder draws charts (vega, resvg): loaded on the first mail, not with the config
+          const { alertMail } = await import('./message.ts');
           const mail = await alertMail(n, domain);
           try {
             await transport.sendMail({ from: settings.from, to, ...mail });

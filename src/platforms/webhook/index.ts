@@ -6,7 +6,6 @@ import { z } from 'zod';
 import type { Notification } from '../../engine/notification.ts';
 import { router, type Platform } from '../platform.ts';
 import { destinations, post, webhookFields, type WebhookSettings } from '../outbound.ts';
-import { signature, webhookBody } from './body.ts';
 
 export const SIGNATURE_HEADER = 'X-Rlwatch-Signature';
 
@@ -36,6 +35,8 @@ export const webhook: Platform<Section, Settings> = {
     const targets = [...settings.urls].map(([name, url]) => ({
       name: `webhook:${name}`,
       async deliver(n: Notification) {
+        // the body draws charts (vega, resvg): loaded on the first post, not with the config
+        const { signature, webhookBody } = await import('./body.ts');
         const raw = JSON.stringify(await webhookBody(n, settings.section.charts));
         const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'rlwatch' };
         if (settings.secret) headers[SIGNATURE_HEADER] = signature(settings.secret, raw);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EVENT, tfEvents } from '../../../src/ingest/formats/tfEvents.ts';
+import { decoder, EVENT } from '../../../src/ingest/formats/tfEventsDecoder.ts';
 import { FrameReader, maskedCrc32c } from '../../../src/ingest/formats/tfrecord.ts';
 import type { MetricRecord, ParseResult } from '../../../src/ingest/records.ts';
 import { eventRecord, frame, versionRecord } from '../../tfeventsWriter.ts';
@@ -28,7 +28,7 @@ function tfRecord(data: Buffer): Buffer {
 }
 
 const decode = (bytes: Buffer): { results: ParseResult[]; consumed: number } =>
-  tfEvents.open({ relPath: 'runs/x/events.out.tfevents.1.host.1.0' }, 1 << 20)(bytes);
+  decoder(1 << 20)(bytes);
 const metrics = (results: ParseResult[]): MetricRecord[] =>
   results.flatMap((r) => (r.kind === 'metric' ? [r.record] : []));
 
