@@ -173,6 +173,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     // the line is learnt again after each break (a fit across one would bend towards it): from this step on
     let breakFrom = Number(cursor?.state.breakFrom ?? START);
     let lineFrom = Math.max(0, points.findIndex((p) => p.step >= breakFrom));
+    // records in a row the windows' change (or the plateau) has held: it fires after `for` of them
+    let held = Number(cursor?.state.held ?? 0);
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
       quietFor: rule.quietFor,
       quiet: Number(cursor?.state.quiet ?? 0),
@@ -224,6 +226,9 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
         ...(brk && { line: { ...brk } }),
       };
       const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
+      held = (rule.direction === 'flat' ? flat : upWindows || downWindows) ? held + 1 : 0;
+      // a break fires at once: it is judged once (the line is learnt again after it)
+      const firing = broke || held >= rule.for;
       // hysteresis both ways: a trend settles once the change is back under half the threshold or within
       // half the noise; a plateau ends once the metric really moves (twice the threshold, beyond the noise)
       // or climbs past `below` (else it flaps at the edge)
@@ -264,7 +269,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       if (bad) {
         const { summary, direction } = bad;
-        lc.apply(step, { kind: 'bad', firing: true, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
+        lc.apply(step, { kind: 'bad', firing, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
       } else {
         lc.apply(step, {
           kind: 'ok',
@@ -274,7 +279,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
     }
     const learnt = breaks ? { breakFrom } : {};
-    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, ...learnt });
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt });
   }
 }
 
@@ -329,13 +334,17 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
         watchFrom = at.step;
         const m = mean(recent, 0, recent.length);
         if (!compare(m, rule.op, rule.value)) {
+          // one cause, one page: a run a critical alert is firing for (mode_collapse since step 5) misses its
+          // milestones because of it; they are recorded as info (terminal, digest, report), naming that alert
+          const paged = store.alerts.list({ runId }).find((a) => a.severity === 'critical' && a.rule !== rule.id);
+          const since = paged ? `; ${paged.rule} critical since step ${paged.fired_step ?? paged.started_step}` : '';
           lc.apply(at.step, {
             kind: 'bad',
             firing: true,
-            severity: rule.severity,
+            severity: paged ? 'info' : rule.severity,
             describe: () => ({
-              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})`,
-              details: detailsOf(at.value, m, recent.length),
+              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})${since}`,
+              details: { ...detailsOf(at.value, m, recent.length), ...(paged && { covered: paged.rule }) },
             }),
           });
         }

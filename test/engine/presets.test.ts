@@ -185,6 +185,35 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t2.alerts().filter((a) => a.severity === 'warning')).toEqual([]);
   });
 
+  it('one cause, one page: the milestones a run misses while mode_collapse is critical are info, naming it', () => {
+    // 100 records to epoch 1.0, every group agreeing on a reward of 0 (trl-grpo-finance-poison's shape)
+    const run = (frac: number) =>
+      Array.from({ length: 100 }, (_, i) => ({ epoch: (i + 1) / 100, reward: 0, reward_std: 0.01, frac_zero_std: frac }));
+    const milestones = (t: Trace) =>
+      t.alerts().filter((a) => a.rule.startsWith('milestone_') || a.rule.startsWith('stop_')).map((a) => `${a.rule} ${a.severity}`);
+    const paged = new Trace().feed(run(1));
+    expect(paged.alert('mode_collapse')).toMatchObject({ severity: 'critical', fired_step: 3 });
+    expect(milestones(paged)).toEqual([
+      'milestone_reward_epoch_0.5 info',
+      'milestone_frac_zero_std_epoch_0.5 info',
+      'milestone_reward_epoch_1 info',
+      'stop_reward_epoch_1 info',
+      'stop_frac_zero_std_epoch_1 info',
+    ]);
+    expect(paged.alert('stop_reward_epoch_1').summary).toMatch(/; mode_collapse critical since step 3$/);
+    // (control: half the groups agree, under mode_collapse's 0.8: the milestones keep their own severities, but
+    // for the second stop rule at epoch 1, which is the same verdict as the first: one page)
+    const half = new Trace().feed(run(0.5));
+    expect(milestones(half)).toEqual([
+      'milestone_reward_epoch_0.5 warning',
+      'milestone_frac_zero_std_epoch_0.5 warning',
+      'milestone_reward_epoch_1 warning',
+      'stop_reward_epoch_1 critical',
+      'stop_frac_zero_std_epoch_1 info',
+    ]);
+    expect(half.alert('stop_frac_zero_std_epoch_1').summary).toMatch(/; stop_reward_epoch_1 critical since step 100$/);
+  });
+
   it('a reward below zero is never "flat below 0.3": the plateau is judged on a positive level only', () => {
     const t = new Trace().feed(times(60, { reward: -1.5 }));
     expect(t.alerts()).toEqual([]);

@@ -176,6 +176,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     // ours (issue 11): a change beyond 5 standard errors of the difference of the window means (stationary
     // noise raises none in 100,000 steps, bench/noise.ts); one that returns within a window is the same incident
     sigmas: 6, quietFor: 15,
+    // ours (issue 11): held for 5 records (a third of a window): a noisy PPO reward (deepspeed-chat-ppo in
+    // ../shared/real-logs) brushes 6 standard errors for a record or four in a dip that passes
+    for: 5,
     // ours (issue 11): a fall from the course the reward was on (a climb that turns into a 20% drop): the last
     // 5-20 records against the line of the 100 before them, beyond 6 standard errors (README: trend)
     breakSigmas: 6, breakFit: 100,
