@@ -85,17 +85,14 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       let holds = true;
       for (let k = 0; k < conds.length && holds; k++) holds = compare(values[k] as number, conds[k]!.op, conds[k]!.value);
       if (holds) {
-        streak++;
+        const n = ++streak;
         recovering = 0;
-        const firing = streak >= rule.for;
-        if (gate === undefined || !lc.wouldChange('bad', firing)) continue;
-        const n = streak;
-        const { shown, details } = describeValues(conds, [...values]);
-        const describe = () => ({
-          summary: shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ') + ` for ${plural(n, 'step')}`,
-          details: details(),
+        if (gate === undefined) continue;
+        lc.hold(p.step, n, rule.for, rule.severity, () => {
+          const { shown, details } = describeValues(conds, values);
+          const summary = shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ');
+          return { summary: `${summary} for ${plural(n, 'step')}`, details: details() };
         });
-        lc.apply(p.step, { kind: 'bad', firing, severity: rule.severity, describe });
       } else {
         streak = 0;
         // hysteresis: a single-condition rule resolves only once the value is back past `recover`
