@@ -58,11 +58,13 @@ export const ConfigSchema = z
         window: z.number().int().min(2).default(50),
         /** a report is posted when a watched run reaches each of these epochs (`[]`: none) */
         milestones: z.array(z.number().positive()).default([0.5, 1]),
-        /** the daily digest per channel at this UTC time (HH:MM), or `off` */
+        /** the daily digest per channel at this time (HH:MM) of `digestZone`, or `off` */
         digest: z
           .string()
-          .regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, { message: 'expected HH:MM (UTC) or off' })
+          .regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, { message: 'expected HH:MM or off' })
           .default('09:00'),
+        /** the IANA time zone of `digest` (Europe/Paris, America/New_York) */
+        digestZone: z.string().refine(validZone, { message: 'expected an IANA time zone such as UTC or Europe/Paris' }).default('UTC'),
       })
       .strict()
       .prefault({}),
@@ -70,3 +72,12 @@ export const ConfigSchema = z
   .strict();
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+function validZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -49,20 +49,10 @@ export function evaluateAnomaly(ctx: RunContext, rule: AnomalyRule): void {
     const details = { value: p.value, median: med, scale, z, window: rule.window };
     const zText = Number.isFinite(z) ? `${z >= 0 ? '+' : ''}${z.toFixed(1)}` : z > 0 ? '+∞' : '-∞';
     if (spike) {
-      streak++;
-      const n = streak;
-      if (!lc.wouldChange('bad', n >= rule.for)) continue;
-      lc.apply(p.step, {
-        kind: 'bad',
-        firing: n >= rule.for,
-        severity: rule.severity,
-        describe: () => ({
-          summary:
-            `${metric} ${formatValue(p.value)}: robust z ${zText} ` +
-            `against the median ${formatValue(med)} of the last ${rule.window}`,
-          details,
-        }),
-      });
+      lc.hold(p.step, ++streak, rule.for, rule.severity, () => ({
+        summary: `${metric} ${formatValue(p.value)}: robust z ${zText} against the median ${formatValue(med)} of the last ${rule.window}`,
+        details,
+      }));
     } else {
       streak = 0;
       const calm = Math.abs(z) <= rule.z / 2 || Math.abs(dev) <= rule.minDelta;

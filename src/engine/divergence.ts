@@ -14,6 +14,8 @@ interface Move {
   delta: number;
 }
 
+const shown = (m: Move, arrow: string): string => `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
+
 /**
  * Divergence (reward hacking): at each step, each metric's mean of the last `window` records against the
  * `window` before; the rule fires while one metric has risen and another fallen, both for real (past
@@ -55,20 +57,12 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
     const up = moves.find((m) => m.delta > 0);
     const down = moves.find((m) => m.delta < 0);
     if (up && down) {
-      if (!lc.wouldChange('bad', true)) continue;
-      const shown = (m: Move, arrow: string) =>
-        `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
-      lc.apply(step, {
-        kind: 'bad',
-        firing: true,
-        severity: rule.severity,
-        describe: () => ({
-          summary:
-            `${shown(up, '↗')} while ${shown(down, '↘')} over ${w}-step windows: ` +
-            "one reward rising at another's expense (reward hacking?)",
-          details: { rising: up, falling: down, window: w },
-        }),
-      });
+      lc.hold(step, 1, 1, rule.severity, () => ({
+        summary:
+          `${shown(up, '↗')} while ${shown(down, '↘')} over ${w}-step windows: ` +
+          "one reward rising at another's expense (reward hacking?)",
+        details: { rising: up, falling: down, window: w },
+      }));
     } else if (lc.wouldChange('ok', true)) {
       const describe = () => ({ summary: 'the rewards move together again', details: { window: w } });
       lc.apply(step, { kind: 'ok', recovered: true, describe });

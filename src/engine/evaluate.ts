@@ -1,7 +1,8 @@
 import { formatValue } from '../render/numbers.ts';
 import type { Store } from '../store/store.ts';
 import { Lifecycle } from './lifecycle.ts';
-import { mean, median, successiveSd } from './stats.ts';
+import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
+import { mean, median } from './stats.ts';
 import {
   alternatives,
   compare,
@@ -84,17 +85,14 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       let holds = true;
       for (let k = 0; k < conds.length && holds; k++) holds = compare(values[k] as number, conds[k]!.op, conds[k]!.value);
       if (holds) {
-        streak++;
+        const n = ++streak;
         recovering = 0;
-        const firing = streak >= rule.for;
-        if (gate === undefined || !lc.wouldChange('bad', firing)) continue;
-        const n = streak;
-        const { shown, details } = describeValues(conds, [...values]);
-        const describe = () => ({
-          summary: shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ') + ` for ${plural(n, 'step')}`,
-          details: details(),
+        if (gate === undefined) continue;
+        lc.hold(p.step, n, rule.for, rule.severity, () => {
+          const { shown, details } = describeValues(conds, values);
+          const summary = shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ');
+          return { summary: `${summary} for ${plural(n, 'step')}`, details: details() };
         });
-        lc.apply(p.step, { kind: 'bad', firing, severity: rule.severity, describe });
       } else {
         streak = 0;
         // hysteresis: a single-condition rule resolves only once the value is back past `recover`
@@ -148,30 +146,42 @@ function turned(lc: Lifecycle, up: boolean): boolean {
 
 /** How many windows the noise of a trend is measured over (the two compared and those before them). */
 const NOISE_WINDOWS = 8;
+/** A plateau is flat by this many standard errors of the difference of its window means beyond the noise of
+ * those two windows alone (measured there, so that a noisy climb just before it does not hide it). */
+const FLAT_SIGMAS = 1.5;
 
-/** Trend: the mean of the last `window` records against the mean of the `window` before them. */
+/** Trend: the mean of the last `window` records against the mean of the `window` before them, and (with
+ * `breakSigmas`) the last records against the line the metric was on (breaks.ts). */
 export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const { store, runId } = ctx;
   const w = rule.window;
   const span = NOISE_WINDOWS * w;
+  const breaks = rule.breakSigmas > 0;
+  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0);
   for (const metric of expandMetrics(rule.metrics, store.points.metricsOf(runId))) {
     const cursor = store.alerts.cursor(runId, rule.id, metric);
     const from = cursor?.step ?? START;
     const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
     if (fresh.length === 0) continue;
-    const history = cursor ? store.points.upTo(runId, metric, from, span - 1, true) : [];
+    const history = cursor ? store.points.upTo(runId, metric, from, reach - 1, true) : [];
     const points = [...history, ...fresh];
     const values = points.map((p) => p.value);
+    const sums = new Sums(values);
+    // the line is learnt again after each break (a fit across one would bend towards it): from this step on
+    let breakFrom = Number(cursor?.state.breakFrom ?? START);
+    let lineFrom = Math.max(0, points.findIndex((p) => p.step >= breakFrom));
+    // records in a row the windows' change (or the plateau) has held: it fires after `for` of them
+    let held = Number(cursor?.state.held ?? 0);
     const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
       quietFor: rule.quietFor,
       quiet: Number(cursor?.state.quiet ?? 0),
     });
     for (let i = Math.max(history.length, 2 * w - 1); i < points.length; i++) {
-      const before = mean(values, i - 2 * w + 1, i - w + 1);
-      const after = mean(values, i - w + 1, i + 1);
+      const before = sums.mean(i - 2 * w + 1, i - w + 1);
+      const after = sums.mean(i - w + 1, i + 1);
       const delta = after - before;
       // the noise: k standard errors of the difference of two window means
-      const sd = successiveSd(values, Math.max(0, i - span + 1), i + 1);
+      const sd = sums.sd(Math.max(0, i - span + 1), i + 1);
       const noise = rule.sigmas * sd * Math.sqrt(2 / w);
       const real = Math.abs(delta) > noise;
       // a positive level well above its noise: change in % of the level; else (near or below 0, as
@@ -179,20 +189,43 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const onLevel = before > 0 && before >= 3 * sd;
       const range = onLevel ? 0 : spread(values, Math.max(0, i - span + 1), i + 1);
       const scale = onLevel ? before : range;
-      const rel = scale !== 0 ? delta / scale : delta === 0 ? 0 : Math.sign(delta) * Infinity;
-      const up = rel > rule.change && delta > rule.minDelta && real;
-      const down = rel < -rule.change && -delta > rule.minDelta && real;
+      const rel = ratio(delta, scale);
+      const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, (b) => moved(b, rule, scale)) : null;
+      const brkDelta = brk ? brk.observed - brk.before : 0;
+      const brkRel = ratio(brkDelta, scale);
+      const broke = brk !== null;
+      if (broke) {
+        lineFrom = i - brk.m + 1;
+        breakFrom = (points[lineFrom] as { step: number }).step;
+      }
+      const upWindows = rel > rule.change && delta > rule.minDelta && real;
+      const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
+      const up = upWindows || (broke && brkDelta > 0);
+      const down = downWindows || (broke && brkDelta < 0);
       // a plateau "below" is below it beyond the noise of a window mean, else a noisy level above it dips in;
       // and only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb)
-      const margin = (rule.sigmas / 2) * (sd / Math.sqrt(w));
-      const flat = onLevel && Math.abs(rel) < rule.change && after + margin < (rule.below ?? Infinity);
+      const localSd = sums.sd(i - 2 * w + 1, i + 1);
+      const margin = (rule.sigmas / 2) * (localSd / Math.sqrt(w));
+      const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * Math.sqrt(2 / w);
+      const flat = onLevel && flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
       const of = onLevel ? '' : ' of its range';
-      const pct = (): string =>
-        Number.isFinite(rel) ? `${rel >= 0 ? '+' : ''}${(rel * 100).toFixed(1)}%${of}` : 'from 0';
-      const details = { from: before, to: after, change: rel, window: w, noise, scale: onLevel ? 'level' : 'range' };
+      const pct = (r: number): string =>
+        Number.isFinite(r) ? `${r >= 0 ? '+' : ''}${(r * 100).toFixed(1)}%${of}` : 'from 0';
+      const details = {
+        from: before,
+        to: after,
+        change: rel,
+        window: w,
+        noise,
+        scale: onLevel ? 'level' : 'range',
+        ...(brk && { line: { ...brk } }),
+      };
       const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
+      held = (rule.direction === 'flat' ? flat : upWindows || downWindows) ? held + 1 : 0;
+      // a break fires at once: it is judged once (the line is learnt again after it)
+      const firing = broke || held >= rule.for;
       // hysteresis both ways: a trend settles once the change is back under half the threshold or within
       // half the noise; a plateau ends once the metric really moves (twice the threshold, beyond the noise)
       // or climbs past `below` (else it flaps at the edge)
@@ -208,14 +241,21 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
           bad = {
             severity: rule.severity,
             direction: 'flat',
-            summary: () => `${metric} flat at ${formatValue(after)} (${pct()} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
+            summary: () => `${metric} flat at ${formatValue(after)} (${pct(rel)} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
           };
         }
       } else if ((up && rule.direction !== 'down') || (down && rule.direction !== 'up')) {
+        const arrow = up ? '↗' : '↘';
+        // the windows' numbers when they show it; else the line's (a fall from a climb)
+        const byWindows = up ? upWindows : downWindows;
         bad = {
           severity: up ? rule.rise : rule.fall,
           direction: up ? 'up' : 'down',
-          summary: () => `${metric} ${up ? '↗' : '↘'} ${pct()} (${formatValue(before)} → ${formatValue(after)}) over ${w}-step windows`,
+          summary: () =>
+            byWindows || !brk
+              ? `${metric} ${arrow} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)}) over ${w}-step windows`
+              : `${metric} ${arrow} ${pct(brkRel)} (${formatValue(brk.before)} → ${formatValue(brk.observed)} over ${brk.m}-step windows; ` +
+                `${Math.abs(brk.z).toFixed(1)}σ off its course of ${rule.breakFit} steps)`,
         };
       }
       if (bad && lc.state !== null && lc.details.direction !== undefined && lc.details.direction !== bad.direction) {
@@ -226,17 +266,35 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       if (bad) {
         const { summary, direction } = bad;
-        lc.apply(step, { kind: 'bad', firing: true, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
+        lc.apply(step, { kind: 'bad', firing, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
       } else {
         lc.apply(step, {
           kind: 'ok',
           recovered: settled,
-          describe: () => ({ summary: `${metric} ${pct()} (${formatValue(before)} → ${formatValue(after)})`, details }),
+          describe: () => ({ summary: `${metric} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)})`, details }),
         });
       }
     }
-    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet });
+    const learnt = breaks ? { breakFrom } : {};
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt });
   }
+}
+
+/** A change in units of `scale` (a level or a range); from 0 it is infinite. */
+function ratio(delta: number, scale: number): number {
+  return scale !== 0 ? delta / scale : delta === 0 ? 0 : Math.sign(delta) * Infinity;
+}
+
+/** A break counts beyond the noise of the line and by `change` from the m records before it: a climb that
+ * levels off is off its course but has not fallen (a plateau, which the flat rule judges). */
+function moved(b: Break, rule: TrendRule, scale: number): boolean {
+  const d = b.observed - b.before;
+  return (
+    Math.abs(b.z) > rule.breakSigmas &&
+    Math.sign(b.z) === Math.sign(d) &&
+    Math.abs(ratio(d, scale)) > rule.change &&
+    Math.abs(d) > rule.minDelta
+  );
 }
 
 function spread(values: readonly number[], from: number, to: number): number {
@@ -273,13 +331,17 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
         watchFrom = at.step;
         const m = mean(recent, 0, recent.length);
         if (!compare(m, rule.op, rule.value)) {
+          // one cause, one page: a run a critical alert is firing for (mode_collapse since step 5) misses its
+          // milestones because of it; they are recorded as info (terminal, digest, report), naming that alert
+          const paged = store.alerts.list({ runId }).find((a) => a.severity === 'critical' && a.rule !== rule.id);
+          const since = paged ? `; ${paged.rule} critical since step ${paged.fired_step ?? paged.started_step}` : '';
           lc.apply(at.step, {
             kind: 'bad',
             firing: true,
-            severity: rule.severity,
+            severity: paged ? 'info' : rule.severity,
             describe: () => ({
-              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})`,
-              details: detailsOf(at.value, m, recent.length),
+              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})${since}`,
+              details: { ...detailsOf(at.value, m, recent.length), ...(paged && { covered: paged.rule }) },
             }),
           });
         }

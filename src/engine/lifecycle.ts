@@ -31,10 +31,10 @@ export class Lifecycle {
     private readonly alerts: Alerts,
     private readonly key: { runId: number; rule: string; metric: string },
     private readonly now: () => number,
-    private readonly hold: { quietFor: number; quiet: number } = { quietFor: 1, quiet: 0 },
+    private readonly quietHold: { quietFor: number; quiet: number } = { quietFor: 1, quiet: 0 },
   ) {
     this.current = alerts.open(key.runId, key.rule, key.metric);
-    this.quiet = this.current?.state === 'firing' ? hold.quiet : 0;
+    this.quiet = this.current?.state === 'firing' ? quietHold.quiet : 0;
   }
 
   get state(): AlertRow['state'] | null {
@@ -53,6 +53,15 @@ export class Lifecycle {
     const cur = this.current;
     if (kind === 'bad') return !cur || (cur.state === 'pending' && flag) || this.quiet > 0;
     return cur !== undefined && (cur.state === 'pending' || flag || this.quiet > 0);
+  }
+
+  /**
+   * A condition that has held `n` records in a row: pending, then firing once `n` reaches `needed`. Writes only
+   * when that changes the alert; `describe` is called then, before `hold` returns, or never.
+   */
+  hold(step: number, n: number, needed: number, severity: string, describe: Describe): void {
+    const firing = n >= needed;
+    if (this.wouldChange('bad', firing)) this.apply(step, { kind: 'bad', firing, severity, describe });
   }
 
   apply(step: number, v: Verdict): void {
@@ -75,7 +84,7 @@ export class Lifecycle {
       this.current = undefined;
     } else if (!v.recovered) {
       this.quiet = 0;
-    } else if (++this.quiet >= this.hold.quietFor || v.final === true) {
+    } else if (++this.quiet >= this.quietHold.quietFor || v.final === true) {
       this.quiet = 0;
       this.alerts.resolve(cur.id, { step, at, severity: cur.severity, ...v.describe() });
       this.current = undefined;

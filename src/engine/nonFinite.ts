@@ -23,19 +23,13 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
     for (const p of fresh) {
       if (!Number.isFinite(p.value)) {
         finiteRun = 0;
-        if (!lc.wouldChange('bad', true)) continue;
         const [value, last, lastStep] = [p.value, lastFinite, lastFiniteStep];
-        lc.apply(p.step, {
-          kind: 'bad',
-          firing: true,
-          severity: rule.severity,
-          describe: () => ({
-            summary:
-              `${metric} is ${formatValue(value)} at step ${p.step}` +
-              (last === null ? ' (never finite before)' : ` (last finite ${formatValue(last)} at step ${lastStep})`),
-            details: { value: jsonValue(value), lastFinite: last, lastFiniteStep: lastStep },
-          }),
-        });
+        lc.hold(p.step, 1, 1, rule.severity, () => ({
+          summary:
+            `${metric} is ${formatValue(value)} at step ${p.step}` +
+            (last === null ? ' (never finite before)' : ` (last finite ${formatValue(last)} at step ${lastStep})`),
+          details: { value: jsonValue(value), lastFinite: last, lastFiniteStep: lastStep },
+        }));
       } else {
         finiteRun++;
         lastFinite = p.value;

@@ -87,15 +87,11 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
       formatValue(base as number);
     const details = { value: now, baseline: base, kind: rule.baseline, ratio, factor: rule.factor };
     if (holds) {
-      st.streak++;
-      const n = st.streak;
-      if (!lc.wouldChange('bad', n >= rule.for)) continue;
-      lc.apply(p.step, {
-        kind: 'bad',
-        firing: n >= rule.for,
-        severity: rule.severity,
-        describe: () => ({ summary: `${words()} (${formatValue(ratio)}×) for ${n} step${n === 1 ? '' : 's'}`, details }),
-      });
+      const n = ++st.streak;
+      lc.hold(p.step, n, rule.for, rule.severity, () => ({
+        summary: `${words()} (${formatValue(ratio)}×) for ${n} step${n === 1 ? '' : 's'}`,
+        details,
+      }));
     } else {
       st.streak = 0;
       const past = !compare(now, rule.op, (rule.recover ?? rule.factor) * base);

@@ -74,6 +74,14 @@ const Trend = z
     /** clear records in a row before a firing trend resolves: a change that returns within them is the
      * same incident */
     quietFor: z.number().int().min(1).default(1),
+    /** records in a row the change of the windows (or the plateau) must hold before it fires (a break fires
+     * at once) */
+    for: z.number().int().min(1).default(1),
+    /** break test (src/engine/breaks.ts): the mean of the last 5-20 records against the line fitted to the
+     * `breakFit` records before them fires beyond this many standard errors (and `change`, `minDelta`);
+     * 0 turns it off */
+    breakSigmas: z.number().min(0).default(0),
+    breakFit: z.number().int().min(10).default(100),
   })
   .strict();
 

@@ -32,18 +32,11 @@ export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void 
       if (s === undefined || !Number.isFinite(s)) continue;
       const details = { value: p.value, std: s, max };
       if (p.value > 0 && p.value >= max - EPSILON && Math.abs(s) <= EPSILON) {
-        streak++;
-        const n = streak;
-        if (!lc.wouldChange('bad', n >= rule.for)) continue;
-        lc.apply(p.step, {
-          kind: 'bad',
-          firing: n >= rule.for,
-          severity: rule.severity,
-          describe: () => ({
-            summary: `${metric} saturated at its max ${formatValue(p.value)} with std 0 for ${n} steps: no signal left`,
-            details,
-          }),
-        });
+        const n = ++streak;
+        lc.hold(p.step, n, rule.for, rule.severity, () => ({
+          summary: `${metric} saturated at its max ${formatValue(p.value)} with std 0 for ${n} steps: no signal left`,
+          details,
+        }));
       } else {
         streak = 0;
         if (!lc.wouldChange('ok', true)) continue;

@@ -1,6 +1,7 @@
 /**
  * Reports nobody asked for (issue 12): one when a watched run reaches each milestone epoch (0.5 and 1.0 by
- * default), and a daily digest per channel (each run's status line, firing alerts, reward since yesterday).
+ * default), and a daily digest per channel (each run's status line, firing alerts, reward since yesterday, and
+ * the info alerts of the last 24 h, which go nowhere else but the terminal: issue 11).
  * Written to the outbox like alerts; muted like alerts by a mute on rule `report` or `digest`.
  */
 import type { Config } from '../config/schema.ts';
@@ -72,18 +73,36 @@ export class ReportSchedule {
     if (this.config.report.digest === 'off') return 0;
     const now = this.now();
     const [h, m] = this.config.report.digest.split(':').map(Number) as [number, number];
-    const day = new Date(now).toISOString().slice(0, 10);
-    const due = Date.parse(`${day}T00:00:00Z`) + (h * 60 + m) * 60_000;
+    const { day, midnight } = localDay(now, this.config.report.digestZone);
+    const due = midnight + (h * 60 + m) * 60_000;
     if (now < due || !this.marks.mark(0, `digest:${day}`, now)) return 0;
     if (this.since > due) return 0; // started after today's digest time: marked, the next one is tomorrow's
     const byTarget = new Map<string, string[]>();
     for (const run of this.store.runs.list()) {
       if (run.last_step === null || this.muted(run.name, 'digest')) continue;
-      const line = this.digestLine(run, now);
-      for (const t of this.route(run.name)) byTarget.set(t, [...(byTarget.get(t) ?? []), line]);
+      const lines = [this.digestLine(run, now), ...this.infoLines(run, now)];
+      for (const t of this.route(run.name)) byTarget.set(t, [...(byTarget.get(t) ?? []), ...lines]);
     }
     for (const [t, lines] of byTarget) this.send(0, '', [t], { kind: 'digest', title: `rlwatch daily digest, ${day}`, lines });
     return byTarget.size;
+  }
+
+  /** The info alerts that fired in the last 24 h: how many per rule, and the last value of each one's metric. */
+  private infoLines(run: RunRow, now: number): string[] {
+    const counts = new Map<string, { n: number; metric: string }>();
+    // newest first: the metric named is the latest alert's
+    for (const a of this.store.alerts.list({ runId: run.id, all: true })) {
+      if (a.severity !== 'info' || a.fired_at === null || a.fired_at <= now - DAY || a.fired_at > now) continue;
+      const c = counts.get(a.rule);
+      if (c) c.n++;
+      else counts.set(a.rule, { n: 1, metric: a.metric });
+    }
+    if (counts.size === 0) return [];
+    const parts = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([rule, { n, metric }]) => {
+      const last = this.store.points.upTo(run.id, metric, Number.MAX_SAFE_INTEGER, 1)[0]?.value;
+      return `${rule} ×${n}${last === undefined ? '' : ` (${metric} now ${formatValue(last)})`}`;
+    });
+    return [`  info, last 24 h: ${parts.join(', ')}`];
   }
 
   private digestLine(run: RunRow, now: number): string {
@@ -101,4 +120,18 @@ export class ReportSchedule {
     const alerts = firing.length === 0 ? 'no alert firing' : `firing: ${firing.join(', ')}`;
     return `${run.name}: ${LEVEL_LABEL[report.status.level]} · step ${run.last_step ?? '-'} · ${alerts}${reward}`;
   }
+}
+
+/** The calendar day of `at` in `zone` (YYYY-MM-DD) and the instant that day began there. */
+export function localDay(at: number, zone: string): { day: string; midnight: number } {
+  const two = '2-digit';
+  const format = new Intl.DateTimeFormat('en-CA', {
+    timeZone: zone, hourCycle: 'h23', year: 'numeric', month: two, day: two, hour: two, minute: two, second: two,
+  });
+  const parts = Object.fromEntries(format.formatToParts(at).map((p) => [p.type, p.value])) as Record<string, string>;
+  const day = `${parts['year']}-${parts['month']}-${parts['day']}`;
+  // the zone's offset now: its wall clock read as UTC, minus the instant (whole seconds)
+  const wall = Date.parse(`${day}T${parts['hour']}:${parts['minute']}:${parts['second']}Z`);
+  const offset = wall - Math.floor(at / 1000) * 1000;
+  return { day, midnight: Date.parse(`${day}T00:00:00Z`) - offset };
 }

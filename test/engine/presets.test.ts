@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GRPO_PRESET, RUNAWAY_REWARD_CAP } from '../../src/engine/presets/grpo.ts';
-import { Trace, seedLine, times } from './trace.ts';
+import { RuleBook } from '../../src/engine/rules.ts';
+import { Trace, presetOnly, seedLine, times } from './trace.ts';
 
 // seed 000 ("Interpreting Common Patterns"), verbatim
 const HEALTHY = [
@@ -144,13 +145,73 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'truncation clipped_ratio']);
   });
 
-  it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th', () => {
-    const flat = Array.from({ length: 60 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
-    const t = new Trace().feed(flat.slice(0, 59));
+  it('reward ~0.2 flat for 20 records fires reward_plateau at the 20th (two 10-record windows)', () => {
+    const flat = Array.from({ length: 20 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
+    const t = new Trace().feed(flat.slice(0, 19));
     expect(t.alerts()).toEqual([]);
-    t.feed(flat.slice(59));
-    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 60 });
-    expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 30 steps\), below 0\.3$/);
+    t.feed(flat.slice(19));
+    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 20 });
+    expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 10 steps\), below 0\.3$/);
+  });
+
+  it('a noisy climb at ~0.2 is no plateau: flat means flat beyond the noise of the two windows', () => {
+    // +0.0015 a record (~+8% over a window) with a scatter of ±0.06: window means that differ by < 5% now and then
+    let x = 5;
+    const scatter = (): number => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return 0.06 * ((2 * x) / 2 ** 31 - 1);
+    };
+    const climb = Array.from({ length: 80 }, (_, i) => ({ reward: 0.15 + 0.0015 * i + scatter() }));
+    expect(new Trace().feed(climb).alerts().filter((a) => a.rule === 'reward_plateau')).toEqual([]);
+  });
+
+  it('a climbing reward that falls by 20% fires a reward_trend warning within 20 records: the break from its course', () => {
+    // 120 records climbing 0.15 -> 0.45 with a scatter of ±0.08, then 40 at 80% of where it had got to
+    let x = 11;
+    const scatter = (): number => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return 0.08 * ((2 * x) / 2 ** 31 - 1);
+    };
+    const level = (i: number): number => (i < 120 ? 0.15 + 0.0025 * i : 0.8 * (0.15 + 0.0025 * 119));
+    const rows = Array.from({ length: 160 }, (_, i) => ({ reward: level(i) + scatter() }));
+    const t = new Trace({ book: presetOnly('reward_trend') }).feed(rows);
+    const fall = t.alerts().find((a) => a.rule === 'reward_trend' && a.severity === 'warning');
+    expect(fall?.fired_step).toBeGreaterThan(120);
+    expect(fall?.fired_step).toBeLessThanOrEqual(140);
+    expect(fall?.summary).toMatch(/^reward ↘ -\d+\.\d% \(0\.\d+ → 0\.\d+ over \d+-step windows; \d+\.\dσ off its course of 100 steps\)$/);
+    // the two 15-record windows alone miss it: the climb before the fall cancels most of it
+    const windowsOnly = RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', breakSigmas: 0 }]);
+    const t2 = new Trace({ book: windowsOnly }).feed(rows);
+    expect(t2.alerts().filter((a) => a.severity === 'warning')).toEqual([]);
+  });
+
+  it('one cause, one page: the milestones a run misses while mode_collapse is critical are info, naming it', () => {
+    // 100 records to epoch 1.0, every group agreeing on a reward of 0 (trl-grpo-finance-poison's shape)
+    const run = (frac: number) =>
+      Array.from({ length: 100 }, (_, i) => ({ epoch: (i + 1) / 100, reward: 0, reward_std: 0.01, frac_zero_std: frac }));
+    const milestones = (t: Trace) =>
+      t.alerts().filter((a) => a.rule.startsWith('milestone_') || a.rule.startsWith('stop_')).map((a) => `${a.rule} ${a.severity}`);
+    const paged = new Trace().feed(run(1));
+    expect(paged.alert('mode_collapse')).toMatchObject({ severity: 'critical', fired_step: 3 });
+    expect(milestones(paged)).toEqual([
+      'milestone_reward_epoch_0.5 info',
+      'milestone_frac_zero_std_epoch_0.5 info',
+      'milestone_reward_epoch_1 info',
+      'stop_reward_epoch_1 info',
+      'stop_frac_zero_std_epoch_1 info',
+    ]);
+    expect(paged.alert('stop_reward_epoch_1').summary).toMatch(/; mode_collapse critical since step 3$/);
+    // (control: half the groups agree, under mode_collapse's 0.8: the milestones keep their own severities, but
+    // for the second stop rule at epoch 1, which is the same verdict as the first: one page)
+    const half = new Trace().feed(run(0.5));
+    expect(milestones(half)).toEqual([
+      'milestone_reward_epoch_0.5 warning',
+      'milestone_frac_zero_std_epoch_0.5 warning',
+      'milestone_reward_epoch_1 warning',
+      'stop_reward_epoch_1 critical',
+      'stop_frac_zero_std_epoch_1 info',
+    ]);
+    expect(half.alert('stop_frac_zero_std_epoch_1').summary).toMatch(/; stop_reward_epoch_1 critical since step 100$/);
   });
 
   it('a reward below zero is never "flat below 0.3": the plateau is judged on a positive level only', () => {
@@ -165,7 +226,8 @@ describe('GRPO preset on the seed 000 patterns', () => {
 
   it('the plateau resolves once the reward has moved again for 30 records (quietFor)', () => {
     const t = new Trace().feed(times(60, { reward: 0.2 }));
-    // 30 records at 0.3: the 30-record windows move by > 10% from the 6th one on (0.22 vs 0.2)
+    // 30 records at 0.3: within a few the 10-record windows move by > 10%, then the reward is past 0.3; 30 such
+    // records in a row (quietFor) end the plateau
     t.feed(times(30, { reward: 0.3 }));
     expect(t.alert('reward_plateau').state).toBe('firing');
     t.feed(times(10, { reward: 0.3 }));

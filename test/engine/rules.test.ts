@@ -130,9 +130,10 @@ describe('threshold learn: the run\'s first records decide whether the line appl
 });
 
 describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () => {
-  // the mechanics on round 20-step windows (the preset's own window is pinned by the scenario benchmark)
+  // the mechanics on round 20-step windows, firing on the first record (the preset's own window and hold are
+  // pinned by the scenario benchmark; the hold by its own test below)
   const trendBook = (extra: Record<string, unknown> = {}) =>
-    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, ...extra }]);
+    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, for: 1, ...extra }]);
   const trend = () => new Trace({ book: trendBook() });
 
   it('a 20% fall of the reward is a warning with ↘ and from → to', () => {
@@ -255,6 +256,17 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
       { state: 'resolved', severity: 'info', fired_step: 4, resolved_step: 5 },
       { state: 'firing', severity: 'warning', fired_step: 5, summary: 'm ↘ -20.0% (1.25 → 1) over 2-step windows' },
     ]);
+  });
+
+  it('`for`: a change of the windows fires once it has held that many records; one that passes sooner leaves nothing', () => {
+    // 1 x4 then 2: the 2-record windows (records k-3, k-2 against k-1, k) rise at the 5th record (1 -> 1.5),
+    // the 6th (1 -> 2) and the 7th (1.5 -> 2); from the 8th they are level
+    const step = series('m', [1, 1, 1, 1, 2, 2, 2, 2]);
+    const held = (n: number) => new Trace({ book: rulesOf({ id: 'tr', kind: 'trend', metrics: ['m'], window: 2, sigmas: 0, for: n }) });
+    expect(held(3).feed(step).alert('tr')).toMatchObject({ severity: 'info', started_step: 5, fired_step: 7 });
+    const t = held(4).feed(step);
+    expect(t.alerts()).toEqual([]);
+    expect(t.outbox('console')).toEqual([]);
   });
 });
 

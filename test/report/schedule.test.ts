@@ -59,6 +59,44 @@ describe('scheduled reports', () => {
     expect(schedule.tick()).toBe(0); // once a day
   });
 
+  it("the digest carries each run's info alerts of the last 24 h: how many per rule, and the metric's last value", () => {
+    const { t, schedule } = setup(); // T0 is Jan 1, 03:00 UTC; the digest at 09:00
+    t.feed(records(20, 0, 0.2)); // reward 0.2 and frac_zero_std 0.25 are the last values
+    // incidents that fired then, each resolved an hour later (one key is open once at a time)
+    const add = (rule: string, metric: string, severity: string, hoursAfterT0: number): void => {
+      const at = T0 + hoursAfterT0 * HOUR;
+      const a = t.store.alerts.create(t.run.id, rule, metric, 'firing', { step: 20, at, severity, summary: `${rule} fired`, details: {} });
+      t.store.alerts.resolve(a.id, { step: 20, at: at + HOUR, severity, summary: 'resolved', details: {} });
+    };
+    add('reward_trend', 'reward', 'info', 5); // Jan 1 08:00: more than 24 h before Jan 2 09:30
+    add('reward_trend', 'reward', 'info', 9); // Jan 1 12:00
+    add('reward_trend', 'reward', 'info', 26); // Jan 2 05:00
+    add('zero_signal_too_hard', 'frac_zero_std', 'info', 22); // Jan 2 01:00
+    add('truncation', 'clipped_ratio', 'warning', 23); // a warning went to the channel already
+    t.advance(30 * HOUR + 30 * MIN); // Jan 2 09:30
+    expect(schedule.tick()).toBe(2);
+    const lines = t.outbox('discord:c1')[0]!.notification.report!.lines;
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^r1: .* · step 20 · no alert firing · reward 0.2 \(yesterday 0.2\)$/);
+    expect(lines[1]).toBe('  info, last 24 h: reward_trend ×2 (reward now 0.2), zero_signal_too_hard ×1 (frac_zero_std now 0.25)');
+    // the terminal gets the same message
+    expect(t.outbox('console')[0]!.notification.report!.lines).toEqual(lines);
+  });
+
+  it('the digest time is read in `report.digestZone`, and the day in its title is that zone\'s', () => {
+    // 09:00 in Tokyo is 00:00 UTC; T0 (03:00 UTC) is 12:00 there, past today's digest
+    const config = ConfigSchema.parse({ report: { digest: '09:00', digestZone: 'Asia/Tokyo' } });
+    const { t, schedule } = setup(config);
+    t.feed(records(5, 0, 0.2));
+    expect(schedule.tick()).toBe(0);
+    t.advance(20 * HOUR + 50 * MIN); // Jan 1 23:50 UTC: 08:50 on Jan 2 in Tokyo
+    expect(schedule.tick()).toBe(0);
+    t.advance(20 * MIN); // 09:10 in Tokyo
+    expect(schedule.tick()).toBe(2);
+    expect(t.outbox('console')[0]!.notification.report!.title).toBe('rlwatch daily digest, 2025-01-02');
+    expect(() => ConfigSchema.parse({ report: { digestZone: 'Mars/Olympus' } })).toThrow(/IANA time zone/);
+  });
+
   it('no digest for a day whose time had passed when the process started, nor when it is off or muted', () => {
     const late = new Trace({ book: presetOnly('mode_collapse'), now: T0 + 7 * HOUR }); // 10:00
     late.feed(records(5, 0, 0.2));

@@ -162,8 +162,9 @@ export const GRPO_PRESET: readonly Rule[] = [
   {
     // 000: "reward ... Plateau at < 0.3: Model stuck in low-quality local optimum"
     id: 'reward_plateau', kind: 'trend', severity: 'warning',
-    metrics: ['reward'], direction: 'flat', window: 30, change: 0.05, below: 0.3,
-    // ours (issue 11): one plateau is one incident, however its noise wanders
+    // ours (issue 11): 10-record windows, flat by more than their own noise (caught 20 records into a
+    // plateau); one plateau is one incident, however its noise wanders
+    metrics: ['reward'], direction: 'flat', window: 10, change: 0.05, below: 0.3,
     quietFor: 30,
   },
   {
@@ -175,6 +176,12 @@ export const GRPO_PRESET: readonly Rule[] = [
     // ours (issue 11): a change beyond 5 standard errors of the difference of the window means (stationary
     // noise raises none in 100,000 steps, bench/noise.ts); one that returns within a window is the same incident
     sigmas: 6, quietFor: 15,
+    // ours (issue 11): held for 5 records (a third of a window): a noisy PPO reward (deepspeed-chat-ppo in
+    // ../shared/real-logs) brushes 6 standard errors for a record or four in a dip that passes
+    for: 5,
+    // ours (issue 11): a fall from the course the reward was on (a climb that turns into a 20% drop): the last
+    // 5-20 records against the line of the 100 before them, beyond 6 standard errors (README: trend)
+    breakSigmas: 6, breakFit: 100,
   },
   {
     // the product's promise: a crashed or hung job at 3 a.m. is noticed; fitted to the run's pace (a 20 s step

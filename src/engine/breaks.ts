@@ -1,0 +1,94 @@
+/**
+ * A break in a series' own course: the mean of the last m records against the straight line fitted to the
+ * records before them, extrapolated. A reward that was climbing and fell by 20% sits far below the line it
+ * was on, while the difference of two window means hardly moves (the climb before the fall cancels it).
+ */
+
+/** The lengths m of the records after the line that are tried: a large break shows in 5, a small one in 20. */
+export const BREAK_WINDOWS = [5, 10, 15, 20] as const;
+const LONGEST = BREAK_WINDOWS[BREAK_WINDOWS.length - 1] as number;
+
+/** Prefix sums over one array of values: a mean, a line fit or a noise estimate over any span in O(1). */
+export class Sums {
+  /** Σ v[j], Σ j·v[j] and Σ (v[j] − v[j−1])² over j < k, at index k */
+  private readonly s0: Float64Array;
+  private readonly s1: Float64Array;
+  private readonly d2: Float64Array;
+
+  constructor(values: readonly number[]) {
+    const n = values.length;
+    this.s0 = new Float64Array(n + 1);
+    this.s1 = new Float64Array(n + 1);
+    this.d2 = new Float64Array(n + 1);
+    for (let j = 0; j < n; j++) {
+      const v = values[j] as number;
+      this.s0[j + 1] = (this.s0[j] as number) + v;
+      this.s1[j + 1] = (this.s1[j] as number) + j * v;
+      this.d2[j + 1] = (this.d2[j] as number) + (j > 0 ? (v - (values[j - 1] as number)) ** 2 : 0);
+    }
+  }
+
+  /** mean of values[from, to) */
+  mean(from: number, to: number): number {
+    return ((this.s0[to] as number) - (this.s0[from] as number)) / (to - from);
+  }
+
+  /** σ from successive differences over values[from, to), as `successiveSd` (stats.ts) */
+  sd(from: number, to: number): number {
+    const n = to - from;
+    return n > 1 ? Math.sqrt(((this.d2[to] as number) - (this.d2[from + 1] as number)) / (2 * (n - 1))) : 0;
+  }
+
+  /** least-squares line over values[from, to): its level at the centre index and its slope per record */
+  line(from: number, to: number): { level: number; slope: number; centre: number; sxx: number } {
+    const n = to - from;
+    const sum = (this.s0[to] as number) - (this.s0[from] as number);
+    const centre = (from + to - 1) / 2;
+    const sxy = (this.s1[to] as number) - (this.s1[from] as number) - centre * sum;
+    const sxx = (n * (n * n - 1)) / 12;
+    return { level: sum / n, slope: sxx > 0 ? sxy / sxx : 0, centre, sxx };
+  }
+}
+
+export interface Break {
+  /** (observed − expected) / its standard error */
+  z: number;
+  /** records after the line */
+  m: number;
+  /** the line's value at the centre of those records, and their mean */
+  expected: number;
+  observed: number;
+  /** the mean of the m records before them: where the metric was */
+  before: number;
+
+}
+
+/**
+ * At index i: for each m, the line fitted to the `fit` records before the last m (none before `from`), and
+ * z = (mean of the last m − the line at their centre) / σ·√(1/fit + d²/Sxx + 1/m), where d is the distance
+ * from the fit's centre and σ the noise from successive differences over the fit and the m records. Returns
+ * the break with the largest |z| among those `accept` takes; null if none (or fewer than fit + 5 records
+ * since `from`).
+ */
+export function lineBreak(sums: Sums, i: number, fit: number, from: number, accept: (b: Break) => boolean): Break | null {
+  let best: Break | null = null;
+  for (const m of BREAK_WINDOWS) {
+    const start = i - m - fit + 1;
+    if (start < from) break;
+    const line = sums.line(start, start + fit);
+    const centre = i - (m - 1) / 2;
+    const d = centre - line.centre;
+    const expected = line.level + line.slope * d;
+    const observed = sums.mean(i - m + 1, i + 1);
+    const se = sums.sd(start, i + 1) * Math.sqrt(1 / fit + (d * d) / line.sxx + 1 / m);
+    if (!(se > 0)) continue;
+    const z = (observed - expected) / se;
+    if (best !== null && Math.abs(z) <= Math.abs(best.z)) continue;
+    const b = { z, m, expected, observed, before: sums.mean(i - 2 * m + 1, i - m + 1) };
+    if (accept(b)) best = b;
+  }
+  return best;
+}
+
+/** How many records before the newest one a break test reads. */
+export const breakSpan = (fit: number): number => fit + LONGEST;
