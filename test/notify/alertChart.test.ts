@@ -21,11 +21,12 @@ describe("an alert card's chart", () => {
     expect(svg).toContain('step 8');
   });
 
-  it('a rule without a line (a trend) draws none', () => {
+  it('a rule without a line (a trend, a plateau) draws none', () => {
     const t = new Trace();
     t.feed(series('reward', Array.from({ length: 60 }, (_, i) => (i < 30 ? 0.5 : 0.2) + (i % 3) * 0.001)));
     const items = t.outbox().flatMap((r) => r.notification.items).filter((i) => i.chart);
-    expect(items.map((i) => i.rule)).toEqual(['reward_trend']);
+    // the fall is a trend; the flat 30 records after it are a plateau (10-record windows): neither has a line
+    expect(new Set(items.map((i) => i.rule))).toEqual(new Set(['reward_trend', 'reward_plateau']));
     for (const i of items) expect(i.chart!.threshold).toBeNull();
   });
 });
