@@ -1,17 +1,16 @@
 /**
- * Live at scale, through `startApp` as `rlwatch start` runs: `runs` runs each appending a learning.log line
- * `perSec` times a second; each line timed from its append until the batch holding it is committed (onBatch).
- * CPU is this process's (the watcher and the appends, which are a small share) over the appending window, as a
- * fraction of one core; RSS is this process's at the end. Then `idleRuns` runs that do not grow: CPU and RSS
- * while watching them.
+ * Live at scale, as a user runs it: the real `rlwatch start` (bin/rlwatch, the bundle `npm ci` builds) in its own
+ * process, no chat tokens, watching `runs` runs that this process appends a learning.log line to `perSec` times a
+ * second each. A line counts as committed once its run's `last_step`, polled here every POLL_MS through a
+ * read-only connection, reaches it: latencies are exact to POLL_MS. CPU and RSS are the child's own, read from
+ * /proc, so neither the appends nor the polling are in them. Then `idleRuns` runs that do not grow, the same way.
  */
-import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startApp } from '../src/app.ts';
-import { ConfigSchema } from '../src/config/schema.ts';
-import { silentLog } from '../src/log.ts';
+import Database from 'better-sqlite3';
 import { learningLogLine, rng, writeLearningLog } from './generate.ts';
 import { percentile } from './live.ts';
 
@@ -20,21 +19,26 @@ export const LIVE_SCALE_CPU_TARGET = 0.5;
 export const IDLE_CPU_TARGET = 0.05;
 export const IDLE_RSS_TARGET_MB = 200;
 
+const POLL_MS = 5;
+/** Linux's USER_HZ: /proc/PID/stat counts CPU time in 1/100 s on every architecture Node runs on */
+const TICKS_PER_SECOND = 100;
+const INITIAL = 20;
+const RLWATCH = join(import.meta.dirname, '..', 'bin', 'rlwatch');
+
 export interface LiveScaleResult {
   runs: number;
   perSec: number;
   seconds: number;
   appended: number;
   committed: number;
+  pollMs: number;
   p50Ms: number;
   p99Ms: number;
-  /** CPU seconds per wall second over the appending window (1 = one core) */
+  /** the rlwatch process's CPU seconds per wall second over the appending window (1 = one core) */
   cpu: number;
   rssMB: number;
   idle: { runs: number; seconds: number; cpu: number; rssMB: number };
 }
-
-const INITIAL = 20;
 
 function makeRuns(root: string, n: number): string[] {
   const paths: string[] = [];
@@ -47,10 +51,60 @@ function makeRuns(root: string, n: number): string[] {
   return paths;
 }
 
-const cpuSeconds = (): number => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-};
+/** `rlwatch --db DB start ROOT` as a user starts it, in a directory without rlwatch.yaml or .env, no chat tokens. */
+class Watcher {
+  readonly child: ChildProcess;
+  private stderr = '';
+
+  constructor(dir: string, root: string) {
+    const db = join(dir, 'rlwatch.db');
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !/^(DISCORD|SLACK|TELEGRAM|SMTP|RLWATCH|WEBHOOK|TEAMS|MATTERMOST|FEISHU)/.test(k)),
+    );
+    this.child = spawn(process.execPath, [RLWATCH, '--db', db, 'start', root], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-2000)));
+  }
+
+  /** CPU seconds so far (user + system) */
+  cpuSeconds(): number {
+    const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // the name may hold spaces
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND; // utime, stime
+  }
+
+  rssMB(): number {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.child.pid}/status`, 'utf8'))?.[1];
+    return Number(kb) / 1024;
+  }
+
+  /** Resolves once every run's first INITIAL lines are committed (the catch-up). */
+  async caughtUp(db: string, runs: number): Promise<void> {
+    const deadline = performance.now() + 120_000;
+    while (performance.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`rlwatch start exited ${this.child.exitCode}: ${this.stderr}`);
+      if (existsSync(db)) {
+        const reader = new Database(db, { readonly: true, fileMustExist: true });
+        try {
+          const done = reader.prepare('SELECT count(*) FROM runs WHERE last_step >= ?').pluck().get(INITIAL) as number;
+          if (done >= runs) return;
+        } catch {
+          // tables not created yet
+        } finally {
+          reader.close();
+        }
+      }
+      await sleep(100);
+    }
+    throw new Error(`rlwatch start did not catch up with ${runs} runs in 120 s: ${this.stderr}`);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+}
 
 export async function runLiveScale(opts: {
   dir: string;
@@ -65,83 +119,87 @@ export async function runLiveScale(opts: {
   const perSec = opts.perSec ?? 5;
   const seconds = opts.seconds ?? 20;
   rmSync(dir, { recursive: true, force: true });
-  const config = ConfigSchema.parse({});
 
   // 1. `runs` growing runs
-  const root = join(dir, 'busy');
+  const busyDir = join(dir, 'busy');
+  const root = join(busyDir, 'runs');
   const paths = makeRuns(root, runs);
-  const sent = new Map<string, number>(); // `${runIndex}:${step}` -> when appended
+  const watcher = new Watcher(busyDir, root);
+  const db = join(busyDir, 'rlwatch.db');
+  const sent: number[][] = paths.map(() => []); // per run: when each step after INITIAL was appended
+  const seen = new Array<number>(runs).fill(INITIAL);
   const latencies: number[] = [];
-  const nameOf = new Map<number, number>(); // runId -> run index
-  let app: Awaited<ReturnType<typeof startApp>> | undefined;
-  const onBatch = (r: { runId: number; minStep: number | null; maxStep: number | null }): void => {
-    const now = performance.now();
-    if (r.minStep === null || r.maxStep === null || !app) return;
-    let index = nameOf.get(r.runId);
-    if (index === undefined) {
-      index = Number(app.store.runs.byId(r.runId)?.name.replace(/^run/, '') ?? -1);
-      nameOf.set(r.runId, index);
-    }
-    for (let s = r.minStep; s <= r.maxStep; s++) {
-      const key = `${index}:${s}`;
-      const at = sent.get(key);
-      if (at !== undefined) {
-        latencies.push(now - at);
-        sent.delete(key);
-      }
-    }
-  };
-  app = await startApp({ config, dbPath: join(dir, 'busy.db'), roots: [root], log: silentLog, terminal: null, onBatch });
   let appended = 0;
   let cpu: number;
   let rssMB: number;
   try {
-    const rand = rng(5);
-    const total = INITIAL + seconds * perSec;
-    // every run appends once per period, the runs spread evenly over it
-    const periodMs = 1000 / perSec;
-    const t0 = performance.now();
-    const cpu0 = cpuSeconds();
-    for (let tick = 0; tick < seconds * perSec; tick++) {
-      for (let i = 0; i < runs; i++) {
-        const due = t0 + tick * periodMs + (i * periodMs) / runs;
-        const wait = due - performance.now();
-        if (wait > 1) await sleep(wait);
-        const step = INITIAL + tick + 1;
-        sent.set(`${i}:${step}`, performance.now());
-        appendFileSync(paths[i]!, learningLogLine(step, total, rand));
-        appended++;
+    await watcher.caughtUp(db, runs);
+    const reader = new Database(db, { readonly: true, fileMustExist: true });
+    const lastSteps = reader.prepare('SELECT name, last_step FROM runs');
+    const poll = (): void => {
+      const now = performance.now();
+      for (const row of lastSteps.all() as Array<{ name: string; last_step: number }>) {
+        const i = Number(row.name.replace(/^run/, ''));
+        for (let s = seen[i]! + 1; s <= row.last_step; s++) {
+          const at = sent[i]![s - INITIAL - 1];
+          if (at !== undefined) latencies.push(now - at);
+        }
+        seen[i] = Math.max(seen[i]!, row.last_step);
       }
+    };
+    const poller = setInterval(poll, POLL_MS);
+    try {
+      const rand = rng(5);
+      const total = INITIAL + seconds * perSec;
+      const periodMs = 1000 / perSec; // every run appends once per period, the runs spread evenly over it
+      const t0 = performance.now();
+      const cpu0 = watcher.cpuSeconds();
+      for (let tick = 0; tick < seconds * perSec; tick++) {
+        for (let i = 0; i < runs; i++) {
+          const due = t0 + tick * periodMs + (i * periodMs) / runs;
+          const wait = due - performance.now();
+          if (wait > 1) await sleep(wait);
+          const step = INITIAL + tick + 1;
+          sent[i]!.push(performance.now());
+          appendFileSync(paths[i]!, learningLogLine(step, total, rand));
+          appended++;
+        }
+      }
+      const deadline = performance.now() + 5000;
+      while (latencies.length < appended && performance.now() < deadline) await sleep(50);
+      cpu = (watcher.cpuSeconds() - cpu0) / ((performance.now() - t0) / 1000);
+      rssMB = watcher.rssMB();
+    } finally {
+      clearInterval(poller);
+      reader.close();
     }
-    const deadline = performance.now() + 5000;
-    while (sent.size > 0 && performance.now() < deadline) await sleep(50);
-    cpu = (cpuSeconds() - cpu0) / ((performance.now() - t0) / 1000);
-    rssMB = process.memoryUsage().rss / 2 ** 20;
   } finally {
-    await app.stop();
+    await watcher.stop();
   }
-  const lat = [...latencies, ...[...sent.keys()].map(() => Infinity)].sort((a, b) => a - b);
+  const lat = [...latencies, ...new Array<number>(appended - latencies.length).fill(Infinity)].sort((a, b) => a - b);
 
   // 2. `idleRuns` runs that do not grow
-  const idleRoot = join(dir, 'idle');
+  const idleDir = join(dir, 'idle');
+  const idleRoot = join(idleDir, 'runs');
   const idleRuns = opts.idleRuns ?? 1000;
   const idleSeconds = opts.idleSeconds ?? 10;
   makeRuns(idleRoot, idleRuns);
-  const idleApp = await startApp({ config, dbPath: join(dir, 'idle.db'), roots: [idleRoot], log: silentLog, terminal: null });
+  const idleWatcher = new Watcher(idleDir, idleRoot);
   let idle: LiveScaleResult['idle'];
   try {
-    await sleep(2000); // past the catch-up
-    const c0 = cpuSeconds();
+    await idleWatcher.caughtUp(join(idleDir, 'rlwatch.db'), idleRuns);
+    await sleep(2000); // past the catch-up's last evaluations
+    const c0 = idleWatcher.cpuSeconds();
     const t0 = performance.now();
     await sleep(idleSeconds * 1000);
     idle = {
       runs: idleRuns,
       seconds: idleSeconds,
-      cpu: (cpuSeconds() - c0) / ((performance.now() - t0) / 1000),
-      rssMB: process.memoryUsage().rss / 2 ** 20,
+      cpu: (idleWatcher.cpuSeconds() - c0) / ((performance.now() - t0) / 1000),
+      rssMB: idleWatcher.rssMB(),
     };
   } finally {
-    await idleApp.stop();
+    await idleWatcher.stop();
   }
   rmSync(dir, { recursive: true, force: true });
   return {
@@ -150,6 +208,7 @@ export async function runLiveScale(opts: {
     seconds,
     appended,
     committed: latencies.length,
+    pollMs: POLL_MS,
     p50Ms: percentile(lat, 50),
     p99Ms: percentile(lat, 99),
     cpu,
