@@ -56,12 +56,15 @@ class Watcher {
   readonly child: ChildProcess;
   private stderr = '';
 
-  constructor(dir: string, root: string) {
+  constructor(dir: string, root: string, profileTo?: string) {
     const db = join(dir, 'rlwatch.db');
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !/^(DISCORD|SLACK|TELEGRAM|SMTP|RLWATCH|WEBHOOK|TEAMS|MATTERMOST|FEISHU)/.test(k)),
     );
-    this.child = spawn(process.execPath, [RLWATCH, '--db', db, 'start', root], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const prof = profileTo ? ['--cpu-prof', '--cpu-prof-dir', profileTo] : [];
+    this.child = spawn(process.execPath, [...prof, RLWATCH, '--db', db, 'start', root], {
+      cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'],
+    });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-2000)));
   }
 
@@ -113,6 +116,8 @@ export async function runLiveScale(opts: {
   seconds?: number;
   idleRuns?: number;
   idleSeconds?: number;
+  /** a directory for V8 CPU profiles of the rlwatch processes */
+  profileTo?: string;
 }): Promise<LiveScaleResult> {
   const { dir } = opts;
   const runs = opts.runs ?? 100;
@@ -124,7 +129,7 @@ export async function runLiveScale(opts: {
   const busyDir = join(dir, 'busy');
   const root = join(busyDir, 'runs');
   const paths = makeRuns(root, runs);
-  const watcher = new Watcher(busyDir, root);
+  const watcher = new Watcher(busyDir, root, opts.profileTo);
   const db = join(busyDir, 'rlwatch.db');
   const sent: number[][] = paths.map(() => []); // per run: when each step after INITIAL was appended
   const seen = new Array<number>(runs).fill(INITIAL);
@@ -184,7 +189,7 @@ export async function runLiveScale(opts: {
   const idleRuns = opts.idleRuns ?? 1000;
   const idleSeconds = opts.idleSeconds ?? 10;
   makeRuns(idleRoot, idleRuns);
-  const idleWatcher = new Watcher(idleDir, idleRoot);
+  const idleWatcher = new Watcher(idleDir, idleRoot, opts.profileTo);
   let idle: LiveScaleResult['idle'];
   try {
     await idleWatcher.caughtUp(join(idleDir, 'rlwatch.db'), idleRuns);

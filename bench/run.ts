@@ -7,7 +7,7 @@
  * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB,
  * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT backfill runs of the learning.log, each alternated with a bare run
  * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
- * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill children to bench/out/prof/.
+ * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
  * BENCH_ONLY=backfill|startup|live-scale runs that one section (startup after a backfill of BENCH_LINES lines, for
  * its database), prints its figures as JSON with the load average, and exits.
  */
@@ -50,6 +50,7 @@ const LINES = envInt('BENCH_LINES', 1_000_000);
 const COMPLETIONS_BYTES = envInt('BENCH_COMPLETIONS_MB', 200) * MB;
 const LIVE_APPENDS = envInt('BENCH_LIVE_APPENDS', 1000);
 const CPU_PROF = process.env['BENCH_CPU_PROF'] === '1';
+const PROF_DIR = CPU_PROF ? join(OUT, 'prof') : undefined;
 /** backfill runs per file: V8's heap growth makes the peak RSS vary by ~40 MB from run to run */
 const REPEAT = envInt('BENCH_REPEAT', 3);
 /** backfill (the whole rlwatch process) ÷ the bare upsert loop of the same points */
@@ -66,7 +67,7 @@ function timed<T>(fn: () => T): { value: T; seconds: number } {
 }
 
 function runChild(root: string, db: string, label: string): ChildResult {
-  const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', join(OUT, 'prof'), '--cpu-prof-name', `${label}.cpuprofile`] : [];
+  const prof = PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR, '--cpu-prof-name', `${label}.cpuprofile`] : [];
   return runBackfillCli({ repo: REPO, root, db, extraNodeArgs: prof });
 }
 
@@ -152,7 +153,7 @@ if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: '
 const ONLY = process.env['BENCH_ONLY'];
 if (ONLY === 'live-scale') {
   say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
-  const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20) });
+  const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
   process.stdout.write(`${JSON.stringify({ liveScale: r, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
@@ -213,7 +214,7 @@ rmSync(liveDir, { recursive: true, force: true });
 
 // 4a. live at scale: 100 runs growing at 5 lines/s each, then 1,000 idle runs watched
 say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
-const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20) });
+const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
 say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core; idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
 
 // 4b. stationary noise: no trend may fire (issue 11)
