@@ -128,11 +128,12 @@ export async function startApp(opts: {
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
   // each platform loads its client library (with the chart renderer, ~130 MB) only when configured
   let wake: (prefix: string) => void = () => {};
+  let deliverNow: () => void = () => {};
   const platforms = new Map<string, PlatformInstance>();
   for (const p of PLATFORMS) {
     const settings = opts.platforms?.[p.id];
     if (settings === undefined) continue;
-    const ctx = { store, config, log, wake: () => wake(`${p.id}:`) };
+    const ctx = { store, config, log, wake: () => wake(`${p.id}:`), deliverNow: () => deliverNow() };
     platforms.set(p.id, await p.create(settings, ctx));
   }
   const running = [...platforms.values()];
@@ -142,6 +143,7 @@ export async function startApp(opts: {
   const reports = new ReportSchedule(store, config, (run) => toWarnings(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
   wake = (prefix) => dispatcher.wake(prefix);
+  deliverNow = () => void dispatcher.kick();
   // The platforms connect in the background: ingest and the terminal never wait on one. The outbox of a
   // platform is delivered as soon as it is reachable (it calls `wake`).
   const failure = Promise.race(running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})));
