@@ -7,6 +7,7 @@ import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
 import { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
+import { endExpiredMutes } from './notify/cardUpdates.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
 import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
@@ -185,6 +186,7 @@ export async function startApp(opts: {
       () => {
         engine.tick();
         reports.tick();
+        endExpiredMutes(store, Date.now()); // their cards stop saying muted
         void dispatcher.kick();
       },
       (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),

@@ -56,3 +56,15 @@ export function alertsUnder(store: Store, s: SilenceRow): number[] {
     .map((a) => a.id);
 }
 
+/**
+ * Mutes whose time ran out since the last look: each is marked ended at its end, and the cards of what it held
+ * no longer say muted (unless another mute holds them). The app calls it on its tick. Returns the mutes ended.
+ */
+export function endExpiredMutes(store: Store, now: number): number {
+  return store.db.transaction(() => {
+    const expired = store.silences.expired(now);
+    for (const s of expired) store.silences.end(s.id, s.ends_at);
+    queueCardUpdates(store, expired.flatMap((s) => alertsUnder(store, s)), now);
+    return expired.length;
+  }).immediate();
+}

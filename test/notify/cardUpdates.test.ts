@@ -3,6 +3,7 @@ import { ackAlert, muteAlerts, unmute } from '../../src/commands/alerts.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { silentLog } from '../../src/log.ts';
+import { endExpiredMutes } from '../../src/notify/cardUpdates.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
@@ -73,7 +74,7 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     expect(item.recent).toEqual(posted.items[0]!.recent);
   });
 
-  it('an ack from the CLI edits the Telegram card in place: no new message, no reply; the webhook sends nothing', async () => {
+  it('a CLI ack edits the Telegram card in place: no new message, no reply; the webhook sends nothing', async () => {
     const { t, tg, hook, dispatcher, card, alert } = await fired();
     const messages = tg.botMessages(CHAT).length; // the card and its chart
     // a hostile name: Telegram HTML and a mention
@@ -107,10 +108,25 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     expect(buttons(card)).toContain(`Ack #${alert.id}`);
   }, 20_000);
 
+  it('a mute that runs out is marked ended on the tick and the card stops saying "Muted"', async () => {
+    const { t, tg, dispatcher, alert } = await fired();
+    const now = Date.now();
+    const by = { id: 'bo', name: 'Bo' };
+    const mute = muteAlerts({ store: t.store }, { alert: alert.id, for: '1h', by }, now - 2 * 3_600_000);
+    await dispatcher.kick();
+    expect(tg.botMessages(CHAT)[0]!.text).toContain('Muted: recorded');
+    expect(endExpiredMutes(t.store, now)).toBe(1);
+    expect(t.store.silences.byId((mute.data as { id: number }).id)?.ended_at).toBe(now - 3_600_000);
+    await dispatcher.kick();
+    expect(tg.botMessages(CHAT)[0]!.text).not.toContain('Muted');
+    expect(endExpiredMutes(t.store, now)).toBe(0); // once
+  }, 20_000);
+
   it('the pressed card is edited once: the update the press queued finds it already showing the ack', async () => {
     const { t, tg, card, alert } = await fired({ commands: true });
     tg.press(card, ANA, `ack:${alert.id}`);
-    await tg.waitFor(() => t.store.outbox.open().length === 0 && t.outbox(TG).at(-1)!.notification.items[0]!.kind === 'update');
+    const updated = () => t.outbox(TG).at(-1)!.notification.items[0]!.kind === 'update';
+    await tg.waitFor(() => updated() && t.store.outbox.open().length === 0);
     await tg.waitFor(() => tg.botMessages(CHAT)[0]!.text!.includes('Acked by Ana Lima'));
     await new Promise((done) => setTimeout(done, 200)); // an edit that would follow has had its time
     expect(tg.botMessages(CHAT)[0]!.edits).toHaveLength(1);
