@@ -7,6 +7,7 @@ import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
 import { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
+import { endExpiredMutes } from './notify/cardUpdates.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
 import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
@@ -128,11 +129,12 @@ export async function startApp(opts: {
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
   // each platform loads its client library (with the chart renderer, ~130 MB) only when configured
   let wake: (prefix: string) => void = () => {};
+  let deliverNow: () => void = () => {};
   const platforms = new Map<string, PlatformInstance>();
   for (const p of PLATFORMS) {
     const settings = opts.platforms?.[p.id];
     if (settings === undefined) continue;
-    const ctx = { store, config, log, wake: () => wake(`${p.id}:`) };
+    const ctx = { store, config, log, wake: () => wake(`${p.id}:`), deliverNow: () => deliverNow() };
     platforms.set(p.id, await p.create(settings, ctx));
   }
   const running = [...platforms.values()];
@@ -142,6 +144,7 @@ export async function startApp(opts: {
   const reports = new ReportSchedule(store, config, (run) => toWarnings(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
   wake = (prefix) => dispatcher.wake(prefix);
+  deliverNow = () => void dispatcher.kick();
   // The platforms connect in the background: ingest and the terminal never wait on one. The outbox of a
   // platform is delivered as soon as it is reachable (it calls `wake`).
   const failure = Promise.race(running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})));
@@ -183,6 +186,7 @@ export async function startApp(opts: {
       () => {
         engine.tick();
         reports.tick();
+        endExpiredMutes(store, Date.now()); // their cards stop saying muted
         void dispatcher.kick();
       },
       (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),

@@ -1,6 +1,7 @@
 import { UserError } from '../errors.ts';
 import { durationMs, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
 import { Severity } from '../engine/rules.ts';
+import { alertsUnder, queueCardUpdates } from '../notify/cardUpdates.ts';
 import type { AlertRow, Who } from '../store/alerts.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
 import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
@@ -50,7 +51,7 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
   };
 }
 
-/** `ack ID [comment]`: stops repeats of an alert until it resolves. */
+/** `ack ID [comment]`: stops repeats of an alert until it resolves; every card of it shows who acked. */
 export function ackAlert(
   { store }: CommandContext,
   args: { id: number; by: Who; comment?: string },
@@ -59,7 +60,10 @@ export function ackAlert(
   const alert = store.alerts.byId(args.id);
   if (!alert) throw new UserError(`no alert #${args.id} (see \`alerts --all\`)`);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
-  store.alerts.ack(alert.id, args.by, args.comment ?? null, now);
+  store.db.transaction(() => {
+    store.alerts.ack(alert.id, args.by, args.comment ?? null, now);
+    queueCardUpdates(store, [alert.id], now);
+  }).immediate();
   return {
     title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by.name}`,
     fields: [],
@@ -99,7 +103,8 @@ const silenceData = (s: SilenceRow) => ({
   reason: s.reason,
 });
 
-/** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted. */
+/** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted; the cards
+ * of those firing show that they are muted. */
 export function muteAlerts(
   { store }: CommandContext,
   args: {
@@ -121,16 +126,20 @@ export function muteAlerts(
   const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
   if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
   if (args.run && !args.run.includes('*') && !args.run.includes('?')) resolveRun(store, args.run);
-  const s = store.silences.add({
-    run: args.run ?? null,
-    rule: args.rule ?? null,
-    severity: severity ? severity.data : null,
-    starts_at: now,
-    ends_at: now + ms,
-    author: args.by.id,
-    author_name: args.by.name,
-    reason: args.reason ?? '',
-  });
+  const s = store.db.transaction(() => {
+    const added = store.silences.add({
+      run: args.run ?? null,
+      rule: args.rule ?? null,
+      severity: severity ? severity.data : null,
+      starts_at: now,
+      ends_at: now + ms,
+      author: args.by.id,
+      author_name: args.by.name,
+      reason: args.reason ?? '',
+    });
+    queueCardUpdates(store, alertsUnder(store, added), now);
+    return added;
+  }).immediate();
   const lines = [describeSilence(s, now)];
   return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines, data: silenceData(s) };
 }
@@ -161,11 +170,15 @@ export function muteList({ store }: CommandContext, now = Date.now()): Reply {
   };
 }
 
-/** `unmute ID`: ends a mute now; what it held back and still fires is posted on the next tick. */
+/** `unmute ID`: ends a mute now; what it held back and still fires is posted on the next tick, and the cards of
+ * what it matched no longer say muted (unless another mute holds them). */
 export function unmute({ store }: CommandContext, args: { id: number }, now = Date.now()): Reply {
   const s = store.silences.byId(args.id);
   if (!s || s.ended_at !== null || s.ends_at <= now) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
-  store.silences.end(s.id, now);
+  store.db.transaction(() => {
+    store.silences.end(s.id, now);
+    queueCardUpdates(store, alertsUnder(store, s), now);
+  }).immediate();
   const ended = describeSilence({ ...s, ended_at: now }, now);
   return { title: `Unmuted #${s.id}`, fields: [], lines: [ended], data: silenceData(s) };
 }

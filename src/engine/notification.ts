@@ -26,8 +26,9 @@ export interface ExampleSnippet {
 
 export interface NotificationItem {
   alertId: number;
-  /** firing: new incident; repeat: still firing after repeat_interval; resolved */
-  kind: 'firing' | 'repeat' | 'resolved';
+  /** firing: new incident; repeat: still firing after repeat_interval; resolved; update: acked, muted or
+   * unmuted, its cards edited in place where they were posted (never a new message: src/notify/cardUpdates.ts) */
+  kind: 'firing' | 'repeat' | 'resolved' | 'update';
   severity: string;
   rule: string;
   metric: string;
@@ -50,8 +51,8 @@ export interface NotificationItem {
   chart?: ChartData | null;
 }
 
-/** An alert's state for its card: captured by the engine when it writes the row, and again when a button
- * acks or mutes it (src/notify/delivery.ts `recapture`). */
+/** An alert's state for its card: captured by the engine when it writes the row, and again when an ack or
+ * a mute changes it (src/notify/cardUpdates.ts; src/notify/delivery.ts `recapture` for the clicked card). */
 export interface AlertSnapshot {
   /** when it fired (ms since the epoch; when it started, if it never fired) */
   startsAt: number;

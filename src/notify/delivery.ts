@@ -21,13 +21,13 @@ export interface CardChannel {
   replyResolved?(ref: string, resolved: AlertCard[]): Promise<string>;
 }
 
-/** The notification a message was posted for, as it stands now. A payload that no longer reads (it never
- * should) is replaced by the alerts being changed, so that the edit still goes out. */
-function postedOf(m: ChatMessageRow, fallback: Notification): Notification {
+/** The notification a message was posted for, as it stands now; null for a payload that no longer reads (it
+ * never should). */
+function postedOf(m: ChatMessageRow): Notification | null {
   try {
     return parseNotification(m.payload);
   } catch {
-    return fallback;
+    return null;
   }
 }
 
@@ -67,9 +67,11 @@ export function recapture(store: Store, target: string, ref: string, now = Date.
 
 /**
  * Delivers one outbox row to a chat channel: a resolution edits the messages that announced the alert
- * (each message once) and says so in the thread of the newest; everything else is posted, five alerts a
- * message. Each part is recorded under `key`, so a retry of the row after a failure never posts a part twice.
- * Reads only the channel's own records of what it posted: the cards come from `n` and those messages.
+ * (each message once) and says so in the thread of the newest; an update (an ack or a mute) edits them and
+ * nothing else, and a message already showing that state is left alone (the clicked one, re-rendered by its
+ * button); everything else is posted, five alerts a message. Each part is recorded under `key`, so a retry
+ * of the row after a failure never posts a part twice. Reads only the channel's own records of what it
+ * posted: the cards come from `n` and those messages. An edit keeps the message's charts as posted.
  */
 export async function deliverCards(
   messages: ChatMessages,
@@ -83,23 +85,28 @@ export async function deliverCards(
   const edits = new Map<string, { message: ChatMessageRow; changed: NotificationItem[]; thread: boolean }>();
   const fresh: Notification['items'] = [];
   for (const item of n.items) {
-    const showing = item.kind === 'resolved' ? messages.ofAlert(item.alertId, target) : [];
-    if (showing.length === 0) fresh.push(item);
+    const edited = item.kind === 'resolved' || item.kind === 'update';
+    const showing = edited ? messages.ofAlert(item.alertId, target) : [];
+    if (showing.length === 0 && item.kind !== 'update') fresh.push(item); // an update never posts
     showing.forEach((m, i) => {
       const e = edits.get(m.ref) ?? { message: m, changed: [], thread: false };
       e.changed.push(item);
-      e.thread ||= i === 0; // the newest message of the alert hears that it ended
+      e.thread ||= item.kind === 'resolved' && i === 0; // the newest message of the alert hears that it ended
       edits.set(m.ref, e);
     });
   }
   for (const { message, changed, thread } of edits.values()) {
-    const shown = withStates(postedOf(message, { run: n.run, items: changed }), changed);
+    // a payload that no longer reads is replaced by the alerts being changed, so that the edit still goes out
+    const posted = postedOf(message);
+    const shown = withStates(posted ?? { run: n.run, items: changed }, changed);
     const cards = alertCards(shown);
-    await channel.edit(message.ref, cards);
-    messages.setPayload(message.id, shown);
+    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted)) {
+      await channel.edit(message.ref, cards);
+      messages.setPayload(message.id, shown);
+    }
     const part = `${key}/reply/${message.id}`;
     if (!thread || !channel.replyResolved || messages.byDelivery(target, part)) continue;
-    const ids = new Set(changed.map((c) => c.alertId));
+    const ids = new Set(changed.filter((c) => c.kind === 'resolved').map((c) => c.alertId));
     const resolved = cards.filter((c) => ids.has(c.alertId) && c.status === 'resolved');
     if (resolved.length === 0) continue;
     const ref = await channel.replyResolved(message.ref, resolved);

@@ -9,6 +9,17 @@ export interface Target {
   /** `key` names the outbox row: a retry of the same row carries the same key, so that what was already
    * posted before a failure is not posted again. `runId` is the row's run (for the target's own records). */
   deliver(n: Notification, key: string, runId: number): Promise<void>;
+  /** it edits the cards it posted in place: 'update' items (an ack or a mute) are for it. A target without
+   * this never sees them (a message it sent cannot change): their rows are done unsent. */
+  edits?: boolean;
+}
+
+/** What of `n` a target is given: all of it, or, for a target that does not edit, all but the updates (null
+ * when nothing is left). */
+function forTarget(n: Notification, target: Target): Notification | null {
+  if (target.edits || !n.items.some((i) => i.kind === 'update')) return n;
+  const items = n.items.filter((i) => i.kind !== 'update');
+  return items.length > 0 || n.report ? { ...n, items } : null;
 }
 
 /**
@@ -142,14 +153,19 @@ export class Dispatcher {
         if (this.stopped) return;
         const wait = (row.next_attempt_at ?? 0) - this.now();
         if (wait > 0) return this.retryLater(lane, wait);
-        let n: Notification;
+        let n: Notification | null;
         try {
-          n = parseNotification(row.payload);
+          n = forTarget(parseNotification(row.payload), target);
         } catch (err) {
           // written by a broken or foreign writer: no retry can heal it, and the rows after it still go out
           const reason = `outbox row #${row.id}: ${(err as Error).message}`;
           this.store.outbox.setAside(row.id, reason, this.now());
           this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
+          continue;
+        }
+        if (n === null) {
+          // acks and mutes only, for a target that cannot edit what it sent: nothing to send
+          this.store.outbox.done(row.id, this.now());
           continue;
         }
         try {

@@ -82,6 +82,10 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
   }
 }
 
+/** Whether the answer is that of a command that changed something (an ack, a mute): the cards it queued edits
+ * of (src/notify/cardUpdates.ts) may go out now. */
+export const changedSomething = (a: Answer): boolean => a.ok && a.spec.access === 'write';
+
 /** Longest display name kept: a name is a label beside an ack, not a place for a message. */
 const NAME_CHARS = 64;
 

@@ -12,7 +12,7 @@ const snippet = z.object({ reward: num, breakdown: z.record(z.string(), num), co
 
 const item = z.object({
   alertId: z.number().int(),
-  kind: z.enum(['firing', 'repeat', 'resolved']),
+  kind: z.enum(['firing', 'repeat', 'resolved', 'update']),
   severity: z.string(),
   rule: z.string(),
   metric: z.string(),

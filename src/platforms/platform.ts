@@ -18,6 +18,9 @@ export interface PlatformContext {
   log: Log;
   /** the platform is reachable again: deliver what waits in the outbox for its targets now */
   wake(): void;
+  /** a command or a button changed an alert (an ack, a mute): deliver the card edits it queued now, not on the
+   * next tick (absent where nothing delivers, e.g. a test's pipeline) */
+  deliverNow?(): void;
 }
 
 /** A running platform: its outbox targets (named `<platform id>:<destination>`), and its bot, if any. */

@@ -45,6 +45,15 @@ export class ChatMessages {
     return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND ref = ?').get(target, ref) as ChatMessageRow | undefined;
   }
 
+  /** The messages of every target that show this alert, newest first. */
+  showing(alertId: number): ChatMessageRow[] {
+    return prepared(this.db,
+        `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+         WHERE a.alert_id = ? ORDER BY m.id DESC`,
+      )
+      .all(alertId) as ChatMessageRow[];
+  }
+
   /** The messages of `target` that show this alert, newest first. */
   ofAlert(alertId: number, target: string): ChatMessageRow[] {
     return prepared(this.db,

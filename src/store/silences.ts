@@ -42,6 +42,12 @@ export class Silences {
     prepared(this.db, 'UPDATE silences SET ended_at = ? WHERE id = ?').run(at, id);
   }
 
+  /** Mutes whose time ran out but that are not marked ended yet. */
+  expired(now: number): SilenceRow[] {
+    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND ends_at <= ? ORDER BY id')
+      .all(now) as SilenceRow[];
+  }
+
   active(now: number): SilenceRow[] {
     return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= ? AND ends_at > ? ORDER BY id')
       .all(now, now) as SilenceRow[];

@@ -29,7 +29,7 @@ import { buttonRequest, COLORS, resolvedReply, type AlertCard } from '../../noti
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
-import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
+import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
@@ -47,6 +47,8 @@ export interface DiscordOptions extends DiscordSettings {
   /** the loaded config: commands answer with its report ranges and rule overrides */
   config?: Config;
   log: Log;
+  /** an ack or a mute queued edits of its cards: deliver them now (PlatformContext.deliverNow) */
+  deliverNow?: () => void;
 }
 
 /** How long the gateway may take to say ready after a login before the attempt is given up and retried. */
@@ -302,6 +304,7 @@ export class DiscordBot {
     return this.channels.map((channel) => ({
       name: targetName('discord', channel),
       deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+      edits: true,
     }));
   }
 
@@ -358,6 +361,7 @@ export class DiscordBot {
       deferred = true;
       await i.deferReply();
     });
+    if (changedSomething(answer)) this.opts.deliverNow?.();
     if (answer.ok) {
       if (deferred) await i.editReply(await replyMessage(answer.reply));
       else await i.reply(await replyMessage(answer.reply));
@@ -391,8 +395,13 @@ export class DiscordBot {
     if (!answer.ok) {
       return void (await i.reply({ content: cut(answer.message, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
     }
-    // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted
-    const cards = recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
-    await i.update(cards ? await cardsMessage(cards, true) : { allowedMentions: NO_MENTIONS });
+    // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted; then
+    // its other cards (other channels, other platforms) are edited from the outbox
+    try {
+      const cards = recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
+      await i.update(cards ? await cardsMessage(cards, true) : { allowedMentions: NO_MENTIONS });
+    } finally {
+      this.opts.deliverNow?.();
+    }
   }
 }

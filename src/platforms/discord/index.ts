@@ -44,7 +44,9 @@ export const discord: Platform<DiscordSection, DiscordSettings> = {
     // discord.js (and the chart renderer) load only when Discord is configured
     const { DiscordBot } = await import('./bot.ts');
     const section = sectionOf(ctx.config, discord);
-    const bot = new DiscordBot({ ...settings, section, store: ctx.store, config: ctx.config, log: ctx.log });
+    const bot = new DiscordBot({
+      ...settings, section, store: ctx.store, config: ctx.config, log: ctx.log, deliverNow: ctx.deliverNow,
+    });
     let refused: (err: Error) => void = () => {};
     const failure = new Promise<Error>((done) => (refused = done));
     return {

@@ -9,7 +9,7 @@ import { BUTTON_ID, buttonRequest, resolvedReply, type AlertCard } from '../../n
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
-import { interact, mayAct, type Asker } from '../../notify/interaction.ts';
+import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
@@ -30,6 +30,8 @@ export interface SlackOptions extends SlackSettings {
   /** the loaded config: commands answer with its report ranges and rule overrides */
   config?: Config;
   log: Log;
+  /** an ack or a mute queued edits of its cards: deliver them now (PlatformContext.deliverNow) */
+  deliverNow?: () => void;
 }
 
 /** Slack errors no retry can heal: the channel, the bot's membership, its scopes or its token. */
@@ -274,6 +276,7 @@ export class SlackBot {
     return this.channels.map((channel) => ({
       name: targetName('slack', channel),
       deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+      edits: true,
     }));
   }
 
@@ -329,6 +332,7 @@ export class SlackBot {
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
     const words = [word, ...command.text.trim().split(/\s+/).filter(Boolean)];
     const answer = await interact({ words }, this.asker({ id: command.user_id, name: command.user_name }, client));
+    if (changedSomething(answer)) this.opts.deliverNow?.();
     if (!answer.ok) return void (await respond({ response_type: 'ephemeral', text: cut(slackEscape(answer.message), LIMIT.section) }));
     const reply = answer.reply;
     await respond({ response_type: 'in_channel', text: slackEscape(reply.title), blocks: replyBlocks(reply) });
@@ -352,9 +356,14 @@ export class SlackBot {
     if (!answer.ok) {
       return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }
-    // the click changed the alert: its card is captured anew and re-rendered, its chart left as uploaded
-    const cards = recapture(this.opts.store, targetName('slack', channel), ts);
-    if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
+    // the click changed the alert: its card is captured anew and re-rendered, its chart left as uploaded; then
+    // its other cards (other channels, other platforms) are edited from the outbox
+    try {
+      const cards = recapture(this.opts.store, targetName('slack', channel), ts);
+      if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
+    } finally {
+      this.opts.deliverNow?.();
+    }
   }
 
   /** Listed by user id, or a member of a listed user group (looked up, and cached for a few minutes). */

@@ -50,7 +50,9 @@ export const slack: Platform<SlackSection, SlackSettings> = {
     // Bolt (and the chart renderer) load only when Slack is configured
     const { SlackBot } = await import('./bot.ts');
     const section = sectionOf(ctx.config, slack);
-    const bot = new SlackBot({ ...settings, section, store: ctx.store, config: ctx.config, log: ctx.log });
+    const bot = new SlackBot({
+      ...settings, section, store: ctx.store, config: ctx.config, log: ctx.log, deliverNow: ctx.deliverNow,
+    });
     let refused: (err: Error) => void = () => {};
     const failure = new Promise<Error>((done) => (refused = done));
     return {

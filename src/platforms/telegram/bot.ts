@@ -8,7 +8,7 @@ import { deliverCards, recapture } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
-import { interact, type Asker } from '../../notify/interaction.ts';
+import { changedSomething, interact, type Asker } from '../../notify/interaction.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 import type { PlatformContext } from '../platform.ts';
@@ -53,6 +53,7 @@ export class TelegramBot {
     return this.s.chats.map((chat) => ({
       name: `telegram:${chat}`,
       deliver: (n: Notification, key: string, runId: number) => this.deliver(chat, n, key, runId),
+      edits: true,
     }));
   }
 
@@ -165,6 +166,7 @@ export class TelegramBot {
     const words = m.text!.slice(1).trim().split(/\s+/);
     words[0] = words[0]!.replace(/@\w+$/, ''); // `/status@rlwatch_bot` in groups
     const answer = await interact({ words: commandWords(words) }, this.asker(m.from));
+    if (changedSomething(answer)) this.ctx.deliverNow?.();
     if (!answer.ok) return void (await this.send(chat, inert(answer.message), { reply_to_message_id: m.message_id }));
     const sent = await this.send(chat, replyHtml(answer.reply), { reply_to_message_id: m.message_id });
     if (answer.reply.chart) {
@@ -183,9 +185,14 @@ export class TelegramBot {
       show_alert: !answer.ok,
     });
     if (!answer.ok) return;
-    // the press changed the alert: its card is captured anew and re-rendered (its chart is a photo of its own)
+    // the press changed the alert: its card is captured anew and re-rendered (its chart is a photo of its own);
+    // then its other cards (other chats, other platforms) are edited from the outbox
     const ref = String(q.message!.message_id);
-    const cards = recapture(this.ctx.store, `telegram:${chat}`, ref);
-    if (cards) await this.edit(chat, ref, cards);
+    try {
+      const cards = recapture(this.ctx.store, `telegram:${chat}`, ref);
+      if (cards) await this.edit(chat, ref, cards);
+    } finally {
+      this.ctx.deliverNow?.();
+    }
   }
 }

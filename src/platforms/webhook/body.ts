@@ -4,7 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { alertCards, stateOf } from '../../notify/cards.ts';
-import type { Notification } from '../../engine/notification.ts';
+import type { Notification, NotificationItem } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 
 export interface WebhookAlert {
@@ -17,7 +17,8 @@ export interface WebhookAlert {
   fingerprint: string;
   /** rlwatch's own fields */
   alertId: number;
-  kind: 'firing' | 'repeat' | 'resolved';
+  /** never 'update': acks and mutes are not sent to a channel that cannot edit what it sent */
+  kind: NotificationItem['kind'];
   state: 'firing' | 'acked' | 'muted' | 'resolved';
   note: string | null;
   step: number;

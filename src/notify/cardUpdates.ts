@@ -1,0 +1,70 @@
+/**
+ * An ack or a mute changes what every card of the alert shows, wherever it was posted and wherever the change
+ * came from (a button on another platform, a slash command, the CLI). The change is queued in the outbox, in
+ * the transaction that made it: per target showing the alert, one row of 'update' items. Each item is the
+ * alert's item as the target's newest message of it shows it (numbers, generations, chart data) with the state
+ * captured now, so the row is self-contained; delivery edits those messages in place and never posts
+ * (src/notify/delivery.ts), and targets that cannot edit what they sent mark the row done (dispatcher.ts).
+ */
+import { isMuted, snapshotOf } from '../engine/capture.ts';
+import type { Notification, NotificationItem } from '../engine/notification.ts';
+import { silenceMatches, type SilenceRow } from '../store/silences.ts';
+import type { Store } from '../store/store.ts';
+import { parseNotification } from './payload.ts';
+
+/** The item of `alertId` in a posted message's payload; undefined when the payload no longer reads. */
+function itemIn(payload: string, alertId: number): NotificationItem | undefined {
+  try {
+    return parseNotification(payload).items.find((i) => i.alertId === alertId);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Queues the edits that show the alerts' current ack and mute state on every card of them: one outbox row
+ * per target and run. Call it inside the transaction that changed them. Returns the rows written.
+ */
+export function queueCardUpdates(store: Store, alertIds: Iterable<number>, now: number): number {
+  const silences = store.silences.active(now);
+  const rows = new Map<string, { runId: number; target: string; n: Notification }>();
+  for (const id of new Set(alertIds)) {
+    const a = store.alerts.byId(id);
+    const run = a && store.runs.byId(a.run_id);
+    if (!a || !run) continue;
+    const state = snapshotOf(a, isMuted(silences, run.name, a));
+    for (const m of store.chatMessages.showing(id)) {
+      const key = `${m.target}\n${a.run_id}`;
+      const row = rows.get(key) ?? { runId: a.run_id, target: m.target, n: { run: run.name, items: [] } };
+      if (row.n.items.some((i) => i.alertId === id)) continue; // the target's newest message of it gave the item
+      const shown = itemIn(m.payload, id);
+      if (!shown) continue;
+      row.n.items.push({ ...shown, kind: 'update', state });
+      rows.set(key, row);
+    }
+  }
+  for (const { runId, target, n } of rows.values()) store.outbox.add(runId, target, n, now);
+  return rows.size;
+}
+
+/** The firing alerts a mute matches (or matched, once ended): their cards show whether they are muted. */
+export function alertsUnder(store: Store, s: SilenceRow): number[] {
+  const names = new Map(store.runs.list().map((r) => [r.id, r.name]));
+  return store.alerts
+    .list({})
+    .filter((a) => silenceMatches(s, { run: names.get(a.run_id) ?? '', rule: a.rule, severity: a.severity }))
+    .map((a) => a.id);
+}
+
+/**
+ * Mutes whose time ran out since the last look: each is marked ended at its end, and the cards of what it held
+ * no longer say muted (unless another mute holds them). The app calls it on its tick. Returns the mutes ended.
+ */
+export function endExpiredMutes(store: Store, now: number): number {
+  return store.db.transaction(() => {
+    const expired = store.silences.expired(now);
+    for (const s of expired) store.silences.end(s.id, s.ends_at);
+    queueCardUpdates(store, expired.flatMap((s) => alertsUnder(store, s)), now);
+    return expired.length;
+  }).immediate();
+}
