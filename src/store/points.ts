@@ -260,10 +260,8 @@ function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: numb
   if (pastStored && pastBatch) tails.set(id, { steps: [step], values: [value], whole: first });
 }
 
-/** The last `n` points (finite ones only, with `finite`) at or before `step`, ascending; undefined when the tail
- * does not reach back far enough to know. */
-function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ step: number; value: number }> | undefined {
-  const { steps, values } = tail;
+/** The index of the first of the ascending `steps` past `step` (steps.length when none is). */
+function firstPast(steps: readonly number[], step: number): number {
   let lo = 0;
   let hi = steps.length;
   while (lo < hi) {
@@ -271,6 +269,14 @@ function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ s
     if (steps[mid]! <= step) lo = mid + 1;
     else hi = mid;
   }
+  return lo;
+}
+
+/** The last `n` points (finite ones only, with `finite`) at or before `step`, ascending; undefined when the tail
+ * does not reach back far enough to know. */
+function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ step: number; value: number }> | undefined {
+  const { steps, values } = tail;
+  const lo = firstPast(steps, step);
   const out: Array<{ step: number; value: number }> = [];
   for (let i = lo - 1; i >= 0 && out.length < n; i--) {
     if (!finite || Number.isFinite(values[i])) out.push({ step: steps[i]!, value: values[i]! });
@@ -292,13 +298,7 @@ function remember(fresh: Fresh, id: number, step: number, logged: number): void 
 /** The points of an ascending series past `step`. */
 function pointsAfter(series: FreshSeries, step: number): Array<{ step: number; value: number }> {
   const { steps, values } = series;
-  let lo = 0;
-  let hi = steps.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (steps[mid]! <= step) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = firstPast(steps, step);
   const out = new Array<{ step: number; value: number }>(steps.length - lo);
   for (let i = lo; i < steps.length; i++) out[i - lo] = { step: steps[i]!, value: values[i]! };
   return out;
