@@ -54,4 +54,13 @@ describe('loadConfig', () => {
     expect(resolveDbPath(undefined, config, {})).toBe('/tmp/from-config.db');
     expect(resolveDbPath(undefined, { ...config, db: undefined }, {})).toBe(join(process.cwd(), 'rlwatch.db'));
   });
+
+  it('refuses a PostgreSQL URL by where it came from, instead of making a SQLite file under ./postgres:', () => {
+    const config = loadConfig(configFile('db: postgres://u:p@db:5432/x\n'), {}).config;
+    expect(config.db).toBe('postgres://u:p@db:5432/x'); // not resolved against the config's folder
+    expect(() => resolveDbPath('postgresql://db/x', config, {})).toThrow(/^--db: PostgreSQL is not yet a store/);
+    expect(() => resolveDbPath(undefined, config, { RLWATCH_DB: 'postgres://db/x' })).toThrow(/^RLWATCH_DB: /);
+    expect(() => resolveDbPath(undefined, config, {})).toThrow(/^the config's db: /);
+    expect(() => resolveDbPath(undefined, config, {})).toThrow(UserError);
+  });
 });

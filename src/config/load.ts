@@ -6,6 +6,7 @@ import { ruleBookFor } from '../engine/presets/index.ts';
 import { RuleError } from '../engine/rules.ts';
 import { UserError } from '../errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
+import { isPostgresUrl } from '../store/pg/url.ts';
 
 
 export interface LoadedConfig {
@@ -38,7 +39,7 @@ export function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.e
     throw err;
   }
   config.watch.roots = config.watch.roots.map((r) => resolve(base, r));
-  if (config.db) config.db = resolve(base, config.db);
+  if (config.db && !isPostgresUrl(config.db)) config.db = resolve(base, config.db);
   return { config, file };
 }
 
@@ -54,7 +55,16 @@ function describeIssue(error: z.ZodError): string {
   return `${field}: ${issue.message}`;
 }
 
-/** --db, else RLWATCH_DB, else the config's `db`, else ./rlwatch.db. */
+/** --db, else RLWATCH_DB, else the config's `db`, else ./rlwatch.db. A PostgreSQL URL is refused by name: taken as
+ * a path it would have made a SQLite file in a folder called `postgres:`. */
 export function resolveDbPath(flag: string | undefined, config: Config, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(flag ?? env.RLWATCH_DB ?? config.db ?? 'rlwatch.db');
+  const db = flag ?? env.RLWATCH_DB ?? config.db ?? 'rlwatch.db';
+  if (isPostgresUrl(db)) {
+    const from = flag !== undefined ? '--db' : env.RLWATCH_DB !== undefined ? 'RLWATCH_DB' : "the config's db";
+    throw new UserError(
+      `${from}: PostgreSQL is not yet a store for this command (only \`rlwatch migrate --to\` writes to it); ` +
+        'give a SQLite file',
+    );
+  }
+  return resolve(db);
 }
