@@ -1,4 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
+import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
@@ -15,6 +16,8 @@ import {
 export interface RunContext {
   store: Store;
   runId: number;
+  /** the run's row, read once per evaluation (after `noteLive` and `rewindRestarts`; no rule writes it) */
+  run: RunRow | undefined;
   now: () => number;
   /** `store.points.after`, memoised for one evaluation: several rules read the same series */
   after(metric: string, step: number): Array<{ step: number; value: number }>;
@@ -23,10 +26,12 @@ export interface RunContext {
 export function runContext(store: Store, runId: number, now: () => number): RunContext {
   const memo = new Map<string, Array<{ step: number; value: number }>>();
   // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
-  const head = store.attempts.replaying(runId, store.runs.byId(runId)?.last_step ?? null);
+  const run = store.runs.byId(runId);
+  const head = store.attempts.replaying(runId, run?.last_step ?? null);
   return {
     store,
     runId,
+    run,
     now,
     after(metric, step) {
       const key = `${step}\u0000${metric}`;
