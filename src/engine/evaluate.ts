@@ -21,6 +21,8 @@ export interface RunContext {
   now: () => number;
   /** `store.points.after`, memoised for one evaluation: several rules read the same series */
   after(metric: string, step: number): Array<{ step: number; value: number }>;
+  /** `store.points.metricsOf`, memoised for one evaluation (rules write no points) */
+  metrics(): readonly string[];
 }
 
 export function runContext(store: Store, runId: number, now: () => number): RunContext {
@@ -28,6 +30,7 @@ export function runContext(store: Store, runId: number, now: () => number): RunC
   // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
   const run = store.runs.byId(runId);
   const head = store.attempts.replaying(runId, run?.last_step ?? null);
+  let metrics: readonly string[] | undefined;
   return {
     store,
     runId,
@@ -43,6 +46,7 @@ export function runContext(store: Store, runId: number, now: () => number): RunC
       }
       return rows;
     },
+    metrics: () => (metrics ??= store.points.metricsOf(runId)),
   };
 }
 
@@ -163,7 +167,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const span = NOISE_WINDOWS * w;
   const breaks = rule.breakSigmas > 0;
   const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0);
-  for (const metric of expandMetrics(rule.metrics, store.points.metricsOf(runId))) {
+  for (const metric of expandMetrics(rule.metrics, ctx.metrics())) {
     const cursor = store.alerts.cursor(runId, rule.id, metric);
     const from = cursor?.step ?? START;
     const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
