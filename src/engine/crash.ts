@@ -24,8 +24,7 @@ export function evidenceOf(e: EventRow): { title: string; lines: string[] } {
  * not crash; a crashed run that logs new steps (resumed, or it was alive after all) resolves.
  */
 export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): void {
-  const { store, runId } = ctx;
-  const run = store.runs.byId(runId);
+  const { store, runId, run } = ctx;
   if (!run) return;
   const grace = parseDuration(rule.grace) as number;
   const cursor = store.alerts.cursor(runId, rule.id, CRASH_KEY);
@@ -47,7 +46,7 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
     const summary = `the run logged step ${step} after the error`;
     lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details: {} }) });
   }
-  const finished = isFinished(store, runId);
+  const finished = isFinished(store, runId, run);
   for (const e of store.events.after(runId, ['error'], seen)) {
     seen = e.id;
     if (finished) continue; // errors at exit (a segfault in teardown) after the end of training

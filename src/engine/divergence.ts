@@ -23,7 +23,7 @@ const shown = (m: Move, arrow: string): string => `${m.metric} ${arrow} ${format
  */
 export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void {
   const { store, runId } = ctx;
-  const metrics = expandMetrics(rule.metrics, store.points.metricsOf(runId));
+  const metrics = expandMetrics(rule.metrics, ctx.metrics());
   if (metrics.length < 2) return;
   const key = rule.metrics.join(' ');
   const cursor = store.alerts.cursor(runId, rule.id, key);

@@ -1,4 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
+import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
@@ -15,18 +16,25 @@ import {
 export interface RunContext {
   store: Store;
   runId: number;
+  /** the run's row, read once per evaluation (after `noteLive` and `rewindRestarts`; no rule writes it) */
+  run: RunRow | undefined;
   now: () => number;
   /** `store.points.after`, memoised for one evaluation: several rules read the same series */
   after(metric: string, step: number): Array<{ step: number; value: number }>;
+  /** `store.points.metricsOf`, memoised for one evaluation (rules write no points) */
+  metrics(): readonly string[];
 }
 
 export function runContext(store: Store, runId: number, now: () => number): RunContext {
   const memo = new Map<string, Array<{ step: number; value: number }>>();
   // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
-  const head = store.attempts.replaying(runId, store.runs.byId(runId)?.last_step ?? null);
+  const run = store.runs.byId(runId);
+  const head = store.attempts.replaying(runId, run?.last_step ?? null);
+  let metrics: readonly string[] | undefined;
   return {
     store,
     runId,
+    run,
     now,
     after(metric, step) {
       const key = `${step}\u0000${metric}`;
@@ -38,6 +46,7 @@ export function runContext(store: Store, runId: number, now: () => number): RunC
       }
       return rows;
     },
+    metrics: () => (metrics ??= store.points.metricsOf(runId)),
   };
 }
 
@@ -158,7 +167,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const span = NOISE_WINDOWS * w;
   const breaks = rule.breakSigmas > 0;
   const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0);
-  for (const metric of expandMetrics(rule.metrics, store.points.metricsOf(runId))) {
+  for (const metric of expandMetrics(rule.metrics, ctx.metrics())) {
     const cursor = store.alerts.cursor(runId, rule.id, metric);
     const from = cursor?.step ?? START;
     const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));

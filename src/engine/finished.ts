@@ -1,4 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
+import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -11,13 +12,12 @@ import type { FinishedRule } from './rules.ts';
  * the logs announced (trainer_state's `max_steps`, verl's `total_steps`, a tqdm total). A finished run is
  * never stalled nor crashed.
  */
-export function isFinished(store: Store, runId: number): boolean {
-  return finishedAt(store, runId) !== null;
+export function isFinished(store: Store, runId: number, run = store.runs.byId(runId)): boolean {
+  return finishedAt(store, runId, run) !== null;
 }
 
 /** The step at which the run finished, or null (also when it logged steps after its summary: resumed). */
-function finishedAt(store: Store, runId: number): number | null {
-  const run = store.runs.byId(runId);
+function finishedAt(store: Store, runId: number, run: RunRow | undefined): number | null {
   if (!run || run.last_step === null) return null;
   const summary = store.events.finished(runId)?.step;
   if (summary !== undefined && run.last_step <= summary) return run.last_step;
@@ -36,8 +36,8 @@ const REWARD = 'reward';
  * once (no repeats) and resolves if the run logs steps again (a resumed job), ready to finish again. */
 export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
   const { store, runId } = ctx;
+  const { run } = ctx;
   const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: REWARD }, ctx.now);
-  const run = store.runs.byId(runId);
   if (!run || run.last_step === null) return;
   if (lc.state !== null) {
     const open = store.alerts.open(runId, rule.id, REWARD);
@@ -48,11 +48,11 @@ export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
     }
     return;
   }
-  const at = finishedAt(store, runId);
+  const at = finishedAt(store, runId, run);
   if (at === null) return;
   const done = store.alerts.cursor(runId, rule.id, REWARD);
   if (done && done.step >= at) return; // announced at this step already
-  const summary = finishedSummary(store, runId);
+  const summary = finishedSummary(store, runId, run);
   lc.apply(at, {
     kind: 'bad',
     firing: true,
@@ -81,8 +81,7 @@ function describe(s: FinishedSummary): string {
 }
 
 /** Duration, steps, final and best reward, and the run's alerts. */
-export function finishedSummary(store: Store, runId: number): FinishedSummary {
-  const run = store.runs.byId(runId);
+export function finishedSummary(store: Store, runId: number, run = store.runs.byId(runId)): FinishedSummary {
   const rewards = store.points.series(runId, REWARD).filter((p) => Number.isFinite(p.value));
   let best: { step: number; value: number } | null = null;
   for (const p of rewards) if (!best || p.value > best.value) best = { step: p.step, value: p.value };

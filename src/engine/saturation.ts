@@ -12,7 +12,7 @@ const EPSILON = 1e-9;
  */
 export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void {
   const { store, runId } = ctx;
-  const logged = store.points.metricsOf(runId);
+  const logged = ctx.metrics();
   for (const metric of expandMetrics(rule.metrics, logged)) {
     if (!logged.includes(`${metric}/std`)) continue;
     const cursor = store.alerts.cursor(runId, rule.id, metric);

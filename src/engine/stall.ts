@@ -55,13 +55,12 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
     evaluateStuckAtStart(ctx, rule, sessionStart);
     return;
   }
-  const { store, runId } = ctx;
-  const run = store.runs.byId(runId);
+  const { store, runId, run } = ctx;
   if (!run || run.last_step === null || run.active_at === null) return;
   const { limit, pace } = stallLimit(ctx, rule);
   const now = ctx.now();
   const last = run.active_at;
-  const finished = isFinished(store, runId);
+  const finished = isFinished(store, runId, run);
   const stalled = !finished && watched(run, sessionStart, limit) && now - last > limit;
   const step = store.attempts.replaying(runId, run.last_step) ?? run.last_step;
   const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
@@ -80,13 +79,12 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
 }
 
 function evaluateStuckAtStart(ctx: RunContext, rule: StallRule, sessionStart: number): void {
-  const { store, runId } = ctx;
-  const run = store.runs.byId(runId);
+  const { store, runId, run } = ctx;
   if (!run || run.started_at === null) return;
   const after = parseDuration(rule.after) as number;
   const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
   const details = { startedAt: run.started_at, lastActivity: run.active_at };
-  if (run.last_step !== null || isFinished(store, runId)) {
+  if (run.last_step !== null || isFinished(store, runId, run)) {
     const step = run.first_step ?? 0;
     const summary = `the first step arrived (step ${step})`;
     lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details }) });

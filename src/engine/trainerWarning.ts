@@ -13,8 +13,7 @@ const CURSOR = 'log:warnings';
  * It resolves once the run has gone `quietSteps` steps without that kind.
  */
 export function evaluateTrainerWarning(ctx: RunContext, rule: TrainerWarningRule): void {
-  const { store, runId } = ctx;
-  const run = store.runs.byId(runId);
+  const { store, runId, run } = ctx;
   if (!run) return;
   const cursor = store.alerts.cursor(runId, rule.id, CURSOR);
   let seen = Number(cursor?.state.seen ?? 0);

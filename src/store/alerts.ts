@@ -43,8 +43,21 @@ export interface AlertChange {
   details: Record<string, unknown>;
 }
 
+/** A rule cursor as stored: its state as JSON. */
+interface CursorRow {
+  step: number;
+  state: string;
+}
+
 /** Alert incidents, their transitions, and the rule cursors the engine keeps per run. */
 export class Alerts {
+  /**
+   * The rule cursors read or written, per run (null: no row), exactly as in the database: this process is the one
+   * writer (the writer lock), and whoever rolls back a transaction that may have written them calls `forgetCursors`.
+   * The engine reads and writes each of a run's cursors after every batch.
+   */
+  private readonly cursors = new Map<number, Map<string, CursorRow | null>>();
+
   constructor(private readonly db: Database) {}
 
   open(runId: number, rule: string, metric: string): AlertRow | undefined {
@@ -125,17 +138,41 @@ export class Alerts {
   }
 
   cursor(runId: number, rule: string, metric: string): { step: number; state: Record<string, unknown> } | undefined {
-    const row = prepared(this.db, 'SELECT step, state FROM rule_cursors WHERE run_id = ? AND rule = ? AND metric = ?')
-      .get(runId, rule, metric) as { step: number; state: string } | undefined;
-    return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
+    const key = `${rule}\u0000${metric}`;
+    let held = this.cursors.get(runId);
+    let row = held?.get(key);
+    if (row === undefined) {
+      row = (prepared(this.db, 'SELECT step, state FROM rule_cursors WHERE run_id = ? AND rule = ? AND metric = ?')
+        .get(runId, rule, metric) as CursorRow | undefined) ?? null;
+      if (!held) this.cursors.set(runId, (held = new Map()));
+      held.set(key, row);
+    }
+    // parsed on each read: a caller may change the state it is given
+    return row ? { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> } : undefined;
   }
 
   saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): void {
+    const key = `${rule}\u0000${metric}`;
+    const json = JSON.stringify(state);
+    let held = this.cursors.get(runId);
+    const was = held?.get(key);
+    if (was && was.step === step && was.state === json) return; // most batches leave most cursors as they were
     prepared(this.db,
         `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
       )
-      .run(runId, rule, metric, step, JSON.stringify(state));
+      .run(runId, rule, metric, step, json);
+    if (!held) this.cursors.set(runId, (held = new Map()));
+    held.set(key, { step, state: json });
+  }
+
+  /**
+   * Drops the cursors held in memory for the run (or for every run): call when a transaction that may have
+   * written them rolled back, or when the run is removed. The next read goes to the database.
+   */
+  forgetCursors(runId?: number): void {
+    if (runId === undefined) this.cursors.clear();
+    else this.cursors.delete(runId);
   }
 
   /** The run's open (pending or firing) alerts. */
@@ -148,6 +185,7 @@ export class Alerts {
   rewindCursors(runId: number, step: number): void {
     prepared(this.db, `UPDATE rule_cursors SET step = ?, state = '{}' WHERE run_id = ? AND step >= ?`)
       .run(step - 1, runId, step);
+    this.cursors.delete(runId);
   }
 
   private event(id: number, state: string, c: AlertChange): void {

@@ -25,6 +25,8 @@ export class Runs {
   constructor(
     private readonly db: Database,
     private readonly now: () => number = Date.now,
+    /** told of each run removed (what is held in memory of it goes; its id may be given again) */
+    private readonly removed: (runId: number) => void = () => {},
   ) {}
 
   /** The run at `path`, created on first sight. A name taken by another path gets a numeric suffix. */
@@ -93,5 +95,6 @@ export class Runs {
       }
       prepared(this.db, 'DELETE FROM runs WHERE id = ?').run(runId);
     })();
+    this.removed(runId);
   }
 }

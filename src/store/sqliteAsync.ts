@@ -169,6 +169,7 @@ export class SqliteAsyncStore implements StoreContract {
         return out;
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
+        this.store.alerts.forgetCursors(); // the body may have written some
         throw err;
       }
     });

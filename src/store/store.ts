@@ -71,7 +71,7 @@ export class Store {
     opts: StoreOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
-    this.runs = new Runs(db, this.now);
+    this.runs = new Runs(db, this.now, (id) => this.alerts.forgetCursors(id));
     this.files = new Files(db);
     this.points = new Points(db);
     this.examples = new Examples(db);
@@ -147,6 +147,7 @@ export class Store {
       return this.commitTx(batch, examplesPerStep, within);
     } catch (err) {
       this.points.forget(batch.runId);
+      this.alerts.forgetCursors(); // `within` evaluated the rules: their cursors rolled back too
       throw err;
     }
   }
