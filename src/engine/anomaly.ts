@@ -1,5 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
-import type { RunContext } from './evaluate.ts';
+import { resume, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { AnomalyRule } from './rules.ts';
 import { median } from './stats.ts';
@@ -24,9 +24,7 @@ function robustScale(values: readonly number[], med: number): number {
 export function evaluateAnomaly(ctx: RunContext, rule: AnomalyRule): void {
   const { store, runId } = ctx;
   const metric = rule.metric;
-  const cursor = store.alerts.cursor(runId, rule.id, metric);
-  const from = cursor?.step ?? -1;
-  const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
+  const { cursor, from, fresh } = resume(ctx, rule.id, metric);
   if (fresh.length === 0) return;
   const window = cursor ? store.points.upTo(runId, metric, from, rule.window, true).map((p) => p.value) : [];
   let streak = Number(cursor?.state.streak ?? 0);

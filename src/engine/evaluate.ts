@@ -52,6 +52,18 @@ export function runContext(store: Store, runId: number, now: () => number): RunC
 
 /** Before any step: where a rule's cursor starts. */
 const START = -1;
+
+/** Where a rule left off on a metric (its cursor), and the finite points logged since: how the rules that judge
+ * one metric record by record begin. */
+export function resume(
+  ctx: RunContext,
+  rule: string,
+  metric: string,
+): { cursor: ReturnType<Store['alerts']['cursor']>; from: number; fresh: Array<{ step: number; value: number }> } {
+  const cursor = ctx.store.alerts.cursor(ctx.runId, rule, metric);
+  const from = cursor?.step ?? START;
+  return { cursor, from, fresh: ctx.after(metric, from).filter((p) => Number.isFinite(p.value)) };
+}
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Threshold: each alternative is its own alert key, named after its first metric. */
@@ -168,9 +180,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const breaks = rule.breakSigmas > 0;
   const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0);
   for (const metric of expandMetrics(rule.metrics, ctx.metrics())) {
-    const cursor = store.alerts.cursor(runId, rule.id, metric);
-    const from = cursor?.step ?? START;
-    const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
+    const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
     const history = cursor ? store.points.upTo(runId, metric, from, reach - 1, true) : [];
     const points = [...history, ...fresh];

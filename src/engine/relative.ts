@@ -1,5 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
-import type { RunContext } from './evaluate.ts';
+import { resume, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { compare, type RelativeRule } from './rules.ts';
 import { median } from './stats.ts';
@@ -34,9 +34,7 @@ const NAMES = { early: 'its early median', rolling: 'its recent median', max: 'i
 export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   const { store, runId } = ctx;
   const metric = rule.metric;
-  const cursor = store.alerts.cursor(runId, rule.id, metric);
-  const from = cursor?.step ?? -1;
-  const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
+  const { cursor, from, fresh } = resume(ctx, rule.id, metric);
   if (fresh.length === 0) return;
   const st: RelativeState = {
     ...{ seen: 0, early: [], baseline: null, max: null, streak: 0, quiet: 0, last: null, ssd: 0, diffs: 0 },

@@ -1,5 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
-import { expandMetrics, type RunContext } from './evaluate.ts';
+import { expandMetrics, resume, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { SaturationRule } from './rules.ts';
 
@@ -15,9 +15,7 @@ export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void 
   const logged = ctx.metrics();
   for (const metric of expandMetrics(rule.metrics, logged)) {
     if (!logged.includes(`${metric}/std`)) continue;
-    const cursor = store.alerts.cursor(runId, rule.id, metric);
-    const from = cursor?.step ?? -1;
-    const fresh = ctx.after(metric, from).filter((p) => Number.isFinite(p.value));
+    const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
     const std = new Map(ctx.after(`${metric}/std`, from).map((p) => [p.step, p.value]));
     let max = Number(cursor?.state.max ?? -Infinity);
