@@ -1,3 +1,4 @@
+import { range } from '../engine/stats.ts';
 import { UserError } from '../errors.ts';
 import { lttbIndices } from '../render/lttb.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
@@ -70,17 +71,4 @@ function chartPoints(steps: Float64Array, values: Float64Array): Array<{ step: n
     ys[m++] = v;
   }
   return Array.from(lttbIndices(xs, ys, m, CHART_POINTS), (i) => ({ step: xs[i] as number, value: ys[i] as number }));
-}
-
-/** Min and max of the finite values. */
-function range(values: ArrayLike<number>): { min: number; max: number } {
-  let min = Infinity;
-  let max = -Infinity;
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i] as number;
-    if (!Number.isFinite(v)) continue;
-    if (v < min) min = v;
-    if (v > max) max = v;
-  }
-  return { min, max };
 }

@@ -1,4 +1,4 @@
-/** Small statistics over number arrays, shared by the trend, relative and anomaly rules. */
+/** Small statistics over number arrays, shared by the rules, the report and the commands. */
 
 export function mean(values: readonly number[], from = 0, to = values.length): number {
   let sum = 0;
@@ -22,4 +22,18 @@ export function median(values: readonly number[]): number {
   const n = s.length;
   if (n === 0) return NaN;
   return n % 2 === 1 ? (s[n >> 1] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
+}
+
+/** Min and max of the finite values (Infinity and -Infinity when there is none), in one pass: `Math.min(...xs)`
+ * overflows the stack past ~120,000 values, which a report over a long run reaches. */
+export function range(values: ArrayLike<number>): { min: number; max: number } {
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    if (!Number.isFinite(v)) continue;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  return { min, max };
 }

@@ -9,7 +9,7 @@ import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { rangeRow } from './judge.ts';
 import { type ExpectedRange } from './ranges.ts';
-import { direction, finite, mean } from './stats.ts';
+import { direction, finite, mean, range } from './stats.ts';
 import { statusOf, stopVerdict } from './verdict.ts';
 import { valuesIn, windowOf, type Window } from './window.ts';
 
@@ -172,7 +172,7 @@ function components(store: Store, runId: number, w: Window): ComponentRow[] {
     const v = finite(valuesIn(store, runId, name, w));
     if (v.length === 0) continue;
     const m = mean(v);
-    const best = Math.max(...v);
+    const best = range(v).max;
     rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'metric' });
   }
   const byKey = new Map<string, number[]>();
@@ -181,11 +181,11 @@ function components(store: Store, runId: number, w: Window): ComponentRow[] {
     for (const [k, x] of Object.entries(e.breakdown)) if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
   }
   // a part of the reward is never larger than the largest reward: that keeps out counts (length, errors)
-  const top = Math.max(...finite(kept.map((e) => e.reward)));
+  const top = range(kept.map((e) => e.reward)).max;
   for (const [name, v] of byKey) {
     if (v.some((x) => Math.abs(x) > Math.abs(top) + 1e-9)) continue;
     const m = mean(v);
-    const best = Math.max(...v);
+    const best = range(v).max;
     rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'generations' });
   }
   return rows.sort((a, b) => b.gap - a.gap);

@@ -3,7 +3,7 @@ import type { MilestoneRule, Rule } from '../engine/rules.ts';
 import type { Store } from '../store/store.ts';
 import type { Mark, RangeRow } from './build.ts';
 import type { ExpectedRange } from './ranges.ts';
-import { finite, median } from './stats.ts';
+import { finite, median, range } from './stats.ts';
 import { valuesIn, type Window } from './window.ts';
 
 /** How many records of the run's start make the baseline of a `baseline` range. */
@@ -27,6 +27,16 @@ function floorAt(line: ReadonlyArray<[number, number]>, epoch: number): number {
   return (line[line.length - 1] as [number, number])[1];
 }
 
+/** What a range row says of the values whatever it judges them by. */
+function summary(r: ExpectedRange, v: readonly number[]): Omit<RangeRow, 'baseline' | 'below' | 'above' | 'mark'> {
+  if (v.length === 0) return { metric: r.metric, n: 0, min: null, max: null, median: null, range: r };
+  const { min, max } = range(v);
+  return { metric: r.metric, n: v.length, min, max, median: median(v), range: r };
+}
+
+/** Judged values: all in range, under half out, or half or more out. */
+const markOf = (out: number, n: number): Mark => (out === 0 ? 'ok' : out * 2 < n ? 'warn' : 'bad');
+
 /** A `milestones` range: each record against the floor at its epoch. */
 function trajectoryRow(store: Store, runId: number, r: ExpectedRange, w: Window, line: Array<[number, number]>): RangeRow {
   const epochs = new Map(store.points.series(runId, 'epoch').map((p) => [p.step, p.value]));
@@ -35,18 +45,7 @@ function trajectoryRow(store: Store, runId: number, r: ExpectedRange, w: Window,
     .filter((p) => p.step >= w.from && p.step <= w.to && Number.isFinite(p.value) && epochs.has(p.step));
   const v = pts.map((p) => p.value);
   const below = pts.filter((p) => p.value < floorAt(line, epochs.get(p.step) as number)).length;
-  const mark: Mark = v.length === 0 ? 'none' : below === 0 ? 'ok' : below * 2 < v.length ? 'warn' : 'bad';
-  return {
-    metric: r.metric,
-    n: v.length,
-    min: v.length ? Math.min(...v) : null,
-    max: v.length ? Math.max(...v) : null,
-    median: v.length ? median(v) : null,
-    range: r,
-    below,
-    above: 0,
-    mark,
-  };
+  return { ...summary(r, v), below, above: 0, mark: v.length === 0 ? 'none' : markOf(below, v.length) };
 }
 
 export function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Window, rules: readonly Rule[]): RangeRow {
@@ -74,19 +73,12 @@ export function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Windo
   const below = lo === undefined ? 0 : v.filter((x) => x < lo).length;
   const above = hi === undefined ? 0 : v.filter((x) => x > hi).length;
   const judged = v.length > 0 && (r.basis === 'absolute' || baseline !== undefined);
-  const out = below + above;
-  const mark: Mark = !judged ? 'none' : out === 0 ? 'ok' : out * 2 < v.length ? 'warn' : 'bad';
   return {
-    metric: r.metric,
-    n: v.length,
-    min: v.length ? Math.min(...v) : null,
-    max: v.length ? Math.max(...v) : null,
-    median: v.length ? median(v) : null,
-    range: r,
+    ...summary(r, v),
     ...(baseline === undefined ? {} : { baseline }),
     below,
     above,
-    mark,
+    mark: judged ? markOf(below + above, v.length) : 'none',
   };
 }
 

@@ -1,16 +1,9 @@
 /** Small statistics for the report, on finite values only. */
+import { mean } from '../engine/stats.ts';
 
 export const finite = (xs: readonly number[]): number[] => xs.filter((x) => Number.isFinite(x));
 
-export function mean(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0) / xs.length;
-}
-
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-}
+export { mean, median, range } from '../engine/stats.ts';
 
 /**
  * Which way a series went over the window: the means of its first and second halves, `up`/`down` when they

@@ -13,7 +13,7 @@ import { ConfigSchema, type Config } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import type { RunReport } from '../../src/report/build.ts';
 import { Store } from '../../src/store/store.ts';
-import { tempDir } from '../helpers.ts';
+import { learningLine, tempDir } from '../helpers.ts';
 
 /** Reads the files (real Ingestor), then the engine evaluates what was read, as at start-up (unless `alerts` is
  * false: the seed 002 sample's 3,000 restarts make the engine take ~30 s on it, a problem reported apart). */
@@ -169,6 +169,19 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     expect(r.best[0]!.reward).toBeGreaterThanOrEqual(r.worst[0]!.reward);
     store.close();
   });
+
+  it('judges a window of 150,000 records (Math.min(...values) overflowed the stack past ~120,000)', async () => {
+    const dir = join(tempDir(), 'runs', 'long');
+    mkdirSync(dir, { recursive: true });
+    const n = 150_000;
+    const frac = (i: number): number => (i % 7) / 10; // 0.0 .. 0.6
+    writeFileSync(join(dir, 'learning.log'), `${Array.from({ length: n }, (_, k) => learningLine(k + 1, { frac: frac(k + 1) })).join('\n')}\n`);
+    const store = await ingest([join(dir, '..')], ConfigSchema.parse({}), false);
+    const r = reportOf({ store }, { run: 'long', since: '1' });
+    expect(r.window.records).toBe(n);
+    expect(row(r, 'frac_zero_std')).toMatchObject({ n, min: 0, max: 0.6 });
+    store.close();
+  }, 60_000);
 
   it('a config range replaces the preset\'s (report.ranges) and --since takes a step', async () => {
     const config = ConfigSchema.parse({ report: { ranges: { entropy: { min: 0.05, max: 0.3 } } } });
