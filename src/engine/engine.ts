@@ -90,9 +90,8 @@ export class Engine {
     const skip = new Set<string>();
     for (;;) {
       try {
-        return this.store.db.transaction(() => this.evaluateRules(runId, announce, skip))();
+        return this.store.transaction(() => this.evaluateRules(runId, announce, skip));
       } catch (err) {
-        this.store.alerts.forgetCursors(runId); // rolled back: the cursors it wrote with it
         if (!(err instanceof RuleFailed)) throw err;
         skip.add(err.rule);
         const reason = err.reason instanceof Error ? err.reason.message : String(err.reason);
@@ -147,16 +146,7 @@ export class Engine {
 
   /** On a timer: stalls, repeats and expired mutes of every run. */
   tick(): number {
-    try {
-      return this.tickRules();
-    } catch (err) {
-      this.store.alerts.forgetCursors(); // rolled back: the cursors it wrote with it
-      throw err;
-    }
-  }
-
-  private tickRules(): number {
-    return this.store.db.transaction(() => {
+    return this.store.transaction(() => {
       let written = 0;
       for (const run of this.store.runs.list()) {
         this.noteLive(run);
@@ -168,7 +158,7 @@ export class Engine {
         written += this.announce(run.id);
       }
       return written;
-    })();
+    });
   }
 
   /**

@@ -53,7 +53,8 @@ interface CursorRow {
 export class Alerts {
   /**
    * The rule cursors read or written, per run (null: no row), exactly as in the database: this process is the one
-   * writer (the writer lock), and whoever rolls back a transaction that may have written them calls `forgetCursors`.
+   * writer (the writer lock), and a transaction that may have written them and rolls back (`Store.transaction`,
+   * `Store.commit`) calls `forgetCursors`.
    * The engine reads and writes each of a run's cursors after every batch.
    */
   private readonly cursors = new Map<number, Map<string, CursorRow | null>>();

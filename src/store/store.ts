@@ -152,6 +152,17 @@ export class Store {
     }
   }
 
+  /** `fn` in a transaction (a savepoint inside another): when it throws, the rule cursors held in memory are
+   * dropped with what was rolled back, so callers need not know what the store holds. */
+  transaction<T>(fn: () => T): T {
+    try {
+      return this.db.transaction(fn)();
+    } catch (err) {
+      this.alerts.forgetCursors();
+      throw err;
+    }
+  }
+
   close(): void {
     try {
       if (this.lock) prepared(this.db, 'DELETE FROM writer WHERE pid = ? AND host = ?').run(process.pid, hostname());
