@@ -1,17 +1,13 @@
-import { watch, type FSWatcher } from 'chokidar';
-import { statSync } from 'node:fs';
-import { basename, resolve, sep } from 'node:path';
-import { isIgnoredDir, readElsewhere } from './discover.ts';
+import { resolve, sep } from 'node:path';
+import { readElsewhere } from './discover.ts';
 import type { Ingestor } from './ingestor.ts';
-import { CANDIDATE_FILE } from './runLocator.ts';
+import { PollWatch } from './pollWatch.ts';
+import { TreeWatch } from './treeWatch.ts';
 import { isBusy } from '../store/dbErrors.ts';
 import { BUSY_RETRY_MS } from '../store/store.ts';
 
-/** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
- * so the last append of a burst could go unnoticed: every change is looked at once more this much later, and
- * read again if the file changed since it was last read. */
-const TRAILING_CHECK_MS = 60;
-/** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen. */
+/** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen, and
+ * list every folder again. */
 const SWEEP_MS = 30_000;
 
 export interface WatchOptions {
@@ -22,18 +18,16 @@ export interface WatchOptions {
 }
 
 /**
- * Watches the roots with chokidar and feeds changed files to the ingestor one at a time (SQLite has one
- * writer, and a file must never be read twice at once). A change during a read queues one more read.
+ * Watches the roots (file-system events, or chokidar's polling with `poll`) and feeds changed files to the
+ * ingestor one at a time (SQLite has one writer, and a file must never be read twice at once). A change during a
+ * read queues one more read.
  */
 export class LiveIngest {
-  private watcher: FSWatcher | null = null;
+  private source: TreeWatch | PollWatch | null = null;
   private readonly roots: string[];
   private readonly queue = new Set<string>();
   private draining: Promise<void> | null = null;
   private readonly seen = new Set<string>();
-  private readonly trailing = new Map<string, NodeJS.Timeout>();
-  /** each file's size and mtime as it was just before its last read */
-  private readonly lastRead = new Map<string, string>();
   private sweep: NodeJS.Timeout | null = null;
 
   constructor(
@@ -48,29 +42,24 @@ export class LiveIngest {
 
   /** Resolves once the files present at start-up have been read. */
   async start(): Promise<void> {
-    const ignored = (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }): boolean => {
-      if (this.roots.includes(path)) return false;
-      const name = basename(path);
-      if (stats?.isDirectory()) return isIgnoredDir(name, this.opts.ignore);
-      if (stats?.isFile()) return !CANDIDATE_FILE.test(name);
-      return isIgnoredDir(name, this.opts.ignore) && !CANDIDATE_FILE.test(name);
+    const onFile = (path: string): void => {
+      this.seen.add(path);
+      this.enqueue(path);
     };
-    const watcher = watch(this.roots, {
-      ignored,
-      persistent: true,
-      ignoreInitial: false,
-      usePolling: this.opts.poll,
-      interval: this.opts.pollIntervalMs,
-      binaryInterval: this.opts.pollIntervalMs,
-      depth: this.opts.depth,
-      ignorePermissionErrors: true,
-    });
-    this.watcher = watcher;
-    watcher.on('add', (p) => this.changed(p));
-    watcher.on('change', (p) => this.changed(p));
-    watcher.on('error', (e) => this.onError(e instanceof Error ? e : new Error(String(e))));
-    await new Promise<void>((done) => watcher.once('ready', () => done()));
-    this.sweep = setInterval(() => this.seen.forEach((p) => this.enqueue(p)), SWEEP_MS);
+    const { depth, ignore } = this.opts;
+    if (this.opts.poll) {
+      const source = new PollWatch(this.roots, { depth, ignore, intervalMs: this.opts.pollIntervalMs }, onFile, this.onError);
+      this.source = source;
+      await source.start();
+    } else {
+      const source = new TreeWatch(this.roots, { depth, ignore }, onFile, this.onError);
+      this.source = source;
+      source.start();
+    }
+    this.sweep = setInterval(() => {
+      if (this.source instanceof TreeWatch) this.source.rescan();
+      this.seen.forEach((p) => this.enqueue(p));
+    }, SWEEP_MS);
     this.sweep.unref();
     await this.idle();
   }
@@ -81,27 +70,11 @@ export class LiveIngest {
   }
 
   async stop(): Promise<void> {
-    await this.watcher?.close();
-    this.watcher = null;
+    await this.source?.close();
+    this.source = null;
     if (this.sweep) clearInterval(this.sweep);
-    this.trailing.forEach((t) => clearTimeout(t));
-    this.trailing.clear();
     this.queue.clear();
     await this.idle();
-  }
-
-  private changed(path: string): void {
-    this.seen.add(path);
-    this.enqueue(path);
-    clearTimeout(this.trailing.get(path));
-    this.trailing.set(
-      path,
-      setTimeout(() => {
-        this.trailing.delete(path);
-        // a stat, not a read: live, every appended line used to be read twice (the event, then this check)
-        if (identity(path) !== this.lastRead.get(path)) this.enqueue(path);
-      }, TRAILING_CHECK_MS),
-    );
   }
 
   private enqueue(path: string): void {
@@ -123,7 +96,6 @@ export class LiveIngest {
       this.queue.delete(path);
       const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
       if (!root || readElsewhere(path, this.roots)) continue;
-      this.lastRead.set(path, identity(path));
       try {
         await this.ingestor.ingest(path, root);
       } catch (err) {
@@ -132,16 +104,6 @@ export class LiveIngest {
         if (isBusy(err)) setTimeout(() => this.enqueue(path), BUSY_RETRY_MS).unref();
       }
     }
-  }
-}
-
-/** What tells a change: size and mtime (a rewrite to the same size moves the mtime), inode (a new file). */
-function identity(path: string): string {
-  try {
-    const st = statSync(path);
-    return `${st.size}:${st.mtimeMs}:${st.ino}`;
-  } catch {
-    return 'gone';
   }
 }
 

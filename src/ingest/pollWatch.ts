@@ -1,0 +1,83 @@
+import { watch, type FSWatcher } from 'chokidar';
+import { statSync } from 'node:fs';
+import { basename } from 'node:path';
+import { isIgnoredDir } from './discover.ts';
+import { CANDIDATE_FILE } from './runLocator.ts';
+
+/** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
+ * so the last append of a burst could go unnoticed: every change is looked at once more this much later, and
+ * handed over again if the file changed since the event. */
+const TRAILING_CHECK_MS = 60;
+
+/**
+ * The roots polled by chokidar (`watch.poll`: network file systems send no events): each file stat'ed and each
+ * folder listed every `intervalMs`. Log files found or changed go to `onFile`.
+ */
+export class PollWatch {
+  private watcher: FSWatcher | null = null;
+  private readonly trailing = new Map<string, NodeJS.Timeout>();
+
+  constructor(
+    private readonly roots: readonly string[],
+    private readonly opts: { depth: number; ignore: readonly string[]; intervalMs: number },
+    private readonly onFile: (path: string) => void,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  /** Resolves once every log file present has been handed over. */
+  async start(): Promise<void> {
+    const ignored = (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }): boolean => {
+      if (this.roots.includes(path)) return false;
+      const name = basename(path);
+      if (stats?.isDirectory()) return isIgnoredDir(name, this.opts.ignore);
+      if (stats?.isFile()) return !CANDIDATE_FILE.test(name);
+      return isIgnoredDir(name, this.opts.ignore) && !CANDIDATE_FILE.test(name);
+    };
+    const watcher = watch([...this.roots], {
+      ignored,
+      persistent: true,
+      ignoreInitial: false,
+      usePolling: true,
+      interval: this.opts.intervalMs,
+      binaryInterval: this.opts.intervalMs,
+      depth: this.opts.depth,
+      ignorePermissionErrors: true,
+    });
+    this.watcher = watcher;
+    watcher.on('add', (p) => this.changed(p));
+    watcher.on('change', (p) => this.changed(p));
+    watcher.on('error', (e) => this.onError(e instanceof Error ? e : new Error(String(e))));
+    await new Promise<void>((done) => watcher.once('ready', () => done()));
+  }
+
+  async close(): Promise<void> {
+    await this.watcher?.close();
+    this.watcher = null;
+    this.trailing.forEach((t) => clearTimeout(t));
+    this.trailing.clear();
+  }
+
+  private changed(path: string): void {
+    this.onFile(path);
+    const before = identity(path);
+    clearTimeout(this.trailing.get(path));
+    this.trailing.set(
+      path,
+      setTimeout(() => {
+        this.trailing.delete(path);
+        // a stat, not a read: every appended line would otherwise be read twice (the event, then this check)
+        if (this.watcher && identity(path) !== before) this.onFile(path);
+      }, TRAILING_CHECK_MS),
+    );
+  }
+}
+
+/** What tells a change: size and mtime (a rewrite to the same size moves the mtime), inode (a new file). */
+function identity(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.size}:${st.mtimeMs}:${st.ino}`;
+  } catch {
+    return 'gone';
+  }
+}

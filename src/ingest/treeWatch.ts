@@ -1,0 +1,210 @@
+import { readdirSync, realpathSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { basename, join, sep } from 'node:path';
+import { isIgnoredDir, readElsewhere } from './discover.ts';
+import { CANDIDATE_FILE } from './runLocator.ts';
+
+/** One watched directory: its inotify watch, how deep below its root it sits, the log files last listed in it. */
+interface Dir {
+  watcher: FSWatcher | null;
+  level: number;
+  /** its real path, so that a symlink cycle outside the roots ends */
+  real: string;
+  files: Set<string>;
+  /** sub-directories watched as its entries */
+  subdirs: Set<string>;
+  /** symlinked log files, each with its own watch (the directory's watch does not see their target change) */
+  links: Map<string, FSWatcher>;
+}
+
+/**
+ * The roots' directories (to `depth`), each watched by one `fs.watch` (inotify on Linux). A change event names
+ * the file: it goes straight to `onFile`, with no stat and no directory read. A directory is read again only
+ * when an entry in it is created, removed or renamed (or by `rescan`, the safety net for lost events), and a
+ * log file found that way is handed to `onFile` once. Files the ingestor will not take (the wrong name, an
+ * ignored or hidden folder, deeper than `depth`, reached through a link into a root) are never handed over.
+ */
+export class TreeWatch {
+  private readonly dirs = new Map<string, Dir>();
+  /** the watched directories' real paths */
+  private readonly reals = new Set<string>();
+  /** directories to read again once the current burst of events has been delivered */
+  private readonly dirty = new Set<string>();
+  private rescanning: NodeJS.Immediate | null = null;
+  private closed = false;
+  /** directories whose watch could not be set, reported once each */
+  private readonly reported = new Set<string>();
+
+  constructor(
+    private readonly roots: readonly string[],
+    private readonly opts: { depth: number; ignore: readonly string[] },
+    private readonly onFile: (path: string) => void,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  /** Watches the trees and hands over every log file in them. */
+  start(): void {
+    this.rescan();
+  }
+
+  /** Reads every directory again: roots and folders whose watch was lost or could not be set are watched again,
+   * files whose creation went unseen are handed over. */
+  rescan(): void {
+    for (const root of this.roots) this.add(root, 0);
+    for (const path of [...this.dirs.keys()]) this.read(path);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.rescanning) clearImmediate(this.rescanning);
+    for (const path of [...this.dirs.keys()]) this.drop(path);
+  }
+
+  /** Starts watching `path` at `level` below its root (a nested root makes that the smaller), and reads it. */
+  private add(path: string, level: number): void {
+    const known = this.dirs.get(path);
+    if (known && known.watcher && known.level <= level) return;
+    let real: string;
+    try {
+      real = realpathSync.native(path);
+    } catch {
+      return;
+    }
+    if (!known && this.reals.has(real)) return; // a link cycle, or a second link to one folder
+    const dir: Dir = known ?? { watcher: null, level, real, files: new Set(), subdirs: new Set(), links: new Map() };
+    dir.level = Math.min(dir.level, level);
+    this.dirs.set(path, dir);
+    this.reals.add(real);
+    if (!dir.watcher) dir.watcher = this.watchDir(path);
+    this.read(path);
+  }
+
+  private watchDir(path: string): FSWatcher | null {
+    try {
+      const w = watch(path, { persistent: true }, (event, name) => this.event(path, event, name));
+      w.on('error', () => this.lost(path));
+      this.reported.delete(path);
+      return w;
+    } catch (err) {
+      // out of inotify watches (ENOSPC), or a folder gone or unreadable: the 30 s rescan tries again
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && !this.reported.has(path)) {
+        this.reported.add(path);
+        const hint = code === 'ENOSPC' ? ' (raise fs.inotify.max_user_watches, or set watch.poll)' : '';
+        this.onError(new Error(`cannot watch ${path}: ${(err as Error).message}${hint}; looking again every 30 s`));
+      }
+      return null;
+    }
+  }
+
+  private event(dir: string, event: string, name: string | Buffer | null): void {
+    if (this.closed) return;
+    const entry = typeof name === 'string' ? name : null;
+    const known = entry !== null && this.dirs.get(dir)?.files.has(entry) === true;
+    // an append (or the file renamed away, or replaced: the ingestor sorts out which)
+    if (known) this.onFile(join(dir, entry));
+    // a write to a file no format reads (a checkpoint): nothing to do; to one not listed yet: list the folder
+    if (event === 'change' && (known || entry === null || !CANDIDATE_FILE.test(entry))) return;
+    // an entry created, removed or renamed (or the directory itself): list the directory again, once per burst
+    this.dirty.add(dir);
+    this.rescanning ??= setImmediate(() => {
+      this.rescanning = null;
+      const paths = [...this.dirty];
+      this.dirty.clear();
+      for (const path of paths) if (this.dirs.has(path)) this.read(path);
+    });
+  }
+
+  /** Lists `path`: new log files are handed over, new sub-directories watched, vanished ones let go. */
+  private read(path: string): void {
+    const dir = this.dirs.get(path);
+    if (!dir) return;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(path, { withFileTypes: true });
+    } catch {
+      this.lost(path);
+      return;
+    }
+    const files = new Set<string>();
+    const subdirs = new Set<string>();
+    for (const e of entries) {
+      const child = join(path, e.name);
+      let isDir = e.isDirectory();
+      let isFile = e.isFile();
+      const link = e.isSymbolicLink();
+      if (link) {
+        try {
+          const st = statSync(child);
+          isDir = st.isDirectory();
+          isFile = st.isFile();
+        } catch {
+          continue; // dangling
+        }
+        // what a link leads to inside a root is read under its real path, and watched there
+        if (readElsewhere(child, this.roots)) continue;
+      }
+      if (isDir && dir.level < this.opts.depth && !isIgnoredDir(e.name, this.opts.ignore)) {
+        subdirs.add(e.name);
+        if (!this.isRoot(child)) this.add(child, dir.level + 1);
+      } else if (isFile && CANDIDATE_FILE.test(e.name)) {
+        files.add(e.name);
+        if (link && !dir.links.has(e.name)) this.watchLink(dir, child);
+        if (!dir.files.has(e.name)) this.onFile(child);
+      }
+    }
+    for (const name of dir.subdirs) if (!subdirs.has(name)) this.dropTree(join(path, name));
+    for (const [name, w] of dir.links) {
+      if (files.has(name)) continue;
+      w.close();
+      dir.links.delete(name);
+    }
+    dir.files = files;
+    dir.subdirs = subdirs;
+  }
+
+  private watchLink(dir: Dir, path: string): void {
+    try {
+      const w = watch(path, { persistent: true }, () => this.closed || this.onFile(path));
+      w.on('error', () => {
+        w.close();
+        dir.links.delete(basename(path));
+      });
+      dir.links.set(basename(path), w);
+    } catch {
+      // gone already: the next listing of its folder says so
+    }
+  }
+
+  /** A directory's watch failed or the directory went: a root stays known (to be watched again), others go. */
+  private lost(path: string): void {
+    if (this.isRoot(path)) {
+      const dir = this.dirs.get(path);
+      if (!dir) return;
+      dir.watcher?.close();
+      dir.watcher = null;
+      for (const name of dir.subdirs) this.dropTree(join(path, name));
+      dir.subdirs.clear();
+      dir.files.clear();
+    } else this.dropTree(path);
+  }
+
+  private dropTree(path: string): void {
+    const prefix = path + sep;
+    for (const p of [...this.dirs.keys()]) {
+      if ((p === path || p.startsWith(prefix)) && !this.isRoot(p)) this.drop(p);
+    }
+  }
+
+  private drop(path: string): void {
+    const dir = this.dirs.get(path);
+    if (!dir) return;
+    dir.watcher?.close();
+    for (const w of dir.links.values()) w.close();
+    this.dirs.delete(path);
+    this.reals.delete(dir.real);
+  }
+
+  private isRoot(path: string): boolean {
+    return this.roots.includes(path);
+  }
+}

@@ -1,0 +1,164 @@
+import { appendFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { LiveIngest, type WatchOptions } from '../../src/ingest/watcher.ts';
+import { Store } from '../../src/store/store.ts';
+import { ensureParent, tempDir } from '../helpers.ts';
+
+// The live watcher against real files and real file-system events: what it reads, and when.
+let dir: string;
+let root: string;
+let store: Store;
+let live: LiveIngest | null;
+let errors: string[];
+
+const WATCH: WatchOptions = { poll: false, pollIntervalMs: 100, depth: 4, ignore: [] };
+/** Lines whose loss is their number: the stored series says which lines were read, in which order. */
+const lines = (from: number, to: number): string =>
+  Array.from({ length: to - from + 1 }, (_, k) => `[Epoch 0.1]  loss=${from + k}\n`).join('');
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
+const losses = (run: string): number[] => {
+  const r = store.runs.byName(run);
+  return r ? store.points.series(r.id, 'loss').map((p) => p.value) : [];
+};
+const runNames = (): string[] => store.runs.list().map((r) => r.name).sort();
+
+async function watch(roots: string[] = [root], opts: Partial<WatchOptions> = {}): Promise<LiveIngest> {
+  const ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
+  live = new LiveIngest(ingestor, roots, { ...WATCH, ...opts }, (e) => errors.push(e.message));
+  await live.start();
+  return live;
+}
+
+/** Waits (up to 5 s) until `done` holds, then for the watcher to go idle. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) await sleep(50);
+  await live?.idle();
+}
+
+beforeEach(() => {
+  dir = tempDir();
+  root = join(dir, 'runs');
+  mkdirSync(root, { recursive: true });
+  store = Store.open(join(dir, 'test.db'));
+  live = null;
+  errors = [];
+});
+afterEach(async () => {
+  await live?.stop();
+  store.close();
+});
+
+describe.each([
+  ['fs events', false],
+  ['polling', true],
+])('the live watcher (%s)', (_name, poll) => {
+  const opts = { poll };
+
+  it('has read the files found at start-up when start() resolves', async () => {
+    writeFileSync(ensureParent(join(root, 'a', 'learning.log')), lines(1, 5));
+    writeFileSync(ensureParent(join(root, 'b', 'logs', 'train.log')), lines(1, 3));
+    await watch([root], opts);
+    expect(losses('a')).toEqual(range(1, 5));
+    expect(losses('b')).toEqual(range(1, 3));
+  });
+
+  it('reads every append, the last of a burst included', async () => {
+    const path = ensureParent(join(root, 'a', 'learning.log'));
+    writeFileSync(path, lines(1, 2));
+    await watch([root], opts);
+    for (let i = 3; i <= 60; i++) {
+      appendFileSync(path, lines(i, i));
+      if (i % 10 === 0) await sleep(5);
+    }
+    await until(() => losses('a').length >= 60);
+    expect(losses('a')).toEqual(range(1, 60));
+  });
+
+  it('reads a file created in a new sub-directory, and one created in a new run folder', async () => {
+    await watch([root], opts);
+    writeFileSync(ensureParent(join(root, 'fresh', 'learning.log')), lines(1, 4));
+    writeFileSync(ensureParent(join(root, 'team', 'exp7', 'reward_logs', 'train.log')), lines(1, 2));
+    await until(() => losses('fresh').length >= 4 && losses('team/exp7').length >= 2);
+    expect(losses('fresh')).toEqual(range(1, 4));
+    expect(losses('team/exp7')).toEqual(range(1, 2));
+  });
+
+  it('reads a run folder removed and made again, and goes on with its appends', async () => {
+    const path = ensureParent(join(root, 'a', 'learning.log'));
+    writeFileSync(path, lines(1, 3));
+    await watch([root], opts);
+    rmSync(join(root, 'a'), { recursive: true });
+    await sleep(300);
+    writeFileSync(ensureParent(path), lines(101, 102));
+    await until(() => losses('a').length >= 5);
+    appendFileSync(path, lines(103, 104));
+    await until(() => losses('a').length >= 7);
+    expect(losses('a')).toEqual([1, 2, 3, 101, 102, 103, 104]);
+  });
+
+  it('reads a file rotated by rename: the old file to its end, then the new one', async () => {
+    const path = ensureParent(join(root, 'a', 'learning.log'));
+    writeFileSync(path, lines(1, 3));
+    await watch([root], opts);
+    appendFileSync(path, lines(4, 6));
+    renameSync(path, `${path}.1`);
+    writeFileSync(path, lines(7, 8));
+    await until(() => losses('a').length >= 8);
+    appendFileSync(path, lines(9, 9));
+    await until(() => losses('a').length >= 9);
+    expect(losses('a')).toEqual(range(1, 9));
+  });
+
+  it('goes no deeper than `depth`, at start-up and live', async () => {
+    writeFileSync(ensureParent(join(root, 'x', 'y', 'learning.log')), lines(1, 2));
+    writeFileSync(ensureParent(join(root, 'x', 'y', 'z', 'learning.log')), lines(1, 2));
+    await watch([root], { ...opts, depth: 2 });
+    writeFileSync(ensureParent(join(root, 'p', 'q', 'learning.log')), lines(1, 3));
+    writeFileSync(ensureParent(join(root, 'p', 'q', 'r', 'learning.log')), lines(1, 3));
+    await until(() => losses('p/q').length >= 3);
+    await sleep(300);
+    await live?.idle();
+    expect(runNames()).toEqual(['p/q', 'x/y']);
+  });
+
+  it('skips ignored and hidden folders and files no format reads, at start-up and live', async () => {
+    writeFileSync(ensureParent(join(root, 'wandb', 'run', 'learning.log')), lines(1, 2));
+    writeFileSync(ensureParent(join(root, '.cache', 'learning.log')), lines(1, 2));
+    writeFileSync(ensureParent(join(root, 'a', 'learning.log')), lines(1, 2));
+    await watch([root], { ...opts, ignore: ['wandb'] });
+    writeFileSync(ensureParent(join(root, 'wandb', 'later', 'learning.log')), lines(1, 2));
+    writeFileSync(ensureParent(join(root, '.hidden', 'learning.log')), lines(1, 2));
+    writeFileSync(join(root, 'a', 'weights.bin'), 'not a log');
+    writeFileSync(ensureParent(join(root, 'b', 'learning.log')), lines(1, 2));
+    await until(() => losses('b').length >= 2);
+    await sleep(300);
+    await live?.idle();
+    expect(runNames()).toEqual(['a', 'b']);
+    expect(store.files.byPath(join(root, 'a', 'weights.bin'))).toBeFalsy();
+  });
+
+  it('lets a nested root claim its own files', async () => {
+    const inner = join(root, 'team');
+    writeFileSync(ensureParent(join(inner, 'exp1', 'learning.log')), lines(1, 2));
+    await watch([root, inner], opts);
+    writeFileSync(ensureParent(join(inner, 'exp2', 'learning.log')), lines(1, 3));
+    appendFileSync(join(inner, 'exp1', 'learning.log'), lines(3, 3));
+    await until(() => losses('exp2').length >= 3 && losses('exp1').length >= 3);
+    expect(runNames()).toEqual(['exp1', 'exp2']);
+    expect(losses('exp1')).toEqual(range(1, 3));
+  });
+
+  it('reads nothing after stop()', async () => {
+    const path = ensureParent(join(root, 'a', 'learning.log'));
+    writeFileSync(path, lines(1, 2));
+    const w = await watch([root], opts);
+    await w.stop();
+    live = null;
+    appendFileSync(path, lines(3, 4));
+    await sleep(400);
+    expect(losses('a')).toEqual(range(1, 2));
+  });
+});
