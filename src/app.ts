@@ -159,7 +159,8 @@ export async function startApp(opts: {
     store,
     config.ingest,
     ingestEvents(log, (r) => {
-      if (announced > 0) void dispatcher.kick();
+      // after the transaction that wrote its rows (a group of files' is still open here), never inside it
+      if (announced > 0) setImmediate(() => void dispatcher.kick());
       announced = 0;
       opts.onBatch?.(r);
     }),
@@ -167,7 +168,7 @@ export async function startApp(opts: {
       announced += engine.evaluate(r.runId, !catchingUp);
     },
   );
-  const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message));
+  const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message), store);
   engine.evaluateBehind(); // batches a stopped process committed but never evaluated
   try {
     await live.start();

@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { isIgnoredDir } from './discover.ts';
+import { isIgnoredDir, readElsewhere } from './discover.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
 /** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
@@ -11,7 +11,7 @@ const TRAILING_CHECK_MS = 60;
 
 /**
  * The roots polled by chokidar (`watch.poll`: network file systems send no events): each file stat'ed and each
- * folder listed every `intervalMs`. Log files found or changed go to `onFile`.
+ * folder listed every `intervalMs`. Log files found or changed go to `onFile` (by the same rules as `TreeWatch`).
  */
 export class PollWatch {
   private watcher: FSWatcher | null = null;
@@ -58,6 +58,8 @@ export class PollWatch {
   }
 
   private changed(path: string): void {
+    // chokidar follows every link: what one leads to inside a root is read under its real path
+    if (readElsewhere(path, this.roots)) return;
     this.onFile(path);
     const before = identity(path);
     clearTimeout(this.trailing.get(path));

@@ -1,14 +1,19 @@
 import { resolve, sep } from 'node:path';
-import { readElsewhere } from './discover.ts';
+import { readInOneTransaction } from './commitGroup.ts';
 import type { Ingestor } from './ingestor.ts';
 import { PollWatch } from './pollWatch.ts';
 import { TreeWatch } from './treeWatch.ts';
 import { isBusy } from '../store/dbErrors.ts';
-import { BUSY_RETRY_MS } from '../store/store.ts';
+import { BUSY_RETRY_MS, type Store } from '../store/store.ts';
 
 /** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen, and
  * list every folder again. */
 const SWEEP_MS = 30_000;
+/** How long a change waits for others to be read with it: at 100 runs x 5 lines/s, ~5 files per transaction
+ * instead of 1 (a line costs ~25% less CPU) for at most this much more latency. */
+const GATHER_MS = 10;
+/** Files read in one transaction at most: each may hold a chunk of its file in memory while the others read on. */
+const GROUP_FILES = 16;
 
 export interface WatchOptions {
   poll: boolean;
@@ -19,8 +24,9 @@ export interface WatchOptions {
 
 /**
  * Watches the roots (file-system events, or chokidar's polling with `poll`) and feeds changed files to the
- * ingestor one at a time (SQLite has one writer, and a file must never be read twice at once). A change during a
- * read queues one more read.
+ * ingestor (SQLite has one writer, and a file must never be read twice at once). A change during a read queues one
+ * more read. Given the ingestor's store, the files found queued together are read in one transaction
+ * (`readInOneTransaction`): one commit for many runs' appends.
  */
 export class LiveIngest {
   private source: TreeWatch | PollWatch | null = null;
@@ -35,6 +41,8 @@ export class LiveIngest {
     roots: readonly string[],
     private readonly opts: WatchOptions,
     private readonly onError: (err: Error) => void = () => {},
+    /** the ingestor's store, to group commits in; without it each file commits alone */
+    private readonly store?: Store,
   ) {
     // longest first, so that a nested root claims its own files
     this.roots = roots.map((r) => resolve(r)).sort((a, b) => b.length - a.length);
@@ -84,7 +92,8 @@ export class LiveIngest {
 
   private kick(): void {
     if (this.draining) return;
-    this.draining = this.drain().finally(() => {
+    // the files that change within GATHER_MS of this one are read with it, in one transaction
+    this.draining = new Promise<void>((next) => setTimeout(next, this.store ? GATHER_MS : 0)).then(() => this.drain()).finally(() => {
       this.draining = null;
       // a path queued after the loop's last look, before this callback, must not be stranded
       if (this.queue.size > 0) this.kick();
@@ -92,22 +101,52 @@ export class LiveIngest {
   }
 
   private async drain(): Promise<void> {
-    for (let path = first(this.queue); path !== undefined; path = first(this.queue)) {
-      this.queue.delete(path);
-      const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
-      if (!root || readElsewhere(path, this.roots)) continue;
+    while (this.queue.size > 0) {
+      const paths = take(this.queue, this.store ? GROUP_FILES : 1);
+      if (paths.length === 1 || !this.store) {
+        for (const path of paths) await this.read(path);
+        continue;
+      }
+      let group: ReturnType<typeof readInOneTransaction<Promise<void>>>;
       try {
-        await this.ingestor.ingest(path, root);
+        group = readInOneTransaction(this.store, paths.length, () => paths.map((p) => this.read(p)));
       } catch (err) {
-        this.onError(err as Error);
-        // its lines were not committed: read it again soon, not only when it next grows
-        if (isBusy(err)) setTimeout(() => this.enqueue(path), BUSY_RETRY_MS).unref();
+        this.failed(err as Error, paths); // BEGIN found the database busy: nothing was read
+        continue;
+      }
+      await Promise.all(group.reads);
+      if (group.failed) {
+        // what the group's reads committed was rolled back: each file alone, so that one bad file holds up no other
+        this.onError(group.failed);
+        for (const path of paths) await this.read(path);
       }
     }
   }
+
+  private async read(path: string): Promise<void> {
+    const root = this.roots.find((r) => path === r || path.startsWith(r + sep));
+    if (!root) return;
+    try {
+      await this.ingestor.ingest(path, root);
+    } catch (err) {
+      this.failed(err as Error, [path]);
+    }
+  }
+
+  private failed(err: Error, paths: readonly string[]): void {
+    this.onError(err);
+    // their lines were not committed: read them again soon, not only when they next grow
+    if (isBusy(err)) setTimeout(() => paths.forEach((p) => this.enqueue(p)), BUSY_RETRY_MS).unref();
+  }
 }
 
-function first(set: Set<string>): string | undefined {
-  for (const v of set) return v;
-  return undefined;
+/** Takes up to `n` of the set's first members out of it. */
+function take(set: Set<string>, n: number): string[] {
+  const out: string[] = [];
+  for (const v of set) {
+    if (out.length === n) break;
+    out.push(v);
+  }
+  for (const v of out) set.delete(v);
+  return out;
 }

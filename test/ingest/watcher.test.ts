@@ -1,8 +1,8 @@
 import { appendFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
 import { LiveIngest, type WatchOptions } from '../../src/ingest/watcher.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
@@ -25,9 +25,13 @@ const losses = (run: string): number[] => {
 };
 const runNames = (): string[] => store.runs.list().map((r) => r.name).sort();
 
-async function watch(roots: string[] = [root], opts: Partial<WatchOptions> = {}): Promise<LiveIngest> {
-  const ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
-  live = new LiveIngest(ingestor, roots, { ...WATCH, ...opts }, (e) => errors.push(e.message));
+/** As `start` runs it: commits grouped in the ingestor's store. */
+async function watch(
+  roots: string[] = [root],
+  opts: Partial<WatchOptions> = {},
+  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }),
+): Promise<LiveIngest> {
+  live = new LiveIngest(ingestor, roots, { ...WATCH, ...opts }, (e) => errors.push(e.message), store);
   await live.start();
   return live;
 }
@@ -160,5 +164,63 @@ describe.each([
     appendFileSync(path, lines(3, 4));
     await sleep(400);
     expect(losses('a')).toEqual(range(1, 2));
+  });
+});
+
+describe('files changed together', () => {
+  const RUNS = Array.from({ length: 12 }, (_, i) => `r${String(i).padStart(2, '0')}`);
+  const logOf = (run: string): string => join(root, run, 'learning.log');
+  const appendToAll = (from: number, to: number, runs = RUNS): void => {
+    for (const run of runs) appendFileSync(logOf(run), lines(from, to));
+  };
+  beforeEach(() => {
+    for (const run of RUNS) writeFileSync(ensureParent(logOf(run)), lines(1, 2));
+  });
+
+  it('are read in one transaction, every line of each once', async () => {
+    await watch();
+    const begin = vi.spyOn(store.db, 'exec');
+    for (let i = 3; i <= 20; i++) {
+      appendToAll(i, i);
+      await sleep(i % 4 === 0 ? 20 : 0);
+    }
+    await until(() => RUNS.every((r) => losses(r).length >= 20));
+    for (const run of RUNS) expect(losses(run)).toEqual(range(1, 20));
+    const groups = begin.mock.calls.filter(([sql]) => sql === 'BEGIN IMMEDIATE').length;
+    expect(groups).toBeGreaterThan(0);
+    expect(groups).toBeLessThan(RUNS.length * 18);
+    expect(errors).toEqual([]);
+  });
+
+  it('lose none of their lines to one whose rules throw', async () => {
+    const events: IngestEvent[] = [];
+    const bad = (): number => store.runs.byName('r05')?.id ?? -1;
+    const ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }, (e) => events.push(e), (r) => {
+      if (r.runId === bad() && (r.maxStep ?? 0) > 2) throw new Error('a rule broke');
+    });
+    await watch([root], {}, ingestor);
+    appendToAll(3, 5);
+    await until(() => RUNS.every((r) => r === 'r05' || losses(r).length >= 5));
+    await sleep(200);
+    await live?.idle();
+    for (const run of RUNS) expect(losses(run)).toEqual(run === 'r05' ? range(1, 2) : range(1, 5));
+    expect(events).toContainEqual({ kind: 'unreadable', path: logOf('r05'), error: 'a rule broke' });
+  });
+
+  it('lose nothing to a full disk: once there is room, every line is stored once', async () => {
+    await watch();
+    const pages = store.db.pragma('page_count', { simple: true }) as number;
+    store.db.pragma(`max_page_count = ${pages + 20}`); // room for a few runs' batches, not all
+    appendToAll(3, 400);
+    await until(() => errors.length > 0);
+    await sleep(300);
+    await live?.idle();
+    expect(errors[0]).toMatch(/^the database's disk is full: /);
+    // each file's batch is stored whole or not at all, whatever the others in its transaction did
+    for (const run of RUNS) expect([2, 400]).toContain(losses(run).length);
+    store.db.pragma('max_page_count = 1073741823');
+    appendToAll(401, 402);
+    await until(() => RUNS.every((r) => losses(r).length >= 402));
+    for (const run of RUNS) expect(losses(run)).toEqual(range(1, 402));
   });
 });

@@ -1,0 +1,61 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readInOneTransaction } from '../../src/ingest/commitGroup.ts';
+import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { Store } from '../../src/store/store.ts';
+import { ensureParent, tempDir } from '../helpers.ts';
+
+let dir: string;
+let root: string;
+let store: Store;
+let ingestor: Ingestor;
+
+const lines = (from: number, to: number): string =>
+  Array.from({ length: to - from + 1 }, (_, k) => `[Epoch 0.1]  loss=${from + k}\n`).join('');
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
+const losses = (s: Store, run: string): number[] => {
+  const r = s.runs.byName(run);
+  return r ? s.points.series(r.id, 'loss').map((p) => p.value) : [];
+};
+const logOf = (run: string): string => join(root, run, 'learning.log');
+
+beforeEach(() => {
+  dir = tempDir();
+  root = join(dir, 'runs');
+  for (const run of ['a', 'b', 'c']) writeFileSync(ensureParent(logOf(run)), lines(1, 5));
+  store = Store.open(join(dir, 'test.db'));
+  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
+});
+afterEach(() => store.close());
+
+describe('reading several files in one transaction', () => {
+  it('commits what their reads wrote, once, seen from another connection', async () => {
+    const group = readInOneTransaction(store, 3, () => ['a', 'b', 'c'].map((r) => ingestor.ingest(logOf(r), root)));
+    expect(group.failed).toBeNull();
+    expect(store.db.inTransaction).toBe(false);
+    const other = Store.open(join(dir, 'test.db'));
+    try {
+      for (const run of ['a', 'b', 'c']) expect(losses(other, run)).toEqual(range(1, 5));
+    } finally {
+      other.close();
+    }
+    const outcomes = await Promise.all(group.reads);
+    expect(outcomes.map((o) => o?.records)).toEqual([5, 5, 5]);
+  });
+
+  it('says so when SQLite rolled the group back under it, and the files are then read again in full', async () => {
+    const group = readInOneTransaction(store, 3, () => {
+      const reads = ['a', 'b'].map((r) => ingestor.ingest(logOf(r), root));
+      store.db.exec('ROLLBACK'); // what SQLite does by itself on some full-disk and I/O errors
+      return reads;
+    });
+    await Promise.all(group.reads);
+    expect(group.failed?.message).toMatch(/^the group of 3 files did not commit: /);
+    expect(store.db.inTransaction).toBe(false);
+    expect(losses(store, 'a')).toEqual([]);
+    for (const run of ['a', 'b']) await ingestor.ingest(logOf(run), root);
+    expect(losses(store, 'a')).toEqual(range(1, 5));
+    expect(losses(store, 'b')).toEqual(range(1, 5));
+  });
+});
