@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -153,6 +153,17 @@ describe.each([
     await until(() => losses('exp2').length >= 3 && losses('exp1').length >= 3);
     expect(runNames()).toEqual(['exp1', 'exp2']);
     expect(losses('exp1')).toEqual(range(1, 3));
+  });
+
+  it('follows a log file linked from outside the roots: appends to what it leads to are read', async () => {
+    const target = ensureParent(join(dir, 'elsewhere', 'train.log'));
+    writeFileSync(target, lines(1, 2));
+    mkdirSync(join(root, 'a'));
+    symlinkSync(target, join(root, 'a', 'learning.log'));
+    await watch([root], opts);
+    appendFileSync(target, lines(3, 4));
+    await until(() => losses('a').length >= 4);
+    expect(losses('a')).toEqual(range(1, 4));
   });
 
   it('reads nothing after stop()', async () => {
