@@ -43,6 +43,7 @@ interface Tail {
 /** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
 const TAIL_MAX = 1024;
 const TAIL_KEEP = 512;
+const STEP_ROWS = 64;
 
 export class Points {
   private readonly ids = new Map<string, number>();
@@ -58,6 +59,8 @@ export class Points {
   /** the run whose batch is being written (between beginBatch and written) */
   private batchRun: number | null = null;
   private readonly insertPoint: Statement;
+  /** STEP_ROWS steps per statement: one call into SQLite per 64 steps instead of one per step */
+  private readonly insertSteps: Statement;
   private readonly insertStep: Statement;
   private readonly insertRunMetric: Statement;
   private readonly cache: SeriesCache;
@@ -67,6 +70,8 @@ export class Points {
       `INSERT INTO points (run_id, metric_id, step, value) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, metric_id, step) DO UPDATE SET value = excluded.value`,
     );
+    const rows = Array.from({ length: STEP_ROWS }, () => '(?, ?, ?)').join(', ');
+    this.insertSteps = db.prepare(`INSERT OR IGNORE INTO steps (run_id, step, at) VALUES ${rows}`);
     this.insertStep = db.prepare('INSERT OR IGNORE INTO steps (run_id, step, at) VALUES (?, ?, ?)');
     this.insertRunMetric = db.prepare('INSERT OR IGNORE INTO run_metrics (run_id, metric_id) VALUES (?, ?)');
     this.cache = new SeriesCache(db);
@@ -115,8 +120,27 @@ export class Points {
     return id;
   }
 
-  /** Writes one step's values (call inside the batch transaction). Returns whether the step is new. */
-  write(runId: number, step: number, values: Map<string, number>, at: number, seen: Set<number>): boolean {
+  /** Notes that the run logged `steps` (call inside the batch transaction). Returns how many are new. */
+  writeSteps(runId: number, steps: readonly number[], at: number): number {
+    let added = 0;
+    let i = 0;
+    if (steps.length >= STEP_ROWS) {
+      const args = new Array<number>(3 * STEP_ROWS);
+      for (let k = 0; k < STEP_ROWS; k++) {
+        args[3 * k] = runId;
+        args[3 * k + 2] = at;
+      }
+      for (; i + STEP_ROWS <= steps.length; i += STEP_ROWS) {
+        for (let k = 0; k < STEP_ROWS; k++) args[3 * k + 1] = steps[i + k]!;
+        added += this.insertSteps.run(args).changes;
+      }
+    }
+    for (; i < steps.length; i++) added += this.insertStep.run(runId, steps[i], at).changes;
+    return added;
+  }
+
+  /** Writes one step's values (call inside the batch transaction); `writeSteps` notes the step. */
+  write(runId: number, step: number, values: Map<string, number>, seen: Set<number>): void {
     // points written outside a batch (beginBatch) are not remembered: then the run's memory is no longer whole
     const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
     if (!fresh) {
@@ -148,7 +172,6 @@ export class Points {
     }
     names.length = i;
     this.shapeIds.length = i;
-    return this.insertStep.run(runId, step, at).changes > 0;
   }
 
   /** The steps the run has logged, ascending. */

@@ -182,15 +182,18 @@ export class Store {
   private writeBatch(b: Batch, keep: number): BatchResult {
     const at = this.now();
     const seen = new Set<number>();
-    let newSteps = 0;
     let minStep = Infinity;
     let maxStep = -Infinity;
     if (b.metrics.length > 0) this.points.beginBatch(b.runId, this.runs.byId(b.runId)?.last_step ?? null);
-    for (const m of b.metrics) {
-      if (this.points.write(b.runId, m.step, m.values, at, seen)) newSteps++;
+    const steps = new Array<number>(b.metrics.length);
+    for (let i = 0; i < b.metrics.length; i++) {
+      const m = b.metrics[i]!;
+      this.points.write(b.runId, m.step, m.values, seen);
+      steps[i] = m.step;
       if (m.step < minStep) minStep = m.step;
       if (m.step > maxStep) maxStep = m.step;
     }
+    const newSteps = this.points.writeSteps(b.runId, steps, at);
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
