@@ -4,8 +4,9 @@ import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
+import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
-import { fileParser, metricsOf, parsedChunks, type FileParser, type ParsedChunk } from './lineChunks.ts';
+import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './lineChunks.ts';
 import type { ParseThread } from './parseThread.ts';
 import type {
   DocumentFormat,
@@ -159,10 +160,10 @@ export class Ingestor {
   /** A batch of the records of one parsed chunk of lines: what was logged without a step is filed here, under the
    * run's latest step before it (generations: under the step being trained while they were written). */
   private batchOf(chunk: ParsedChunk, row: FileRow, st: Stats): Batch {
-    const batch = this.emptyBatch(row, st, chunk.end, chunk.seq);
+    const metrics = new ShapedRows(chunk.shapes, chunk.steps, chunk.shapeOf, chunk.values);
+    const batch = { ...this.emptyBatch(row, st, chunk.end, chunk.seq), metrics };
     let runLast: number | undefined;
     const last = (): number => (runLast ??= this.store.runs.byId(row.run_id)?.last_step ?? 0);
-    batch.metrics = metricsOf(chunk);
     for (const { record, after } of chunk.events) {
       batch.events.push({ ...record, step: record.step ?? Math.max(last(), after) });
     }
@@ -396,7 +397,7 @@ export class Ingestor {
     st: Stats,
     offset: number,
     seq: number,
-  ): Batch & { events: NonNullable<Batch['events']> } {
+  ): Batch & { events: NonNullable<Batch['events']>; metrics: MetricRow[] } {
     return {
       runId: row.run_id,
       fileId: row.id,

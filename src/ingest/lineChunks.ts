@@ -152,16 +152,3 @@ class ShapeTable {
     return id;
   }
 }
-
-/** The metric records of a chunk as the store takes them: one Map per record. */
-export function metricsOf(chunk: ParsedChunk): Array<{ step: number; values: Map<string, number> }> {
-  const out = new Array<{ step: number; values: Map<string, number> }>(chunk.steps.length);
-  let at = 0;
-  for (let r = 0; r < out.length; r++) {
-    const names = chunk.shapes[chunk.shapeOf[r]!]!;
-    const values = new Map<string, number>();
-    for (const name of names) values.set(name, chunk.values[at++]!);
-    out[r] = { step: chunk.steps[r]!, values };
-  }
-  return out;
-}

@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
 import { prepared } from './prepared.ts';
+import type { ShapedRows } from './metricRows.ts';
 
 export interface SeriesPoint {
   step: number;
@@ -40,6 +41,11 @@ interface Tail {
   /** started at the series' first point (and never cut back): fewer than asked for is then all there is */
   whole: boolean;
 }
+interface Memory {
+  fresh: Fresh;
+  tails: Map<number, Tail>;
+}
+
 /** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
 const TAIL_MAX = 1024;
 const TAIL_KEEP = 512;
@@ -121,7 +127,7 @@ export class Points {
   }
 
   /** Notes that the run logged `steps` (call inside the batch transaction). Returns how many are new. */
-  writeSteps(runId: number, steps: readonly number[], at: number): number {
+  writeSteps(runId: number, steps: ArrayLike<number>, at: number): number {
     let added = 0;
     let i = 0;
     if (steps.length >= STEP_ROWS) {
@@ -141,14 +147,7 @@ export class Points {
 
   /** Writes one step's values (call inside the batch transaction); `writeSteps` notes the step. */
   write(runId: number, step: number, values: Map<string, number>, seen: Set<number>): void {
-    // points written outside a batch (beginBatch) are not remembered: then the run's memory is no longer whole
-    const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
-    if (!fresh) {
-      this.fresh.delete(runId);
-      this.tails.delete(runId);
-    }
-    let tails = fresh && this.tails.get(runId);
-    if (fresh && !tails) this.tails.set(runId, (tails = new Map()));
+    const memory = this.memoryOf(runId);
     const names = this.shapeNames;
     let i = 0;
     for (const [name, value] of values) {
@@ -160,18 +159,51 @@ export class Points {
         this.shapeIds[i] = id;
       }
       i++;
-      this.insertPoint.run(runId, id, step, toDb(value));
-      // the run's first point of this metric: a tail started here holds the whole series
-      let first = false;
-      if (!seen.has(id)) {
-        seen.add(id);
-        first = this.insertRunMetric.run(runId, id).changes > 0;
-      }
-      if (fresh && tails) keepTail(tails, fresh, id, step, value, first);
-      if (fresh) remember(fresh, id, step, value);
+      this.writePoint(runId, id, step, value, seen, memory);
     }
     names.length = i;
     this.shapeIds.length = i;
+  }
+
+  /** Writes a batch's records given as columns by line shape: the ids of a shape's names are found once. */
+  writeShaped(runId: number, rows: ShapedRows, seen: Set<number>): void {
+    const memory = this.memoryOf(runId);
+    const ids = rows.shapes.map((names) => names.map((name) => this.metricId(name)));
+    const { steps, shapeOf, values } = rows;
+    let at = 0;
+    for (let r = 0; r < steps.length; r++) {
+      const shape = ids[shapeOf[r]!]!;
+      const step = steps[r]!;
+      for (let k = 0; k < shape.length; k++) this.writePoint(runId, shape[k]!, step, values[at++]!, seen, memory);
+    }
+  }
+
+  /** The memory of the run's batch being written (beginBatch); undefined when points are written outside a batch:
+   * then the run's memory is no longer whole and is dropped. */
+  private memoryOf(runId: number): Memory | undefined {
+    const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
+    if (!fresh) {
+      this.fresh.delete(runId);
+      this.tails.delete(runId);
+      return undefined;
+    }
+    let tails = this.tails.get(runId);
+    if (!tails) this.tails.set(runId, (tails = new Map()));
+    return { fresh, tails };
+  }
+
+  private writePoint(runId: number, id: number, step: number, value: number, seen: Set<number>, memory?: Memory): void {
+    this.insertPoint.run(runId, id, step, toDb(value));
+    // the run's first point of this metric: a tail started here holds the whole series
+    let first = false;
+    if (!seen.has(id)) {
+      seen.add(id);
+      first = this.insertRunMetric.run(runId, id).changes > 0;
+    }
+    if (memory) {
+      keepTail(memory.tails, memory.fresh, id, step, value, first);
+      remember(memory.fresh, id, step, value);
+    }
   }
 
   /** The steps the run has logged, ascending. */
