@@ -22,7 +22,8 @@ const withoutZodLocales = {
 const outdir = join(root, 'dist');
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: [join(root, 'src', 'cli.ts')],
+  // the backfill's parser runs in a worker thread of its own entry (src/ingest/parseThread.ts finds it beside it)
+  entryPoints: { cli: join(root, 'src', 'cli.ts'), parseWorker: join(root, 'src', 'ingest', 'parseWorker.ts') },
   outdir,
   bundle: true,
   splitting: true,

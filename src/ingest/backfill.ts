@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { discoverFiles, readElsewhere } from './discover.ts';
 import { DatabaseError } from '../store/dbErrors.ts';
 import { DatabaseFullError, type FileOutcome, type Ingestor } from './ingestor.ts';
+import { ParseThread } from './parseThread.ts';
 
 export interface BackfillSummary {
   runs: string[];
@@ -17,7 +18,8 @@ export interface BackfillProgress {
   done: number;
 }
 
-/** Ingests everything already under `roots` once, file by file, and sums up what it found. */
+/** Ingests everything already under `roots` once, file by file, and sums up what it found. Lines are parsed in a
+ * worker thread while this one writes what was parsed before and runs the rules on it. */
 export async function backfill(
   ingestor: Ingestor,
   roots: readonly string[],
@@ -41,23 +43,30 @@ export async function backfill(
     summary.lines += outcome.lines;
     for (const [reason, n] of Object.entries(outcome.skips)) summary.skips[reason] = (summary.skips[reason] ?? 0) + n;
   };
-  for (const w of work) {
-    let outcome: FileOutcome | null;
-    try {
-      outcome = await ingestor.ingest(w.path, w.root);
-    } catch (err) {
-      if (!(err instanceof DatabaseFullError)) throw err;
-      add(err.outcome);
-      throw new DatabaseError(
-        'full',
-        `the database's disk is full: this backfill stored ${summary.records.toLocaleString('en')} records ` +
-          `(${(summary.bytes / 1e6).toFixed(1)} MB of ${(total / 1e6).toFixed(1)} MB of logs) before it filled; ` +
-          'free some space and run the same backfill again: it goes on where this one stopped',
-      );
+  const thread = new ParseThread();
+  ingestor.useParseThread(thread);
+  try {
+    for (const w of work) {
+      let outcome: FileOutcome | null;
+      try {
+        outcome = await ingestor.ingest(w.path, w.root);
+      } catch (err) {
+        if (!(err instanceof DatabaseFullError)) throw err;
+        add(err.outcome);
+        throw new DatabaseError(
+          'full',
+          `the database's disk is full: this backfill stored ${summary.records.toLocaleString('en')} records ` +
+            `(${(summary.bytes / 1e6).toFixed(1)} MB of ${(total / 1e6).toFixed(1)} MB of logs) before it filled; ` +
+            'free some space and run the same backfill again: it goes on where this one stopped',
+        );
+      }
+      done += w.size;
+      onProgress({ total, done });
+      if (outcome) add(outcome);
     }
-    done += w.size;
-    onProgress({ total, done });
-    if (outcome) add(outcome);
+  } finally {
+    ingestor.useParseThread(null);
+    await thread.close();
   }
   summary.runs = [...runs].sort();
   return summary;

@@ -4,14 +4,13 @@ import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
 import type { Batch, BatchResult, Store } from '../store/store.ts';
-import { failureScanner, type FailureScanner } from './failures.ts';
+import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
-import { readLines } from './lineReader.ts';
+import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './lineChunks.ts';
+import type { ParseThread } from './parseThread.ts';
 import type {
   DocumentFormat,
-  EventRecord,
   ExampleRecord,
-  LineParser,
   ParseResult,
   RecordDecoder,
   RecordFormat,
@@ -64,10 +63,11 @@ const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
  * Callers must not ingest the same file concurrently (the watcher and backfill call it serially).
  */
 export class Ingestor {
-  private readonly parsers = new Map<number, LineParser>();
+  /** parsers of line files, by file id (with the failure scanner of captured stdout) */
+  private readonly parsers = new Map<number, FileParser>();
   private readonly decoders = new Map<number, RecordDecoder>();
-  /** failure scanners of captured stdout files (formats with `textLog`), by file id */
-  private readonly scanners = new Map<number, FailureScanner>();
+  /** set during a backfill: lines are parsed there, off the thread that writes */
+  private parseThread: ParseThread | null = null;
   /** files judged not (yet) a log: path -> size when judged, so they are looked at again only once grown */
   private readonly undecided = new Map<string, number>();
 
@@ -79,6 +79,12 @@ export class Ingestor {
      * so that a batch and its evaluation are one commit */
     private readonly inBatch?: (r: BatchResult) => void,
   ) {}
+
+  /** Parses lines in `thread` from now on (a backfill), or in-thread again (null). A file's parser state lives
+   * where it is parsed: switch between whole reads of a backfill, not while a file is read on. */
+  useParseThread(thread: ParseThread | null): void {
+    this.parseThread = thread;
+  }
 
   /** Reads what is new in `path` (a file under the watch root `root`). Null when it is not a log file. */
   async ingest(path: string, root: string): Promise<FileOutcome | null> {
@@ -145,24 +151,29 @@ export class Ingestor {
     return this.store.files.add(run.id, path, verdict.format.id);
   }
 
-  private parserFor(row: FileRow, relPath: string): LineParser {
+  private parserFor(row: FileRow, relPath: string): FileParser {
     let parser = this.parsers.get(row.id);
-    if (!parser) {
-      const format = FORMATS.find((f) => f.id === row.format && f.kind === 'lines');
-      if (!format || format.kind !== 'lines') throw new Error(`no line format ${row.format}`);
-      parser = format.open({ relPath });
-      this.parsers.set(row.id, parser);
-    }
+    if (!parser) this.parsers.set(row.id, (parser = fileParser(row.format, relPath)));
     return parser;
   }
 
-  /** Captured stdout is scanned for tracebacks, OOMs and trainer warnings before its own parser reads it. */
-  private scannerFor(row: FileRow): FailureScanner | undefined {
-    const format = FORMATS.find((f) => f.id === row.format);
-    if (!format || format.kind !== 'lines' || !format.textLog) return undefined;
-    let scan = this.scanners.get(row.id);
-    if (!scan) this.scanners.set(row.id, (scan = failureScanner()));
-    return scan;
+  /** A batch of the records of one parsed chunk of lines: what was logged without a step is filed here, under the
+   * run's latest step before it (generations: under the step being trained while they were written). */
+  private batchOf(chunk: ParsedChunk, row: FileRow, st: Stats): Batch {
+    const metrics = new ShapedRows(chunk.shapes, chunk.steps, chunk.shapeOf, chunk.values);
+    const batch = { ...this.emptyBatch(row, st, chunk.end, chunk.seq), metrics };
+    let runLast: number | undefined;
+    const last = (): number => (runLast ??= this.store.runs.byId(row.run_id)?.last_step ?? 0);
+    for (const { record, after } of chunk.events) {
+      batch.events.push({ ...record, step: record.step ?? Math.max(last(), after) });
+    }
+    const exampleStep = chunk.examples.length > 0 ? last() + 1 : 0;
+    const examples = chunk.examples.map((e) => ({ ...e, step: e.step ?? exampleStep }));
+    batch.examples = keepExtremes(examples, this.opts.examplesPerStep);
+    for (const [reason, skip] of chunk.skips) batch.skips.set(reason, skip);
+    batch.progress.lines = chunk.lines;
+    batch.progress.records = batch.metrics.length;
+    return batch;
   }
 
   private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
@@ -182,51 +193,20 @@ export class Ingestor {
       // new content from its first byte: a parser's or scanner's memory of the old one (a tqdm total, an open
       // traceback) must not carry over into it
       this.parsers.delete(row.id);
-      this.scanners.delete(row.id);
     }
     if (offset === st.size && !renamed && !truncated && row.ino !== null) return;
-    const run = this.runOf(row);
-    const parse = this.parserFor(row, run.relPath);
-    const scan = this.scannerFor(row);
+    const { relPath } = this.runOf(row);
+    const { maxLineBytes, chunkBytes } = this.opts;
+    const range = { fd, start: offset, size: st.size, maxLineBytes, chunkBytes, seq: row.seq };
+    const chunks = this.parseThread
+      ? this.parseThread.chunks({ fileId: row.id, format: row.format, relPath, fresh: renamed || truncated, range })
+      : parsedChunks(range, this.parserFor(row, relPath));
     let seq = row.seq;
-    for (const chunk of readLines(fd, offset, st.size, this.opts.maxLineBytes, this.opts.chunkBytes)) {
-      const batch = this.emptyBatch(row, st, chunk.end, seq);
-      if (chunk.tooLong > 0) addSkip(batch.skips, 'line too long', chunk.tooLong, '');
-      let exampleStep: number | undefined;
-      // events without a step are filed under the latest step logged before their line
-      let latestStep: number | undefined;
-      const addEvent = (e: EventRecord): void => {
-        latestStep ??= this.store.runs.byId(row.run_id)?.last_step ?? 0;
-        batch.events.push({ ...e, step: e.step ?? latestStep });
-      };
-      for (const line of chunk.lines) {
-        const found = scan?.(line);
-        if (found) addEvent(found);
-        const r = parse(line);
-        if (r.kind === 'metric') {
-          const step = r.record.step ?? ++seq;
-          batch.metrics.push({ step, values: withEpoch(r.record.values, r.record.epoch) });
-          latestStep = Math.max(latestStep ?? this.store.runs.byId(row.run_id)?.last_step ?? 0, step);
-        } else if (r.kind === 'event') {
-          addEvent(r.record);
-        } else if (r.kind === 'example') {
-          if (!Number.isFinite(r.record.reward)) {
-            addSkip(batch.skips, 'generation without a finite reward', 1, line);
-            continue;
-          }
-          // Generations without a step belong to the step being trained while they were written.
-          exampleStep ??= (this.store.runs.byId(row.run_id)?.last_step ?? 0) + 1;
-          batch.examples.push({ ...r.record, step: r.record.step ?? exampleStep });
-        } else if (r.kind === 'bad') {
-          addSkip(batch.skips, r.reason, 1, line);
-        }
-      }
-      batch.examples = keepExtremes(batch.examples, this.opts.examplesPerStep);
-      batch.progress.seq = seq;
-      batch.progress.lines = chunk.lines.length + chunk.tooLong;
-      batch.progress.records = batch.metrics.length;
+    for await (const chunk of chunks) {
+      const batch = this.batchOf(chunk, row, st);
       this.commit(batch, out, chunk.end - offset);
       offset = chunk.end;
+      seq = chunk.seq;
       await nextTick(); // let the watcher, timers and chat clients breathe between chunks
     }
     if ((row.ino === null || renamed || truncated) && offset === 0) {
@@ -417,7 +397,7 @@ export class Ingestor {
     st: Stats,
     offset: number,
     seq: number,
-  ): Batch & { events: NonNullable<Batch['events']> } {
+  ): Batch & { events: NonNullable<Batch['events']>; metrics: MetricRow[] } {
     return {
       runId: row.run_id,
       fileId: row.id,

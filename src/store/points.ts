@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
 import { prepared } from './prepared.ts';
+import type { ShapedRows } from './metricRows.ts';
 
 export interface SeriesPoint {
   step: number;
@@ -40,9 +41,15 @@ interface Tail {
   /** started at the series' first point (and never cut back): fewer than asked for is then all there is */
   whole: boolean;
 }
+interface Memory {
+  fresh: Fresh;
+  tails: Map<number, Tail>;
+}
+
 /** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
 const TAIL_MAX = 1024;
 const TAIL_KEEP = 512;
+const STEP_ROWS = 64;
 
 export class Points {
   private readonly ids = new Map<string, number>();
@@ -58,6 +65,8 @@ export class Points {
   /** the run whose batch is being written (between beginBatch and written) */
   private batchRun: number | null = null;
   private readonly insertPoint: Statement;
+  /** STEP_ROWS steps per statement: one call into SQLite per 64 steps instead of one per step */
+  private readonly insertSteps: Statement;
   private readonly insertStep: Statement;
   private readonly insertRunMetric: Statement;
   private readonly cache: SeriesCache;
@@ -67,6 +76,8 @@ export class Points {
       `INSERT INTO points (run_id, metric_id, step, value) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, metric_id, step) DO UPDATE SET value = excluded.value`,
     );
+    const rows = Array.from({ length: STEP_ROWS }, () => '(?, ?, ?)').join(', ');
+    this.insertSteps = db.prepare(`INSERT OR IGNORE INTO steps (run_id, step, at) VALUES ${rows}`);
     this.insertStep = db.prepare('INSERT OR IGNORE INTO steps (run_id, step, at) VALUES (?, ?, ?)');
     this.insertRunMetric = db.prepare('INSERT OR IGNORE INTO run_metrics (run_id, metric_id) VALUES (?, ?)');
     this.cache = new SeriesCache(db);
@@ -115,16 +126,28 @@ export class Points {
     return id;
   }
 
-  /** Writes one step's values (call inside the batch transaction). Returns whether the step is new. */
-  write(runId: number, step: number, values: Map<string, number>, at: number, seen: Set<number>): boolean {
-    // points written outside a batch (beginBatch) are not remembered: then the run's memory is no longer whole
-    const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
-    if (!fresh) {
-      this.fresh.delete(runId);
-      this.tails.delete(runId);
+  /** Notes that the run logged `steps` (call inside the batch transaction). Returns how many are new. */
+  writeSteps(runId: number, steps: ArrayLike<number>, at: number): number {
+    let added = 0;
+    let i = 0;
+    if (steps.length >= STEP_ROWS) {
+      const args = new Array<number>(3 * STEP_ROWS);
+      for (let k = 0; k < STEP_ROWS; k++) {
+        args[3 * k] = runId;
+        args[3 * k + 2] = at;
+      }
+      for (; i + STEP_ROWS <= steps.length; i += STEP_ROWS) {
+        for (let k = 0; k < STEP_ROWS; k++) args[3 * k + 1] = steps[i + k]!;
+        added += this.insertSteps.run(args).changes;
+      }
     }
-    let tails = fresh && this.tails.get(runId);
-    if (fresh && !tails) this.tails.set(runId, (tails = new Map()));
+    for (; i < steps.length; i++) added += this.insertStep.run(runId, steps[i], at).changes;
+    return added;
+  }
+
+  /** Writes one step's values (call inside the batch transaction); `writeSteps` notes the step. */
+  write(runId: number, step: number, values: Map<string, number>, seen: Set<number>): void {
+    const memory = this.memoryOf(runId);
     const names = this.shapeNames;
     let i = 0;
     for (const [name, value] of values) {
@@ -136,19 +159,51 @@ export class Points {
         this.shapeIds[i] = id;
       }
       i++;
-      this.insertPoint.run(runId, id, step, toDb(value));
-      // the run's first point of this metric: a tail started here holds the whole series
-      let first = false;
-      if (!seen.has(id)) {
-        seen.add(id);
-        first = this.insertRunMetric.run(runId, id).changes > 0;
-      }
-      if (fresh && tails) keepTail(tails, fresh, id, step, value, first);
-      if (fresh) remember(fresh, id, step, value);
+      this.writePoint(runId, id, step, value, seen, memory);
     }
     names.length = i;
     this.shapeIds.length = i;
-    return this.insertStep.run(runId, step, at).changes > 0;
+  }
+
+  /** Writes a batch's records given as columns by line shape: the ids of a shape's names are found once. */
+  writeShaped(runId: number, rows: ShapedRows, seen: Set<number>): void {
+    const memory = this.memoryOf(runId);
+    const ids = rows.shapes.map((names) => names.map((name) => this.metricId(name)));
+    const { steps, shapeOf, values } = rows;
+    let at = 0;
+    for (let r = 0; r < steps.length; r++) {
+      const shape = ids[shapeOf[r]!]!;
+      const step = steps[r]!;
+      for (let k = 0; k < shape.length; k++) this.writePoint(runId, shape[k]!, step, values[at++]!, seen, memory);
+    }
+  }
+
+  /** The memory of the run's batch being written (beginBatch); undefined when points are written outside a batch:
+   * then the run's memory is no longer whole and is dropped. */
+  private memoryOf(runId: number): Memory | undefined {
+    const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
+    if (!fresh) {
+      this.fresh.delete(runId);
+      this.tails.delete(runId);
+      return undefined;
+    }
+    let tails = this.tails.get(runId);
+    if (!tails) this.tails.set(runId, (tails = new Map()));
+    return { fresh, tails };
+  }
+
+  private writePoint(runId: number, id: number, step: number, value: number, seen: Set<number>, memory?: Memory): void {
+    this.insertPoint.run(runId, id, step, toDb(value));
+    // the run's first point of this metric: a tail started here holds the whole series
+    let first = false;
+    if (!seen.has(id)) {
+      seen.add(id);
+      first = this.insertRunMetric.run(runId, id).changes > 0;
+    }
+    if (memory) {
+      keepTail(memory.tails, memory.fresh, id, step, value, first);
+      remember(memory.fresh, id, step, value);
+    }
   }
 
   /** The steps the run has logged, ascending. */

@@ -13,6 +13,7 @@ import { Events } from './events.ts';
 import { Examples } from './examples.ts';
 import { Files, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
+import { ShapedRows, type MetricRecords } from './metricRows.ts';
 import { Outbox } from './outbox.ts';
 import { Runs } from './runs.ts';
 import { Silences } from './silences.ts';
@@ -23,7 +24,7 @@ import { prepared } from './prepared.ts';
 export interface Batch {
   runId: number;
   fileId: number;
-  metrics: Array<{ step: number; values: Map<string, number> }>;
+  metrics: MetricRecords;
   examples: Array<ExampleRecord & { step: number }>;
   /** what the logs said about the run (errors, warnings, the end of training), each filed under a step */
   events?: Array<EventRecord & { step: number }>;
@@ -182,19 +183,26 @@ export class Store {
   private writeBatch(b: Batch, keep: number): BatchResult {
     const at = this.now();
     const seen = new Set<number>();
-    let newSteps = 0;
     let minStep = Infinity;
     let maxStep = -Infinity;
     if (b.metrics.length > 0) this.points.beginBatch(b.runId, this.runs.byId(b.runId)?.last_step ?? null);
-    for (const m of b.metrics) {
-      if (this.points.write(b.runId, m.step, m.values, at, seen)) newSteps++;
-      if (m.step < minStep) minStep = m.step;
-      if (m.step > maxStep) maxStep = m.step;
+    let steps: ArrayLike<number>;
+    if (b.metrics instanceof ShapedRows) {
+      this.points.writeShaped(b.runId, b.metrics, seen);
+      steps = b.metrics.steps;
+    } else {
+      for (const m of b.metrics) this.points.write(b.runId, m.step, m.values, seen);
+      steps = b.metrics.map((m) => m.step);
     }
+    for (let i = 0; i < steps.length; i++) {
+      if (steps[i]! < minStep) minStep = steps[i]!;
+      if (steps[i]! > maxStep) maxStep = steps[i]!;
+    }
+    const newSteps = this.points.writeSteps(b.runId, steps, at);
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
-      if (!b.rewrite) this.trackAttempts(b, at);
+      if (!b.rewrite) this.trackAttempts(b, steps, at);
       this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
       this.points.written(b.runId, minStep);
     }
@@ -213,11 +221,11 @@ export class Store {
   }
 
   /** Restarts (a file going back to an earlier step) and the pace of new steps, before the run's summary moves. */
-  private trackAttempts(b: Batch, at: number): void {
+  private trackAttempts(b: Batch, steps: ArrayLike<number>, at: number): void {
     const file = this.files.byId(b.fileId);
     if (!file) return;
     const runLast = this.runs.byId(b.runId)?.last_step ?? null;
-    const advanced = this.attempts.track(b.runId, file, b.metrics.map((m) => m.step), at, runLast);
+    const advanced = this.attempts.track(b.runId, file, Array.from(steps), at, runLast);
     if (advanced > 0) this.arrivals.note(b.runId, at, advanced);
   }
 }

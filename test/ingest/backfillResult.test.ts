@@ -1,43 +1,67 @@
 /**
  * What a backfill of the sample runs leaves in the database, by two routes that must agree:
- * - the product's: the rules inside each batch's transaction (one commit per batch), look-back windows from the
- *   store's memory of the newest points, metric ids found by line shape;
- * - the plain one: each batch committed alone, then the rules evaluated in a transaction of their own by an
- *   engine on a second connection, which has no memory of what was written and reads everything from SQLite.
+ * - the product's: lines parsed in a worker thread, the rules inside each batch's transaction (one commit per
+ *   batch), look-back windows from the store's memory of the newest points, metric ids found by line shape;
+ * - the plain one: each file ingested in-thread, each batch committed alone, then the rules evaluated in a
+ *   transaction of their own by an engine on a second connection, which has no memory of what was written and
+ *   reads everything from SQLite.
  * The points are also checked against the sample's own lines, parsed here.
  */
 import Database from 'better-sqlite3';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeEngine } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
+import { discoverFiles } from '../../src/ingest/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const SAMPLES = join(import.meta.dirname, '..', '..', 'samples');
 const config = ConfigSchema.parse({});
-/** small reads: many batches, so that windows reach back across batches */
-const OPTS = { ...config.ingest, chunkBytes: 4096 };
+/** small reads: many batches, so that windows reach back across batches; lines past 2 KB are skipped */
+const OPTS = { ...config.ingest, chunkBytes: 4096, maxLineBytes: 2048 };
 const NOW = 1_800_000_000_000;
 
-async function productRoute(db: string): Promise<void> {
+/** The sample runs, a rough one (malformed and overlong lines) and one that crashed (a traceback without a step,
+ * after step 34). */
+function logsRoot(): string {
+  const root = tempDir();
+  cpSync(SAMPLES, root, { recursive: true });
+  const head = readFileSync(join(SAMPLES, 'grpo-demo', 'learning.log'), 'utf8').split('\n').slice(0, 60);
+  head.splice(20, 0, 'not a metric line', 'x'.repeat(3000));
+  head.splice(40, 0, '\u0000\u0001 binary');
+  const rough = join(root, 'rough');
+  mkdirSync(rough);
+  writeFileSync(join(rough, 'learning.log'), head.join('\n'));
+  const callback = readFileSync(join(SAMPLES, 'grpo-callback', 'train.log'), 'utf8').split('\n').slice(0, 400);
+  const crash = [
+    'Traceback (most recent call last):',
+    '  File "train.py", line 3, in <module>',
+    'torch.OutOfMemoryError: CUDA out of memory.',
+  ];
+  mkdirSync(join(root, 'crashed'));
+  writeFileSync(join(root, 'crashed', 'train.log'), [...callback, ...crash, 'y'.repeat(5000), ''].join('\n'));
+  return root;
+}
+
+async function productRoute(db: string, root: string): Promise<void> {
   const store = Store.open(db, { now: () => NOW });
   const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
-  await backfill(new Ingestor(store, OPTS, () => {}, (r) => engine.evaluate(r.runId, false)), [SAMPLES], config.watch);
+  await backfill(new Ingestor(store, OPTS, () => {}, (r) => engine.evaluate(r.runId, false)), [root], config.watch);
   store.close();
 }
 
-async function plainRoute(db: string): Promise<void> {
+async function plainRoute(db: string, root: string): Promise<void> {
   const store = Store.open(db, { now: () => NOW });
   const reader = Store.open(db, { now: () => NOW });
   const engine = makeEngine(reader, config, { terminal: true, now: () => NOW });
   const ingestor = new Ingestor(store, OPTS, (e) => {
     if (e.kind === 'batch') engine.evaluate(e.result.runId, false);
   });
-  await backfill(ingestor, [SAMPLES], config.watch);
+  for (const path of discoverFiles(root, config.watch.depth)) await ingestor.ingest(path, root);
   reader.close();
   store.close();
 }
@@ -58,6 +82,11 @@ function contents(path: string): Record<string, unknown[]> {
       cursors: all('SELECT r.name, c.rule, c.metric, c.step, c.state FROM rule_cursors c JOIN runs r ON r.id = c.run_id ORDER BY 1, 2, 3'),
       runs: all('SELECT name, first_step, last_step, records, batches FROM runs ORDER BY name'),
       examples: all('SELECT r.name, e.step, e.reward, e.completion FROM examples e JOIN runs r ON r.id = e.run_id ORDER BY 1, 2, 3, 4'),
+      events: all(`SELECT r.name, e.step, e.kind, e.title, e.text, e.fatal, e.context, e.vals, e.config FROM events e
+                   JOIN runs r ON r.id = e.run_id ORDER BY 1, e.id`),
+      files: all('SELECT path, format, offset, seq, lines, records, skipped FROM files ORDER BY path'),
+      skips: all(`SELECT f.path, s.reason, s.count, s.sample FROM file_skips s JOIN files f ON f.id = s.file_id
+                  ORDER BY 1, 2`),
     };
   } finally {
     db.close();
@@ -86,8 +115,9 @@ describe('a backfill of the sample runs', () => {
   let plain: Record<string, unknown[]>;
   beforeAll(async () => {
     const dir = tempDir();
-    await productRoute(join(dir, 'product.db'));
-    await plainRoute(join(dir, 'plain.db'));
+    const root = logsRoot();
+    await productRoute(join(dir, 'product.db'), root);
+    await plainRoute(join(dir, 'plain.db'), root);
     product = contents(join(dir, 'product.db'));
     plain = contents(join(dir, 'plain.db'));
   }, 120_000);
@@ -108,6 +138,14 @@ describe('a backfill of the sample runs', () => {
     // the sample run fires and resolves (the demo's spike and collapse): there is rule state to compare
     expect(product.alerts!.length).toBeGreaterThan(3);
     expect(product.cursors!.length).toBeGreaterThan(10);
+    // the rough run's skipped lines, and the crash filed under the latest step logged before it
+    expect(product.skips).toEqual(expect.arrayContaining([
+      expect.objectContaining({ reason: 'unrecognised line', count: 1, sample: 'not a metric line' }),
+      expect.objectContaining({ reason: 'line too long', count: 1 }),
+      expect.objectContaining({ reason: 'binary data', count: 1 }),
+    ]));
+    expect(product.skips!.filter((s) => (s as { reason: string }).reason === 'line too long')).toHaveLength(2);
+    expect(product.events).toContainEqual(expect.objectContaining({ name: 'crashed', kind: 'error', step: 34 }));
     for (const table of Object.keys(plain)) expect(product[table], table).toEqual(plain[table]);
   });
 });

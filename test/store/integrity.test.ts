@@ -12,7 +12,7 @@ describe('integrity at open', () => {
     const store = Store.open(db);
     const run = store.runs.ensure('r', '/x/r');
     store.db.transaction(() => {
-      for (let i = 1; i <= 20_000; i++) store.points.write(run.id, i, new Map([['loss', i], ['reward', i / 2]]), 0, new Set());
+      for (let i = 1; i <= 20_000; i++) store.points.write(run.id, i, new Map([['loss', i], ['reward', i / 2]]), new Set());
     })();
     store.db.pragma('wal_checkpoint(TRUNCATE)');
     store.close();

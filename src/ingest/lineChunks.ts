@@ -1,0 +1,154 @@
+/**
+ * Lines of a log file parsed into chunks of records, in a form that crosses a thread cheaply (a backfill parses in
+ * a worker while the main thread writes): the metric values of a chunk are one Float64Array, grouped by line shape
+ * (the metric names of a line, in order), not a Map per line. The same code parses in-thread and in the worker.
+ */
+import type { SkipCount } from '../store/files.ts';
+import { failureScanner, type FailureScanner } from './failures.ts';
+import { FORMATS } from './formats/index.ts';
+import { readLines } from './lineReader.ts';
+import type { EventRecord, ExampleRecord, LineParser } from './records.ts';
+
+/** What one chunk of lines parsed to. Steps still to be filed under the run's latest step are left open: only
+ * the writer knows the run. */
+export interface ParsedChunk {
+  /** byte offset just past the chunk's last line */
+  end: number;
+  /** lines read, those too long included */
+  lines: number;
+  /** the file's record count after the chunk (records without a step are numbered by it) */
+  seq: number;
+  /** the metric names of each line shape used in the chunk, in the order the line gave them */
+  shapes: string[][];
+  /** per metric record: its step, and its shape (an index into `shapes`) */
+  steps: Float64Array<ArrayBuffer>;
+  shapeOf: Uint32Array<ArrayBuffer>;
+  /** the values of every metric record, record after record, in its shape's order */
+  values: Float64Array<ArrayBuffer>;
+  /** in line order; `after` is the highest metric step logged before it in the chunk (-Infinity: none) */
+  events: Array<{ record: EventRecord; after: number }>;
+  /** generations with a finite reward */
+  examples: ExampleRecord[];
+  /** lines that parsed as nothing, by reason, in the order the reasons first came up */
+  skips: Array<[reason: string, skip: SkipCount]>;
+}
+
+/** What reads the lines of one file: its format's parser and, for captured stdout, the failure scanner. Both may
+ * keep state from line to line, so one file keeps one of these while it is read on. */
+export interface FileParser {
+  parse: LineParser;
+  scan?: FailureScanner;
+}
+
+const SAMPLE_CHARS = 200;
+
+export function fileParser(formatId: string, relPath: string): FileParser {
+  const format = FORMATS.find((f) => f.id === formatId);
+  if (!format || format.kind !== 'lines') throw new Error(`no line format ${formatId}`);
+  return { parse: format.open({ relPath }), scan: format.textLog ? failureScanner() : undefined };
+}
+
+/** Where to read and how: the same request in-thread and in the worker. */
+export interface LineRange {
+  fd: number;
+  start: number;
+  size: number;
+  maxLineBytes: number;
+  chunkBytes?: number;
+  /** the file's record count so far */
+  seq: number;
+}
+
+/** The parsed chunks of [start, size) of an open file. */
+export function* parsedChunks(range: LineRange, parser: FileParser): Generator<ParsedChunk> {
+  let seq = range.seq;
+  for (const chunk of readLines(range.fd, range.start, range.size, range.maxLineBytes, range.chunkBytes)) {
+    const parsed = parseLines(chunk.lines, parser, seq);
+    if (chunk.tooLong > 0) parsed.skips.unshift(['line too long', { count: chunk.tooLong, sample: '' }]);
+    parsed.end = chunk.end;
+    parsed.lines = chunk.lines.length + chunk.tooLong;
+    seq = parsed.seq;
+    yield parsed;
+  }
+}
+
+function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: number): ParsedChunk {
+  const shapes = new ShapeTable();
+  const steps: number[] = [];
+  const shapeOf: number[] = [];
+  const values: number[] = [];
+  const events: ParsedChunk['events'] = [];
+  const examples: ExampleRecord[] = [];
+  const skips = new Map<string, SkipCount>();
+  let latest = -Infinity;
+  for (const line of lines) {
+    const found = scan?.(line);
+    if (found) events.push({ record: found, after: latest });
+    const r = parse(line);
+    if (r.kind === 'metric') {
+      const step = r.record.step ?? ++seq;
+      const { values: named, epoch } = r.record;
+      if (epoch !== undefined && !named.has('epoch')) named.set('epoch', epoch);
+      steps.push(step);
+      shapeOf.push(shapes.of(named));
+      for (const v of named.values()) values.push(v);
+      if (step > latest) latest = step;
+    } else if (r.kind === 'event') {
+      events.push({ record: r.record, after: latest });
+    } else if (r.kind === 'example') {
+      if (Number.isFinite(r.record.reward)) examples.push(r.record);
+      else addSkip(skips, 'generation without a finite reward', line);
+    } else if (r.kind === 'bad') {
+      addSkip(skips, r.reason, line);
+    }
+  }
+  return {
+    end: 0,
+    lines: 0,
+    seq,
+    shapes: shapes.names,
+    steps: Float64Array.from(steps),
+    shapeOf: Uint32Array.from(shapeOf),
+    values: Float64Array.from(values),
+    events,
+    examples,
+    skips: [...skips],
+  };
+}
+
+function addSkip(skips: Map<string, SkipCount>, reason: string, line: string): void {
+  const s = skips.get(reason);
+  const sample = line.slice(0, SAMPLE_CHARS);
+  if (s) {
+    s.count++;
+    if (sample) s.sample = sample;
+  } else skips.set(reason, { count: 1, sample });
+}
+
+/** The line shapes of one chunk: a log repeats one shape line after line, so the last one is tried first. */
+class ShapeTable {
+  readonly names: string[][] = [];
+  private readonly byKey = new Map<string, number>();
+  private last = -1;
+
+  of(values: Map<string, number>): number {
+    const last = this.names[this.last];
+    if (last && last.length === values.size) {
+      let i = 0;
+      for (const name of values.keys()) {
+        if (last[i] !== name) break;
+        i++;
+      }
+      if (i === last.length) return this.last;
+    }
+    const names = [...values.keys()];
+    const key = names.join('\n');
+    let id = this.byKey.get(key);
+    if (id === undefined) {
+      id = this.names.push(names) - 1;
+      this.byKey.set(key, id);
+    }
+    this.last = id;
+    return id;
+  }
+}
