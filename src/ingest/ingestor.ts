@@ -198,16 +198,24 @@ export class Ingestor {
     const { relPath } = this.runOf(row);
     const { maxLineBytes, chunkBytes } = this.opts;
     const range = { fd, start: offset, size: st.size, maxLineBytes, chunkBytes, seq: row.seq };
-    const chunks = this.parseThread
-      ? this.parseThread.chunks({ fileId: row.id, format: row.format, relPath, fresh: renamed || truncated, range })
-      : parsedChunks(range, this.parserFor(row, relPath));
     let seq = row.seq;
-    for await (const chunk of chunks) {
-      const batch = this.batchOf(chunk, row, st);
-      this.commit(batch, out, chunk.end - offset);
+    const take = (chunk: ParsedChunk): void => {
+      this.commit(this.batchOf(chunk, row, st), out, chunk.end - offset);
       offset = chunk.end;
       seq = chunk.seq;
-      await nextTick(); // let the watcher, timers and chat clients breathe between chunks
+    };
+    if (this.parseThread) {
+      const fresh = renamed || truncated;
+      for await (const chunk of this.parseThread.chunks({ fileId: row.id, format: row.format, relPath, fresh, range })) {
+        take(chunk);
+      }
+    } else {
+      // a plain loop, not `for await`: live, an append's one chunk commits before the first await, inside the
+      // watcher's group transaction (commitGroup.ts)
+      for (const chunk of parsedChunks(range, this.parserFor(row, relPath))) {
+        take(chunk);
+        await nextTick(); // let the watcher, timers and chat clients breathe between chunks
+      }
     }
     if ((row.ino === null || renamed || truncated) && offset === 0) {
       // an empty new (or emptied) file: remember its identity and offset 0, so that a later rotation is
