@@ -74,11 +74,14 @@ export class Engine {
     this.caughtUpReads = new Map(this.store.runs.list().map((r) => [r.id, r.active_at]));
   }
 
-  private noteLive(run: RunRow): void {
+  /** Marks the run live when it has grown since the catch-up; returns its row as it is now. */
+  private noteLive(run: RunRow): RunRow {
     const reads = this.caughtUpReads;
     if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && run.live_at !== run.active_at) {
       this.store.runs.markLive(run.id);
+      return { ...run, live_at: run.active_at };
     }
+    return run;
   }
 
   /**
@@ -102,12 +105,12 @@ export class Engine {
   }
 
   private evaluateRules(runId: number, announce: boolean, skip: ReadonlySet<string>): number {
-    const run = this.store.runs.byId(runId);
-    if (!run) return 0;
+    const read = this.store.runs.byId(runId);
+    if (!read) return 0;
     const since = this.now();
-    this.noteLive(run);
+    const run = this.noteLive(read);
     rewindRestarts(this.store, runId, this.now);
-    const ctx = runContext(this.store, runId, this.now);
+    const ctx = runContext(this.store, runId, run, this.now);
     for (const rule of this.book.forRun(run.name)) {
       if (skip.has(rule.id)) continue;
       try {
@@ -119,7 +122,7 @@ export class Engine {
     }
     this.store.runs.markEvaluated(runId);
     // live, an incident that fired and resolved within one batch is still news
-    return announce ? this.announce(runId, since) : 0;
+    return announce ? this.announceRun(run, since) : 0;
   }
 
   private evaluateRule(ctx: RunContext, rule: Rule, announce: boolean): void {
@@ -148,14 +151,14 @@ export class Engine {
   tick(): number {
     return this.store.transaction(() => {
       let written = 0;
-      for (const run of this.store.runs.list()) {
-        this.noteLive(run);
-        const ctx = runContext(this.store, run.id, this.now);
+      for (const listed of this.store.runs.list()) {
+        const run = this.noteLive(listed);
+        const ctx = runContext(this.store, run.id, run, this.now);
         for (const rule of this.book.forRun(run.name)) {
           if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
           else if (rule.kind === 'crash') evaluateCrash(ctx, rule); // a held error fires once the run is quiet
         }
-        written += this.announce(run.id);
+        written += this.announceRun(run);
       }
       return written;
     });
@@ -168,7 +171,11 @@ export class Engine {
    */
   announce(runId: number, firedSince?: number): number {
     const run = this.store.runs.byId(runId);
-    if (!run) return 0;
+    return run ? this.announceRun(run, firedSince) : 0;
+  }
+
+  private announceRun(run: RunRow, firedSince?: number): number {
+    const runId = run.id;
     const now = this.now();
     const silences = this.store.silences.active(now);
     const items: NotificationItem[] = [];
