@@ -25,7 +25,7 @@ describe('the open alerts one evaluation reads', () => {
     expect(t.said()).toEqual([['firing grad_explosion@1']]);
     t.feed(times(5, CALM));
     expect(t.said()).toEqual([['firing grad_explosion@1'], ['resolved grad_explosion@7']]);
-    expect(t.outbox()[1]!.notification.items[0]!.state.ack).toMatchObject({ by: 'ana', name: 'ana' });
+    expect(t.outbox()[1]!.notification.items[0]!.state?.ack).toMatchObject({ by: 'ana', name: 'ana' });
   });
 
   it('keep nothing of an evaluation rolled back: done again without the rule that threw, the alerts are as if it never ran', () => {
