@@ -1,8 +1,8 @@
 /**
  * Watched live (each small read one batch, evaluated and announced at once), the sample runs leave the same alerts,
  * alert history, rule cursors and outbox rows by two routes:
- * - the product's: the rules inside each batch's transaction, the run's open alerts read once per evaluation, the
- *   points and cursors from the store's memory;
+ * - the product's: the rules inside each batch's transaction, the run's open alerts, the points and cursors from
+ *   the store's memory;
  * - the plain one: each batch committed alone, then evaluated by an engine on a second connection that has no
  *   memory of what was written and reads everything from SQLite.
  */
@@ -27,6 +27,9 @@ async function productRoute(db: string): Promise<void> {
   const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
   await backfill(new Ingestor(store, OPTS, () => {}, (r) => void engine.evaluate(r.runId)), [SAMPLES], config.watch);
   engine.tick();
+  // the open alerts the store holds between evaluations are the table's
+  const table = store.db.prepare(`SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`);
+  for (const run of store.runs.list()) expect(store.alerts.openOf(run.id)).toEqual(table.all(run.id));
   store.close();
 }
 
