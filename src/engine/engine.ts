@@ -2,6 +2,7 @@ import { stderrLog, type Log } from '../log.ts';
 import { sqliteCode } from '../store/dbErrors.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
+import type { SilenceRow } from '../store/silences.ts';
 import type { Store } from '../store/store.ts';
 import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
@@ -177,11 +178,16 @@ export class Engine {
   private announceRun(run: RunRow, firedSince?: number): number {
     const runId = run.id;
     const now = this.now();
-    const silences = this.store.silences.active(now);
+    // read only when an alert's fate depends on them: most evaluations announce nothing
+    let silences: SilenceRow[] | undefined;
+    const mutedNow = (a: AlertRow): boolean => isMuted((silences ??= this.store.silences.active(now)), run.name, a);
     const items: NotificationItem[] = [];
     const rules = this.book.forRun(run.name);
     for (const a of this.store.alerts.announceable(runId, firedSince)) {
-      const muted = isMuted(silences, run.name, a);
+      const repeatDue = !a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a);
+      // a firing alert announced already and not due a repeat stays quiet, muted or not
+      if (a.state === 'firing' && a.notified_state === 'firing' && !repeatDue) continue;
+      const muted = mutedNow(a);
       let kind: NotificationItem['kind'] | null = null;
       if (a.state === 'resolved' && a.notified_state === null) {
         if (!muted) items.push(this.item(a, 'firing', muted, rules));
@@ -189,7 +195,7 @@ export class Engine {
       } else if (a.state === 'resolved') kind = 'resolved';
       else if (muted) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
-      else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a)) kind = 'repeat';
+      else if (repeatDue) kind = 'repeat';
       if (!kind) continue;
       items.push(this.item(a, kind, muted, rules));
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
