@@ -18,10 +18,10 @@ import {
 export interface RunContext {
   store: Store;
   runId: number;
-  /** the run's row, read once per evaluation (after `noteLive` and `rewindRestarts`; no rule writes it) */
+  /** the run's row, read once per evaluation (with `live_at` as `noteLive` left it; no rule writes it) */
   run: RunRow | undefined;
   now: () => number;
-  /** the run's open alerts, read once per evaluation: every rule's Lifecycle looks its alert up here */
+  /** the run's open alerts, asked of the store once per evaluation: every rule's Lifecycle looks its alert up here */
   alerts: OpenAlerts;
   /** `store.points.after`, memoised for one evaluation: several rules read the same series */
   after(metric: string, step: number): Array<{ step: number; value: number }>;

@@ -18,7 +18,11 @@ export function isFinished(store: Store, runId: number, run = store.runs.byId(ru
 
 /** The step at which the run finished, or null (also when it logged steps after its summary: resumed).
  * `logged` (the run has logged a metric) spares the query for a `train_runtime` it never logged. */
-export function finishedAt(store: Store, run: RunRow | undefined, logged: (metric: string) => boolean = () => true): number | null {
+export function finishedAt(
+  store: Store,
+  run: RunRow | undefined,
+  logged: (metric: string) => boolean = () => true,
+): number | null {
   if (!run || run.last_step === null) return null;
   const runId = run.id;
   const summary = store.events.finished(runId)?.step;
@@ -26,7 +30,9 @@ export function finishedAt(store: Store, run: RunRow | undefined, logged: (metri
   const meta = store.events.meta(runId);
   const total = meta.max_steps ?? meta.total_steps;
   if (total !== undefined && total > 0 && run.last_step >= total) return run.last_step;
-  const runtime = logged('train_runtime') ? store.points.upTo(runId, 'train_runtime', run.last_step, 1)[0]?.step : undefined;
+  const runtime = logged('train_runtime')
+    ? store.points.upTo(runId, 'train_runtime', run.last_step, 1)[0]?.step
+    : undefined;
   if (runtime !== undefined && run.last_step <= runtime) return run.last_step;
   return null;
 }

@@ -3,10 +3,10 @@ import type { AlertChange, AlertRow, Alerts } from '../store/alerts.ts';
 const keyOf = (rule: string, metric: string): string => `${rule}\u0000${metric}`;
 
 /**
- * One run's open (pending or firing) alerts for one evaluation: read with one query when a rule first asks (each
- * rule's Lifecycle looked its alert up with a query of its own), and kept exact for the rest of the evaluation
- * because every change the rules make goes through here. Nothing is kept past the evaluation, so the next one
- * sees what another process wrote meanwhile (an ack) and nothing of an evaluation that rolled back.
+ * One run's open (pending or firing) alerts for one evaluation: asked of the store once, when a rule first looks
+ * (each rule's Lifecycle used to look its alert up with a query of its own), and kept exact for the rest of the
+ * evaluation because every change the rules make goes through here. Nothing here outlives the evaluation; what the
+ * store holds between evaluations is kept exact there (`Alerts.openOf`).
  */
 export class OpenAlerts {
   private rows: Map<string, AlertRow> | undefined;

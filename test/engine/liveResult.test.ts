@@ -57,7 +57,8 @@ function contents(path: string): Record<string, unknown[]> {
                    FROM alerts a JOIN runs r ON r.id = a.run_id ORDER BY 1, 2, 3, 8`),
       alertEvents: all(`SELECT a.rule, a.metric, a.started_step, e.step, e.state, e.details FROM alert_events e
                         JOIN alerts a ON a.id = e.alert_id ORDER BY 1, 2, 3, e.id`),
-      cursors: all('SELECT r.name, c.rule, c.metric, c.step, c.state FROM rule_cursors c JOIN runs r ON r.id = c.run_id ORDER BY 1, 2, 3'),
+      cursors: all(`SELECT r.name, c.rule, c.metric, c.step, c.state FROM rule_cursors c JOIN runs r ON r.id = c.run_id
+                    ORDER BY 1, 2, 3`),
       // alert ids inside the payloads differ by route only if the alerts were made in another order
       outbox: all('SELECT r.name, o.target, o.payload FROM outbox o JOIN runs r ON r.id = o.run_id ORDER BY o.id'),
     };

@@ -28,7 +28,7 @@ describe('the open alerts one evaluation reads', () => {
     expect(t.outbox()[1]!.notification.items[0]!.state?.ack).toMatchObject({ by: 'ana', name: 'ana' });
   });
 
-  it('keep nothing of an evaluation rolled back: done again without the rule that threw, the alerts are as if it never ran', () => {
+  it('keep nothing of an evaluation rolled back: done again without the rule that threw, as if it never ran', () => {
     // mode_collapse comes before grad_explosion in the preset: it fires, then grad_explosion throws
     const book = presetOnly('mode_collapse', 'grad_explosion');
     const clean = new Trace({ book, repeatIntervalMs: HOUR });

@@ -20,8 +20,8 @@ function setup() {
   const run = store.runs.ensure('job', '/runs/job');
   const first = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
   /** the table's open alerts of the run, read past what the store holds */
-  const table = (): AlertRow[] =>
-    store.db.prepare(`SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`).all(run.id) as AlertRow[];
+  const open = store.db.prepare(`SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`);
+  const table = (): AlertRow[] => open.all(run.id) as AlertRow[];
   expect(store.alerts.openOf(run.id)).toEqual(table()); // now held
   return { path, store, run, first, table };
 }
