@@ -110,8 +110,9 @@ export class Engine {
     if (!read) return 0;
     const since = this.now();
     const run = this.noteLive(read);
-    rewindRestarts(this.store, runId, this.now);
-    const ctx = runContext(this.store, runId, run, this.now);
+    const attempts = this.store.attempts.list(runId);
+    rewindRestarts(this.store, runId, this.now, attempts);
+    const ctx = runContext(this.store, runId, run, this.now, attempts);
     for (const rule of this.book.forRun(run.name)) {
       if (skip.has(rule.id)) continue;
       try {

@@ -1,4 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
+import { replayingStep, type AttemptRow } from '../store/attempts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { finishedAt } from './finished.ts';
@@ -21,6 +22,8 @@ export interface RunContext {
   /** the run's row, read once per evaluation (with `live_at` as `noteLive` left it; no rule writes it) */
   run: RunRow | undefined;
   now: () => number;
+  /** `store.attempts.replaying` of the run (its attempts read once per evaluation) */
+  replaying: number | null;
   /** the run's open alerts, asked of the store once per evaluation: every rule's Lifecycle looks its alert up here */
   alerts: OpenAlerts;
   /** `store.points.after`, memoised for one evaluation: several rules read the same series */
@@ -33,11 +36,18 @@ export interface RunContext {
   finishedAt(): number | null;
 }
 
-/** The context one evaluation of `runId` gives its rules; `run` is its row as read for that evaluation. */
-export function runContext(store: Store, runId: number, run: RunRow | undefined, now: () => number): RunContext {
+/** The context one evaluation of `runId` gives its rules; `run` is its row and `attempts` its attempts as read for
+ * that evaluation. */
+export function runContext(
+  store: Store,
+  runId: number,
+  run: RunRow | undefined,
+  now: () => number,
+  attempts: readonly AttemptRow[] = store.attempts.list(runId),
+): RunContext {
   const memo = new Map<string, Array<{ step: number; value: number }>>();
   // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
-  const head = store.attempts.replaying(runId, run?.last_step ?? null);
+  const head = replayingStep(attempts[attempts.length - 1], run?.last_step ?? null);
   let metrics: readonly string[] | undefined;
   let names: ReadonlySet<string> | undefined;
   let finished: number | null | undefined;
@@ -46,6 +56,7 @@ export function runContext(store: Store, runId: number, run: RunRow | undefined,
     runId,
     run,
     now,
+    replaying: head,
     alerts: new OpenAlerts(store.alerts, runId),
     after(metric, step) {
       const key = `${step}\u0000${metric}`;

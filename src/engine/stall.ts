@@ -54,14 +54,14 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
     evaluateStuckAtStart(ctx, rule, sessionStart);
     return;
   }
-  const { store, runId, run } = ctx;
+  const { run } = ctx;
   if (!run || run.last_step === null || run.active_at === null) return;
   const { limit, pace } = stallLimit(ctx, rule);
   const now = ctx.now();
   const last = run.active_at;
   const finished = ctx.finishedAt() !== null;
   const stalled = !finished && watched(run, sessionStart, limit) && now - last > limit;
-  const step = store.attempts.replaying(runId, run.last_step) ?? run.last_step;
+  const step = ctx.replaying ?? run.last_step;
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: 'activity' }, ctx.now);
   const details = { lastActivity: last, lastStep: step, limitMs: limit, stepIntervalMs: pace };
   if (stalled) {
@@ -78,7 +78,7 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
 }
 
 function evaluateStuckAtStart(ctx: RunContext, rule: StallRule, sessionStart: number): void {
-  const { store, runId, run } = ctx;
+  const { run } = ctx;
   if (!run || run.started_at === null) return;
   const after = parseDuration(rule.after) as number;
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: 'activity' }, ctx.now);
