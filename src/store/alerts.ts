@@ -127,16 +127,17 @@ export class Alerts {
     this.changedOpen(id);
   }
 
-  /** Alerts that may need announcing: firing ones, resolved ones whose firing was announced, and ones that
-   * fired at or after `firedSince` and resolved before they could be announced. */
+  /** Alerts that may need announcing, in id order: firing ones (held: `openOf`), resolved ones whose firing was
+   * announced, and ones that fired at or after `firedSince` and resolved before they could be announced. */
   announceable(runId: number, firedSince = Infinity): AlertRow[] {
-    return prepared(this.db,
-        `SELECT * FROM alerts WHERE run_id = :runId AND (state = 'firing'
-           OR (state = 'resolved' AND notified_state = 'firing')
-           OR (state = 'resolved' AND notified_state IS NULL AND fired_at >= :since))
+    const firing = this.openOf(runId).filter((a) => a.state === 'firing');
+    const resolved = prepared(this.db,
+        `SELECT * FROM alerts WHERE run_id = :runId AND state = 'resolved'
+           AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= :since))
          ORDER BY id`,
       )
       .all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
+    return resolved.length === 0 ? firing : [...firing, ...resolved].sort((a, b) => a.id - b.id);
   }
 
   list(opts: { runId?: number; all?: boolean }): AlertRow[] {
