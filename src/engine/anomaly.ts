@@ -28,7 +28,7 @@ export function evaluateAnomaly(ctx: RunContext, rule: AnomalyRule): void {
   if (fresh.length === 0) return;
   const window = cursor ? store.points.upTo(runId, metric, from, rule.window, true).map((p) => p.value) : [];
   let streak = Number(cursor?.state.streak ?? 0);
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, {
     quietFor: rule.recoverFor,
     quiet: Number(cursor?.state.quiet ?? 0),
   });

@@ -1,4 +1,5 @@
 import type { AlertRow } from '../store/alerts.ts';
+import type { AttemptRow } from '../store/attempts.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -7,9 +8,10 @@ import type { Store } from '../store/store.ts';
  * dropped while pending), and every rule cursor at or past the step it resumed at goes back there, with its
  * carried state (streaks) cleared, so that the new attempt's values are evaluated as they arrive.
  */
-export function rewindRestarts(store: Store, runId: number, now: () => number): void {
-  for (const a of store.attempts.unrewound(runId)) {
-    const ended = store.attempts.list(runId).find((p) => p.attempt === a.attempt - 1);
+export function rewindRestarts(store: Store, runId: number, now: () => number, attempts: readonly AttemptRow[]): void {
+  for (const a of attempts) {
+    if (a.rewound) continue;
+    const ended = attempts.find((p) => p.attempt === a.attempt - 1);
     const step = ended?.last_step ?? a.resumed_step;
     const summary = `attempt ${a.attempt - 1} ended at step ${step}: the job restarted at step ${a.resumed_step}`;
     const details = { attempt: a.attempt, resumedStep: a.resumed_step };

@@ -1,7 +1,6 @@
 import type { EventRow } from '../store/events.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import type { RunContext } from './evaluate.ts';
-import { isFinished } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { CrashRule } from './rules.ts';
 
@@ -30,7 +29,7 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
   const cursor = store.alerts.cursor(runId, rule.id, CRASH_KEY);
   let seen = Number(cursor?.state.seen ?? 0);
   let held = cursor?.state.held as number | undefined;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: CRASH_KEY }, ctx.now);
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: CRASH_KEY }, ctx.now);
   const fire = (e: EventRow, why: string): void => {
     lc.apply(e.step, {
       kind: 'bad',
@@ -40,13 +39,13 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
     });
   };
 
-  const open = lc.state === 'firing' ? store.alerts.open(runId, rule.id, CRASH_KEY) : undefined;
+  const open = lc.state === 'firing' ? ctx.alerts.get(rule.id, CRASH_KEY) : undefined;
   if (open && run.last_step !== null && run.last_step > (open.fired_step ?? open.started_step)) {
     const step = run.last_step;
     const summary = `the run logged step ${step} after the error`;
     lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details: {} }) });
   }
-  const finished = isFinished(store, runId, run);
+  const finished = ctx.finishedAt() !== null;
   for (const e of store.events.after(runId, ['error'], seen)) {
     seen = e.id;
     if (finished) continue; // errors at exit (a segfault in teardown) after the end of training

@@ -38,7 +38,7 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
   });
   const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))].sort((a, b) => a - b);
   if (steps.length === 0) return;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: key }, ctx.now, {
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: key }, ctx.now, {
     quietFor: rule.quietFor,
     quiet: Number(cursor?.state.quiet ?? 0),
   });

@@ -2,6 +2,7 @@ import { stderrLog, type Log } from '../log.ts';
 import { sqliteCode } from '../store/dbErrors.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
+import type { SilenceRow } from '../store/silences.ts';
 import type { Store } from '../store/store.ts';
 import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
@@ -74,11 +75,14 @@ export class Engine {
     this.caughtUpReads = new Map(this.store.runs.list().map((r) => [r.id, r.active_at]));
   }
 
-  private noteLive(run: RunRow): void {
+  /** Marks the run live when it has grown since the catch-up; returns its row as it is now. */
+  private noteLive(run: RunRow): RunRow {
     const reads = this.caughtUpReads;
     if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && run.live_at !== run.active_at) {
       this.store.runs.markLive(run.id);
+      return { ...run, live_at: run.active_at };
     }
+    return run;
   }
 
   /**
@@ -102,12 +106,13 @@ export class Engine {
   }
 
   private evaluateRules(runId: number, announce: boolean, skip: ReadonlySet<string>): number {
-    const run = this.store.runs.byId(runId);
-    if (!run) return 0;
+    const read = this.store.runs.byId(runId);
+    if (!read) return 0;
     const since = this.now();
-    this.noteLive(run);
-    rewindRestarts(this.store, runId, this.now);
-    const ctx = runContext(this.store, runId, this.now);
+    const run = this.noteLive(read);
+    const attempts = this.store.attempts.list(runId);
+    rewindRestarts(this.store, runId, this.now, attempts);
+    const ctx = runContext(this.store, runId, run, this.now, attempts);
     for (const rule of this.book.forRun(run.name)) {
       if (skip.has(rule.id)) continue;
       try {
@@ -119,7 +124,7 @@ export class Engine {
     }
     this.store.runs.markEvaluated(runId);
     // live, an incident that fired and resolved within one batch is still news
-    return announce ? this.announce(runId, since) : 0;
+    return announce ? this.announceRun(run, since) : 0;
   }
 
   private evaluateRule(ctx: RunContext, rule: Rule, announce: boolean): void {
@@ -148,14 +153,14 @@ export class Engine {
   tick(): number {
     return this.store.transaction(() => {
       let written = 0;
-      for (const run of this.store.runs.list()) {
-        this.noteLive(run);
-        const ctx = runContext(this.store, run.id, this.now);
+      for (const listed of this.store.runs.list()) {
+        const run = this.noteLive(listed);
+        const ctx = runContext(this.store, run.id, run, this.now);
         for (const rule of this.book.forRun(run.name)) {
           if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
           else if (rule.kind === 'crash') evaluateCrash(ctx, rule); // a held error fires once the run is quiet
         }
-        written += this.announce(run.id);
+        written += this.announceRun(run);
       }
       return written;
     });
@@ -168,13 +173,22 @@ export class Engine {
    */
   announce(runId: number, firedSince?: number): number {
     const run = this.store.runs.byId(runId);
-    if (!run) return 0;
+    return run ? this.announceRun(run, firedSince) : 0;
+  }
+
+  private announceRun(run: RunRow, firedSince?: number): number {
+    const runId = run.id;
     const now = this.now();
-    const silences = this.store.silences.active(now);
+    // read only when an alert's fate depends on them: most evaluations announce nothing
+    let silences: SilenceRow[] | undefined;
+    const mutedNow = (a: AlertRow): boolean => isMuted((silences ??= this.store.silences.active(now)), run.name, a);
     const items: NotificationItem[] = [];
     const rules = this.book.forRun(run.name);
     for (const a of this.store.alerts.announceable(runId, firedSince)) {
-      const muted = isMuted(silences, run.name, a);
+      const repeatDue = !a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a);
+      // a firing alert announced already and not due a repeat stays quiet, muted or not
+      if (a.state === 'firing' && a.notified_state === 'firing' && !repeatDue) continue;
+      const muted = mutedNow(a);
       let kind: NotificationItem['kind'] | null = null;
       if (a.state === 'resolved' && a.notified_state === null) {
         if (!muted) items.push(this.item(a, 'firing', muted, rules));
@@ -182,7 +196,7 @@ export class Engine {
       } else if (a.state === 'resolved') kind = 'resolved';
       else if (muted) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
-      else if (!a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a)) kind = 'repeat';
+      else if (repeatDue) kind = 'repeat';
       if (!kind) continue;
       items.push(this.item(a, kind, muted, rules));
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);

@@ -1,7 +1,10 @@
 import { formatValue } from '../render/numbers.ts';
+import { replayingStep, type AttemptRow } from '../store/attempts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
+import { finishedAt } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { OpenAlerts } from './openAlerts.ts';
 import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
 import { mean, median } from './stats.ts';
 import {
@@ -16,38 +19,60 @@ import {
 export interface RunContext {
   store: Store;
   runId: number;
-  /** the run's row, read once per evaluation (after `noteLive` and `rewindRestarts`; no rule writes it) */
+  /** the run's row, read once per evaluation (with `live_at` as `noteLive` left it; no rule writes it) */
   run: RunRow | undefined;
   now: () => number;
+  /** `store.attempts.replaying` of the run (its attempts read once per evaluation) */
+  replaying: number | null;
+  /** the run's open alerts, asked of the store once per evaluation: every rule's Lifecycle looks its alert up here */
+  alerts: OpenAlerts;
   /** `store.points.after`, memoised for one evaluation: several rules read the same series */
   after(metric: string, step: number): Array<{ step: number; value: number }>;
   /** `store.points.metricsOf`, memoised for one evaluation (rules write no points) */
   metrics(): readonly string[];
+  /** whether the run has logged the metric: rules ask for metrics a log may not have (kl, train_runtime) */
+  logged(metric: string): boolean;
+  /** `finishedAt`, memoised for one evaluation (crash and run_finished both ask) */
+  finishedAt(): number | null;
 }
 
-export function runContext(store: Store, runId: number, now: () => number): RunContext {
+/** The context one evaluation of `runId` gives its rules; `run` is its row and `attempts` its attempts as read for
+ * that evaluation. */
+export function runContext(
+  store: Store,
+  runId: number,
+  run: RunRow | undefined,
+  now: () => number,
+  attempts: readonly AttemptRow[] = store.attempts.list(runId),
+): RunContext {
   const memo = new Map<string, Array<{ step: number; value: number }>>();
   // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
-  const run = store.runs.byId(runId);
-  const head = store.attempts.replaying(runId, run?.last_step ?? null);
+  const head = replayingStep(attempts[attempts.length - 1], run?.last_step ?? null);
   let metrics: readonly string[] | undefined;
-  return {
+  let names: ReadonlySet<string> | undefined;
+  let finished: number | null | undefined;
+  const ctx: RunContext = {
     store,
     runId,
     run,
     now,
+    replaying: head,
+    alerts: new OpenAlerts(store.alerts, runId),
     after(metric, step) {
       const key = `${step}\u0000${metric}`;
       let rows = memo.get(key);
       if (!rows) {
-        rows = store.points.after(runId, metric, step);
+        rows = ctx.logged(metric) ? store.points.after(runId, metric, step) : [];
         if (head !== null) rows = rows.filter((p) => p.step <= head);
         memo.set(key, rows);
       }
       return rows;
     },
     metrics: () => (metrics ??= store.points.metricsOf(runId)),
+    logged: (metric) => (names ??= new Set(ctx.metrics())).has(metric),
+    finishedAt: () => (finished !== undefined ? finished : (finished = finishedAt(store, run, ctx.logged))),
   };
+  return ctx;
 }
 
 /** Before any step: where a rule's cursor starts. */
@@ -86,7 +111,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, cursor?.state ?? {});
       continue;
     }
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: first.metric }, ctx.now);
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: first.metric }, ctx.now);
     // plain loops and one reused array: this runs for every step of every threshold rule in a backfill
     const values: Array<number | undefined> = new Array<number | undefined>(conds.length);
     for (const p of main) {
@@ -191,7 +216,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     let lineFrom = Math.max(0, points.findIndex((p) => p.step >= breakFrom));
     // records in a row the windows' change (or the plateau) has held: it fires after `for` of them
     let held = Number(cursor?.state.held ?? 0);
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, {
       quietFor: rule.quietFor,
       quiet: Number(cursor?.state.quiet ?? 0),
     });
@@ -333,7 +358,7 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   const { store, runId } = ctx;
   const cursor = store.alerts.cursor(runId, rule.id, rule.metric);
   let reached = cursor?.state.reached === true;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: rule.metric }, ctx.now);
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: rule.metric }, ctx.now);
   if (reached && lc.state === null) return; // judged and met: nothing more to watch
   const from = cursor?.step ?? START;
   const epochs = ctx.after('epoch', from);
@@ -352,7 +377,7 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
         if (!compare(m, rule.op, rule.value)) {
           // one cause, one page: a run a critical alert is firing for (mode_collapse since step 5) misses its
           // milestones because of it; they are recorded as info (terminal, digest, report), naming that alert
-          const paged = store.alerts.list({ runId }).find((a) => a.severity === 'critical' && a.rule !== rule.id);
+          const paged = ctx.alerts.firing().find((a) => a.severity === 'critical' && a.rule !== rule.id);
           const since = paged ? `; ${paged.rule} critical since step ${paged.fired_step ?? paged.started_step}` : '';
           lc.apply(at.step, {
             kind: 'bad',

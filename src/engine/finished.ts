@@ -13,18 +13,26 @@ import type { FinishedRule } from './rules.ts';
  * never stalled nor crashed.
  */
 export function isFinished(store: Store, runId: number, run = store.runs.byId(runId)): boolean {
-  return finishedAt(store, runId, run) !== null;
+  return finishedAt(store, run) !== null;
 }
 
-/** The step at which the run finished, or null (also when it logged steps after its summary: resumed). */
-function finishedAt(store: Store, runId: number, run: RunRow | undefined): number | null {
+/** The step at which the run finished, or null (also when it logged steps after its summary: resumed).
+ * `logged` (the run has logged a metric) spares the query for a `train_runtime` it never logged. */
+export function finishedAt(
+  store: Store,
+  run: RunRow | undefined,
+  logged: (metric: string) => boolean = () => true,
+): number | null {
   if (!run || run.last_step === null) return null;
+  const runId = run.id;
   const summary = store.events.finished(runId)?.step;
   if (summary !== undefined && run.last_step <= summary) return run.last_step;
   const meta = store.events.meta(runId);
   const total = meta.max_steps ?? meta.total_steps;
   if (total !== undefined && total > 0 && run.last_step >= total) return run.last_step;
-  const runtime = store.points.upTo(runId, 'train_runtime', run.last_step, 1)[0]?.step;
+  const runtime = logged('train_runtime')
+    ? store.points.upTo(runId, 'train_runtime', run.last_step, 1)[0]?.step
+    : undefined;
   if (runtime !== undefined && run.last_step <= runtime) return run.last_step;
   return null;
 }
@@ -35,12 +43,11 @@ const REWARD = 'reward';
 /** run_finished: once the run has finished, one info alert carrying the run's summary. It is announced
  * once (no repeats) and resolves if the run logs steps again (a resumed job), ready to finish again. */
 export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
-  const { store, runId } = ctx;
-  const { run } = ctx;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: REWARD }, ctx.now);
+  const { store, runId, run } = ctx;
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: REWARD }, ctx.now);
   if (!run || run.last_step === null) return;
   if (lc.state !== null) {
-    const open = store.alerts.open(runId, rule.id, REWARD);
+    const open = ctx.alerts.get(rule.id, REWARD);
     if (open && run.last_step > open.started_step) {
       const step = run.last_step;
       const summary = `the run logged step ${step}: training resumed`;
@@ -48,7 +55,7 @@ export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
     }
     return;
   }
-  const at = finishedAt(store, runId, run);
+  const at = ctx.finishedAt();
   if (at === null) return;
   const done = store.alerts.cursor(runId, rule.id, REWARD);
   if (done && done.step >= at) return; // announced at this step already

@@ -1,4 +1,5 @@
-import type { AlertRow, Alerts } from '../store/alerts.ts';
+import type { AlertRow } from '../store/alerts.ts';
+import type { OpenAlerts } from './openAlerts.ts';
 
 /** Words and values for a transition; built only when a transition happens (most steps change nothing). */
 export type Describe = () => { summary: string; details: Record<string, unknown> };
@@ -28,12 +29,12 @@ export class Lifecycle {
    * clears and returns within them continues the same incident instead of opening a new one.
    */
   constructor(
-    private readonly alerts: Alerts,
-    private readonly key: { runId: number; rule: string; metric: string },
+    private readonly alerts: OpenAlerts,
+    private readonly key: { rule: string; metric: string },
     private readonly now: () => number,
     private readonly quietHold: { quietFor: number; quiet: number } = { quietFor: 1, quiet: 0 },
   ) {
-    this.current = alerts.open(key.runId, key.rule, key.metric);
+    this.current = alerts.get(key.rule, key.metric);
     this.quiet = this.current?.state === 'firing' ? quietHold.quiet : 0;
   }
 
@@ -71,22 +72,21 @@ export class Lifecycle {
       this.quiet = 0;
       const change = () => ({ step, at, severity: v.severity, ...v.describe() });
       if (!cur) {
-        this.current = this.alerts.create(this.key.runId, this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change());
+        this.current = this.alerts.create(this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change());
       } else if (cur.state === 'pending' && v.firing) {
-        this.alerts.fire(cur.id, change());
-        this.current = this.alerts.byId(cur.id);
+        this.current = this.alerts.fire(cur, change());
       }
       return;
     }
     if (!cur) return;
     if (cur.state === 'pending') {
-      this.alerts.drop(cur.id);
+      this.alerts.drop(cur);
       this.current = undefined;
     } else if (!v.recovered) {
       this.quiet = 0;
     } else if (++this.quiet >= this.quietHold.quietFor || v.final === true) {
       this.quiet = 0;
-      this.alerts.resolve(cur.id, { step, at, severity: cur.severity, ...v.describe() });
+      this.alerts.resolve(cur, { step, at, severity: cur.severity, ...v.describe() });
       this.current = undefined;
     }
   }

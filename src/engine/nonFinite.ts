@@ -19,7 +19,7 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
     let lastFinite = (cursor?.state.lastFinite as number | null | undefined) ?? null;
     let lastFiniteStep = (cursor?.state.lastFiniteStep as number | null | undefined) ?? null;
     let finiteRun = Number(cursor?.state.finiteRun ?? 0);
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now);
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now);
     for (const p of fresh) {
       if (!Number.isFinite(p.value)) {
         finiteRun = 0;

@@ -44,7 +44,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   const keep = rule.smooth - 1 + rolling;
   const values = cursor && keep > 0 ? store.points.upTo(runId, metric, from, keep, true).map((p) => p.value) : [];
   const hold = { quietFor: rule.recoverFor, quiet: st.quiet };
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, hold);
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, hold);
   for (const p of fresh) {
     values.push(p.value);
     if (values.length > keep + 1) values.shift();

@@ -20,7 +20,7 @@ export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void 
     const std = new Map(ctx.after(`${metric}/std`, from).map((p) => [p.step, p.value]));
     let max = Number(cursor?.state.max ?? -Infinity);
     let streak = Number(cursor?.state.streak ?? 0);
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric }, ctx.now, {
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, {
       quietFor: rule.recoverFor,
       quiet: Number(cursor?.state.quiet ?? 0),
     });

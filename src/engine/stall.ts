@@ -1,7 +1,6 @@
 import type { RunRow } from '../store/runs.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import type { RunContext } from './evaluate.ts';
-import { isFinished } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { StallRule } from './rules.ts';
 
@@ -55,15 +54,15 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
     evaluateStuckAtStart(ctx, rule, sessionStart);
     return;
   }
-  const { store, runId, run } = ctx;
+  const { run } = ctx;
   if (!run || run.last_step === null || run.active_at === null) return;
   const { limit, pace } = stallLimit(ctx, rule);
   const now = ctx.now();
   const last = run.active_at;
-  const finished = isFinished(store, runId, run);
+  const finished = ctx.finishedAt() !== null;
   const stalled = !finished && watched(run, sessionStart, limit) && now - last > limit;
-  const step = store.attempts.replaying(runId, run.last_step) ?? run.last_step;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
+  const step = ctx.replaying ?? run.last_step;
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: 'activity' }, ctx.now);
   const details = { lastActivity: last, lastStep: step, limitMs: limit, stepIntervalMs: pace };
   if (stalled) {
     // the pace is told when it, not the floor, set the limit
@@ -79,12 +78,12 @@ export function evaluateStall(ctx: RunContext, rule: StallRule, sessionStart: nu
 }
 
 function evaluateStuckAtStart(ctx: RunContext, rule: StallRule, sessionStart: number): void {
-  const { store, runId, run } = ctx;
+  const { run } = ctx;
   if (!run || run.started_at === null) return;
   const after = parseDuration(rule.after) as number;
-  const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: 'activity' }, ctx.now);
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: 'activity' }, ctx.now);
   const details = { startedAt: run.started_at, lastActivity: run.active_at };
-  if (run.last_step !== null || isFinished(store, runId, run)) {
+  if (run.last_step !== null || ctx.finishedAt() !== null) {
     const step = run.first_step ?? 0;
     const summary = `the first step arrived (step ${step})`;
     lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details }) });

@@ -22,7 +22,7 @@ export function evaluateTrainerWarning(ctx: RunContext, rule: TrainerWarningRule
     seen = e.id;
     const key = `${PREFIX}${e.title}`;
     lastSeen.set(key, e.step);
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: key }, ctx.now);
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: key }, ctx.now);
     if (lc.state !== null) continue;
     lc.apply(e.step, {
       kind: 'bad',
@@ -36,11 +36,11 @@ export function evaluateTrainerWarning(ctx: RunContext, rule: TrainerWarningRule
   }
   for (const [key, step] of lastSeen) store.alerts.saveCursor(runId, rule.id, key, step, {});
   const now = run.last_step ?? 0;
-  for (const a of store.alerts.list({ runId })) {
+  for (const a of ctx.alerts.firing()) {
     if (a.rule !== rule.id || !a.metric.startsWith(PREFIX)) continue;
     const last = store.alerts.cursor(runId, rule.id, a.metric)?.step ?? a.started_step;
     if (now - last < rule.quietSteps) continue;
-    const lc = new Lifecycle(store.alerts, { runId, rule: rule.id, metric: a.metric }, ctx.now);
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: a.metric }, ctx.now);
     lc.apply(now, {
       kind: 'ok',
       recovered: true,

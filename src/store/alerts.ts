@@ -1,4 +1,4 @@
-import type { Database } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import { prepared } from './prepared.ts';
 
 export type AlertState = 'pending' | 'firing' | 'resolved';
@@ -58,8 +58,19 @@ export class Alerts {
    * The engine reads and writes each of a run's cursors after every batch.
    */
   private readonly cursors = new Map<number, Map<string, CursorRow | null>>();
+  /**
+   * The open alerts read or created, per run, in id order, exactly as in the database: kept while no other
+   * connection has committed (`PRAGMA data_version`, read on each `openOf`: an ack or mute run beside `start`),
+   * dropped with the cursors when a transaction rolls back, and dropped for the run on any other change to one of
+   * them (a firing, resolution, ack or announcement: rare next to the evaluations that read them).
+   */
+  private readonly opened = new Map<number, AlertRow[]>();
+  private readonly dataVersion: Statement;
+  private version: unknown;
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Database) {
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+  }
 
   open(runId: number, rule: string, metric: string): AlertRow | undefined {
     return prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND rule = ? AND metric = ? AND state != 'resolved'`)
@@ -80,45 +91,53 @@ export class Alerts {
         state === 'firing' ? c.step : null, state === 'firing' ? c.at : null);
     const id = Number(info.lastInsertRowid);
     this.event(id, state, c);
-    return this.byId(id) as AlertRow;
+    const row = this.byId(id) as AlertRow;
+    this.opened.get(runId)?.push(row); // the newest id: the run's list stays in id order
+    return row;
   }
 
   fire(id: number, c: AlertChange): void {
     prepared(this.db, `UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
       .run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
     this.event(id, 'firing', c);
+    this.changedOpen(id);
   }
 
   resolve(id: number, c: AlertChange): void {
     prepared(this.db, `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
       .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
     this.event(id, 'resolved', c);
+    this.changedOpen(id);
   }
 
   /** A pending alert whose condition cleared before it fired was never an incident. */
   drop(id: number): void {
     prepared(this.db, 'DELETE FROM alerts WHERE id = ?').run(id);
+    this.changedOpen(id);
   }
 
   ack(id: number, by: Who, comment: string | null, at: number): void {
     prepared(this.db, 'UPDATE alerts SET acked_by = ?, acked_by_name = ?, acked_at = ?, ack_comment = ? WHERE id = ?')
       .run(by.id, by.name, at, comment, id);
+    this.changedOpen(id);
   }
 
   markNotified(id: number, state: 'firing' | 'resolved', at: number): void {
     prepared(this.db, 'UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
+    this.changedOpen(id);
   }
 
-  /** Alerts that may need announcing: firing ones, resolved ones whose firing was announced, and ones that
-   * fired at or after `firedSince` and resolved before they could be announced. */
+  /** Alerts that may need announcing, in id order: firing ones (held: `openOf`), resolved ones whose firing was
+   * announced, and ones that fired at or after `firedSince` and resolved before they could be announced. */
   announceable(runId: number, firedSince = Infinity): AlertRow[] {
-    return prepared(this.db,
-        `SELECT * FROM alerts WHERE run_id = :runId AND (state = 'firing'
-           OR (state = 'resolved' AND notified_state = 'firing')
-           OR (state = 'resolved' AND notified_state IS NULL AND fired_at >= :since))
+    const firing = this.openOf(runId).filter((a) => a.state === 'firing');
+    const resolved = prepared(this.db,
+        `SELECT * FROM alerts WHERE run_id = :runId AND state = 'resolved'
+           AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= :since))
          ORDER BY id`,
       )
       .all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
+    return resolved.length === 0 ? firing : [...firing, ...resolved].sort((a, b) => a.id - b.id);
   }
 
   list(opts: { runId?: number; all?: boolean }): AlertRow[] {
@@ -168,18 +187,33 @@ export class Alerts {
   }
 
   /**
-   * Drops the cursors held in memory for the run (or for every run): call when a transaction that may have
-   * written them rolled back, or when the run is removed. The next read goes to the database.
+   * Drops the cursors and open alerts held in memory for the run (or for every run): call when a transaction that
+   * may have written them rolled back, or when the run is removed. The next read goes to the database.
    */
   forgetCursors(runId?: number): void {
-    if (runId === undefined) this.cursors.clear();
-    else this.cursors.delete(runId);
+    if (runId === undefined) {
+      this.cursors.clear();
+      this.opened.clear();
+    } else {
+      this.cursors.delete(runId);
+      this.opened.delete(runId);
+    }
   }
 
-  /** The run's open (pending or firing) alerts. */
+  /** The run's open (pending or firing) alerts, in id order. */
   openOf(runId: number): AlertRow[] {
-    return prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`)
-      .all(runId) as AlertRow[];
+    const version = this.dataVersion.get();
+    if (version !== this.version) {
+      this.opened.clear(); // another connection committed: it may have acked one
+      this.version = version;
+    }
+    let rows = this.opened.get(runId);
+    if (!rows) {
+      rows = prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`)
+        .all(runId) as AlertRow[];
+      this.opened.set(runId, rows);
+    }
+    return [...rows];
   }
 
   /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared. */
@@ -187,6 +221,13 @@ export class Alerts {
     prepared(this.db, `UPDATE rule_cursors SET step = ?, state = '{}' WHERE run_id = ? AND step >= ?`)
       .run(step - 1, runId, step);
     this.cursors.delete(runId);
+  }
+
+  /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
+  private changedOpen(id: number): void {
+    for (const [runId, rows] of this.opened) {
+      if (rows.some((a) => a.id === id)) this.opened.delete(runId);
+    }
   }
 
   private event(id: number, state: string, c: AlertChange): void {

@@ -13,6 +13,12 @@ export interface AttemptRow {
 /** A new file repeats a sibling's steps as a new attempt only once the sibling has been quiet this long. */
 const QUIET_MS = 60_000;
 
+/** `Attempts.replaying` of the run's newest attempt `latest`, for a caller that has read it. */
+export function replayingStep(latest: AttemptRow | undefined, runLast: number | null): number | null {
+  if (!latest || latest.attempt === 1 || runLast === null || latest.last_step >= runLast) return null;
+  return latest.last_step;
+}
+
 /** A file as attempt tracking sees it: its format, the step of its last metric line, its attempt. */
 export interface TrackedFile {
   id: number;
@@ -41,15 +47,7 @@ export class Attempts {
   /** The highest step of the newest attempt while it logs again steps an earlier attempt logged (below the
    * run's highest step `runLast`); null when no attempt is doing so. */
   replaying(runId: number, runLast: number | null): number | null {
-    const latest = this.latest(runId);
-    if (!latest || latest.attempt === 1 || runLast === null || latest.last_step >= runLast) return null;
-    return latest.last_step;
-  }
-
-  /** Attempts whose rule cursors the engine has not rewound yet, oldest first. */
-  unrewound(runId: number): AttemptRow[] {
-    return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? AND rewound = 0 ORDER BY attempt')
-      .all(runId) as AttemptRow[];
+    return replayingStep(this.latest(runId), runLast);
   }
 
   markRewound(runId: number, attempt: number): void {
