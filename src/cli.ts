@@ -143,7 +143,9 @@ async function startBotRole(cmd: Command): Promise<void> {
   const { config } = loadConfig(opts.config);
   const [{ platformsFromEnv }, { startBot }] = await Promise.all([import('./app.ts'), import('./bot.ts')]);
   const platforms = platformsFromEnv(config);
-  if (Object.keys(platforms).length === 0) stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+  if (Object.keys(platforms).length === 0) {
+    stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+  }
   const bot = await startBot({ config, db: dbLocation(opts.db, config), log: stderrLog, platforms });
   const refused = await new Promise<Error | null>((done) => {
     process.once('SIGINT', () => done(null));

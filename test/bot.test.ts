@@ -17,7 +17,9 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-const clean = { RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined };
+const clean = {
+  RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined,
+};
 
 /** `rlwatch start --role bot --db URL` with the fake Discord's token and channel; its stderr is kept. */
 function startBot(url: string, fake: FakeDiscord): { child: ChildProcess; stderr: () => string } {
@@ -25,7 +27,8 @@ function startBot(url: string, fake: FakeDiscord): { child: ChildProcess; stderr
     ...process.env, ...clean, DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
     DISCORD_CHANNEL_ID: fake.channelId,
   };
-  const child = spawn(BIN, ['start', '--role', 'bot', '--db', url], { cwd: tempDir(), env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = ['start', '--role', 'bot', '--db', url];
+  const child = spawn(BIN, args, { cwd: tempDir(), env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   cleanup.push(async () => {
@@ -44,7 +47,7 @@ function postedOnce(fake: FakeDiscord): number[] {
 }
 
 describe('rlwatch start --role bot', () => {
-  it('delivers what watchers queued, once; killed, the bot standing by takes over without repeating a post', async () => {
+  it('delivers what watchers queued, once; killed, the bot standing by takes over, repeating no post', async () => {
     const url = await freshPgDatabase();
     const fake = await startFakeDiscord();
     cleanup.push(() => fake.close());
@@ -83,6 +86,8 @@ describe('rlwatch start --role bot', () => {
     expect(all.stderr).toContain('--role all on PostgreSQL');
     const onFile = rlwatch(['start', '--role', 'bot', '--db', 'x.db'], { cwd: tempDir(), env: clean });
     expect(onFile.status).toBe(1);
-    expect(onFile.stderr).toBe('rlwatch: --role bot needs a PostgreSQL --db: on SQLite one `rlwatch start` watches and delivers\n');
+    expect(onFile.stderr).toBe(
+      'rlwatch: --role bot needs a PostgreSQL --db: on SQLite one `rlwatch start` watches and delivers\n',
+    );
   }, 60_000);
 });

@@ -150,7 +150,8 @@ export async function muteAlerts(
 
 /** `mute --alert ID [--scope rule]`: the alert's run (and rule), named in the reason. */
 async function aboutAlert(
-  store: CommandContext['store'], args: { run?: string; rule?: string; alert?: number; scope?: string; reason?: string },
+  store: CommandContext['store'],
+  args: { run?: string; rule?: string; alert?: number; scope?: string; reason?: string },
 ) {
   if (args.run !== undefined || args.rule !== undefined) throw new UserError('give alert, or run and rule, not both');
   const alert = await store.alertById(args.alert as number);

@@ -66,7 +66,8 @@ function pointsWithEpochs(steps: Float64Array, values: Float64Array, epochs: Col
     const step = steps[i] as number;
     while (epochs && j < epochs.length && (epochs.steps[j] as number) < step) j++;
     const epoch = epochs && j < epochs.length && epochs.steps[j] === step ? (epochs.values[j] as number) : null;
-    out.push({ step, epoch: epoch === null || Number.isNaN(epoch) ? null : epoch, value: jsonValue(values[i] as number) });
+    const shown = epoch === null || Number.isNaN(epoch) ? null : epoch;
+    out.push({ step, epoch: shown, value: jsonValue(values[i] as number) });
   }
   return out;
 }

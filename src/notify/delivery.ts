@@ -144,5 +144,6 @@ async function deliverReport(
   const part = `${delivery.key}/0`;
   if (await messages.messageByDelivery(target, part)) return;
   const ref = await channel.post([reportCard(n.run, r)]);
-  await messages.recordMessage(target, ref, { runId: delivery.runId, alertIds: [], payload: n, delivery: part }, Date.now());
+  const m = { runId: delivery.runId, alertIds: [], payload: n, delivery: part };
+  await messages.recordMessage(target, ref, m, Date.now());
 }

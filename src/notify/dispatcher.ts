@@ -173,7 +173,8 @@ export class Dispatcher {
   private async drain(lane: Lane): Promise<void> {
     const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
-    const claim = () => this.store.claim(target.name, { owner, now: this.now(), leaseMs: this.leaseMs, limit: CLAIM_LIMIT });
+    const claim = () =>
+      this.store.claim(target.name, { owner, now: this.now(), leaseMs: this.leaseMs, limit: CLAIM_LIMIT });
     for (let rows = await claim(); rows.length > 0; rows = await claim()) {
       for (const row of rows) {
         if (this.stopped) return;

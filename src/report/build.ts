@@ -268,7 +268,9 @@ export async function buildReport(
     status: statusOf(stop, firing, ranges, milestones, fmt),
     progress: await progress(store, run),
     config: {
-      ...numbersAsText(await store.runMeta(run.id)), ...(await store.runConfig(run.id)), ...(await loggedLr(store, run.id)),
+      ...numbersAsText(await store.runMeta(run.id)),
+      ...(await store.runConfig(run.id)),
+      ...(await loggedLr(store, run.id)),
     },
     ranges,
     reward,

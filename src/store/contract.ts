@@ -108,7 +108,9 @@ export interface StoreContract {
   /** every kept generation over steps `from`..`to`, oldest first */
   examplesBetween(runId: number, from: number, to: number): Promise<StoredExample[]>;
   /** the `n` best (or worst) kept generations over steps `from`..`to` */
-  examplesExtremes(runId: number, from: number, to: number, which: 'best' | 'worst', n: number): Promise<StoredExample[]>;
+  examplesExtremes(
+    runId: number, from: number, to: number, which: 'best' | 'worst', n: number,
+  ): Promise<StoredExample[]>;
   /** the latest value of each number the run's `meta` events gave (total_steps, ...) */
   runMeta(runId: number): Promise<Record<string, number>>;
   /** the configuration the run's `meta` events printed, later values over earlier ones */
