@@ -150,8 +150,9 @@ export interface StoreContract {
   // outbox (engine enqueues in its transaction; the one leader delivers)
   enqueue(runId: number, target: string, payload: unknown, at: number): Promise<void>;
   /**
-   * The target's oldest rows due for delivery and not claimed by a live lease, each now leased to `owner`
-   * (PostgreSQL: `FOR UPDATE SKIP LOCKED`): two claimers at once never get the same row.
+   * The target's oldest rows not claimed by a live lease, each now leased to `owner` (PostgreSQL: `FOR UPDATE
+   * SKIP LOCKED`): two claimers at once never get the same row. Rows go out in order: none after a row that
+   * waits for its next attempt (a failure holds its target back until then, whichever process retries it).
    */
   claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   delivered(id: number, at: number): Promise<void>;

@@ -167,7 +167,9 @@ export class SqliteAsyncStore implements StoreContract {
       const rows = prepared(this.store.db,
           `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
            WHERE id IN (SELECT id FROM outbox WHERE target = :target AND done_at IS NULL AND dead_at IS NULL
-             AND (next_attempt_at IS NULL OR next_attempt_at <= :now) AND (claimed_until IS NULL OR claimed_until <= :now)
+             AND (claimed_until IS NULL OR claimed_until <= :now)
+             AND id < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
+               AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
              ORDER BY id LIMIT :limit)
            RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at`,
         )

@@ -152,6 +152,23 @@ describe('Dispatcher: each target on its own', () => {
     await d.stop();
   });
 
+  it('a row a stopped process left waiting holds back the rows after it: a restart keeps the order', async () => {
+    const { store, add, row } = fixture();
+    const first = add('slack:C1', 'first');
+    const second = add('slack:C1', 'second');
+    store.outbox.failed(first, 'HTTP 502', Date.now() + 300); // the last process was told to wait 300 ms
+    const seen: string[] = [];
+    const target: Target = { name: 'slack:C1', deliver: async (n) => void seen.push(label(n)) };
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target]);
+    await d.kick();
+    expect(seen).toEqual([]);
+    expect(row(second).done_at).toBeNull();
+    await new Promise((r) => setTimeout(r, 350));
+    await d.kick();
+    expect(seen).toEqual(['first', 'second']);
+    await d.stop();
+  });
+
   it('wake() tries a target at once when its platform comes back, not after its backoff', async () => {
     const { store, add, row } = fixture();
     let up = false;

@@ -350,8 +350,9 @@ export class PgStore implements StoreContract {
     const rows = await this.rows<ClaimedRow>(
       `WITH due AS (
          SELECT id FROM outbox
-         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
-           AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
+         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2)
+           AND id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
+             AND next_attempt_at > $2), ${Number.MAX_SAFE_INTEGER})
          ORDER BY id LIMIT $3
          FOR UPDATE SKIP LOCKED)
        UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
