@@ -17,6 +17,7 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
+const ANA = { id: '111111111111111111', username: 'ana', globalName: 'Ana Lima' };
 const clean = {
   RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined,
 };
@@ -70,6 +71,15 @@ describe('rlwatch start --role bot', () => {
     expect(postedOnce(fake)).toEqual([...first, ...after]);
     expect(b.stderr()).toContain('leading: delivering notifications and answering chat');
     await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0); // each marked done
+
+    // the leader answers chat from PostgreSQL: a command, and an Ack click that edits its card in place
+    const list = await fake.command({ name: 'alerts', user: ANA, timeoutMs: 10_000 });
+    expect(JSON.stringify(list.callback?.data)).toContain(`${first.length + after.length} firing alerts`);
+    const card = fake.channelMessages().find((m) => JSON.stringify(m.components).includes(`"ack:${after[0]}"`))!;
+    const click = await fake.click({ customId: `ack:${after[0]}`, messageId: card.id, user: ANA, timeoutMs: 10_000 });
+    expect(click.callback?.type).toBe(7);
+    expect(await store.alertById(after[0]!)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana Lima' });
+    expect(JSON.stringify(fake.messages.get(card.id)!.embeds)).toContain('Acked by Ana Lima');
 
     b.child.kill('SIGTERM'); // a clean stop: the lock is released, the process exits 0
     await exited(b.child);
