@@ -195,9 +195,10 @@ export async function startApp(opts: BotOptions & {
 }): Promise<App> {
   const store = Store.openWriter(opts.dbPath, 'start');
   const { config, log } = opts;
+  const contract = new SqliteAsyncStore(store);
   let bot: BotSide;
   try {
-    bot = await startBotSide(new SqliteAsyncStore(store), opts);
+    bot = await startBotSide(contract, opts);
   } catch (err) {
     store.close();
     throw err;
@@ -236,7 +237,7 @@ export async function startApp(opts: BotOptions & {
   }
   catchingUp = false;
   engine.caughtUp();
-  for (const line of await unreadSummary(new SqliteAsyncStore(store), opts.roots)) log.warn(line);
+  for (const line of await unreadSummary(contract, opts.roots)) log.warn(line);
   // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued
   let botTick: NodeJS.Immediate | undefined;
   const tick = (): void => {

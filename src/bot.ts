@@ -5,7 +5,7 @@
  * ended it). Outbox rows are claimed with leases, so a row is delivered once even while two overlap.
  */
 import { startBotSide, type BotOptions, type BotSide } from './app.ts';
-import type { StoreContract, Leadership } from './store/contract.ts';
+import type { Leadership } from './store/contract.ts';
 import { openStore } from './store/open.ts';
 
 /** How often a standing-by process asks for the lock, and how often the leader ticks (reports, mutes, outbox). */
@@ -13,15 +13,12 @@ const LEAD_RETRY_MS = 2000;
 const TICK_MS = 10_000;
 
 export interface BotApp {
-  store: StoreContract;
-  /** whether this process leads now: delivers and answers */
-  leading(): boolean;
   /** settles when a platform refused rlwatch for good (a bad token): `start` reports it and exits */
   failure: Promise<Error>;
   stop(): Promise<void>;
 }
 
-export async function startBot(opts: BotOptions & { db: string; leadRetryMs?: number }): Promise<BotApp> {
+export async function startBot(opts: BotOptions & { db: string }): Promise<BotApp> {
   const { log } = opts;
   const store = await openStore(opts.db);
   let side: BotSide | null = null;
@@ -33,7 +30,7 @@ export async function startBot(opts: BotOptions & { db: string; leadRetryMs?: nu
   const failure = new Promise<Error>((resolve) => (refused = resolve));
 
   const standBy = (): void => {
-    if (!stopped) retry = setTimeout(() => void tryLead().catch(refused), opts.leadRetryMs ?? LEAD_RETRY_MS);
+    if (!stopped) retry = setTimeout(() => void tryLead().catch(refused), LEAD_RETRY_MS);
   };
   const tryLead = async (): Promise<void> => {
     try {
@@ -44,18 +41,22 @@ export async function startBot(opts: BotOptions & { db: string; leadRetryMs?: nu
     }
     if (!lead || stopped) {
       await lead?.release();
+      lead = null;
       return standBy();
     }
+    const held = lead;
     log.info('leading: delivering notifications and answering chat');
-    lead.onLost(() => {
+    held.onLost(() => {
       log.warn('lost the bot lock (the database ended its session): standing by');
       lead = null;
       const was = side;
       side = null;
       clearInterval(tick);
-      void was?.stop().then(standBy);
+      void (was ? was.stop() : Promise.resolve()).then(standBy);
     });
-    side = await startBotSide(store, opts);
+    const started = await startBotSide(store, opts);
+    if (lead !== held || stopped) return void (await started.stop()); // lost, or stopped, while starting
+    side = started;
     void side.failure.then(refused);
     void side.tick();
     tick = setInterval(() => void side?.tick(), TICK_MS);
@@ -64,8 +65,6 @@ export async function startBot(opts: BotOptions & { db: string; leadRetryMs?: nu
   await tryLead();
   if (!side) log.info('another bot leads on this database: standing by to take over');
   return {
-    store,
-    leading: () => side !== null,
     failure,
     async stop() {
       stopped = true;

@@ -50,12 +50,11 @@ export interface DispatcherOptions {
   logEveryMs?: number;
   /** the clock the waits are measured on (tests inject one) */
   now?: () => number;
-  /** how long a claimed row stays this dispatcher's if it dies before delivering it: then another takes it */
-  leaseMs?: number;
 }
 
 /** Rows claimed at once per target: what a dispatcher that dies holds back until their lease runs out. */
 const CLAIM_LIMIT = 10;
+/** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 const LEASE_MS = 2 * 60_000;
 
 /** One target's drain: its own loop, its own wait, its own failure count. */
@@ -88,7 +87,6 @@ export class Dispatcher {
   private readonly base: number;
   private readonly max: number;
   private readonly now: () => number;
-  private readonly leaseMs: number;
 
   constructor(
     private readonly store: StoreContract,
@@ -98,7 +96,6 @@ export class Dispatcher {
     this.base = opts.baseBackoffMs ?? 1000;
     this.max = opts.maxBackoffMs ?? 5 * 60_000;
     this.now = opts.now ?? Date.now;
-    this.leaseMs = opts.leaseMs ?? LEASE_MS;
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, timer: null, failures: 0, unlogged: 0,
@@ -174,7 +171,7 @@ export class Dispatcher {
     const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
     const claim = () =>
-      this.store.claim(target.name, { owner, now: this.now(), leaseMs: this.leaseMs, limit: CLAIM_LIMIT });
+      this.store.claim(target.name, { owner, now: this.now(), leaseMs: LEASE_MS, limit: CLAIM_LIMIT });
     for (let rows = await claim(); rows.length > 0; rows = await claim()) {
       for (const row of rows) {
         if (this.stopped) return;
