@@ -4,6 +4,7 @@
  * writes them. One bot leads; a second stands by and takes over when the first is killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PgStore } from '../src/store/pg/pgStore.ts';
 import { startFakeDiscord, type FakeDiscord } from './fakes/discordServer.ts';
@@ -84,6 +85,29 @@ describe('rlwatch start --role bot', () => {
     b.child.kill('SIGTERM'); // a clean stop: the lock is released, the process exits 0
     await exited(b.child);
     expect(b.child.exitCode).toBe(0);
+  }, 120_000);
+
+  it('its lock session ended by the server, the bot stands by and leads again; what follows goes once', async () => {
+    const url = await freshPgDatabase();
+    const fake = await startFakeDiscord();
+    cleanup.push(() => fake.close());
+    const store = await PgStore.open(url);
+    cleanup.push(() => store.close());
+    const first = await enqueueAlerts(store, fake, 3);
+    const a = startBot(url, fake);
+    await fake.waitFor(() => postedOnce(fake).length === first.length, 30_000);
+    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0);
+    // what a server restart or an administrator does to the session holding the lock
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'`);
+    await admin.end();
+    const lost = 'lost the bot lock (the database ended its session): standing by';
+    await fake.waitFor(() => a.stderr().includes(lost), 10_000);
+    const after = await enqueueAlerts(store, fake, 3);
+    await fake.waitFor(() => postedOnce(fake).length === first.length + after.length, 30_000);
+    expect(postedOnce(fake)).toEqual([...first, ...after]);
+    expect(a.stderr().match(/leading: delivering/g)).toHaveLength(2);
   }, 120_000);
 
   it('refuses the watcher side on PostgreSQL, and --role bot on a SQLite file, with one clear line', async () => {
