@@ -167,7 +167,12 @@ program
   .command('start')
   .description('watch the configured roots (or DIRs) and ingest new lines as they are written')
   .argument('[dirs...]', 'directories to watch instead of watch.roots')
-  .option('--role <role>', 'all: watch and deliver; bot: deliver and answer chat (PostgreSQL); watcher', 'all')
+  .option(
+    '--role <role>',
+    'all: watch and deliver; bot: only deliver and answer chat, on PostgreSQL; watcher: only watch, on PostgreSQL ' +
+      '(not built yet)',
+    'all',
+  )
   .action(async (dirs: string[], opts: { role: string }, cmd: Command) => {
     const role = checkRole(opts.role, cmd);
     if (role === 'bot') return startBotRole(cmd);
