@@ -17,6 +17,7 @@ import { rewardHistory } from '../src/commands/rewardHistory.ts';
 import { ConfigSchema } from '../src/config/schema.ts';
 import type { Log } from '../src/log.ts';
 import { PNG_SIGNATURE, renderLineChart } from '../src/render/chart.ts';
+import { SqliteAsyncStore } from '../src/store/sqliteAsync.ts';
 import { Store, type Batch } from '../src/store/store.ts';
 import { startFakeDiscord, type RecordedRequest } from '../test/fakes/discordServer.ts';
 import { rng } from './generate.ts';
@@ -114,6 +115,7 @@ export async function historyBench(dir: string, points = 1_000_000, repeat = HIS
   const dbPath = join(dir, 'history.db');
   const { runName, seconds: writeSeconds } = writeRewardSeries(dbPath, points);
   const store = Store.open(dbPath);
+  const db = new SqliteAsyncStore(store);
   try {
     const dbBytes = (store.db.prepare('SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()').pluck().get() as number) ?? 0;
     let png: Buffer = Buffer.alloc(0);
@@ -121,7 +123,7 @@ export async function historyBench(dir: string, points = 1_000_000, repeat = HIS
     let title = '';
     const once = async (): Promise<HistoryRun> => {
       const t0 = performance.now();
-      const reply = rewardHistory({ store }, { run: runName, metric: 'reward' });
+      const reply = await rewardHistory({ store: db }, { run: runName, metric: 'reward' });
       const t1 = performance.now();
       png = await renderLineChart(reply.chart!);
       const t2 = performance.now();

@@ -12,6 +12,8 @@ import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispat
 import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
 import { sectionOf, type PlatformInstance } from './platforms/platform.ts';
+import type { StoreContract } from './store/contract.ts';
+import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import type { BatchResult } from './store/store.ts';
 import { retryWhileBusy, Store } from './store/store.ts';
 
@@ -95,7 +97,7 @@ export function makeEngine(
  */
 export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
   const engine = makeEngine(store, config, { terminal: true });
-  const dispatcher = new Dispatcher(store, [target], { log });
+  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [target], { log });
   // the rules run inside each batch's transaction: one commit per batch
   const ingestor = new Ingestor(store, config.ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
   return {
@@ -109,12 +111,22 @@ export function backfillPipeline(store: Store, config: Config, log: Log, target:
   };
 }
 
-/** `rlwatch start`: the same pipeline, live, with the platforms configured. Resolves once the files
- * already present have been read. */
-export async function startApp(opts: {
+/** The platforms, the dispatcher and the scheduled reports: what delivers and answers, on one store. */
+export interface BotSide {
+  dispatcher: Dispatcher;
+  /** the running platforms, by id */
+  platforms: ReadonlyMap<string, PlatformInstance>;
+  /** the outbox targets of an alert of a run and severity */
+  route: (run: string, severity: string) => string[];
+  /** settles when a platform refused rlwatch for good (a bad token) */
+  failure: Promise<Error>;
+  /** scheduled reports due, mutes run out, the outbox looked at; a failure is logged, the next tick tries again */
+  tick(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface BotOptions {
   config: Config;
-  dbPath: string;
-  roots: readonly string[];
   log: Log;
   /** settings by platform id (`platformsFromEnv`); a platform without settings stays off */
   platforms?: PlatformSettings;
@@ -122,9 +134,13 @@ export async function startApp(opts: {
   terminal?: Target | null;
   /** delivery backoff (tests shorten it) */
   delivery?: Pick<DispatcherOptions, 'baseBackoffMs' | 'maxBackoffMs'>;
-  onBatch?: (r: BatchResult) => void;
-}): Promise<App> {
-  const store = Store.openWriter(opts.dbPath, 'start');
+}
+
+/**
+ * Starts the bot side on `store`. The platforms connect in the background: nothing waits on one, and the outbox
+ * of a platform is delivered as soon as it is reachable (it calls `wake`).
+ */
+export async function startBotSide(store: StoreContract, opts: BotOptions): Promise<BotSide> {
   const { config, log } = opts;
   const term = opts.terminal === undefined ? terminal() : opts.terminal;
   // each platform loads its client library (with the chart renderer, ~130 MB) only when configured
@@ -139,17 +155,60 @@ export async function startApp(opts: {
   }
   const running = [...platforms.values()];
   const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)];
-  const engine = makeEngine(store, config, { terminal: term !== null, platforms: running });
-  const toWarnings = alertRoute({ terminal: term !== null, platforms: running });
-  const reports = new ReportSchedule(store, config, (run) => toWarnings(run, 'warning'));
+  const route = alertRoute({ terminal: term !== null, platforms: running });
+  const reports = new ReportSchedule(store, config, (run) => route(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
   wake = (prefix) => dispatcher.wake(prefix);
   deliverNow = () => void dispatcher.kick();
-  // The platforms connect in the background: ingest and the terminal never wait on one. The outbox of a
-  // platform is delivered as soon as it is reachable (it calls `wake`).
   const failure = Promise.race(running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})));
   for (const p of running) p.start?.();
-  const stopPlatforms = (ms: number) => Promise.all(running.map((p) => within(p.stop?.(), ms)));
+  return {
+    dispatcher,
+    platforms,
+    route,
+    failure,
+    async tick() {
+      try {
+        await reports.tick();
+        await endExpiredMutes(store, Date.now()); // their cards stop saying muted
+      } catch (err) {
+        log.warn(`cannot look at reports and mutes yet (${(err as Error).message}): trying again on the next tick`);
+      }
+      void dispatcher.kick();
+    },
+    async stop() {
+      // a last drain; a delivery still in flight after the grace is abandoned and its row stays pending
+      void dispatcher.kick();
+      await dispatcher.stop(STOP_GRACE_MS);
+      await Promise.all(running.map((p) => within(p.stop?.(), STOP_GRACE_MS / 2)));
+    },
+  };
+}
+
+/** `rlwatch start`: the same pipeline, live, with the platforms configured. Resolves once the files
+ * already present have been read. On SQLite this process is the one that writes the database (its writer lock)
+ * and so the one that delivers: the bot side runs over the same connection as the engine. */
+export async function startApp(opts: BotOptions & {
+  dbPath: string;
+  roots: readonly string[];
+  onBatch?: (r: BatchResult) => void;
+}): Promise<App> {
+  const store = Store.openWriter(opts.dbPath, 'start');
+  const { config, log } = opts;
+  const contract = new SqliteAsyncStore(store);
+  let bot: BotSide;
+  try {
+    bot = await startBotSide(contract, opts);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  const { dispatcher } = bot;
+  const engine = new Engine(store, ruleBookFor(config), {
+    repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
+    targets: [],
+    route: bot.route,
+  });
   // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
   let catchingUp = true;
   // The rules run inside each batch's transaction (one commit per batch). That transaction has written the batch
@@ -173,25 +232,24 @@ export async function startApp(opts: {
   try {
     await live.start();
   } catch (err) {
-    await dispatcher.stop(0);
-    await stopPlatforms(STOP_GRACE_MS);
+    await bot.stop();
     store.close();
     throw err;
   }
   catchingUp = false;
   engine.caughtUp();
-  for (const line of unreadSummary(store, opts.roots)) log.warn(line);
+  for (const line of await unreadSummary(contract, opts.roots)) log.warn(line);
   // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued
-  const tick = (): void =>
+  let botTick: NodeJS.Immediate | undefined;
+  const tick = (): void => {
     retryWhileBusy(
-      () => {
-        engine.tick();
-        reports.tick();
-        endExpiredMutes(store, Date.now()); // their cards stop saying muted
-        void dispatcher.kick();
-      },
+      () => engine.tick(),
       (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),
     );
+    // in a callback of its own: its transaction, on the engine's connection, never interleaves with what the
+    // caller of startApp does next
+    botTick = setImmediate(() => void bot.tick());
+  };
   tick();
   const timer = setInterval(tick, TICK_MS);
   return {
@@ -199,15 +257,13 @@ export async function startApp(opts: {
     live,
     engine,
     dispatcher,
-    platforms,
-    failure,
+    platforms: bot.platforms,
+    failure: bot.failure,
     async stop() {
       clearInterval(timer);
+      clearImmediate(botTick);
       await live.stop();
-      // a last drain; a delivery still in flight after the grace is abandoned and its row stays pending
-      void dispatcher.kick();
-      await dispatcher.stop(STOP_GRACE_MS);
-      await stopPlatforms(STOP_GRACE_MS / 2);
+      await bot.stop();
       store.close();
     },
   };

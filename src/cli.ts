@@ -19,6 +19,9 @@ import type { BackfillSummary } from './ingest/backfill.ts';
 import { silentLog, stderrLog } from './log.ts';
 import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
+import type { StoreContract } from './store/contract.ts';
+import { dbLocation, isPostgresUrl, openStore } from './store/open.ts';
+import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import { Store } from './store/store.ts';
 import { registerMigrate } from './migrateCommand.ts';
 
@@ -36,13 +39,15 @@ function setup(cmd: Command): { config: Config; dbPath: string } {
   return { config, dbPath: resolveDbPath(opts.db, config) };
 }
 
-function withStore<T>(cmd: Command, fn: (store: Store, config: Config) => T): T {
-  const { config, dbPath } = setup(cmd);
-  const store = Store.openForReading(dbPath);
+/** The store `--db` names (SQLite or PostgreSQL), for a command that reads it or changes an alert or a mute. */
+async function withStore<T>(cmd: Command, fn: (store: StoreContract, config: Config) => Promise<T>): Promise<T> {
+  const opts = cmd.optsWithGlobals<GlobalOpts>();
+  const { config } = loadConfig(opts.config);
+  const store = await openStore(dbLocation(opts.db, config), { reading: true });
   try {
-    return fn(store, config);
+    return await fn(store, config);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -52,7 +57,9 @@ function print(reply: Reply, json: boolean | undefined): void {
 }
 
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
-async function runBackfill(store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => void): Promise<void> {
+async function runBackfill(
+  store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => Promise<void>,
+): Promise<void> {
   const [{ backfillPipeline }, { backfill }, { SingleBar }] = await Promise.all([
     import('./app.ts'),
     import('./ingest/backfill.ts'),
@@ -73,7 +80,7 @@ async function runBackfill(store: Store, config: Config, roots: string[], report
     });
     if (started) bar?.stop();
     started = false;
-    report(summary);
+    await report(summary);
     await finish();
   } finally {
     if (started) bar?.stop();
@@ -109,9 +116,50 @@ function checkDirs(dirs: readonly string[]): string[] {
   });
 }
 
+type Role = 'all' | 'bot' | 'watcher';
+
+/** `--role`, checked against the store `--db` names: PostgreSQL has its bot side, not yet its watcher side. */
+function checkRole(role: string, cmd: Command): Role {
+  if (role !== 'all' && role !== 'bot' && role !== 'watcher') {
+    throw new UserError(`--role ${role}: expected all, bot or watcher`);
+  }
+  const opts = cmd.optsWithGlobals<GlobalOpts>();
+  const onPg = isPostgresUrl(dbLocation(opts.db, loadConfig(opts.config).config));
+  if (onPg && role !== 'bot') {
+    throw new UserError(
+      `--role ${role} on PostgreSQL: watching runs into PostgreSQL is not built yet (only the bot side is: ` +
+        '`rlwatch start --role bot --db postgres://...`); watch into a SQLite file and `rlwatch migrate` it',
+    );
+  }
+  if (!onPg && role !== 'all') {
+    throw new UserError(`--role ${role} needs a PostgreSQL --db: on SQLite one \`rlwatch start\` watches and delivers`);
+  }
+  return role;
+}
+
+/** `start --role bot`: delivers the outbox and answers chat from PostgreSQL while it holds the bot lock. */
+async function startBotRole(cmd: Command): Promise<void> {
+  const opts = cmd.optsWithGlobals<GlobalOpts>();
+  const { config } = loadConfig(opts.config);
+  const [{ platformsFromEnv }, { startBot }] = await Promise.all([import('./app.ts'), import('./bot.ts')]);
+  const platforms = platformsFromEnv(config);
+  if (Object.keys(platforms).length === 0) {
+    stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+  }
+  const bot = await startBot({ config, db: dbLocation(opts.db, config), log: stderrLog, platforms });
+  const refused = await new Promise<Error | null>((done) => {
+    process.once('SIGINT', () => done(null));
+    process.once('SIGTERM', () => done(null));
+    void bot.failure.then(done);
+  });
+  if (refused) process.stderr.write(`rlwatch: ${refused.message}\n`);
+  await bot.stop();
+  process.exit(refused ? 1 : 0);
+}
+
 const program = new Command('rlwatch')
   .description('Watches GRPO/PPO fine-tuning logs, stores every metric in SQLite, and tells you when a run goes wrong.')
-  .option('--db <path>', 'SQLite file (default: $RLWATCH_DB, the config\'s db, or ./rlwatch.db)')
+  .option('--db <path>', 'SQLite file or postgres:// URL (default: $RLWATCH_DB, the config\'s db, or ./rlwatch.db)')
   .option('--config <file>', 'YAML config (default: $RLWATCH_CONFIG or ./rlwatch.yaml)')
   .showHelpAfterError('(rlwatch --help lists the commands)');
 
@@ -119,7 +167,15 @@ program
   .command('start')
   .description('watch the configured roots (or DIRs) and ingest new lines as they are written')
   .argument('[dirs...]', 'directories to watch instead of watch.roots')
-  .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
+  .option(
+    '--role <role>',
+    'all: watch and deliver; bot: only deliver and answer chat, on PostgreSQL; watcher: only watch, on PostgreSQL ' +
+      '(not built yet)',
+    'all',
+  )
+  .action(async (dirs: string[], opts: { role: string }, cmd: Command) => {
+    const role = checkRole(opts.role, cmd);
+    if (role === 'bot') return startBotRole(cmd);
     const { config, dbPath } = setup(cmd);
     const roots = dirs.length > 0 ? checkDirs(dirs) : checkDirs(config.watch.roots);
     if (roots.length === 0) {
@@ -155,8 +211,8 @@ program
     const store = Store.openWriter(dbPath, 'backfill');
     try {
       const t0 = performance.now();
-      await runBackfill(store, config, roots, (summary) => {
-        const unread = unreadSummary(store, roots).map((line) => `  ${line}`);
+      await runBackfill(store, config, roots, async (summary) => {
+        const unread = (await unreadSummary(new SqliteAsyncStore(store), roots)).map((line) => `  ${line}`);
         process.stdout.write(`${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`);
       });
     } finally {
@@ -168,14 +224,16 @@ program
   .command('runs')
   .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
-  .action((opts: { json?: boolean }, cmd: Command) => withStore(cmd, (store) => print(runList({ store, local: true }), opts.json)));
+  .action((opts: { json?: boolean }, cmd: Command) =>
+    withStore(cmd, async (store) => print(await runList({ store, local: true }), opts.json)),
+  );
 
 const outbox = program
   .command('outbox')
   .description('notifications not delivered yet: pending, and set aside because a target refused them')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) => print(outboxList({ store }), opts.json)),
+    withStore(cmd, async (store) => print(await outboxList({ store }), opts.json)),
   );
 outbox
   .command('retry')
@@ -186,7 +244,7 @@ outbox
   })
   .option('--json', 'print JSON')
   .action((id: number, opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, (store) => print(outboxRetry({ store }, { id }), opts.json)),
+    withStore(cmd, async (store) => print(await outboxRetry({ store }, { id }), opts.json)),
   );
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
@@ -217,9 +275,7 @@ function addShared(parent: Command, spec: CommandSpec): void {
       const v = opts[o.flag ?? o.name];
       if (v !== undefined) args[o.name] = v;
     }
-    const { config, dbPath } = setup(self);
-    const store = Store.openForReading(dbPath);
-    try {
+    await withStore(self, async (store, config) => {
       // the CLI is its own rights check (whoever can open the database) and shows its own errors (main)
       const answer = await interact(
         { words: [...spec.path, ...words], args },
@@ -240,9 +296,7 @@ function addShared(parent: Command, spec: CommandSpec): void {
         writeFileSync(opts.markdown, answer.reply.attachment.content);
       }
       print(answer.reply, opts.json === true);
-    } finally {
-      store.close();
-    }
+    });
   });
 }
 
@@ -273,10 +327,10 @@ program
     const { config, dbPath } = setup(cmd);
     const { DEMO_RUN, replayDemo } = await import('./demo.ts');
     const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog });
-    withStore(cmd, (store) => {
+    await withStore(cmd, async (store) => {
       const color = process.stdout.isTTY === true;
-      process.stdout.write(`\n${renderReplyText(runStatus({ store }, { run: DEMO_RUN }), color)}\n\n`);
-      process.stdout.write(`${renderReplyText(alertList({ store }, { run: DEMO_RUN, all: true }), color)}\n\n`);
+      process.stdout.write(`\n${renderReplyText(await runStatus({ store }, { run: DEMO_RUN }), color)}\n\n`);
+      process.stdout.write(`${renderReplyText(await alertList({ store }, { run: DEMO_RUN, all: true }), color)}\n\n`);
     });
     const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
     process.stdout.write(

@@ -13,11 +13,13 @@ function changed(a: AlertRow, now: number): string {
 }
 
 /** `alerts [run] [--all]`: firing alerts (all incidents with --all), newest first, muted ones marked. */
-export function alertList({ store }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now()): Reply {
-  const run = args.run ? resolveRun(store, args.run) : undefined;
-  const names = new Map(store.runs.list().map((r) => [r.id, r.name]));
-  const silences = store.silences.active(now);
-  const rows = store.alerts.list({ runId: run?.id, all: args.all }).map((a) => {
+export async function alertList(
+  { store }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now(),
+): Promise<Reply> {
+  const run = args.run ? await resolveRun(store, args.run) : undefined;
+  const names = new Map((await store.listRuns()).map((r) => [r.id, r.name]));
+  const silences = await store.activeSilences(now);
+  const rows = (await store.listAlerts({ runId: run?.id, all: args.all })).map((a) => {
     const runName = names.get(a.run_id) ?? '?';
     return {
       id: a.id,
@@ -52,18 +54,18 @@ export function alertList({ store }: CommandContext, args: { run?: string; all?:
 }
 
 /** `ack ID [comment]`: stops repeats of an alert until it resolves; every card of it shows who acked. */
-export function ackAlert(
+export async function ackAlert(
   { store }: CommandContext,
   args: { id: number; by: Who; comment?: string },
   now = Date.now(),
-): Reply {
-  const alert = store.alerts.byId(args.id);
+): Promise<Reply> {
+  const alert = await store.alertById(args.id);
   if (!alert) throw new UserError(`no alert #${args.id} (see \`alerts --all\`)`);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
-  store.db.transaction(() => {
-    store.alerts.ack(alert.id, args.by, args.comment ?? null, now);
-    queueCardUpdates(store, [alert.id], now);
-  }).immediate();
+  await store.transaction(async (tx) => {
+    await tx.ackAlert(alert.id, args.by, args.comment ?? null, now);
+    await queueCardUpdates(tx, [alert.id], now);
+  });
   return {
     title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by.name}`,
     fields: [],
@@ -105,15 +107,17 @@ const silenceData = (s: SilenceRow) => ({
 
 /** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted; the cards
  * of those firing show that they are muted. */
-export function muteAlerts(
+export async function muteAlerts(
   { store }: CommandContext,
   args: {
     run?: string; rule?: string; severity?: string; for: string; reason?: string; by: Who; alert?: number;
     scope?: 'run' | 'rule';
   },
   now = Date.now(),
-): Reply {
-  if (args.alert !== undefined) return muteAlerts({ store }, { ...args, ...aboutAlert(store, args), alert: undefined }, now);
+): Promise<Reply> {
+  if (args.alert !== undefined) {
+    return muteAlerts({ store }, { ...args, ...(await aboutAlert(store, args)), alert: undefined }, now);
+  }
   if (args.scope !== undefined) throw new UserError('scope goes with alert (mute --alert ID --scope rule)');
   const ms = parseDuration(args.for);
   if (ms === undefined) {
@@ -125,9 +129,9 @@ export function muteAlerts(
   }
   const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
   if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
-  if (args.run && !args.run.includes('*') && !args.run.includes('?')) resolveRun(store, args.run);
-  const s = store.db.transaction(() => {
-    const added = store.silences.add({
+  if (args.run && !args.run.includes('*') && !args.run.includes('?')) await resolveRun(store, args.run);
+  const s = await store.transaction(async (tx) => {
+    const added = await tx.addSilence({
       run: args.run ?? null,
       rule: args.rule ?? null,
       severity: severity ? severity.data : null,
@@ -137,19 +141,22 @@ export function muteAlerts(
       author_name: args.by.name,
       reason: args.reason ?? '',
     });
-    queueCardUpdates(store, alertsUnder(store, added), now);
+    await queueCardUpdates(tx, await alertsUnder(tx, added), now);
     return added;
-  }).immediate();
+  });
   const lines = [describeSilence(s, now)];
   return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines, data: silenceData(s) };
 }
 
 /** `mute --alert ID [--scope rule]`: the alert's run (and rule), named in the reason. */
-function aboutAlert(store: CommandContext['store'], args: { run?: string; rule?: string; alert?: number; scope?: string; reason?: string }) {
+async function aboutAlert(
+  store: CommandContext['store'],
+  args: { run?: string; rule?: string; alert?: number; scope?: string; reason?: string },
+) {
   if (args.run !== undefined || args.rule !== undefined) throw new UserError('give alert, or run and rule, not both');
-  const alert = store.alerts.byId(args.alert as number);
+  const alert = await store.alertById(args.alert as number);
   if (!alert) throw new UserError(`no alert #${args.alert} (see \`alerts --all\`)`);
-  const run = store.runs.byId(alert.run_id)?.name;
+  const run = (await store.runById(alert.run_id))?.name;
   if (run === undefined) throw new UserError(`the run of alert #${alert.id} is gone`);
   return {
     run,
@@ -160,8 +167,8 @@ function aboutAlert(store: CommandContext['store'], args: { run?: string; rule?:
 }
 
 /** `mutes`: the mutes in force. */
-export function muteList({ store }: CommandContext, now = Date.now()): Reply {
-  const active = store.silences.active(now);
+export async function muteList({ store }: CommandContext, now = Date.now()): Promise<Reply> {
+  const active = await store.activeSilences(now);
   return {
     title: active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
     fields: [],
@@ -172,13 +179,13 @@ export function muteList({ store }: CommandContext, now = Date.now()): Reply {
 
 /** `unmute ID`: ends a mute now; what it held back and still fires is posted on the next tick, and the cards of
  * what it matched no longer say muted (unless another mute holds them). */
-export function unmute({ store }: CommandContext, args: { id: number }, now = Date.now()): Reply {
-  const s = store.silences.byId(args.id);
+export async function unmute({ store }: CommandContext, args: { id: number }, now = Date.now()): Promise<Reply> {
+  const s = await store.silenceById(args.id);
   if (!s || s.ended_at !== null || s.ends_at <= now) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
-  store.db.transaction(() => {
-    store.silences.end(s.id, now);
-    queueCardUpdates(store, alertsUnder(store, s), now);
-  }).immediate();
+  await store.transaction(async (tx) => {
+    await tx.endSilence(s.id, now);
+    await queueCardUpdates(tx, await alertsUnder(tx, s), now);
+  });
   const ended = describeSilence({ ...s, ended_at: now }, now);
   return { title: `Unmuted #${s.id}`, fields: [], lines: [ended], data: silenceData(s) };
 }

@@ -6,10 +6,12 @@ import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 const SHOWN = 600;
 
 /** `examples [run] [best|worst] [step]`: the kept generations of a step (or the nearest earlier one). */
-export function examples({ store }: CommandContext, args: { run?: string; which?: 'best' | 'worst'; step?: number }): Reply {
-  const run = resolveRun(store, args.run);
+export async function examples(
+  { store }: CommandContext, args: { run?: string; which?: 'best' | 'worst'; step?: number },
+): Promise<Reply> {
+  const run = await resolveRun(store, args.run);
   const step = args.step ?? run.last_step ?? 0;
-  const kept = store.examples.atOrBefore(run.id, step);
+  const kept = await store.examplesAtOrBefore(run.id, step);
   if (kept.length === 0) throw new UserError(`run '${run.name}' has no generations kept at or before step ${step}`);
   const half = Math.ceil(kept.length / 2);
   const best = kept.slice(0, half);

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { FORMATS } from '../ingest/formats/index.ts';
-import type { RunRow } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { RunRow, StoreContract } from '../store/contract.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 export interface ReadFile {
@@ -35,34 +34,37 @@ const noMetrics = (f: Pick<ReadFile, 'format' | 'lines' | 'records'>): boolean =
 const noMetricsText = (f: Pick<ReadFile, 'lines'>): string => `no metric line in ${plural(f.lines, 'line')} read`;
 
 /** What rlwatch reads of each run (or of `run`), and what it could not. */
-export function runFiles(store: Store, run?: string): RunFiles[] {
-  const unread = store.unread.list(run).filter((u) => existsSync(u.path));
+export async function runFiles(store: StoreContract, run?: string): Promise<RunFiles[]> {
+  const unread = (await store.unreadFiles(run)).filter((u) => existsSync(u.path));
   const names = new Set(unread.map((u) => u.run));
   let runs: RunRow[];
-  if (run === undefined) runs = store.runs.list();
-  else if (names.has(run) && !store.runs.byName(run)) runs = []; // only unread files: no run row, still named
-  else runs = [resolveRun(store, run)];
+  if (run === undefined) runs = await store.listRuns();
+  else if (names.has(run) && !(await store.runByName(run))) runs = []; // only unread files: no run row, still named
+  else runs = [await resolveRun(store, run)];
   for (const r of runs) names.add(r.name);
-  return [...names].sort().map((name) => {
+  const out: RunFiles[] = [];
+  for (const name of [...names].sort()) {
     const row = runs.find((r) => r.name === name);
-    const files = row
-      ? store.files.ofRun(row.id).map((f) => ({
-          path: relPath(row.path, f.path),
-          format: f.format,
-          offset: f.offset,
-          size: f.size,
-          lines: f.lines,
-          records: f.records,
-          skipped: f.skipped,
-          skips: f.skipped > 0 ? store.files.skipsOf(f.id).map(({ reason, count }) => ({ reason, count })) : [],
-        }))
-      : [];
-    return {
+    const files: ReadFile[] = [];
+    for (const f of row ? await store.filesOfRun(row.id) : []) {
+      files.push({
+        path: relPath(row!.path, f.path),
+        format: f.format,
+        offset: f.offset,
+        size: f.size,
+        lines: f.lines,
+        records: f.records,
+        skipped: f.skipped,
+        skips: f.skipped > 0 ? (await store.skipsOf(f.id)).map(({ reason, count }) => ({ reason, count })) : [],
+      });
+    }
+    out.push({
       run: name,
       files,
       unread: unread.filter((u) => u.run === name).map((u) => ({ path: u.rel_path, reason: u.reason, size: u.size })),
-    };
-  });
+    });
+  }
+  return out;
 }
 
 const plural = (n: number, word: string): string => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
@@ -70,8 +72,8 @@ const skipText = (f: Pick<ReadFile, 'skipped' | 'skips'>): string =>
   `${plural(f.skipped, 'line')} skipped (${f.skips.map((s) => `${s.reason} ${s.count}`).join(', ')})`;
 
 /** `files [run]`: each run's files with format, offset, records and skipped lines, and the files not read. */
-export function files({ store }: CommandContext, args: { run?: string }): Reply {
-  const report = runFiles(store, args.run);
+export async function files({ store }: CommandContext, args: { run?: string }): Promise<Reply> {
+  const report = await runFiles(store, args.run);
   const read = report.reduce((n, r) => n + r.files.length, 0);
   const unread = report.reduce((n, r) => n + r.unread.length, 0);
   return {
@@ -105,19 +107,19 @@ export function files({ store }: CommandContext, args: { run?: string }): Reply 
  * read, and every file with lines that parsed as nothing (how many, and why). Empty when all was read. Past
  * `limit` lines (a folder of text data files) the rest is counted and left to `rlwatch files`.
  */
-export function unreadSummary(store: Store, roots: readonly string[], limit = 20): string[] {
+export async function unreadSummary(store: StoreContract, roots: readonly string[], limit = 20): Promise<string[]> {
   const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));
   const out: string[] = [];
-  for (const u of store.unread.list()) {
+  for (const u of await store.unreadFiles()) {
     // an empty file has said nothing yet (a run just starting): `rlwatch files` lists it, a warning would be noise
     if (u.size > 0 && under(u.path) && existsSync(u.path)) out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
   }
-  for (const run of store.runs.list()) {
-    for (const f of store.files.ofRun(run.id)) {
+  for (const run of await store.listRuns()) {
+    for (const f of await store.filesOfRun(run.id)) {
       if (!under(f.path)) continue;
       if (noMetrics(f)) out.push(`not understood: ${run.name}/${relPath(run.path, f.path)} (${noMetricsText(f)})`);
       if (f.skipped === 0) continue;
-      const skips = store.files.skipsOf(f.id).map(({ reason, count }) => ({ reason, count }));
+      const skips = (await store.skipsOf(f.id)).map(({ reason, count }) => ({ reason, count }));
       out.push(`unparsed lines: ${run.name}/${relPath(run.path, f.path)}: ${skipText({ skipped: f.skipped, skips })}`);
     }
   }

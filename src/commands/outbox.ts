@@ -7,8 +7,8 @@ import { isoTime, type CommandContext, type Reply } from './reply.ts';
  * target refused them for good). CLI only: it is the operator's view of delivery, needed exactly when a chat
  * platform is unreachable or refuses rlwatch, so it is not a slash command.
  */
-export function outboxList({ store }: CommandContext): Reply {
-  const rows = store.outbox.open().map((r) => {
+export async function outboxList({ store }: CommandContext): Promise<Reply> {
+  const rows = (await store.openOutbox()).map((r) => {
     const n = JSON.parse(r.payload) as Notification;
     return {
       id: r.id,
@@ -40,9 +40,9 @@ export function outboxList({ store }: CommandContext): Reply {
 }
 
 /** `outbox retry ID`: puts a set-aside row back in line; a running `start` delivers it within its next tick. */
-export function outboxRetry({ store }: CommandContext, args: { id: number }): Reply {
-  if (!store.outbox.requeue(args.id)) {
-    const row = store.outbox.open().find((r) => r.id === args.id);
+export async function outboxRetry({ store }: CommandContext, args: { id: number }): Promise<Reply> {
+  if (!(await store.requeue(args.id))) {
+    const row = (await store.openOutbox()).find((r) => r.id === args.id);
     throw new UserError(
       row ? `outbox row #${args.id} is pending, not set aside` : `no undelivered outbox row #${args.id} (see \`rlwatch outbox\`)`,
     );

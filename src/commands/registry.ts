@@ -3,7 +3,7 @@ import { parseDuration } from '../engine/duration.ts';
 import { ackAlert, alertList, muteAlerts, muteList, unmute } from './alerts.ts';
 import { examples } from './examples.ts';
 import { files } from './files.ts';
-import type { Store } from '../store/store.ts';
+import type { StoreContract } from '../store/contract.ts';
 import type { CommandContext, Reply } from './reply.ts';
 import { rewardHistory } from './rewardHistory.ts';
 import { runList } from './runList.ts';
@@ -61,7 +61,7 @@ export interface CommandSpec {
   slow?: boolean;
   /** the reply carries a file (Reply.attachment): the CLI writes it with `--markdown FILE` */
   attaches?: boolean;
-  run(caller: Caller, args: Args): Reply;
+  run(caller: Caller, args: Args): Promise<Reply>;
 }
 
 const str = (a: Args, k: string): string | undefined => (a[k] === undefined ? undefined : String(a[k]));
@@ -229,8 +229,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
 ];
 
-export function knownNames(store: Store): Known {
-  return { runs: store.runs.list().map((r) => r.name), metrics: store.points.allNames() };
+export async function knownNames(store: StoreContract): Promise<Known> {
+  return { runs: (await store.listRuns()).map((r) => r.name), metrics: await store.metricNames() };
 }
 
 /** A wrong argument: answered with the command's usage line. */

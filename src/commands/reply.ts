@@ -1,7 +1,6 @@
 import { UserError } from '../errors.ts';
 import type { Config } from '../config/schema.ts';
-import type { RunRow } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { RunRow, StoreContract, StoreTx } from '../store/contract.ts';
 
 /** What a command answers, whatever the front end: the CLI prints it, the chat adapters render it. */
 export interface Reply {
@@ -35,7 +34,7 @@ export interface ChartSpec {
 }
 
 export interface CommandContext {
-  store: Store;
+  store: StoreContract;
   /** the reader is on this machine (the CLI): server paths may be shown; a channel never gets them */
   local?: boolean;
   /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
@@ -43,14 +42,14 @@ export interface CommandContext {
 }
 
 /** The named run; with no name, the only run there is. */
-export function resolveRun(store: Store, name: string | undefined): RunRow {
-  const runs = store.runs.list();
+export async function resolveRun(store: StoreTx, name: string | undefined): Promise<RunRow> {
+  const runs = await store.listRuns();
   if (name === undefined || name === '') {
     if (runs.length === 1) return runs[0] as RunRow;
     if (runs.length === 0) throw new UserError('no runs yet: run `rlwatch backfill DIR` or `rlwatch start` first');
     throw new UserError(`which run? one of: ${runs.map((r) => r.name).join(', ')}`);
   }
-  const run = store.runs.byName(name);
+  const run = await store.runByName(name);
   if (run) return run;
   const known = runs.map((r) => r.name);
   throw new UserError(

@@ -3,6 +3,7 @@ import { UserError } from '../errors.ts';
 import { lttbIndices } from '../render/lttb.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import { overview } from '../render/sparkline.ts';
+import type { Columns } from '../store/contract.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 /** Rows of the text table; the full series is in `data` (`--json`) and in the chart. */
@@ -13,20 +14,22 @@ const CHART_POINTS = 2000;
 /** `reward history [run] [--metric NAME] [--last N]`: the series of one metric, steps ascending. Works on
  * the in-memory columns of the series, so that a million points answer in a fraction of a second; the
  * point-by-point list with epochs is built only when asked for (`data`, i.e. `--json`). */
-export function rewardHistory(
+export async function rewardHistory(
   { store }: CommandContext,
   args: { run?: string; metric?: string; last?: number },
-): Reply {
-  const run = resolveRun(store, args.run);
+): Promise<Reply> {
+  const run = await resolveRun(store, args.run);
   const metric = args.metric ?? 'reward';
-  const known = store.points.metricsOf(run.id);
+  const known = await store.metricsOf(run.id);
   if (!known.includes(metric)) {
     throw new UserError(`run '${run.name}' has no metric '${metric}' (it logs: ${known.join(', ') || 'nothing yet'})`);
   }
   if (args.last !== undefined && (!Number.isInteger(args.last) || args.last < 1)) {
     throw new UserError(`--last must be a whole number of at least 1, not ${args.last}`);
   }
-  const cols = store.points.columns(run.id, metric);
+  const cols = await store.columns(run.id, metric);
+  // the epochs beside each point, for `data` (--json); a run without them answers at once
+  const epochs = known.includes('epoch') ? await store.columns(run.id, 'epoch') : null;
   const from = args.last === undefined ? 0 : Math.max(0, cols.length - args.last);
   const steps = cols.steps.subarray(from, cols.length);
   const values = cols.values.subarray(from, cols.length);
@@ -36,7 +39,7 @@ export function rewardHistory(
     ? `min ${formatValue(min)}  max ${formatValue(max)}  last ${formatValue(n > 0 ? (values[n - 1] as number) : NaN)}`
     : 'no finite values';
   const tail = Array.from({ length: Math.min(TABLE_ROWS, n) }, (_, k) => n - Math.min(TABLE_ROWS, n) + k);
-  const tailEpochs = store.points.epochsAt(run.id, tail.map((i) => steps[i] as number));
+  const tailEpochs = await store.epochsAt(run.id, tail.map((i) => steps[i] as number));
   return {
     title: `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` + (n > 0 ? `, steps ${steps[0]}..${steps[n - 1]}` : ''),
     fields: [],
@@ -50,13 +53,23 @@ export function rewardHistory(
     ],
     chart: { title: `${metric} of ${run.name}`, metric, points: chartPoints(steps, values) },
     get data() {
-      return {
-        run: run.name,
-        metric,
-        points: store.points.series(run.id, metric, args.last).map((p) => ({ step: p.step, epoch: p.epoch, value: jsonValue(p.value) })),
-      };
+      return { run: run.name, metric, points: pointsWithEpochs(steps, values, epochs) };
     },
   };
+}
+
+/** Each point with the epoch logged at its step (null where none was): both columns ascend by step. */
+function pointsWithEpochs(steps: Float64Array, values: Float64Array, epochs: Columns | null) {
+  const out: Array<{ step: number; epoch: number | null; value: number | string }> = [];
+  let j = 0;
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i] as number;
+    while (epochs && j < epochs.length && (epochs.steps[j] as number) < step) j++;
+    const epoch = epochs && j < epochs.length && epochs.steps[j] === step ? (epochs.values[j] as number) : null;
+    const shown = epoch === null || Number.isNaN(epoch) ? null : epoch;
+    out.push({ step, epoch: shown, value: jsonValue(values[i] as number) });
+  }
+  return out;
 }
 
 /** The finite points, down-sampled with LTTB so that the chart gets thousands of points, not millions. */

@@ -11,11 +11,13 @@ function line(m: MetricComparison, a: string, b: string, by: string): string {
 }
 
 /** `run compare A B [metric]`: both runs aligned by epoch (else step), a line per metric, a chart of both. */
-export function runCompare({ store }: CommandContext, args: { a: string; b: string; metric?: string }): Reply {
-  const a = resolveRun(store, args.a);
-  const b = resolveRun(store, args.b);
+export async function runCompare(
+  { store }: CommandContext, args: { a: string; b: string; metric?: string },
+): Promise<Reply> {
+  const a = await resolveRun(store, args.a);
+  const b = await resolveRun(store, args.b);
   if (a.id === b.id) throw new UserError('compare two different runs');
-  const c = compareRuns(store, a, b, args.metric);
+  const c = await compareRuns(store, a, b, args.metric);
   if (args.metric && c.metrics.length === 0) throw new UserError(`${a.name} and ${b.name} do not both log '${args.metric}'`);
   const point = (p: { x: number; value: number }) => ({ step: p.x, value: p.value });
   return {

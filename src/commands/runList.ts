@@ -3,10 +3,11 @@ import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
 
 /** `runs` / `run list`: every run with its step range, last epoch, record count and last update; its
  * directory only to a reader on this machine (a channel is no place for server paths). */
-export function runList({ store, local }: CommandContext, now = Date.now()): Reply {
-  const runs = store.runs.list().map((r) => {
-    const epoch = store.points.series(r.id, 'epoch', 1)[0]?.value ?? null;
-    return {
+export async function runList({ store, local }: CommandContext, now = Date.now()): Promise<Reply> {
+  const runs = [];
+  for (const r of await store.listRuns()) {
+    const epoch = (await store.series(r.id, 'epoch', 1))[0]?.value ?? null;
+    runs.push({
       name: r.name,
       path: r.path,
       firstStep: r.first_step,
@@ -15,8 +16,8 @@ export function runList({ store, local }: CommandContext, now = Date.now()): Rep
       records: r.records,
       updatedAt: isoTime(r.updated_at),
       updatedMs: r.updated_at,
-    };
-  });
+    });
+  }
   return {
     title: runs.length === 0 ? 'No runs yet' : `${runs.length} run${runs.length === 1 ? '' : 's'}`,
     fields: [],

@@ -37,11 +37,13 @@ function tail(path: string, n: number): string[] {
 /** `run logs [run] [--lines N] [--file F]`: the tail of the run's console log (by default the captured output that
  * grew last; a job whose stderr keeps growing with warnings needs `--file job.out` to see its stdout). Files are
  * named relative to the run's directory: no server path goes to chat. */
-export function runLogs({ store }: CommandContext, args: { run?: string; lines?: number; file?: string }): Reply {
-  const run = resolveRun(store, args.run);
+export async function runLogs(
+  { store }: CommandContext, args: { run?: string; lines?: number; file?: string },
+): Promise<Reply> {
+  const run = await resolveRun(store, args.run);
   const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
   const named = (f: FileRow): string => relative(run.path, f.path).split(sep).join('/');
-  const logs = store.files.ofRun(run.id).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
+  const logs = (await store.filesOfRun(run.id)).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
   if (logs.length === 0) throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
   const wanted = args.file;
   const file = wanted === undefined ? logs[0] : logs.find((f) => named(f) === wanted || basename(f.path) === wanted);

@@ -5,6 +5,7 @@ import { buildReport, type RunReport } from '../report/build.ts';
 import { expected, LEVEL_LABEL, MARK, reportMarkdown, summaryLines } from '../report/markdown.ts';
 import { rangesFor } from '../report/ranges.ts';
 import { formatValue } from '../render/numbers.ts';
+import type { StoreTx } from '../store/contract.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 /** `--since 120` is a step, `--since 0.5` an epoch (a number with a decimal point). */
@@ -16,10 +17,12 @@ export function parseSince(text: string | undefined): { step: number } | { epoch
 }
 
 /** The report of one run, as `run report` builds it (also for the scheduled reports and tests). */
-export function reportOf(ctx: CommandContext, args: { run?: string; since?: string }, now = Date.now()): RunReport {
-  const run = resolveRun(ctx.store, args.run);
+export async function reportOf(
+  ctx: Pick<CommandContext, 'config'> & { store: StoreTx }, args: { run?: string; since?: string }, now = Date.now(),
+): Promise<RunReport> {
+  const run = await resolveRun(ctx.store, args.run);
   const config = ctx.config ?? ConfigSchema.parse({});
-  const report = buildReport(
+  const report = await buildReport(
     ctx.store,
     run,
     {
@@ -38,8 +41,10 @@ export function reportOf(ctx: CommandContext, args: { run?: string; since?: stri
 }
 
 /** `run report [run] [since]`: the summary as the reply, the full Markdown report as its attachment. */
-export function runReport(ctx: CommandContext, args: { run?: string; since?: string }, now?: number): Reply {
-  const report = reportOf(ctx, args, now);
+export async function runReport(
+  ctx: CommandContext, args: { run?: string; since?: string }, now?: number,
+): Promise<Reply> {
+  const report = await reportOf(ctx, args, now);
   return {
     title: `${report.run}: ${LEVEL_LABEL[report.status.level]}`,
     fields: report.ranges.map((r) => ({

@@ -1,6 +1,6 @@
 import { isCanonicalMetric } from '../ingest/metricNames.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
-import type { AttemptRow } from '../store/attempts.ts';
+import type { AttemptRow, LatestValue } from '../store/contract.ts';
 import { ago, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 /** `attempt 2 (now): resumed at step 40 12 min ago, ...` per attempt when there are several: a job that
@@ -16,18 +16,19 @@ function restarts(attempts: readonly AttemptRow[], now: number): string[] {
 
 /** `run status [run]`: the latest step and epoch, and the latest value of each canonical metric; times in the
  * reader's terms (`updated 12 min ago`), as ISO text in `data`. */
-export function runStatus({ store }: CommandContext, args: { run?: string }, now = Date.now()): Reply {
-  const run = resolveRun(store, args.run);
-  const head = store.attempts.replaying(run.id, run.last_step);
+export async function runStatus({ store }: CommandContext, args: { run?: string }, now = Date.now()): Promise<Reply> {
+  const run = await resolveRun(store, args.run);
+  const head = await store.replayingStep(run.id, run.last_step);
   // a restarted job logging its steps again: its latest values, not those the earlier attempt logged past it
-  const latest = store.points.latest(run.id).flatMap((l) => {
-    if (head === null || l.step <= head) return [l];
-    return store.points.upTo(run.id, l.metric, head, 1).map((p) => ({ metric: l.metric, ...p }));
-  });
+  const latest: LatestValue[] = [];
+  for (const l of await store.latest(run.id)) {
+    if (head === null || l.step <= head) latest.push(l);
+    else latest.push(...(await store.upTo(run.id, l.metric, head, 1)).map((p) => ({ metric: l.metric, ...p })));
+  }
   const canonical = latest.filter((l) => isCanonicalMetric(l.metric));
   const epoch = latest.find((l) => l.metric === 'epoch')?.value ?? null;
   const other = latest.length - canonical.length;
-  const attempts = store.attempts.list(run.id);
+  const attempts = await store.attemptsOf(run.id);
   const step = head ?? run.last_step;
   return {
     title: `${run.name}: step ${step ?? '-'}` + (epoch === null ? '' : `, epoch ${formatValue(epoch)}`),

@@ -8,8 +8,8 @@
  */
 import { isMuted, snapshotOf } from '../engine/capture.ts';
 import type { Notification, NotificationItem } from '../engine/notification.ts';
+import type { StoreContract, StoreTx } from '../store/contract.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
-import type { Store } from '../store/store.ts';
 import { parseNotification } from './payload.ts';
 
 /** The item of `alertId` in a posted message's payload; undefined when the payload no longer reads. */
@@ -25,15 +25,15 @@ function itemIn(payload: string, alertId: number): NotificationItem | undefined 
  * Queues the edits that show the alerts' current ack and mute state on every card of them: one outbox row
  * per target and run. Call it inside the transaction that changed them. Returns the rows written.
  */
-export function queueCardUpdates(store: Store, alertIds: Iterable<number>, now: number): number {
-  const silences = store.silences.active(now);
+export async function queueCardUpdates(store: StoreTx, alertIds: Iterable<number>, now: number): Promise<number> {
+  const silences = await store.activeSilences(now);
   const rows = new Map<string, { runId: number; target: string; n: Notification }>();
   for (const id of new Set(alertIds)) {
-    const a = store.alerts.byId(id);
-    const run = a && store.runs.byId(a.run_id);
+    const a = await store.alertById(id);
+    const run = a && (await store.runById(a.run_id));
     if (!a || !run) continue;
     const state = snapshotOf(a, isMuted(silences, run.name, a));
-    for (const m of store.chatMessages.showing(id)) {
+    for (const m of await store.messagesShowing(id)) {
       const key = `${m.target}\n${a.run_id}`;
       const row = rows.get(key) ?? { runId: a.run_id, target: m.target, n: { run: run.name, items: [] } };
       if (row.n.items.some((i) => i.alertId === id)) continue; // the target's newest message of it gave the item
@@ -43,15 +43,14 @@ export function queueCardUpdates(store: Store, alertIds: Iterable<number>, now: 
       rows.set(key, row);
     }
   }
-  for (const { runId, target, n } of rows.values()) store.outbox.add(runId, target, n, now);
+  for (const { runId, target, n } of rows.values()) await store.enqueue(runId, target, n, now);
   return rows.size;
 }
 
 /** The firing alerts a mute matches (or matched, once ended): their cards show whether they are muted. */
-export function alertsUnder(store: Store, s: SilenceRow): number[] {
-  const names = new Map(store.runs.list().map((r) => [r.id, r.name]));
-  return store.alerts
-    .list({})
+export async function alertsUnder(store: StoreTx, s: SilenceRow): Promise<number[]> {
+  const names = new Map((await store.listRuns()).map((r) => [r.id, r.name]));
+  return (await store.listAlerts({}))
     .filter((a) => silenceMatches(s, { run: names.get(a.run_id) ?? '', rule: a.rule, severity: a.severity }))
     .map((a) => a.id);
 }
@@ -60,11 +59,15 @@ export function alertsUnder(store: Store, s: SilenceRow): number[] {
  * Mutes whose time ran out since the last look: each is marked ended at its end, and the cards of what it held
  * no longer say muted (unless another mute holds them). The app calls it on its tick. Returns the mutes ended.
  */
-export function endExpiredMutes(store: Store, now: number): number {
-  return store.db.transaction(() => {
-    const expired = store.silences.expired(now);
-    for (const s of expired) store.silences.end(s.id, s.ends_at);
-    queueCardUpdates(store, expired.flatMap((s) => alertsUnder(store, s)), now);
+export function endExpiredMutes(store: StoreContract, now: number): Promise<number> {
+  return store.transaction(async (tx) => {
+    const expired = await tx.expiredSilences(now);
+    const held: number[] = [];
+    for (const s of expired) {
+      await tx.endSilence(s.id, s.ends_at);
+      held.push(...(await alertsUnder(tx, s)));
+    }
+    await queueCardUpdates(tx, held, now);
     return expired.length;
-  }).immediate();
+  });
 }

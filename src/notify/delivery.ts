@@ -1,10 +1,14 @@
 import { isMuted, snapshotOf } from '../engine/capture.ts';
 import type { Notification, NotificationItem, ScheduledReport } from '../engine/notification.ts';
-import type { ChatMessageRow, ChatMessages } from '../store/chatMessages.ts';
 import { reportCard } from '../report/card.ts';
-import type { Store } from '../store/store.ts';
+import type { ChatMessageRow, StoreContract } from '../store/contract.ts';
 import { alertCards, stateOf, type AlertCard } from './cards.ts';
 import { parseNotification } from './payload.ts';
+
+/** What delivery reads and writes of a channel's own records of the messages it posted. */
+export type MessageRecords = Pick<
+  StoreContract, 'messagesOfAlert' | 'messageByDelivery' | 'recordMessage' | 'setMessagePayload'
+>;
 
 /** Alerts per chat message: one row of buttons per alert, and the strictest chat allows five rows. */
 export const CARDS_PER_MESSAGE = 5;
@@ -46,8 +50,10 @@ function withStates(posted: Notification, changed: readonly NotificationItem[]):
  * kept with the message, so that later edits (a resolution) render from the message and the outbox row alone.
  * Returns the message's cards as they stand, or null for a message rlwatch did not post.
  */
-export function recapture(store: Store, target: string, ref: string, now = Date.now()): AlertCard[] | null {
-  const m = store.chatMessages.byRef(target, ref);
+export async function recapture(
+  store: StoreContract, target: string, ref: string, now = Date.now(),
+): Promise<AlertCard[] | null> {
+  const m = await store.messageByRef(target, ref);
   if (!m) return null;
   let posted: Notification;
   try {
@@ -55,13 +61,14 @@ export function recapture(store: Store, target: string, ref: string, now = Date.
   } catch {
     return null; // nothing to re-render it from: the message stays as it is
   }
-  const silences = store.silences.active(now);
-  const items = posted.items.map((item) => {
-    const a = store.alerts.byId(item.alertId);
-    return a ? { ...item, state: snapshotOf(a, isMuted(silences, posted.run, a)) } : item;
-  });
+  const silences = await store.activeSilences(now);
+  const items: NotificationItem[] = [];
+  for (const item of posted.items) {
+    const a = await store.alertById(item.alertId);
+    items.push(a ? { ...item, state: snapshotOf(a, isMuted(silences, posted.run, a)) } : item);
+  }
   const n: Notification = { ...posted, items };
-  store.chatMessages.setPayload(m.id, n);
+  await store.setMessagePayload(m.id, n);
   return alertCards(n);
 }
 
@@ -74,7 +81,7 @@ export function recapture(store: Store, target: string, ref: string, now = Date.
  * posted: the cards come from `n` and those messages. An edit keeps the message's charts as posted.
  */
 export async function deliverCards(
-  messages: ChatMessages,
+  messages: MessageRecords,
   target: string,
   n: Notification,
   delivery: { key: string; runId: number },
@@ -86,7 +93,7 @@ export async function deliverCards(
   const fresh: Notification['items'] = [];
   for (const item of n.items) {
     const edited = item.kind === 'resolved' || item.kind === 'update';
-    const showing = edited ? messages.ofAlert(item.alertId, target) : [];
+    const showing = edited ? await messages.messagesOfAlert(item.alertId, target) : [];
     if (showing.length === 0 && item.kind !== 'update') fresh.push(item); // an update never posts
     showing.forEach((m, i) => {
       const e = edits.get(m.ref) ?? { message: m, changed: [], thread: false };
@@ -102,32 +109,32 @@ export async function deliverCards(
     const cards = alertCards(shown);
     if (!posted || JSON.stringify(shown) !== JSON.stringify(posted)) {
       await channel.edit(message.ref, cards);
-      messages.setPayload(message.id, shown);
+      await messages.setMessagePayload(message.id, shown);
     }
     const part = `${key}/reply/${message.id}`;
-    if (!thread || !channel.replyResolved || messages.byDelivery(target, part)) continue;
+    if (!thread || !channel.replyResolved || (await messages.messageByDelivery(target, part))) continue;
     const ids = new Set(changed.filter((c) => c.kind === 'resolved').map((c) => c.alertId));
     const resolved = cards.filter((c) => ids.has(c.alertId) && c.status === 'resolved');
     if (resolved.length === 0) continue;
     const ref = await channel.replyResolved(message.ref, resolved);
     const reply = { runId, alertIds: [], payload: { run: n.run, items: [] }, delivery: part };
-    messages.record(target, ref, reply, Date.now());
+    await messages.recordMessage(target, ref, reply, Date.now());
   }
   for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
     const part = `${key}/${i}`;
-    if (messages.byDelivery(target, part)) continue; // posted before a later part failed
+    if (await messages.messageByDelivery(target, part)) continue; // posted before a later part failed
     const posted: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
     const cards = alertCards(posted);
     const ref = await channel.post(cards);
     const alertIds = posted.items.map((x) => x.alertId);
-    messages.record(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
+    await messages.recordMessage(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
     await channel.afterPost?.(ref, cards);
   }
 }
 
 /** A scheduled report: one card of its own, with no alert behind it (nothing to ack, never edited). */
 async function deliverReport(
-  messages: ChatMessages,
+  messages: MessageRecords,
   target: string,
   n: Notification,
   r: ScheduledReport,
@@ -135,7 +142,8 @@ async function deliverReport(
   channel: CardChannel,
 ): Promise<void> {
   const part = `${delivery.key}/0`;
-  if (messages.byDelivery(target, part)) return;
+  if (await messages.messageByDelivery(target, part)) return;
   const ref = await channel.post([reportCard(n.run, r)]);
-  messages.record(target, ref, { runId: delivery.runId, alertIds: [], payload: n, delivery: part }, Date.now());
+  const m = { runId: delivery.runId, alertIds: [], payload: n, delivery: part };
+  await messages.recordMessage(target, ref, m, Date.now());
 }

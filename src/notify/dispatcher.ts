@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Notification } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
-import type { Store } from '../store/store.ts';
+import type { ClaimedRow, StoreContract } from '../store/contract.ts';
 import { parseNotification } from './payload.ts';
 
 /** A place notifications go: the terminal, a chat channel, an address. */
@@ -50,9 +52,16 @@ export interface DispatcherOptions {
   now?: () => number;
 }
 
+/** Rows claimed at once per target: what a dispatcher that dies holds back until their lease runs out. */
+const CLAIM_LIMIT = 10;
+/** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
+const LEASE_MS = 2 * 60_000;
+
 /** One target's drain: its own loop, its own wait, its own failure count. */
 interface Lane {
   target: Target;
+  /** who claims this target's rows: this process and lane */
+  owner: string;
   running: Promise<void> | null;
   again: boolean;
   timer: NodeJS.Timeout | null;
@@ -65,9 +74,10 @@ interface Lane {
 /**
  * Drains the outbox, each target on its own: one target's outage never holds back another. Within a target
  * rows go in order; a failure stops that target until the platform's Retry-After, or a capped exponential
- * backoff, has passed. A row is done only once its target accepted it; rows wait in SQLite meanwhile, so an
+ * backoff, has passed. A row is done only once its target accepted it; rows wait in the store meanwhile, so an
  * outage of hours delivers everything afterwards, once. A permanent failure sets the row aside (dead letter,
- * `rlwatch outbox`), so the next row still goes out.
+ * `rlwatch outbox`), so the next row still goes out. Rows are claimed with a lease (`StoreContract.claim`): two
+ * dispatchers on one database (a bot handing over to the next) never deliver the same row.
  */
 export class Dispatcher {
   private readonly lanes: Lane[];
@@ -79,15 +89,17 @@ export class Dispatcher {
   private readonly now: () => number;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreContract,
     targets: readonly Target[],
     private readonly opts: DispatcherOptions = {},
   ) {
     this.base = opts.baseBackoffMs ?? 1000;
     this.max = opts.maxBackoffMs ?? 5 * 60_000;
     this.now = opts.now ?? Date.now;
+    const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
-      target, running: null, again: false, timer: null, failures: 0, unlogged: 0, loggedAt: 0,
+      target, owner: `${self}/${target.name}`, running: null, again: false, timer: null, failures: 0, unlogged: 0,
+      loggedAt: 0,
     }));
   }
 
@@ -103,10 +115,12 @@ export class Dispatcher {
   wake(prefix: string): void {
     for (const lane of this.lanes) {
       if (!lane.target.name.startsWith(prefix) || this.stopped) continue;
-      this.store.outbox.clearWait(lane.target.name);
       if (lane.timer) clearTimeout(lane.timer);
       lane.timer = null;
-      void this.kickLane(lane);
+      void this.store.clearWait(lane.target.name).then(
+        () => this.kickLane(lane),
+        (err: Error) => this.opts.log?.warn(`${lane.target.name}: cannot look at the outbox: ${err.message}`),
+      );
     }
   }
 
@@ -125,6 +139,8 @@ export class Dispatcher {
     const drained = Promise.all(this.lanes.map((l) => l.running)).then(() => true);
     if (!(await Promise.race([drained, grace]))) this.abandoned = true;
     clearTimeout(timer);
+    // rows claimed and not delivered go to whoever delivers next, now rather than when their lease ends
+    await Promise.all(this.lanes.map((l) => this.store.releaseClaims(l.owner).catch(() => {})));
   }
 
   private kickLane(lane: Lane): Promise<void> {
@@ -136,7 +152,14 @@ export class Dispatcher {
     lane.running = (async () => {
       do {
         lane.again = false;
-        await this.drain(lane);
+        try {
+          await this.drain(lane);
+        } catch (err) {
+          // the store failed (PostgreSQL unreachable, SQLite busy): rows stay where they are; look again later
+          this.opts.log?.warn(`${lane.target.name}: cannot read the outbox (${(err as Error).message}): trying again`);
+          this.retryLater(lane, this.base);
+          return;
+        }
       } while (lane.again && !this.stopped);
     })().finally(() => {
       lane.running = null;
@@ -145,55 +168,66 @@ export class Dispatcher {
   }
 
   private async drain(lane: Lane): Promise<void> {
-    const { target } = lane;
+    const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
-    const pending = () => this.store.outbox.pending(target.name);
-    for (let rows = pending(); rows.length > 0; rows = pending()) {
+    const claim = () =>
+      this.store.claim(target.name, { owner, now: this.now(), leaseMs: LEASE_MS, limit: CLAIM_LIMIT });
+    for (let rows = await claim(); rows.length > 0; rows = await claim()) {
       for (const row of rows) {
         if (this.stopped) return;
-        const wait = (row.next_attempt_at ?? 0) - this.now();
-        if (wait > 0) return this.retryLater(lane, wait);
-        let n: Notification | null;
-        try {
-          n = forTarget(parseNotification(row.payload), target);
-        } catch (err) {
-          // written by a broken or foreign writer: no retry can heal it, and the rows after it still go out
-          const reason = `outbox row #${row.id}: ${(err as Error).message}`;
-          this.store.outbox.setAside(row.id, reason, this.now());
-          this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
-          continue;
+        if (!(await this.deliverRow(lane, row))) {
+          // the target failed: the rows claimed after this one wait with it, for whoever tries next
+          await this.store.releaseClaims(owner);
+          return;
         }
-        if (n === null) {
-          // acks and mutes only, for a target that cannot edit what it sent: nothing to send
-          this.store.outbox.done(row.id, this.now());
-          continue;
-        }
-        try {
-          await target.deliver(n, String(row.id), row.run_id);
-        } catch (err) {
-          if (this.abandoned) return;
-          const e = err as Error;
-          this.opts.onError?.(target.name, e);
-          if (e instanceof DeliveryError && e.permanent) {
-            this.store.outbox.setAside(row.id, e.message, this.now());
-            this.opts.log?.warn(
-              `${target.name}: alert row #${row.id} (run ${n.run}) set aside, it cannot be delivered: ${e.message}. ` +
-                `\`rlwatch outbox\` lists it; \`rlwatch outbox retry ${row.id}\` sends it again once fixed`,
-            );
-            continue;
-          }
-          const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined
-            ? e.retryAfterMs
-            : Math.min(this.max, this.base * 2 ** Math.min(row.attempts, 20));
-          this.store.outbox.failed(row.id, e.message, this.now() + delay);
-          this.noteFailure(lane, e, delay);
-          return this.retryLater(lane, delay);
-        }
-        if (this.abandoned) return;
-        this.store.outbox.done(row.id, this.now());
-        this.noteSuccess(lane);
       }
     }
+  }
+
+  /** Delivers one claimed row and records the outcome; false when the target failed (the lane then waits). */
+  private async deliverRow(lane: Lane, row: ClaimedRow): Promise<boolean> {
+    const { target } = lane;
+    let n: Notification | null;
+    try {
+      n = forTarget(parseNotification(row.payload), target);
+    } catch (err) {
+      // written by a broken or foreign writer: no retry can heal it, and the rows after it still go out
+      const reason = `outbox row #${row.id}: ${(err as Error).message}`;
+      await this.store.setAside(row.id, reason, this.now());
+      this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
+      return true;
+    }
+    if (n === null) {
+      // acks and mutes only, for a target that cannot edit what it sent: nothing to send
+      await this.store.delivered(row.id, this.now());
+      return true;
+    }
+    try {
+      await target.deliver(n, String(row.id), row.run_id);
+    } catch (err) {
+      if (this.abandoned) return false;
+      const e = err as Error;
+      this.opts.onError?.(target.name, e);
+      if (e instanceof DeliveryError && e.permanent) {
+        await this.store.setAside(row.id, e.message, this.now());
+        this.opts.log?.warn(
+          `${target.name}: alert row #${row.id} (run ${n.run}) set aside, it cannot be delivered: ${e.message}. ` +
+            `\`rlwatch outbox\` lists it; \`rlwatch outbox retry ${row.id}\` sends it again once fixed`,
+        );
+        return true;
+      }
+      const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined
+        ? e.retryAfterMs
+        : Math.min(this.max, this.base * 2 ** Math.min(row.attempts, 20));
+      await this.store.failed(row.id, e.message, this.now() + delay);
+      this.noteFailure(lane, e, delay);
+      this.retryLater(lane, delay);
+      return false;
+    }
+    if (this.abandoned) return false;
+    await this.store.delivered(row.id, this.now());
+    this.noteSuccess(lane);
+    return true;
   }
 
   /** The first failure is logged at once; later ones are counted and summed up once per `logEveryMs`. */

@@ -10,11 +10,11 @@ import { bindWords, checkArgs, findCommand, groupUsage, knownNames, type Args, t
 import type { Reply } from '../commands/reply.ts';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../log.ts';
-import type { Store } from '../store/store.ts';
+import type { StoreContract } from '../store/contract.ts';
 
 /** Who asks, and what the front end knows about them. */
 export interface Asker {
-  store: Store;
+  store: StoreContract;
   /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
   config?: Config;
   log: Log;
@@ -68,12 +68,12 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     if (spec.access === 'write' && !(await asker.mayWrite())) {
       throw new UserError(`You may not use ${prefix}${spec.path.join(' ')}: ask for the ack/mute right (${asker.rightsHint}).`);
     }
-    const bound = rest.length > 0 ? bindWords(spec, rest, knownNames(asker.store), prefix) : {};
+    const bound = rest.length > 0 ? bindWords(spec, rest, await knownNames(asker.store), prefix) : {};
     const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
     await beforeRun?.(spec);
     const { store, config, user, now, local } = asker;
     const userName = displayName(asker.userName, user);
-    return { ok: true, spec, reply: spec.run({ store, config, user, userName, now, local }, args) };
+    return { ok: true, spec, reply: await spec.run({ store, config, user, userName, now, local }, args) };
   } catch (err) {
     if (err instanceof UserError) return { ok: false, message: err.message };
     const ref = randomBytes(3).toString('hex');

@@ -7,13 +7,13 @@ import type { z } from 'zod';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../log.ts';
 import type { Target } from '../notify/dispatcher.ts';
-import type { Store } from '../store/store.ts';
+import type { StoreContract } from '../store/contract.ts';
 
 export { commonSection, RouteSchema, router, type Route } from '../notify/routing.ts';
 
 /** What a platform instance is given: the store for bots answering commands, the config, the log. */
 export interface PlatformContext {
-  store: Store;
+  store: StoreContract;
   config: Config;
   log: Log;
   /** the platform is reachable again: deliver what waits in the outbox for its targets now */

@@ -4,9 +4,7 @@
  */
 import { knowledgeOf } from '../engine/presets/knowledge.ts';
 import { compare, type MilestoneRule, type Rule } from '../engine/rules.ts';
-import type { AlertRow } from '../store/alerts.ts';
-import type { RunRow } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { AlertRow, RunRow, StoreTx } from '../store/contract.ts';
 import { rangeRow } from './judge.ts';
 import { type ExpectedRange } from './ranges.ts';
 import { direction, finite, mean, range } from './stats.ts';
@@ -115,14 +113,16 @@ const ACTIONS_SHOWN = 8;
 const GENERATIONS_SHOWN = 2;
 
 /** A milestone as the engine judges it (evaluateMilestone): at the first record at or past the epoch. */
-function milestone(store: Store, runId: number, rule: MilestoneRule): MilestoneItem {
+async function milestone(store: StoreTx, runId: number, rule: MilestoneRule): Promise<MilestoneItem> {
   const base = {
     rule: rule.id, epoch: rule.epoch, metric: rule.metric, op: rule.op, value: rule.value,
     stop: rule.severity === 'critical',
   };
-  if (!store.points.metricsOf(runId).includes(rule.metric)) return { ...base, state: 'unlogged', actual: null, atEpoch: null };
-  const at = store.points.series(runId, 'epoch').find((p) => p.value >= rule.epoch - 1e-9);
-  const recent = at ? store.points.upTo(runId, rule.metric, at.step, rule.window, true).map((p) => p.value) : [];
+  if (!(await store.metricsOf(runId)).includes(rule.metric)) {
+    return { ...base, state: 'unlogged', actual: null, atEpoch: null };
+  }
+  const at = (await store.series(runId, 'epoch')).find((p) => p.value >= rule.epoch - 1e-9);
+  const recent = at ? (await store.upTo(runId, rule.metric, at.step, rule.window, true)).map((p) => p.value) : [];
   if (!at || recent.length === 0) return { ...base, state: 'pending', actual: null, atEpoch: null };
   const m = mean(recent);
   return { ...base, state: compare(m, rule.op, rule.value) ? 'met' : 'missed', actual: m, atEpoch: at.value };
@@ -164,19 +164,19 @@ function rangeFinding(r: RangeRow, fmt: (v: number) => string): Finding | null {
 const gapOf = (best: number, m: number): number => (best - m < 1e-12 ? 0 : best - m);
 
 /** Reward components: logged `rewards/<fn>` series, else the breakdowns of the kept generations. */
-function components(store: Store, runId: number, w: Window): ComponentRow[] {
+async function components(store: StoreTx, runId: number, w: Window): Promise<ComponentRow[]> {
   // `rewards/<fn>` is a component's mean (TRL's rewards/<fn>/mean maps onto it); /std, /min, /max are not parts
-  const names = store.points.metricsOf(runId).filter((m) => /^rewards\/[^/]+$/.test(m));
+  const names = (await store.metricsOf(runId)).filter((m) => /^rewards\/[^/]+$/.test(m));
   const rows: ComponentRow[] = [];
   for (const name of names) {
-    const v = finite(valuesIn(store, runId, name, w));
+    const v = finite(await valuesIn(store, runId, name, w));
     if (v.length === 0) continue;
     const m = mean(v);
     const best = range(v).max;
     rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'metric' });
   }
   const byKey = new Map<string, number[]>();
-  const kept = store.examples.between(runId, w.from, w.examplesTo);
+  const kept = await store.examplesBetween(runId, w.from, w.examplesTo);
   for (const e of kept) {
     for (const [k, x] of Object.entries(e.breakdown)) if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
   }
@@ -191,10 +191,10 @@ function components(store: Store, runId: number, w: Window): ComponentRow[] {
   return rows.sort((a, b) => b.gap - a.gap);
 }
 
-function progress(store: Store, run: RunRow): RunReport['progress'] {
-  const meta = store.events.meta(run.id);
+async function progress(store: StoreTx, run: RunRow): Promise<RunReport['progress']> {
+  const meta = await store.runMeta(run.id);
   const totalSteps = meta.total_steps ?? meta.max_steps ?? null;
-  const epoch = store.points.latest(run.id).find((l) => l.metric === 'epoch')?.value ?? null;
+  const epoch = (await store.latest(run.id)).find((l) => l.metric === 'epoch')?.value ?? null;
   const span = run.started_at !== null && run.updated_at !== null ? run.updated_at - run.started_at : null;
   // a log read at once (backfill) has no pace to speak of: under a second is no elapsed time
   const elapsedMs = span !== null && span >= 1000 ? span : null;
@@ -207,20 +207,27 @@ function progress(store: Store, run: RunRow): RunReport['progress'] {
 }
 
 
-export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt: (v: number) => string): RunReport {
-  const w = windowOf(store, run, opts);
-  const epochs = store.points.series(run.id, 'epoch').filter((p) => p.step >= w.from && p.step <= w.to);
-  const ranges = opts.ranges.map((r) => rangeRow(store, run.id, r, w, opts.rules)).filter((r) => r.n > 0);
-  const firing = store.alerts.list({ runId: run.id }).reverse();
+export async function buildReport(
+  store: StoreTx, run: RunRow, opts: ReportOptions, fmt: (v: number) => string,
+): Promise<RunReport> {
+  const w = await windowOf(store, run, opts);
+  const epochs = (await store.series(run.id, 'epoch')).filter((p) => p.step >= w.from && p.step <= w.to);
+  const ranges: RangeRow[] = [];
+  for (const r of opts.ranges) {
+    const row = await rangeRow(store, run.id, r, w, opts.rules);
+    if (row.n > 0) ranges.push(row);
+  }
+  const firing = (await store.listAlerts({ runId: run.id })).reverse();
   // alerts of the window: firing now, or fired in it and resolved since
-  const recent = store.alerts
-    .list({ runId: run.id, all: true })
+  const recent = (await store.listAlerts({ runId: run.id, all: true }))
     .reverse()
     .filter((a) => a.state === 'firing' || (a.fired_step !== null && a.fired_step >= w.from && a.fired_step <= w.to));
-  const milestones = opts.rules.filter((r): r is MilestoneRule => r.kind === 'milestone').map((r) => milestone(store, run.id, r));
-  const rewardDir = direction(valuesIn(store, run.id, 'reward', w));
+  const milestones: MilestoneItem[] = [];
+  for (const r of opts.rules) if (r.kind === 'milestone') milestones.push(await milestone(store, run.id, r));
+  const rewardDir = direction(await valuesIn(store, run.id, 'reward', w));
   const reward = rewardDir ? { first: rewardDir.first, last: rewardDir.second, trend: rewardDir.way } : null;
-  const stop = stopVerdict(milestones, firing, reward, direction(valuesIn(store, run.id, 'frac_zero_std', w)), fmt);
+  const zeroStd = direction(await valuesIn(store, run.id, 'frac_zero_std', w));
+  const stop = stopVerdict(milestones, firing, reward, zeroStd, fmt);
   const rank = { critical: 0, warning: 1, info: 2 } as const;
   const findings = [
     ...recent.map(alertFinding),
@@ -244,8 +251,8 @@ export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt:
     (f) => f.severity !== 'info' && (f.alertId === undefined || firing.some((a) => a.id === f.alertId)),
   );
   const actions = distinct(live.flatMap((f) => f.actions)).slice(0, ACTIONS_SHOWN);
-  const gen = (which: 'best' | 'worst'): Generation[] =>
-    store.examples.extremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN).map((e) => ({
+  const gen = async (which: 'best' | 'worst'): Promise<Generation[]> =>
+    (await store.examplesExtremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN)).map((e) => ({
       step: e.step, reward: e.reward, breakdown: e.breakdown, completion: e.completion,
     }));
   return {
@@ -259,17 +266,21 @@ export function buildReport(store: Store, run: RunRow, opts: ReportOptions, fmt:
       records: w.steps.length,
     },
     status: statusOf(stop, firing, ranges, milestones, fmt),
-    progress: progress(store, run),
-    config: { ...numbersAsText(store.events.meta(run.id)), ...store.events.config(run.id), ...loggedLr(store, run.id) },
+    progress: await progress(store, run),
+    config: {
+      ...numbersAsText(await store.runMeta(run.id)),
+      ...(await store.runConfig(run.id)),
+      ...(await loggedLr(store, run.id)),
+    },
     ranges,
     reward,
     findings,
     actions,
     milestones,
     stop,
-    components: components(store, run.id, w),
-    best: gen('best'),
-    worst: gen('worst'),
+    components: await components(store, run.id, w),
+    best: await gen('best'),
+    worst: await gen('worst'),
   };
 }
 
@@ -284,7 +295,7 @@ function distinct(actions: readonly string[]): string[] {
 }
 
 /** The learning rate the run logs now (seed 001: "currently running at ~3.55e-6 due to warmup"). */
-function loggedLr(store: Store, runId: number): Record<string, string> {
-  const lr = store.points.upTo(runId, 'lr', Number.MAX_SAFE_INTEGER, 1, true)[0];
+async function loggedLr(store: StoreTx, runId: number): Promise<Record<string, string>> {
+  const lr = (await store.upTo(runId, 'lr', Number.MAX_SAFE_INTEGER, 1, true))[0];
   return lr ? { 'lr (logged now)': `${lr.value.toExponential(2)} at step ${lr.step}` } : {};
 }

@@ -2,8 +2,7 @@
  * Two runs side by side (issue 12): each metric both log, aligned by epoch when both log one (runs with other
  * batch sizes reach the same data at other steps), else by step, and compared where both have got to.
  */
-import type { RunRow } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { RunRow, StoreTx } from '../store/contract.ts';
 import { finite, mean } from './stats.ts';
 
 /** Which side is better, where there is one: the reward and pass rates up, groups without signal down. */
@@ -49,9 +48,8 @@ export interface Comparison {
   chart: { metric: string; a: Aligned[]; b: Aligned[] } | null;
 }
 
-function aligned(store: Store, run: RunRow, metric: string, by: 'epoch' | 'step'): Aligned[] {
-  return store.points
-    .series(run.id, metric)
+async function aligned(store: StoreTx, run: RunRow, metric: string, by: 'epoch' | 'step'): Promise<Aligned[]> {
+  return (await store.series(run.id, metric))
     .filter((p) => Number.isFinite(p.value) && (by === 'step' || p.epoch !== null))
     .map((p) => ({ x: by === 'epoch' ? (p.epoch as number) : p.step, value: p.value }));
 }
@@ -70,20 +68,25 @@ function compareMetric(metric: string, a: Aligned[], b: Aligned[]): MetricCompar
   return { metric, a: ma, b: mb, at, ...(better ? { better } : {}), ahead };
 }
 
-export function compareRuns(store: Store, a: RunRow, b: RunRow, metric?: string): Comparison {
-  const hasEpochs = (r: RunRow) => store.points.series(r.id, 'epoch').length > 0;
-  const by = hasEpochs(a) && hasEpochs(b) ? 'epoch' : 'step';
-  const both = new Set(store.points.metricsOf(b.id));
-  const names = metric ? [metric] : COMPARED.filter((m) => both.has(m) && store.points.metricsOf(a.id).includes(m));
-  const metrics = names
-    .map((m) => compareMetric(m, aligned(store, a, m, by), aligned(store, b, m, by)))
-    .filter((m): m is MetricComparison => m !== null);
+export async function compareRuns(store: StoreTx, a: RunRow, b: RunRow, metric?: string): Promise<Comparison> {
+  const hasEpochs = async (r: RunRow) => (await store.series(r.id, 'epoch', 1)).length > 0;
+  const by = (await hasEpochs(a)) && (await hasEpochs(b)) ? 'epoch' : 'step';
+  const both = new Set(await store.metricsOf(b.id));
+  const ofA = await store.metricsOf(a.id);
+  const names = metric ? [metric] : COMPARED.filter((m) => both.has(m) && ofA.includes(m));
+  const metrics: MetricComparison[] = [];
+  for (const m of names) {
+    const c = compareMetric(m, await aligned(store, a, m, by), await aligned(store, b, m, by));
+    if (c !== null) metrics.push(c);
+  }
   const charted = metric ?? (names.includes('reward') ? 'reward' : names[0]);
   return {
     a: a.name,
     b: b.name,
     by,
     metrics,
-    chart: charted ? { metric: charted, a: aligned(store, a, charted, by), b: aligned(store, b, charted, by) } : null,
+    chart: charted
+      ? { metric: charted, a: await aligned(store, a, charted, by), b: await aligned(store, b, charted, by) }
+      : null,
   };
 }

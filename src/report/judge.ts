@@ -1,6 +1,6 @@
 /** Each metric's values over the window against its expected range: ✅ none outside, ⚠️ under half, 🔴 half or more. */
 import type { MilestoneRule, Rule } from '../engine/rules.ts';
-import type { Store } from '../store/store.ts';
+import type { StoreTx } from '../store/contract.ts';
 import type { Mark, RangeRow } from './build.ts';
 import type { ExpectedRange } from './ranges.ts';
 import { finite, median, range } from './stats.ts';
@@ -38,35 +38,38 @@ function summary(r: ExpectedRange, v: readonly number[]): Omit<RangeRow, 'baseli
 const markOf = (out: number, n: number): Mark => (out === 0 ? 'ok' : out * 2 < n ? 'warn' : 'bad');
 
 /** A `milestones` range: each record against the floor at its epoch. */
-function trajectoryRow(store: Store, runId: number, r: ExpectedRange, w: Window, line: Array<[number, number]>): RangeRow {
-  const epochs = new Map(store.points.series(runId, 'epoch').map((p) => [p.step, p.value]));
-  const pts = store.points
-    .series(runId, r.metric)
+async function trajectoryRow(
+  store: StoreTx, runId: number, r: ExpectedRange, w: Window, line: Array<[number, number]>,
+): Promise<RangeRow> {
+  const epochs = new Map((await store.series(runId, 'epoch')).map((p) => [p.step, p.value]));
+  const pts = (await store.series(runId, r.metric))
     .filter((p) => p.step >= w.from && p.step <= w.to && Number.isFinite(p.value) && epochs.has(p.step));
   const v = pts.map((p) => p.value);
   const below = pts.filter((p) => p.value < floorAt(line, epochs.get(p.step) as number)).length;
   return { ...summary(r, v), below, above: 0, mark: v.length === 0 ? 'none' : markOf(below, v.length) };
 }
 
-export function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Window, rules: readonly Rule[]): RangeRow {
+export async function rangeRow(
+  store: StoreTx, runId: number, r: ExpectedRange, w: Window, rules: readonly Rule[],
+): Promise<RangeRow> {
   if (r.basis === 'milestones') {
     const line = floorLine(rules, r.metric);
-    const hasEpochs = store.points.series(runId, 'epoch').length > 0;
+    const hasEpochs = (await store.series(runId, 'epoch', 1)).length > 0;
     if (line.length > 0 && hasEpochs) return trajectoryRow(store, runId, r, w, line);
     r = { ...r, basis: 'baseline', max: undefined, source: 'ours: at least its early median (no epochs to judge by)' };
   }
-  const v = finite(valuesIn(store, runId, r.metric, w));
+  const v = finite(await valuesIn(store, runId, r.metric, w));
   let lo = r.min;
   let hi = r.max;
   let baseline: number | undefined;
   if (r.basis === 'absolute' && r.fallback) {
     // a model that lives elsewhere from its start (verl GSM8K's entropy 0.03) is judged against itself
-    const early = earlyMedian(store, runId, r.metric);
+    const early = await earlyMedian(store, runId, r.metric);
     const outside = early !== undefined && ((r.min !== undefined && early < r.min) || (r.max !== undefined && early > r.max));
     if (outside) r = { ...r, basis: 'baseline', ...r.fallback, source: `ours: its early median lies outside ${r.source}` };
   }
   if (r.basis === 'baseline') {
-    baseline = earlyMedian(store, runId, r.metric);
+    baseline = await earlyMedian(store, runId, r.metric);
     lo = baseline !== undefined && r.min !== undefined ? baseline * r.min : undefined;
     hi = baseline !== undefined && r.max !== undefined ? baseline * r.max : undefined;
   }
@@ -82,8 +85,8 @@ export function rangeRow(store: Store, runId: number, r: ExpectedRange, w: Windo
   };
 }
 
-function earlyMedian(store: Store, runId: number, metric: string): number | undefined {
-  const early = finite(store.points.series(runId, metric).slice(0, BASELINE_RECORDS).map((p) => p.value));
+async function earlyMedian(store: StoreTx, runId: number, metric: string): Promise<number | undefined> {
+  const early = finite((await store.series(runId, metric)).slice(0, BASELINE_RECORDS).map((p) => p.value));
   return early.length >= 5 ? median(early) : undefined;
 }
 

@@ -1,5 +1,6 @@
 import type { EventRecord } from '../ingest/records.ts';
 import type { AlertChange, AlertRow, Who } from './alerts.ts';
+import type { AttemptRow } from './attempts.ts';
 import type { ChatMessageRow } from './chatMessages.ts';
 import type { EventRow } from './events.ts';
 import type { StoredExample } from './examples.ts';
@@ -7,10 +8,13 @@ import type { FileRow, SkipCount } from './files.ts';
 import type { OpenOutboxRow, OutboxRow } from './outbox.ts';
 import type { LatestValue, SeriesPoint } from './points.ts';
 import type { RunRow } from './runs.ts';
+import type { Columns } from './seriesCache.ts';
 import type { NewSilence, SilenceRow } from './silences.ts';
 import type { Batch, BatchResult } from './store.ts';
+import type { UnreadRow } from './unread.ts';
 
-export type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, EventRow, FileRow, LatestValue };
+export type { AlertChange, AlertRow, AttemptRow, Batch, BatchResult, ChatMessageRow, Columns, EventRow, FileRow };
+export type { LatestValue, UnreadRow };
 export type { NewSilence, OpenOutboxRow, OutboxRow, RunRow, SeriesPoint, SilenceRow, SkipCount, StoredExample, Who };
 
 /** One value of a series. */
@@ -94,6 +98,29 @@ export interface StoreContract {
   examplesAtOrBefore(runId: number, step: number): Promise<StoredExample[]>;
   eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]>;
 
+  // what commands and reports read besides (run status, reward history, files, run report)
+  /** every metric name of every run, sorted (chat reads free words against them) */
+  metricNames(): Promise<string[]>;
+  /** the whole series as two columns, steps ascending (charts and history of a million points) */
+  columns(runId: number, metric: string): Promise<Columns>;
+  /** the epoch logged at each of `steps`, null where none was */
+  epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>>;
+  /** every kept generation over steps `from`..`to`, oldest first */
+  examplesBetween(runId: number, from: number, to: number): Promise<StoredExample[]>;
+  /** the `n` best (or worst) kept generations over steps `from`..`to` */
+  examplesExtremes(
+    runId: number, from: number, to: number, which: 'best' | 'worst', n: number,
+  ): Promise<StoredExample[]>;
+  /** the latest value of each number the run's `meta` events gave (total_steps, ...) */
+  runMeta(runId: number): Promise<Record<string, number>>;
+  /** the configuration the run's `meta` events printed, later values over earlier ones */
+  runConfig(runId: number): Promise<Record<string, string>>;
+  attemptsOf(runId: number): Promise<AttemptRow[]>;
+  /** the highest step of the newest attempt while it logs again steps an earlier one logged (below `runLast`) */
+  replayingStep(runId: number, runLast: number | null): Promise<number | null>;
+  /** files that look like logs but that no format claims, of one run or all */
+  unreadFiles(run?: string): Promise<UnreadRow[]>;
+
   // alerts (engine: open/update/resolve; commands and buttons: ack)
   openAlert(runId: number, rule: string, metric: string): Promise<AlertRow | undefined>;
   alertById(id: number): Promise<AlertRow | undefined>;
@@ -116,12 +143,16 @@ export interface StoreContract {
   addSilence(s: NewSilence): Promise<SilenceRow>;
   endSilence(id: number, at: number): Promise<void>;
   activeSilences(now: number): Promise<SilenceRow[]>;
+  silenceById(id: number): Promise<SilenceRow | undefined>;
+  /** mutes whose time ran out but that are not marked ended yet */
+  expiredSilences(now: number): Promise<SilenceRow[]>;
 
   // outbox (engine enqueues in its transaction; the one leader delivers)
   enqueue(runId: number, target: string, payload: unknown, at: number): Promise<void>;
   /**
-   * The target's oldest rows due for delivery and not claimed by a live lease, each now leased to `owner`
-   * (PostgreSQL: `FOR UPDATE SKIP LOCKED`): two claimers at once never get the same row.
+   * The target's oldest rows not claimed by a live lease, each now leased to `owner` (PostgreSQL: `FOR UPDATE
+   * SKIP LOCKED`): two claimers at once never get the same row. Rows go out in order: none after a row that
+   * waits for its next attempt (a failure holds its target back until then, whichever process retries it).
    */
   claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   delivered(id: number, at: number): Promise<void>;
@@ -130,12 +161,26 @@ export interface StoreContract {
   setAside(id: number, reason: string, at: number): Promise<void>;
   requeue(id: number): Promise<boolean>;
   openOutbox(): Promise<OpenOutboxRow[]>;
+  /** the target's platform is back: its waiting rows may be claimed now rather than after their backoff */
+  clearWait(target: string): Promise<void>;
+  /** drops the leases `owner` holds on rows it did not deliver (it stops, or a failure stops its lane) */
+  releaseClaims(owner: string): Promise<void>;
 
   // chat message ids (edits in place)
   recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void>;
   messageByDelivery(target: string, delivery: string): Promise<ChatMessageRow | undefined>;
   messageByRef(target: string, ref: string): Promise<ChatMessageRow | undefined>;
   messagesOfAlert(alertId: number, target: string): Promise<ChatMessageRow[]>;
+  /** the messages of every target that show this alert, newest first */
+  messagesShowing(alertId: number): Promise<ChatMessageRow[]>;
+  /** what a posted message shows now (its alerts' latest captured states) */
+  setMessagePayload(id: number, payload: unknown): Promise<void>;
+
+  // scheduled reports (milestones, the daily digest): each sent once
+  /** records the mark; false when it was there already */
+  markReport(runId: number, mark: string, at: number): Promise<boolean>;
+  /** the last step the run had logged by `at` (when steps arrived) */
+  stepAt(runId: number, at: number): Promise<number | null>;
 
   /**
    * Runs `fn` in one transaction (the engine's evaluation of a batch: alert changes, cursors and outbox rows

@@ -4,7 +4,9 @@ import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedM
 import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from './contract.ts';
+import type { AttemptRow, Columns, UnreadRow } from './contract.ts';
 import { prepared } from './prepared.ts';
+import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';
 import { WriterLock } from './writerLock.ts';
 
@@ -38,13 +40,16 @@ class Gate {
  */
 export class SqliteAsyncStore implements StoreContract {
   readonly kind = 'sqlite' as const;
+  private readonly marks: ReportMarks;
 
   constructor(
     readonly store: Store,
     private readonly gate = new Gate(),
     /** this object is the body of a transaction: it never waits for the gate it holds */
     private readonly inTx = false,
-  ) {}
+  ) {
+    this.marks = new ReportMarks(store.db);
+  }
 
   /** Runs a synchronous store call once no transaction body holds the store. */
   private async call<T>(fn: () => T): Promise<T> {
@@ -85,6 +90,22 @@ export class SqliteAsyncStore implements StoreContract {
   eventsAfter = (runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> =>
     this.call(() => this.store.events.after(runId, kinds, afterId));
 
+  metricNames = (): Promise<string[]> => this.call(() => this.store.points.allNames());
+  columns = (runId: number, metric: string): Promise<Columns> =>
+    this.call(() => this.store.points.columns(runId, metric));
+  epochsAt = (runId: number, steps: readonly number[]): Promise<Array<number | null>> =>
+    this.call(() => this.store.points.epochsAt(runId, steps));
+  examplesBetween = (runId: number, from: number, to: number): Promise<StoredExample[]> =>
+    this.call(() => this.store.examples.between(runId, from, to));
+  examplesExtremes = (runId: number, from: number, to: number, which: 'best' | 'worst', n: number) =>
+    this.call(() => this.store.examples.extremes(runId, from, to, which, n));
+  runMeta = (runId: number): Promise<Record<string, number>> => this.call(() => this.store.events.meta(runId));
+  runConfig = (runId: number): Promise<Record<string, string>> => this.call(() => this.store.events.config(runId));
+  attemptsOf = (runId: number): Promise<AttemptRow[]> => this.call(() => this.store.attempts.list(runId));
+  replayingStep = (runId: number, runLast: number | null): Promise<number | null> =>
+    this.call(() => this.store.attempts.replaying(runId, runLast));
+  unreadFiles = (run?: string): Promise<UnreadRow[]> => this.call(() => this.store.unread.list(run));
+
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
     this.call(() => this.store.alerts.open(runId, rule, metric));
   alertById = (id: number): Promise<AlertRow | undefined> => this.call(() => this.store.alerts.byId(id));
@@ -113,6 +134,8 @@ export class SqliteAsyncStore implements StoreContract {
     this.call(() => this.store.silences.add(s));
   endSilence = (id: number, at: number): Promise<void> => this.call(() => this.store.silences.end(id, at));
   activeSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.active(now));
+  silenceById = (id: number): Promise<SilenceRow | undefined> => this.call(() => this.store.silences.byId(id));
+  expiredSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.expired(now));
 
   enqueue = (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
     this.call(() => this.store.outbox.add(runId, target, payload, at));
@@ -129,6 +152,13 @@ export class SqliteAsyncStore implements StoreContract {
     });
   requeue = (id: number): Promise<boolean> => this.call(() => this.store.outbox.requeue(id));
   openOutbox = (): Promise<OpenOutboxRow[]> => this.call(() => this.store.outbox.open());
+  clearWait = (target: string): Promise<void> => this.call(() => this.store.outbox.clearWait(target));
+  releaseClaims = (owner: string): Promise<void> =>
+    this.call(() => {
+      prepared(this.store.db,
+        'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND done_at IS NULL',
+      ).run(owner);
+    });
 
   /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
   claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
@@ -137,7 +167,9 @@ export class SqliteAsyncStore implements StoreContract {
       const rows = prepared(this.store.db,
           `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
            WHERE id IN (SELECT id FROM outbox WHERE target = :target AND done_at IS NULL AND dead_at IS NULL
-             AND (next_attempt_at IS NULL OR next_attempt_at <= :now) AND (claimed_until IS NULL OR claimed_until <= :now)
+             AND (claimed_until IS NULL OR claimed_until <= :now)
+             AND id < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
+               AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
              ORDER BY id LIMIT :limit)
            RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at`,
         )
@@ -157,8 +189,20 @@ export class SqliteAsyncStore implements StoreContract {
     this.call(() => this.store.chatMessages.byRef(target, ref));
   messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
     this.call(() => this.store.chatMessages.ofAlert(alertId, target));
+  messagesShowing = (alertId: number): Promise<ChatMessageRow[]> =>
+    this.call(() => this.store.chatMessages.showing(alertId));
+  setMessagePayload = (id: number, payload: unknown): Promise<void> =>
+    this.call(() => this.store.chatMessages.setPayload(id, payload));
 
-  /** BEGIN IMMEDIATE .. COMMIT around an async body; the gate keeps the store's other callers out meanwhile. */
+  markReport = (runId: number, mark: string, at: number): Promise<boolean> =>
+    this.call(() => this.marks.mark(runId, mark, at));
+  stepAt = (runId: number, at: number): Promise<number | null> => this.call(() => this.marks.stepAt(runId, at));
+
+  /**
+   * BEGIN IMMEDIATE .. COMMIT around an async body; the gate keeps the store's other callers out meanwhile. The
+   * synchronous Store on the same connection (the engine) does not pass the gate: a body that awaits nothing but
+   * this store's calls runs in one callback of the event loop, so that nothing else writes in between.
+   */
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return this.gate.hold(async () => {
       const db = this.store.db;

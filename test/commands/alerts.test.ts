@@ -6,6 +6,7 @@ import { silentLog } from '../../src/log.ts';
 import { interact, type Asker } from '../../src/notify/interaction.ts';
 import { MIGRATIONS_DIR } from '../../src/paths.ts';
 import { migrate } from '../../src/store/migrate.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -35,7 +36,7 @@ function world() {
 
 /** A Slack user: recorded by mention, shown by the name Slack's payload carries. */
 const slackAna = (store: Store, now: number): Asker => ({
-  store, log: silentLog, user: '<@U0ANA>', userName: 'ana', mayWrite: () => true, rightsHint: '', now,
+  store: new SqliteAsyncStore(store), log: silentLog, user: '<@U0ANA>', userName: 'ana', mayWrite: () => true, rightsHint: '', now,
 });
 
 describe('/alerts: times in the reader\'s terms, ackers by name', () => {
@@ -78,7 +79,7 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
     expect(ack.ok && ack.reply.data).toMatchObject({ ackedBy: '<@U0ANA>', ackedByName: 'ana', ackedAt: new Date(T + MIN).toISOString() });
     expect(store.alerts.byId(collapse.id)).toMatchObject({ acked_by: '<@U0ANA>', acked_by_name: 'ana', ack_comment: 'looking' });
     // read by someone else, on another platform
-    const bo: Asker = { store, log: silentLog, user: '@bo', userName: 'Bo', mayWrite: () => false, rightsHint: '', now: T + 2 * MIN };
+    const bo: Asker = { store: new SqliteAsyncStore(store), log: silentLog, user: '@bo', userName: 'Bo', mayWrite: () => false, rightsHint: '', now: T + 2 * MIN };
     const list = await interact({ words: ['alerts'] }, bo);
     expect(list.ok && list.reply.lines[0]).toMatch(/\[acked by ana\]$/);
     expect(JSON.stringify(list.ok && list.reply.lines)).not.toContain('U0ANA');

@@ -3,16 +3,19 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { files, runFiles, unreadSummary } from '../../src/commands/files.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 
 let root: string;
 let store: Store;
+let db: SqliteAsyncStore;
 let ingestor: Ingestor;
 
 beforeEach(() => {
   root = tempDir();
   store = Store.open(join(root, 'test.db'));
+  db = new SqliteAsyncStore(store);
   ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
   return () => store.close();
 });
@@ -32,7 +35,7 @@ describe('files', () => {
     const big = file('other/logs/train.txt', prose(70 * 1024));
     for (const p of [log, notes, big]) await ingestor.ingest(p, runs());
 
-    const report = runFiles(store);
+    const report = await runFiles(db);
     expect(report).toEqual([
       { run: 'grpo', files: [expect.objectContaining({ path: 'learning.log', format: 'learningLog', records: 2 })],
         unread: [{ path: 'notes.txt', reason: 'no known format in what is there yet', size: prose(1000).length }] },
@@ -43,12 +46,12 @@ describe('files', () => {
     expect(grpo).toMatchObject({ offset: Buffer.byteLength(`${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`), skipped: 1 });
     expect(grpo.skips).toHaveLength(1);
 
-    const reply = files({ store }, {});
+    const reply = await files({ store: db }, {});
     expect(reply.title).toBe('1 file read in 2 runs, 2 not read');
     // paths relative to the run only: a chat reply never shows where the server keeps its files
     expect(JSON.stringify(reply)).not.toContain(root);
-    expect(files({ store }, { run: 'other' }).data).toEqual([report[1]]);
-    expect(() => files({ store }, { run: 'nope' })).toThrow(/unknown run 'nope'/);
+    expect((await files({ store: db }, { run: 'other' })).data).toEqual([report[1]]);
+    await expect(files({ store: db }, { run: 'nope' })).rejects.toThrow(/unknown run 'nope'/);
   });
 
   it('forgets a file once a format recognises it', async () => {
@@ -59,23 +62,23 @@ describe('files', () => {
     appendFileSync(path, "{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\n");
     await ingestor.ingest(path, runs());
     expect(store.unread.list()).toEqual([]);
-    expect(runFiles(store)[0]!.files.map((f) => f.format)).toEqual(['console']);
+    expect((await runFiles(db))[0]!.files.map((f) => f.format)).toEqual(['console']);
   });
 
   it('sums up, for backfill and start, what under the roots was not read', async () => {
     const log = file('grpo/learning.log', `${learningLine(1)}\nnot a metric line\n`);
     const notes = file('grpo/notes.txt', prose(100));
     for (const p of [log, notes]) await ingestor.ingest(p, runs());
-    expect(unreadSummary(store, [runs()])).toEqual([
+    expect(await unreadSummary(db, [runs()])).toEqual([
       'not read: grpo/notes.txt (no known format in what is there yet)',
       expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(.+ 1\)$/),
     ]);
-    expect(unreadSummary(store, [join(root, 'elsewhere')])).toEqual([]);
+    expect(await unreadSummary(db, [join(root, 'elsewhere')])).toEqual([]);
     // an empty file (a run just starting) is listed by `files` but is no warning
     await ingestor.ingest(file('grpo/new.jsonl', ''), runs());
-    expect(runFiles(store, 'grpo')[0]!.unread.map((u) => u.reason)).toContain('empty so far');
-    expect(unreadSummary(store, [runs()]).join('\n')).not.toContain('new.jsonl');
-    expect(unreadSummary(store, [runs()], 1)).toEqual([
+    expect((await runFiles(db, 'grpo'))[0]!.unread.map((u) => u.reason)).toContain('empty so far');
+    expect((await unreadSummary(db, [runs()])).join('\n')).not.toContain('new.jsonl');
+    expect(await unreadSummary(db, [runs()], 1)).toEqual([
       'not read: grpo/notes.txt (no known format in what is there yet)',
       '... and 1 more: rlwatch files lists them all',
     ]);

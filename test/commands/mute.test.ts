@@ -4,6 +4,7 @@ import { muteAlerts, muteList } from '../../src/commands/alerts.ts';
 import { findCommand, parseText, UsageError } from '../../src/commands/registry.ts';
 import { UserError } from '../../src/errors.ts';
 import { parseDuration } from '../../src/engine/duration.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -17,20 +18,21 @@ const NOW = Date.UTC(2026, 0, 1);
 const known = { runs: [], metrics: [] };
 
 describe('absurd mute spans and numbers', () => {
-  it('refuses a span past a year and stores nothing', () => {
+  it('refuses a span past a year and stores nothing', async () => {
+    const ctx = { store: new SqliteAsyncStore(store) };
     for (const span of ['99999999999999d', '366d', `${'9'.repeat(400)}s`]) {
-      expect(() => muteAlerts({ store }, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).toThrow(UserError);
-      expect(() => muteAlerts({ store }, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).toThrow(/is longer than a mute may be \(365d\)/);
+      await expect(muteAlerts(ctx, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).rejects.toThrow(UserError);
+      await expect(muteAlerts(ctx, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).rejects.toThrow(/is longer than a mute may be \(365d\)/);
     }
-    expect(muteList({ store }, NOW).lines).toEqual([]);
+    expect((await muteList(ctx, NOW)).lines).toEqual([]);
     expect(parseDuration('365d')).toBe(365 * 86_400_000);
-    const ok = muteAlerts({ store }, { for: '365d', by: { id: 'ann', name: 'Ann' } }, NOW);
+    const ok = await muteAlerts(ctx, { for: '365d', by: { id: 'ann', name: 'Ann' } }, NOW);
     expect(ok.title).toBe('Muted for 365d');
   });
 
-  it('lists a mute stored with an end no date can hold, instead of failing every later `mutes`', () => {
+  it('lists a mute stored with an end no date can hold, instead of failing every later `mutes`', async () => {
     store.silences.add({ run: null, rule: null, severity: null, starts_at: NOW, ends_at: 8.64e21, author: 'bob', reason: 'old' });
-    const reply = muteList({ store }, NOW);
+    const reply = await muteList({ store: new SqliteAsyncStore(store) }, NOW);
     expect(reply.lines).toEqual(['#1 everything until an end out of range (unmute it) by bob: old']);
     expect(reply.data).toMatchObject([{ id: 1, endsAt: null }]);
   });

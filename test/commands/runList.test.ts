@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ago } from '../../src/commands/reply.ts';
 import { interact } from '../../src/notify/interaction.ts';
 import { silentLog } from '../../src/log.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -18,7 +19,7 @@ describe('run list', () => {
     const run = store.runs.ensure('grpo-7b', '/srv/secret/home/ana/runs/grpo-7b');
     const updated = 1_700_000_000_000;
     store.runs.noteBatch(run.id, 1, 10, 10, updated);
-    const asker = { store, log: silentLog, user: 'ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now: updated + 12 * 60_000 + 5000 };
+    const asker = { store: new SqliteAsyncStore(store), log: silentLog, user: 'ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now: updated + 12 * 60_000 + 5000 };
     const chat = await interact({ words: ['run', 'list'] }, asker);
     const cli = await interact({ words: ['run', 'list'] }, { ...asker, local: true });
     expect(chat.ok && chat.reply.lines.join('\n')).not.toContain('/srv/secret');

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { findCommand, parseText } from '../../src/commands/registry.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 
@@ -22,7 +23,7 @@ const verl = (step: number): string => `\x1b[36m(TaskRunner pid=7)\x1b[0m step:$
 const ask = (words: string) => {
   const found = findCommand(words.split(' '));
   if (!found) throw new Error(words);
-  return found.spec.run({ store, user: 'ana', userName: 'ana' }, parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }));
+  return found.spec.run({ store: new SqliteAsyncStore(store), user: 'ana', userName: 'ana' }, parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }));
 };
 
 describe('run logs', () => {
@@ -36,7 +37,7 @@ describe('run logs', () => {
     appendFileSync(out, 'Traceback (most recent call last):\nKilled\n');
     await ingestor.ingest(out, runs());
 
-    const reply = ask('run logs grpo lines=3');
+    const reply = await ask('run logs grpo lines=3');
     expect(reply.title).toBe('grpo: the last 3 lines of logs/verl_demo.log');
     expect(reply.blocks?.[0]?.code.split('\n')).toEqual([
       '(TaskRunner pid=7) step:30 - critic/score/mean:0.30 - actor/entropy:0.5',
@@ -44,7 +45,7 @@ describe('run logs', () => {
       'Killed',
     ]);
     expect(JSON.stringify(reply)).not.toContain(root); // no server path
-    expect(ask('run logs grpo').blocks?.[0]?.code.split('\n')).toHaveLength(20);
+    expect((await ask('run logs grpo')).blocks?.[0]?.code.split('\n')).toHaveLength(20);
   });
 
   it('names the other console logs and shows one of them on request', async () => {
@@ -56,19 +57,19 @@ describe('run logs', () => {
     writeFileSync(err, 'UserWarning: something deprecated\n');
     await ingestor.ingest(err, runs());
 
-    const latest = ask('run logs grpo');
+    const latest = await ask('run logs grpo');
     expect(latest.title).toBe('grpo: the last 1 line of job.err');
     expect(latest.lines).toEqual(['Other console logs (file=NAME): job.out']);
-    const stdout = ask('run logs grpo file=job.out');
+    const stdout = await ask('run logs grpo file=job.out');
     expect(stdout.title).toBe('grpo: the last 2 lines of job.out');
     expect(stdout.blocks?.[0]?.code.split('\n')[1]).toBe(verl(2).replace(/\x1b\[\d+m/g, ''));
-    expect(() => ask('run logs grpo file=nohup.out')).toThrow('grpo has no console log named nohup.out; it has job.err, job.out');
+    await expect(ask('run logs grpo file=nohup.out')).rejects.toThrow('grpo has no console log named nohup.out; it has job.err, job.out');
   });
 
   it('says so when the run has no console log', async () => {
     const learning = ensureParent(join(runs(), 'grpo', 'learning.log'));
     writeFileSync(learning, `${learningLine(1)}\n`);
     await ingestor.ingest(learning, runs());
-    expect(() => ask('run logs grpo')).toThrow(/grpo has no console log/);
+    await expect(ask('run logs grpo')).rejects.toThrow(/grpo has no console log/);
   });
 });

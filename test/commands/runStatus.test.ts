@@ -2,16 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { runStatus } from '../../src/commands/runStatus.ts';
 import { silentLog } from '../../src/log.ts';
 import { interact } from '../../src/notify/interaction.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { MIN, T0, Trace, presetOnly, times } from '../engine/trace.ts';
 
 describe('run status', () => {
-  it('shows a restarted job at its newest attempt, with each attempt, its times in the reader\'s terms', () => {
+  it('shows a restarted job at its newest attempt, with each attempt, its times in the reader\'s terms', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(100, { reward: 0.2 })); // attempt 1, read at T0
     t.advance(30 * MIN).resumeAt(40).feed(times(6, { reward: 0.3 })); // steps 40..45, read at T0 + 30 min
     const resumedAt = t.now;
     const readAt = resumedAt + 12 * MIN + 20_000; // someone asks 12 min 20 s later
-    const reply = runStatus({ store: t.store }, { run: 'r1' }, readAt);
+    const reply = await runStatus({ store: new SqliteAsyncStore(t.store) }, { run: 'r1' }, readAt);
     expect(reply.title).toBe('r1: step 45');
     const minutesBefore = (ms: number): number => Math.floor((readAt - ms) / MIN);
     expect(reply.lines).toEqual([
@@ -32,20 +33,21 @@ describe('run status', () => {
     });
   });
 
-  it('says nothing of attempts for a run that never restarted; a fresh update is "just now"', () => {
+  it('says nothing of attempts for a run that never restarted; a fresh update is "just now"', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(3, { reward: 0.2 }));
-    const reply = runStatus({ store: t.store }, { run: 'r1' }, t.now + 30_000);
+    const ctx = { store: new SqliteAsyncStore(t.store) };
+    const reply = await runStatus(ctx, { run: 'r1' }, t.now + 30_000);
     expect(reply.title).toBe('r1: step 3');
     expect(reply.lines).toEqual(['3 records, updated just now']);
-    expect(runStatus({ store: t.store }, { run: 'r1' }, t.now + 3 * 3_600_000 + 59 * MIN).lines).toEqual(['3 records, updated 3 h ago']);
+    expect((await runStatus(ctx, { run: 'r1' }, t.now + 3 * 3_600_000 + 59 * MIN)).lines).toEqual(['3 records, updated 3 h ago']);
   });
 
   it('through the command tree, reads the clock of the caller', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(3, { reward: 0.2 }));
     const now = t.now + 2 * 86_400_000;
-    const asker = { store: t.store, log: silentLog, user: '@ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now };
+    const asker = { store: new SqliteAsyncStore(t.store), log: silentLog, user: '@ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now };
     const a = await interact({ words: ['run', 'status', 'r1'] }, asker);
     expect(a.ok && a.reply.lines).toEqual(['3 records, updated 2 d ago']);
   });

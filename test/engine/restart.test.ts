@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Notification } from '../../src/engine/notification.ts';
 import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { HOUR, MIN, Trace, presetOnly, times } from './trace.ts';
 
 const spike = (targets = ['console']) => new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR, targets });
@@ -58,10 +59,10 @@ describe('restart', () => {
   it('a Dispatcher delivers each outbox row once across the restart', async () => {
     const target = fakeTarget();
     const t = spike().feed([{ grad_norm: 15.786 }]);
-    await new Dispatcher(t.store, [target]).kick();
+    await new Dispatcher(new SqliteAsyncStore(t.store), [target]).kick();
     t.feed(times(5, { grad_norm: 0.1 })); // written, then the process stops before the next kick
     t.restart();
-    const after = new Dispatcher(t.store, [target]);
+    const after = new Dispatcher(new SqliteAsyncStore(t.store), [target]);
     await after.kick();
     await after.kick();
     expect(target.delivered).toEqual(['firing grad_explosion@1', 'resolved grad_explosion@6']);
@@ -76,7 +77,7 @@ describe('dispatcher', () => {
     const errors: string[] = [];
     const t = spike();
     const d = () =>
-      new Dispatcher(t.store, [target], { now: () => t.now, baseBackoffMs: 1000, onError: (name, err) => errors.push(`${name}: ${err.message}`) });
+      new Dispatcher(new SqliteAsyncStore(t.store), [target], { now: () => t.now, baseBackoffMs: 1000, onError: (name, err) => errors.push(`${name}: ${err.message}`) });
     target.failing = true;
     t.feed([{ grad_norm: 15.786 }]);
     const first = d();
@@ -122,7 +123,7 @@ describe('dispatcher', () => {
       },
     };
     t.feed([{ grad_norm: 15.786 }]);
-    const d = new Dispatcher(t.store, [limited], { now: () => t.now });
+    const d = new Dispatcher(new SqliteAsyncStore(t.store), [limited], { now: () => t.now });
     await d.kick();
     expect(t.outbox()[0]).toMatchObject({ attempts: 1, next_attempt_at: t.now + 7000 });
     await d.stop();
@@ -133,7 +134,7 @@ describe('dispatcher', () => {
     const down = fakeTarget('chat');
     down.failing = true;
     const t = spike(['console', 'chat']).feed([{ grad_norm: 15.786 }]);
-    const d = new Dispatcher(t.store, [down, ok]);
+    const d = new Dispatcher(new SqliteAsyncStore(t.store), [down, ok]);
     await d.kick();
     await d.stop();
     expect(ok.delivered).toEqual(['firing grad_explosion@1']);
@@ -153,7 +154,7 @@ describe('dispatcher', () => {
         delivered.push(brief(n));
       },
     };
-    const d = new Dispatcher(t.store, [slow]);
+    const d = new Dispatcher(new SqliteAsyncStore(t.store), [slow]);
     t.feed([{ grad_norm: 15.786 }]);
     const first = d.kick();
     t.feed(times(5, { grad_norm: 0.1 }));

@@ -5,6 +5,7 @@ import type { Notification } from '../../src/engine/notification.ts';
 import { silentLog } from '../../src/log.ts';
 import { endExpiredMutes } from '../../src/notify/cardUpdates.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';
@@ -32,7 +33,7 @@ async function fired(opts: { commands?: boolean } = {}) {
   const t = new Trace({ book: rulesOf(RULE), run: 'grpo', targets: [TG, HOOK] });
   let dispatcher: Dispatcher | undefined;
   const ctx = {
-    store: t.store, config: ConfigSchema.parse({}), log: silentLog, wake: () => {},
+    store: new SqliteAsyncStore(t.store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {},
     deliverNow: () => void dispatcher?.kick(),
   };
   const make = async <S, T>(p: Platform<S, T>, section: unknown, env: NodeJS.ProcessEnv): Promise<PlatformInstance> =>
@@ -40,7 +41,7 @@ async function fired(opts: { commands?: boolean } = {}) {
   const tgEnv = { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: String(CHAT) };
   const bot = await make(telegram, { commands: opts.commands ?? false }, tgEnv);
   const targets = [...bot.targets, ...(await make(webhook, {}, { WEBHOOK_URL: hook.url() })).targets];
-  dispatcher = new Dispatcher(t.store, targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
+  dispatcher = new Dispatcher(ctx.store, targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
   bot.start?.();
   open.push({ close: async () => (await dispatcher!.stop(0), await bot.stop?.()) });
   t.feed(series('frac_zero_std', [0.1, 0.2, 0.1, 0.9, 0.95])); // fires at step 5
@@ -51,6 +52,9 @@ async function fired(opts: { commands?: boolean } = {}) {
   return { t, tg, hook, dispatcher, card, alert: t.alert('frac_high') };
 }
 
+/** The command context of the trace's store, as a bot or the CLI has it. */
+const on = (t: Trace) => ({ store: new SqliteAsyncStore(t.store) });
+
 const buttons = (m: FakeTgMessage): string[] => m.reply_markup!.inline_keyboard.flat().map((b) => b.text);
 
 describe('an ack or a mute edits every card of the alert, from the outbox', () => {
@@ -59,7 +63,7 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     const posted = JSON.parse(t.store.chatMessages.ofAlert(alert.id, TG)[0]!.payload) as Notification;
     const before = t.outbox(HOOK).length;
 
-    ackAlert({ store: t.store }, { id: alert.id, by: { id: '@ana', name: 'Ana' }, comment: 'on it' }, 1_000);
+    await ackAlert(on(t), { id: alert.id, by: { id: '@ana', name: 'Ana' }, comment: 'on it' }, 1_000);
 
     // only the target with a message of the alert: the webhook posted nothing it could edit
     expect(t.outbox(HOOK)).toHaveLength(before);
@@ -78,7 +82,7 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     const { t, tg, hook, dispatcher, card, alert } = await fired();
     const messages = tg.botMessages(CHAT).length; // the card and its chart
     // a hostile name: Telegram HTML and a mention
-    ackAlert({ store: t.store }, { id: alert.id, by: { id: 'ana', name: '<b>Ana</b> @everyone' } });
+    await ackAlert(on(t), { id: alert.id, by: { id: 'ana', name: '<b>Ana</b> @everyone' } });
     // an update for a channel that only posts (as no writer makes it today) is done without a request
     t.store.outbox.add(t.run.id, HOOK, t.outbox(TG).at(-1)!.notification, t.now);
     await dispatcher.kick();
@@ -96,10 +100,10 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
 
   it('a mute shows "Muted" on the card and an unmute takes it off again', async () => {
     const { t, tg, dispatcher, alert } = await fired();
-    const mute = muteAlerts({ store: t.store }, { alert: alert.id, for: '1h', by: { id: 'bo', name: 'Bo' } });
+    const mute = await muteAlerts(on(t), { alert: alert.id, for: '1h', by: { id: 'bo', name: 'Bo' } });
     await dispatcher.kick();
     expect(tg.botMessages(CHAT)[0]!.text).toContain('Muted: recorded, not posted again');
-    unmute({ store: t.store }, { id: (mute.data as { id: number }).id });
+    await unmute(on(t), { id: (mute.data as { id: number }).id });
     await dispatcher.kick();
     const card = tg.botMessages(CHAT)[0]!;
     expect(card.text).not.toContain('Muted');
@@ -112,14 +116,14 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     const { t, tg, dispatcher, alert } = await fired();
     const now = Date.now();
     const by = { id: 'bo', name: 'Bo' };
-    const mute = muteAlerts({ store: t.store }, { alert: alert.id, for: '1h', by }, now - 2 * 3_600_000);
+    const mute = await muteAlerts(on(t), { alert: alert.id, for: '1h', by }, now - 2 * 3_600_000);
     await dispatcher.kick();
     expect(tg.botMessages(CHAT)[0]!.text).toContain('Muted: recorded');
-    expect(endExpiredMutes(t.store, now)).toBe(1);
+    expect(await endExpiredMutes(new SqliteAsyncStore(t.store), now)).toBe(1);
     expect(t.store.silences.byId((mute.data as { id: number }).id)?.ended_at).toBe(now - 3_600_000);
     await dispatcher.kick();
     expect(tg.botMessages(CHAT)[0]!.text).not.toContain('Muted');
-    expect(endExpiredMutes(t.store, now)).toBe(0); // once
+    expect(await endExpiredMutes(new SqliteAsyncStore(t.store), now)).toBe(0); // once
   }, 20_000);
 
   it('the pressed card is edited once: the update the press queued finds it already showing the ack', async () => {
@@ -142,7 +146,7 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
       delete i.chart;
     }
     t.store.chatMessages.setPayload(m.id, old);
-    ackAlert({ store: t.store }, { id: alert.id, by: { id: 'ana', name: 'Ana' } });
+    await ackAlert(on(t), { id: alert.id, by: { id: 'ana', name: 'Ana' } });
     expect(t.outbox(TG).at(-1)!.notification.items[0]).not.toHaveProperty('chart');
     await dispatcher.kick();
     expect(tg.botMessages(CHAT)[0]!.text).toContain('Acked by Ana');

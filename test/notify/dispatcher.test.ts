@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Notification } from '../../src/engine/notification.ts';
 import type { Log } from '../../src/log.ts';
 import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -63,7 +64,7 @@ describe('Dispatcher: each target on its own', () => {
         slackGot.push(label(n));
       },
     };
-    const d = new Dispatcher(store, [slack, discord], { baseBackoffMs: 1000, maxBackoffMs: 8000 });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [slack, discord], { baseBackoffMs: 1000, maxBackoffMs: 8000 });
     for (let s = 0; s < 60; s++) {
       const a = `alert-${s}`;
       added.set(a, Date.now());
@@ -98,7 +99,7 @@ describe('Dispatcher: each target on its own', () => {
     };
     const first = add('discord:C1', 'first');
     const second = add('discord:C1', 'second');
-    const d = new Dispatcher(store, [target], { log });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target], { log });
     await d.kick();
     expect(tried).toEqual(['first', 'second']);
     expect(row(first)).toMatchObject({ attempts: 1, done_at: null, dead_reason: 'Discord 403: Missing Access' });
@@ -133,7 +134,7 @@ describe('Dispatcher: each target on its own', () => {
       },
     };
     const id = add('slack:C1', 'a');
-    const d = new Dispatcher(store, [target], { baseBackoffMs: 100, maxBackoffMs: 1000, log, onError: () => errors++ });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target], { baseBackoffMs: 100, maxBackoffMs: 1000, log, onError: () => errors++ });
     void d.kick();
     await vi.advanceTimersByTimeAsync(5 * 60_000);
     const attempts = row(id).attempts;
@@ -151,6 +152,23 @@ describe('Dispatcher: each target on its own', () => {
     await d.stop();
   });
 
+  it('a row a stopped process left waiting holds back the rows after it: a restart keeps the order', async () => {
+    const { store, add, row } = fixture();
+    const first = add('slack:C1', 'first');
+    const second = add('slack:C1', 'second');
+    store.outbox.failed(first, 'HTTP 502', Date.now() + 300); // the last process was told to wait 300 ms
+    const seen: string[] = [];
+    const target: Target = { name: 'slack:C1', deliver: async (n) => void seen.push(label(n)) };
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target]);
+    await d.kick();
+    expect(seen).toEqual([]);
+    expect(row(second).done_at).toBeNull();
+    await new Promise((r) => setTimeout(r, 350));
+    await d.kick();
+    expect(seen).toEqual(['first', 'second']);
+    await d.stop();
+  });
+
   it('wake() tries a target at once when its platform comes back, not after its backoff', async () => {
     const { store, add, row } = fixture();
     let up = false;
@@ -161,7 +179,7 @@ describe('Dispatcher: each target on its own', () => {
       },
     };
     const id = add('slack:C1', 'a');
-    const d = new Dispatcher(store, [target]);
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target]);
     await d.kick();
     expect(row(id)).toMatchObject({ attempts: 1, done_at: null });
     up = true;
@@ -185,7 +203,7 @@ describe('Dispatcher: each target on its own', () => {
       },
     };
     const id = add('slack:C1', 'a');
-    const d = new Dispatcher(store, [target]);
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target]);
     void d.kick();
     await vi.waitFor(() => expect(started).toBe(true));
     await d.stop(50); // returns although the delivery never finished

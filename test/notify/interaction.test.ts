@@ -4,6 +4,7 @@ import { COMMANDS } from '../../src/commands/registry.ts';
 import type { Log } from '../../src/log.ts';
 import { buttonRequest } from '../../src/notify/cards.ts';
 import { displayName, interact, type Asker } from '../../src/notify/interaction.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -21,7 +22,7 @@ function world(): { store: Store; alertId: number; warnings: string[]; asker: (o
   const alert = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
   const warnings: string[] = [];
   const log: Log = { info: () => {}, warn: (m) => warnings.push(m) } as Log;
-  const asker = (o: Partial<Asker> = {}): Asker => ({ store, log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint: 'x.allow in rlwatch.yaml', now: 5000, ...o });
+  const asker = (o: Partial<Asker> = {}): Asker => ({ store: new SqliteAsyncStore(store), log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint: 'x.allow in rlwatch.yaml', now: 5000, ...o });
   return { store, alertId: alert.id, warnings, asker };
 }
 

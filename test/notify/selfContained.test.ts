@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { silentLog } from '../../src/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
 import type { WebhookBody } from '../../src/platforms/webhook/body.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';
@@ -22,7 +23,7 @@ afterEach(async () => {
 
 async function instance<S, T>(t: Trace, platform: Platform<S, T>, section: unknown, env: NodeJS.ProcessEnv): Promise<PlatformInstance> {
   const settings = platform.settings(platform.section.parse(section), env)!;
-  const ctx = { store: t.store, config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
+  const ctx = { store: new SqliteAsyncStore(t.store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
   return platform.create(settings, ctx);
 }
 
@@ -45,7 +46,7 @@ describe('delivery renders what the outbox row carries, never the store', () => 
       ...(await instance(t, telegram, { commands: false }, tgEnv)).targets,
       ...(await instance(t, webhook, { charts: true }, { WEBHOOK_URL: hook.url() })).targets,
     ];
-    const dispatcher = new Dispatcher(t.store, targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
+    const dispatcher = new Dispatcher(new SqliteAsyncStore(t.store), targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
     open.push({ close: () => dispatcher.stop(0) });
 
     t.feed(series('frac_zero_std', [0.1, 0.2, 0.1, 0.9, 0.95])); // fires at step 5, at T0
@@ -87,7 +88,7 @@ describe('delivery renders what the outbox row carries, never the store', () => 
     const hook = await HttpReceiver.start();
     open.push(hook);
     const t = new Trace({ book: rulesOf(RULE), run: 'grpo', targets: ['webhook:default'] });
-    const dispatcher = new Dispatcher(t.store, (await instance(t, webhook, { charts: true }, { WEBHOOK_URL: hook.url() })).targets);
+    const dispatcher = new Dispatcher(new SqliteAsyncStore(t.store), (await instance(t, webhook, { charts: true }, { WEBHOOK_URL: hook.url() })).targets);
     open.push({ close: () => dispatcher.stop(0) });
     const old = {
       run: 'grpo',

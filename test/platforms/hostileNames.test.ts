@@ -7,6 +7,7 @@ import { interact } from '../../src/notify/interaction.ts';
 import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, replyBlocks } from '../../src/platforms/slack/bot.ts';
 import { cardsHtml, replyHtml } from '../../src/platforms/telegram/render.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -24,7 +25,7 @@ async function alertsReply(who: string): Promise<{ reply: Reply; stored: string 
   stores.push(store);
   const run = store.runs.ensure('grpo', '/runs/grpo');
   store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', { step: 3, at: 0, severity: 'critical', summary: 's', details: {} });
-  const asker = { store, log: silentLog, user: who, userName: NAME, mayWrite: () => true, rightsHint: '', now: 60_000 };
+  const asker = { store: new SqliteAsyncStore(store), log: silentLog, user: who, userName: NAME, mayWrite: () => true, rightsHint: '', now: 60_000 };
   const ack = await interact({ words: ['ack', '1'] }, asker);
   const list = await interact({ words: ['alerts'] }, asker);
   if (!ack.ok || !list.ok) throw new Error('ack or alerts failed');

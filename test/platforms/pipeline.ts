@@ -13,6 +13,7 @@ import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { silentLog } from '../../src/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
@@ -44,7 +45,7 @@ export class PlatformRun {
       targets: [],
       route: instance.route,
     });
-    this.dispatcher = new Dispatcher(this.store, instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
+    this.dispatcher = new Dispatcher(new SqliteAsyncStore(this.store), instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
     this.ingestor = new Ingestor(this.store, this.config.ingest, (e) => {
       if (e.kind === 'batch') this.engine.evaluate(e.result.runId);
     });
@@ -57,7 +58,7 @@ export class PlatformRun {
     const root = tempDir();
     const store = Store.open(join(root, 'rlwatch.db'));
     // no dispatcher to wake here: `write` drains the outbox after every batch
-    const ctx = { store, config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
+    const ctx = { store: new SqliteAsyncStore(store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
     return new PlatformRun(root, store, await platform.create(settings, ctx));
   }
 

@@ -8,6 +8,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { Comparison } from '../../src/report/compare.ts';
 import { lineChartSpec, renderLineChart, chartRows, PNG_SIGNATURE } from '../../src/render/chart.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -42,7 +43,7 @@ describe('run compare', () => {
       fast: learningLog(60, 100, fast, (i) => (i % 4 === 0 ? 0.25 : 0)),
       slow: learningLog(40, 50, slow, () => 0.5),
     });
-    const reply = runCompare({ store: s }, { a: 'fast', b: 'slow' });
+    const reply = await runCompare({ store: new SqliteAsyncStore(s) }, { a: 'fast', b: 'slow' });
     const c = reply.data as Comparison;
     expect(c.by).toBe('epoch');
     // both reached epoch 0.6: fast's last 10 records to 0.6 are i = 51..60; slow's to 0.6 are i = 21..30
@@ -79,13 +80,14 @@ describe('run compare', () => {
   it('aligns by step when a run logs no epoch; refuses the same run twice and a metric only one logs', async () => {
     const jsonl = Array.from({ length: 20 }, (_, k) => JSON.stringify({ step: k + 1, reward: 0.5 })).join('\n') + '\n';
     const s = await store({ a: learningLog(30, 100, () => 0.2, () => 0), 'b-jsonl': jsonl });
-    const c = runCompare({ store: s }, { a: 'a', b: 'b-jsonl' }).data as Comparison;
+    const db = new SqliteAsyncStore(s);
+    const c = (await runCompare({ store: db }, { a: 'a', b: 'b-jsonl' })).data as Comparison;
     expect(c.by).toBe('step');
     expect(c.metrics.map((m) => m.metric)).toEqual(['reward']);
     expect(c.metrics[0]).toMatchObject({ at: 20, b: 0.5, ahead: 'b' });
     expect(c.metrics[0]!.a).toBeCloseTo(0.2, 12);
-    expect(() => runCompare({ store: s }, { a: 'a', b: 'a' })).toThrow(/two different runs/);
-    expect(() => runCompare({ store: s }, { a: 'a', b: 'b-jsonl', metric: 'entropy' })).toThrow(/do not both log 'entropy'/);
+    await expect(runCompare({ store: db }, { a: 'a', b: 'a' })).rejects.toThrow(/two different runs/);
+    await expect(runCompare({ store: db }, { a: 'a', b: 'b-jsonl', metric: 'entropy' })).rejects.toThrow(/do not both log 'entropy'/);
     s.close();
   });
 

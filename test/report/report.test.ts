@@ -12,6 +12,7 @@ import { reportOf, runReport } from '../../src/commands/runReport.ts';
 import { ConfigSchema, type Config } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import type { RunReport } from '../../src/report/build.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
@@ -35,6 +36,8 @@ function parseLine(line: string): Record<string, number> {
   }
   return out;
 }
+
+const ctx = (store: Store) => ({ store: new SqliteAsyncStore(store) });
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -71,7 +74,7 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     mkdirSync(join(root, 'ocaml-grpo'));
     writeFileSync(join(root, 'ocaml-grpo', 'learning.log'), `${[...leadIn(), ...SEED_001].join('\n')}\n`);
     const store = await ingest([root]);
-    const r = reportOf({ store }, { run: 'ocaml-grpo', since: '0.28' });
+    const r = await reportOf(ctx(store), { run: 'ocaml-grpo', since: '0.28' });
 
     // the window is the seed's six lines
     const lines = SEED_001.map(parseLine);
@@ -113,7 +116,7 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     expect(at(/max completion length/)).toBeGreaterThan(1);
 
     // the reply: the summary in its lines, the full report attached as Markdown
-    const reply = runReport({ store }, { run: 'ocaml-grpo', since: '0.28' });
+    const reply = await runReport(ctx(store), { run: 'ocaml-grpo', since: '0.28' });
     expect(reply.lines[0]).toMatch(/Struggling/);
     expect(reply.attachment?.name).toBe('ocaml-grpo-report.md');
     expect(reply.attachment?.content).toContain('| frac_zero_std | 0 - 0.5 | 0.25 | < 0.1 | 4/6 | 🔴 |');
@@ -129,7 +132,7 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     });
     writeFileSync(join(root, 'stuck', 'learning.log'), `${lines.join('\n')}\n`);
     const store = await ingest([root]);
-    const r = reportOf({ store }, { run: 'stuck' });
+    const r = await reportOf(ctx(store), { run: 'stuck' });
     expect(r.stop.verdict).toBe('stop');
     expect(r.status.level).toBe('stop');
     expect(r.status.decidedBy).toMatch(/stop_reward_epoch_1: reward 0.08 at epoch 1/);
@@ -141,7 +144,7 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
 describe('run report on the demo sample (samples/grpo-demo)', () => {
   it('judges the last 50 records as the lines of learning.log say', async () => {
     const store = await ingest([resolve('samples/grpo-demo')]);
-    const r = reportOf({ store }, { run: 'grpo-demo' });
+    const r = await reportOf(ctx(store), { run: 'grpo-demo' });
     const last = readFileSync('samples/grpo-demo/learning.log', 'utf8').trim().split('\n').slice(-50).map(parseLine);
     expect(r.window).toMatchObject({ fromStep: 251, toStep: 300, records: 50 });
     const frac = last.map((l) => l.frac_zero_std!);
@@ -177,7 +180,7 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     const frac = (i: number): number => (i % 7) / 10; // 0.0 .. 0.6
     writeFileSync(join(dir, 'learning.log'), `${Array.from({ length: n }, (_, k) => learningLine(k + 1, { frac: frac(k + 1) })).join('\n')}\n`);
     const store = await ingest([join(dir, '..')], ConfigSchema.parse({}), false);
-    const r = reportOf({ store }, { run: 'long', since: '1' });
+    const r = await reportOf(ctx(store), { run: 'long', since: '1' });
     expect(r.window.records).toBe(n);
     expect(row(r, 'frac_zero_std')).toMatchObject({ n, min: 0, max: 0.6 });
     store.close();
@@ -186,13 +189,13 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
   it('a config range replaces the preset\'s (report.ranges) and --since takes a step', async () => {
     const config = ConfigSchema.parse({ report: { ranges: { entropy: { min: 0.05, max: 0.3 } } } });
     const store = await ingest([resolve('samples/grpo-demo')], config);
-    const r = reportOf({ store, config }, { run: 'grpo-demo', since: '200' });
+    const r = await reportOf({ ...ctx(store), config }, { run: 'grpo-demo', since: '200' });
     expect(r.window).toMatchObject({ fromStep: 200, toStep: 300, records: 101 });
     const ent = readFileSync('samples/grpo-demo/learning.log', 'utf8').trim().split('\n').slice(199).map(parseLine);
     expect(row(r, 'entropy')!.below).toBe(ent.filter((l) => l.entropy! < 0.05).length);
     expect(row(r, 'entropy')!.range.source).toBe('config report.ranges');
-    expect(() => reportOf({ store }, { run: 'grpo-demo', since: 'soon' })).toThrow(/--since takes a step/);
-    expect(() => reportOf({ store }, { run: 'grpo-demo', since: '9.5' })).toThrow('grpo-demo has no records from 9.5 on');
+    await expect(reportOf(ctx(store), { run: 'grpo-demo', since: 'soon' })).rejects.toThrow(/--since takes a step/);
+    await expect(reportOf(ctx(store), { run: 'grpo-demo', since: '9.5' })).rejects.toThrow('grpo-demo has no records from 9.5 on');
     store.close();
   });
 });
@@ -205,7 +208,7 @@ describe('run report: untrusted text stays inert', () => {
     const evil = 'ok\n```\n# @everyone <@123> **bold**';
     writeFileSync(join(root, 'r', 'reward_logs', 'completions.jsonl'), `${JSON.stringify({ reward: 0.9, completion: evil })}\n`);
     const store = await ingest([root]);
-    const md = runReport({ store }, { run: 'r' }).attachment!.content;
+    const md = (await runReport(ctx(store), { run: 'r' })).attachment!.content;
     const block = md.slice(md.indexOf('**Best**'), md.indexOf('**Worst**'));
     expect(block.split('\n').filter((l) => l === '```')).toHaveLength(2); // one block: opened and closed once
     expect(md).not.toContain('@everyone');
@@ -218,7 +221,7 @@ describe('run report on the seed 002 sample (samples/grpo-callback)', () => {
   it('reward components: each logged rewards/<fn> over the window, the largest loss first', async () => {
     const store = await ingest([resolve('samples/grpo-callback')], ConfigSchema.parse({}), false);
     const run = store.runs.byName('grpo-callback')!;
-    const r = reportOf({ store }, { run: 'grpo-callback' });
+    const r = await reportOf(ctx(store), { run: 'grpo-callback' });
     const steps = store.points.steps(run.id).slice(-50);
     const fns = store.points.metricsOf(run.id).filter((m) => /^rewards\/[^/]+$/.test(m));
     expect(fns.length).toBeGreaterThan(1);
@@ -245,7 +248,7 @@ describe('run report on the real-log corpus', () => {
     async (name) => {
       const store = await ingest([join(CORPUS, name)]);
       const run = store.runs.list()[0]!;
-      const r = reportOf({ store }, { run: run.name });
+      const r = await reportOf(ctx(store), { run: run.name });
       const steps = store.points.steps(run.id).slice(-50);
       const inW = (metric: string) =>
         store.points.series(run.id, metric).filter((p) => p.step >= steps[0]! && Number.isFinite(p.value));

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { renderNotification } from '../../src/platforms/terminal/terminal.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { HOUR, MIN, T0, Trace, presetOnly } from '../engine/trace.ts';
 
 /** `n` records from epoch `from`, 100 records per epoch, with this reward and frac_zero_std 0.25. */
@@ -10,18 +11,18 @@ const records = (n: number, from: number, reward: number) =>
 
 function setup(config = ConfigSchema.parse({ report: { digest: '09:00' } })) {
   const t = new Trace({ book: presetOnly('mode_collapse') });
-  const schedule = new ReportSchedule(t.store, config, () => ['console', 'discord:c1'], () => t.now);
+  const schedule = new ReportSchedule(new SqliteAsyncStore(t.store), config, () => ['console', 'discord:c1'], () => t.now);
   return { t, schedule };
 }
 
 describe('scheduled reports', () => {
-  it('a watched run reaching epoch 0.5 and 1.0 gets one report each, to every target of its warnings', () => {
+  it('a watched run reaching epoch 0.5 and 1.0 gets one report each, to every target of its warnings', async () => {
     const { t, schedule } = setup();
     t.feed(records(30, 0, 0.3)); // fed after the engine caught up: watched live
-    expect(schedule.tick()).toBe(0); // epoch 0.3: nothing due
+    expect(await schedule.tick()).toBe(0); // epoch 0.3: nothing due
     t.feed(records(25, 0.3, 0.3)); // epoch 0.55
-    expect(schedule.tick()).toBe(2);
-    expect(schedule.tick()).toBe(0); // once
+    expect(await schedule.tick()).toBe(2);
+    expect(await schedule.tick()).toBe(0); // once
     const [row] = t.outbox('discord:c1');
     expect(row!.notification.items).toEqual([]);
     expect(row!.notification.report).toMatchObject({ kind: 'milestone', title: expect.stringMatching(/^r1 reached epoch 0.5: /) });
@@ -29,37 +30,37 @@ describe('scheduled reports', () => {
     expect(row!.notification.report!.title).toContain('Struggling');
     expect(renderNotification(row!.notification, false).split('\n')[0]).toBe(`[REPORT] ${row!.notification.report!.title}`);
     t.feed(records(50, 0.55, 0.4)); // epoch 1.05
-    schedule.tick();
+    await schedule.tick();
     expect(t.outbox('console').map((r) => r.notification.report?.title.split(':')[0])).toEqual(['r1 reached epoch 0.5', 'r1 reached epoch 1']);
   });
 
-  it('a milestone passed before the run was watched live is not announced; a mute on rule report holds them', () => {
+  it('a milestone passed before the run was watched live is not announced; a mute on rule report holds them', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.restart(() => t.feed(records(60, 0, 0.3), false)); // read at start-up as history: epoch 0.6, not live
-    const schedule = new ReportSchedule(t.store, ConfigSchema.parse({}), () => ['console'], () => t.now);
-    expect(schedule.tick()).toBe(0);
+    const schedule = new ReportSchedule(new SqliteAsyncStore(t.store), ConfigSchema.parse({}), () => ['console'], () => t.now);
+    expect(await schedule.tick()).toBe(0);
     t.store.silences.add({ run: 'r1', rule: 'report', severity: null, author: 'ana', reason: 'known', starts_at: t.now, ends_at: t.now + 2 * HOUR });
     t.feed(records(45, 0.6, 0.3)); // epoch 1.05, muted
-    expect(schedule.tick()).toBe(0);
+    expect(await schedule.tick()).toBe(0);
     expect(t.outbox('console')).toEqual([]);
   });
 
-  it('the daily digest: once a day after its time, one message per channel, reward since yesterday', () => {
+  it('the daily digest: once a day after its time, one message per channel, reward since yesterday', async () => {
     const { t, schedule } = setup(); // T0 is 03:00 UTC; the digest is at 09:00
     t.feed(records(20, 0, 0.2));
     t.advance(23 * HOUR); // 02:00 the next day: the rewards logged from now on are today's
     t.feed(records(20, 0.2, 0.5));
-    expect(schedule.tick()).toBe(0); // before 09:00
+    expect(await schedule.tick()).toBe(0); // before 09:00
     t.advance(7 * HOUR + 30 * MIN);
-    expect(schedule.tick()).toBe(2); // 09:30, one message per channel
+    expect(await schedule.tick()).toBe(2); // 09:30, one message per channel
     const digest = t.outbox('discord:c1')[0]!.notification;
     expect(digest.report).toMatchObject({ kind: 'digest', title: 'rlwatch daily digest, 2025-01-02' });
     expect(digest.report!.lines).toEqual([expect.stringMatching(/^r1: 🟠 Struggling.* · step 40 · no alert firing · reward 0.5 \(yesterday 0.2\)$/)]);
     t.advance(30 * MIN);
-    expect(schedule.tick()).toBe(0); // once a day
+    expect(await schedule.tick()).toBe(0); // once a day
   });
 
-  it("the digest carries each run's info alerts of the last 24 h: how many per rule, and the metric's last value", () => {
+  it("the digest carries each run's info alerts of the last 24 h: how many per rule, and the metric's last value", async () => {
     const { t, schedule } = setup(); // T0 is Jan 1, 03:00 UTC; the digest at 09:00
     t.feed(records(20, 0, 0.2)); // reward 0.2 and frac_zero_std 0.25 are the last values
     // incidents that fired then, each resolved an hour later (one key is open once at a time)
@@ -74,7 +75,7 @@ describe('scheduled reports', () => {
     add('zero_signal_too_hard', 'frac_zero_std', 'info', 22); // Jan 2 01:00
     add('truncation', 'clipped_ratio', 'warning', 23); // a warning went to the channel already
     t.advance(30 * HOUR + 30 * MIN); // Jan 2 09:30
-    expect(schedule.tick()).toBe(2);
+    expect(await schedule.tick()).toBe(2);
     const lines = t.outbox('discord:c1')[0]!.notification.report!.lines;
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^r1: .* · step 20 · no alert firing · reward 0.2 \(yesterday 0.2\)$/);
@@ -83,31 +84,31 @@ describe('scheduled reports', () => {
     expect(t.outbox('console')[0]!.notification.report!.lines).toEqual(lines);
   });
 
-  it('the digest time is read in `report.digestZone`, and the day in its title is that zone\'s', () => {
+  it('the digest time is read in `report.digestZone`, and the day in its title is that zone\'s', async () => {
     // 09:00 in Tokyo is 00:00 UTC; T0 (03:00 UTC) is 12:00 there, past today's digest
     const config = ConfigSchema.parse({ report: { digest: '09:00', digestZone: 'Asia/Tokyo' } });
     const { t, schedule } = setup(config);
     t.feed(records(5, 0, 0.2));
-    expect(schedule.tick()).toBe(0);
+    expect(await schedule.tick()).toBe(0);
     t.advance(20 * HOUR + 50 * MIN); // Jan 1 23:50 UTC: 08:50 on Jan 2 in Tokyo
-    expect(schedule.tick()).toBe(0);
+    expect(await schedule.tick()).toBe(0);
     t.advance(20 * MIN); // 09:10 in Tokyo
-    expect(schedule.tick()).toBe(2);
+    expect(await schedule.tick()).toBe(2);
     expect(t.outbox('console')[0]!.notification.report!.title).toBe('rlwatch daily digest, 2025-01-02');
     expect(() => ConfigSchema.parse({ report: { digestZone: 'Mars/Olympus' } })).toThrow(/IANA time zone/);
   });
 
-  it('no digest for a day whose time had passed when the process started, nor when it is off or muted', () => {
+  it('no digest for a day whose time had passed when the process started, nor when it is off or muted', async () => {
     const late = new Trace({ book: presetOnly('mode_collapse'), now: T0 + 7 * HOUR }); // 10:00
     late.feed(records(5, 0, 0.2));
     const config = ConfigSchema.parse({});
-    expect(new ReportSchedule(late.store, config, () => ['console'], () => late.now).tick()).toBe(0);
+    expect(await new ReportSchedule(new SqliteAsyncStore(late.store), config, () => ['console'], () => late.now).tick()).toBe(0);
     const off = ConfigSchema.parse({ report: { digest: 'off' } });
     late.advance(24 * HOUR);
-    expect(new ReportSchedule(late.store, off, () => ['console'], () => late.now - 2 * HOUR).tick()).toBe(0);
+    expect(await new ReportSchedule(new SqliteAsyncStore(late.store), off, () => ['console'], () => late.now - 2 * HOUR).tick()).toBe(0);
     late.store.silences.add({ run: '*', rule: 'digest', severity: null, author: 'ana', reason: 'weekend', starts_at: late.now, ends_at: late.now + 48 * HOUR });
-    const s = new ReportSchedule(late.store, config, () => ['console'], () => late.now);
-    expect(s.tick()).toBe(0);
+    const s = new ReportSchedule(new SqliteAsyncStore(late.store), config, () => ['console'], () => late.now);
+    expect(await s.tick()).toBe(0);
     expect(() => ConfigSchema.parse({ report: { digest: '9am' } })).toThrow(/HH:MM/);
   });
 });

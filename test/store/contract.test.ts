@@ -214,7 +214,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.openOutbox()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
   });
 
-  it('two claimers at once never get the same outbox row; a failed row waits, an expired lease is claimed again', async () => {
+  it('two claimers at once never get the same outbox row; a failed row holds back its target, leases expire', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const { runId } = await runWithFile(store);
@@ -238,10 +238,13 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const [secondRow] = (await store.openOutbox());
     await store.failed(secondRow!.id, 'HTTP 502', 90_000);
     expect(await second.claim('discord:ops', { owner: 'c', now: 2000, leaseMs: 1000 })).toEqual([]);
-    const back = await second.claim('discord:ops', { owner: 'c', now: 61_001, leaseMs: 100_000, limit: N });
-    expect(back.map((r) => JSON.parse(r.payload).n)).toEqual(Array.from({ length: N - 2 }, (_, i) => i + 2));
-    const retried = await store.claim('discord:ops', { owner: 'a', now: 90_000, leaseMs: 1000 });
-    expect(retried.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual([[1, 1]]);
+    // the leases have run out, but the failed row waits until 90 s, and the rows after it with it: in order
+    expect(await second.claim('discord:ops', { owner: 'c', now: 61_001, leaseMs: 100_000, limit: N })).toEqual([]);
+    const back = await second.claim('discord:ops', { owner: 'c', now: 90_000, leaseMs: 100_000, limit: N });
+    expect(back.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual(
+      Array.from({ length: N - 1 }, (_, i) => [i + 1, i === 0 ? 1 : 0]),
+    );
+    expect(await store.claim('discord:ops', { owner: 'a', now: 90_000, leaseMs: 1000 })).toEqual([]);
   });
 
   it('records each chat message once, found by delivery, by ref and by alert', async () => {
@@ -255,6 +258,95 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.messageByRef('discord:ops', '1234'))!.alert_ids).toBe(JSON.stringify([a.id]));
     expect((await store.messagesOfAlert(a.id, 'discord:ops')).map((x) => x.ref)).toEqual(['1234']);
     expect(await store.messagesOfAlert(a.id, 'slack:ops')).toEqual([]);
+  });
+
+  it('answers what commands and reports read: names, columns, epochs, generations, meta and config', async () => {
+    const { store } = await setUp(kind);
+    const { runId, fileId } = await runWithFile(store);
+    const b = batch(runId, fileId, [[1, { reward: 0.1, epoch: 0.5 }], [2, { reward: NaN }], [3, { reward: 0.3, epoch: 1 }]], 30);
+    b.examples = [[1, 0.9], [1, 0.2], [3, 0.6], [3, 0.1]].map(([step, reward], i) => ({
+      step: step!, key: `k${i}`, completion: `c${i}`, reward: reward!, breakdown: { r: reward! },
+    }));
+    b.events = [
+      { step: 1, kind: 'meta', title: 'start', text: '', values: { total_steps: 100, max_steps: 90 }, config: { model: 'qwen' } },
+      { step: 3, kind: 'meta', title: 'later', text: '', values: { total_steps: 120 }, config: { lr: '1e-6' } },
+    ];
+    await store.commit(b, 2);
+    const other = await store.ensureRun('exp/b', '/runs/exp/b');
+    const f2 = await store.addFile(other.id, '/runs/exp/b/learning.log', 'learning.log');
+    await store.commit(batch(other.id, f2.id, [[1, { kl: 0.01 }]], 10), 2);
+
+    expect(await store.metricNames()).toEqual(['epoch', 'kl', 'reward']);
+    const cols = await store.columns(runId, 'reward');
+    const upTo = (a: Float64Array) => [...a.subarray(0, cols.length)]; // SQLite's arrays have room to grow
+    expect([cols.length, upTo(cols.steps), upTo(cols.values)]).toEqual([3, [1, 2, 3], [0.1, NaN, 0.3]]);
+    expect((await store.columns(runId, 'nothing')).length).toBe(0);
+    expect(await store.epochsAt(runId, [3, 2, 1])).toEqual([1, null, 0.5]);
+    expect((await store.examplesBetween(runId, 1, 3)).map((e) => [e.step, e.key])).toEqual([
+      [1, 'k0'], [1, 'k1'], [3, 'k2'], [3, 'k3'],
+    ]);
+    expect((await store.examplesBetween(runId, 2, 3)).map((e) => e.key)).toEqual(['k2', 'k3']);
+    expect((await store.examplesExtremes(runId, 1, 3, 'best', 2)).map((e) => [e.key, e.breakdown])).toEqual([
+      ['k0', { r: 0.9 }], ['k2', { r: 0.6 }],
+    ]);
+    expect((await store.examplesExtremes(runId, 1, 3, 'worst', 1)).map((e) => e.key)).toEqual(['k3']);
+    expect(await store.runMeta(runId)).toEqual({ total_steps: 120, max_steps: 90 });
+    expect(await store.runConfig(runId)).toEqual({ model: 'qwen', lr: '1e-6' });
+    // never restarted: no second attempt (PostgreSQL records no attempts until its watcher side tracks restarts)
+    expect((await store.attemptsOf(runId)).filter((x) => x.attempt > 1)).toEqual([]);
+    expect(await store.replayingStep(runId, 3)).toBeNull();
+  });
+
+  it('mutes by id and run out, the messages of every target showing an alert, report marks', async () => {
+    const { store } = await setUp(kind);
+    const { runId, fileId } = await runWithFile(store);
+    const s = await store.addSilence({
+      run: null, rule: null, severity: null, starts_at: 100, ends_at: 200, author: 'ana', reason: 'sweep',
+    });
+    expect(await store.silenceById(s.id)).toMatchObject({ id: s.id, ends_at: 200, ended_at: null, reason: 'sweep' });
+    expect(await store.silenceById(s.id + 1)).toBeUndefined();
+    expect(await store.expiredSilences(199)).toEqual([]);
+    expect((await store.expiredSilences(200)).map((x) => x.id)).toEqual([s.id]);
+    await store.endSilence(s.id, 200);
+    expect(await store.expiredSilences(300)).toEqual([]);
+
+    const a = await store.createAlert(runId, 'r', 'm', 'firing', change(1, 1, 's'));
+    await store.recordMessage('discord:ops', 'd1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '1/0' }, 10);
+    await store.recordMessage('slack:C1', 's1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '2/0' }, 11);
+    const showing = await store.messagesShowing(a.id);
+    expect(showing.map((m) => [m.target, m.ref])).toEqual([['slack:C1', 's1'], ['discord:ops', 'd1']]);
+    await store.setMessagePayload(showing[1]!.id, { v: 2 });
+    expect(JSON.parse((await store.messageByRef('discord:ops', 'd1'))!.payload)).toEqual({ v: 2 });
+
+    expect(await store.markReport(runId, 'epoch:0.5', 50)).toBe(true);
+    expect(await store.markReport(runId, 'epoch:0.5', 60)).toBe(false);
+    expect(await store.markReport(0, 'digest:2026-11-22', 60)).toBe(true);
+    // steps arrive at the store's clock: one batch now, the step it reached is the one logged by then
+    await store.commit(batch(runId, fileId, [[1, { reward: 0.1 }], [2, { reward: 0.2 }]], 20), 2);
+    expect(await store.stepAt(runId, Date.now() + 60_000)).toBe(2);
+    expect(await store.stepAt(runId, 0)).toBeNull();
+    expect(await store.unreadFiles()).toEqual([]);
+  });
+
+  it('a failed row holds its target back until it is back (clearWait); released leases are claimed at once', async () => {
+    const { store, other } = await setUp(kind);
+    const second = await other();
+    const { runId } = await runWithFile(store);
+    for (let i = 0; i < 4; i++) await store.enqueue(runId, 'discord:ops', { n: i }, i);
+    await store.enqueue(runId, 'slack:C1', { n: 9 }, 9);
+    const claim = (s: StoreContract, owner: string, target = 'discord:ops') =>
+      s.claim(target, { owner, now: 1000, leaseMs: 60_000 }).then((rows) => rows.map((r) => JSON.parse(r.payload).n));
+    const [first] = await store.claim('discord:ops', { owner: 'a/discord', now: 1000, leaseMs: 60_000, limit: 1 });
+    await store.failed(first!.id, 'HTTP 502', 500_000);
+    expect(await claim(second, 'b/discord')).toEqual([]); // behind the failed row, in order
+    expect(await claim(store, 'a/slack', 'slack:C1')).toEqual([9]); // another target goes on
+    // Discord is back: the failed row and those after it may go now
+    await second.clearWait('discord:ops');
+    expect(await claim(second, 'b/discord')).toEqual([0, 1, 2, 3]);
+    // that lane gives its claims back (it stops): another process claims them now, not when the lease ends
+    await second.releaseClaims('b/discord');
+    expect(await claim(store, 'a/discord')).toEqual([0, 1, 2, 3]);
+    expect(await claim(second, 'b/slack', 'slack:C1')).toEqual([]); // a/slack still holds its lease
   });
 
   it('the leader lock is held by one; released, or its holder killed, it is taken over', async () => {

@@ -35,7 +35,7 @@ import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
-import type { Store } from '../../store/store.ts';
+import type { StoreContract } from '../../store/contract.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
@@ -43,7 +43,7 @@ const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024,
 
 export interface DiscordOptions extends DiscordSettings {
   section: DiscordSection;
-  store: Store;
+  store: StoreContract;
   /** the loaded config: commands answer with its report ranges and rule overrides */
   config?: Config;
   log: Log;
@@ -315,7 +315,7 @@ export class DiscordBot {
       if (!channel?.isSendable()) {
         throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`, undefined, true);
       }
-      await deliverCards(this.opts.store.chatMessages, targetName('discord', channelId), n, { key, runId }, {
+      await deliverCards(this.opts.store, targetName('discord', channelId), n, { key, runId }, {
         edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, true))),
         post: async (cards) => (await channel.send(await cardsMessage(cards))).id,
         replyResolved: async (ref, cards) => (await channel.send(resolvedMessage(cards, ref))).id,
@@ -376,13 +376,13 @@ export class DiscordBot {
 
   private async autocomplete(i: AutocompleteInteraction): Promise<void> {
     const focused = i.options.getFocused(true);
-    const known = knownNames(this.opts.store);
+    const known = await knownNames(this.opts.store);
     let names: readonly string[] = [];
     if (focused.name === 'run') names = known.runs;
     else if (focused.name === 'metric') {
       const run = i.options.getString('run');
-      const row = run ? this.opts.store.runs.byName(run) : undefined;
-      names = row ? this.opts.store.points.metricsOf(row.id) : known.metrics;
+      const row = run ? await this.opts.store.runByName(run) : undefined;
+      names = row ? await this.opts.store.metricsOf(row.id) : known.metrics;
     }
     const typed = String(focused.value).toLowerCase();
     await i.respond(names.filter((n) => n.toLowerCase().includes(typed)).slice(0, LIMIT.choices).map((n) => ({ name: n, value: n })));
@@ -398,7 +398,7 @@ export class DiscordBot {
     // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted; then
     // its other cards (other channels, other platforms) are edited from the outbox
     try {
-      const cards = recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
+      const cards = await recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
       await i.update(cards ? await cardsMessage(cards, true) : { allowedMentions: NO_MENTIONS });
     } finally {
       this.opts.deliverNow?.();

@@ -15,7 +15,7 @@ import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
-import type { Store } from '../../store/store.ts';
+import type { StoreContract } from '../../store/contract.ts';
 import type { SlackSection, SlackSettings } from './index.ts';
 import { slackEscape } from './mrkdwn.ts';
 
@@ -26,7 +26,7 @@ const GROUP_CACHE_MS = 5 * 60_000;
 
 export interface SlackOptions extends SlackSettings {
   section: SlackSection;
-  store: Store;
+  store: StoreContract;
   /** the loaded config: commands answer with its report ranges and rule overrides */
   config?: Config;
   log: Log;
@@ -284,7 +284,7 @@ export class SlackBot {
     if (!this.connected) throw new DeliveryError('not connected to Slack yet');
     const client = this.app.client;
     try {
-      await deliverCards(this.opts.store.chatMessages, targetName('slack', channel), n, { key, runId }, {
+      await deliverCards(this.opts.store, targetName('slack', channel), n, { key, runId }, {
         // an edit never touches the charts: they were uploaded once, with the post
         edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
@@ -359,7 +359,7 @@ export class SlackBot {
     // the click changed the alert: its card is captured anew and re-rendered, its chart left as uploaded; then
     // its other cards (other channels, other platforms) are edited from the outbox
     try {
-      const cards = recapture(this.opts.store, targetName('slack', channel), ts);
+      const cards = await recapture(this.opts.store, targetName('slack', channel), ts);
       if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
     } finally {
       this.opts.deliverNow?.();

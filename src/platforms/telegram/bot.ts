@@ -80,7 +80,7 @@ export class TelegramBot {
   }
 
   private async deliver(chat: string, n: Notification, key: string, runId: number): Promise<void> {
-    await deliverCards(this.ctx.store.chatMessages, `telegram:${chat}`, n, { key, runId }, {
+    await deliverCards(this.ctx.store, `telegram:${chat}`, n, { key, runId }, {
       edit: (ref, cards) => this.edit(chat, ref, cards),
       post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
       afterPost: (ref, cards) => this.charts(chat, ref, cards),
@@ -189,7 +189,7 @@ export class TelegramBot {
     // then its other cards (other chats, other platforms) are edited from the outbox
     const ref = String(q.message!.message_id);
     try {
-      const cards = recapture(this.ctx.store, `telegram:${chat}`, ref);
+      const cards = await recapture(this.ctx.store, `telegram:${chat}`, ref);
       if (cards) await this.edit(chat, ref, cards);
     } finally {
       this.ctx.deliverNow?.();

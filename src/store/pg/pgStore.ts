@@ -5,6 +5,7 @@ import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedM
 import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from '../contract.ts';
+import type { AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
@@ -174,6 +175,75 @@ export class PgStore implements StoreContract {
     return rows.map(eventFromRow);
   }
 
+  metricNames = (): Promise<string[]> =>
+    this.rows<{ name: string }>('SELECT name FROM metrics ORDER BY name').then((r) => r.map((x) => x.name));
+
+  async columns(runId: number, metric: string): Promise<Columns> {
+    const rows = await this.rows<StepValue>(
+      `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
+       WHERE p.run_id = $1 ORDER BY p.step`,
+      [runId, metric],
+    );
+    const steps = new Float64Array(rows.length);
+    const values = new Float64Array(rows.length);
+    rows.forEach((r, i) => {
+      steps[i] = r.step;
+      values[i] = r.value;
+    });
+    return { steps, values, length: rows.length };
+  }
+
+  async epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>> {
+    const rows = await this.rows<StepValue>(
+      `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = 'epoch'
+       WHERE p.run_id = $1 AND p.step = ANY($2::bigint[])`,
+      [runId, [...steps]],
+    );
+    const at = new Map(rows.map((r) => [r.step, r.value]));
+    return steps.map((s) => at.get(s) ?? null);
+  }
+
+  examplesBetween = (runId: number, from: number, to: number): Promise<StoredExample[]> =>
+    this.rows<ExampleDbRow>(
+      `SELECT step, key, reward, prompt, completion, breakdown FROM examples
+       WHERE run_id = $1 AND step BETWEEN $2 AND $3 ORDER BY step, key`,
+      [runId, from, to],
+    ).then((r) => r.map(exampleFromRow));
+
+  examplesExtremes = (runId: number, from: number, to: number, which: 'best' | 'worst', n: number) =>
+    this.rows<ExampleDbRow>(
+      `SELECT step, key, reward, prompt, completion, breakdown FROM examples
+       WHERE run_id = $1 AND step BETWEEN $2 AND $3 AND reward IS NOT NULL
+       ORDER BY reward ${which === 'best' ? 'DESC' : 'ASC'}, step DESC, key LIMIT $4`,
+      [runId, from, to, n],
+    ).then((r) => r.map(exampleFromRow));
+
+  /** `meta` events' JSON (`vals` or `config`) merged, later over earlier */
+  private async merged<T>(runId: number, column: 'vals' | 'config'): Promise<Record<string, T>> {
+    const rows = await this.rows<{ v: string }>(
+      `SELECT ${column} AS v FROM events WHERE run_id = $1 AND kind = 'meta' AND ${column} IS NOT NULL ORDER BY id`,
+      [runId],
+    );
+    return Object.assign({}, ...rows.map((r) => JSON.parse(r.v) as Record<string, T>)) as Record<string, T>;
+  }
+
+  runMeta = (runId: number): Promise<Record<string, number>> => this.merged(runId, 'vals');
+  runConfig = (runId: number): Promise<Record<string, string>> => this.merged(runId, 'config');
+  attemptsOf = (runId: number): Promise<AttemptRow[]> =>
+    this.rows('SELECT * FROM attempts WHERE run_id = $1 ORDER BY attempt', [runId]);
+
+  async replayingStep(runId: number, runLast: number | null): Promise<number | null> {
+    const latest = await this.one<AttemptRow>(
+      'SELECT * FROM attempts WHERE run_id = $1 ORDER BY attempt DESC LIMIT 1',
+      [runId],
+    );
+    if (!latest || latest.attempt === 1 || runLast === null || latest.last_step >= runLast) return null;
+    return latest.last_step;
+  }
+
+  unreadFiles = (run?: string): Promise<UnreadRow[]> =>
+    this.rows('SELECT * FROM unread_files WHERE ($1::text IS NULL OR run = $1) ORDER BY run, rel_path', [run ?? null]);
+
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
     this.one(`SELECT * FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`, [
       runId, rule, metric,
@@ -265,6 +335,11 @@ export class PgStore implements StoreContract {
   activeSilences = (now: number): Promise<SilenceRow[]> =>
     this.rows('SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= $1 AND ends_at > $1 ORDER BY id', [now]);
 
+  silenceById = (id: number): Promise<SilenceRow | undefined> =>
+    this.one('SELECT * FROM silences WHERE id = $1', [id]);
+  expiredSilences = (now: number): Promise<SilenceRow[]> =>
+    this.rows('SELECT * FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id', [now]);
+
   enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
     void (await this.run('INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4)', [
       at, runId, target, JSON.stringify(payload),
@@ -275,8 +350,9 @@ export class PgStore implements StoreContract {
     const rows = await this.rows<ClaimedRow>(
       `WITH due AS (
          SELECT id FROM outbox
-         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
-           AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
+         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2)
+           AND id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
+             AND next_attempt_at > $2), ${Number.MAX_SAFE_INTEGER})
          ORDER BY id LIMIT $3
          FOR UPDATE SKIP LOCKED)
        UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
@@ -313,6 +389,17 @@ export class PgStore implements StoreContract {
        FROM outbox WHERE done_at IS NULL ORDER BY id`,
     );
 
+  clearWait = async (target: string): Promise<void> =>
+    void (await this.run(
+      'UPDATE outbox SET next_attempt_at = NULL WHERE target = $1 AND done_at IS NULL AND next_attempt_at IS NOT NULL',
+      [target],
+    ));
+  releaseClaims = async (owner: string): Promise<void> =>
+    void (await this.run(
+      'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = $1 AND done_at IS NULL',
+      [owner],
+    ));
+
   recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void> {
     return this.inTransaction(async (db) => {
       const made = await db.query<{ id: number }>(
@@ -339,6 +426,24 @@ export class PgStore implements StoreContract {
        WHERE a.alert_id = $1 AND m.target = $2 ORDER BY m.id DESC`,
       [alertId, target],
     );
+
+  messagesShowing = (alertId: number): Promise<ChatMessageRow[]> =>
+    this.rows(
+      `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+       WHERE a.alert_id = $1 ORDER BY m.id DESC`,
+      [alertId],
+    );
+  setMessagePayload = async (id: number, payload: unknown): Promise<void> =>
+    void (await this.run('UPDATE chat_messages SET payload = $2 WHERE id = $1', [id, JSON.stringify(payload)]));
+
+  markReport = async (runId: number, mark: string, at: number): Promise<boolean> =>
+    (await this.run(
+      'INSERT INTO report_marks (run_id, mark, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      [runId, mark, at],
+    )) === 1;
+  stepAt = (runId: number, at: number): Promise<number | null> =>
+    this.one<{ step: number | null }>('SELECT max(step) AS step FROM steps WHERE run_id = $1 AND at <= $2', [runId, at])
+      .then((r) => r?.step ?? null);
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return this.inTransaction((client) => fn(new PgStore(this.url, this.pool, client, this.ids, this.now)));

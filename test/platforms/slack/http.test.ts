@@ -9,6 +9,7 @@ import { ConfigSchema } from '../../../src/config/schema.ts';
 import { silentLog } from '../../../src/log.ts';
 import { slack } from '../../../src/platforms/slack/index.ts';
 import { sectionOf } from '../../../src/platforms/platform.ts';
+import { SqliteAsyncStore } from '../../../src/store/sqliteAsync.ts';
 import { Store } from '../../../src/store/store.ts';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slackServer.ts';
 import { tempDir } from '../../helpers.ts';
@@ -49,7 +50,7 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret", () => {
     responseUrl = `http://127.0.0.1:${(responses.address() as AddressInfo).port}/respond`;
     port = await freePort();
     const config = ConfigSchema.parse({ slack: { mode: 'http', port } });
-    bot = new SlackBot({ botToken: fake.botToken, signingSecret: SECRET, apiUrl: fake.apiUrl, channel: fake.channelId, store, section: sectionOf(config, slack), log: silentLog, retries: 0 });
+    bot = new SlackBot({ botToken: fake.botToken, signingSecret: SECRET, apiUrl: fake.apiUrl, channel: fake.channelId, store: new SqliteAsyncStore(store), section: sectionOf(config, slack), log: silentLog, retries: 0 });
     await bot.start();
   }, 20_000);
 

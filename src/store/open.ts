@@ -1,0 +1,42 @@
+/**
+ * The store a `--db` names: a `postgres://` (or `postgresql://`) URL opens PostgreSQL, anything else a SQLite file.
+ * The PostgreSQL driver is imported only then, so that commands on SQLite start without it.
+ */
+import { resolve } from 'node:path';
+import type { Config } from '../config/schema.ts';
+import { UserError } from '../errors.ts';
+import type { StoreContract } from './contract.ts';
+import { isConnectionError, isPostgresUrl, redactUrl } from './pg/url.ts';
+import { SqliteAsyncStore } from './sqliteAsync.ts';
+import { Store } from './store.ts';
+
+export { isPostgresUrl };
+
+/** Where `--db`, else RLWATCH_DB, else the config's `db`, else ./rlwatch.db points: a PostgreSQL URL as given,
+ * a SQLite file as an absolute path. */
+export function dbLocation(flag: string | undefined, config: Pick<Config, 'db'>, env = process.env): string {
+  const db = flag ?? env.RLWATCH_DB ?? config.db ?? 'rlwatch.db';
+  return isPostgresUrl(db) ? db : resolve(db);
+}
+
+export interface OpenOptions {
+  /** only reads are meant: a SQLite file on a read-only path still opens (writes then fail) */
+  reading?: boolean;
+  /** rlwatch's clock (tests inject one) */
+  now?: () => number;
+}
+
+/** Opens the store at `where` (a `dbLocation`): PostgreSQL is connected and its schema brought up to date; a
+ * server that cannot be reached is a UserError naming it (without its password). */
+export async function openStore(where: string, opts: OpenOptions = {}): Promise<StoreContract> {
+  if (isPostgresUrl(where)) {
+    const { PgStore } = await import('./pg/pgStore.ts');
+    try {
+      return await PgStore.open(where, { now: opts.now });
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      throw new UserError(`cannot open ${redactUrl(where)}: ${(err as Error).message}`);
+    }
+  }
+  return new SqliteAsyncStore(opts.reading ? Store.openForReading(where) : Store.open(where, { now: opts.now }));
+}

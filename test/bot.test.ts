@@ -1,0 +1,127 @@
+/**
+ * `rlwatch start --role bot` as a user runs it: the real bin/rlwatch as a child process, on the test run's
+ * PostgreSQL, posting to the fake Discord. The outbox rows are written through PgStore as a watcher's engine
+ * writes them. One bot leads; a second stands by and takes over when the first is killed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PgStore } from '../src/store/pg/pgStore.ts';
+import { startFakeDiscord, type FakeDiscord } from './fakes/discordServer.ts';
+import { tempDir } from './helpers.ts';
+import { BIN, exited, rlwatch } from './integration/cli.ts';
+import { enqueueAlerts, postedPerAlert } from './pg/alertRows.ts';
+import { freshPgDatabase } from './pg/pgTest.ts';
+
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+const ANA = { id: '111111111111111111', username: 'ana', globalName: 'Ana Lima' };
+const clean = {
+  RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined,
+};
+
+/** `rlwatch start --role bot --db URL` with the fake Discord's token and channel; its stderr is kept. */
+function startBot(url: string, fake: FakeDiscord): { child: ChildProcess; stderr: () => string } {
+  const env = {
+    ...process.env, ...clean, DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
+    DISCORD_CHANNEL_ID: fake.channelId,
+  };
+  const args = ['start', '--role', 'bot', '--db', url];
+  const child = spawn(BIN, args, { cwd: tempDir(), env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  cleanup.push(async () => {
+    child.kill('SIGKILL');
+    await exited(child);
+  });
+  return { child, stderr: () => err };
+}
+
+/** Every alert posted exactly once: the ids posted, each with one card. */
+function postedOnce(fake: FakeDiscord): number[] {
+  const posted = postedPerAlert(fake);
+  const twice = [...posted].filter(([, n]) => n > 1);
+  if (twice.length > 0) throw new Error(`posted more than once: ${JSON.stringify(twice)}`);
+  return [...posted.keys()].sort((a, b) => a - b);
+}
+
+describe('rlwatch start --role bot', () => {
+  it('delivers what watchers queued, once; killed, the bot standing by takes over, repeating no post', async () => {
+    const url = await freshPgDatabase();
+    const fake = await startFakeDiscord();
+    cleanup.push(() => fake.close());
+    const store = await PgStore.open(url);
+    cleanup.push(() => store.close());
+    const first = await enqueueAlerts(store, fake, 5);
+
+    const a = startBot(url, fake);
+    await fake.waitFor(() => postedOnce(fake).length === first.length, 30_000);
+    expect(postedOnce(fake)).toEqual(first);
+    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0);
+    expect(a.stderr()).toContain('leading: delivering notifications and answering chat');
+
+    const b = startBot(url, fake);
+    await fake.waitFor(() => b.stderr().includes('another bot leads on this database: standing by'), 30_000);
+    a.child.kill('SIGKILL');
+    await exited(a.child);
+    const after = await enqueueAlerts(store, fake, 5);
+    await fake.waitFor(() => postedOnce(fake).length === first.length + after.length, 30_000);
+    expect(postedOnce(fake)).toEqual([...first, ...after]);
+    expect(b.stderr()).toContain('leading: delivering notifications and answering chat');
+    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0); // each marked done
+
+    // the leader answers chat from PostgreSQL: a command, and an Ack click that edits its card in place
+    const list = await fake.command({ name: 'alerts', user: ANA, timeoutMs: 10_000 });
+    expect(JSON.stringify(list.callback?.data)).toContain(`${first.length + after.length} firing alerts`);
+    const card = fake.channelMessages().find((m) => JSON.stringify(m.components).includes(`"ack:${after[0]}"`))!;
+    const click = await fake.click({ customId: `ack:${after[0]}`, messageId: card.id, user: ANA, timeoutMs: 10_000 });
+    expect(click.callback?.type).toBe(7);
+    expect(await store.alertById(after[0]!)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana Lima' });
+    expect(JSON.stringify(fake.messages.get(card.id)!.embeds)).toContain('Acked by Ana Lima');
+
+    b.child.kill('SIGTERM'); // a clean stop: the lock is released, the process exits 0
+    await exited(b.child);
+    expect(b.child.exitCode).toBe(0);
+  }, 120_000);
+
+  it('its lock session ended by the server, the bot stands by and leads again; what follows goes once', async () => {
+    const url = await freshPgDatabase();
+    const fake = await startFakeDiscord();
+    cleanup.push(() => fake.close());
+    const store = await PgStore.open(url);
+    cleanup.push(() => store.close());
+    const first = await enqueueAlerts(store, fake, 3);
+    const a = startBot(url, fake);
+    await fake.waitFor(() => postedOnce(fake).length === first.length, 30_000);
+    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0);
+    // what a server restart or an administrator does to the session holding the lock
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'`);
+    await admin.end();
+    const lost = 'lost the bot lock (the database ended its session): standing by';
+    await fake.waitFor(() => a.stderr().includes(lost), 10_000);
+    const after = await enqueueAlerts(store, fake, 3);
+    await fake.waitFor(() => postedOnce(fake).length === first.length + after.length, 30_000);
+    expect(postedOnce(fake)).toEqual([...first, ...after]);
+    expect(a.stderr().match(/leading: delivering/g)).toHaveLength(2);
+  }, 120_000);
+
+  it('refuses the watcher side on PostgreSQL, and --role bot on a SQLite file, with one clear line', async () => {
+    const url = await freshPgDatabase();
+    const watcher = rlwatch(['start', '--role', 'watcher', '--db', url, tempDir()], { cwd: tempDir(), env: clean });
+    expect(watcher.status).toBe(1);
+    expect(watcher.stderr).toContain('--role watcher on PostgreSQL: watching runs into PostgreSQL is not built yet');
+    const all = rlwatch(['start', '--db', url, tempDir()], { cwd: tempDir(), env: clean });
+    expect(all.status).toBe(1);
+    expect(all.stderr).toContain('--role all on PostgreSQL');
+    const onFile = rlwatch(['start', '--role', 'bot', '--db', 'x.db'], { cwd: tempDir(), env: clean });
+    expect(onFile.status).toBe(1);
+    expect(onFile.stderr).toBe(
+      'rlwatch: --role bot needs a PostgreSQL --db: on SQLite one `rlwatch start` watches and delivers\n',
+    );
+  }, 60_000);
+});

@@ -1,0 +1,47 @@
+/**
+ * The CLI's commands on a PostgreSQL `--db` (and RLWATCH_DB): the real bin/rlwatch, against the test run's
+ * PostgreSQL, with an alert written through PgStore as a watcher's engine writes it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { tempDir } from '../helpers.ts';
+import { freshPgDatabase } from '../pg/pgTest.ts';
+import { rlwatch } from './cli.ts';
+
+const opened: PgStore[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+});
+
+describe('commands on PostgreSQL', () => {
+  it('runs, alerts and ack read and write the database the URL names', async () => {
+    const url = await freshPgDatabase();
+    const store = await PgStore.open(url);
+    opened.push(store);
+    const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+    const change = { step: 7, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {} };
+    const alert = await store.createAlert(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
+    const cwd = tempDir();
+
+    const runs = rlwatch(['runs', '--json', '--db', url], { cwd });
+    expect(runs.stderr).toBe('');
+    expect(JSON.parse(runs.stdout)).toMatchObject([{ name: 'host-a/grpo', path: '/runs/host-a/grpo' }]);
+    const alerts = rlwatch(['alerts', '--json'], { cwd, env: { RLWATCH_DB: url } });
+    expect(JSON.parse(alerts.stdout)).toMatchObject([{ id: alert.id, rule: 'mode_collapse', state: 'firing' }]);
+
+    const ack = rlwatch(['ack', String(alert.id), 'looking', '--by', 'ana', '--db', url], { cwd });
+    expect(ack.status).toBe(0);
+    const acked = await store.alertById(alert.id);
+    expect(acked).toMatchObject({ acked_by: 'ana', acked_by_name: 'ana', ack_comment: 'looking' });
+    const unknown = rlwatch(['run', 'status', 'nope', '--db', url], { cwd });
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toBe("rlwatch: unknown run 'nope' (known: host-a/grpo)\n");
+  }, 60_000);
+
+  it('says which server it cannot reach, without its password', () => {
+    const r = rlwatch(['runs', '--db', 'postgres://rl:s3cret@127.0.0.1:1/rlwatch'], { cwd: tempDir() });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^rlwatch: cannot open postgres:\/\/rl:\*\*\*@127\.0\.0\.1:1\/rlwatch: /);
+    expect(r.stderr).not.toContain('s3cret');
+  });
+});

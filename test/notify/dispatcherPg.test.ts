@@ -1,0 +1,66 @@
+/**
+ * Two bots on one PostgreSQL during a handover: each with its own connections, its own Discord client (real
+ * discord.js against the fake Discord) and its own dispatcher, both draining the same outbox while rows keep
+ * arriving. Every row is posted once: claims are leased (FOR UPDATE SKIP LOCKED).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import { silentLog } from '../../src/log.ts';
+import { Dispatcher } from '../../src/notify/dispatcher.ts';
+import { discord } from '../../src/platforms/discord/index.ts';
+import type { PlatformInstance } from '../../src/platforms/platform.ts';
+import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
+import { discordOf, enqueueAlerts, postedPerAlert } from '../pg/alertRows.ts';
+import { freshPgDatabase } from '../pg/pgTest.ts';
+
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+/** A bot process's delivery side: its store, its Discord client, its dispatcher. */
+async function bot(url: string, fake: FakeDiscord): Promise<{ store: PgStore; dispatcher: Dispatcher }> {
+  const store = await PgStore.open(url);
+  const ctx = { store, config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
+  const instance: PlatformInstance = await discord.create(discordOf(fake), ctx);
+  instance.start?.();
+  for (let i = 0; i < 500 && !instance.ready?.(); i++) await sleep(20);
+  const dispatcher = new Dispatcher(store, instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
+  cleanup.push(() => store.close(), () => instance.stop!(), () => dispatcher.stop(0));
+  return { store, dispatcher };
+}
+
+/** The dispatchers (process, without the lane) that delivered rows. */
+async function claimers(url: string): Promise<string[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const sql = `SELECT DISTINCT split_part(claimed_by, '/', 1) AS who FROM outbox WHERE done_at IS NOT NULL`;
+    return (await c.query<{ who: string }>(sql)).rows.map((r) => r.who);
+  } finally {
+    await c.end();
+  }
+}
+
+describe('two dispatchers on one PostgreSQL', () => {
+  it('post every outbox row exactly once while both drain it and rows keep coming', async () => {
+    const url = await freshPgDatabase();
+    const fake = await startFakeDiscord();
+    cleanup.push(() => fake.close());
+    const [a, b] = [await bot(url, fake), await bot(url, fake)];
+    const ids = await enqueueAlerts(a.store, fake, 12);
+    const draining = [a, b].map((x) => x.dispatcher.kick());
+    ids.push(...(await enqueueAlerts(b.store, fake, 12)));
+    await Promise.all([...draining, ...[a, b].map((x) => x.dispatcher.kick())]);
+    await fake.waitFor(() => postedPerAlert(fake).size === ids.length, 15_000);
+    const posted = postedPerAlert(fake);
+    expect([...posted.keys()].sort((x, y) => x - y)).toEqual(ids);
+    expect([...posted.values()].every((n) => n === 1)).toBe(true);
+    expect(await a.store.openOutbox()).toEqual([]);
+    // both took part: each delivered rows of its claims
+    expect(await claimers(url)).toHaveLength(2);
+  }, 60_000);
+});

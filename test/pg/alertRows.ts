@@ -1,0 +1,41 @@
+import type { Notification } from '../../src/engine/notification.ts';
+import type { StoreContract } from '../../src/store/contract.ts';
+import type { FakeDiscord } from '../fakes/discordServer.ts';
+
+/**
+ * Outbox rows for the fake Discord's channel, written through the store as the engine writes them: each an alert
+ * of its own (created first: posted cards are linked to their alerts), firing. Returns the alert ids, in order.
+ */
+export async function enqueueAlerts(store: StoreContract, fake: FakeDiscord, n: number): Promise<number[]> {
+  const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+  const ids: number[] = [];
+  const before = (await store.listAlerts({ all: true })).length;
+  for (let i = before; i < before + n; i++) {
+    const summary = `frac_zero_std high (${i})`;
+    const change = { step: i, at: Date.now(), severity: 'critical', summary, details: {} };
+    const a = await store.createAlert(run.id, `rule_${i}`, 'frac_zero_std', 'firing', change);
+    const item = {
+      alertId: a.id, kind: 'firing' as const, severity: 'critical', rule: a.rule, metric: a.metric, summary,
+      step: i, epoch: null, recent: [], examples: null,
+    };
+    const n: Notification = { run: run.name, items: [item] };
+    await store.enqueue(run.id, `discord:${fake.channelId}`, n, Date.now());
+    ids.push(a.id);
+  }
+  return ids;
+}
+
+/** How many cards of each alert the fake's channel holds: an alert's card carries its Ack button (`ack:ID`). */
+export function postedPerAlert(fake: FakeDiscord): Map<number, number> {
+  const count = new Map<number, number>();
+  for (const m of fake.channelMessages()) {
+    const id = /"ack:(\d+)"/.exec(JSON.stringify(m.components))?.[1];
+    if (id !== undefined) count.set(Number(id), (count.get(Number(id)) ?? 0) + 1);
+  }
+  return count;
+}
+
+/** The Discord settings of the fake, without retries. */
+export const discordOf = (fake: FakeDiscord) => ({
+  token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0,
+});
