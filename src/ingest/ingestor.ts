@@ -212,7 +212,10 @@ export class Ingestor {
     } else {
       // a plain loop, not `for await`: live, an append's one chunk commits before the first await, inside the
       // watcher's group transaction (commitGroup.ts)
+      const groups = this.store.groupsRolledBack;
       for (const chunk of parsedChunks(range, this.parserFor(row, relPath))) {
+        // the group this read began in rolled back (Store.group): its first chunk with it; read again from there
+        if (this.store.groupsRolledBack !== groups) return;
         take(chunk);
         await nextTick(); // let the watcher, timers and chat clients breathe between chunks
       }
@@ -254,7 +257,9 @@ export class Ingestor {
     let pending = Buffer.alloc(0); // bytes from `offset` on that hold no complete record yet
     let readPos = offset;
     let seq = row.seq;
-    while (readPos < st.size) {
+    const groups = this.store.groupsRolledBack;
+    // as readNewLines: a group rolled back since this read began took its first chunk with it
+    while (readPos < st.size && this.store.groupsRolledBack === groups) {
       const n = readSync(fd, buf, 0, Math.min(chunkBytes, st.size - readPos), readPos);
       if (n === 0) break; // the file shrank under us: the next read sees the truncation
       readPos += n;

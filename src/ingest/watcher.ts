@@ -1,5 +1,4 @@
 import { resolve, sep } from 'node:path';
-import { readInOneTransaction } from './commitGroup.ts';
 import type { Ingestor } from './ingestor.ts';
 import { PollWatch } from './pollWatch.ts';
 import { TreeWatch } from './treeWatch.ts';
@@ -26,7 +25,7 @@ export interface WatchOptions {
  * Watches the roots (file-system events, or chokidar's polling with `poll`) and feeds changed files to the
  * ingestor (SQLite has one writer, and a file must never be read twice at once). A change during a read queues one
  * more read. Given the ingestor's store, the files found queued together are read in one transaction
- * (`readInOneTransaction`): one commit for many runs' appends.
+ * (`Store.group`): one commit for many runs' appends.
  */
 export class LiveIngest {
   private source: TreeWatch | PollWatch | null = null;
@@ -107,9 +106,9 @@ export class LiveIngest {
         for (const path of paths) await this.read(path);
         continue;
       }
-      let group: ReturnType<typeof readInOneTransaction<Promise<void>>>;
+      let group: ReturnType<Store['group']>;
       try {
-        group = readInOneTransaction(this.store, paths.length, () => paths.map((p) => this.read(p)));
+        group = this.store.group(() => paths.map((p) => this.read(p)));
       } catch (err) {
         this.failed(err as Error, paths); // BEGIN found the database busy: nothing was read
         continue;

@@ -101,11 +101,22 @@ export class Points {
     this.cache.invalidate(runId, minStep);
   }
 
-  /** Drops the memory of the run's last batch (its transaction rolled back): `after` reads the database. */
-  forget(runId: number): void {
+  /** Drops what is held in memory of the run (or of every run) after a transaction that wrote it rolled back: its
+   * last batch and tails (`after` and `upTo` read the database), and the metric ids and cached series, which may
+   * hold rows the rollback took back (a metric name first seen in it, a series topped up inside it). */
+  forget(runId?: number): void {
     this.batchRun = null;
-    this.fresh.delete(runId);
-    this.tails.delete(runId);
+    if (runId === undefined) {
+      this.fresh.clear();
+      this.tails.clear();
+    } else {
+      this.fresh.delete(runId);
+      this.tails.delete(runId);
+    }
+    this.ids.clear();
+    this.shapeNames = [];
+    this.shapeIds = [];
+    this.cache.clear();
   }
 
   /** The epoch logged at each of `steps` (null where none was). */

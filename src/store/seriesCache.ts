@@ -44,6 +44,11 @@ export class SeriesCache {
     }
   }
 
+  /** A transaction rolled back: what was read inside it may be gone. */
+  clear(): void {
+    this.entries.clear();
+  }
+
   private topUp(runId: number, metricId: number, e: Entry): Entry {
     let { steps, values, length } = e;
     for (const [step, value] of this.read.iterate(runId, metricId, e.lastStep === -Infinity ? -1 : e.lastStep) as Iterable<[number, number | null]>) {
