@@ -1,5 +1,5 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
@@ -16,6 +16,7 @@ import type {
   RecordFormat,
   TableFormat,
 } from './records.ts';
+import { rotatedSince } from './rotation.ts';
 import { locateRun, type RunLocation } from './runLocator.ts';
 
 export interface IngestOptions {
@@ -29,6 +30,10 @@ export type IngestEvent =
   | { kind: 'batch'; result: BatchResult }
   | { kind: 'restart'; path: string; why: 'truncated' | 'rotated' }
   | { kind: 'unreadable'; path: string; error: string };
+
+/** Reads `fd` (a file at or rotated from `row`'s path) from `from` to `st.size` into `row`'s file; returns the offset
+ * reached. `fresh`: content new from its first byte. */
+type ReadFrom = (fd: number, st: Stats, row: FileRow, from: number, fresh: boolean) => Promise<number>;
 
 /** What one call to `ingest` did to one file. */
 export interface FileOutcome {
@@ -178,9 +183,11 @@ export class Ingestor {
 
   private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
     let offset = row.offset;
+    const groups = this.store.groupsRolledBack;
     const renamed = row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev);
     if (renamed) {
-      row = (await this.drainRotated(row, out)) ?? row;
+      const read: ReadFrom = (f, fst, r, from, fresh) => this.readLines(f, fst, r, from, fresh, out, groups);
+      row = await this.drainRotated(row, st, read);
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
     }
@@ -189,42 +196,53 @@ export class Ingestor {
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
     }
-    if (renamed || truncated) {
-      // new content from its first byte: a parser's or scanner's memory of the old one (a tqdm total, an open
-      // traceback) must not carry over into it
-      this.parsers.delete(row.id);
-    }
     if (offset === st.size && !renamed && !truncated && row.ino !== null) return;
+    offset = await this.readLines(fd, st, row, offset, renamed || truncated, out, groups);
+    // the group this read began in rolled back (Store.group): what it read is read again from what did commit
+    if (this.store.groupsRolledBack !== groups) return;
+    if ((row.ino === null || renamed || truncated) && offset === 0) {
+      // an empty new (or emptied) file: remember its identity and offset 0, so that a later rotation is
+      // recognised and lines written after a truncation are read from the start
+      this.commit(this.emptyBatch(row, st, 0, row.seq), out, 0);
+    }
+  }
+
+  /** Reads the lines of `fd` from `offset` to `st.size` into `row`'s file, each chunk committed with the offset and
+   * identity of `st`. `fresh`: new content from its first byte. Returns the offset reached. */
+  private async readLines(
+    fd: number,
+    st: Stats,
+    row: FileRow,
+    offset: number,
+    fresh: boolean,
+    out: FileOutcome,
+    groups: number,
+  ): Promise<number> {
+    // a parser's or scanner's memory of the old content (a tqdm total, an open traceback) must not carry over
+    if (fresh) this.parsers.delete(row.id);
+    const start = offset;
     const { relPath } = this.runOf(row);
     const { maxLineBytes, chunkBytes } = this.opts;
     const range = { fd, start: offset, size: st.size, maxLineBytes, chunkBytes, seq: row.seq };
-    let seq = row.seq;
     const take = (chunk: ParsedChunk): void => {
       this.commit(this.batchOf(chunk, row, st), out, chunk.end - offset);
       offset = chunk.end;
-      seq = chunk.seq;
     };
     if (this.parseThread) {
-      const fresh = renamed || truncated;
       for await (const chunk of this.parseThread.chunks({ fileId: row.id, format: row.format, relPath, fresh, range })) {
         take(chunk);
       }
     } else {
       // a plain loop, not `for await`: live, an append's one chunk commits before the first await, inside the
       // watcher's group transaction (commitGroup.ts)
-      const groups = this.store.groupsRolledBack;
       for (const chunk of parsedChunks(range, this.parserFor(row, relPath))) {
         // the group this read began in rolled back (Store.group): its first chunk with it; read again from there
-        if (this.store.groupsRolledBack !== groups) return;
+        if (this.store.groupsRolledBack !== groups) return start;
         take(chunk);
         await nextTick(); // let the watcher, timers and chat clients breathe between chunks
       }
     }
-    if ((row.ino === null || renamed || truncated) && offset === 0) {
-      // an empty new (or emptied) file: remember its identity and offset 0, so that a later rotation is
-      // recognised and lines written after a truncation are read from the start
-      this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
-    }
+    return offset;
   }
 
   /**
@@ -239,16 +257,36 @@ export class Ingestor {
     out: FileOutcome,
   ): Promise<void> {
     let offset = row.offset;
-    if (row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev)) {
+    const groups = this.store.groupsRolledBack;
+    const renamed = row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev);
+    if (renamed) {
+      const read: ReadFrom = (f, fst, r, from, fresh) => this.readRecords(f, fst, r, from, fresh, format, out, groups);
+      row = await this.drainRotated(row, st, read);
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
     } else if (st.size < offset) {
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'truncated' });
     }
-    if (offset === st.size && row.ino !== null) return;
+    if (offset === st.size && !renamed && row.ino !== null) return;
+    offset = await this.readRecords(fd, st, row, offset, renamed || offset !== row.offset, format, out, groups);
+    if (this.store.groupsRolledBack !== groups) return;
+    if ((row.ino === null || renamed) && offset === 0) this.commit(this.emptyBatch(row, st, 0, row.seq), out, 0);
+  }
+
+  /** Reads the records of `fd` from `offset` to `st.size` into `row`'s file, as readLines does lines. */
+  private async readRecords(
+    fd: number,
+    st: Stats,
+    row: FileRow,
+    offset: number,
+    fresh: boolean,
+    format: RecordFormat,
+    out: FileOutcome,
+    groups: number,
+  ): Promise<number> {
     let decode = this.decoders.get(row.id);
-    if (!decode || offset !== row.offset) {
+    if (!decode || fresh) {
       decode = await format.open({ relPath: this.runOf(row).relPath }, this.opts.maxLineBytes);
       this.decoders.set(row.id, decode);
     }
@@ -257,8 +295,7 @@ export class Ingestor {
     let pending = Buffer.alloc(0); // bytes from `offset` on that hold no complete record yet
     let readPos = offset;
     let seq = row.seq;
-    const groups = this.store.groupsRolledBack;
-    // as readNewLines: a group rolled back since this read began took its first chunk with it
+    // as readLines: a group rolled back since this read began took its first chunk with it
     while (readPos < st.size && this.store.groupsRolledBack === groups) {
       const n = readSync(fd, buf, 0, Math.min(chunkBytes, st.size - readPos), readPos);
       if (n === 0) break; // the file shrank under us: the next read sees the truncation
@@ -291,7 +328,7 @@ export class Ingestor {
       if (waiting) break;
       await nextTick();
     }
-    if (row.ino === null && offset === 0) this.commit(this.emptyBatch(row, st, 0, seq), out, 0);
+    return offset;
   }
 
   /** A table written once per step (TRL's completions parquet): read whole when it changed, its rows upserted. */
@@ -322,38 +359,36 @@ export class Ingestor {
   }
 
   /**
-   * A rotated file (renamed away, a new file at its path) is read to its end first, by the device and inode
-   * last read, found among its siblings (`learning.log.1`): lines appended just before the rename are kept,
-   * also across a restart. Returns the row as that left it, or undefined when the old file is gone.
+   * After a rotation (the file last read renamed away, a new file at its path), what the rotations left beside
+   * the path is read first (rotation.ts says which files, in which order): the file last read on to its end, so
+   * lines appended just before the rename are kept, and whole any file that came and went at the path between
+   * two reads (two rotations before rlwatch read again, or while it was stopped). Each is committed under the
+   * path's file row with its own identity, so a restart mid-way goes on from where it stopped. Returns the row
+   * as that left it.
    */
-  private async drainRotated(row: FileRow, out: FileOutcome): Promise<FileRow | undefined> {
-    const dir = dirname(row.path);
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return undefined;
-    }
-    for (const name of names) {
-      const path = join(dir, name);
-      let st: Stats;
+  private async drainRotated(row: FileRow, current: Stats, read: ReadFrom): Promise<FileRow> {
+    const groups = this.store.groupsRolledBack;
+    const { old, newer } = rotatedSince(row, current);
+    const files = [...(old ? [{ file: old, from: row.offset }] : []), ...newer.map((file) => ({ file, from: 0 }))];
+    for (const { file, from } of files) {
+      if (this.store.groupsRolledBack !== groups) break;
+      let fd: number;
       try {
-        st = lstatSync(path);
+        fd = openSync(file.path, OPEN_FLAGS);
       } catch {
-        continue;
+        continue; // removed since it was listed
       }
-      if (path === row.path || !st.isFile() || st.ino !== row.ino || st.dev !== row.dev) continue;
-      const fd = openSync(path, OPEN_FLAGS);
       try {
-        const fst = fstatSync(fd);
-        if (fst.ino !== row.ino || fst.dev !== row.dev) return undefined;
-        if (fst.size > row.offset) await this.readNewLines(fd, fst, row, out);
+        const st = fstatSync(fd);
+        // another file put at that name since it was listed, or nothing past what was read
+        if (st.ino !== file.ino || st.dev !== file.dev || st.size <= from) continue;
+        await read(fd, st, row, from, from === 0);
       } finally {
         closeSync(fd);
       }
-      return this.store.files.byPath(row.path);
+      row = this.store.files.byPath(row.path) ?? row;
     }
-    return undefined;
+    return row;
   }
 
   /** trainer_state.json is rewritten whole: re-read it when it changed and upsert every entry by step. */
