@@ -51,8 +51,8 @@ async function withStore<T>(cmd: Command, fn: (store: StoreContract, config: Con
   }
 }
 
-function print(reply: Reply, json: boolean | undefined): void {
-  if (json) process.stdout.write(`${JSON.stringify(reply.data, null, 2)}\n`);
+async function print(reply: Reply, json: boolean | undefined): Promise<void> {
+  if (json) process.stdout.write(`${JSON.stringify(await reply.data, null, 2)}\n`);
   else process.stdout.write(`${renderReplyText(reply, process.stdout.isTTY === true)}\n`);
 }
 
@@ -295,7 +295,7 @@ function addShared(parent: Command, spec: CommandSpec): void {
       if (typeof opts.markdown === 'string' && answer.reply.attachment) {
         writeFileSync(opts.markdown, answer.reply.attachment.content);
       }
-      print(answer.reply, opts.json === true);
+      await print(answer.reply, opts.json === true);
     });
   });
 }

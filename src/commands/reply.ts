@@ -13,7 +13,7 @@ export interface Reply {
   blocks?: Array<{ title: string; code: string; /** its end matters (a log tail): cut from the start */ tail?: boolean }>;
   /** a line chart the chat front ends render as a PNG */
   chart?: ChartSpec;
-  /** the machine-readable answer: what `--json` prints */
+  /** the machine-readable answer: what `--json` prints (a promise where it reads more, built only when asked) */
   data: unknown;
   /** a file sent with the reply (the full run report as Markdown); the CLI writes it with --markdown FILE */
   attachment?: { name: string; content: string };

@@ -28,8 +28,6 @@ export async function rewardHistory(
     throw new UserError(`--last must be a whole number of at least 1, not ${args.last}`);
   }
   const cols = await store.columns(run.id, metric);
-  // the epochs beside each point, for `data` (--json); a run without them answers at once
-  const epochs = known.includes('epoch') ? await store.columns(run.id, 'epoch') : null;
   const from = args.last === undefined ? 0 : Math.max(0, cols.length - args.last);
   const steps = cols.steps.subarray(from, cols.length);
   const values = cols.values.subarray(from, cols.length);
@@ -52,8 +50,10 @@ export async function rewardHistory(
       }),
     ],
     chart: { title: `${metric} of ${run.name}`, metric, points: chartPoints(steps, values) },
+    // the epoch beside each point (--json) is a second series: read only when asked for
     get data() {
-      return { run: run.name, metric, points: pointsWithEpochs(steps, values, epochs) };
+      const epochs = known.includes('epoch') ? store.columns(run.id, 'epoch') : Promise.resolve(null);
+      return epochs.then((e) => ({ run: run.name, metric, points: pointsWithEpochs(steps, values, e) }));
     },
   };
 }
