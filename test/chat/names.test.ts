@@ -68,7 +68,7 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
     run.write(4, { frac: 0 });
     const card = await discord.waitFor(() => (JSON.stringify(discordCard().embeds).includes('Resolved at step') ? discordCard() : null), 10_000);
     const text = JSON.stringify(card.embeds);
-    expect(text).toContain(`Acked by ${EVE.name}`);
+    expect(text).toContain('Acked by <!channel> @everyone \\\\*x\\\\*'); // emphasis escaped: shown as typed
     expect(text).not.toContain(EVE.id);
     const edit = discord.requestsTo('PATCH', new RegExp(`/channels/${discord.channelId}/messages/${card.id}$`)).at(-1)!;
     expect(edit.body).toMatchObject({ allowed_mentions: { parse: [] } });

@@ -87,7 +87,9 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     // a Discord user with the hostile name: nothing live at all
     const fromDiscord = cardBlocks([acked('@mallory', '<!channel> <@U123> @everyone')]);
     expect(slackControls(fromDiscord)).toEqual([]);
-    expect(mrkdwn(fromDiscord).join('\n')).toContain('Acked by &lt;!channel> &lt;@U123> @everyone: on it');
+    // its name is plain_text, which Slack never parses (nor its emphasis): shown exactly as typed
+    expect(mrkdwn(fromDiscord)).toEqual(expect.arrayContaining(['*Acked by*', '*: on it*']));
+    expect(JSON.stringify(fromDiscord)).toContain(JSON.stringify({ type: 'plain_text', text: '<!channel> <@U123> @everyone', emoji: false }));
   });
 
   it('cards: on Discord allowed_mentions is empty; on Telegram nothing is live', async () => {
