@@ -3,7 +3,7 @@ import type { Reply } from '../../src/commands/reply.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
 import { cardsMessage, replyMessage, resolvedMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, fallback, replyBlocks, resolvedText } from '../../src/platforms/slack/bot.ts';
-import { cardsHtml, resolvedHtml } from '../../src/platforms/telegram/render.ts';
+import { cardsHtml, replyHtml, resolvedHtml } from '../../src/platforms/telegram/render.ts';
 import { alertCards } from '../../src/notify/cards.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { mattermostMessage } from '../../src/platforms/mattermost/message.ts';
@@ -177,6 +177,21 @@ describe('an acker\'s display name shows as typed: its emphasis formats nothing'
     expect(context.elements).toContainEqual({ type: 'plain_text', text: NAME, emoji: false });
     expect(mrkdwnTexts(blocks).filter((t) => /boss|~y~|code/.test(t))).toEqual([]);
     expect(mrkdwnTexts(blocks)).toEqual(expect.arrayContaining(['*Acked by*', '*: on it*']));
+  });
+
+  it('in a reply (/alerts, /mutes, an ack) too: Discord escapes it, Slack shows the lines as plain_text', async () => {
+    const named: Reply = {
+      title: `Acked #7 mode_collapse (frac_zero_std) by ${NAME}`, fields: [],
+      lines: [`#7 critical firing grpo mode_collapse step 3: frac_zero_std 1 > 0.8 [acked by ${NAME}]`], names: [NAME], data: null,
+    };
+    const escaped = '\\*boss\\* \\_x\\_ \\~\\~y\\~\\~ \\`code\\`';
+    const e = (await replyMessage(named)).embeds[0]!.toJSON();
+    expect(e.title).toBe(`Acked #7 mode_collapse (frac_zero_std) by ${escaped}`);
+    expect(e.description).toContain(`[acked by ${escaped}]`);
+    const blocks = replyBlocks(named);
+    expect(blocks).toContainEqual({ type: 'section', text: { type: 'plain_text', text: named.lines[0], emoji: false } });
+    expect(mrkdwnTexts(blocks).filter((t) => t.includes('boss'))).toEqual([]);
+    expect(replyHtml(named)).toContain(`[acked by ${NAME}]`);
   });
 
   it('Telegram (HTML), Mattermost (escaped markdown), e-mail (HTML), Teams and Feishu (plain text runs)', async () => {

@@ -77,6 +77,20 @@ function noteText(c: AlertCard): string {
   return inert(before) + (name === null ? '' : literal(name)) + inert(after);
 }
 
+/** Text naming people: each of `names` literal wherever it occurs, the rest as any untrusted text. */
+function withNames(text: string, names: readonly string[]): string {
+  const shown = names.filter((n) => n !== '').sort((a, b) => b.length - a.length);
+  if (shown.length === 0) return inert(text);
+  const at = new RegExp(shown.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+  let out = '';
+  let from = 0;
+  for (const m of text.matchAll(at)) {
+    out += inert(text.slice(from, m.index)) + literal(m[0]);
+    from = m.index + m[0].length;
+  }
+  return out + inert(text.slice(from));
+}
+
 /** The caller's name as the guild shows it: their server nickname, else their display name, else their
  * username (`GuildMember.displayName`); a member discord.js has not cached arrives as the API's raw object. */
 function shownName(i: ChatInputCommandInteraction | ButtonInteraction): string {
@@ -146,8 +160,10 @@ function fitEmbed(
 export async function replyMessage(
   reply: Reply,
 ): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: typeof NO_MENTIONS }> {
-  const parts = [...reply.lines.map((l) => cut(inert(l), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
-  const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
+  const names = reply.names ?? [];
+  const parts = [...reply.lines.map((l) => cut(withNames(l, names), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
+  const title = names.length === 0 ? reply.title : withNames(reply.title, names);
+  const embed = fitEmbed(title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));

@@ -63,8 +63,11 @@ export function replyBlocks(reply: Reply): Block[] {
       });
     }
   }
-  const text = joinWithin(reply.lines.map((l) => cut(slackEscape(l), 500)), '\n', LIMIT.section);
-  if (text) blocks.push(mrkdwn(text));
+  // lines that name people are plain_text, which Slack never parses: mrkdwn has no escape for emphasis
+  const plain = (reply.names ?? []).some((n) => n !== '' && reply.lines.some((l) => l.includes(n)));
+  const text = joinWithin(reply.lines.map((l) => cut(plain ? l : slackEscape(l), 500)), '\n', LIMIT.section);
+  const plainText = { type: 'section', text: { type: 'plain_text', text: cut(text, LIMIT.section), emoji: false } };
+  if (text) blocks.push(plain ? plainText : mrkdwn(text));
   for (const b of reply.blocks ?? []) {
     const code = slackEscape(b.code);
     blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
