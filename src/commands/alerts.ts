@@ -49,6 +49,7 @@ export async function alertList(
         (r.ackedByName ? ` [acked by ${r.ackedByName}]` : '') +
         (r.muted ? ' [muted]' : ''),
     ),
+    names: [...new Set(rows.flatMap((r) => (r.ackedByName ? [r.ackedByName] : [])))],
     data: rows.map(({ changed: _, ...r }) => r),
   };
 }
@@ -70,6 +71,7 @@ export async function ackAlert(
     title: `Acked #${alert.id} ${alert.rule} (${alert.metric}) by ${args.by.name}`,
     fields: [],
     lines: args.comment ? [args.comment] : [],
+    names: [args.by.name],
     data: {
       id: alert.id,
       ackedBy: args.by.id,
@@ -145,7 +147,7 @@ export async function muteAlerts(
     return added;
   });
   const lines = [describeSilence(s, now)];
-  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines, data: silenceData(s) };
+  return { title: `Muted for ${formatDuration(ms)}`, fields: [], lines, names: [s.author_name], data: silenceData(s) };
 }
 
 /** `mute --alert ID [--scope rule]`: the alert's run (and rule), named in the reason. */
@@ -173,6 +175,7 @@ export async function muteList({ store }: CommandContext, now = Date.now()): Pro
     title: active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
     fields: [],
     lines: active.map((s) => describeSilence(s, now)),
+    names: [...new Set(active.map((s) => s.author_name))],
     data: active.map(silenceData),
   };
 }
@@ -187,5 +190,5 @@ export async function unmute({ store }: CommandContext, args: { id: number }, no
     await queueCardUpdates(tx, await alertsUnder(tx, s), now);
   });
   const ended = describeSilence({ ...s, ended_at: now }, now);
-  return { title: `Unmuted #${s.id}`, fields: [], lines: [ended], data: silenceData(s) };
+  return { title: `Unmuted #${s.id}`, fields: [], lines: [ended], names: [s.author_name], data: silenceData(s) };
 }

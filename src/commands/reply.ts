@@ -9,6 +9,9 @@ export interface Reply {
   fields: Array<{ name: string; value: string }>;
   /** free text below the fields */
   lines: string[];
+  /** people's display names in its title and lines (untrusted): a front end whose text formats shows them
+   * literally, `*boss*` as typed */
+  names?: string[];
   /** preformatted text (generations, code) shown as code blocks, each under its title */
   blocks?: Array<{ title: string; code: string; /** its end matters (a log tail): cut from the start */ tail?: boolean }>;
   /** a line chart the chat front ends render as a PNG */

@@ -13,7 +13,7 @@ import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from 
 import { evaluateFinished } from './finished.ts';
 import { evaluateNonFinite } from './nonFinite.ts';
 import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
-import { knowledgeOf } from './presets/knowledge.ts';
+import { knowledgeOfAlert } from './presets/knowledge.ts';
 import { evaluateRelative } from './relative.ts';
 import { evaluateSaturation } from './saturation.ts';
 import { evaluateStall } from './stall.ts';
@@ -231,7 +231,7 @@ export class Engine {
     });
     const half = Math.ceil(kept.length / 2);
     const details = JSON.parse(a.details) as { evidence?: NotificationItem['evidence']; finished?: FinishedSummary };
-    const hint = kind === 'resolved' ? undefined : knowledgeOf(a.rule)?.hint;
+    const hint = kind === 'resolved' ? undefined : knowledgeOfAlert(a.rule, a.details)?.hint;
     return {
       ...(hint ? { hint } : {}),
       ...(details.evidence ? { evidence: details.evidence } : {}),

@@ -5,10 +5,12 @@
  * alert's item as the target's newest message of it shows it (numbers, generations, chart data) with the state
  * captured now, so the row is self-contained; delivery edits those messages in place and never posts
  * (src/notify/delivery.ts), and targets that cannot edit what they sent mark the row done (dispatcher.ts).
+ * A target whose card of the alert still waits in the outbox gets its update too: rows of a target go out in
+ * order, so the update follows the post and edits the card it made (an ack before delivery is not lost).
  */
 import { isMuted, snapshotOf } from '../engine/capture.ts';
 import type { Notification, NotificationItem } from '../engine/notification.ts';
-import type { StoreContract, StoreTx } from '../store/contract.ts';
+import type { OpenOutboxRow, StoreContract, StoreTx } from '../store/contract.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
 import { parseNotification } from './payload.ts';
 
@@ -21,6 +23,12 @@ function itemIn(payload: string, alertId: number): NotificationItem | undefined 
   }
 }
 
+/** Whether an outbox row will post a card of the alert (an update or a resolution only edits). */
+function postsAlert(payload: string, alertId: number): boolean {
+  const kind = itemIn(payload, alertId)?.kind;
+  return kind === 'firing' || kind === 'repeat';
+}
+
 /**
  * Queues the edits that show the alerts' current ack and mute state on every card of them: one outbox row
  * per target and run. Call it inside the transaction that changed them. Returns the rows written.
@@ -28,12 +36,16 @@ function itemIn(payload: string, alertId: number): NotificationItem | undefined 
 export async function queueCardUpdates(store: StoreTx, alertIds: Iterable<number>, now: number): Promise<number> {
   const silences = await store.activeSilences(now);
   const rows = new Map<string, { runId: number; target: string; n: Notification }>();
+  let waiting: OpenOutboxRow[] | undefined;
   for (const id of new Set(alertIds)) {
     const a = await store.alertById(id);
     const run = a && (await store.runById(a.run_id));
     if (!a || !run) continue;
     const state = snapshotOf(a, isMuted(silences, run.name, a));
-    for (const m of await store.messagesShowing(id)) {
+    // read once, and only when an alert changed: posts not delivered yet, newest first like the messages
+    waiting ??= (await store.openOutbox()).filter((r) => r.dead_at === null).reverse();
+    const posts = waiting.filter((r) => r.run_id === a.run_id && postsAlert(r.payload, id));
+    for (const m of [...(await store.messagesShowing(id)), ...posts]) {
       const key = `${m.target}\n${a.run_id}`;
       const row = rows.get(key) ?? { runId: a.run_id, target: m.target, n: { run: run.name, items: [] } };
       if (row.n.items.some((i) => i.alertId === id)) continue; // the target's newest message of it gave the item

@@ -158,3 +158,15 @@ function chartSpec(run: string, item: NotificationItem, s: AlertSnapshot): Chart
 export function resolvedReply(c: AlertCard): string {
   return `✅ ${c.title}: ${c.resolution ?? c.summary}`;
 }
+
+/**
+ * A card's note split around the acker's name, so that a platform which formats text can show the name
+ * literally (`*boss*` is not the bold word boss) while it escapes the words around it as any untrusted text.
+ */
+export function noteParts(c: AlertCard): { before: string; name: string | null; after: string } {
+  const note = c.note ?? '';
+  const shown = c.ackedByName ?? c.ackedBy;
+  const lead = 'Acked by ';
+  if (!shown || !note.startsWith(lead + shown)) return { before: note, name: null, after: '' };
+  return { before: lead, name: shown, after: note.slice(lead.length + shown.length) };
+}

@@ -2,7 +2,7 @@
  * The run report (issue 12, seed 001): every number a careful engineer reads off a run's logs, computed from
  * the store over a window of steps. Plain data: the Markdown, the chat summary and `--json` render it.
  */
-import { knowledgeOf } from '../engine/presets/knowledge.ts';
+import { knowledgeOf, knowledgeOfAlert } from '../engine/presets/knowledge.ts';
 import { compare, type MilestoneRule, type Rule } from '../engine/rules.ts';
 import type { AlertRow, RunRow, StoreTx } from '../store/contract.ts';
 import { rangeRow } from './judge.ts';
@@ -129,7 +129,7 @@ async function milestone(store: StoreTx, runId: number, rule: MilestoneRule): Pr
 }
 
 function alertFinding(a: AlertRow): Finding {
-  const k = knowledgeOf(a.rule);
+  const k = knowledgeOfAlert(a.rule, a.details);
   return {
     id: a.rule,
     severity: a.severity as Finding['severity'],

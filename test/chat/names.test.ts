@@ -53,22 +53,22 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
     const data = out.callback?.data as { allowed_mentions: unknown; embeds: Array<{ description?: string }> };
     expect(data.allowed_mentions).toEqual({ parse: [] });
     const text = JSON.stringify(data.embeds);
-    expect(text).toContain(`[acked by ${EVE.name}]`);
+    expect(text).toContain('[acked by <!channel> @everyone \\\\*x\\\\*]'); // her emphasis escaped: as typed
     expect(text).not.toContain(EVE.id);
   });
 
-  it('/alerts on Slack shows her name escaped: <!channel> reaches nobody', async () => {
+  it('/alerts on Slack shows her name as plain_text: <!channel> reaches nobody, *x* is not bold', async () => {
     const r = await slack.slashCommand({ command: '/alerts', text: '', userId: EVE.id, userName: EVE.name, waitForResponses: 1 });
     const body = JSON.stringify(r.responses[0]!.body);
-    expect(body).toContain('[acked by &lt;!channel> @everyone *x*]');
-    expect(body).not.toContain('<!channel>');
+    expect(body).toMatch(/"type":"plain_text","text":"[^"]*\[acked by <!channel> @everyone \*x\*\]/);
+    expect(body).not.toMatch(/"type":"mrkdwn","text":"[^"]*<!channel>/); // only plain_text holds it
   });
 
   it('the resolution edits the Discord card with her name, inert, never her Slack id', async () => {
     run.write(4, { frac: 0 });
     const card = await discord.waitFor(() => (JSON.stringify(discordCard().embeds).includes('Resolved at step') ? discordCard() : null), 10_000);
     const text = JSON.stringify(card.embeds);
-    expect(text).toContain(`Acked by ${EVE.name}`);
+    expect(text).toContain('Acked by <!channel> @everyone \\\\*x\\\\*'); // emphasis escaped: shown as typed
     expect(text).not.toContain(EVE.id);
     const edit = discord.requestsTo('PATCH', new RegExp(`/channels/${discord.channelId}/messages/${card.id}$`)).at(-1)!;
     expect(edit.body).toMatchObject({ allowed_mentions: { parse: [] } });

@@ -26,7 +26,7 @@ afterEach(async () => {
 });
 
 /** A fired alert posted to a Telegram chat (real bot against the fake Bot API) and to a webhook receiver. */
-async function fired(opts: { commands?: boolean } = {}) {
+async function fired(opts: { commands?: boolean; beforeDelivery?: (t: Trace, alertId: number) => Promise<void> } = {}) {
   const tg = await FakeTelegram.start();
   const hook = await HttpReceiver.start();
   open.push(tg, hook);
@@ -45,6 +45,7 @@ async function fired(opts: { commands?: boolean } = {}) {
   bot.start?.();
   open.push({ close: async () => (await dispatcher!.stop(0), await bot.stop?.()) });
   t.feed(series('frac_zero_std', [0.1, 0.2, 0.1, 0.9, 0.95])); // fires at step 5
+  await opts.beforeDelivery?.(t, t.alert('frac_high').id);
   await dispatcher.kick();
   const card = tg.botMessages(CHAT)[0]!;
   expect(card.text).toContain('frac_high firing');
@@ -96,6 +97,35 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     expect(tg.botMessages(CHAT)).toHaveLength(messages);
     expect(hook.received).toHaveLength(1);
     expect(t.store.outbox.open()).toEqual([]);
+  }, 20_000);
+
+  it('an ack made while the card still waits in the outbox shows on the one card posted', async () => {
+    let waiting = 0;
+    const { t, tg, hook, alert } = await fired({
+      beforeDelivery: async (t, id) => {
+        waiting = t.store.outbox.open().length; // the firing rows, not delivered yet
+        await ackAlert(on(t), { id, by: { id: '@ana', name: 'Ana' }, comment: 'on it' }, 1_000);
+      },
+    });
+    expect(waiting).toBe(2);
+    const cards = tg.botMessages(CHAT).filter((m) => m.text?.includes('frac_high'));
+    expect(cards).toHaveLength(1);
+    expect(cards[0]!.text).toContain('Acked by Ana: on it');
+    expect(buttons(cards[0]!)).not.toContain(`Ack #${alert.id}`);
+    expect(tg.calls.filter((c) => c === 'sendMessage')).toHaveLength(1);
+    expect(hook.received).toHaveLength(1); // the webhook cannot edit: its update is done unsent
+    expect(t.store.outbox.open()).toEqual([]);
+  }, 20_000);
+
+  it('so does a mute', async () => {
+    const { tg } = await fired({
+      beforeDelivery: async (t, id) => {
+        await muteAlerts(on(t), { alert: id, for: '1h', by: { id: 'bo', name: 'Bo' } });
+      },
+    });
+    const cards = tg.botMessages(CHAT).filter((m) => m.text?.includes('frac_high'));
+    expect(cards).toHaveLength(1);
+    expect(cards[0]!.text).toContain('Muted: recorded, not posted again');
   }, 20_000);
 
   it('a mute shows "Muted" on the card and an unmute takes it off again', async () => {

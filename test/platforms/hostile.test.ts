@@ -3,7 +3,13 @@ import type { Reply } from '../../src/commands/reply.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
 import { cardsMessage, replyMessage, resolvedMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, fallback, replyBlocks, resolvedText } from '../../src/platforms/slack/bot.ts';
-import { resolvedHtml } from '../../src/platforms/telegram/render.ts';
+import { cardsHtml, replyHtml, resolvedHtml } from '../../src/platforms/telegram/render.ts';
+import { alertCards } from '../../src/notify/cards.ts';
+import type { Notification } from '../../src/engine/notification.ts';
+import { mattermostMessage } from '../../src/platforms/mattermost/message.ts';
+import { alertMail } from '../../src/platforms/email/message.ts';
+import { teamsMessage } from '../../src/platforms/teams/card.ts';
+import { feishuCard } from '../../src/platforms/feishu/card.ts';
 
 /** What a hostile (or just unlucky) completion, run name or log line may carry. */
 const HOSTILE = [
@@ -144,5 +150,56 @@ describe("Slack's fallback text", () => {
   it('says resolved when it is, and is escaped like the rest', () => {
     const resolved: AlertCard = { ...card, status: 'resolved', title: 'WARNING · grad_explosion resolved · <!here>', summary: 'grad_norm 0.08: back past 10' };
     expect(fallback([resolved])).toBe('WARNING · grad_explosion resolved · &lt;!here>: grad_norm 0.08: back past 10');
+  });
+});
+
+describe('an acker\'s display name shows as typed: its emphasis formats nothing', () => {
+  const NAME = '*boss* _x_ ~~y~~ `code`';
+  /** alert #7 acked from Discord (or the CLI) by someone called NAME, as the engine captures it */
+  const acked: Notification = {
+    run: 'grpo',
+    items: [{
+      alertId: 7, kind: 'update', severity: 'critical', rule: 'mode_collapse', metric: 'frac_zero_std',
+      summary: 'frac_zero_std 1 > 0.8', step: 3, epoch: null, recent: [], examples: null,
+      state: { startsAt: 0, firedStep: 3, ack: { by: '@mallory', name: NAME, at: 0, comment: 'on it' }, muted: false, resolved: null },
+    }],
+  };
+  const [c] = alertCards(acked);
+
+  it('Discord: every emphasis mark of the name is escaped inside the bold note', async () => {
+    const d = (await cardsMessage([c!])).embeds[0]!.toJSON().description!;
+    expect(d).toContain('**Acked by \\*boss\\* \\_x\\_ \\~\\~y\\~\\~ \\`code\\`: on it**');
+  });
+
+  it('Slack: the name is a plain_text element (mrkdwn has no escape for emphasis); no mrkdwn text holds it', () => {
+    const blocks = cardBlocks([c!]);
+    const context = blocks.find((b) => b.type === 'context') as unknown as { elements: Array<{ type: string; text: string }> };
+    expect(context.elements).toContainEqual({ type: 'plain_text', text: NAME, emoji: false });
+    expect(mrkdwnTexts(blocks).filter((t) => /boss|~y~|code/.test(t))).toEqual([]);
+    expect(mrkdwnTexts(blocks)).toEqual(expect.arrayContaining(['*Acked by*', '*: on it*']));
+  });
+
+  it('in a reply (/alerts, /mutes, an ack) too: Discord escapes it, Slack shows the lines as plain_text', async () => {
+    const named: Reply = {
+      title: `Acked #7 mode_collapse (frac_zero_std) by ${NAME}`, fields: [],
+      lines: [`#7 critical firing grpo mode_collapse step 3: frac_zero_std 1 > 0.8 [acked by ${NAME}]`], names: [NAME], data: null,
+    };
+    const escaped = '\\*boss\\* \\_x\\_ \\~\\~y\\~\\~ \\`code\\`';
+    const e = (await replyMessage(named)).embeds[0]!.toJSON();
+    expect(e.title).toBe(`Acked #7 mode_collapse (frac_zero_std) by ${escaped}`);
+    expect(e.description).toContain(`[acked by ${escaped}]`);
+    const blocks = replyBlocks(named);
+    expect(blocks).toContainEqual({ type: 'section', text: { type: 'plain_text', text: named.lines[0], emoji: false } });
+    expect(mrkdwnTexts(blocks).filter((t) => t.includes('boss'))).toEqual([]);
+    expect(replyHtml(named)).toContain(`[acked by ${NAME}]`);
+  });
+
+  it('Telegram (HTML), Mattermost (escaped markdown), e-mail (HTML), Teams and Feishu (plain text runs)', async () => {
+    expect(cardsHtml([c!])).toContain(`<i>Acked by ${NAME}: on it</i>`);
+    const mm = (mattermostMessage(acked) as { attachments: Array<{ text: string }> }).attachments[0]!.text;
+    expect(mm).toContain('**Acked by \\*boss\\* \\_x\\_ \\~\\~y\\~\\~ \\`code\\`: on it**');
+    expect((await alertMail(acked, 'example.org')).html).toContain(`<b>Acked by ${NAME}: on it</b>`);
+    expect(JSON.stringify(teamsMessage(acked))).toContain(JSON.stringify({ type: 'TextRun', text: `Acked by ${NAME}: on it`, weight: 'Bolder' }));
+    expect(JSON.stringify(feishuCard(acked))).toContain(JSON.stringify({ tag: 'plain_text', content: `Acked by ${NAME}: on it` }));
   });
 });

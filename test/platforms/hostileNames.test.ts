@@ -63,7 +63,8 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     const { reply } = await alertsReply('@mallory');
     const blocks = replyBlocks(reply);
     expect(slackControls(blocks)).toEqual([]);
-    expect(mrkdwn(blocks).join('\n')).toContain('[acked by &lt;!channel> @everyone *x* > quoted # Heading &lt;@U123>]');
+    // the lines name her: plain_text, which Slack never parses (mrkdwn has no escape for her emphasis)
+    expect(JSON.stringify(blocks)).toContain('[acked by <!channel> @everyone *x* > quoted # Heading <@U123>]","emoji":false');
   });
 
   it('/alerts on Discord: nothing may ping, and its heading and quote marks are mid-line, plain text', async () => {
@@ -71,7 +72,7 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     const m = await replyMessage(reply);
     expect(m.allowedMentions).toEqual({ parse: [] });
     // one line: its `#` and `>` are mid-line, where Discord reads no heading and no quote
-    expect(JSON.stringify(m.embeds)).toContain('[acked by <!channel> @everyone *x* > quoted # Heading <@U123>]');
+    expect(JSON.stringify(m.embeds)).toContain('[acked by <!channel> @everyone \\\\*x\\\\* > quoted # Heading <@U123>]');
   });
 
   it('/alerts on Telegram: escaped, the @ and # broken so that nothing notifies or links', async () => {
@@ -81,13 +82,29 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     expect(html).toContain('&lt;!channel&gt; @\u2060everyone *x*');
   });
 
+  it('/mute and /mutes name the muter literally on Discord and as plain_text on Slack', async () => {
+    const store = Store.open(join(tempDir('rlw-names-'), 'a.db'));
+    stores.push(store);
+    store.runs.ensure('grpo', '/runs/grpo');
+    const asker = { store: new SqliteAsyncStore(store), log: silentLog, user: '@bo', userName: '*boss*', mayWrite: () => true, rightsHint: '', now: 60_000 };
+    const muted = await interact({ words: ['mute', 'grpo', '1h'] }, asker);
+    const list = await interact({ words: ['mutes'] }, asker);
+    if (!muted.ok || !list.ok) throw new Error('mute or mutes failed');
+    for (const r of [muted.reply, list.reply]) {
+      expect(JSON.stringify((await replyMessage(r)).embeds)).toContain('by \\\\*boss\\\\*');
+      expect(mrkdwn(replyBlocks(r)).filter((t) => t.includes('boss'))).toEqual([]);
+    }
+  });
+
   it('cards: on Slack only the Slack acker\'s own mention is live; a name from elsewhere is escaped', () => {
     expect(slackControls(cardBlocks([acked('<@U0EVE>', '<!channel> @everyone')]))).toEqual(['<@U0EVE>']);
     expect(mrkdwn(cardBlocks([acked('<@U0EVE>', '<!channel> @everyone')])).join('\n')).toContain('Acked by <@U0EVE>: on it');
     // a Discord user with the hostile name: nothing live at all
     const fromDiscord = cardBlocks([acked('@mallory', '<!channel> <@U123> @everyone')]);
     expect(slackControls(fromDiscord)).toEqual([]);
-    expect(mrkdwn(fromDiscord).join('\n')).toContain('Acked by &lt;!channel> &lt;@U123> @everyone: on it');
+    // its name is plain_text, which Slack never parses (nor its emphasis): shown exactly as typed
+    expect(mrkdwn(fromDiscord)).toEqual(expect.arrayContaining(['*Acked by*', '*: on it*']));
+    expect(JSON.stringify(fromDiscord)).toContain(JSON.stringify({ type: 'plain_text', text: '<!channel> <@U123> @everyone', emoji: false }));
   });
 
   it('cards: on Discord allowed_mentions is empty; on Telegram nothing is live', async () => {

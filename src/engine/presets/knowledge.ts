@@ -12,6 +12,8 @@ export interface RuleKnowledge {
   actions: readonly string[];
   /** the one line a card shows after "try:" */
   hint: string;
+  /** for a rule whose alert says which way the metric went (`details.direction`): what fits that way instead */
+  byDirection?: Partial<Record<'up' | 'down' | 'flat', Pick<RuleKnowledge, 'causes' | 'actions' | 'hint'>>>;
 }
 
 const MODE_COLLAPSE: RuleKnowledge = {
@@ -127,6 +129,18 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
     causes: ['a fall: too high a learning rate, a policy drifting from the reference', 'a rise: the run is learning'],
     actions: ['on a fall: compare with the KL and the components; lower the learning rate if the KL rose too'],
     hint: 'a fall: check the KL and reward components; lower the learning rate if the KL rose',
+    byDirection: {
+      up: {
+        causes: ['the run is learning'],
+        actions: ['nothing to do; check that the KL and the completion length did not climb with it (reward hacking)'],
+        hint: 'nothing to do: the run is learning (check that the KL and length did not climb with it)',
+      },
+      flat: {
+        causes: ['learning rate too low', 'too little exploration'],
+        actions: ['raise the learning rate', 'raise the temperature for more exploration'],
+        hint: 'raise the learning rate or the temperature',
+      },
+    },
   },
   run_stalled: {
     meaning: 'no new step for much longer than the run usually takes: a crashed or hung job',
@@ -293,4 +307,13 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
 /** What a rule (or a report finding) means; undefined for a rule a user added. */
 export function knowledgeOf(id: string): RuleKnowledge | undefined {
   return KNOWLEDGE[id];
+}
+
+/** What fits one alert of a rule: a rise of the reward gets no advice for a fall. `details` is the alert's JSON. */
+export function knowledgeOfAlert(rule: string, details: string): RuleKnowledge | undefined {
+  const k = KNOWLEDGE[rule];
+  if (!k?.byDirection) return k;
+  const { direction } = JSON.parse(details) as { direction?: unknown };
+  const way = direction === 'up' || direction === 'down' || direction === 'flat' ? k.byDirection[direction] : undefined;
+  return way ? { ...k, ...way } : k;
 }

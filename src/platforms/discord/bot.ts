@@ -25,7 +25,7 @@ import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } fr
 import type { Reply } from '../../commands/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../log.ts';
-import { buttonRequest, COLORS, resolvedReply, type AlertCard } from '../../notify/cards.ts';
+import { buttonRequest, COLORS, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
@@ -67,6 +67,30 @@ export const inert = (s: string): string =>
     bold: false, italic: false, underline: false, strikethrough: false, spoiler: false, escape: false,
     heading: true, bulletedList: true, numberedList: true, maskedLink: true,
   });
+/** A person's name: nothing in it formats, emphasis included (`*boss*`, `_x_`, `~~y~~` show as typed). */
+const literal = (s: string): string =>
+  escapeMarkdown(s, { heading: true, bulletedList: true, numberedList: true, maskedLink: true });
+
+/** A card's note: the acker's name literal, the rest as any untrusted text. */
+function noteText(c: AlertCard): string {
+  const { before, name, after } = noteParts(c);
+  return inert(before) + (name === null ? '' : literal(name)) + inert(after);
+}
+
+/** Text naming people: each of `names` literal wherever it occurs, the rest as any untrusted text. */
+function withNames(text: string, names: readonly string[]): string {
+  const shown = names.filter((n) => n !== '').sort((a, b) => b.length - a.length);
+  if (shown.length === 0) return inert(text);
+  const at = new RegExp(shown.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+  let out = '';
+  let from = 0;
+  for (const m of text.matchAll(at)) {
+    out += inert(text.slice(from, m.index)) + literal(m[0]);
+    from = m.index + m[0].length;
+  }
+  return out + inert(text.slice(from));
+}
+
 /** The caller's name as the guild shows it: their server nickname, else their display name, else their
  * username (`GuildMember.displayName`); a member discord.js has not cached arrives as the API's raw object. */
 function shownName(i: ChatInputCommandInteraction | ButtonInteraction): string {
@@ -136,8 +160,10 @@ function fitEmbed(
 export async function replyMessage(
   reply: Reply,
 ): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: typeof NO_MENTIONS }> {
-  const parts = [...reply.lines.map((l) => cut(inert(l), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
-  const embed = fitEmbed(reply.title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
+  const names = reply.names ?? [];
+  const parts = [...reply.lines.map((l) => cut(withNames(l, names), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
+  const title = names.length === 0 ? reply.title : withNames(reply.title, names);
+  const embed = fitEmbed(title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
   if (reply.chart) {
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
@@ -165,7 +191,7 @@ export async function cardsMessage(cards: readonly AlertCard[], attached = false
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
   const budget = Math.floor(LIMIT.embedsTotal / Math.max(1, cards.length));
   for (const c of cards) {
-    const parts = [cut(inert(c.summary), 500), ...(c.note ? [`**${cut(inert(c.note), 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline.replaceAll('`', "'")}\``] : [])];
+    const parts = [cut(inert(c.summary), 500), ...(c.note ? [`**${cut(noteText(c), 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline.replaceAll('`', "'")}\``] : [])];
     for (const e of c.examples) parts.push(`${cut(inert(e.title), 300)}\n${codeBlock(e.code, 700)}`);
     // the evidence goes first among the blocks: on a crash it is why the card exists
     if (c.evidence) parts.splice(1, 0, `${cut(inert(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines, 1800)}`);

@@ -5,7 +5,7 @@ import { COMMANDS } from '../../commands/registry.ts';
 import type { Reply } from '../../commands/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../log.ts';
-import { BUTTON_ID, buttonRequest, resolvedReply, type AlertCard } from '../../notify/cards.ts';
+import { BUTTON_ID, buttonRequest, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
@@ -63,8 +63,11 @@ export function replyBlocks(reply: Reply): Block[] {
       });
     }
   }
-  const text = joinWithin(reply.lines.map((l) => cut(slackEscape(l), 500)), '\n', LIMIT.section);
-  if (text) blocks.push(mrkdwn(text));
+  // lines that name people are plain_text, which Slack never parses: mrkdwn has no escape for emphasis
+  const plain = (reply.names ?? []).some((n) => n !== '' && reply.lines.some((l) => l.includes(n)));
+  const text = joinWithin(reply.lines.map((l) => cut(plain ? l : slackEscape(l), 500)), '\n', LIMIT.section);
+  const plainText = { type: 'section', text: { type: 'plain_text', text: cut(text, LIMIT.section), emoji: false } };
+  if (text) blocks.push(plain ? plainText : mrkdwn(text));
   for (const b of reply.blocks ?? []) {
     const code = slackEscape(b.code);
     blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
@@ -72,14 +75,21 @@ export function replyBlocks(reply: Reply): Block[] {
   return blocks.slice(0, LIMIT.blocks);
 }
 
-/** A card's note, escaped. A Slack user who acked is shown by their mention (`<@U…>`, written by rlwatch from
- * Slack's user id), which Slack renders as their current name; the name stored beside it, and an ack
- * comment, are untrusted text like any other. */
-function noteText(c: AlertCard): string {
-  const note = slackEscape(c.note ?? '');
-  if (!c.ackedBy || !/^<@[A-Z0-9]+>$/.test(c.ackedBy)) return note;
-  const shown = `Acked by ${slackEscape(c.ackedByName ?? c.ackedBy)}`;
-  return note.startsWith(shown) ? `Acked by ${c.ackedBy}${note.slice(shown.length)}` : note;
+/** A card's note as context elements. A Slack user who acked is shown by their mention (`<@U…>`, written by
+ * rlwatch from Slack's user id), which Slack renders as their current name. Any other acker's name is a
+ * plain_text element: mrkdwn has no escape for emphasis, and `*boss*` must not show as the bold word boss.
+ * An ack comment, and the rest of the note, are untrusted text like any other. */
+function noteElements(c: AlertCard): Array<{ type: 'mrkdwn' | 'plain_text'; text: string; emoji?: boolean }> {
+  const { before, name, after } = noteParts(c);
+  const bold = (t: string): string => (t.trim() === '' ? '' : `*${slackEscape(t.trim())}*`);
+  if (name !== null && c.ackedBy && /^<@[A-Z0-9]+>$/.test(c.ackedBy)) {
+    return [{ type: 'mrkdwn', text: `*${slackEscape(before)}${c.ackedBy}${slackEscape(after)}*` }];
+  }
+  return [
+    { type: 'mrkdwn' as const, text: bold(before) },
+    ...(name === null ? [] : [{ type: 'plain_text' as const, text: name, emoji: false }]),
+    { type: 'mrkdwn' as const, text: bold(after) },
+  ].filter((e) => e.text !== '');
 }
 
 /** Alert cards as Block Kit, each with its buttons (or, once acked or resolved, a note instead). */
@@ -91,8 +101,12 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
     blocks.push(mrkdwn(slackEscape(c.summary)));
     if (c.evidence) blocks.push(mrkdwn(`${cut(slackEscape(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines.map(slackEscape), 2500)}`));
     blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${slackEscape(f.value)}` })) });
-    const context = [...(c.sparkline ? [`\`${slackEscape(c.sparkline)}\``] : []), ...(c.note ? [`*${noteText(c)}*`] : [])];
-    if (context.length > 0) blocks.push({ type: 'context', elements: context.map((t) => ({ type: 'mrkdwn', text: cut(t, LIMIT.context) })) });
+    const context = [
+      ...(c.sparkline ? [{ type: 'mrkdwn' as const, text: `\`${slackEscape(c.sparkline)}\`` }] : []),
+      ...(c.note ? noteElements(c) : []),
+    ];
+    const elements = context.map((e) => ({ ...e, text: cut(e.text, LIMIT.context) }));
+    if (elements.length > 0) blocks.push({ type: 'context', elements });
     for (const e of c.examples) blocks.push(mrkdwn(`${cut(slackEscape(e.title), 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
     const live = c.buttons.filter((b) => !b.disabled);
     if (live.length > 0) {
