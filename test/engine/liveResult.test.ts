@@ -6,7 +6,6 @@
  * - the plain one: each batch committed alone, then evaluated by an engine on a second connection that has no
  *   memory of what was written and reads everything from SQLite.
  */
-import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeEngine } from '../../src/app.ts';
@@ -15,6 +14,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
+import { rowsOf, ruleQueries } from '../store/tableRows.ts';
 
 const SAMPLES = join(import.meta.dirname, '..', '..', 'samples');
 const config = ConfigSchema.parse({});
@@ -48,23 +48,11 @@ async function plainRoute(db: string): Promise<void> {
 
 /** What the rules and announcements wrote, keyed by names (not ids). */
 function contents(path: string): Record<string, unknown[]> {
-  const db = new Database(path, { readonly: true });
-  try {
-    const all = (sql: string): unknown[] => db.prepare(sql).all();
-    return {
-      alerts: all(`SELECT r.name, a.rule, a.metric, a.severity, a.state, a.summary, a.details, a.started_step,
-                   a.fired_step, a.resolved_step, a.notified_state, a.notified_at
-                   FROM alerts a JOIN runs r ON r.id = a.run_id ORDER BY 1, 2, 3, 8`),
-      alertEvents: all(`SELECT a.rule, a.metric, a.started_step, e.step, e.state, e.details FROM alert_events e
-                        JOIN alerts a ON a.id = e.alert_id ORDER BY 1, 2, 3, e.id`),
-      cursors: all(`SELECT r.name, c.rule, c.metric, c.step, c.state FROM rule_cursors c JOIN runs r ON r.id = c.run_id
-                    ORDER BY 1, 2, 3`),
-      // alert ids inside the payloads differ by route only if the alerts were made in another order
-      outbox: all('SELECT r.name, o.target, o.payload FROM outbox o JOIN runs r ON r.id = o.run_id ORDER BY o.id'),
-    };
-  } finally {
-    db.close();
-  }
+  return rowsOf(path, {
+    ...ruleQueries(['notified_state', 'notified_at']),
+    // alert ids inside the payloads differ by route only if the alerts were made in another order
+    outbox: 'SELECT r.name, o.target, o.payload FROM outbox o JOIN runs r ON r.id = o.run_id ORDER BY o.id',
+  });
 }
 
 describe('the sample runs watched live', () => {

@@ -7,7 +7,6 @@
  *   reads everything from SQLite.
  * The points are also checked against the sample's own lines, parsed here.
  */
-import Database from 'better-sqlite3';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
+import { rowsOf, ruleQueries } from '../store/tableRows.ts';
 import { tempDir } from '../helpers.ts';
 
 const SAMPLES = join(import.meta.dirname, '..', '..', 'samples');
@@ -68,29 +68,18 @@ async function plainRoute(db: string, root: string): Promise<void> {
 
 /** Every row of the tables the backfill and the rules write, keyed by names (not ids) and without ids. */
 function contents(path: string): Record<string, unknown[]> {
-  const db = new Database(path, { readonly: true });
-  try {
-    const all = (sql: string): unknown[] => db.prepare(sql).all();
-    return {
-      points: all(`SELECT r.name, m.name AS metric, p.step, p.value FROM points p JOIN runs r ON r.id = p.run_id
-                   JOIN metrics m ON m.id = p.metric_id ORDER BY 1, 2, 3`),
-      steps: all('SELECT r.name, s.step FROM steps s JOIN runs r ON r.id = s.run_id ORDER BY 1, 2'),
-      alerts: all(`SELECT r.name, a.rule, a.metric, a.severity, a.state, a.summary, a.details, a.started_step,
-                   a.fired_step, a.resolved_step FROM alerts a JOIN runs r ON r.id = a.run_id ORDER BY 1, 2, 3, 8`),
-      alertEvents: all(`SELECT a.rule, a.metric, a.started_step, e.step, e.state, e.details FROM alert_events e
-                        JOIN alerts a ON a.id = e.alert_id ORDER BY 1, 2, 3, e.id`),
-      cursors: all('SELECT r.name, c.rule, c.metric, c.step, c.state FROM rule_cursors c JOIN runs r ON r.id = c.run_id ORDER BY 1, 2, 3'),
-      runs: all('SELECT name, first_step, last_step, records, batches FROM runs ORDER BY name'),
-      examples: all('SELECT r.name, e.step, e.reward, e.completion FROM examples e JOIN runs r ON r.id = e.run_id ORDER BY 1, 2, 3, 4'),
-      events: all(`SELECT r.name, e.step, e.kind, e.title, e.text, e.fatal, e.context, e.vals, e.config FROM events e
-                   JOIN runs r ON r.id = e.run_id ORDER BY 1, e.id`),
-      files: all('SELECT path, format, offset, seq, lines, records, skipped FROM files ORDER BY path'),
-      skips: all(`SELECT f.path, s.reason, s.count, s.sample FROM file_skips s JOIN files f ON f.id = s.file_id
-                  ORDER BY 1, 2`),
-    };
-  } finally {
-    db.close();
-  }
+  return rowsOf(path, {
+    points: `SELECT r.name, m.name AS metric, p.step, p.value FROM points p JOIN runs r ON r.id = p.run_id
+             JOIN metrics m ON m.id = p.metric_id ORDER BY 1, 2, 3`,
+    steps: 'SELECT r.name, s.step FROM steps s JOIN runs r ON r.id = s.run_id ORDER BY 1, 2',
+    ...ruleQueries(),
+    runs: 'SELECT name, first_step, last_step, records, batches FROM runs ORDER BY name',
+    examples: 'SELECT r.name, e.step, e.reward, e.completion FROM examples e JOIN runs r ON r.id = e.run_id ORDER BY 1, 2, 3, 4',
+    events: `SELECT r.name, e.step, e.kind, e.title, e.text, e.fatal, e.context, e.vals, e.config FROM events e
+             JOIN runs r ON r.id = e.run_id ORDER BY 1, e.id`,
+    files: 'SELECT path, format, offset, seq, lines, records, skipped FROM files ORDER BY path',
+    skips: `SELECT f.path, s.reason, s.count, s.sample FROM file_skips s JOIN files f ON f.id = s.file_id ORDER BY 1, 2`,
+  });
 }
 
 /** The sample's learning.log, read here: `[Epoch E]  name=value  name=mean±std ...`, records numbered 1, 2, ... */
