@@ -3,11 +3,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
-import { ConfigSchema } from '../../src/config/schema.ts';
-import { startFakeDiscord, type FakeDiscord, type FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
-import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
+import type { FakeDiscord, FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
+import type { FakeSlack } from '../fakes/slackServer.ts';
 import { BIN } from '../integration/cli.ts';
-import { bothChats, WatchedRun } from './watchedRun.ts';
+import { startBothChats, stopBothChats, WatchedRun } from './watchedRun.ts';
 
 /** A Slack user whose name tries to ping everyone on both platforms and to format the line. */
 const EVE = { id: 'U0EVE', name: '<!channel> @everyone *x*' };
@@ -40,21 +39,15 @@ describe('an ack or a mute from anywhere edits every card of the alert (real Bol
   const settled = () => discord.waitFor(() => app.store.outbox.open().length === 0, 10_000);
 
   beforeAll(async () => {
-    discord = await startFakeDiscord();
-    slack = await startFakeSlack();
     run.write(30);
-    app = await run.start(ConfigSchema.parse({}), bothChats(discord, slack));
+    ({ discord, slack, app } = await startBothChats(run));
     run.write(4, { frac: 1 }); // mode_collapse, posted on both
     await discord.waitFor(() => discordCard('mode_collapse'), 10_000);
     await slack.waitFor(() => slackCard('mode_collapse'), 10_000);
     await settled();
   }, 30_000);
 
-  afterAll(async () => {
-    await app?.stop();
-    await discord?.close();
-    await slack?.close();
-  }, 20_000);
+  afterAll(() => stopBothChats({ app, discord, slack }), 20_000);
 
   it("a Slack Ack edits the Discord card: her name (inert), no Ack button, no new message, chart kept", async () => {
     const alert = alertOf('mode_collapse');

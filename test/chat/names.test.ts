@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
-import { ConfigSchema } from '../../src/config/schema.ts';
-import { startFakeDiscord, type FakeDiscord, type FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
-import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
-import { bothChats, WatchedRun } from './watchedRun.ts';
+import type { FakeDiscord, FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
+import type { FakeSlack } from '../fakes/slackServer.ts';
+import { startBothChats, stopBothChats, WatchedRun } from './watchedRun.ts';
 
 /** A Slack user whose name tries to ping everyone on both platforms and to format the line. */
 const EVE = { id: 'U0EVE', name: '<!channel> @everyone *x*' };
@@ -20,20 +19,14 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
   const slackCard = () => [...slack.messages.values()].find((m) => JSON.stringify(m.blocks).includes(' mode_collapse '))!;
 
   beforeAll(async () => {
-    discord = await startFakeDiscord();
-    slack = await startFakeSlack();
     run.write(30);
-    app = await run.start(ConfigSchema.parse({}), bothChats(discord, slack));
+    ({ discord, slack, app } = await startBothChats(run));
     run.write(4, { frac: 1 }); // mode_collapse, posted on both
     await discord.waitFor(() => discordCard() ?? null, 10_000);
     await slack.waitFor(() => slackCard() ?? null, 10_000);
   }, 30_000);
 
-  afterAll(async () => {
-    await app?.stop();
-    await discord?.close();
-    await slack?.close();
-  }, 20_000);
+  afterAll(() => stopBothChats({ app, discord, slack }), 20_000);
 
   it("a Slack user's Ack records their mention and the name from the action payload", async () => {
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;

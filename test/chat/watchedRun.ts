@@ -2,10 +2,10 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startApp, type App, type PlatformSettings } from '../../src/app.ts';
-import type { Config } from '../../src/config/schema.ts';
+import { ConfigSchema, type Config } from '../../src/config/schema.ts';
 import { silentLog, type Log } from '../../src/log.ts';
-import type { FakeDiscord } from '../fakes/discordServer.ts';
-import type { FakeSlack } from '../fakes/slackServer.ts';
+import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
+import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
 /** Both bots pointed at the local fakes, without retries: what the cross-platform tests start the app with. */
@@ -14,6 +14,28 @@ export function bothChats(discord: FakeDiscord, slack: FakeSlack): PlatformSetti
     discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId, retries: 0 },
     slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, retries: 0 },
   };
+}
+
+/** The fakes and `start` (default config) watching a run with both bots. */
+export interface BothChats {
+  discord: FakeDiscord;
+  slack: FakeSlack;
+  app: App;
+}
+
+/** Starts a fake Discord and a fake Slack, then `start` on `run` with both bots, once they are connected. */
+export async function startBothChats(run: WatchedRun): Promise<BothChats> {
+  const discord = await startFakeDiscord();
+  const slack = await startFakeSlack();
+  const app = await run.start(ConfigSchema.parse({}), bothChats(discord, slack));
+  return { discord, slack, app };
+}
+
+/** Stops what `startBothChats` started (what of it did start). */
+export async function stopBothChats(c: Partial<BothChats>): Promise<void> {
+  await c.app?.stop();
+  await c.discord?.close();
+  await c.slack?.close();
 }
 
 /** A run named `grpo` being written to while `start` (with chat bots, no terminal) watches it. */

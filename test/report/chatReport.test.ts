@@ -4,10 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
-import { ConfigSchema } from '../../src/config/schema.ts';
-import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
-import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
-import { bothChats, WatchedRun } from '../chat/watchedRun.ts';
+import type { FakeDiscord } from '../fakes/discordServer.ts';
+import type { FakeSlack } from '../fakes/slackServer.ts';
+import { startBothChats, stopBothChats, WatchedRun } from '../chat/watchedRun.ts';
 
 describe('/run report in chat: a summary with the full report attached', () => {
   let discord: FakeDiscord;
@@ -16,17 +15,11 @@ describe('/run report in chat: a summary with the full report attached', () => {
   const run = new WatchedRun();
 
   beforeAll(async () => {
-    discord = await startFakeDiscord();
-    slack = await startFakeSlack();
     run.write(30, { frac: 0.25 }); // every record above frac_zero_std's 0.10: struggling
-    app = await run.start(ConfigSchema.parse({}), bothChats(discord, slack));
+    ({ discord, slack, app } = await startBothChats(run));
   }, 30_000);
 
-  afterAll(async () => {
-    await app?.stop();
-    await discord?.close();
-    await slack?.close();
-  }, 20_000);
+  afterAll(() => stopBothChats({ app, discord, slack }), 20_000);
 
   it('Discord: the card says the status; grpo-report.md is attached', async () => {
     const out = await discord.command({ name: 'run', subcommand: 'report', options: { run: 'grpo' }, user: { id: '1', username: 'bo' } });
