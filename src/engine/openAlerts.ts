@@ -10,9 +10,6 @@ const keyOf = (rule: string, metric: string): string => `${rule}\u0000${metric}`
  */
 export class OpenAlerts {
   private rows: Map<string, AlertRow> | undefined;
-  /** an alert of the run was created, fired, resolved or dropped through here */
-  changed = false;
-
   constructor(
     private readonly alerts: Alerts,
     readonly runId: number,
@@ -31,7 +28,6 @@ export class OpenAlerts {
   create(rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): AlertRow {
     const row = this.alerts.create(this.runId, rule, metric, state, c);
     this.held().set(keyOf(rule, metric), row);
-    this.changed = true;
     return row;
   }
 
@@ -40,20 +36,17 @@ export class OpenAlerts {
     this.alerts.fire(a.id, c);
     const row = this.alerts.byId(a.id) as AlertRow;
     this.held().set(keyOf(a.rule, a.metric), row);
-    this.changed = true;
     return row;
   }
 
   resolve(a: AlertRow, c: AlertChange): void {
     this.alerts.resolve(a.id, c);
     this.held().delete(keyOf(a.rule, a.metric));
-    this.changed = true;
   }
 
   drop(a: AlertRow): void {
     this.alerts.drop(a.id);
     this.held().delete(keyOf(a.rule, a.metric));
-    this.changed = true;
   }
 
   private held(): Map<string, AlertRow> {

@@ -54,7 +54,7 @@ export class Alerts {
   /**
    * The rule cursors read or written, per run (null: no row), exactly as in the database: this process is the one
    * writer (the writer lock), and a transaction that may have written them and rolls back (`Store.transaction`,
-   * `Store.commit`) calls `forgetCursors`.
+   * `Store.commit`) calls `forget`.
    * The engine reads and writes each of a run's cursors after every batch.
    */
   private readonly cursors = new Map<number, Map<string, CursorRow | null>>();
@@ -190,7 +190,7 @@ export class Alerts {
    * Drops the cursors and open alerts held in memory for the run (or for every run): call when a transaction that
    * may have written them rolled back, or when the run is removed. The next read goes to the database.
    */
-  forgetCursors(runId?: number): void {
+  forget(runId?: number): void {
     if (runId === undefined) {
       this.cursors.clear();
       this.opened.clear();

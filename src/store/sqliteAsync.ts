@@ -213,7 +213,7 @@ export class SqliteAsyncStore implements StoreContract {
         return out;
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
-        this.store.alerts.forgetCursors(); // the body may have written some
+        this.store.rolledBack(); // the body may have written what the store holds in memory
         throw err;
       }
     });

@@ -73,7 +73,7 @@ export class Store {
     opts: StoreOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
-    this.runs = new Runs(db, this.now, (id) => this.alerts.forgetCursors(id));
+    this.runs = new Runs(db, this.now, (id) => this.alerts.forget(id));
     this.files = new Files(db);
     this.points = new Points(db);
     this.examples = new Examples(db);
@@ -198,10 +198,11 @@ export class Store {
     return this.groupRollbacks;
   }
 
-  /** A transaction rolled back: what is held in memory of what it wrote is dropped (for one run, or all). */
-  private rolledBack(runId?: number): void {
+  /** A transaction rolled back: what is held in memory of what it wrote is dropped (for one run, or all). Called
+   * by this store's own transactions, and by a caller that ran BEGIN .. ROLLBACK itself (`SqliteAsyncStore`). */
+  rolledBack(runId?: number): void {
     this.points.forget(runId);
-    this.alerts.forgetCursors();
+    this.alerts.forget();
   }
 
   close(): void {
