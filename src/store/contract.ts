@@ -165,6 +165,12 @@ export interface StoreContract {
   clearWait(target: string): Promise<void>;
   /** drops the leases `owner` holds on rows it did not deliver (it stops, or a failure stops its lane) */
   releaseClaims(owner: string): Promise<void>;
+  /**
+   * Calls `fn` after another process commits outbox rows to deliver (PostgreSQL: LISTEN/NOTIFY), so that the one
+   * deliverer posts them at once rather than on its next sweep; resolves to the way to stop. SQLite has none: the
+   * process that writes the file both queues and delivers.
+   */
+  onOutbox?(fn: () => void): Promise<() => Promise<void>>;
 
   // chat message ids (edits in place)
   recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void>;

@@ -8,6 +8,7 @@ import type {
 import type { AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
+import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
 import { exampleFromRow, type ExampleDbRow } from './rows.ts';
 
@@ -340,10 +341,13 @@ export class PgStore implements StoreContract {
   expiredSilences = (now: number): Promise<SilenceRow[]> =>
     this.rows('SELECT * FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id', [now]);
 
+  /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. */
   enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
-    void (await this.run('INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4)', [
-      at, runId, target, JSON.stringify(payload),
-    ]));
+    void (await this.run(
+      `WITH added AS (INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4) RETURNING 1)
+       SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM added`,
+      [at, runId, target, JSON.stringify(payload)],
+    ));
 
   async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
@@ -379,8 +383,9 @@ export class PgStore implements StoreContract {
     ));
   requeue = async (id: number): Promise<boolean> =>
     (await this.run(
-      `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
-       WHERE id = $1 AND dead_at IS NOT NULL AND done_at IS NULL`,
+      `WITH back AS (UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
+         WHERE id = $1 AND dead_at IS NOT NULL AND done_at IS NULL RETURNING 1)
+       SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM back`,
       [id],
     )) === 1;
   openOutbox = (): Promise<OpenOutboxRow[]> =>
@@ -465,6 +470,8 @@ export class PgStore implements StoreContract {
       client.release();
     }
   }
+
+  onOutbox = (fn: () => void): Promise<() => Promise<void>> => listenOutbox(this.url, fn);
 
   /**
    * A session advisory lock on a connection of its own, held while that connection lives: when the holder's

@@ -1,0 +1,56 @@
+import type pg from 'pg';
+import { newClient } from './connect.ts';
+
+/**
+ * The channel an outbox change is announced on. A NOTIFY sent inside a transaction is delivered when it commits,
+ * and not at all when it rolls back; the same one sent several times in a transaction is delivered once.
+ */
+export const OUTBOX_CHANNEL = 'rlwatch_outbox';
+
+/** How long a lost listening connection waits before it connects again. */
+const RELISTEN_MS = 2000;
+
+/**
+ * LISTENs for outbox changes on a connection of its own and calls `fn` for each; returns the way to stop. A lost
+ * connection (or a server not reachable yet) is tried again, and `fn` is called once it is back: what was
+ * committed meanwhile was not heard. It never throws: the caller's periodic sweep delivers until then.
+ */
+export async function listenOutbox(url: string, fn: () => void): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | undefined;
+
+  // one retry at a time: a failed connect both rejects and ends
+  const again = (): void => {
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void connect().then(fn, again);
+    }, RELISTEN_MS);
+  };
+  const connect = async (): Promise<void> => {
+    const c = newClient(url);
+    c.on('notification', () => fn());
+    c.on('error', () => {}); // 'end' follows: listen again from there
+    c.on('end', () => {
+      if (client === c) client = null;
+      again();
+    });
+    client = c;
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    } catch (err) {
+      await c.end().catch(() => {});
+      throw err;
+    }
+    if (stopped) await c.end();
+  };
+
+  await connect().catch(again); // the server down now: listen once it is back
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end();
+  };
+}
