@@ -8,7 +8,8 @@ import { startBotSide, type BotOptions, type BotSide } from './app.ts';
 import type { Leadership } from './store/contract.ts';
 import { openStore } from './store/open.ts';
 
-/** How often a standing-by process asks for the lock, and how often the leader ticks (reports, mutes, outbox). */
+/** How often a standing-by process asks for the lock, and how often the leader ticks (reports, mutes, and a
+ * sweep of the outbox: rows are posted as soon as they are announced, and the sweep finds any not heard). */
 const LEAD_RETRY_MS = 2000;
 const TICK_MS = 10_000;
 
@@ -18,7 +19,8 @@ export interface BotApp {
   stop(): Promise<void>;
 }
 
-export async function startBot(opts: BotOptions & { db: string }): Promise<BotApp> {
+/** `tickMs`: the leader's tick (tests lengthen it, to see rows posted on their announcement alone). */
+export async function startBot(opts: BotOptions & { db: string; tickMs?: number }): Promise<BotApp> {
   const { log } = opts;
   const store = await openStore(opts.db);
   let side: BotSide | null = null;
@@ -26,6 +28,7 @@ export async function startBot(opts: BotOptions & { db: string }): Promise<BotAp
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
   let tick: NodeJS.Timeout | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
   let refused!: (err: Error) => void;
   const failure = new Promise<Error>((resolve) => (refused = resolve));
 
@@ -49,17 +52,20 @@ export async function startBot(opts: BotOptions & { db: string }): Promise<BotAp
     held.onLost(() => {
       log.warn('lost the bot lock (the database ended its session): standing by');
       lead = null;
-      const was = side;
+      const was = [side?.stop(), unlisten?.()];
       side = null;
+      unlisten = undefined;
       clearInterval(tick);
-      void (was ? was.stop() : Promise.resolve()).then(standBy);
+      void Promise.all(was).then(standBy);
     });
     const started = await startBotSide(store, opts);
     if (lead !== held || stopped) return void (await started.stop()); // lost, or stopped, while starting
     side = started;
     void side.failure.then(refused);
+    // outbox rows other processes commit (a watcher's alert, a CLI ack's card update) are posted when announced
+    unlisten = await store.onOutbox?.(() => void side?.dispatcher.kick());
     void side.tick();
-    tick = setInterval(() => void side?.tick(), TICK_MS);
+    tick = setInterval(() => void side?.tick(), opts.tickMs ?? TICK_MS);
   };
 
   await tryLead();
@@ -70,6 +76,7 @@ export async function startBot(opts: BotOptions & { db: string }): Promise<BotAp
       stopped = true;
       clearTimeout(retry);
       clearInterval(tick);
+      await unlisten?.();
       await side?.stop();
       await lead?.release();
       await store.close();

@@ -6,11 +6,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startBot as startBotInProcess } from '../src/bot.ts';
+import { ConfigSchema } from '../src/config/schema.ts';
+import { silentLog } from '../src/log.ts';
 import { PgStore } from '../src/store/pg/pgStore.ts';
 import { startFakeDiscord, type FakeDiscord } from './fakes/discordServer.ts';
 import { tempDir } from './helpers.ts';
 import { BIN, exited, rlwatch } from './integration/cli.ts';
-import { enqueueAlerts, postedPerAlert } from './pg/alertRows.ts';
+import { discordOf, enqueueAlerts, postedPerAlert } from './pg/alertRows.ts';
 import { freshPgDatabase } from './pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];
@@ -109,6 +112,33 @@ describe('rlwatch start --role bot', () => {
     expect(postedOnce(fake)).toEqual([...first, ...after]);
     expect(a.stderr().match(/leading: delivering/g)).toHaveLength(2);
   }, 120_000);
+
+  it('posts what another process queues, and edits the card a CLI ack changed, when announced, not on its sweep', async () => {
+    const url = await freshPgDatabase();
+    const fake = await startFakeDiscord();
+    cleanup.push(() => fake.close());
+    const store = await PgStore.open(url);
+    cleanup.push(() => store.close());
+    const config = ConfigSchema.parse({});
+    // an hour between sweeps: within this test, only the announcement can bring the rows out
+    const bot = await startBotInProcess({
+      db: url, config, log: silentLog, platforms: { discord: discordOf(fake) }, terminal: null, tickMs: 3_600_000,
+    });
+    cleanup.push(() => bot.stop());
+    const ids = await enqueueAlerts(store, fake, 3);
+    await fake.waitFor(() => postedOnce(fake).length === ids.length, 30_000);
+    expect(postedOnce(fake)).toEqual(ids);
+    const more = await enqueueAlerts(store, fake, 2);
+    await fake.waitFor(() => postedOnce(fake).length === ids.length + more.length, 30_000);
+    expect(postedOnce(fake)).toEqual([...ids, ...more]);
+
+    // `rlwatch ack` run on another machine: its card update is announced too, and the card edited in place
+    const ack = rlwatch(['ack', String(ids[0]), 'on it', '--by', 'ana', '--db', url], { cwd: tempDir(), env: clean });
+    expect(ack.status).toBe(0);
+    const card = fake.channelMessages().find((m) => JSON.stringify(m.components).includes(`"ack:${ids[0]}"`))!;
+    await fake.waitFor(() => JSON.stringify(fake.messages.get(card.id)!.embeds).includes('Acked by ana'), 30_000);
+    expect(postedOnce(fake)).toEqual([...ids, ...more]); // an edit, no new post
+  }, 90_000);
 
   it('refuses the watcher side on PostgreSQL, and --role bot on a SQLite file, with one clear line', async () => {
     const url = await freshPgDatabase();
