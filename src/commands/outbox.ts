@@ -1,6 +1,17 @@
 import { UserError } from '../errors.ts';
 import type { Notification } from '../engine/notification.ts';
+import { queueCardUpdates } from '../notify/cardUpdates.ts';
+import { parseNotification } from '../notify/payload.ts';
 import { isoTime, type CommandContext, type Reply } from './reply.ts';
+
+/** The alerts a row's cards show; none when its payload no longer reads (it is set aside again on delivery). */
+function alertsIn(payload: string): number[] {
+  try {
+    return parseNotification(payload).items.map((i) => i.alertId);
+  } catch {
+    return [];
+  }
+}
 
 /**
  * `outbox`: the notifications not delivered yet, pending (waiting their turn or a retry) and set aside (a
@@ -39,12 +50,23 @@ export async function outboxList({ store }: CommandContext): Promise<Reply> {
   };
 }
 
-/** `outbox retry ID`: puts a set-aside row back in line; a running `start` delivers it within its next tick. */
+/**
+ * `outbox retry ID`: puts a set-aside row back in line; a running `start` delivers it within its next tick. Its
+ * cards show what their alerts were when it was queued: an update queued behind it (rows of a target go out in
+ * order) shows an ack or mute made since.
+ */
 export async function outboxRetry({ store }: CommandContext, args: { id: number }): Promise<Reply> {
-  if (!(await store.requeue(args.id))) {
-    const row = (await store.openOutbox()).find((r) => r.id === args.id);
+  const back = await store.transaction(async (tx) => {
+    const row = (await tx.openOutbox()).find((r) => r.id === args.id);
+    if (!(await tx.requeue(args.id))) return row ? 'pending' : 'gone';
+    await queueCardUpdates(tx, alertsIn(row!.payload), Date.now());
+    return 'back';
+  });
+  if (back !== 'back') {
     throw new UserError(
-      row ? `outbox row #${args.id} is pending, not set aside` : `no undelivered outbox row #${args.id} (see \`rlwatch outbox\`)`,
+      back === 'pending'
+        ? `outbox row #${args.id} is pending, not set aside`
+        : `no undelivered outbox row #${args.id} (see \`rlwatch outbox\`)`,
     );
   }
   return {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ackAlert, muteAlerts, unmute } from '../../src/commands/alerts.ts';
+import { outboxRetry } from '../../src/commands/outbox.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { silentLog } from '../../src/log.ts';
@@ -115,6 +116,21 @@ describe('an ack or a mute edits every card of the alert, from the outbox', () =
     expect(tg.calls.filter((c) => c === 'sendMessage')).toHaveLength(1);
     expect(hook.received).toHaveLength(1); // the webhook cannot edit: its update is done unsent
     expect(t.store.outbox.open()).toEqual([]);
+  }, 20_000);
+
+  it('a card set aside, acked, then put back by `outbox retry` is posted and then shows the ack', async () => {
+    const { tg, alert } = await fired({
+      beforeDelivery: async (t, id) => {
+        const row = t.store.outbox.open().find((r) => r.target === TG)!;
+        t.store.outbox.setAside(row.id, 'chat not found', 900); // the platform refused it for good
+        await ackAlert(on(t), { id, by: { id: '@ana', name: 'Ana' }, comment: 'on it' }, 1_000);
+        await outboxRetry(on(t), { id: row.id });
+      },
+    });
+    const cards = tg.botMessages(CHAT).filter((m) => m.text?.includes('frac_high'));
+    expect(cards).toHaveLength(1);
+    expect(cards[0]!.text).toContain('Acked by Ana: on it');
+    expect(buttons(cards[0]!)).not.toContain(`Ack #${alert.id}`);
   }, 20_000);
 
   it('so does a mute', async () => {
