@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import { ARRIVALS_KEPT } from '../arrivals.ts';
+import { foldAttempts, mayRepeatSibling, QUIET_MS, type AttemptRow, type TrackedFile } from '../attempts.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { writePoints, type PointColumns } from './points.ts';
 
@@ -12,7 +14,8 @@ export class MetricIds {
 
   /** The ids of `names`, creating the unknown ones. */
   async resolve(db: pg.ClientBase, names: Iterable<string>): Promise<Map<string, number>> {
-    const missing = [...new Set(names)].filter((n) => !this.ids.has(n));
+    // in one order: two batches that create the same names at once never wait for each other in a cycle
+    const missing = [...new Set(names)].filter((n) => !this.ids.has(n)).sort();
     if (missing.length > 0) {
       await db.query('INSERT INTO metrics (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO NOTHING', [missing]);
       const sql = 'SELECT id, name FROM metrics WHERE name = ANY($1)';
@@ -25,8 +28,8 @@ export class MetricIds {
 
 /**
  * Writes one batch inside the caller's transaction: points (by COPY, or upserted where a step is written again:
- * src/store/pg/points.ts), the steps and run metrics it adds, examples, events, skips, the
- * file's offset and the run's summary. Restart tracking (attempts, arrivals) is the SQLite store's for now.
+ * src/store/pg/points.ts), the steps and run metrics it adds, the run's attempts and arrivals (as the SQLite store's
+ * `Store.commit`), examples, events, skips, the file's offset and the run's summary.
  */
 export async function writeBatch(
   db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
@@ -35,8 +38,17 @@ export async function writeBatch(
   let maxStep = -Infinity;
   let newSteps = 0;
   if (b.metrics.length > 0) {
+    // the run's row locked first: two batches of one run (two files) write its attempts one after the other
+    const run = await db.query<{ last_step: number | null }>('SELECT last_step FROM runs WHERE id = $1 FOR UPDATE', [
+      b.runId,
+    ]);
+    const runLast = run.rows[0]?.last_step ?? null;
     const names = new Set<string>();
-    for (const m of b.metrics) for (const name of m.values.keys()) names.add(name);
+    const steps: number[] = [];
+    for (const m of b.metrics) {
+      steps.push(m.step);
+      for (const name of m.values.keys()) names.add(name);
+    }
     const byName = await ids.resolve(db, names);
     // one row per (metric, step), the last one logged: neither COPY nor an upsert may write a key twice
     const rowsOfStep = new Map<number, number[]>();
@@ -69,6 +81,7 @@ export async function writeBatch(
       'INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($2::integer[]) ON CONFLICT DO NOTHING',
       [b.runId, [...names].map((n) => byName.get(n)!)],
     );
+    if (!b.rewrite) await trackAttempts(db, b, steps, at, runLast);
     await db.query(
       `UPDATE runs SET first_step = least(coalesce(first_step, $2), $2),
          last_step = greatest(coalesce(last_step, $3), $3), records = records + $4, batches = batches + 1,
@@ -102,6 +115,39 @@ export async function writeBatch(
   const any = b.metrics.length > 0;
   const events = b.events?.length ?? 0;
   return { runId: b.runId, minStep: any ? minStep : null, maxStep: any ? maxStep : null, newSteps, events };
+}
+
+/** Restarts (a file going back to an earlier step) and the pace of new steps (`foldAttempts`, the rules SQLite
+ * follows), before the run's summary moves: `runLast` is the run's highest step before the batch. */
+async function trackAttempts(db: pg.ClientBase, b: Batch, steps: number[], at: number, runLast: number | null) {
+  const sql = 'SELECT id, format, last_step, attempt FROM files WHERE id = $1';
+  const file = (await db.query<TrackedFile>(sql, [b.fileId])).rows[0];
+  if (!file) return;
+  const latestSql = 'SELECT * FROM attempts WHERE run_id = $1 ORDER BY attempt DESC LIMIT 1';
+  const latest = (await db.query<AttemptRow>(latestSql, [b.runId])).rows[0];
+  const quiet = mayRepeatSibling(file, steps[0]!, runLast) && (await db.query(
+    `SELECT 1 FROM files WHERE run_id = $1 AND format = $2 AND id <> $3 AND last_step IS NOT NULL AND grew_at <= $4
+     LIMIT 1`,
+    [b.runId, file.format, file.id, at - QUIET_MS],
+  )).rowCount! > 0;
+  const fold = foldAttempts(b.runId, latest, file, steps, at, runLast, quiet);
+  if (fold.rows.length > 0) {
+    const col = <K extends keyof AttemptRow>(k: K): Array<AttemptRow[K]> => fold.rows.map((r) => r[k]);
+    await db.query(
+      `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
+       SELECT $1, * FROM unnest($2::integer[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[])
+       ON CONFLICT (run_id, attempt) DO UPDATE SET last_step = excluded.last_step`,
+      [b.runId, col('attempt'), col('resumed_step'), col('at'), col('last_step'), col('rewound')],
+    );
+  }
+  await db.query('UPDATE files SET last_step = $2, attempt = $3 WHERE id = $1', [file.id, fold.fileLastStep, fold.fileAttempt]);
+  if (fold.advanced === 0) return;
+  await db.query('INSERT INTO arrivals (run_id, at, steps) VALUES ($1, $2, $3)', [b.runId, at, fold.advanced]);
+  await db.query(
+    `DELETE FROM arrivals WHERE run_id = $1
+       AND id <= (SELECT id FROM arrivals WHERE run_id = $1 ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT})`,
+    [b.runId],
+  );
 }
 
 /** Keeps, per step, the `keep` best and `keep` worst generations (as the SQLite store's Examples). */
