@@ -356,6 +356,18 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     ]);
   });
 
+  it('keeps the newest 400 arrivals of a run', async () => {
+    let t = 0;
+    const { store } = await setUp(kind, () => t);
+    const { runId, fileId } = await runWithFile(store);
+    for (let step = 1; step <= 403; step++) {
+      t = step * 1000;
+      await store.commit(batch(runId, fileId, logged([step]), step * 10), 2);
+    }
+    const kept = await store.arrivalsOf(runId);
+    expect([kept.length, kept[0], kept.at(-1)]).toEqual([400, { at: 4000, steps: 1 }, { at: 403_000, steps: 1 }]);
+  });
+
   it('mutes by id and run out, the messages of every target showing an alert, report marks', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
