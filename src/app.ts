@@ -13,6 +13,7 @@ import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
 import { sectionOf, type PlatformInstance } from './platforms/platform.ts';
 import type { StoreContract } from './store/contract.ts';
+import { runPrefix } from './store/open.ts';
 import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import type { BatchResult } from './store/store.ts';
 import { retryWhileBusy, Store } from './store/store.ts';
@@ -99,7 +100,8 @@ export function backfillPipeline(store: Store, config: Config, log: Log, target:
   const engine = makeEngine(store, config, { terminal: true });
   const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [target], { log });
   // the rules run inside each batch's transaction: one commit per batch
-  const ingestor = new Ingestor(store, config.ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
+  const ingest = { ...config.ingest, runPrefix: runPrefix(config.watch, store.db.name) };
+  const ingestor = new Ingestor(store, ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
   return {
     ingestor,
     async finish(): Promise<void> {
@@ -216,7 +218,7 @@ export async function startApp(opts: BotOptions & {
   let announced = 0;
   const ingestor = new Ingestor(
     store,
-    config.ingest,
+    { ...config.ingest, runPrefix: runPrefix(config.watch, opts.dbPath) },
     ingestEvents(log, (r) => {
       // after the transaction that wrote its rows (a group of files' is still open here), never inside it
       if (announced > 0) setImmediate(() => void dispatcher.kick());

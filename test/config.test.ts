@@ -63,4 +63,14 @@ describe('loadConfig', () => {
     expect(() => resolveDbPath(undefined, config, {})).toThrow(/^the config's db: /);
     expect(() => resolveDbPath(undefined, config, {})).toThrow(UserError);
   });
+
+  it('takes watch.prefix as written, unset when absent; a bad one names the field', () => {
+    expect(loadConfig(configFile('watch:\n  prefix: site/gpu-a\n'), {}).config.watch.prefix).toBe('site/gpu-a');
+    expect(loadConfig(configFile('watch:\n  prefix: ""\n'), {}).config.watch.prefix).toBe('');
+    expect(loadConfig(configFile('watch:\n  poll: true\n'), {}).config.watch.prefix).toBeUndefined();
+    for (const bad of ['/gpu-a', 'gpu-a/', 'a//b', 'gpu a', '"a\\nb"', '7']) {
+      const path = configFile(`watch:\n  prefix: ${bad}\n`);
+      expect(() => loadConfig(path, {}), bad).toThrow(new RegExp(`^${path}: watch\\.prefix: `));
+    }
+  });
 });

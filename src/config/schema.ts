@@ -4,6 +4,10 @@ import { PLATFORMS } from '../platforms/index.ts';
 
 const platformSections: Record<string, z.ZodType> = Object.fromEntries(PLATFORMS.map((p) => [p.id, p.section]));
 
+/** `watch.prefix`: names joined by single slashes, nothing a run name could not show on one line. */
+const RUN_PREFIX = /^(?:[^/\s\p{Cc}]+(?:\/[^/\s\p{Cc}]+)*)?$/u;
+const RUN_PREFIX_EXPECTED = 'a name like gpu-a or site/gpu-a: no spaces, no leading, trailing or double /';
+
 /** rlwatch.yaml. Unknown keys are errors: a typo must not silently fall back to a default. */
 export const ConfigSchema = z
   .object({
@@ -20,6 +24,9 @@ export const ConfigSchema = z
         ignore: z.array(z.string().min(1)).default([]),
         /** how deep below a root to look for runs */
         depth: z.number().int().min(0).max(32).default(8),
+        /** run names made from folders are `<prefix>/<name>`, so that hosts sharing one PostgreSQL never meet in one
+         * run; unset: none on SQLite, the host's name on PostgreSQL (src/store/open.ts `runPrefix`); "" for none */
+        prefix: z.string().max(100).regex(RUN_PREFIX, RUN_PREFIX_EXPECTED).optional(),
       })
       .strict()
       .prefault({}),

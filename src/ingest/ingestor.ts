@@ -24,6 +24,8 @@ export interface IngestOptions {
   examplesPerStep: number;
   /** bytes read per transaction */
   chunkBytes?: number;
+  /** run names start with `<runPrefix>/` (`watch.prefix`, src/store/open.ts `runPrefix`); none when empty */
+  runPrefix?: string;
 }
 
 export type IngestEvent =
@@ -113,7 +115,7 @@ export class Ingestor {
       if (!format) return null; // a format since removed from the code
       outcome = {
         path,
-        run: locateRun(root, path).name,
+        run: locateRun(root, path, this.opts.runPrefix).name,
         format: format.id,
         bytes: 0,
         lines: 0,
@@ -127,7 +129,7 @@ export class Ingestor {
       return outcome;
     } catch (err) {
       // the database's trouble, not the file's: the caller says so (and a backfill stops)
-      if (isDiskFull(err)) throw new DatabaseFullError(outcome ?? emptyOutcome(path, root));
+      if (isDiskFull(err)) throw new DatabaseFullError(outcome ?? emptyOutcome(path, root, this.opts.runPrefix));
       if (sqliteCode(err) !== undefined) throw err;
       this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
@@ -141,7 +143,7 @@ export class Ingestor {
     const known = this.store.files.byPath(path);
     if (known) return known;
     if (this.undecided.get(path) === st.size) return null;
-    const loc = locateRun(root, path);
+    const loc = locateRun(root, path, this.opts.runPrefix);
     const head = Buffer.alloc(Math.min(HEAD_BYTES, st.size));
     const n = head.length > 0 ? readSync(fd, head, 0, head.length, 0) : 0;
     const verdict = detectFormat({ relPath: loc.relPath }, head.toString('utf8', 0, n));
@@ -470,9 +472,9 @@ function unreadOf(loc: RunLocation, path: string, size: number, verdict: null | 
   return { path, run: loc.name, run_dir: loc.dir, rel_path: loc.relPath, reason, size };
 }
 
-const emptyOutcome = (path: string, root: string): FileOutcome => ({
+const emptyOutcome = (path: string, root: string, runPrefix?: string): FileOutcome => ({
   path,
-  run: locateRun(root, path).name,
+  run: locateRun(root, path, runPrefix).name,
   format: '',
   bytes: 0,
   lines: 0,

@@ -13,22 +13,25 @@ export const CANDIDATE_FILE =
 const TENSORBOARD_FILE = /^events\.out\.tfevents\./;
 
 export interface RunLocation {
-  /** path of the run relative to its watch root; the root's basename for logs in the root itself */
+  /** path of the run relative to its watch root; the root's basename for logs in the root itself; after
+   * `<prefix>/` when there is a prefix (`watch.prefix`) */
   name: string;
   dir: string;
   /** the file's path inside the run directory, `/`-separated */
   relPath: string;
 }
 
-/** A run is a directory: the one holding the file, or the one above an attached sub-directory. */
-export function locateRun(root: string, file: string): RunLocation {
+/** A run is a directory: the one holding the file, or the one above an attached sub-directory. Its name starts
+ * with `<prefix>/` when `prefix` is not empty (hosts sharing one database: src/store/open.ts `runPrefix`). */
+export function locateRun(root: string, file: string, prefix = ''): RunLocation {
   const parts = relative(root, file).split(sep);
   const name = parts.pop() ?? '';
   if (TENSORBOARD_FILE.test(name) && parts.length >= 2 && parts[parts.length - 2] === 'runs') parts.splice(-2);
   while (parts.length > 0 && ATTACHED_DIR.test(parts[parts.length - 1] as string)) parts.pop();
   const dir = join(root, ...parts);
+  const run = parts.length > 0 ? parts.join('/') : basename(root);
   return {
-    name: parts.length > 0 ? parts.join('/') : basename(root),
+    name: prefix === '' ? run : `${prefix}/${run}`,
     dir,
     relPath: relative(dir, file).split(sep).join('/'),
   };

@@ -2,7 +2,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { prepared } from './prepared.ts';
 
 /** Rows kept per run: enough for a stall rule's window of 200 steps with reads that came close together. */
-const KEEP = 400;
+export const ARRIVALS_KEPT = 400;
 
 /** When batches took a run to new steps, and how many: the run's pace, on rlwatch's own clock. */
 export class Arrivals {
@@ -13,7 +13,7 @@ export class Arrivals {
     this.insert = db.prepare('INSERT INTO arrivals (run_id, at, steps) VALUES (?, ?, ?)');
     this.prune = db.prepare(
       `DELETE FROM arrivals WHERE run_id = :runId
-         AND id <= (SELECT id FROM arrivals WHERE run_id = :runId ORDER BY id DESC LIMIT 1 OFFSET ${KEEP})`,
+         AND id <= (SELECT id FROM arrivals WHERE run_id = :runId ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT})`,
     );
   }
 
@@ -24,7 +24,7 @@ export class Arrivals {
 
   /** The newest arrivals, oldest first. */
   recent(runId: number): Array<{ at: number; steps: number }> {
-    const rows = prepared(this.db, `SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${KEEP}`)
+    const rows = prepared(this.db, `SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${ARRIVALS_KEPT}`)
       .all(runId) as Array<{ at: number; steps: number }>;
     return rows.reverse();
   }

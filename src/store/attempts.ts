@@ -11,7 +11,7 @@ export interface AttemptRow {
 }
 
 /** A new file repeats a sibling's steps as a new attempt only once the sibling has been quiet this long. */
-const QUIET_MS = 60_000;
+export const QUIET_MS = 60_000;
 
 /** `Attempts.replaying` of the run's newest attempt `latest`, for a caller that has read it. */
 export function replayingStep(latest: AttemptRow | undefined, runLast: number | null): number | null {
@@ -27,11 +27,73 @@ export interface TrackedFile {
   attempt: number;
 }
 
+/** What one batch of a file does to its run's attempts (`foldAttempts`), for a store to write. */
+export interface AttemptsFold {
+  /** the attempts the batch started or took past their highest step, as they now are: upserted by (run, attempt) */
+  rows: AttemptRow[];
+  /** the file's step of its last metric line and its attempt now */
+  fileLastStep: number;
+  fileAttempt: number;
+  /** how many of the steps took the newest attempt past its highest step (the run's pace: an arrival) */
+  advanced: number;
+}
+
 /**
- * The attempts of each run. A file that logs a step below the one it logged before, or a new file that
- * repeats steps a file of its format already logged, starts a new attempt (a job resumed from a checkpoint,
- * or a new attempt in the same folder); another file of the run that goes back too joins that attempt.
+ * A new file (none of its steps read yet) whose first step the run already logged: a new attempt if a sibling of
+ * its format has gone quiet, which the store answers (`QUIET_MS`). Asked only when this holds.
  */
+export function mayRepeatSibling(file: TrackedFile, firstStep: number, runLast: number | null): boolean {
+  return file.last_step === null && runLast !== null && firstStep <= runLast;
+}
+
+/**
+ * Folds the steps of one batch of `file`, in file order, into the run's attempts, the same on every store. `latest`
+ * is the run's newest attempt before the batch, `runLast` its highest step before the batch, `quietSibling` the
+ * store's answer when `mayRepeatSibling`. A file that logs a step below the one it logged before, or a new file that
+ * repeats steps a quiet file of its format already logged, starts a new attempt (a job resumed from a checkpoint, or
+ * a new attempt in the same folder); another file of the run that goes back too joins that attempt.
+ */
+export function foldAttempts(
+  runId: number, latest: AttemptRow | undefined, file: TrackedFile, steps: readonly number[], at: number,
+  runLast: number | null, quietSibling: boolean,
+): AttemptsFold {
+  const changed = new Map<number, AttemptRow>();
+  // attempt 1 of a run stored before attempts were tracked starts at the run's highest step; it needs no rewind
+  const start = (attempt: number, step: number, last: number): AttemptRow => {
+    const row = { run_id: runId, attempt, resumed_step: step, at, last_step: last, rewound: attempt === 1 ? 1 : 0 };
+    changed.set(attempt, row);
+    return row;
+  };
+  let newest = latest ? { ...latest } : start(1, steps[0] as number, Math.max((steps[0] as number) - 1, runLast ?? -Infinity));
+  let prev = file.last_step;
+  let attempt = file.attempt;
+  const restart = (step: number): void => {
+    // another file of the run went back first: this one is catching up with the same attempt
+    if (newest.attempt > attempt) attempt = newest.attempt;
+    else attempt = (newest = start(newest.attempt + 1, step, step - 1)).attempt;
+  };
+  if (quietSibling && mayRepeatSibling(file, steps[0] as number, runLast)) {
+    // a new file of a job started again: a new attempt, unless the newest one began within the quiet time (this
+    // file is another log of the job that began it); not joined by its file's attempt, which a new file lacks
+    const first = steps[0] as number;
+    if (newest.at > at - QUIET_MS) attempt = newest.attempt;
+    else attempt = (newest = start(newest.attempt + 1, first, first - 1)).attempt;
+  }
+  let advanced = 0;
+  for (const step of steps) {
+    // the same step again is more of that step (seed 002's blocks, DeepSpeed's reward line), not a restart
+    if (prev !== null && step < prev) restart(step);
+    if (attempt === newest.attempt && step > newest.last_step) {
+      newest.last_step = step;
+      changed.set(newest.attempt, newest);
+      advanced++;
+    }
+    prev = step;
+  }
+  return { rows: [...changed.values()], fileLastStep: prev as number, fileAttempt: attempt, advanced };
+}
+
+/** The attempts of each run (`foldAttempts` says when a batch starts one). */
 export class Attempts {
   constructor(private readonly db: Database) {}
 
@@ -55,51 +117,23 @@ export class Attempts {
   }
 
   /**
-   * Folds the steps of one batch of `file`, in file order, into the run's attempts (call inside the batch
-   * transaction, before the run's summary is updated). `runLast` is the run's highest step before the batch.
-   * Returns how many of the steps took the newest attempt past its highest step (the run's pace).
+   * Folds the steps of one batch of `file` into the run's attempts (call inside the batch transaction, before the
+   * run's summary is updated). `runLast` is the run's highest step before the batch. Returns how many of the steps
+   * took the newest attempt past its highest step (the run's pace).
    */
   track(runId: number, file: TrackedFile, steps: readonly number[], at: number, runLast: number | null): number {
     if (steps.length === 0) return 0;
-    let latest = this.latest(runId) ?? this.start(runId, 1, steps[0] as number, at, runLast);
-    let prev = file.last_step;
-    let attempt = file.attempt;
-    const restart = (step: number): void => {
-      // another file of the run went back first: this one is catching up with the same attempt
-      if (latest.attempt > attempt) attempt = latest.attempt;
-      else attempt = (latest = this.start(runId, latest.attempt + 1, step, at)).attempt;
-    };
-    if (prev === null && runLast !== null && (steps[0] as number) <= runLast && this.hasQuietSibling(runId, file, at)) {
-      restart(steps[0] as number);
-    }
-    let advanced = 0;
-    for (const step of steps) {
-      // the same step again is more of that step (seed 002's blocks, DeepSpeed's reward line), not a restart
-      if (prev !== null && step < prev) restart(step);
-      if (attempt === latest.attempt && step > latest.last_step) {
-        latest.last_step = step;
-        advanced++;
-      }
-      prev = step;
-    }
-    prepared(this.db, 'UPDATE files SET last_step = ?, attempt = ? WHERE id = ?').run(prev, attempt, file.id);
-    prepared(this.db, 'UPDATE attempts SET last_step = ? WHERE run_id = ? AND attempt = ?')
-      .run(latest.last_step, runId, latest.attempt);
-    return advanced;
-  }
-
-  /** A new attempt from `step`, nothing logged yet; attempt 1 of a run stored before attempts were tracked
-   * starts at the run's highest step. Attempt 1 needs no rewind. */
-  private start(runId: number, attempt: number, step: number, at: number, runLast: number | null = null): AttemptRow {
-    const last = Math.max(step - 1, runLast ?? -Infinity);
-    const rewound = attempt === 1 ? 1 : 0;
-    const row: AttemptRow = { run_id: runId, attempt, resumed_step: step, at, last_step: last, rewound };
-    prepared(this.db,
-        `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
-         VALUES (:run_id, :attempt, :resumed_step, :at, :last_step, :rewound)`,
-      )
-      .run(row);
-    return row;
+    const quiet = mayRepeatSibling(file, steps[0] as number, runLast) && this.hasQuietSibling(runId, file, at);
+    const fold = foldAttempts(runId, this.latest(runId), file, steps, at, runLast, quiet);
+    const upsert = prepared(this.db,
+      `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
+       VALUES (:run_id, :attempt, :resumed_step, :at, :last_step, :rewound)
+       ON CONFLICT (run_id, attempt) DO UPDATE SET last_step = excluded.last_step`,
+    );
+    for (const row of fold.rows) upsert.run(row);
+    prepared(this.db, 'UPDATE files SET last_step = ?, attempt = ? WHERE id = ?')
+      .run(fold.fileLastStep, fold.fileAttempt, file.id);
+    return fold.advanced;
   }
 
   /**

@@ -17,6 +17,12 @@ export type { AlertChange, AlertRow, AttemptRow, Batch, BatchResult, ChatMessage
 export type { LatestValue, UnreadRow };
 export type { NewSilence, OpenOutboxRow, OutboxRow, RunRow, SeriesPoint, SilenceRow, SkipCount, StoredExample, Who };
 
+/** A read that took a run to new steps: when (rlwatch's clock), and how many. */
+export interface Arrival {
+  at: number;
+  steps: number;
+}
+
 /** One value of a series. */
 export interface StepValue {
   step: number;
@@ -118,6 +124,10 @@ export interface StoreContract {
   attemptsOf(runId: number): Promise<AttemptRow[]>;
   /** the highest step of the newest attempt while it logs again steps an earlier one logged (below `runLast`) */
   replayingStep(runId: number, runLast: number | null): Promise<number | null>;
+  /** the engine has rewound the run's rule cursors and alerts for this attempt (a restart is handled once) */
+  markRewound(runId: number, attempt: number): Promise<void>;
+  /** the newest reads that took the run to new steps (up to 400), oldest first: its pace, for the stall rule */
+  arrivalsOf(runId: number): Promise<Arrival[]>;
   /** files that look like logs but that no format claims, of one run or all */
   unreadFiles(run?: string): Promise<UnreadRow[]>;
 

@@ -2,6 +2,7 @@
  * The store a `--db` names: a `postgres://` (or `postgresql://`) URL opens PostgreSQL, anything else a SQLite file.
  * The PostgreSQL driver is imported only then, so that commands on SQLite start without it.
  */
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../errors.ts';
@@ -17,6 +18,13 @@ export { isPostgresUrl };
 export function dbLocation(flag: string | undefined, config: Pick<Config, 'db'>, env = process.env): string {
   const db = flag ?? env.RLWATCH_DB ?? config.db ?? 'rlwatch.db';
   return isPostgresUrl(db) ? db : resolve(db);
+}
+
+/** What the names of runs made from folders start with (`watch.prefix`): as configured; unset, nothing on SQLite
+ * (one machine's database) and this host's name on PostgreSQL (`where` a URL), which the watchers of several hosts
+ * share: each host's `grpo-7` is a run of its own. */
+export function runPrefix(watch: Pick<Config['watch'], 'prefix'>, where: string, host = hostname()): string {
+  return watch.prefix ?? (isPostgresUrl(where) ? host : '');
 }
 
 export interface OpenOptions {

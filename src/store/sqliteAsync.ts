@@ -4,7 +4,7 @@ import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedM
 import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from './contract.ts';
-import type { AttemptRow, Columns, UnreadRow } from './contract.ts';
+import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';
@@ -104,6 +104,9 @@ export class SqliteAsyncStore implements StoreContract {
   attemptsOf = (runId: number): Promise<AttemptRow[]> => this.call(() => this.store.attempts.list(runId));
   replayingStep = (runId: number, runLast: number | null): Promise<number | null> =>
     this.call(() => this.store.attempts.replaying(runId, runLast));
+  markRewound = (runId: number, attempt: number): Promise<void> =>
+    this.call(() => this.store.attempts.markRewound(runId, attempt));
+  arrivalsOf = (runId: number): Promise<Arrival[]> => this.call(() => this.store.arrivals.recent(runId));
   unreadFiles = (run?: string): Promise<UnreadRow[]> => this.call(() => this.store.unread.list(run));
 
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>

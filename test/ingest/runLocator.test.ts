@@ -10,6 +10,17 @@ describe('locateRun', () => {
     });
   });
 
+  it('puts a prefix (watch.prefix) before the name, and nothing else changes', () => {
+    expect(locateRun('/r', '/r/exp1/seed0/reward_logs/completions.jsonl', 'gpu-a')).toEqual({
+      name: 'gpu-a/exp1/seed0',
+      dir: '/r/exp1/seed0',
+      relPath: 'reward_logs/completions.jsonl',
+    });
+    const root = locateRun('/data/grpo_runs', '/data/grpo_runs/learning.log', 'site/gpu-a');
+    expect(root.name).toBe('site/gpu-a/grpo_runs');
+    expect(locateRun('/r', '/r/exp1/learning.log', '').name).toBe('exp1');
+  });
+
   it('names a root that itself holds logs by its basename', () => {
     expect(locateRun('/data/grpo_runs', '/data/grpo_runs/learning.log').name).toBe('grpo_runs');
   });

@@ -38,6 +38,31 @@ describe('commands on PostgreSQL', () => {
     expect(unknown.stderr).toBe("rlwatch: unknown run 'nope' (known: host-a/grpo)\n");
   }, 60_000);
 
+  it('run status shows the attempts of a job restarted from a checkpoint', async () => {
+    const url = await freshPgDatabase();
+    const store = await PgStore.open(url);
+    opened.push(store);
+    const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+    const file = await store.addFile(run.id, '/runs/host-a/grpo/learning.log', 'learning.log');
+    const read = (steps: number[], offset: number) => store.commit({
+      runId: run.id, fileId: file.id, examples: [], skips: new Map(),
+      metrics: steps.map((step) => ({ step, values: new Map([['reward', step / 100]]) })),
+      progress: { dev: 1, ino: 1, offset, size: offset, mtimeMs: 0, seq: 0, lines: steps.length, records: steps.length },
+    }, 2);
+    await read([1, 2, 3, 4, 5, 6], 60);
+    await read([3, 4], 80); // the job died after step 6 and resumed from its checkpoint at step 3
+
+    const status = rlwatch(['run', 'status', 'host-a/grpo', '--json', '--db', url], { cwd: tempDir() });
+    expect(status.stderr).toBe('');
+    const data = JSON.parse(status.stdout);
+    expect(data.attempts.map((a: { attempt: number; resumedStep: number; lastStep: number }) =>
+      [a.attempt, a.resumedStep, a.lastStep])).toEqual([[1, 1, 6], [2, 3, 4]]);
+    // the restarted job's latest values, not those attempt 1 logged past step 4
+    expect(data).toMatchObject({ step: 4, metrics: { reward: 0.04 } });
+    const text = rlwatch(['run', 'status', 'host-a/grpo', '--db', url], { cwd: tempDir() }).stdout;
+    expect(text).toMatch(/attempt 2 \(now\): resumed at step 3 .*, reached step 4/);
+  }, 60_000);
+
   it('says which server it cannot reach, without its password', () => {
     const r = rlwatch(['runs', '--db', 'postgres://rl:s3cret@127.0.0.1:1/rlwatch'], { cwd: tempDir() });
     expect(r.status).toBe(1);

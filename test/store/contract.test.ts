@@ -17,7 +17,8 @@ import { freshPgDatabase } from '../pg/pgTest.ts';
 /** A database of one kind: `open` gives another handle on the same one (as a second process would). */
 interface Kind {
   name: string;
-  fresh(): Promise<{ where: string; open: () => Promise<StoreContract> }>;
+  /** `now`: the store's clock (when steps arrived, attempts began) */
+  fresh(): Promise<{ where: string; open: (now?: () => number) => Promise<StoreContract> }>;
 }
 
 const kinds: Kind[] = [
@@ -25,14 +26,14 @@ const kinds: Kind[] = [
     name: 'sqlite',
     fresh: async () => {
       const where = join(tempDir(), 'contract.db');
-      return { where, open: async () => new SqliteAsyncStore(Store.open(where)) };
+      return { where, open: async (now) => new SqliteAsyncStore(Store.open(where, { now })) };
     },
   },
   {
     name: 'postgres',
     fresh: async () => {
       const where = await freshPgDatabase();
-      return { where, open: () => PgStore.open(where) };
+      return { where, open: (now) => PgStore.open(where, { now }) };
     },
   },
 ];
@@ -44,10 +45,12 @@ afterEach(async () => {
   for (const s of opened.splice(0)) await s.close();
 });
 
-async function setUp(kind: Kind): Promise<{ store: StoreContract; other: () => Promise<StoreContract>; where: string }> {
+async function setUp(
+  kind: Kind, now?: () => number,
+): Promise<{ store: StoreContract; other: () => Promise<StoreContract>; where: string }> {
   const db = await kind.fresh();
   const open = async (): Promise<StoreContract> => {
-    const s = await db.open();
+    const s = await db.open(now);
     opened.push(s);
     return s;
   };
@@ -71,6 +74,9 @@ function batch(runId: number, fileId: number, rows: Rows, offset: number): Batch
     progress: progress(offset, rows.length),
   };
 }
+
+/** One metric line per step, in file order. */
+const logged = (steps: number[]): Rows => steps.map((step) => [step, { loss: step / 10 }]);
 
 async function runWithFile(store: StoreContract): Promise<{ runId: number; fileId: number }> {
   const run = await store.ensureRun('exp/a', '/runs/exp/a');
@@ -292,9 +298,74 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.examplesExtremes(runId, 1, 3, 'worst', 1)).map((e) => e.key)).toEqual(['k3']);
     expect(await store.runMeta(runId)).toEqual({ total_steps: 120, max_steps: 90 });
     expect(await store.runConfig(runId)).toEqual({ model: 'qwen', lr: '1e-6' });
-    // never restarted: no second attempt (PostgreSQL records no attempts until its watcher side tracks restarts)
-    expect((await store.attemptsOf(runId)).filter((x) => x.attempt > 1)).toEqual([]);
+    // never restarted: one attempt, from its first step to its last
+    expect((await store.attemptsOf(runId)).map((a) => [a.attempt, a.resumed_step, a.last_step])).toEqual([[1, 1, 3]]);
     expect(await store.replayingStep(runId, 3)).toBeNull();
+  });
+
+  it('a job restarted from a checkpoint, written as two batches: a second attempt, and the pace of new steps', async () => {
+    let t = 1000;
+    const { store } = await setUp(kind, () => t);
+    const { runId, fileId } = await runWithFile(store);
+    await store.commit(batch(runId, fileId, logged([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), 100), 2);
+    t = 2000; // the job died at step 10 and resumed from its checkpoint at step 4
+    await store.commit(batch(runId, fileId, logged([4, 5, 6, 7]), 140), 2);
+    expect(await store.attemptsOf(runId)).toEqual([
+      { run_id: runId, attempt: 1, resumed_step: 1, at: 1000, last_step: 10, rewound: 1 },
+      { run_id: runId, attempt: 2, resumed_step: 4, at: 2000, last_step: 7, rewound: 0 },
+    ]);
+    // steps 1..10 were new, then 4..7 took attempt 2 on from step 3
+    expect(await store.arrivalsOf(runId)).toEqual([{ at: 1000, steps: 10 }, { at: 2000, steps: 4 }]);
+    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ last_step: 7, attempt: 2 });
+    expect(await store.replayingStep(runId, 10)).toBe(7);
+    await store.markRewound(runId, 2);
+    expect((await store.attemptsOf(runId)).map((a) => a.rewound)).toEqual([1, 1]);
+    // a document read again whole repeats its steps: no restart, no arrival
+    const doc = await store.addFile(runId, '/runs/exp/a/trainer_state.json', 'trainerState');
+    await store.commit({ ...batch(runId, doc.id, logged([1, 2, 3]), 50), rewrite: true }, 2);
+    expect((await store.attemptsOf(runId)).length).toBe(2);
+    expect((await store.arrivalsOf(runId)).length).toBe(2);
+  });
+
+  it('restarts inside one batch, a lagging file of another format, new files after quiet ones', async () => {
+    let t = 1000;
+    const { store } = await setUp(kind, () => t);
+    const { runId, fileId } = await runWithFile(store);
+    // a backfill of both attempts at once: 1..6, then again from 3 to 5
+    await store.commit(batch(runId, fileId, logged([1, 2, 3, 4, 5, 6, 3, 4, 5]), 90), 2);
+    const brief = async () => (await store.attemptsOf(runId)).map((a) => [a.attempt, a.resumed_step, a.at, a.last_step]);
+    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5]]);
+    // batch_metrics.jsonl logs steps 1..3 later: behind, in another format, no restart and nothing new
+    t = 5000;
+    const jsonl = await store.addFile(runId, '/runs/exp/a/batch_metrics.jsonl', 'batchMetrics');
+    await store.commit(batch(runId, jsonl.id, logged([1, 2, 3]), 30), 2);
+    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5]]);
+    // a second learning.log from step 2, over a minute after the first one last grew: attempt 3
+    t = 62_000;
+    const second = await store.addFile(runId, '/runs/exp/a/learning-2.log', 'learning.log');
+    await store.commit(batch(runId, second.id, logged([2, 3]), 20), 2);
+    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5], [3, 2, 62_000, 3]]);
+    // that job's own batch_metrics-2.jsonl, 8 s later (its sibling quiet too): the same attempt
+    t = 70_000;
+    const jsonl2 = await store.addFile(runId, '/runs/exp/a/batch_metrics-2.jsonl', 'batchMetrics');
+    await store.commit(batch(runId, jsonl2.id, logged([2, 3, 4]), 30), 2);
+    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5], [3, 2, 62_000, 4]]);
+    expect(await store.fileByPath('/runs/exp/a/batch_metrics-2.jsonl')).toMatchObject({ last_step: 4, attempt: 3 });
+    expect(await store.arrivalsOf(runId)).toEqual([
+      { at: 1000, steps: 6 + 3 }, { at: 62_000, steps: 2 }, { at: 70_000, steps: 1 },
+    ]);
+  });
+
+  it('keeps the newest 400 arrivals of a run', async () => {
+    let t = 0;
+    const { store } = await setUp(kind, () => t);
+    const { runId, fileId } = await runWithFile(store);
+    for (let step = 1; step <= 403; step++) {
+      t = step * 1000;
+      await store.commit(batch(runId, fileId, logged([step]), step * 10), 2);
+    }
+    const kept = await store.arrivalsOf(runId);
+    expect([kept.length, kept[0], kept.at(-1)]).toEqual([400, { at: 4000, steps: 1 }, { at: 403_000, steps: 1 }]);
   });
 
   it('mutes by id and run out, the messages of every target showing an alert, report marks', async () => {

@@ -5,7 +5,9 @@ import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedM
 import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from '../contract.ts';
-import type { AttemptRow, Columns, UnreadRow } from '../contract.ts';
+import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
+import { ARRIVALS_KEPT } from '../arrivals.ts';
+import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
@@ -238,8 +240,18 @@ export class PgStore implements StoreContract {
       'SELECT * FROM attempts WHERE run_id = $1 ORDER BY attempt DESC LIMIT 1',
       [runId],
     );
-    if (!latest || latest.attempt === 1 || runLast === null || latest.last_step >= runLast) return null;
-    return latest.last_step;
+    return replayingStep(latest, runLast);
+  }
+
+  markRewound = async (runId: number, attempt: number): Promise<void> =>
+    void (await this.run('UPDATE attempts SET rewound = 1 WHERE run_id = $1 AND attempt = $2', [runId, attempt]));
+
+  async arrivalsOf(runId: number): Promise<Arrival[]> {
+    const rows = await this.rows<Arrival>(
+      `SELECT at, steps FROM arrivals WHERE run_id = $1 ORDER BY id DESC LIMIT ${ARRIVALS_KEPT}`,
+      [runId],
+    );
+    return rows.reverse();
   }
 
   unreadFiles = (run?: string): Promise<UnreadRow[]> =>
