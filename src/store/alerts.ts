@@ -47,6 +47,11 @@ export interface AlertChange {
 interface CursorRow {
   step: number;
   state: string;
+  /** the state itself when its values are all plain (`isFlat`): a copy of it is what parsing `state` gives, and
+   * copying is ~6x cheaper (the engine reads ~37 cursors per evaluation) */
+  flat: Record<string, unknown> | null;
+  /** its entry in the run's row (`"metric":{"step":..,"state":..}`), made at the first write after it was saved */
+  entry?: string;
 }
 
 /** A run's cursors by rule, then metric: its `run_cursors` row, and what `saveCursor` changed since. */
@@ -164,8 +169,9 @@ export class Alerts {
 
   cursor(runId: number, rule: string, metric: string): { step: number; state: Record<string, unknown> } | undefined {
     const row = this.cursorsOf(runId).get(rule)?.get(metric);
-    // parsed on each read: a caller may change the state it is given
-    return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
+    // a new object on each read: a caller may change the state it is given
+    if (!row) return undefined;
+    return { step: row.step, state: row.flat ? { ...row.flat } : (JSON.parse(row.state) as Record<string, unknown>) };
   }
 
   /** Held until `flushCursors`, which the engine calls at the end of an evaluation, in its transaction. */
@@ -176,7 +182,8 @@ export class Alerts {
     const was = byMetric?.get(metric);
     if (was && was.step === step && was.state === json) return; // most batches leave some cursors as they were
     if (!byMetric) run.set(rule, (byMetric = new Map()));
-    byMetric.set(metric, { step, state: json });
+    // copied: the caller may change the state it saved
+    byMetric.set(metric, { step, state: json, flat: isFlat(state) ? { ...state } : null });
     this.unflushed.add(runId);
   }
 
@@ -233,7 +240,7 @@ export class Alerts {
     for (const byMetric of this.cursorsOf(runId).values()) {
       for (const [metric, c] of byMetric) {
         if (c.step < step) continue;
-        byMetric.set(metric, { step: step - 1, state: '{}' });
+        byMetric.set(metric, { step: step - 1, state: '{}', flat: {} });
         this.unflushed.add(runId);
       }
     }
@@ -250,7 +257,9 @@ export class Alerts {
       const stored = json === undefined ? {} : (JSON.parse(json) as StoredCursors);
       for (const [rule, byMetric] of Object.entries(stored)) {
         const held = new Map<string, CursorRow>();
-        for (const [metric, c] of Object.entries(byMetric)) held.set(metric, { step: c.step, state: JSON.stringify(c.state) });
+        for (const [metric, c] of Object.entries(byMetric)) {
+          held.set(metric, { step: c.step, state: JSON.stringify(c.state), flat: isFlat(c.state) ? c.state : null });
+        }
         run.set(rule, held);
       }
       this.cursors.set(runId, run);
@@ -276,13 +285,24 @@ type StoredCursors = Record<string, Record<string, { step: number; state: Record
 
 /** The run's cursors as its `run_cursors` row (`StoredCursors`), from the states held as JSON already. */
 function cursorsJson(run: RunCursors): string {
-  const rules: string[] = [];
+  let out = '';
   for (const [rule, byMetric] of run) {
-    const metrics: string[] = [];
+    let entries = '';
     for (const [metric, c] of byMetric) {
-      metrics.push(`${JSON.stringify(metric)}:{"step":${JSON.stringify(c.step)},"state":${c.state}}`);
+      c.entry ??= `${JSON.stringify(metric)}:{"step":${JSON.stringify(c.step)},"state":${c.state}}`;
+      entries += entries === '' ? c.entry : `,${c.entry}`;
     }
-    rules.push(`${JSON.stringify(rule)}:{${metrics.join(',')}}`);
+    out += `${out === '' ? '' : ','}${JSON.stringify(rule)}:{${entries}}`;
   }
-  return `{${rules.join(',')}}`;
+  return `{${out}}`;
+}
+
+/** Every value a string, boolean, null or finite number (not -0): then a copy of the object is exactly what a
+ * round trip through JSON gives. */
+function isFlat(state: Record<string, unknown>): boolean {
+  for (const v of Object.values(state)) {
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || Object.is(v, -0)) return false;
+  }
+  return true;
 }

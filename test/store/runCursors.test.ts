@@ -115,6 +115,38 @@ describe('run_cursors', () => {
     store.close();
   });
 
+  it('SQLite: a cursor reads back as its state through JSON, whoever changes the objects saved or read', () => {
+    const store = Store.open(join(tempDir(), 'rlwatch.db'));
+    const run = store.runs.ensure('job', '/logs/job').id;
+    const plain: Record<string, unknown> = { streak: 2, gate: 'on', recovering: false, last: null, mean: 0.1 + 0.2 };
+    const odd: Record<string, unknown> = { zero: -0, nan: NaN, inf: Infinity, gone: undefined, held: { steps: [1, 2] } };
+    store.alerts.saveCursor(run, 'r', 'plain', 5, plain);
+    store.alerts.saveCursor(run, 'r', 'odd', 5, odd);
+    const viaJson = (o: Record<string, unknown>): unknown => JSON.parse(JSON.stringify(o));
+    const want = { plain: viaJson(plain), odd: viaJson(odd) };
+    plain.streak = 99;
+    (odd.held as { steps: number[] }).steps.push(3);
+    const check = (): void => {
+      for (const metric of ['plain', 'odd'] as const) {
+        const c = store.alerts.cursor(run, 'r', metric)!;
+        expect(c).toEqual({ step: 5, state: want[metric] });
+        expect(Object.keys(c.state)).toEqual(Object.keys(want[metric] as object));
+        c.state.streak = 100; // the reader's copy
+        (c.state.held as { steps?: number[] } | undefined)?.steps?.push(4);
+      }
+      expect(Object.is(store.alerts.cursor(run, 'r', 'odd')!.state.zero, 0)).toBe(true);
+    };
+    check();
+    check();
+    // as written and read back by another process
+    store.transaction(() => store.alerts.flushCursors());
+    store.close();
+    const again = Store.open(store.db.name);
+    expect(again.alerts.cursor(run, 'r', 'plain')).toEqual({ step: 5, state: want.plain });
+    expect(again.alerts.cursor(run, 'r', 'odd')).toEqual({ step: 5, state: want.odd });
+    again.close();
+  });
+
   it('PostgreSQL: a database with rule_cursors rows migrates to the same cursors', async () => {
     const url = await freshPgDatabase();
     const pool = newPool(url);
