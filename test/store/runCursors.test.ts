@@ -15,6 +15,7 @@ import { MIGRATIONS_DIR } from '../../src/paths.ts';
 import type { StoreContract } from '../../src/store/contract.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { migratePg, newPool, PG_MIGRATIONS_DIR } from '../../src/store/pg/connect.ts';
+import { copySqliteToPg } from '../../src/store/pg/fromSqlite.ts';
 import { PgStore } from '../../src/store/pg/pgStore.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
@@ -119,20 +120,20 @@ describe('run_cursors', () => {
     const store = Store.open(join(tempDir(), 'rlwatch.db'));
     const run = store.runs.ensure('job', '/logs/job').id;
     const plain: Record<string, unknown> = { streak: 2, gate: 'on', recovering: false, last: null, mean: 0.1 + 0.2 };
-    const odd: Record<string, unknown> = { zero: -0, nan: NaN, inf: Infinity, gone: undefined, held: { steps: [1, 2] } };
+    const odd: Record<string, unknown> = { zero: -0, nan: NaN, inf: Infinity, gone: undefined, held: { s: [1, 2] } };
     store.alerts.saveCursor(run, 'r', 'plain', 5, plain);
     store.alerts.saveCursor(run, 'r', 'odd', 5, odd);
     const viaJson = (o: Record<string, unknown>): unknown => JSON.parse(JSON.stringify(o));
     const want = { plain: viaJson(plain), odd: viaJson(odd) };
     plain.streak = 99;
-    (odd.held as { steps: number[] }).steps.push(3);
+    (odd.held as { s: number[] }).s.push(3);
     const check = (): void => {
       for (const metric of ['plain', 'odd'] as const) {
         const c = store.alerts.cursor(run, 'r', metric)!;
         expect(c).toEqual({ step: 5, state: want[metric] });
         expect(Object.keys(c.state)).toEqual(Object.keys(want[metric] as object));
         c.state.streak = 100; // the reader's copy
-        (c.state.held as { steps?: number[] } | undefined)?.steps?.push(4);
+        (c.state.held as { s?: number[] } | undefined)?.s?.push(4);
       }
       expect(Object.is(store.alerts.cursor(run, 'r', 'odd')!.state.zero, 0)).toBe(true);
     };
@@ -172,6 +173,35 @@ describe('run_cursors', () => {
         expect(await store.cursor(r.run, r.rule, r.metric)).toEqual({ step: r.step, state: JSON.parse(r.state) });
       }
       expect(await store.cursor(2, 'nan_loss', 'loss')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('rlwatch migrate', () => {
+  it('moves the cursors of a SQLite history to PostgreSQL as they were', async () => {
+    const sqlite = Store.open(join(tempDir(), 'rlwatch.db'));
+    const ids = [0, sqlite.runs.ensure('job1', '/logs/job1').id, sqlite.runs.ensure('job2', '/logs/job2').id];
+    type State = Record<string, unknown>;
+    const saved = OLD_ROWS.map((r) => ({ ...r, run: ids[r.run]!, state: JSON.parse(r.state) as State }));
+    sqlite.transaction(() => {
+      for (const r of saved) sqlite.alerts.saveCursor(r.run, r.rule, r.metric, r.step, r.state);
+      sqlite.alerts.flushCursors();
+    });
+    const url = await freshPgDatabase();
+    const pool = newPool(url);
+    try {
+      await copySqliteToPg(sqlite.db, pool);
+    } finally {
+      await pool.end();
+      sqlite.close();
+    }
+    const store = await PgStore.open(url);
+    try {
+      for (const r of saved) {
+        expect(await store.cursor(r.run, r.rule, r.metric)).toEqual({ step: r.step, state: r.state });
+      }
     } finally {
       await store.close();
     }
