@@ -122,6 +122,7 @@ export class Engine {
         throw new RuleFailed(rule.id, err);
       }
     }
+    this.store.alerts.flushCursors(); // in this transaction, with the points and alerts the rules read and changed
     this.store.runs.markEvaluated(runId);
     // live, an incident that fired and resolved within one batch is still news
     return announce ? this.announceRun(run, since) : 0;
@@ -162,6 +163,7 @@ export class Engine {
         }
         written += this.announceRun(run);
       }
+      this.store.alerts.flushCursors();
       return written;
     });
   }

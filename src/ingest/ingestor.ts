@@ -158,9 +158,9 @@ export class Ingestor {
     return this.store.files.add(run.id, path, verdict.format.id);
   }
 
-  private parserFor(row: FileRow, relPath: string): FileParser {
+  private parserFor(row: FileRow): FileParser {
     let parser = this.parsers.get(row.id);
-    if (!parser) this.parsers.set(row.id, (parser = fileParser(row.format, relPath)));
+    if (!parser) this.parsers.set(row.id, (parser = fileParser(row.format, this.runOf(row).relPath)));
     return parser;
   }
 
@@ -223,7 +223,6 @@ export class Ingestor {
     // a parser's or scanner's memory of the old content (a tqdm total, an open traceback) must not carry over
     if (fresh) this.parsers.delete(row.id);
     const start = offset;
-    const { relPath } = this.runOf(row);
     const { maxLineBytes, chunkBytes } = this.opts;
     const range = { fd, start: offset, size: st.size, maxLineBytes, chunkBytes, seq: row.seq };
     const take = (chunk: ParsedChunk): void => {
@@ -231,13 +230,14 @@ export class Ingestor {
       offset = chunk.end;
     };
     if (this.parseThread) {
+      const { relPath } = this.runOf(row);
       for await (const chunk of this.parseThread.chunks({ fileId: row.id, format: row.format, relPath, fresh, range })) {
         take(chunk);
       }
     } else {
       // a plain loop, not `for await`: live, an append's one chunk commits before the first await, inside the
-      // watcher's group transaction (commitGroup.ts)
-      for (const chunk of parsedChunks(range, this.parserFor(row, relPath))) {
+      // watcher's group transaction (commitGroup.ts); the file's parser is made once, not its run looked up per read
+      for (const chunk of parsedChunks(range, this.parserFor(row))) {
         // the group this read began in rolled back (Store.group): its first chunk with it; read again from there
         if (this.store.groupsRolledBack !== groups) return start;
         take(chunk);

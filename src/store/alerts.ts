@@ -43,21 +43,31 @@ export interface AlertChange {
   details: Record<string, unknown>;
 }
 
-/** A rule cursor as stored: its state as JSON. */
+/** A rule cursor as held: its state as JSON. */
 interface CursorRow {
   step: number;
   state: string;
+  /** the state itself when its values are all plain (`isFlat`): a copy of it is what parsing `state` gives, and
+   * copying is ~6x cheaper (the engine reads ~37 cursors per evaluation) */
+  flat: Record<string, unknown> | null;
+  /** its entry in the run's row (`"metric":{"step":..,"state":..}`), made at the first write after it was saved */
+  entry?: string;
 }
+
+/** A run's cursors by rule, then metric: its `run_cursors` row, and what `saveCursor` changed since. */
+type RunCursors = Map<string, Map<string, CursorRow>>;
 
 /** Alert incidents, their transitions, and the rule cursors the engine keeps per run. */
 export class Alerts {
   /**
-   * The rule cursors read or written, per run (null: no row), exactly as in the database: this process is the one
-   * writer (the writer lock), and a transaction that may have written them and rolls back (`Store.transaction`,
-   * `Store.commit`) calls `forget`.
-   * The engine reads and writes each of a run's cursors after every batch.
+   * The rule cursors read or saved, per run: its `run_cursors` row as in the database plus the saves not yet
+   * written (runs in `unflushed`), which `flushCursors` writes as one row per run. This process is the one writer
+   * (the writer lock), and a transaction that may have written them and rolls back (`Store.transaction`,
+   * `Store.commit`) calls `forget`, which drops the unwritten saves too.
+   * The engine reads and saves most of a run's cursors after every batch: one row per run is one upsert.
    */
-  private readonly cursors = new Map<number, Map<string, CursorRow | null>>();
+  private readonly cursors = new Map<number, RunCursors>();
+  private readonly unflushed = new Set<number>();
   /**
    * The open alerts read or created, per run, in id order, exactly as in the database: kept while no other
    * connection has committed (`PRAGMA data_version`, read on each `openOf`: an ack or mute run beside `start`),
@@ -158,44 +168,52 @@ export class Alerts {
   }
 
   cursor(runId: number, rule: string, metric: string): { step: number; state: Record<string, unknown> } | undefined {
-    const key = `${rule}\u0000${metric}`;
-    let held = this.cursors.get(runId);
-    let row = held?.get(key);
-    if (row === undefined) {
-      row = (prepared(this.db, 'SELECT step, state FROM rule_cursors WHERE run_id = ? AND rule = ? AND metric = ?')
-        .get(runId, rule, metric) as CursorRow | undefined) ?? null;
-      if (!held) this.cursors.set(runId, (held = new Map()));
-      held.set(key, row);
-    }
-    // parsed on each read: a caller may change the state it is given
-    return row ? { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> } : undefined;
+    const row = this.cursorsOf(runId).get(rule)?.get(metric);
+    // a new object on each read: a caller may change the state it is given
+    if (!row) return undefined;
+    return { step: row.step, state: row.flat ? { ...row.flat } : (JSON.parse(row.state) as Record<string, unknown>) };
   }
 
+  /** Held until `flushCursors`, which the engine calls at the end of an evaluation, in its transaction. */
   saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): void {
-    const key = `${rule}\u0000${metric}`;
     const json = JSON.stringify(state);
-    let held = this.cursors.get(runId);
-    const was = held?.get(key);
-    if (was && was.step === step && was.state === json) return; // most batches leave most cursors as they were
-    prepared(this.db,
-        `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
-      )
-      .run(runId, rule, metric, step, json);
-    if (!held) this.cursors.set(runId, (held = new Map()));
-    held.set(key, { step, state: json });
+    const run = this.cursorsOf(runId);
+    let byMetric = run.get(rule);
+    const was = byMetric?.get(metric);
+    if (was && was.step === step && was.state === json) return; // most batches leave some cursors as they were
+    if (!byMetric) run.set(rule, (byMetric = new Map()));
+    // copied: the caller may change the state it saved
+    byMetric.set(metric, { step, state: json, flat: isFlat(state) ? { ...state } : null });
+    this.unflushed.add(runId);
+  }
+
+  /** Writes the cursors saved since the last flush: one row per run that changed. */
+  flushCursors(): void {
+    if (this.unflushed.size === 0) return;
+    const upsert = prepared(this.db,
+      `INSERT INTO run_cursors (run_id, cursors) VALUES (?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
+    );
+    for (const runId of this.unflushed) {
+      const run = this.cursors.get(runId);
+      if (run) upsert.run(runId, cursorsJson(run));
+    }
+    this.unflushed.clear();
   }
 
   /**
-   * Drops the cursors and open alerts held in memory for the run (or for every run): call when a transaction that
-   * may have written them rolled back, or when the run is removed. The next read goes to the database.
+   * Drops the cursors (saved and not yet written ones too) and open alerts held in memory for the run (or for every
+   * run): call when a transaction that may have written them rolled back, or when the run is removed. The next
+   * read goes to the database.
    */
   forget(runId?: number): void {
     if (runId === undefined) {
       this.cursors.clear();
+      this.unflushed.clear();
       this.opened.clear();
     } else {
       this.cursors.delete(runId);
+      this.unflushed.delete(runId);
       this.opened.delete(runId);
     }
   }
@@ -216,11 +234,37 @@ export class Alerts {
     return [...rows];
   }
 
-  /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared. */
+  /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared (written
+   * by the next `flushCursors`, like a save). */
   rewindCursors(runId: number, step: number): void {
-    prepared(this.db, `UPDATE rule_cursors SET step = ?, state = '{}' WHERE run_id = ? AND step >= ?`)
-      .run(step - 1, runId, step);
-    this.cursors.delete(runId);
+    for (const byMetric of this.cursorsOf(runId).values()) {
+      for (const [metric, c] of byMetric) {
+        if (c.step < step) continue;
+        byMetric.set(metric, { step: step - 1, state: '{}', flat: {} });
+        this.unflushed.add(runId);
+      }
+    }
+  }
+
+  /** The run's cursors: held, or read from its row. */
+  private cursorsOf(runId: number): RunCursors {
+    let run = this.cursors.get(runId);
+    if (!run) {
+      const json = prepared(this.db, 'SELECT cursors FROM run_cursors WHERE run_id = ?').pluck().get(runId) as
+        | string
+        | undefined;
+      run = new Map();
+      const stored = json === undefined ? {} : (JSON.parse(json) as StoredCursors);
+      for (const [rule, byMetric] of Object.entries(stored)) {
+        const held = new Map<string, CursorRow>();
+        for (const [metric, c] of Object.entries(byMetric)) {
+          held.set(metric, { step: c.step, state: JSON.stringify(c.state), flat: isFlat(c.state) ? c.state : null });
+        }
+        run.set(rule, held);
+      }
+      this.cursors.set(runId, run);
+    }
+    return run;
   }
 
   /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
@@ -234,4 +278,31 @@ export class Alerts {
     prepared(this.db, 'INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
       .run(id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }));
   }
+}
+
+/** A `run_cursors` row as JSON. */
+type StoredCursors = Record<string, Record<string, { step: number; state: Record<string, unknown> }>>;
+
+/** The run's cursors as its `run_cursors` row (`StoredCursors`), from the states held as JSON already. */
+function cursorsJson(run: RunCursors): string {
+  let out = '';
+  for (const [rule, byMetric] of run) {
+    let entries = '';
+    for (const [metric, c] of byMetric) {
+      c.entry ??= `${JSON.stringify(metric)}:{"step":${JSON.stringify(c.step)},"state":${c.state}}`;
+      entries += entries === '' ? c.entry : `,${c.entry}`;
+    }
+    out += `${out === '' ? '' : ','}${JSON.stringify(rule)}:{${entries}}`;
+  }
+  return `{${out}}`;
+}
+
+/** Every value a string, boolean, null or finite number (not -0): then a copy of the object is exactly what a
+ * round trip through JSON gives. */
+function isFlat(state: Record<string, unknown>): boolean {
+  for (const v of Object.values(state)) {
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || Object.is(v, -0)) return false;
+  }
+  return true;
 }

@@ -131,7 +131,10 @@ export class SqliteAsyncStore implements StoreContract {
   cursor = (runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> =>
     this.call(() => this.store.alerts.cursor(runId, rule, metric));
   saveCursor = (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
-    this.call(() => this.store.alerts.saveCursor(runId, rule, metric, step, state));
+    this.call(() => {
+      this.store.alerts.saveCursor(runId, rule, metric, step, state);
+      this.store.alerts.flushCursors();
+    });
 
   addSilence = (s: NewSilence): Promise<SilenceRow> =>
     this.call(() => this.store.silences.add(s));

@@ -226,7 +226,9 @@ export class Store {
     const seen = new Set<number>();
     let minStep = Infinity;
     let maxStep = -Infinity;
-    if (b.metrics.length > 0) this.points.beginBatch(b.runId, this.runs.byId(b.runId)?.last_step ?? null);
+    // the run's highest step before this batch (nothing below updates the run's row before noteBatch)
+    const runLast = b.metrics.length > 0 ? (this.runs.byId(b.runId)?.last_step ?? null) : null;
+    if (b.metrics.length > 0) this.points.beginBatch(b.runId, runLast);
     let steps: ArrayLike<number>;
     if (b.metrics instanceof ShapedRows) {
       this.points.writeShaped(b.runId, b.metrics, seen);
@@ -243,7 +245,7 @@ export class Store {
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
-      if (!b.rewrite) this.trackAttempts(b, steps, at);
+      if (!b.rewrite) this.trackAttempts(b, steps, at, runLast);
       this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
       this.points.written(b.runId, minStep);
     }
@@ -262,10 +264,9 @@ export class Store {
   }
 
   /** Restarts (a file going back to an earlier step) and the pace of new steps, before the run's summary moves. */
-  private trackAttempts(b: Batch, steps: ArrayLike<number>, at: number): void {
+  private trackAttempts(b: Batch, steps: ArrayLike<number>, at: number, runLast: number | null): void {
     const file = this.files.byId(b.fileId);
     if (!file) return;
-    const runLast = this.runs.byId(b.runId)?.last_step ?? null;
     const advanced = this.attempts.track(b.runId, file, Array.from(steps), at, runLast);
     if (advanced > 0) this.arrivals.note(b.runId, at, advanced);
   }

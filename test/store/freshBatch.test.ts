@@ -11,6 +11,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
+import { CURSOR_ROWS } from './tableRows.ts';
 
 const SAMPLES = join(import.meta.dirname, '../../samples');
 
@@ -39,7 +40,7 @@ async function backfillSample(fromMemory: boolean): Promise<Tables> {
     ),
     alerts: all('SELECT * FROM alerts ORDER BY id'),
     alertEvents: all('SELECT * FROM alert_events ORDER BY rowid'),
-    ruleCursors: all('SELECT * FROM rule_cursors ORDER BY run_id, rule, metric'),
+    ruleCursors: all(`SELECT * FROM ${CURSOR_ROWS} ORDER BY run_id, rule, metric`),
     outbox: all('SELECT target, payload FROM outbox ORDER BY id'),
   };
   store.close();

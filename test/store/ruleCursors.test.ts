@@ -14,6 +14,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
+import { CURSOR_ROWS } from './tableRows.ts';
 
 const SAMPLES = join(import.meta.dirname, '..', '..', 'samples');
 const config = ConfigSchema.parse({});
@@ -21,24 +22,34 @@ const NOW = 1_800_000_000_000;
 
 type Row = { run_id: number; rule: string; metric: string; step: number; state: string };
 
-/** What the store holds in memory, as rows (null: held as "no row"). */
-function held(store: Store): Array<{ key: string; row: Row | null }> {
-  const cursors = (store.alerts as unknown as { cursors: Map<number, Map<string, { step: number; state: string } | null>> })
-    .cursors;
-  return [...cursors].flatMap(([runId, byKey]) =>
-    [...byKey].map(([key, c]) => {
-      const [rule, metric] = key.split('\u0000') as [string, string];
-      return { key: `${runId} ${rule} ${metric}`, row: c && { run_id: runId, rule, metric, step: c.step, state: c.state } };
-    }),
+/** What the store holds in memory, as rows. */
+function held(store: Store): Array<{ key: string; row: Row }> {
+  type Held = Map<number, Map<string, Map<string, { step: number; state: string }>>>;
+  const cursors = (store.alerts as unknown as { cursors: Held }).cursors;
+  return [...cursors].flatMap(([runId, byRule]) =>
+    [...byRule].flatMap(([rule, byMetric]) =>
+      [...byMetric].map(([metric, c]) => ({
+        key: `${runId} ${rule} ${metric}`,
+        row: { run_id: runId, rule, metric, step: c.step, state: c.state },
+      })),
+    ),
   );
 }
 
-/** Every cursor held in memory is the table's row (or its absence); returns how many were held. */
+/** The cursors as the database holds them, as rows. */
+function tableRows(store: Store): Row[] {
+  return store.db.prepare(`SELECT run_id, rule, metric, step, state FROM ${CURSOR_ROWS}`).all() as Row[];
+}
+
+/** Every cursor held in memory is the table's row, and every run held has all its rows held; returns how many were
+ * held. */
 function expectExact(store: Store): number {
-  const rows = store.db.prepare('SELECT run_id, rule, metric, step, state FROM rule_cursors').all() as Row[];
-  const table = new Map(rows.map((r) => [`${r.run_id} ${r.rule} ${r.metric}`, r]));
+  const table = new Map(tableRows(store).map((r) => [`${r.run_id} ${r.rule} ${r.metric}`, r]));
   const mine = held(store);
   for (const { key, row } of mine) expect([key, row]).toEqual([key, table.get(key) ?? null]);
+  const runsHeld = new Set(mine.map((m) => m.row.run_id));
+  const rowsOfRunsHeld = [...table.values()].filter((r) => runsHeld.has(r.run_id));
+  expect(mine).toHaveLength(rowsOfRunsHeld.length);
   return mine.length;
 }
 
@@ -48,7 +59,7 @@ describe('rule cursors held in memory', () => {
     const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
     const opts = { ...config.ingest, chunkBytes: 4096 };
     await backfill(new Ingestor(store, opts, () => {}, (r) => engine.evaluate(r.runId, false)), [SAMPLES], config.watch);
-    const rows = store.db.prepare('SELECT COUNT(*) FROM rule_cursors').pluck().get() as number;
+    const rows = tableRows(store).length;
     expect(rows).toBeGreaterThan(10);
     expect(expectExact(store)).toBeGreaterThanOrEqual(rows);
     store.close();
@@ -89,7 +100,7 @@ describe('rule cursors held in memory', () => {
     expect(warnings).toHaveLength(1);
     expect(expectExact(store)).toBeGreaterThan(3);
     const runId = store.runs.byName('job')!.id;
-    const reward = store.db.prepare("SELECT step FROM rule_cursors WHERE run_id = ? AND metric = 'reward'").pluck();
+    const reward = store.db.prepare(`SELECT step FROM ${CURSOR_ROWS} WHERE run_id = ? AND metric = 'reward'`).pluck();
     expect(reward.all(runId)).toContain(10);
 
     broken = false;
@@ -106,6 +117,7 @@ describe('rule cursors held in memory', () => {
     const run = store.runs.ensure('job', '/logs/job');
     const file = store.files.add(run.id, '/logs/job/metrics.jsonl', 'jsonl');
     store.alerts.saveCursor(run.id, 'r', 'reward', 3, { streak: 1 });
+    store.alerts.flushCursors();
     const progress = { dev: 1, ino: 1, offset: 20, size: 20, mtimeMs: NOW, seq: 1, lines: 1, records: 1 };
     const metrics = [{ step: 7, values: new Map([['reward', 0.5]]) }];
     const batch = { runId: run.id, fileId: file.id, metrics, examples: [], skips: new Map(), progress };
@@ -113,16 +125,17 @@ describe('rule cursors held in memory', () => {
       store.commit(batch, 0, () => {
         store.alerts.saveCursor(run.id, 'r', 'reward', 7, { streak: 5 });
         store.alerts.saveCursor(run.id, 'r', 'kl', 7, {});
+        store.alerts.flushCursors();
         throw new Error('the rules failed');
       }),
     ).toThrow();
     expect(store.alerts.cursor(run.id, 'r', 'reward')).toEqual({ step: 3, state: { streak: 1 } });
     expect(store.alerts.cursor(run.id, 'r', 'kl')).toBeUndefined();
-    expect(expectExact(store)).toBe(2);
+    expect(expectExact(store)).toBe(1);
 
     store.runs.remove(run.id);
     expect(held(store)).toEqual([]);
-    expect(store.db.prepare('SELECT COUNT(*) FROM rule_cursors').pluck().get()).toBe(0);
+    expect(tableRows(store)).toEqual([]);
     store.close();
   });
 });

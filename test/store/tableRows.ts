@@ -13,6 +13,11 @@ export function rowsOf(path: string, queries: Record<string, string>): Record<st
   }
 }
 
+/** The rule cursors as rows (run_id, rule, metric, step, state as JSON), from each run's `run_cursors` row: use as
+ * a table, `FROM ${CURSOR_ROWS} c`. */
+export const CURSOR_ROWS = `(SELECT c.run_id, r.key AS rule, m.key AS metric, json_extract(m.value, '$.step') AS step,
+  json_extract(m.value, '$.state') AS state FROM run_cursors c, json_each(c.cursors) r, json_each(r.value) m)`;
+
 /** What the rules write: alerts (with `alertColumns` besides their rule, metric, state, summary and steps), their
  * events and the rule cursors. */
 export function ruleQueries(alertColumns: readonly string[] = []): Record<string, string> {
@@ -22,7 +27,7 @@ export function ruleQueries(alertColumns: readonly string[] = []): Record<string
              a.fired_step, a.resolved_step${extra} FROM alerts a JOIN runs r ON r.id = a.run_id ORDER BY 1, 2, 3, 8`,
     alertEvents: `SELECT a.rule, a.metric, a.started_step, e.step, e.state, e.details FROM alert_events e
                   JOIN alerts a ON a.id = e.alert_id ORDER BY 1, 2, 3, e.id`,
-    cursors: `SELECT r.name, c.rule, c.metric, c.step, c.state FROM rule_cursors c JOIN runs r ON r.id = c.run_id
+    cursors: `SELECT r.name, c.rule, c.metric, c.step, c.state FROM ${CURSOR_ROWS} c JOIN runs r ON r.id = c.run_id
               ORDER BY 1, 2, 3`,
   };
 }

@@ -9,7 +9,7 @@ import { migratePg } from './connect.ts';
  */
 export const TABLES = [
   'runs', 'files', 'file_skips', 'metrics', 'points', 'steps', 'run_metrics', 'examples', 'events', 'attempts',
-  'arrivals', 'alerts', 'alert_events', 'rule_cursors', 'silences', 'outbox', 'chat_messages', 'alert_messages',
+  'arrivals', 'alerts', 'alert_events', 'run_cursors', 'silences', 'outbox', 'chat_messages', 'alert_messages',
   'unread_files', 'report_marks',
 ] as const;
 

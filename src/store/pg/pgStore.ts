@@ -321,17 +321,21 @@ export class PgStore implements StoreContract {
     this.rows('SELECT at, step, state, details FROM alert_events WHERE alert_id = $1 ORDER BY id', [id]);
 
   async cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> {
-    const row = await this.one<{ step: number; state: string }>(
-      'SELECT step, state FROM rule_cursors WHERE run_id = $1 AND rule = $2 AND metric = $3',
+    const row = await this.one<{ c: RuleCursor | null }>(
+      'SELECT cursors -> $2::text -> $3::text AS c FROM run_cursors WHERE run_id = $1',
       [runId, rule, metric],
     );
-    return row && { step: row.step, state: JSON.parse(row.state) as Record<string, unknown> };
+    return row?.c ?? undefined;
   }
 
+  /** One cursor merged into the run's row (`run_cursors`: one row per run, as in SQLite). */
   saveCursor = async (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
     void (await this.run(
-      `INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (run_id, rule, metric) DO UPDATE SET step = excluded.step, state = excluded.state`,
+      `INSERT INTO run_cursors AS r (run_id, cursors)
+       VALUES ($1, jsonb_build_object($2::text,
+         jsonb_build_object($3::text, jsonb_build_object('step', $4::bigint, 'state', $5::jsonb))))
+       ON CONFLICT (run_id) DO UPDATE SET cursors = jsonb_set(r.cursors, ARRAY[$2::text],
+         coalesce(r.cursors -> $2::text, '{}'::jsonb) || (excluded.cursors -> $2::text))`,
       [runId, rule, metric, step, JSON.stringify(state)],
     ));
 
