@@ -66,11 +66,11 @@ export function digestOfColumns(cols: Columns, from: number, to: number): Series
     buckets.push(b);
   }
   const tailFrom = Math.max(from, to - DIGEST_TAIL);
-  const window = { steps: Array.from(steps.subarray(from, to)), values: Array.from(values.subarray(from, to)) };
+  const points = (a: number) => ({ steps: Array.from(steps.subarray(a, to)), values: Array.from(values.subarray(a, to)) });
   return assemble(n, buckets, {
     firstStep: n > 0 ? (steps[from] as number) : NaN,
-    tail: { steps: Array.from(steps.subarray(tailFrom, to)), values: Array.from(values.subarray(tailFrom, to)) },
-    few: n <= READ_WHOLE ? window : null,
+    tail: points(tailFrom),
+    few: n <= READ_WHOLE ? points(from) : null,
   });
 }
 
