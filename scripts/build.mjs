@@ -34,7 +34,8 @@ await build({
   target: 'node20',
   logLevel: 'warning',
   plugins: [withoutZodLocales],
-  external: ['better-sqlite3', '@resvg/resvg-js', 'discord.js', '@slack/bolt'],
+  // better-sqlite3's JavaScript is bundled (its addon is loaded by path: src/store/sqliteAddon.ts)
+  external: ['@resvg/resvg-js', 'discord.js', '@slack/bolt'],
   // bundled CommonJS packages call require(): give the ESM bundle one
   banner: { js: "import { createRequire as __rlwatchRequire } from 'node:module'; const require = __rlwatchRequire(import.meta.url);" },
 });

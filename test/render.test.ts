@@ -1,17 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { formatValue, jsonValue } from '../src/render/numbers.ts';
-import { overview, sparkline } from '../src/render/sparkline.ts';
+import { sparkline } from '../src/render/sparkline.ts';
 
 describe('sparkline', () => {
   it('scales the last values between the lowest and highest bar, with gaps for nan', () => {
     expect(sparkline([0, 1, 2, 3, 4, 5, 6, 7])).toBe('▁▂▃▄▅▆▇█');
     expect(sparkline([1, NaN, 1])).toBe('▄ ▄');
     expect(sparkline([9, 0, 7], 2)).toBe('▁█');
-  });
-
-  it('summarises a long series by bucket means', () => {
-    const values = Array.from({ length: 1000 }, (_, i) => (i < 500 ? 0 : 1));
-    expect(overview(values, 4)).toBe('▁▁██');
   });
 });
 

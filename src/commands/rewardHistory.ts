@@ -1,19 +1,16 @@
-import { range } from '../engine/stats.ts';
 import { UserError } from '../errors.ts';
-import { lttbIndices } from '../render/lttb.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
-import { overview } from '../render/sparkline.ts';
+import { sparkline } from '../render/sparkline.ts';
 import type { Columns } from '../store/contract.ts';
+import { OVERVIEW_WIDTH } from '../store/seriesDigest.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 /** Rows of the text table; the full series is in `data` (`--json`) and in the chart. */
 const TABLE_ROWS = 10;
-/** Points handed to the chart, which down-samples them again to what it draws. */
-const CHART_POINTS = 2000;
 
-/** `reward history [run] [--metric NAME] [--last N]`: the series of one metric, steps ascending. Works on
- * the in-memory columns of the series, so that a million points answer in a fraction of a second; the
- * point-by-point list with epochs is built only when asked for (`data`, i.e. `--json`). */
+/** `reward history [run] [--metric NAME] [--last N]`: the series of one metric, steps ascending. Shows its digest
+ * (`SeriesDigest`: overview, extremes, newest rows, chart points), which a store makes without handing a million
+ * points to JavaScript; the point-by-point list with epochs is read only when asked for (`data`, i.e. `--json`). */
 export async function rewardHistory(
   { store }: CommandContext,
   args: { run?: string; metric?: string; last?: number },
@@ -27,33 +24,34 @@ export async function rewardHistory(
   if (args.last !== undefined && (!Number.isInteger(args.last) || args.last < 1)) {
     throw new UserError(`--last must be a whole number of at least 1, not ${args.last}`);
   }
-  const cols = await store.columns(run.id, metric);
-  const from = args.last === undefined ? 0 : Math.max(0, cols.length - args.last);
-  const steps = cols.steps.subarray(from, cols.length);
-  const values = cols.values.subarray(from, cols.length);
-  const n = steps.length;
-  const { min, max } = range(values);
-  const stats = Number.isFinite(min)
-    ? `min ${formatValue(min)}  max ${formatValue(max)}  last ${formatValue(n > 0 ? (values[n - 1] as number) : NaN)}`
+  const d = await store.digest(run.id, metric, args.last);
+  const n = d.length;
+  const stats = Number.isFinite(d.min)
+    ? `min ${formatValue(d.min)}  max ${formatValue(d.max)}  last ${formatValue(d.tail.values.at(-1) ?? NaN)}`
     : 'no finite values';
-  const tail = Array.from({ length: Math.min(TABLE_ROWS, n) }, (_, k) => n - Math.min(TABLE_ROWS, n) + k);
-  const tailEpochs = await store.epochsAt(run.id, tail.map((i) => steps[i] as number));
+  const tail = { steps: d.tail.steps.slice(-TABLE_ROWS), values: d.tail.values.slice(-TABLE_ROWS) };
+  const tailEpochs = await store.epochsAt(run.id, tail.steps);
   return {
-    title: `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` + (n > 0 ? `, steps ${steps[0]}..${steps[n - 1]}` : ''),
+    title: `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` + (n > 0 ? `, steps ${d.firstStep}..${d.lastStep}` : ''),
     fields: [],
     lines: [
-      overview(values),
+      sparkline(d.overview, OVERVIEW_WIDTH),
       stats,
-      ...tail.map((i, k) => {
+      ...tail.steps.map((step, k) => {
         const epoch = tailEpochs[k] ?? null;
-        return `step ${String(steps[i]).padStart(6)}  epoch ${epoch === null ? '   -' : formatValue(epoch).padStart(4)}  ${formatValue(values[i] as number)}`;
+        return `step ${String(step).padStart(6)}  epoch ${epoch === null ? '   -' : formatValue(epoch).padStart(4)}  ${formatValue(tail.values[k] as number)}`;
       }),
     ],
-    chart: { title: `${metric} of ${run.name}`, metric, points: chartPoints(steps, values) },
+    chart: { title: `${metric} of ${run.name}`, metric, points: d.chart },
     // the epoch beside each point (--json) is a second series: read only when asked for
     get data() {
-      const epochs = known.includes('epoch') ? store.columns(run.id, 'epoch') : Promise.resolve(null);
-      return epochs.then((e) => ({ run: run.name, metric, points: pointsWithEpochs(steps, values, e) }));
+      return (async () => {
+        const cols = await store.columns(run.id, metric);
+        const from = args.last === undefined ? 0 : Math.max(0, cols.length - args.last);
+        const epochs = known.includes('epoch') ? await store.columns(run.id, 'epoch') : null;
+        const [steps, values] = [cols.steps.subarray(from, cols.length), cols.values.subarray(from, cols.length)];
+        return { run: run.name, metric, points: pointsWithEpochs(steps, values, epochs) };
+      })();
     },
   };
 }
@@ -70,18 +68,4 @@ function pointsWithEpochs(steps: Float64Array, values: Float64Array, epochs: Col
     out.push({ step, epoch: shown, value: jsonValue(values[i] as number) });
   }
   return out;
-}
-
-/** The finite points, down-sampled with LTTB so that the chart gets thousands of points, not millions. */
-function chartPoints(steps: Float64Array, values: Float64Array): Array<{ step: number; value: number }> {
-  const xs = new Float64Array(steps.length);
-  const ys = new Float64Array(steps.length);
-  let m = 0;
-  for (let i = 0; i < steps.length; i++) {
-    const v = values[i] as number;
-    if (!Number.isFinite(v)) continue;
-    xs[m] = steps[i] as number;
-    ys[m++] = v;
-  }
-  return Array.from(lttbIndices(xs, ys, m, CHART_POINTS), (i) => ({ step: xs[i] as number, value: ys[i] as number }));
 }

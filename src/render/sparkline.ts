@@ -16,24 +16,3 @@ export function sparkline(values: readonly number[], width = 50): string {
     })
     .join('');
 }
-
-/** The whole series in `width` characters: each character is the mean of its share of the points. */
-export function overview(values: ArrayLike<number>, width = 60): string {
-  if (values.length <= width) return sparkline(Array.from(values), width);
-  const means: number[] = [];
-  for (let b = 0; b < width; b++) {
-    const from = Math.floor((b * values.length) / width);
-    const to = Math.floor(((b + 1) * values.length) / width);
-    let sum = 0;
-    let n = 0;
-    for (let i = from; i < to; i++) {
-      const v = values[i] as number;
-      if (Number.isFinite(v)) {
-        sum += v;
-        n++;
-      }
-    }
-    means.push(n > 0 ? sum / n : NaN);
-  }
-  return sparkline(means, width);
-}

@@ -9,6 +9,7 @@ import type { OpenOutboxRow, OutboxRow } from './outbox.ts';
 import type { LatestValue, SeriesPoint } from './points.ts';
 import type { RunRow } from './runs.ts';
 import type { Columns } from './seriesCache.ts';
+import type { SeriesDigest } from './seriesDigest.ts';
 import type { NewSilence, SilenceRow } from './silences.ts';
 import type { Batch, BatchResult } from './store.ts';
 import type { UnreadRow } from './unread.ts';
@@ -109,6 +110,8 @@ export interface StoreContract {
   metricNames(): Promise<string[]>;
   /** the whole series as two columns, steps ascending (charts and history of a million points) */
   columns(runId: number, metric: string): Promise<Columns>;
+  /** what `reward history` shows of the series (or of its newest `last` points), from every point of it */
+  digest(runId: number, metric: string, last?: number): Promise<SeriesDigest>;
   /** the epoch logged at each of `steps`, null where none was */
   epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>>;
   /** every kept generation over steps `from`..`to`, oldest first */

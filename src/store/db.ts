@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { MIGRATIONS_DIR } from '../paths.ts';
 import { DatabaseError, databaseError, isBusy } from './dbErrors.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
+import { SQLITE_ADDON } from './sqliteAddon.ts';
 
 // better-sqlite3 reads this once, at its first open: `file:` URIs let a read-only open say `immutable=1` (below).
 process.env.SQLITE_USE_URI ??= '1';
@@ -43,7 +44,7 @@ function tryOpen(path: string, opts: OpenOptions): Database.Database {
   try {
     if (path !== ':memory:' && !opts.readOnly) mkdirSync(dirname(path), { recursive: true });
     // a busy timeout from the first statement: switching a new file to WAL waits for another process creating it
-    db = opts.readOnly ? openReadOnly(path) : new Database(path, { timeout: 5000 });
+    db = opts.readOnly ? openReadOnly(path) : new Database(path, { timeout: 5000, nativeBinding: SQLITE_ADDON });
     if (opts.readOnly) requireUpToDate(db, path);
     else {
       db.pragma('journal_mode = WAL');
@@ -65,13 +66,13 @@ function tryOpen(path: string, opts: OpenOptions): Database.Database {
  */
 function openReadOnly(path: string): Database.Database {
   try {
-    const db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5000 });
+    const db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5000, nativeBinding: SQLITE_ADDON });
     db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get(); // the -shm file is opened on the first read
     return db;
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     if (!/^SQLITE_(READONLY|CANTOPEN)/.test(code) || existsSync(`${path}-wal`)) throw err;
-    return new Database(`${pathToFileURL(path).href}?immutable=1`, { readonly: true, fileMustExist: true });
+    return new Database(`${pathToFileURL(path).href}?immutable=1`, { readonly: true, fileMustExist: true, nativeBinding: SQLITE_ADDON });
   }
 }
 

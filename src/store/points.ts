@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
+import { digestOfColumns, SqlDigest, type SeriesDigest } from './seriesDigest.ts';
 import { prepared } from './prepared.ts';
 import type { ShapedRows } from './metricRows.ts';
 
@@ -70,8 +71,12 @@ export class Points {
   private readonly insertStep: Statement;
   private readonly insertRunMetric: Statement;
   private readonly cache: SeriesCache;
+  private sqlDigest: SqlDigest | null = null;
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    private readonly keepSeries = true,
+  ) {
     this.insertPoint = db.prepare(
       `INSERT INTO points (run_id, metric_id, step, value) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, metric_id, step) DO UPDATE SET value = excluded.value`,
@@ -86,6 +91,15 @@ export class Points {
   /** The whole series of one metric as columns, from memory when it was read before. */
   columns(runId: number, metric: string): Columns {
     return this.cache.columns(runId, this.metricId(metric));
+  }
+
+  /** What `reward history` shows of the series (or of its newest `last` points): from memory when the series is held
+   * there, or when this store keeps series (read whole once, then topped up); else summed up by SQLite. */
+  digest(runId: number, metric: string, last?: number): SeriesDigest {
+    const id = this.metricId(metric);
+    if (!this.keepSeries && !this.cache.has(runId, id)) return (this.sqlDigest ??= new SqlDigest(this.db)).digest(runId, id, last);
+    const cols = this.cache.columns(runId, id);
+    return digestOfColumns(cols, last === undefined ? 0 : Math.max(0, cols.length - last), cols.length);
   }
 
   /** Called inside the batch transaction before its points are written: `lastStep` is the run's highest step

@@ -37,6 +37,10 @@ export class SeriesCache {
     return e;
   }
 
+  has(runId: number, metricId: number): boolean {
+    return this.entries.has(`${runId}:${metricId}`);
+  }
+
   /** A batch wrote steps from `minStep` on: cached series of the run that already hold such steps are stale. */
   invalidate(runId: number, minStep: number): void {
     for (const [key, e] of this.entries) {

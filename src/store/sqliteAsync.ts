@@ -5,6 +5,7 @@ import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from './contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
+import type { SeriesDigest } from './seriesDigest.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';
@@ -93,6 +94,8 @@ export class SqliteAsyncStore implements StoreContract {
   metricNames = (): Promise<string[]> => this.call(() => this.store.points.allNames());
   columns = (runId: number, metric: string): Promise<Columns> =>
     this.call(() => this.store.points.columns(runId, metric));
+  digest = (runId: number, metric: string, last?: number): Promise<SeriesDigest> =>
+    this.call(() => this.store.points.digest(runId, metric, last));
   epochsAt = (runId: number, steps: readonly number[]): Promise<Array<number | null>> =>
     this.call(() => this.store.points.epochsAt(runId, steps));
   examplesBetween = (runId: number, from: number, to: number): Promise<StoredExample[]> =>

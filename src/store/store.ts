@@ -37,6 +37,9 @@ export interface Batch {
 export interface StoreOptions {
   /** rlwatch's clock (tests inject one): when lines were read, steps arrived, runs were first seen */
   now?: () => number;
+  /** keep each series read whole in memory and top it up (a long-lived process); false for a command that answers
+   * once, which has SQLite sum a cold series up instead (`Points.digest`) */
+  keepSeries?: boolean;
 }
 
 export interface BatchResult {
@@ -75,7 +78,7 @@ export class Store {
     this.now = opts.now ?? Date.now;
     this.runs = new Runs(db, this.now, (id) => this.alerts.forget(id));
     this.files = new Files(db);
-    this.points = new Points(db);
+    this.points = new Points(db, opts.keepSeries ?? true);
     this.examples = new Examples(db);
     this.alerts = new Alerts(db);
     this.silences = new Silences(db);
@@ -100,10 +103,10 @@ export class Store {
    * e.g. a colleague's, can still be queried). */
   static openForReading(path: string): Store {
     try {
-      return Store.open(path);
+      return Store.open(path, { keepSeries: false });
     } catch (err) {
       if (!(err instanceof DatabaseError) || err.problem !== 'readonly') throw err;
-      return new Store(openDb(path, { readOnly: true }));
+      return new Store(openDb(path, { readOnly: true }), { keepSeries: false });
     }
   }
 

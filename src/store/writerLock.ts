@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { SQLITE_ADDON } from './sqliteAddon.ts';
 
 /**
  * One writer per database. The lock is an OS file lock: SQLite's fcntl lock on `<db>.lock`, held by an exclusive
@@ -15,7 +16,7 @@ export class WriterLock {
   /** The lock of the database at `dbPath`, or null when another process (or connection) holds it. */
   static tryAcquire(dbPath: string): WriterLock | null {
     mkdirSync(dirname(dbPath), { recursive: true });
-    const conn = new Database(`${dbPath}.lock`, { timeout: 0 });
+    const conn = new Database(`${dbPath}.lock`, { timeout: 0, nativeBinding: SQLITE_ADDON });
     try {
       conn.exec('BEGIN EXCLUSIVE');
     } catch (err) {

@@ -287,6 +287,10 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const upTo = (a: Float64Array) => [...a.subarray(0, cols.length)]; // SQLite's arrays have room to grow
     expect([cols.length, upTo(cols.steps), upTo(cols.values)]).toEqual([3, [1, 2, 3], [0.1, NaN, 0.3]]);
     expect((await store.columns(runId, 'nothing')).length).toBe(0);
+    expect(await store.digest(runId, 'reward', 2)).toMatchObject({
+      length: 2, firstStep: 2, lastStep: 3, min: 0.3, max: 0.3, tail: { steps: [2, 3], values: [NaN, 0.3] },
+      overview: [NaN, 0.3], chart: [{ step: 3, value: 0.3 }],
+    });
     expect(await store.epochsAt(runId, [3, 2, 1])).toEqual([1, null, 0.5]);
     expect((await store.examplesBetween(runId, 1, 3)).map((e) => [e.step, e.key])).toEqual([
       [1, 'k0'], [1, 'k1'], [3, 'k2'], [3, 'k3'],

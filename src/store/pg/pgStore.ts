@@ -6,6 +6,7 @@ import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from '../contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
+import { digestOfColumns, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
@@ -194,6 +195,11 @@ export class PgStore implements StoreContract {
       values[i] = r.value;
     });
     return { steps, values, length: rows.length };
+  }
+
+  async digest(runId: number, metric: string, last?: number): Promise<SeriesDigest> {
+    const cols = await this.columns(runId, metric);
+    return digestOfColumns(cols, last === undefined ? 0 : Math.max(0, cols.length - last), cols.length);
   }
 
   async epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>> {
