@@ -41,19 +41,9 @@ interface Tail {
   /** started at the series' first point (and never cut back): fewer than asked for is then all there is */
   whole: boolean;
 }
-/** One metric's share of the batch being written: its points so far and its tail, held here while the batch is
- * written (one lookup per point, or none, instead of two Map lookups) and filed into the run's memory after it. */
-interface SeriesState {
-  series: FreshSeries | undefined;
-  tail: Tail | undefined;
-  /** the run's first point of the metric is the next one noted: a tail started there holds the whole series */
-  first: boolean;
-}
 interface Memory {
   fresh: Fresh;
   tails: Map<number, Tail>;
-  /** by metric id, for the batch being written */
-  states: Map<number, SeriesState>;
 }
 
 /** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
@@ -72,9 +62,8 @@ export class Points {
   private readonly tails = new Map<number, Map<number, Tail>>();
   /** per run, the points of its last committed batch: the engine evaluates them from memory, not re-reading them */
   private readonly fresh = new Map<number, Fresh>();
-  /** the run whose batch is being written (between beginBatch and written), and its metrics' states */
+  /** the run whose batch is being written (between beginBatch and written) */
   private batchRun: number | null = null;
-  private readonly batchStates = new Map<number, SeriesState>();
   private readonly insertPoint: Statement;
   /** STEP_ROWS steps per statement: one call into SQLite per 64 steps instead of one per step */
   private readonly insertSteps: Statement;
@@ -103,22 +92,11 @@ export class Points {
    * before the batch, so that afterwards every point past it is one this batch wrote. */
   beginBatch(runId: number, lastStep: number | null): void {
     this.batchRun = runId;
-    this.batchStates.clear();
     this.fresh.set(runId, { before: lastStep, series: new Map() });
   }
 
   /** Called after a batch of the run that wrote steps from `minStep` on. */
   written(runId: number, minStep: number): void {
-    const fresh = this.batchRun === runId ? this.fresh.get(runId) : undefined;
-    const tails = this.tails.get(runId);
-    if (fresh && tails) {
-      for (const [id, state] of this.batchStates) {
-        if (state.series) fresh.series.set(id, state.series);
-        if (state.tail) tails.set(id, state.tail);
-        else tails.delete(id);
-      }
-    }
-    this.batchStates.clear();
     this.batchRun = null;
     this.cache.invalidate(runId, minStep);
   }
@@ -128,7 +106,6 @@ export class Points {
    * hold rows the rollback took back (a metric name first seen in it, a series topped up inside it). */
   forget(runId?: number): void {
     this.batchRun = null;
-    this.batchStates.clear();
     if (runId === undefined) {
       this.fresh.clear();
       this.tails.clear();
@@ -193,9 +170,7 @@ export class Points {
         this.shapeIds[i] = id;
       }
       i++;
-      this.insertPoint.run(runId, id, step, toDb(value));
-      const first = this.noteMetric(runId, id, seen);
-      if (memory) note(memory.fresh, this.stateOf(memory, id, first), step, value);
+      this.writePoint(runId, id, step, value, seen, memory);
     }
     names.length = i;
     this.shapeIds.length = i;
@@ -205,28 +180,12 @@ export class Points {
   writeShaped(runId: number, rows: ShapedRows, seen: Set<number>): void {
     const memory = this.memoryOf(runId);
     const ids = rows.shapes.map((names) => names.map((name) => this.metricId(name)));
-    // every shape is some record's: each metric is noted for the run before the records, and each shape's slots
-    // find their metric's state here, so the loop below looks nothing up per point
-    const states = ids.map((shape) =>
-      shape.map((id) => {
-        const first = this.noteMetric(runId, id, seen);
-        return memory ? this.stateOf(memory, id, first) : undefined;
-      }),
-    );
-    const insert = this.insertPoint;
-    const fresh = memory?.fresh;
     const { steps, shapeOf, values } = rows;
     let at = 0;
     for (let r = 0; r < steps.length; r++) {
-      const s = shapeOf[r]!;
-      const shape = ids[s]!;
-      const slots = states[s]!;
+      const shape = ids[shapeOf[r]!]!;
       const step = steps[r]!;
-      for (let k = 0; k < shape.length; k++) {
-        const value = values[at++]!;
-        insert.run(runId, shape[k]!, step, toDb(value));
-        if (fresh) note(fresh, slots[k]!, step, value);
-      }
+      for (let k = 0; k < shape.length; k++) this.writePoint(runId, shape[k]!, step, values[at++]!, seen, memory);
     }
   }
 
@@ -241,22 +200,21 @@ export class Points {
     }
     let tails = this.tails.get(runId);
     if (!tails) this.tails.set(runId, (tails = new Map()));
-    return { fresh, tails, states: this.batchStates };
+    return { fresh, tails };
   }
 
-  /** Notes the metric for the run once per batch (`seen`); true when the run had never logged it. */
-  private noteMetric(runId: number, id: number, seen: Set<number>): boolean {
-    if (seen.has(id)) return false;
-    seen.add(id);
-    return this.insertRunMetric.run(runId, id).changes > 0;
-  }
-
-  /** The metric's state in the batch being written; `first`: the run's first point of it comes next. */
-  private stateOf(memory: Memory, id: number, first: boolean): SeriesState {
-    let state = memory.states.get(id);
-    if (!state) memory.states.set(id, (state = { series: memory.fresh.series.get(id), tail: memory.tails.get(id), first }));
-    else if (first) state.first = true;
-    return state;
+  private writePoint(runId: number, id: number, step: number, value: number, seen: Set<number>, memory?: Memory): void {
+    this.insertPoint.run(runId, id, step, toDb(value));
+    // the run's first point of this metric: a tail started here holds the whole series
+    let first = false;
+    if (!seen.has(id)) {
+      seen.add(id);
+      first = this.insertRunMetric.run(runId, id).changes > 0;
+    }
+    if (memory) {
+      keepTail(memory.tails, memory.fresh, id, step, value, first);
+      remember(memory.fresh, id, step, value);
+    }
   }
 
   /** The steps the run has logged, ascending. */
@@ -343,14 +301,13 @@ export class Points {
 }
 
 /**
- * Notes a point the batch wrote in its metric's state: its series' tail, then the batch's points of the metric. A
- * tail is started only by a point past every stored point of the series (the run's last step before the batch, and
- * this batch's points of it), and dropped when a step is written again or out of order: so it always holds every
- * point from its first on.
+ * Appends a point to its series' tail (before `remember` notes it in `fresh`). A tail is started only by a point
+ * past every stored point of the series (the run's last step before the batch, and this batch's points of it),
+ * and dropped when a step is written again or out of order: so it always holds every point from its first on.
  */
-function note(fresh: Fresh, state: SeriesState, step: number, logged: number): void {
+function keepTail(tails: Map<number, Tail>, fresh: Fresh, id: number, step: number, logged: number, first: boolean): void {
   const value = logged === 0 ? 0 : logged; // a REAL column gives -0 back as 0
-  const { series, tail } = state;
+  const tail = tails.get(id);
   if (tail) {
     if (step > tail.steps[tail.steps.length - 1]!) {
       tail.steps.push(step);
@@ -360,19 +317,13 @@ function note(fresh: Fresh, state: SeriesState, step: number, logged: number): v
         tail.values.splice(0, tail.values.length - TAIL_KEEP);
         tail.whole = false;
       }
-    } else state.tail = undefined;
-  } else {
-    const pastStored = fresh.before === null || step > fresh.before;
-    const pastBatch = !series || (series.ascending && step > series.steps[series.steps.length - 1]!);
-    if (pastStored && pastBatch) state.tail = { steps: [step], values: [value], whole: state.first };
+    } else tails.delete(id);
+    return;
   }
-  state.first = false;
-  if (!series) state.series = { steps: [step], values: [value], ascending: true };
-  else {
-    if (step <= series.steps[series.steps.length - 1]!) series.ascending = false;
-    series.steps.push(step);
-    series.values.push(value);
-  }
+  const series = fresh.series.get(id);
+  const pastStored = fresh.before === null || step > fresh.before;
+  const pastBatch = !series || (series.ascending && step > series.steps[series.steps.length - 1]!);
+  if (pastStored && pastBatch) tails.set(id, { steps: [step], values: [value], whole: first });
 }
 
 /** The index of the first of the ascending `steps` past `step` (steps.length when none is). */
@@ -397,6 +348,17 @@ function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ s
     if (!finite || Number.isFinite(values[i])) out.push({ step: steps[i]!, value: values[i]! });
   }
   return out.length === n || tail.whole ? out.reverse() : undefined;
+}
+
+function remember(fresh: Fresh, id: number, step: number, logged: number): void {
+  const value = logged === 0 ? 0 : logged; // a REAL column gives -0 back as 0
+  const series = fresh.series.get(id);
+  if (!series) fresh.series.set(id, { steps: [step], values: [value], ascending: true });
+  else {
+    if (step <= series.steps[series.steps.length - 1]!) series.ascending = false;
+    series.steps.push(step);
+    series.values.push(value);
+  }
 }
 
 /** The points of an ascending series past `step`. */
