@@ -150,8 +150,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       if (holds) {
         const n = ++streak;
         recovering = 0;
-        // while it holds on, most records change nothing: no words are built for those
-        if (gate === undefined || !lc.wouldChange('bad', n >= rule.for)) continue;
+        if (gate === undefined) continue;
         lc.hold(p.step, n, rule.for, rule.severity, () => {
           const { shown, details } = describeValues(conds, values);
           const summary = shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ');

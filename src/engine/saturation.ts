@@ -28,17 +28,16 @@ export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void 
       max = Math.max(max, p.value);
       const s = std.get(p.step);
       if (s === undefined || !Number.isFinite(s)) continue;
-      const saturated = p.value > 0 && p.value >= max - EPSILON && Math.abs(s) <= EPSILON;
-      const n = saturated ? ++streak : (streak = 0);
-      // most records change nothing: the details are built only for those that do
-      if (saturated ? !lc.wouldChange('bad', n >= rule.for) : !lc.wouldChange('ok', true)) continue;
       const details = { value: p.value, std: s, max };
-      if (saturated) {
+      if (p.value > 0 && p.value >= max - EPSILON && Math.abs(s) <= EPSILON) {
+        const n = ++streak;
         lc.hold(p.step, n, rule.for, rule.severity, () => ({
           summary: `${metric} saturated at its max ${formatValue(p.value)} with std 0 for ${n} steps: no signal left`,
           details,
         }));
       } else {
+        streak = 0;
+        if (!lc.wouldChange('ok', true)) continue;
         const describe = () => ({ summary: `${metric} ${formatValue(p.value)} ± ${formatValue(s)}: varies again`, details });
         lc.apply(p.step, { kind: 'ok', recovered: true, describe });
       }
