@@ -91,6 +91,23 @@ export function resume(
 }
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** The values of a series (steps ascending, as `ctx.after` gives them) looked up at ascending steps: a walk along
+ * it instead of a Map built per batch (rules look other metrics up at every step of a backfill). */
+export class StepLookup {
+  private at = 0;
+  constructor(private readonly points: ReadonlyArray<{ step: number; value: number }>) {}
+
+  /** the value logged at `step`, undefined where none was; each call's step must be past the one before */
+  get(step: number): number | undefined {
+    const points = this.points;
+    let j = this.at;
+    while (j < points.length && points[j]!.step < step) j++;
+    this.at = j;
+    const p = points[j];
+    return p !== undefined && p.step === step ? p.value : undefined;
+  }
+}
+
 /** Threshold: each alternative is its own alert key, named after its first metric. */
 export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
   const { store, runId } = ctx;
@@ -101,7 +118,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     const from = cursor?.step ?? START;
     const main = ctx.after(first.metric, from);
     if (main.length === 0) continue;
-    const others = rest.map((c) => new Map(ctx.after(c.metric, from).map((p) => [p.step, p.value])));
+    const others = rest.map((c) => new StepLookup(ctx.after(c.metric, from)));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
     // `learn`: the first records of the run, and whether their median leaves the line to be judged at all
@@ -123,7 +140,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       values[0] = p.value;
       let missing = Number.isNaN(p.value);
       for (let k = 0; k < others.length && !missing; k++) {
-        const v = (others[k] as Map<number, number>).get(p.step);
+        const v = (others[k] as StepLookup).get(p.step);
         values[k + 1] = v;
         missing = v === undefined || Number.isNaN(v);
       }
@@ -254,18 +271,6 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * Math.sqrt(2 / w);
       const flat = onLevel && flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
       const step = (points[i] as { step: number }).step;
-      const of = onLevel ? '' : ' of its range';
-      const pct = (r: number): string =>
-        Number.isFinite(r) ? `${r >= 0 ? '+' : ''}${(r * 100).toFixed(1)}%${of}` : 'from 0';
-      const details = {
-        from: before,
-        to: after,
-        change: rel,
-        window: w,
-        noise,
-        scale: onLevel ? 'level' : 'range',
-        ...(brk && { line: { ...brk } }),
-      };
       const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
       held = (rule.direction === 'flat' ? flat : upWindows || downWindows) ? held + 1 : 0;
       // a break fires at once: it is judged once (the line is learnt again after it)
@@ -279,6 +284,18 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
           : Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2;
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
       if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
+      const of = onLevel ? '' : ' of its range';
+      const pct = (r: number): string =>
+        Number.isFinite(r) ? `${r >= 0 ? '+' : ''}${(r * 100).toFixed(1)}%${of}` : 'from 0';
+      const details = {
+        from: before,
+        to: after,
+        change: rel,
+        window: w,
+        noise,
+        scale: onLevel ? 'level' : 'range',
+        ...(brk && { line: { ...brk } }),
+      };
       let bad: { severity: string; direction: string; summary: () => string } | null = null;
       if (rule.direction === 'flat') {
         if (flat) {

@@ -2,7 +2,7 @@ import { formatValue } from '../render/numbers.ts';
 import { resume, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { compare, type RelativeRule } from './rules.ts';
-import { median } from './stats.ts';
+import { median, medianOf } from './stats.ts';
 
 /** What a relative rule remembers between evaluations (its rule cursor's state). */
 interface RelativeState {
@@ -45,6 +45,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   const values = cursor && keep > 0 ? store.points.upTo(runId, metric, from, keep, true).map((p) => p.value) : [];
   const hold = { quietFor: rule.recoverFor, quiet: st.quiet };
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, hold);
+  const scratch: number[] = [];
   for (const p of fresh) {
     values.push(p.value);
     if (values.length > keep + 1) values.shift();
@@ -55,7 +56,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     }
     st.last = p.value;
     if (st.seen <= rule.warmup || values.length < rule.smooth) continue;
-    const now = rule.smooth === 1 ? p.value : median(values.slice(-rule.smooth));
+    const now = rule.smooth === 1 ? p.value : medianOf(values, values.length - rule.smooth, values.length, scratch);
     let base: number | null = null;
     if (rule.baseline === 'early') {
       if (st.baseline === null) {
@@ -66,7 +67,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
       base = st.baseline;
     } else if (rule.baseline === 'rolling') {
       if (values.length < keep + 1) continue;
-      base = median(values.slice(0, rolling));
+      base = medianOf(values, 0, rolling, scratch);
     } else {
       base = st.max;
       st.max = st.max === null ? now : Math.max(st.max, now);
@@ -79,21 +80,23 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     const sigma = st.diffs > 0 ? Math.sqrt(st.ssd / (2 * st.diffs)) : 0;
     const noise = rule.sigmas * Math.SQRT2 * medianSe(rule.smooth) * sigma;
     const holds = compare(now, rule.op, bound) && Math.abs(now - base) > Math.max(rule.minDelta, noise);
+    if (holds) st.streak++;
+    else st.streak = 0;
+    const n = st.streak;
+    const past = !holds && !compare(now, rule.op, (rule.recover ?? rule.factor) * base);
+    // most records change nothing: the words and details are built only for those that do
+    if (holds ? !lc.wouldChange('bad', n >= rule.for) : !lc.wouldChange('ok', past)) continue;
     const ratio = now / base;
     const words = () =>
       `${metric} ${formatValue(now)} ${rule.op} ${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ` +
       formatValue(base as number);
     const details = { value: now, baseline: base, kind: rule.baseline, ratio, factor: rule.factor };
     if (holds) {
-      const n = ++st.streak;
       lc.hold(p.step, n, rule.for, rule.severity, () => ({
         summary: `${words()} (${formatValue(ratio)}×) for ${n} step${n === 1 ? '' : 's'}`,
         details,
       }));
     } else {
-      st.streak = 0;
-      const past = !compare(now, rule.op, (rule.recover ?? rule.factor) * base);
-      if (!lc.wouldChange('ok', past)) continue;
       lc.apply(p.step, {
         kind: 'ok',
         recovered: past,

@@ -1,5 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
-import { expandMetrics, resume, type RunContext } from './evaluate.ts';
+import { expandMetrics, resume, StepLookup, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { SaturationRule } from './rules.ts';
 
@@ -17,7 +17,7 @@ export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void 
     if (!logged.includes(`${metric}/std`)) continue;
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
-    const std = new Map(ctx.after(`${metric}/std`, from).map((p) => [p.step, p.value]));
+    const std = new StepLookup(ctx.after(`${metric}/std`, from));
     let max = Number(cursor?.state.max ?? -Infinity);
     let streak = Number(cursor?.state.streak ?? 0);
     const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, {

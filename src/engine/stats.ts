@@ -24,6 +24,22 @@ export function median(values: readonly number[]): number {
   return n % 2 === 1 ? (s[n >> 1] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
 }
 
+/** The median of values[from, to), as `median` of that slice gives it, sorted in `scratch` rather than in two new
+ * arrays: a rule takes the median of a short window at every record of a backfill. */
+export function medianOf(values: readonly number[], from: number, to: number, scratch: number[]): number {
+  const n = to - from;
+  if (n <= 0) return NaN;
+  scratch.length = n;
+  // insertion sort: stable, as Array.prototype.sort is, so equal values keep their order and the median is the same
+  for (let i = 0; i < n; i++) {
+    const v = values[from + i] as number;
+    let j = i - 1;
+    for (; j >= 0 && (scratch[j] as number) > v; j--) scratch[j + 1] = scratch[j] as number;
+    scratch[j + 1] = v;
+  }
+  return n % 2 === 1 ? (scratch[n >> 1] as number) : ((scratch[n / 2 - 1] as number) + (scratch[n / 2] as number)) / 2;
+}
+
 /** Min and max of the finite values (Infinity and -Infinity when there is none), in one pass: `Math.min(...xs)`
  * overflows the stack past ~120,000 values, which a report over a long run reaches. */
 export function range(values: ArrayLike<number>): { min: number; max: number } {
