@@ -51,13 +51,19 @@ function postedOnce(fake: FakeDiscord): number[] {
   return [...posted.keys()].sort((a, b) => a - b);
 }
 
+/** A fresh database with the store a watcher writes through, and the fake Discord. */
+async function onePgAndDiscord(): Promise<{ url: string; fake: FakeDiscord; store: PgStore }> {
+  const url = await freshPgDatabase();
+  const fake = await startFakeDiscord();
+  cleanup.push(() => fake.close());
+  const store = await PgStore.open(url);
+  cleanup.push(() => store.close());
+  return { url, fake, store };
+}
+
 describe('rlwatch start --role bot', () => {
   it('delivers what watchers queued, once; killed, the bot standing by takes over, repeating no post', async () => {
-    const url = await freshPgDatabase();
-    const fake = await startFakeDiscord();
-    cleanup.push(() => fake.close());
-    const store = await PgStore.open(url);
-    cleanup.push(() => store.close());
+    const { url, fake, store } = await onePgAndDiscord();
     const first = await enqueueAlerts(store, fake, 5);
 
     const a = startBot(url, fake);
@@ -91,11 +97,7 @@ describe('rlwatch start --role bot', () => {
   }, 120_000);
 
   it('its lock session ended by the server, the bot stands by and leads again; what follows goes once', async () => {
-    const url = await freshPgDatabase();
-    const fake = await startFakeDiscord();
-    cleanup.push(() => fake.close());
-    const store = await PgStore.open(url);
-    cleanup.push(() => store.close());
+    const { url, fake, store } = await onePgAndDiscord();
     const first = await enqueueAlerts(store, fake, 3);
     const a = startBot(url, fake);
     await fake.waitFor(() => postedOnce(fake).length === first.length, 30_000);
@@ -114,11 +116,7 @@ describe('rlwatch start --role bot', () => {
   }, 120_000);
 
   it('posts what another process queues, and edits the card a CLI ack changed, when announced, not on its sweep', async () => {
-    const url = await freshPgDatabase();
-    const fake = await startFakeDiscord();
-    cleanup.push(() => fake.close());
-    const store = await PgStore.open(url);
-    cleanup.push(() => store.close());
+    const { url, fake, store } = await onePgAndDiscord();
     const config = ConfigSchema.parse({});
     // an hour between sweeps: within this test, only the announcement can bring the rows out
     const bot = await startBotInProcess({
