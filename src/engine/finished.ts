@@ -96,15 +96,8 @@ export function finishedSummary(store: Store, runId: number, run = store.runs.by
   const runtime =
     store.events.finished(runId)?.values.train_runtime ??
     store.points.latest(runId).find((l) => l.metric === 'train_runtime')?.value;
-  const span = store.db.prepare('SELECT max(at) - min(at) FROM steps WHERE run_id = ?').pluck().get(runId) as number | null;
-  const alerts = store.db
-    .prepare(
-      `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
-           WHEN 3 THEN 'critical' WHEN 2 THEN 'warning' ELSE 'info' END AS severity,
-         count(*) AS incidents, sum(state = 'firing') AS firing
-       FROM alerts WHERE run_id = ? AND fired_at IS NOT NULL GROUP BY rule ORDER BY rule`,
-    )
-    .all(runId) as FinishedSummary['alerts'];
+  const span = store.points.stepSpan(runId);
+  const alerts = store.alerts.firedByRule(runId);
   return {
     durationMs: runtime !== undefined && Number.isFinite(runtime) ? runtime * 1000 : span ? span : null,
     firstStep: run?.first_step ?? null,

@@ -3,6 +3,8 @@
  * never reads the store back. Stored as JSON in `outbox.payload` (and, as posted, in `chat_messages.payload`);
  * read back through the zod schema in src/notify/payload.ts.
  */
+import type { RuleIncidents } from '../store/alerts.ts';
+
 export interface Notification {
   run: string;
   items: NotificationItem[];
@@ -82,5 +84,5 @@ export interface FinishedSummary {
   finalReward: { step: number; value: number } | null;
   bestReward: { step: number; value: number } | null;
   /** the run's alerts by rule: incidents and how many are still firing */
-  alerts: Array<{ rule: string; severity: string; incidents: number; firing: number }>;
+  alerts: RuleIncidents[];
 }

@@ -43,6 +43,14 @@ export interface AlertChange {
   details: Record<string, unknown>;
 }
 
+/** A rule's incidents that fired in a run: the worst severity, how many, and how many still fire. */
+export interface RuleIncidents {
+  rule: string;
+  severity: string;
+  incidents: number;
+  firing: number;
+}
+
 /** A rule cursor as held: its state as JSON. */
 interface CursorRow {
   step: number;
@@ -148,6 +156,17 @@ export class Alerts {
       )
       .all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
     return resolved.length === 0 ? firing : [...firing, ...resolved].sort((a, b) => a.id - b.id);
+  }
+
+  /** The run's incidents that fired, by rule (sorted). */
+  firedByRule(runId: number): RuleIncidents[] {
+    return prepared(this.db,
+        `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
+             WHEN 3 THEN 'critical' WHEN 2 THEN 'warning' ELSE 'info' END AS severity,
+           count(*) AS incidents, sum(state = 'firing') AS firing
+         FROM alerts WHERE run_id = ? AND fired_at IS NOT NULL GROUP BY rule ORDER BY rule`,
+      )
+      .all(runId) as RuleIncidents[];
   }
 
   list(opts: { runId?: number; all?: boolean }): AlertRow[] {

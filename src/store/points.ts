@@ -236,6 +236,11 @@ export class Points {
     return this.db.prepare('SELECT step FROM steps WHERE run_id = ? ORDER BY step').pluck().all(runId) as number[];
   }
 
+  /** How long the run took from its first logged step to its last, by when rlwatch read them (null before two). */
+  stepSpan(runId: number): number | null {
+    return prepared(this.db, 'SELECT max(at) - min(at) FROM steps WHERE run_id = ?').pluck().get(runId) as number | null;
+  }
+
   /** Every metric name any run has logged. */
   allNames(): string[] {
     return prepared(this.db, 'SELECT name FROM metrics ORDER BY name').pluck().all() as string[];
