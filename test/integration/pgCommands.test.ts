@@ -2,6 +2,7 @@
  * The CLI's commands on a PostgreSQL `--db` (and RLWATCH_DB): the real bin/rlwatch, against the test run's
  * PostgreSQL, with an alert written through PgStore as a watcher's engine writes it.
  */
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PgStore } from '../../src/store/pg/pgStore.ts';
 import { tempDir } from '../helpers.ts';
@@ -14,6 +15,25 @@ afterEach(async () => {
 });
 
 describe('commands on PostgreSQL', () => {
+  it('a role that may only read the tables can read: an up-to-date schema is not migrated again on open', async () => {
+    const url = await freshPgDatabase();
+    const store = await PgStore.open(url);
+    opened.push(store);
+    await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+    const owner = new pg.Client({ connectionString: url });
+    await owner.connect();
+    const role = `reader_${Date.now()}`;
+    await owner.query(`CREATE ROLE ${role} LOGIN PASSWORD 'r'`);
+    await owner.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+    await owner.end();
+    const reader = new URL(url);
+    [reader.username, reader.password] = [role, 'r'];
+
+    const runs = rlwatch(['runs', '--json', '--db', reader.href], { cwd: tempDir() });
+    expect(runs.stderr).toBe('');
+    expect(JSON.parse(runs.stdout)).toMatchObject([{ name: 'host-a/grpo' }]);
+  }, 60_000);
+
   it('runs, alerts and ack read and write the database the URL names', async () => {
     const url = await freshPgDatabase();
     const store = await PgStore.open(url);

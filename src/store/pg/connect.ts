@@ -30,7 +30,8 @@ export function newClient(url: string): pg.Client {
 
 /**
  * Applies the pending migrations in one transaction, under a transaction-scoped advisory lock: several processes
- * opening a new database at once apply each migration once.
+ * opening a new database at once apply each migration once. A schema already up to date is only read, so that a
+ * role allowed to read the tables and nothing more (a dashboard, a colleague's CLI) can open it.
  */
 export async function migratePg(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise<number[]> {
   const files = readdirSync(dir)
@@ -38,6 +39,8 @@ export async function migratePg(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise
     .filter((f): f is { name: string; m: RegExpExecArray } => f.m !== null)
     .map((f) => ({ name: f.name, version: Number(f.m[1]) }))
     .sort((a, b) => a.version - b.version);
+  const applied = await appliedVersions(pool);
+  if (files.every((f) => applied.has(f.version))) return [];
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -63,4 +66,12 @@ export async function migratePg(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise
   } finally {
     client.release();
   }
+}
+
+/** The versions the database has applied; none when it has no `schema_migrations` yet (a new database). */
+async function appliedVersions(pool: pg.Pool): Promise<Set<number>> {
+  const table = await pool.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations') AS t`);
+  if (table.rows[0]!.t === null) return new Set();
+  const rows = await pool.query<{ version: number }>('SELECT version FROM schema_migrations');
+  return new Set(rows.rows.map((r) => r.version));
 }
