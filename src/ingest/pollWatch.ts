@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { statSync } from 'node:fs';
-import { basename } from 'node:path';
-import { isIgnoredDir, readElsewhere } from './discover.ts';
+import { basename, relative, sep } from 'node:path';
+import { discoverFiles, isIgnoredDir, readElsewhere } from './discover.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
 /** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
@@ -16,6 +16,9 @@ const TRAILING_CHECK_MS = 60;
 export class PollWatch {
   private watcher: FSWatcher | null = null;
   private readonly trailing = new Map<string, NodeJS.Timeout>();
+  /** the files handed over: a listing hands over only the others */
+  private readonly handed = new Set<string>();
+  private readonly listings = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly roots: readonly string[],
@@ -48,6 +51,24 @@ export class PollWatch {
     watcher.on('change', (p) => this.changed(p));
     watcher.on('error', (e) => this.onError(e instanceof Error ? e : new Error(String(e))));
     await new Promise<void>((done) => watcher.once('ready', () => done()));
+    // chokidar takes each folder's first stat after listing it, and after 'ready': what changes in between is never
+    // reported (a run folder made just after start, a file made in a folder just made). So the trees are listed
+    // once more when their polling has begun, and so is each folder made while watching.
+    this.listLater(() => this.rescan());
+    watcher.on('addDir', (dir) => this.listLater(() => this.listUnseen(dir)));
+  }
+
+  private listLater(list: () => void): void {
+    const t = setTimeout(() => {
+      this.listings.delete(t);
+      list();
+    }, 2 * this.opts.intervalMs);
+    this.listings.add(t);
+  }
+
+  /** Lists the trees again and hands over the log files chokidar never reported (the sweep's safety net). */
+  rescan(): void {
+    for (const root of this.roots) this.listUnseen(root);
   }
 
   async close(): Promise<void> {
@@ -55,11 +76,25 @@ export class PollWatch {
     this.watcher = null;
     this.trailing.forEach((t) => clearTimeout(t));
     this.trailing.clear();
+    this.listings.forEach((t) => clearTimeout(t));
+    this.listings.clear();
+  }
+
+  private listUnseen(dir: string): void {
+    if (!this.watcher) return;
+    const root = this.roots.find((r) => dir === r || dir.startsWith(r + sep));
+    if (root === undefined) return;
+    const level = dir === root ? 0 : relative(root, dir).split(sep).length;
+    if (level > this.opts.depth) return; // chokidar reports folders one below `depth`, whose files are not read
+    for (const path of discoverFiles(dir, this.opts.depth - level, this.opts.ignore)) {
+      if (!this.handed.has(path)) this.changed(path);
+    }
   }
 
   private changed(path: string): void {
     // chokidar follows every link: what one leads to inside a root is read under its real path
     if (readElsewhere(path, this.roots)) return;
+    this.handed.add(path);
     this.onFile(path);
     const before = identity(path);
     clearTimeout(this.trailing.get(path));

@@ -64,7 +64,7 @@ export class LiveIngest {
       source.start();
     }
     this.sweep = setInterval(() => {
-      if (this.source instanceof TreeWatch) this.source.rescan();
+      this.source?.rescan();
       this.seen.forEach((p) => this.enqueue(p));
     }, SWEEP_MS);
     this.sweep.unref();
