@@ -14,12 +14,18 @@ afterEach(async () => {
   for (const s of opened.splice(0)) await s.close();
 });
 
+/** A fresh database holding one run, `host-a/grpo`, written through PgStore as a watcher writes it. */
+async function aRun() {
+  const url = await freshPgDatabase();
+  const store = await PgStore.open(url);
+  opened.push(store);
+  const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+  return { url, store, run };
+}
+
 describe('commands on PostgreSQL', () => {
   it('a role that may only read the tables can read: an up-to-date schema is not migrated again on open', async () => {
-    const url = await freshPgDatabase();
-    const store = await PgStore.open(url);
-    opened.push(store);
-    await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+    const { url } = await aRun();
     const owner = new pg.Client({ connectionString: url });
     await owner.connect();
     const role = `reader_${Date.now()}`;
@@ -35,10 +41,7 @@ describe('commands on PostgreSQL', () => {
   }, 60_000);
 
   it('runs, alerts and ack read and write the database the URL names', async () => {
-    const url = await freshPgDatabase();
-    const store = await PgStore.open(url);
-    opened.push(store);
-    const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+    const { url, store, run } = await aRun();
     const change = { step: 7, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {} };
     const alert = await store.createAlert(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
     const cwd = tempDir();
@@ -59,10 +62,7 @@ describe('commands on PostgreSQL', () => {
   }, 60_000);
 
   it('run status shows the attempts of a job restarted from a checkpoint', async () => {
-    const url = await freshPgDatabase();
-    const store = await PgStore.open(url);
-    opened.push(store);
-    const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+    const { url, store, run } = await aRun();
     const file = await store.addFile(run.id, '/runs/host-a/grpo/learning.log', 'learning.log');
     const read = (steps: number[], offset: number) => store.commit({
       runId: run.id, fileId: file.id, examples: [], skips: new Map(),
