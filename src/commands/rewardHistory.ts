@@ -2,7 +2,7 @@ import { UserError } from '../errors.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import { sparkline } from '../render/sparkline.ts';
 import type { Columns } from '../store/contract.ts';
-import { OVERVIEW_WIDTH } from '../store/seriesDigest.ts';
+import { newestFrom, OVERVIEW_WIDTH } from '../store/seriesDigest.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
 /** Rows of the text table; the full series is in `data` (`--json`) and in the chart. */
@@ -47,7 +47,7 @@ export async function rewardHistory(
     get data() {
       return (async () => {
         const cols = await store.columns(run.id, metric);
-        const from = args.last === undefined ? 0 : Math.max(0, cols.length - args.last);
+        const from = newestFrom(cols.length, args.last);
         const epochs = known.includes('epoch') ? await store.columns(run.id, 'epoch') : null;
         const [steps, values] = [cols.steps.subarray(from, cols.length), cols.values.subarray(from, cols.length)];
         return { run: run.name, metric, points: pointsWithEpochs(steps, values, epochs) };

@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
-import { digestOfColumns, SqlDigest, type SeriesDigest } from './seriesDigest.ts';
+import { digestOfNewest, SqlDigest, type SeriesDigest } from './seriesDigest.ts';
 import { prepared } from './prepared.ts';
 import type { ShapedRows } from './metricRows.ts';
 
@@ -98,8 +98,7 @@ export class Points {
   digest(runId: number, metric: string, last?: number): SeriesDigest {
     const id = this.metricId(metric);
     if (!this.keepSeries && !this.cache.has(runId, id)) return (this.sqlDigest ??= new SqlDigest(this.db)).digest(runId, id, last);
-    const cols = this.cache.columns(runId, id);
-    return digestOfColumns(cols, last === undefined ? 0 : Math.max(0, cols.length - last), cols.length);
+    return digestOfNewest(this.cache.columns(runId, id), last);
   }
 
   /** Called inside the batch transaction before its points are written: `lastStep` is the run's highest step

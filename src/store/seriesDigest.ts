@@ -47,8 +47,16 @@ interface Bucket {
 /** The first index of share `j` of `n` points cut into `k` shares. */
 const cut = (j: number, n: number, k: number): number => Math.floor((j * n) / k);
 
+/** Where the newest `last` points of `length` begin (all of them without `last`). */
+export const newestFrom = (length: number, last?: number): number =>
+  last === undefined ? 0 : Math.max(0, length - last);
+
+/** The digest of the newest `last` points of ascending columns (all of them without `last`). */
+export const digestOfNewest = (cols: Columns, last?: number): SeriesDigest =>
+  digestOfColumns(cols, newestFrom(cols.length, last), cols.length);
+
 /** The digest of points `from`..`to` (exclusive) of ascending columns: the reference the SQL route must match. */
-export function digestOfColumns(cols: Columns, from: number, to: number): SeriesDigest {
+function digestOfColumns(cols: Columns, from: number, to: number): SeriesDigest {
   const { steps, values } = cols;
   const n = to - from;
   const buckets: Bucket[] = [];
@@ -239,6 +247,6 @@ export class SqlDigest {
       Array<[number, number | null]>;
     const steps = Float64Array.from(rows, (r) => r[0]);
     const values = Float64Array.from(rows, (r) => fromDb(r[1]));
-    return digestOfColumns({ steps, values, length: rows.length }, 0, rows.length);
+    return digestOfNewest({ steps, values, length: rows.length });
   }
 }

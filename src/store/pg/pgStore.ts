@@ -6,7 +6,7 @@ import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from '../contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
-import { digestOfColumns, type SeriesDigest } from '../seriesDigest.ts';
+import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
@@ -197,10 +197,8 @@ export class PgStore implements StoreContract {
     return { steps, values, length: rows.length };
   }
 
-  async digest(runId: number, metric: string, last?: number): Promise<SeriesDigest> {
-    const cols = await this.columns(runId, metric);
-    return digestOfColumns(cols, last === undefined ? 0 : Math.max(0, cols.length - last), cols.length);
-  }
+  digest = async (runId: number, metric: string, last?: number): Promise<SeriesDigest> =>
+    digestOfNewest(await this.columns(runId, metric), last);
 
   async epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>> {
     const rows = await this.rows<StepValue>(
