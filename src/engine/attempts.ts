@@ -1,6 +1,6 @@
 import type { AlertRow } from '../store/alerts.ts';
 import type { AttemptRow } from '../store/attempts.ts';
-import type { Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
 
 /**
  * A restarted job logs its steps again from an earlier step (the store records each attempt). Before the run's
@@ -8,7 +8,7 @@ import type { Store } from '../store/store.ts';
  * dropped while pending), and every rule cursor at or past the step it resumed at goes back there, with its
  * carried state (streaks) cleared, so that the new attempt's values are evaluated as they arrive.
  */
-export function rewindRestarts(store: Store, runId: number, now: () => number, attempts: readonly AttemptRow[]): void {
+export function rewindRestarts(store: LiveStore, runId: number, now: () => number, attempts: readonly AttemptRow[]): void {
   for (const a of attempts) {
     if (a.rewound) continue;
     const ended = attempts.find((p) => p.attempt === a.attempt - 1);
@@ -25,7 +25,7 @@ export function rewindRestarts(store: Store, runId: number, now: () => number, a
 }
 
 /** ` (attempt 2, resumed at step 0)` for an alert raised after the job restarted; empty otherwise. */
-export function attemptNote(store: Store, alert: AlertRow): string {
+export function attemptNote(store: LiveStore, alert: AlertRow): string {
   const during = store.attempts
     .list(alert.run_id)
     .filter((t) => t.at <= alert.started_at)

@@ -4,7 +4,7 @@
  */
 import type { AlertRow } from '../store/alerts.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
-import type { Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
 import type { AlertSnapshot, ChartData } from './notification.ts';
 import { alternatives, type Rule } from './rules.ts';
 
@@ -34,7 +34,7 @@ const resolvedSummary = (a: AlertRow): string =>
   String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? '');
 
 /** The metric's points around `step` and the rule's line; null for alerts about logs or activity. */
-export function chartOf(store: Store, a: AlertRow, step: number, rules: readonly Rule[]): ChartData | null {
+export function chartOf(store: LiveStore, a: AlertRow, step: number, rules: readonly Rule[]): ChartData | null {
   if (a.metric === 'activity' || a.metric.startsWith('log:')) return null;
   const points = store.points.upTo(a.run_id, a.metric, step + CHART_AFTER, CHART_POINTS);
   if (points.length < 2) return null;

@@ -3,7 +3,7 @@ import { sqliteCode } from '../store/dbErrors.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { SilenceRow } from '../store/silences.ts';
-import type { Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
 import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
 import { attemptNote, rewindRestarts } from './attempts.ts';
@@ -61,7 +61,7 @@ export class Engine {
   private caughtUpReads: Map<number, number | null> | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: LiveStore,
     private readonly book: RuleBook,
     private readonly opts: EngineOptions,
   ) {

@@ -1,7 +1,7 @@
 import { formatValue } from '../render/numbers.ts';
 import { replayingStep, type AttemptRow } from '../store/attempts.ts';
 import type { RunRow } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
 import { finishedAt } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { OpenAlerts } from './openAlerts.ts';
@@ -17,7 +17,7 @@ import {
 } from './rules.ts';
 
 export interface RunContext {
-  store: Store;
+  store: LiveStore;
   runId: number;
   /** the run's row, read once per evaluation (with `live_at` as `noteLive` left it; no rule writes it) */
   run: RunRow | undefined;
@@ -39,7 +39,7 @@ export interface RunContext {
 /** The context one evaluation of `runId` gives its rules; `run` is its row and `attempts` its attempts as read for
  * that evaluation. */
 export function runContext(
-  store: Store,
+  store: LiveStore,
   runId: number,
   run: RunRow | undefined,
   now: () => number,
@@ -84,7 +84,7 @@ export function resume(
   ctx: RunContext,
   rule: string,
   metric: string,
-): { cursor: ReturnType<Store['alerts']['cursor']>; from: number; fresh: Array<{ step: number; value: number }> } {
+): { cursor: ReturnType<LiveStore['alerts']['cursor']>; from: number; fresh: Array<{ step: number; value: number }> } {
   const cursor = ctx.store.alerts.cursor(ctx.runId, rule, metric);
   const from = cursor?.step ?? START;
   return { cursor, from, fresh: ctx.after(metric, from).filter((p) => Number.isFinite(p.value)) };

@@ -1,6 +1,6 @@
 import { formatValue } from '../render/numbers.ts';
 import type { RunRow } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
 import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { FinishedSummary } from './notification.ts';
@@ -12,14 +12,14 @@ import type { FinishedRule } from './rules.ts';
  * the logs announced (trainer_state's `max_steps`, verl's `total_steps`, a tqdm total). A finished run is
  * never stalled nor crashed.
  */
-export function isFinished(store: Store, runId: number, run = store.runs.byId(runId)): boolean {
+export function isFinished(store: LiveStore, runId: number, run = store.runs.byId(runId)): boolean {
   return finishedAt(store, run) !== null;
 }
 
 /** The step at which the run finished, or null (also when it logged steps after its summary: resumed).
  * `logged` (the run has logged a metric) spares the query for a `train_runtime` it never logged. */
 export function finishedAt(
-  store: Store,
+  store: LiveStore,
   run: RunRow | undefined,
   logged: (metric: string) => boolean = () => true,
 ): number | null {
@@ -88,7 +88,7 @@ function describe(s: FinishedSummary): string {
 }
 
 /** Duration, steps, final and best reward, and the run's alerts. */
-export function finishedSummary(store: Store, runId: number, run = store.runs.byId(runId)): FinishedSummary {
+export function finishedSummary(store: LiveStore, runId: number, run = store.runs.byId(runId)): FinishedSummary {
   const rewards = store.points.series(runId, REWARD).filter((p) => Number.isFinite(p.value));
   let best: { step: number; value: number } | null = null;
   for (const p of rewards) if (!best || p.value > best.value) best = { step: p.step, value: p.value };

@@ -1,4 +1,5 @@
-import type { AlertChange, AlertRow, Alerts } from '../store/alerts.ts';
+import type { AlertChange, AlertRow } from '../store/alerts.ts';
+import type { LiveStore } from '../store/live.ts';
 
 const keyOf = (rule: string, metric: string): string => `${rule}\u0000${metric}`;
 
@@ -11,7 +12,7 @@ const keyOf = (rule: string, metric: string): string => `${rule}\u0000${metric}`
 export class OpenAlerts {
   private rows: Map<string, AlertRow> | undefined;
   constructor(
-    private readonly alerts: Alerts,
+    private readonly alerts: LiveStore['alerts'],
     readonly runId: number,
   ) {}
 

@@ -3,7 +3,8 @@ import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
-import type { Batch, BatchResult, Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
+import type { Batch, BatchResult } from '../store/store.ts';
 import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './lineChunks.ts';
@@ -79,7 +80,7 @@ export class Ingestor {
   private readonly undecided = new Map<string, number>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: LiveStore,
     private readonly opts: IngestOptions,
     private readonly onEvent: (e: IngestEvent) => void = () => {},
     /** runs inside the transaction of each batch that stored something, before its 'batch' event: the rules,

@@ -3,7 +3,8 @@ import type { Ingestor } from './ingestor.ts';
 import { PollWatch } from './pollWatch.ts';
 import { TreeWatch } from './treeWatch.ts';
 import { isBusy } from '../store/dbErrors.ts';
-import { BUSY_RETRY_MS, type Store } from '../store/store.ts';
+import type { LiveStore } from '../store/live.ts';
+import { BUSY_RETRY_MS } from '../store/store.ts';
 
 /** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen, and
  * list every folder again. */
@@ -41,7 +42,7 @@ export class LiveIngest {
     private readonly opts: WatchOptions,
     private readonly onError: (err: Error) => void = () => {},
     /** the ingestor's store, to group commits in; without it each file commits alone */
-    private readonly store?: Store,
+    private readonly store?: LiveStore,
   ) {
     // longest first, so that a nested root claims its own files
     this.roots = roots.map((r) => resolve(r)).sort((a, b) => b.length - a.length);
@@ -106,7 +107,7 @@ export class LiveIngest {
         for (const path of paths) await this.read(path);
         continue;
       }
-      let group: ReturnType<Store['group']>;
+      let group: ReturnType<LiveStore['group']>;
       try {
         group = this.store.group(() => paths.map((p) => this.read(p)));
       } catch (err) {

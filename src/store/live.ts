@@ -1,0 +1,57 @@
+import type { Alerts } from './alerts.ts';
+import type { Arrivals } from './arrivals.ts';
+import type { Attempts } from './attempts.ts';
+import type { Events } from './events.ts';
+import type { Examples } from './examples.ts';
+import type { Files } from './files.ts';
+import type { Outbox } from './outbox.ts';
+import type { Points } from './points.ts';
+import type { Runs } from './runs.ts';
+import type { Silences } from './silences.ts';
+import type { Batch, BatchResult } from './store.ts';
+import type { Unread } from './unread.ts';
+
+/**
+ * What the ingestor, the rule engine and the live watcher use of a store: the SQLite `Store`'s table modules, as
+ * far as they reach, and its transactions. It is synchronous on purpose: a batch, its rules and its outbox rows are
+ * one transaction in which nothing else interleaves (no await inside), and SQLite answers from the same thread.
+ * `Store` is one implementation; `pg/pgLiveStore.ts` is the other, for watchers that write PostgreSQL: a worker
+ * thread holds the connection and this thread waits for each statement, as it waits for SQLite's.
+ */
+export interface LiveStore {
+  readonly runs: Pick<Runs, 'byId' | 'ensure' | 'list' | 'markEvaluated' | 'markLive' | 'unevaluated'>;
+  readonly files: Pick<Files, 'add' | 'byPath' | 'clearSkips'>;
+  readonly points: Pick<Points, 'after' | 'latest' | 'metricsOf' | 'series' | 'stepSpan' | 'upTo'>;
+  readonly examples: Pick<Examples, 'atOrBefore'>;
+  readonly alerts: Pick<
+    Alerts,
+    | 'announceable'
+    | 'byId'
+    | 'create'
+    | 'cursor'
+    | 'drop'
+    | 'fire'
+    | 'firedByRule'
+    | 'flushCursors'
+    | 'markNotified'
+    | 'openOf'
+    | 'resolve'
+    | 'rewindCursors'
+    | 'saveCursor'
+  >;
+  readonly silences: Pick<Silences, 'active'>;
+  readonly outbox: Pick<Outbox, 'add'>;
+  readonly unread: Pick<Unread, 'forget' | 'note'>;
+  readonly events: Pick<Events, 'after' | 'byId' | 'finished' | 'meta'>;
+  readonly attempts: Pick<Attempts, 'list' | 'markRewound' | 'replaying'>;
+  readonly arrivals: Pick<Arrivals, 'recent'>;
+
+  /** One read of one file, in one transaction; `within` runs inside it after the batch is written (the rules). */
+  commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult;
+  /** `fn` in one transaction (a savepoint when one is open); rolled back when it throws. */
+  transaction<T>(fn: () => T): T;
+  /** Several files' reads in one transaction, each in a savepoint of its own (see `Store.group`). */
+  group<T>(reads: () => T[]): { reads: T[]; failed: Error | null };
+  /** How many groups have rolled back: a read that began in one stops once this changes. */
+  readonly groupsRolledBack: number;
+}
