@@ -13,6 +13,7 @@ import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
 import { sectionOf, type PlatformInstance } from './platforms/platform.ts';
 import type { StoreContract } from './store/contract.ts';
+import type { LiveStore } from './store/live.ts';
 import { runPrefix } from './store/open.ts';
 import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import type { BatchResult } from './store/store.ts';
@@ -66,28 +67,28 @@ export function ingestEvents(log: Log, onBatch: (r: BatchResult) => void = () =>
   };
 }
 
-/** The outbox targets of an alert of a run and severity: the terminal (if any) and what each platform routes it
- * to (scheduled reports go where warnings go). */
-export function alertRoute(opts: {
-  terminal: boolean;
-  platforms?: ReadonlyArray<Pick<PlatformInstance, 'route'>>;
-}): (run: string, severity: string) => string[] {
-  return (run, severity) => [
-    ...(opts.terminal ? ['console'] : []),
-    ...(opts.platforms ?? []).flatMap((p) => p.route(run, severity)),
-  ];
+/** The outbox targets of an alert of a run and severity: the terminal (if any) and each configured platform's
+ * routes (scheduled reports go where warnings go). From the settings alone, so that a watcher that only queues
+ * notifications (`--role watcher`) routes them as the process that delivers them would. */
+export function alertRoute(
+  config: Config,
+  platforms: PlatformSettings,
+  terminal: boolean,
+): (run: string, severity: string) => string[] {
+  const routes = PLATFORMS.filter((p) => platforms[p.id] !== undefined).map((p) => p.route(platforms[p.id], config));
+  return (run, severity) => [...(terminal ? ['console'] : []), ...routes.flatMap((route) => route(run, severity))];
 }
 
 /** The engine, routing every alert as `alertRoute` does. */
 export function makeEngine(
-  store: Store,
+  store: LiveStore,
   config: Config,
-  opts: { terminal: boolean; platforms?: ReadonlyArray<Pick<PlatformInstance, 'route'>>; now?: () => number },
+  opts: { terminal: boolean; platforms?: PlatformSettings; now?: () => number },
 ): Engine {
   return new Engine(store, ruleBookFor(config), {
     repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
     targets: [],
-    route: alertRoute(opts),
+    route: alertRoute(config, opts.platforms ?? {}, opts.terminal),
     now: opts.now,
   });
 }
@@ -157,7 +158,7 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
   }
   const running = [...platforms.values()];
   const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)];
-  const route = alertRoute({ terminal: term !== null, platforms: running });
+  const route = alertRoute(config, opts.platforms ?? {}, term !== null);
   const reports = new ReportSchedule(store, config, (run) => route(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
   wake = (prefix) => dispatcher.wake(prefix);

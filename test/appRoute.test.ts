@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { makeEngine } from '../src/app.ts';
 import { ConfigSchema } from '../src/config/schema.ts';
 import { discord } from '../src/platforms/discord/index.ts';
-import { router, sectionOf } from '../src/platforms/platform.ts';
+import { sectionOf } from '../src/platforms/platform.ts';
 import type { Notification } from '../src/engine/notification.ts';
 import { Store } from '../src/store/store.ts';
 import { tempDir } from './helpers.ts';
@@ -20,7 +20,7 @@ function routed(config: unknown): Record<string, string[]> {
   const run = store.runs.ensure('r1', '/x/r1');
   const file = store.files.add(run.id, '/x/r1/train.jsonl', 'jsonlMetrics');
   const parsed = ConfigSchema.parse(config);
-  const platforms = [{ route: router(discord.id, sectionOf(parsed, discord), 'alerts') }];
+  const platforms = { discord: discord.settings(sectionOf(parsed, discord), { DISCORD_TOKEN: 't', DISCORD_CHANNEL_ID: 'alerts' }) };
   const engine = makeEngine(store, parsed, { terminal: true, platforms, now: () => 1 });
   store.commit(
     {

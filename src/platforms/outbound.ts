@@ -101,6 +101,7 @@ export function jsonWebhookPlatform(
   envName: string,
   message: (n: Notification) => unknown,
 ): Platform<WebhookSection, WebhookSettings> {
+  const route = (settings: WebhookSettings) => router(id, settings.section, settings.fallback);
   return {
     id,
     section: webhookSection,
@@ -108,6 +109,7 @@ export function jsonWebhookPlatform(
       const d = destinations(id, s, env[envName] || undefined, envName);
       return d && { section: s, ...d };
     },
+    route,
     async create(settings) {
       return {
         targets: [...settings.urls].map(([name, url]) => ({
@@ -116,7 +118,6 @@ export function jsonWebhookPlatform(
             await post(`${id} ${name}`, url, JSON.stringify(message(n)), { 'content-type': 'application/json' });
           },
         })),
-        route: router(id, settings.section, settings.fallback),
       };
     },
   };

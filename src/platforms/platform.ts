@@ -23,11 +23,10 @@ export interface PlatformContext {
   deliverNow?(): void;
 }
 
-/** A running platform: its outbox targets (named `<platform id>:<destination>`), and its bot, if any. */
+/** A running platform: its outbox targets (named `<platform id>:<destination>`), and its bot, if any. Which of them an
+ * alert goes to is the platform's `route`. */
 export interface PlatformInstance {
   targets: Target[];
-  /** the target names an alert of `run` with `severity` goes to (routes, else the default destination) */
-  route(run: string, severity: string): string[];
   /** connected and answering commands (tests wait for it) */
   ready?(): boolean;
   /** connects in the background: never holds up ingest (see src/chat/connect.ts) */
@@ -46,6 +45,9 @@ export interface Platform<Section = any, Settings = any> {
   section: z.ZodType<Section>;
   /** its settings from its section and the environment (tokens, URLs); null when it is not configured */
   settings(section: Section, env: NodeJS.ProcessEnv): Settings | null;
+  /** the target names an alert of `run` with `severity` goes to, from the settings alone: a watcher that only
+   * queues notifications (on PostgreSQL, `--role watcher`) routes them as the bot that delivers them would */
+  route(settings: Settings, config: Config): (run: string, severity: string) => string[];
   /** heavy client libraries are imported here, lazily: a run without the platform never loads them */
   create(settings: Settings, ctx: PlatformContext): Promise<PlatformInstance>;
 }

@@ -1,6 +1,6 @@
 /**
  * One platform instance behind the real pipeline, wired as src/app.ts wires it: a seed-000 log and a
- * completions file on disk → Ingestor → SQLite store → Engine (routing with the instance's `route`) → outbox →
+ * completions file on disk → Ingestor → SQLite store → Engine (routing with the platform's `route`) → outbox →
  * Dispatcher (the instance's targets). Alerts are what the real rules make of the lines written.
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -33,6 +33,7 @@ export class PlatformRun {
     readonly root: string,
     readonly store: Store,
     readonly instance: PlatformInstance,
+    route: (run: string, severity: string) => string[],
   ) {
     this.runs = join(root, 'runs');
     this.log = join(this.runs, 'grpo', 'learning.log');
@@ -43,7 +44,7 @@ export class PlatformRun {
     this.engine = new Engine(this.store, ruleBookFor(this.config), {
       repeatIntervalMs: parseDuration(this.config.alerts.repeatInterval) as number,
       targets: [],
-      route: instance.route,
+      route,
     });
     this.dispatcher = new Dispatcher(new SqliteAsyncStore(this.store), instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
     this.ingestor = new Ingestor(this.store, this.config.ingest, (e) => {
@@ -59,7 +60,7 @@ export class PlatformRun {
     const store = Store.open(join(root, 'rlwatch.db'));
     // no dispatcher to wake here: `write` drains the outbox after every batch
     const ctx = { store: new SqliteAsyncStore(store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
-    return new PlatformRun(root, store, await platform.create(settings, ctx));
+    return new PlatformRun(root, store, await platform.create(settings, ctx), platform.route(settings, ctx.config));
   }
 
   /** Appends `n` seed-000 lines; then ingests them and drains the outbox. */

@@ -40,6 +40,7 @@ export const discord: Platform<DiscordSection, DiscordSettings> = {
           channel: section.channel ?? (env.DISCORD_CHANNEL_ID || undefined),
         }
       : null,
+  route: (settings, config) => router(discord.id, sectionOf(config, discord), settings.channel),
   async create(settings, ctx) {
     // discord.js (and the chart renderer) load only when Discord is configured
     const { DiscordBot } = await import('./bot.ts');
@@ -51,7 +52,6 @@ export const discord: Platform<DiscordSection, DiscordSettings> = {
     const failure = new Promise<Error>((done) => (refused = done));
     return {
       targets: bot.targets(),
-      route: router(discord.id, section, settings.channel),
       ready: () => bot.ready,
       start: () => bot.connect({ onUp: ctx.wake, onFatal: refused }),
       stop: () => bot.stop(),

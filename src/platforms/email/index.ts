@@ -71,7 +71,8 @@ export const email: Platform<Section, EmailSettings> = {
       to,
     };
   },
-  async create(settings) {
+  route: (settings) => router('email', settings.section, settings.to),
+  async create(settings, ctx) {
     const { createTransport } = await import('nodemailer');
     const timeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
     const { host, port, secure, auth } = settings;
@@ -92,7 +93,6 @@ export const email: Platform<Section, EmailSettings> = {
           }
         },
       })),
-      route: router('email', settings.section, settings.to),
       async stop() {
         transport.close();
       },

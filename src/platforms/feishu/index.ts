@@ -38,7 +38,8 @@ export const feishu: Platform<WebhookSection, Settings> = {
     const d = destinations('feishu', s, env.FEISHU_WEBHOOK_URL || undefined, 'FEISHU_WEBHOOK_URL');
     return d && { section: s, ...d, secret: env.FEISHU_SECRET || undefined };
   },
-  async create(settings) {
+  route: (settings) => router('feishu', settings.section, settings.fallback),
+  async create(settings, ctx) {
     return {
       targets: [...settings.urls].map(([name, url]) => ({
         name: `feishu:${name}`,
@@ -50,7 +51,6 @@ export const feishu: Platform<WebhookSection, Settings> = {
           checkAnswer(label, await post(label, url, body, { 'content-type': 'application/json' }));
         },
       })),
-      route: router('feishu', settings.section, settings.fallback),
     };
   },
 };

@@ -46,6 +46,7 @@ export const slack: Platform<SlackSection, SlackSettings> = {
           channel: section.channel ?? (env.SLACK_CHANNEL_ID || undefined),
         }
       : null,
+  route: (settings, config) => router(slack.id, sectionOf(config, slack), settings.channel),
   async create(settings, ctx) {
     // Bolt (and the chart renderer) load only when Slack is configured
     const { SlackBot } = await import('./bot.ts');
@@ -57,7 +58,6 @@ export const slack: Platform<SlackSection, SlackSettings> = {
     const failure = new Promise<Error>((done) => (refused = done));
     return {
       targets: bot.targets(),
-      route: router(slack.id, section, settings.channel),
       ready: () => bot.ready,
       start: () => bot.connect({ onUp: ctx.wake, onFatal: refused }),
       stop: () => bot.stop(),

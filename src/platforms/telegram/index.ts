@@ -40,11 +40,11 @@ export const telegram: Platform<Section, Settings> = {
       pollSeconds: 25,
     };
   },
+  route: (settings) => router('telegram', settings.section, settings.fallback),
   async create(settings, ctx) {
     const bot = new (await import('./bot.ts')).TelegramBot(settings, ctx);
     return {
       targets: bot.targets(),
-      route: router('telegram', settings.section, settings.fallback),
       start: () => bot.start(),
       stop: () => bot.stop(),
       failure: bot.failure,

@@ -31,7 +31,8 @@ export const webhook: Platform<Section, Settings> = {
     const d = destinations('webhook', s, env.WEBHOOK_URL || undefined, 'WEBHOOK_URL');
     return d && { section: s, ...d, secret: env.WEBHOOK_SECRET || undefined };
   },
-  async create(settings) {
+  route: (settings) => router('webhook', settings.section, settings.fallback),
+  async create(settings, ctx) {
     const targets = [...settings.urls].map(([name, url]) => ({
       name: `webhook:${name}`,
       async deliver(n: Notification) {
@@ -45,7 +46,6 @@ export const webhook: Platform<Section, Settings> = {
     }));
     return {
       targets,
-      route: router('webhook', settings.section, settings.fallback),
     };
   },
 };
