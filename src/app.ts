@@ -1,11 +1,9 @@
 import type { Config } from './config/schema.ts';
-import { parseDuration } from './engine/duration.ts';
 import { unreadSummary } from './commands/files.ts';
-import { Engine } from './engine/engine.ts';
+import type { Engine } from './engine/engine.ts';
 import { ReportSchedule } from './report/schedule.ts';
-import { ruleBookFor } from './engine/presets/index.ts';
-import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
-import { LiveIngest } from './ingest/watcher.ts';
+import { Ingestor } from './ingest/ingestor.ts';
+import type { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
 import { endExpiredMutes } from './notify/cardUpdates.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
@@ -17,10 +15,8 @@ import type { LiveStore } from './store/live.ts';
 import { runPrefix } from './store/open.ts';
 import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import type { BatchResult } from './store/store.ts';
-import { retryWhileBusy, Store } from './store/store.ts';
-
-/** How often stalls, repeats and expired mutes are looked at. */
-const TICK_MS = 10_000;
+import { Store } from './store/store.ts';
+import { engineFor, ingestEvents, startWatching, type Watching } from './watching.ts';
 
 /** Each configured platform's settings, by platform id (what its `settings()` returns). */
 export type PlatformSettings = Record<string, unknown>;
@@ -58,15 +54,6 @@ async function within(p: Promise<unknown> | undefined, ms: number): Promise<void
   clearTimeout(timer);
 }
 
-/** Operational events of ingest, as log lines; batches go to `onBatch`. */
-export function ingestEvents(log: Log, onBatch: (r: BatchResult) => void = () => {}): (e: IngestEvent) => void {
-  return (e) => {
-    if (e.kind === 'batch') onBatch(e.result);
-    else if (e.kind === 'restart') log.warn(`${e.path} was ${e.why}: reading it again from the start`);
-    else log.warn(`cannot read ${e.path}: ${e.error}`);
-  };
-}
-
 /** The outbox targets of an alert of a run and severity: the terminal (if any) and each configured platform's
  * routes (scheduled reports go where warnings go). From the settings alone, so that a watcher that only queues
  * notifications (`--role watcher`) routes them as the process that delivers them would. */
@@ -85,12 +72,7 @@ export function makeEngine(
   config: Config,
   opts: { terminal: boolean; platforms?: PlatformSettings; now?: () => number },
 ): Engine {
-  return new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
-    targets: [],
-    route: alertRoute(config, opts.platforms ?? {}, opts.terminal),
-    now: opts.now,
-  });
+  return engineFor(store, config, alertRoute(config, opts.platforms ?? {}, opts.terminal), opts.now);
 }
 
 /**
@@ -207,65 +189,37 @@ export async function startApp(opts: BotOptions & {
     throw err;
   }
   const { dispatcher } = bot;
-  const engine = new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
-    targets: [],
-    route: bot.route,
-  });
-  // The backlog found at start-up is history: evaluate it, announce only what still fires afterwards.
-  let catchingUp = true;
-  // The rules run inside each batch's transaction (one commit per batch). That transaction has written the batch
-  // before they run, so it holds the write lock: they cannot find the database busy (a busy batch is read again).
-  let announced = 0;
-  const ingestor = new Ingestor(
-    store,
-    { ...config.ingest, runPrefix: runPrefix(config.watch, opts.dbPath) },
-    ingestEvents(log, (r) => {
-      // after the transaction that wrote its rows (a group of files' is still open here), never inside it
-      if (announced > 0) setImmediate(() => void dispatcher.kick());
-      announced = 0;
-      opts.onBatch?.(r);
-    }),
-    (r) => {
-      announced += engine.evaluate(r.runId, !catchingUp);
-    },
-  );
-  const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message), store);
-  engine.evaluateBehind(); // batches a stopped process committed but never evaluated
+  let botTick: NodeJS.Immediate | undefined;
+  let watching: Watching;
   try {
-    await live.start();
+    watching = await startWatching(store, {
+      config,
+      log,
+      roots: opts.roots,
+      prefix: runPrefix(config.watch, opts.dbPath),
+      route: bot.route,
+      onQueued: () => void dispatcher.kick(),
+      onBatch: opts.onBatch,
+      // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued. In a
+      // callback of its own: its transaction, on the engine's connection, never interleaves with what comes next
+      afterTick: () => (botTick = setImmediate(() => void bot.tick())),
+    });
   } catch (err) {
     await bot.stop();
     store.close();
     throw err;
   }
-  catchingUp = false;
-  engine.caughtUp();
   for (const line of await unreadSummary(contract, opts.roots)) log.warn(line);
-  // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued
-  let botTick: NodeJS.Immediate | undefined;
-  const tick = (): void => {
-    retryWhileBusy(
-      () => engine.tick(),
-      (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),
-    );
-    // in a callback of its own: its transaction, on the engine's connection, never interleaves with what the
-    // caller of startApp does next
-    botTick = setImmediate(() => void bot.tick());
-  };
-  tick();
-  const timer = setInterval(tick, TICK_MS);
   return {
     store,
-    live,
-    engine,
+    live: watching.live,
+    engine: watching.engine,
     dispatcher,
     platforms: bot.platforms,
     failure: bot.failure,
     async stop() {
-      clearInterval(timer);
+      await watching.stop();
       clearImmediate(botTick);
-      await live.stop();
       await bot.stop();
       store.close();
     },
