@@ -3,12 +3,15 @@
  * Transactions and savepoints, host scopes, PostgreSQL's errors across the thread, a connection lost and regained.
  */
 import pg from 'pg';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
 import type { Batch } from '../../../src/store/store.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 
+const ROOT = join(import.meta.dirname, '..', '..', '..');
 const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
@@ -150,4 +153,55 @@ describe('PgLiveStore', () => {
     // the store goes on
     expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
   });
+
+  it('survives its connection being terminated: the call that finds it lost throws naming the server, a later one works', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-term');
+    const run = store.runs.ensure('gpu-term/grpo', '/runs/grpo');
+
+    // in the middle of a transaction: what it wrote went with the connection, so the next call of it throws
+    let lost: unknown;
+    try {
+      store.transaction(() => {
+        store.outbox.add(run.id, 'console', { n: 'lost' }, 1);
+        terminateWatcher(url, 'rlwatch watcher gpu-term');
+        store.outbox.add(run.id, 'console', { n: 'after' }, 2);
+      });
+    } catch (err) {
+      lost = err;
+    }
+    expect(lost).toBeInstanceOf(PostgresError);
+    expect((lost as Error).message).toMatch(/^lost the connection to postgres:\/\/[^ ]*127\.0\.0\.1[^ ]*: /);
+    expect((lost as Error).message).not.toContain(new URL(url).password);
+    expect(isDatabaseError(lost)).toBe(true);
+    // the next call connects again; nothing of the transaction was kept
+    expect(store.runs.list().map((r) => r.name)).toEqual(['gpu-term/grpo']);
+    expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([]);
+
+    // lost while idle: nothing was under way, the next call connects again and works
+    terminateWatcher(url, 'rlwatch watcher gpu-term');
+    store.transaction(() => store.outbox.add(run.id, 'console', { n: 'kept' }, 3));
+    expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":"kept"}' }]);
+  });
 });
+
+/**
+ * Ends the watcher's connection from another process, as an administrator would, and returns once the server has
+ * closed it; synchronous, as the watcher's thread is while it waits for a call.
+ */
+function terminateWatcher(url: string, name: string): void {
+  const script = `
+    import pg from 'pg';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+    const c = new pg.Client({ connectionString: process.argv[1] });
+    await c.connect();
+    const q = "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1";
+    const r = await c.query(q, [process.argv[2]]);
+    if (r.rows.length !== 1) throw new Error('no such connection');
+    while ((await c.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [process.argv[2]])).rows.length) {
+      await new Promise((next) => setTimeout(next, 20));
+    }
+    await c.end();`;
+  execFileSync(process.execPath, ['--input-type=module', '-e', script, url, name], { cwd: ROOT, stdio: 'pipe' });
+}
