@@ -33,6 +33,8 @@ export class MetricIds {
  */
 export async function writeBatch(
   db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
+  /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
+  onRunLast?: (runLast: number | null) => void,
 ): Promise<BatchResult> {
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -40,6 +42,7 @@ export async function writeBatch(
   let tracked: TrackedFile | null = null;
   if (b.metrics.length > 0) {
     const head = await readHead(db, b);
+    onRunLast?.(head.runLast);
     const names = new Set<string>();
     const steps: number[] = [];
     for (const m of b.metrics) {

@@ -46,7 +46,8 @@ interface Own {
   savepoint(name: string): Promise<void>;
   release(name: string): Promise<void>;
   rollbackTo(name: string): Promise<void>;
-  writeBatch(batch: Batch, keep: number): Promise<BatchResult>;
+  /** the batch written, and the run's highest step before it (when it had metrics) */
+  writeBatch(batch: Batch, keep: number): Promise<{ result: BatchResult; runLast?: number | null }>;
   /** the run's `run_cursors` row as JSON text (null when it has none) */
   runCursors(runId: number): Promise<string | null>;
   saveRunCursors(runId: number, json: string): Promise<void>;
@@ -187,7 +188,12 @@ function ops(conn: Connection): Own {
     savepoint: (name) => conn.run(async ({ client }) => void (await client.query(`SAVEPOINT ${name}`))),
     release: (name) => conn.run(async ({ client }) => void (await client.query(`RELEASE SAVEPOINT ${name}`))),
     rollbackTo: conn.rollbackTo,
-    writeBatch: (batch, keep) => conn.run(({ client }) => writeBatch(client, conn.ids, revived(batch), keep, conn.now)),
+    writeBatch: (batch, keep) =>
+      conn.run(async ({ client }) => {
+        let runLast: number | null | undefined;
+        const result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, (r) => (runLast = r));
+        return runLast === undefined ? { result } : { result, runLast };
+      }),
     runCursors: (runId) =>
       conn.run(async ({ client }) => {
         const r = await client.query<{ c: string }>('SELECT cursors::text AS c FROM run_cursors WHERE run_id = $1', [

@@ -18,6 +18,7 @@ import type { LiveStore } from '../live.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, WorkerStart } from './liveWorker.ts';
+import { FreshPoints } from './freshPoints.ts';
 import { HeldCursors } from './heldCursors.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
@@ -42,6 +43,14 @@ export class PgLiveStore implements LiveStore {
     (runId) => this.call('runCursors', runId),
     (runId, json) => this.call('saveRunCursors', runId, json),
   );
+  /** each run's last batch: this watcher alone writes its runs' points */
+  private readonly fresh = new FreshPoints();
+  /**
+   * Each run's open alerts as read or created, in id order: this watcher alone makes, fires, resolves, drops and
+   * announces its runs' alerts. Other processes write only their ack columns, which the rules do not read; what is
+   * announced, and how, is read from PostgreSQL (`announceable`), acks and mutes included.
+   */
+  private readonly opened = new Map<number, AlertRow[]>();
 
   readonly runs: LiveStore['runs'] = {
     byId: (id) => this.call('runById', id),
@@ -59,7 +68,7 @@ export class PgLiveStore implements LiveStore {
   };
 
   readonly points: LiveStore['points'] = {
-    after: (runId, metric, step) => this.call('after', runId, metric, step),
+    after: (runId, metric, step) => this.fresh.after(runId, metric, step) ?? this.call('after', runId, metric, step),
     latest: (runId) => this.call('latest', runId),
     metricsOf: (runId) => this.call('metricsOf', runId),
     series: (runId, metric, last) => this.call('series', runId, metric, last),
@@ -75,16 +84,35 @@ export class PgLiveStore implements LiveStore {
     announceable: (runId: number, firedSince = Infinity): AlertRow[] =>
       this.call('announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
     byId: (id) => this.call('alertById', id),
-    create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) =>
-      this.call('createAlert', runId, rule, metric, state, c),
+    create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) => {
+      const row = this.call('createAlert', runId, rule, metric, state, c);
+      this.opened.get(runId)?.push(row); // the newest id: the run's list stays in id order
+      return row;
+    },
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
-    drop: (id) => this.call('dropAlert', id),
-    fire: (id, c) => this.call('fireAlert', id, c),
+    drop: (id) => {
+      this.call('dropAlert', id);
+      this.changedOpen(id);
+    },
+    fire: (id, c) => {
+      this.call('fireAlert', id, c);
+      this.changedOpen(id);
+    },
     firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
-    markNotified: (id, state, at) => this.call('markNotified', id, state, at),
-    openOf: (runId) => this.call('openAlertsOf', runId),
-    resolve: (id, c) => this.call('resolveAlert', id, c),
+    markNotified: (id, state, at) => {
+      this.call('markNotified', id, state, at);
+      this.changedOpen(id);
+    },
+    openOf: (runId) => {
+      let rows = this.opened.get(runId);
+      if (!rows) this.opened.set(runId, (rows = this.call('openAlertsOf', runId)));
+      return [...rows];
+    },
+    resolve: (id, c) => {
+      this.call('resolveAlert', id, c);
+      this.changedOpen(id);
+    },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
     saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),
   };
@@ -156,7 +184,8 @@ export class PgLiveStore implements LiveStore {
    * rules) on this thread, then the commit. */
   commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult {
     return this.transaction(() => {
-      const result = this.call('writeBatch', batch, examplesPerStep);
+      const { result, runLast } = this.call('writeBatch', batch, examplesPerStep);
+      if (runLast !== undefined) this.fresh.note(batch.runId, runLast, batch.metrics);
       within?.(result);
       return result;
     });
@@ -178,7 +207,7 @@ export class PgLiveStore implements LiveStore {
       return out;
     } catch (err) {
       this.depth = level;
-      this.cursors.forget();
+      this.forgetHeld();
       try {
         if (level === 0) this.call('rollback');
         else this.call('rollbackTo', savepoint);
@@ -205,7 +234,7 @@ export class PgLiveStore implements LiveStore {
       return { reads: started, failed: null };
     } catch (err) {
       this.depth = 0;
-      this.cursors.forget();
+      this.forgetHeld();
       try {
         this.call('rollback');
       } catch {
@@ -213,6 +242,21 @@ export class PgLiveStore implements LiveStore {
       }
       this.groupRollbacks++;
       return { reads: started, failed: new Error(`a group of ${started.length} reads did not commit: ${(err as Error).message}`) };
+    }
+  }
+
+  /** A transaction rolled back: what is held of what it may have written is dropped; the next reads go to the
+   * database. */
+  private forgetHeld(): void {
+    this.cursors.forget();
+    this.fresh.forget();
+    this.opened.clear();
+  }
+
+  /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
+  private changedOpen(id: number): void {
+    for (const [runId, rows] of this.opened) {
+      if (rows.some((a) => a.id === id)) this.opened.delete(runId);
     }
   }
 

@@ -17,6 +17,7 @@ import { Engine } from '../../../src/engine/engine.ts';
 import { ruleBookFor } from '../../../src/engine/presets/index.ts';
 import { backfill } from '../../../src/ingest/backfill.ts';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';
+import type { AlertRow } from '../../../src/store/alerts.ts';
 import type { LiveStore } from '../../../src/store/live.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
 import { Store } from '../../../src/store/store.ts';
@@ -150,8 +151,10 @@ function sqliteRows(path: string): Rows {
   }
 }
 
-async function pgRows(url: string): Promise<Rows> {
-  // bigint as numbers, as the stores read them
+/** The rows of `sql` (or of each query of a set), bigint as numbers as the stores read them. */
+async function pgQuery(url: string, sql: string): Promise<unknown[]>;
+async function pgQuery(url: string, sql: Record<string, string>): Promise<Record<string, unknown[]>>;
+async function pgQuery(url: string, sql: string | Record<string, string>): Promise<unknown> {
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
       oid === 20 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
@@ -159,9 +162,10 @@ async function pgRows(url: string): Promise<Rows> {
   const c = new pg.Client({ connectionString: url, types });
   await c.connect();
   try {
-    const out: Record<string, unknown> = {};
-    for (const [k, sql] of Object.entries(QUERIES)) out[k] = (await c.query(sql)).rows;
-    return normalised(out as Rows);
+    if (typeof sql === 'string') return (await c.query(sql)).rows;
+    const out: Record<string, unknown[]> = {};
+    for (const [k, q] of Object.entries(sql)) out[k] = (await c.query(q)).rows;
+    return out;
   } finally {
     await c.end();
   }
@@ -186,12 +190,16 @@ async function bothStores(
   }
   const url = await freshPgDatabase();
   const postgres = await PgLiveStore.open(url, { scope: PREFIX, now: () => NOW });
+  let held: AlertRow[];
   try {
     await route(postgres, fresh());
+    held = postgres.runs.list().flatMap((r) => postgres.alerts.openOf(r.id));
   } finally {
     await postgres.close();
   }
-  return { sqlite: sqliteRows(path), postgres: await pgRows(url) };
+  // the open alerts the store holds between evaluations are the table's
+  expect(held).toEqual(await pgQuery(url, `SELECT * FROM alerts WHERE state != 'resolved' ORDER BY run_id, id`));
+  return { sqlite: sqliteRows(path), postgres: normalised((await pgQuery(url, QUERIES)) as Rows) };
 }
 
 function expectAlike(r: { sqlite: Rows; postgres: Rows }): void {
