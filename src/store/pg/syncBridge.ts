@@ -47,8 +47,12 @@ export class SyncBridge {
     if (Atomics.load(this.state, 0) === EXITED) throw fail({ message: 'the worker has stopped' });
     Atomics.store(this.state, 0, WAITING);
     this.port.postMessage(req);
-    if (Atomics.wait(this.state, 0, WAITING, STUCK_MS) === 'timed-out') {
-      throw fail({ message: `no answer to ${req.method} in ${STUCK_MS / 60_000} minutes` });
+    // in a loop: the wake-up of the previous call's answer may come late, while this one still waits
+    const deadline = Date.now() + STUCK_MS;
+    while (Atomics.load(this.state, 0) === WAITING) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw fail({ message: `no answer to ${req.method} in ${STUCK_MS / 60_000} minutes` });
+      Atomics.wait(this.state, 0, WAITING, left);
     }
     const got = receiveMessageOnPort(this.port);
     if (!got) throw fail({ message: `the worker stopped during ${req.method}` });
