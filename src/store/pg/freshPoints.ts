@@ -55,7 +55,9 @@ export class FreshPoints {
     if (!s) return []; // past `before`, the database holds only what the batch wrote
     if (!s.ascending) return undefined;
     const out: Array<{ step: number; value: number }> = [];
-    for (let i = 0; i < s.steps.length; i++) if (s.steps[i]! > step) out.push({ step: s.steps[i]!, value: s.values[i]! });
+    for (let i = 0; i < s.steps.length; i++) {
+      if (s.steps[i]! > step) out.push({ step: s.steps[i]!, value: s.values[i]! });
+    }
     return out;
   }
 

@@ -44,7 +44,8 @@ export class HeldCursors {
     this.unflushed.clear();
   }
 
-  /** The run's cursors at or past `step` back to just before it, their carried state cleared (`Alerts.rewindCursors`). */
+  /** The run's cursors at or past `step` back to just before it, their carried state cleared
+   * (`Alerts.rewindCursors`). */
   rewind(runId: number, step: number): void {
     for (const byMetric of this.of(runId).values()) {
       for (const [metric, c] of byMetric) {

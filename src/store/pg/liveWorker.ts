@@ -82,7 +82,9 @@ class Connection {
     if (this.client && this.gone) {
       this.dropClient();
       // lost while the transaction waited for the watcher's next call: what it wrote went with it
-      if (this.inTransaction) throw (this.broken = this.lostError(new Error('the server closed it'), 'lost the connection to'));
+      if (this.inTransaction) {
+        throw (this.broken = this.lostError(new Error('the server closed it'), 'lost the connection to'));
+      }
     }
     if (!this.client) {
       const client = newClient(this.url, this.name);

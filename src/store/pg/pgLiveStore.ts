@@ -119,7 +119,9 @@ export class PgLiveStore implements LiveStore {
 
   readonly silences: LiveStore['silences'] = { active: (now) => this.call('activeSilences', now) };
   /** pg_notify with the row: the bot's LISTEN hears it when the transaction commits */
-  readonly outbox: LiveStore['outbox'] = { add: (runId, target, payload, at) => this.call('enqueue', runId, target, payload, at) };
+  readonly outbox: LiveStore['outbox'] = {
+    add: (runId, target, payload, at) => this.call('enqueue', runId, target, payload, at),
+  };
   readonly unread: LiveStore['unread'] = {
     forget: (path) => this.call('forgetUnread', path, this.scope),
     note: (row: UnreadRow) => this.call('noteUnread', row, this.scope),
@@ -174,6 +176,8 @@ export class PgLiveStore implements LiveStore {
   async close(): Promise<void> {
     try {
       this.call('close');
+    } catch {
+      // its connection or its worker is gone already: there is nothing left to close but the thread
     } finally {
       this.bridge.close();
       await this.worker.terminate();
@@ -241,7 +245,8 @@ export class PgLiveStore implements LiveStore {
         // the connection is gone, and the transaction with it
       }
       this.groupRollbacks++;
-      return { reads: started, failed: new Error(`a group of ${started.length} reads did not commit: ${(err as Error).message}`) };
+      const why = `a group of ${started.length} reads did not commit: ${(err as Error).message}`;
+      return { reads: started, failed: new Error(why) };
     }
   }
 
@@ -278,5 +283,6 @@ function spawn(data: LiveWorkerData): Worker {
   if (!fromSources) return new Worker(entry, options);
   const tsx = import.meta.resolve('tsx/esm/api');
   const [api, source] = [JSON.stringify(tsx), JSON.stringify(entry.href)];
-  return new Worker(`import(${api}).then((m) => { m.register(); return import(${source}); })`, { eval: true, ...options });
+  const load = `import(${api}).then((m) => { m.register(); return import(${source}); })`;
+  return new Worker(load, { eval: true, ...options });
 }

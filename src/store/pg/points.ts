@@ -19,8 +19,8 @@ export const COPY_MIN_POINTS = 64;
 /**
  * Writes a batch's points inside the caller's transaction; each (metric, step) appears once in `p`. A log that
  * grows writes steps none of whose points exist yet: those go in by `COPY`, the fastest way in for many points.
- * Otherwise (a few points, a file read again, a step logged again) a multi-row upsert replaces the values. A `COPY` that meets a point written
- * meanwhile by another connection rolls back to its savepoint and takes the upsert.
+ * Otherwise (a few points, a file read again, a step logged again) a multi-row upsert replaces the values. A `COPY`
+ * that meets a point written meanwhile by another connection rolls back to its savepoint and takes the upsert.
  */
 export async function writePoints(db: pg.ClientBase, runId: number, p: PointColumns, minStep: number, maxStep: number) {
   const ids = [...new Set(p.metricIds)];

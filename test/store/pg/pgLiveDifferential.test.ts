@@ -39,7 +39,8 @@ function trlLines(): string[] {
     const grad = i === 20 ? 'nan' : i === 25 ? 'inf' : (0.5 + i / 100).toFixed(2);
     const reward = i === 30 ? '3.000' : (0.3 + i / 100).toFixed(3);
     return `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'reward': ${reward}, ` +
-      `'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'kl': 0.0004, 'entropy': 0.61, 'epoch': ${(i / 50).toFixed(2)}}`;
+      `'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'kl': 0.0004, 'entropy': 0.61, ` +
+      `'epoch': ${(i / 50).toFixed(2)}}`;
   });
 }
 
@@ -109,10 +110,12 @@ const QUERIES = {
              JOIN runs r ON r.id = e.run_id`,
   attempts: 'SELECT run_id, attempt, resumed_step, last_step, rewound FROM attempts ORDER BY run_id, attempt',
   alerts: `SELECT r.name AS run, a.rule, a.metric, a.severity, a.state, a.summary, a.details, a.started_step,
-             a.fired_step, a.resolved_step, a.notified_state FROM alerts a JOIN runs r ON r.id = a.run_id ORDER BY a.id`,
+             a.fired_step, a.resolved_step, a.notified_state
+           FROM alerts a JOIN runs r ON r.id = a.run_id ORDER BY a.id`,
   alertEvents: `SELECT a.rule, a.metric, a.started_step, e.step, e.state, e.details FROM alert_events e
                 JOIN alerts a ON a.id = e.alert_id ORDER BY e.id`,
-  cursors: 'SELECT r.name AS run, c.cursors AS cursors FROM run_cursors c JOIN runs r ON r.id = c.run_id ORDER BY r.name',
+  cursors: `SELECT r.name AS run, c.cursors AS cursors FROM run_cursors c JOIN runs r ON r.id = c.run_id
+            ORDER BY r.name`,
   outbox: 'SELECT r.name AS run, o.target, o.payload FROM outbox o JOIN runs r ON r.id = o.run_id ORDER BY o.id',
 };
 type Rows = Record<keyof typeof QUERIES, Array<Record<string, unknown>>>;

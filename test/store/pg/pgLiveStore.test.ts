@@ -47,7 +47,7 @@ function batchOf(runId: number, fileId: number, steps: number[], offset: number)
 }
 
 describe('PgLiveStore', () => {
-  it('commits a batch and what runs inside it as one transaction; a transaction that throws leaves nothing', async () => {
+  it('commits a batch and what runs inside it as one transaction; one that throws leaves nothing', async () => {
     const url = await freshPgDatabase();
     const store = await open(url);
     const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
@@ -154,7 +154,7 @@ describe('PgLiveStore', () => {
     expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
   });
 
-  it('survives its connection being terminated: the call that finds it lost throws naming the server, a later one works', async () => {
+  it('survives its connection terminated: the call finding it lost names the server; later ones work', async () => {
     const url = await freshPgDatabase();
     const store = await open(url, 'gpu-term');
     const run = store.runs.ensure('gpu-term/grpo', '/runs/grpo');
@@ -199,7 +199,8 @@ import { join } from 'node:path';
     const q = "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1";
     const r = await c.query(q, [process.argv[2]]);
     if (r.rows.length !== 1) throw new Error('no such connection');
-    while ((await c.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [process.argv[2]])).rows.length) {
+    const alive = 'SELECT 1 FROM pg_stat_activity WHERE application_name = $1';
+    while ((await c.query(alive, [process.argv[2]])).rows.length) {
       await new Promise((next) => setTimeout(next, 20));
     }
     await c.end();`;
