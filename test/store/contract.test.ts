@@ -148,6 +148,13 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.series(runId, 'reward')).map((p) => p.step)).toEqual([1]);
     expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30, lines: 1 });
     expect(await store.runById(runId)).toMatchObject({ last_step: 1, records: 1 });
+    // a metric first logged by the failed batch is no less a metric when it is logged again
+    const again = batch(runId, fileId, [[2, { reward: 0.2, kl: 0.01 }]], 60);
+    bad.metrics = again.metrics;
+    await expect(store.commit(bad, 3)).rejects.toThrow();
+    await store.commit(again, 3);
+    expect(await store.metricsOf(runId)).toEqual(['kl', 'reward']);
+    expect(await store.series(runId, 'kl')).toEqual([{ step: 2, epoch: null, value: 0.01 }]);
   });
 
   it('keeps the best and worst examples per step and the events of a batch', async () => {

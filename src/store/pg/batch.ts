@@ -12,6 +12,11 @@ export class MetricIds {
     return this.ids.get(name);
   }
 
+  /** A transaction rolled back: the names it created are gone again, and are looked up anew when next written. */
+  clear(): void {
+    this.ids.clear();
+  }
+
   /** The ids of `names`, creating the unknown ones. */
   async resolve(db: pg.ClientBase, names: Iterable<string>): Promise<Map<string, number>> {
     // in one order: two batches that create the same names at once never wait for each other in a cycle

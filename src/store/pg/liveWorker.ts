@@ -67,7 +67,7 @@ class Connection {
   /** the connection was lost inside a transaction: nothing more of it can run, until the watcher rolls it back */
   private broken: Error | null = null;
   /** metric ids seen on this connection, dropped with a rollback (a name first written in it is gone again) */
-  ids = new MetricIds();
+  readonly ids = new MetricIds();
   /** the watcher's clock for the call being run */
   now = 0;
 
@@ -134,13 +134,13 @@ class Connection {
     const lost = this.broken !== null || this.client === null || this.gone;
     this.broken = null;
     this.inTransaction = false;
-    this.ids = new MetricIds();
+    this.ids.clear();
     if (!lost) await this.run(({ client }) => client.query('ROLLBACK'));
   }
 
   rollbackTo = (name: string): Promise<void> =>
     this.run(async ({ client }) => {
-      this.ids = new MetricIds();
+      this.ids.clear();
       await client.query(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
     });
 

@@ -565,6 +565,7 @@ export class PgStore implements StoreContract {
       return out;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
+      this.ids.clear();
       throw err;
     } finally {
       client.release();

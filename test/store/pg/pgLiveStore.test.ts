@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import type { MetricRow } from '../../../src/store/metricRows.ts';
 import type { Batch } from '../../../src/store/store.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 
@@ -77,6 +78,16 @@ describe('PgLiveStore', () => {
     expect(await rows(url, 'SELECT payload FROM outbox')).toHaveLength(1);
     expect(await rows(url, 'SELECT * FROM run_cursors')).toEqual([]);
     expect(store.alerts.cursor(run.id, 'r', 'loss')).toBeUndefined();
+
+    // a metric first logged by a batch that rolled back is no less a metric when it is logged again
+    const withKl = (): Batch => {
+      const b = batchOf(run.id, file.id, [4], 40);
+      (b.metrics as MetricRow[])[0]!.values.set('kl', 0.01);
+      return b;
+    };
+    expect(() => store.commit(withKl(), 0, lost)).toThrow('the rules failed');
+    store.commit(withKl(), 0);
+    expect(store.points.metricsOf(run.id)).toEqual(['kl', 'loss']);
   });
 
   it('rolls back a failed savepoint alone: the rest of the transaction commits', async () => {
