@@ -18,7 +18,7 @@ import type { LiveStore } from '../live.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, WorkerStart } from './liveWorker.ts';
-import { FreshPoints } from './freshPoints.ts';
+import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from './heldCursors.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
@@ -43,8 +43,8 @@ export class PgLiveStore implements LiveStore {
     (runId) => this.call('runCursors', runId),
     (runId, json) => this.call('saveRunCursors', runId, json),
   );
-  /** each run's last batch: this watcher alone writes its runs' points */
-  private readonly fresh = new FreshPoints();
+  /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
+  private readonly held = new HeldPoints();
   /**
    * Each run's open alerts as read or created, in id order: this watcher alone makes, fires, resolves, drops and
    * announces its runs' alerts. Other processes write only their ack columns, which the rules do not read; what is
@@ -68,12 +68,13 @@ export class PgLiveStore implements LiveStore {
   };
 
   readonly points: LiveStore['points'] = {
-    after: (runId, metric, step) => this.fresh.after(runId, metric, step) ?? this.call('after', runId, metric, step),
+    after: (runId, metric, step) => this.held.after(runId, metric, step) ?? this.call('after', runId, metric, step),
     latest: (runId) => this.call('latest', runId),
     metricsOf: (runId) => this.call('metricsOf', runId),
     series: (runId, metric, last) => this.call('series', runId, metric, last),
     stepSpan: (runId) => this.call('stepSpan', runId),
-    upTo: (runId, metric, step, n, finite) => this.call('upTo', runId, metric, step, n, finite),
+    upTo: (runId, metric, step, n, finite = false) =>
+      this.held.upTo(runId, metric, step, n, finite) ?? this.call('upTo', runId, metric, step, n, finite),
   };
 
   readonly examples: LiveStore['examples'] = {
@@ -189,7 +190,7 @@ export class PgLiveStore implements LiveStore {
   commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult {
     return this.transaction(() => {
       const { result, runLast } = this.call('writeBatch', batch, examplesPerStep);
-      if (runLast !== undefined) this.fresh.note(batch.runId, runLast, batch.metrics);
+      if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
       within?.(result);
       return result;
     });
@@ -254,7 +255,7 @@ export class PgLiveStore implements LiveStore {
    * database. */
   private forgetHeld(): void {
     this.cursors.forget();
-    this.fresh.forget();
+    this.held.forget();
     this.opened.clear();
   }
 

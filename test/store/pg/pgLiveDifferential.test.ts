@@ -3,8 +3,8 @@
  * points, files, runs, examples, alerts, alert history, rule cursors and outbox payloads (ids and the rows' own ids
  * aside). Two routes, since their code paths differ: a backfill (each file read whole, evaluated without announcing,
  * then evaluated-behind and ticked), and live (the files appended to in small pieces, each read evaluated and
- * announced at once). The logs: the demo run (a collapse, a spike, plateaus; generations) and a TRL run written here
- * with a NaN loss and grad_norm and an infinite grad_norm.
+ * announced at once). The logs: the demo run (a collapse, a spike, plateaus; generations), and two written here: a TRL
+ * run with a NaN loss and grad_norm and an infinite grad_norm, and a verl job restarted from a checkpoint.
  */
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -44,6 +44,18 @@ function trlLines(): string[] {
   });
 }
 
+/** A verl console log of a job that restarts from its checkpoint of step 14 after logging step 23 (live, the
+ * restart is the first line of a read): steps 15-23 come again, as a second attempt. grad_norm explodes at steps
+ * 19-23 the first time, and its alert is open when the job restarts. */
+function verlRestartLines(): string[] {
+  const line = (step: number, grad: number): string =>
+    `(TaskRunner pid=2231) step:${step} - actor/pg_loss:0.012 - actor/grad_norm:${grad} - ` +
+    `critic/score/mean:${(0.2 + step / 100).toFixed(3)} - actor/entropy:0.61 - response_length/mean:312.0`;
+  const first = Array.from({ length: 23 }, (_, k) => line(k + 1, k >= 18 ? 40 : 0.31));
+  const again = Array.from({ length: 26 }, (_, k) => line(k + 15, 0.3));
+  return [...first, ...again];
+}
+
 /** Each log's lines, by its path under a run root. */
 function logs(): Map<string, string[]> {
   const files = new Map<string, string[]>();
@@ -53,6 +65,7 @@ function logs(): Map<string, string[]> {
     files.set(join('grpo-demo', f), readFileSync(join(SAMPLE, f), 'utf8').split('\n').filter((l) => l !== ''));
   }
   files.set(join('trl-nan', 'train.log'), trlLines());
+  files.set(join('verl-restart', 'verl_demo.log'), verlRestartLines());
   return files;
 }
 
@@ -226,6 +239,7 @@ describe('the same logs into SQLite and into PgLiveStore', () => {
     expect(sqlite.alerts.map((a) => a.rule)).toEqual(expect.arrayContaining(['non_finite', 'mode_collapse']));
     expect(sqlite.outbox.length).toBeGreaterThan(0);
     expect(sqlite.examples.length).toBeGreaterThanOrEqual(4);
+    expect(sqlite.attempts.map((a) => a.attempt)).toContain(2); // the verl job's restart
     expectAlike(backfilled);
   });
 
@@ -234,6 +248,10 @@ describe('the same logs into SQLite and into PgLiveStore', () => {
     expect(sqlite.outbox.length).toBeGreaterThan(5);
     expect(sqlite.alerts.some((a) => a.state === 'resolved' && a.notified_state === 'resolved')).toBe(true);
     expect(sqlite.runs.every((r) => r.live)).toBe(true);
+    expect(sqlite.attempts.map((a) => a.attempt)).toContain(2);
+    const restarted = sqlite.alerts.filter((a) => a.run === 'gpu-a/verl-restart' && a.rule === 'grad_explosion');
+    expect(restarted.map((a) => a.summary)).toEqual([expect.stringMatching(/^grad_norm/)]);
+    expect(sqlite.alertEvents.some((e) => JSON.stringify(e.details).includes('the job restarted'))).toBe(true);
     expectAlike(live);
   });
 });
