@@ -14,12 +14,14 @@
 import { Worker } from 'node:worker_threads';
 import type { AlertChange, AlertRow, RuleIncidents } from '../alerts.ts';
 import { PostgresError } from '../dbErrors.ts';
+import type { EventRow } from '../events.ts';
 import type { LiveStore } from '../live.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, WorkerStart } from './liveWorker.ts';
 import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from './heldCursors.ts';
+import { HeldEvents } from './heldEvents.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
@@ -51,6 +53,7 @@ export class PgLiveStore implements LiveStore {
    * announced, and how, is read from PostgreSQL (`announceable`), acks and mutes included.
    */
   private readonly opened = new Map<number, AlertRow[]>();
+  private readonly heldEvents = new HeldEvents();
 
   readonly runs: LiveStore['runs'] = {
     byId: (id) => this.call('runById', id),
@@ -129,10 +132,13 @@ export class PgLiveStore implements LiveStore {
   };
 
   readonly events: LiveStore['events'] = {
-    after: (runId, kinds, afterId) => this.call('eventsAfter', runId, kinds, afterId),
+    after: (runId, kinds, afterId) => {
+      const read = (): EventRow[] => this.call('eventsAfter', runId, kinds, afterId);
+      return this.heldEvents.get(runId, `after ${afterId} ${kinds.join()}`, read);
+    },
     byId: (id) => this.call('eventById', id),
-    finished: (runId) => this.call('finishedEvent', runId),
-    meta: (runId) => this.call('runMeta', runId),
+    finished: (runId) => this.heldEvents.get(runId, 'finished', () => this.call('finishedEvent', runId)),
+    meta: (runId) => this.heldEvents.get(runId, 'meta', () => this.call('runMeta', runId)),
   };
 
   readonly attempts: LiveStore['attempts'] = {
@@ -191,6 +197,7 @@ export class PgLiveStore implements LiveStore {
     return this.transaction(() => {
       const { result, runLast } = this.call('writeBatch', batch, examplesPerStep);
       if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
+      if (result.events > 0) this.heldEvents.wrote(batch.runId);
       within?.(result);
       return result;
     });
@@ -257,6 +264,7 @@ export class PgLiveStore implements LiveStore {
     this.cursors.forget();
     this.held.forget();
     this.opened.clear();
+    this.heldEvents.forget();
   }
 
   /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */

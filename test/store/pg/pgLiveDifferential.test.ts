@@ -4,7 +4,8 @@
  * aside). Two routes, since their code paths differ: a backfill (each file read whole, evaluated without announcing,
  * then evaluated-behind and ticked), and live (the files appended to in small pieces, each read evaluated and
  * announced at once). The logs: the demo run (a collapse, a spike, plateaus; generations), and two written here: a TRL
- * run with a NaN loss and grad_norm and an infinite grad_norm, and a verl job restarted from a checkpoint.
+ * run with a NaN loss and grad_norm, an infinite grad_norm, a trainer warning and its end, and a verl job restarted
+ * from a checkpoint.
  */
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -31,17 +32,22 @@ const PREFIX = 'gpu-a';
 const INGEST = { ...config.ingest, runPrefix: PREFIX };
 
 /** A TRL run's stdout: healthy, then a NaN loss and grad_norm at step 20, an infinite grad_norm at 25, a reward
- * spike at 30, healthy again to 40. */
+ * spike at 30, healthy again to 40; a trainer warning after steps 12 and 14, and the end-of-training summary. */
 function trlLines(): string[] {
-  return Array.from({ length: 40 }, (_, k) => {
+  const warning = '/trl/trainer/grpo_trainer.py:812: UserWarning: KL divergence is starting to become negative: ' +
+    '-0.02 - this might be a precursor for failed training.';
+  const lines = Array.from({ length: 40 }, (_, k) => {
     const i = k + 1;
     const loss = i === 20 ? 'nan' : (0.01 * i).toFixed(4);
     const grad = i === 20 ? 'nan' : i === 25 ? 'inf' : (0.5 + i / 100).toFixed(2);
     const reward = i === 30 ? '3.000' : (0.3 + i / 100).toFixed(3);
-    return `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'reward': ${reward}, ` +
+    const line = `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'reward': ${reward}, ` +
       `'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'kl': 0.0004, 'entropy': 0.61, ` +
       `'epoch': ${(i / 50).toFixed(2)}}`;
+    return i === 12 || i === 14 ? [line, warning] : [line];
   });
+  const end = "{'train_runtime': 612.3, 'train_samples_per_second': 1.307, 'train_loss': 0.0061, 'epoch': 0.8}";
+  return [...lines.flat(), end];
 }
 
 /** A verl console log of a job that restarts from its checkpoint of step 14 after logging step 23 (live, the
@@ -252,6 +258,9 @@ describe('the same logs into SQLite and into PgLiveStore', () => {
     const restarted = sqlite.alerts.filter((a) => a.run === 'gpu-a/verl-restart' && a.rule === 'grad_explosion');
     expect(restarted.map((a) => a.summary)).toEqual([expect.stringMatching(/^grad_norm/)]);
     expect(sqlite.alertEvents.some((e) => JSON.stringify(e.details).includes('the job restarted'))).toBe(true);
+    // the TRL run's warning and its end were read from its events
+    const trl = sqlite.alerts.filter((a) => a.run === 'gpu-a/trl-nan').map((a) => a.rule);
+    expect(trl).toEqual(expect.arrayContaining(['trainer_warning', 'run_finished']));
     expectAlike(live);
   });
 });
