@@ -7,6 +7,11 @@
  * waits for SQLite. So every method here posts its call to a worker thread (liveWorker.ts) that holds one
  * connection, and sleeps until the answer comes (syncBridge.ts). SQLite's path is untouched.
  *
+ * What only this watcher writes is held on its thread, as the SQLite store holds it, and dropped when a transaction
+ * rolls back: rule cursors, each run's last batch and newest points, its open alerts, what the rules read of its
+ * events. What other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
+ * A lost connection: the call that finds it throws a PostgresError naming the server; the next one connects again.
+ *
  * Scope: a watcher's runs are those of its scope (its run prefix, `watch.prefix`: the host name unless configured),
  * so that two hosts with the same /data/runs/grpo-7 keep two runs and two file offsets; `runs.list`, `unevaluated`
  * and `files.byPath` see that scope only, so a watcher evaluates, ticks and reads its own runs and no other's.
