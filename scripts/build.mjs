@@ -22,8 +22,13 @@ const withoutZodLocales = {
 const outdir = join(root, 'dist');
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  // the backfill's parser runs in a worker thread of its own entry (src/ingest/parseThread.ts finds it beside it)
-  entryPoints: { cli: join(root, 'src', 'cli.ts'), parseWorker: join(root, 'src', 'ingest', 'parseWorker.ts') },
+  // the backfill's parser runs in a worker thread of its own entry (src/ingest/parseThread.ts finds it beside it), and
+  // so does a PostgreSQL watcher's connection (src/store/pg/pgLiveStore.ts)
+  entryPoints: {
+    cli: join(root, 'src', 'cli.ts'),
+    parseWorker: join(root, 'src', 'ingest', 'parseWorker.ts'),
+    liveWorker: join(root, 'src', 'store', 'pg', 'liveWorker.ts'),
+  },
   outdir,
   bundle: true,
   splitting: true,

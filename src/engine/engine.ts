@@ -1,5 +1,5 @@
 import { stderrLog, type Log } from '../log.ts';
-import { sqliteCode } from '../store/dbErrors.ts';
+import { isDatabaseError } from '../store/dbErrors.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { SilenceRow } from '../store/silences.ts';
@@ -118,7 +118,7 @@ export class Engine {
       try {
         this.evaluateRule(ctx, rule, announce);
       } catch (err) {
-        if (sqliteCode(err) !== undefined) throw err;
+        if (isDatabaseError(err)) throw err;
         throw new RuleFailed(rule.id, err);
       }
     }

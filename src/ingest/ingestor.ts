@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Sta
 import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
-import { isDiskFull, sqliteCode } from '../store/dbErrors.ts';
+import { isDatabaseError, isDiskFull } from '../store/dbErrors.ts';
 import type { LiveStore } from '../store/live.ts';
 import type { Batch, BatchResult } from '../store/store.ts';
 import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
@@ -131,7 +131,7 @@ export class Ingestor {
     } catch (err) {
       // the database's trouble, not the file's: the caller says so (and a backfill stops)
       if (isDiskFull(err)) throw new DatabaseFullError(outcome ?? emptyOutcome(path, root, this.opts.runPrefix));
-      if (sqliteCode(err) !== undefined) throw err;
+      if (isDatabaseError(err)) throw err;
       this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
     } finally {

@@ -52,7 +52,7 @@ export interface RuleIncidents {
 }
 
 /** A rule cursor as held: its state as JSON. */
-interface CursorRow {
+export interface CursorRow {
   step: number;
   state: string;
   /** the state itself when its values are all plain (`isFlat`): a copy of it is what parsing `state` gives, and
@@ -63,7 +63,7 @@ interface CursorRow {
 }
 
 /** A run's cursors by rule, then metric: its `run_cursors` row, and what `saveCursor` changed since. */
-type RunCursors = Map<string, Map<string, CursorRow>>;
+export type RunCursors = Map<string, Map<string, CursorRow>>;
 
 /** Alert incidents, their transitions, and the rule cursors the engine keeps per run. */
 export class Alerts {
@@ -300,10 +300,10 @@ export class Alerts {
 }
 
 /** A `run_cursors` row as JSON. */
-type StoredCursors = Record<string, Record<string, { step: number; state: Record<string, unknown> }>>;
+export type StoredCursors = Record<string, Record<string, { step: number; state: Record<string, unknown> }>>;
 
 /** The run's cursors as its `run_cursors` row (`StoredCursors`), from the states held as JSON already. */
-function cursorsJson(run: RunCursors): string {
+export function cursorsJson(run: RunCursors): string {
   let out = '';
   for (const [rule, byMetric] of run) {
     let entries = '';
@@ -318,7 +318,7 @@ function cursorsJson(run: RunCursors): string {
 
 /** Every value a string, boolean, null or finite number (not -0): then a copy of the object is exactly what a
  * round trip through JSON gives. */
-function isFlat(state: Record<string, unknown>): boolean {
+export function isFlat(state: Record<string, unknown>): boolean {
   for (const v of Object.values(state)) {
     if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
     if (typeof v !== 'number' || !Number.isFinite(v) || Object.is(v, -0)) return false;

@@ -18,8 +18,33 @@ export function sqliteCode(err: unknown): string | undefined {
   return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
 }
 
-export const isDiskFull = (err: unknown): boolean => sqliteCode(err)?.startsWith('SQLITE_FULL') === true;
-export const isBusy = (err: unknown): boolean => /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err) ?? '');
+/**
+ * An error of PostgreSQL as a watcher's live store (pg/pgLiveStore.ts) throws it: the server's SQLSTATE `code`
+ * (`23505`, `57P01`, ...) or, for a connection that could not be made or was lost, Node's (`ECONNREFUSED`).
+ */
+export class PostgresError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'PostgresError';
+  }
+}
+
+/** Whether `err` is the database's (SQLite's or PostgreSQL's) rather than a rule's or a file's: the engine and the
+ * ingestor hand such errors to their caller instead of skipping a rule or a file. */
+export function isDatabaseError(err: unknown): boolean {
+  return sqliteCode(err) !== undefined || err instanceof PostgresError;
+}
+
+const pgCode = (err: unknown): string | undefined => (err instanceof PostgresError ? err.code : undefined);
+
+// PostgreSQL: disk_full; a serialization failure, a deadlock or a lock not available are worth another try
+export const isDiskFull = (err: unknown): boolean =>
+  sqliteCode(err)?.startsWith('SQLITE_FULL') === true || pgCode(err) === '53100';
+export const isBusy = (err: unknown): boolean =>
+  /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err) ?? '') || /^(40001|40P01|55P03)$/.test(pgCode(err) ?? '');
 
 const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR']);
 

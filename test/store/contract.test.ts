@@ -8,6 +8,7 @@ import pg from 'pg';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Batch, StoreContract } from '../../src/store/contract.ts';
+import { COPY_MIN_POINTS } from '../../src/store/pg/points.ts';
 import { PgStore } from '../../src/store/pg/pgStore.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
@@ -147,6 +148,13 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.series(runId, 'reward')).map((p) => p.step)).toEqual([1]);
     expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30, lines: 1 });
     expect(await store.runById(runId)).toMatchObject({ last_step: 1, records: 1 });
+    // a metric first logged by the failed batch is no less a metric when it is logged again
+    const again = batch(runId, fileId, [[2, { reward: 0.2, kl: 0.01 }]], 60);
+    bad.metrics = again.metrics;
+    await expect(store.commit(bad, 3)).rejects.toThrow();
+    await store.commit(again, 3);
+    expect(await store.metricsOf(runId)).toEqual(['kl', 'reward']);
+    expect(await store.series(runId, 'kl')).toEqual([{ step: 2, epoch: null, value: 0.01 }]);
   });
 
   it('keeps the best and worst examples per step and the events of a batch', async () => {
@@ -462,13 +470,18 @@ describe('PostgreSQL points', () => {
       `INSERT INTO points (run_id, metric_id, step, value) SELECT $1, id, 5, 0.5 FROM metrics WHERE name = 'reward'`,
       [runId],
     );
-    // step 5 is not visible yet, so the batch takes COPY, which waits for the other transaction on the key
-    const committing = store.commit(batch(runId, fileId, [[4, { reward: 0.4 }], [5, { reward: 0.9 }]], 30), 3);
+    // step 5 is not visible yet, so the batch (enough points for COPY) takes COPY, which waits for the other
+    // transaction on the key
+    const rows: Rows = [[4, { reward: 0.4 }], [5, { reward: 0.9 }]];
+    for (let step = 6; rows.length < COPY_MIN_POINTS; step++) rows.push([step, { reward: step / 100 }]);
+    const committing = store.commit(batch(runId, fileId, rows, 30), 3);
     await new Promise((r) => setTimeout(r, 300));
     await other.query('COMMIT');
     await other.end();
-    expect(await committing).toMatchObject({ minStep: 4, maxStep: 5, newSteps: 2 });
-    expect((await store.series(runId, 'reward')).map((p) => [p.step, p.value])).toEqual([[1, 0.1], [4, 0.4], [5, 0.9]]);
+    expect(await committing).toMatchObject({ minStep: 4, maxStep: COPY_MIN_POINTS + 3, newSteps: COPY_MIN_POINTS });
+    const series = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
+    expect(series.slice(0, 4)).toEqual([[1, 0.1], [4, 0.4], [5, 0.9], [6, 0.06]]);
+    expect(series).toHaveLength(COPY_MIN_POINTS + 1);
     expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30 });
   });
 });

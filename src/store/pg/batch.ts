@@ -12,6 +12,11 @@ export class MetricIds {
     return this.ids.get(name);
   }
 
+  /** A transaction rolled back: the names it created are gone again, and are looked up anew when next written. */
+  clear(): void {
+    this.ids.clear();
+  }
+
   /** The ids of `names`, creating the unknown ones. */
   async resolve(db: pg.ClientBase, names: Iterable<string>): Promise<Map<string, number>> {
     // in one order: two batches that create the same names at once never wait for each other in a cycle
@@ -33,6 +38,8 @@ export class MetricIds {
  */
 export async function writeBatch(
   db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
+  /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
+  onRunLast?: (runLast: number | null) => void,
 ): Promise<BatchResult> {
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -40,6 +47,7 @@ export async function writeBatch(
   let tracked: TrackedFile | null = null;
   if (b.metrics.length > 0) {
     const head = await readHead(db, b);
+    onRunLast?.(head.runLast);
     const names = new Set<string>();
     const steps: number[] = [];
     for (const m of b.metrics) {

@@ -24,8 +24,9 @@ export function newPool(url: string, max = 4): pg.Pool {
   return pool;
 }
 
-export function newClient(url: string): pg.Client {
-  return new pg.Client({ connectionString: url, types });
+/** `name`: how the connection shows in `pg_stat_activity` (one the URL's `application_name` overrides). */
+export function newClient(url: string, name?: string): pg.Client {
+  return new pg.Client({ connectionString: url, types, ...(name ? { fallback_application_name: name } : {}) });
 }
 
 /**

@@ -6,6 +6,7 @@ import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from '../contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
+import type { RuleIncidents } from '../alerts.ts';
 import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { replayingStep } from '../attempts.ts';
@@ -35,7 +36,8 @@ export class PgStore implements StoreContract {
 
   private constructor(
     private readonly url: string,
-    private readonly pool: pg.Pool,
+    /** null for a store bound to one connection that its owner opened (`onConnection`) */
+    private readonly pool: pg.Pool | null,
     private readonly db: Db,
     private readonly ids: MetricIds,
     private readonly now: () => number,
@@ -53,9 +55,15 @@ export class PgStore implements StoreContract {
     return new PgStore(url, pool, pool, new MetricIds(), opts.now ?? Date.now);
   }
 
+  /** The store on one connection its caller opened and owns (the PgLiveStore worker's): every call runs on it, and
+   * `transaction` does not begin one of its own (the caller says BEGIN and COMMIT). */
+  static onConnection(url: string, client: pg.ClientBase, now: () => number): PgStore {
+    return new PgStore(url, null, client, new MetricIds(), now);
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.leaders].map((l) => l.release()));
-    await this.pool.end();
+    await this.pool?.end();
   }
 
   private async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
@@ -70,17 +78,18 @@ export class PgStore implements StoreContract {
     return (await this.db.query(sql, params)).rowCount ?? 0;
   }
 
-  /** A run's name is unique: a name taken by another path gets a numeric suffix (as in SQLite). */
-  async ensureRun(name: string, path: string): Promise<RunRow> {
+  /** A run's name is unique: a name taken by another path gets a numeric suffix (as in SQLite). Its path is unique
+   * within its `scope` (a watcher's run prefix: two hosts may both have /data/runs/grpo-7; '' for the contract). */
+  async ensureRun(name: string, path: string, scope = ''): Promise<RunRow> {
     for (let tries = 0; tries < 10; tries++) {
-      const existing = await this.one<RunRow>('SELECT * FROM runs WHERE path = $1', [path]);
+      const existing = await this.one<RunRow>('SELECT * FROM runs WHERE scope = $1 AND path = $2', [scope, path]);
       if (existing) return existing;
       let candidate = name;
       for (let i = 2; await this.runByName(candidate); i++) candidate = `${name}~${i}`;
       // another process may take the path or the name meanwhile: then look again
       const made = await this.one<RunRow>(
-        'INSERT INTO runs (name, path, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING *',
-        [candidate, path, this.now()],
+        'INSERT INTO runs (name, path, created_at, scope) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING *',
+        [candidate, path, this.now(), scope],
       );
       if (made) return made;
     }
@@ -91,12 +100,16 @@ export class PgStore implements StoreContract {
   runByName = (name: string): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE name = $1', [name]);
   listRuns = (): Promise<RunRow[]> => this.rows('SELECT * FROM runs ORDER BY name');
 
+  /** The file, in its run's scope. */
   async addFile(runId: number, path: string, format: string): Promise<FileRow> {
-    const sql = 'INSERT INTO files (run_id, path, format) VALUES ($1, $2, $3) RETURNING *';
+    const sql = `INSERT INTO files (run_id, path, format, scope) SELECT $1, $2, $3, scope FROM runs WHERE id = $1
+                 RETURNING *`;
     return (await this.one<FileRow>(sql, [runId, path, format]))!;
   }
 
-  fileByPath = (path: string): Promise<FileRow | undefined> => this.one('SELECT * FROM files WHERE path = $1', [path]);
+  /** The file at `path` of a run of `scope` ('' for the contract). */
+  fileByPath = (path: string, scope = ''): Promise<FileRow | undefined> =>
+    this.one('SELECT * FROM files WHERE scope = $1 AND path = $2', [scope, path]);
   filesOfRun = (runId: number): Promise<FileRow[]> =>
     this.rows('SELECT * FROM files WHERE run_id = $1 ORDER BY path', [runId]);
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
@@ -108,7 +121,9 @@ export class PgStore implements StoreContract {
 
   metricsOf = (runId: number): Promise<string[]> =>
     this.rows<{ name: string }>(
-      'SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = $1 ORDER BY m.name',
+      // in SQLite's order (bytes), whatever the database's collation: rules go through metrics in this order
+      `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = $1
+       ORDER BY m.name COLLATE "C"`,
       [runId],
     ).then((r) => r.map((x) => x.name));
 
@@ -470,13 +485,78 @@ export class PgStore implements StoreContract {
     this.one<{ step: number | null }>('SELECT max(step) AS step FROM steps WHERE run_id = $1 AND at <= $2', [runId, at])
       .then((r) => r?.step ?? null);
 
+  // What a watcher's live store (pg/pgLiveStore.ts) reads and writes besides the contract, as the SQLite modules do.
+
+  /** The runs of one watcher's scope, by name (in SQLite's byte order). */
+  runsOfScope = (scope: string): Promise<RunRow[]> =>
+    this.rows('SELECT * FROM runs WHERE scope = $1 ORDER BY name COLLATE "C"', [scope]);
+  /** Runs of the scope with committed batches the engine has not evaluated (`Runs.unevaluated`). */
+  unevaluatedRuns = (scope: string): Promise<number[]> =>
+    this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope])
+      .then((r) => r.map((x) => x.id));
+  markLive = async (runId: number): Promise<void> =>
+    void (await this.run('UPDATE runs SET live_at = active_at WHERE id = $1 AND live_at IS DISTINCT FROM active_at', [
+      runId,
+    ]));
+  markEvaluated = async (runId: number): Promise<void> =>
+    void (await this.run('UPDATE runs SET evaluated = batches WHERE id = $1', [runId]));
+  /** A file read whole again: the skips of an earlier read no longer stand. */
+  clearSkips = async (fileId: number): Promise<void> =>
+    void (await this.run(
+      'WITH gone AS (DELETE FROM file_skips WHERE file_id = $1) UPDATE files SET skipped = 0 WHERE id = $1',
+      [fileId],
+    ));
+  /** How long the run took from its first logged step to its last, by when rlwatch read them (`Points.stepSpan`). */
+  stepSpan = (runId: number): Promise<number | null> =>
+    this.one<{ span: number | null }>('SELECT max(at) - min(at) AS span FROM steps WHERE run_id = $1', [runId])
+      .then((r) => r?.span ?? null);
+  eventById = (id: number): Promise<EventRow | undefined> =>
+    this.one<EventDbRow>('SELECT * FROM events WHERE id = $1', [id]).then((r) => r && eventFromRow(r));
+  /** The run's last `finished` event (`Events.finished`). */
+  finishedEvent = (runId: number): Promise<EventRow | undefined> =>
+    this.one<EventDbRow>(`SELECT * FROM events WHERE run_id = $1 AND kind = 'finished' ORDER BY id DESC LIMIT 1`, [
+      runId,
+    ]).then((r) => r && eventFromRow(r));
+
+  /** `Alerts.announceable` in one query: the firing alerts, the resolved ones whose firing was announced, and the
+   * ones that fired at or after `firedSince` and resolved before they could be announced; in id order. */
+  announceable = (runId: number, firedSince: number | null): Promise<AlertRow[]> =>
+    this.rows(
+      `SELECT * FROM alerts WHERE run_id = $1 AND (state = 'firing' OR (state = 'resolved'
+         AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= $2))))
+       ORDER BY id`,
+      [runId, firedSince],
+    );
+
+  /** The run's incidents that fired, by rule (`Alerts.firedByRule`). */
+  firedByRule = (runId: number): Promise<RuleIncidents[]> =>
+    this.rows(
+      `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
+           WHEN 3 THEN 'critical' WHEN 2 THEN 'warning' ELSE 'info' END AS severity,
+         count(*) AS incidents, count(*) FILTER (WHERE state = 'firing') AS firing
+       FROM alerts WHERE run_id = $1 AND fired_at IS NOT NULL GROUP BY rule ORDER BY rule COLLATE "C"`,
+      [runId],
+    );
+
+  /** A file that no format claims (yet), as seen by the watcher of `scope` (`Unread.note`). */
+  noteUnread = async (row: UnreadRow, scope: string): Promise<void> =>
+    void (await this.run(
+      `INSERT INTO unread_files (scope, path, run, run_dir, rel_path, reason, size, seen_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (scope, path) DO UPDATE SET run = excluded.run, run_dir = excluded.run_dir,
+         rel_path = excluded.rel_path, reason = excluded.reason, size = excluded.size, seen_at = excluded.seen_at`,
+      [scope, row.path, row.run, row.run_dir, row.rel_path, row.reason, row.size, row.seen_at],
+    ));
+  forgetUnread = async (path: string, scope: string): Promise<void> =>
+    void (await this.run('DELETE FROM unread_files WHERE scope = $1 AND path = $2', [scope, path]));
+
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return this.inTransaction((client) => fn(new PgStore(this.url, this.pool, client, this.ids, this.now)));
   }
 
   /** BEGIN .. COMMIT on one connection of the pool (or, inside a transaction already, on its connection). */
   private async inTransaction<T>(fn: (db: pg.ClientBase) => Promise<T>): Promise<T> {
-    if (this.db !== this.pool) return fn(this.db as pg.ClientBase);
+    if (this.pool === null || this.db !== this.pool) return fn(this.db as pg.ClientBase);
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -485,6 +565,7 @@ export class PgStore implements StoreContract {
       return out;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
+      this.ids.clear();
       throw err;
     } finally {
       client.release();

@@ -1,0 +1,247 @@
+/**
+ * The worker thread of a PgLiveStore (pgLiveStore.ts): holds its one PostgreSQL connection and runs each call the
+ * watcher thread makes on it, one at a time (syncBridge.ts). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK
+ * itself, so a batch, its rules and its outbox rows are one transaction in which nothing interleaves.
+ *
+ * A lost connection: the call that finds it throws, naming the server, and the next call connects again; lost inside
+ * a transaction, every call until the watcher's ROLLBACK throws, since what the transaction wrote went with it.
+ */
+import type pg from 'pg';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { ShapedRows } from '../metricRows.ts';
+import type { Batch, BatchResult } from '../store.ts';
+import { MetricIds, writeBatch } from './batch.ts';
+import { migratePg, newClient, newPool } from './connect.ts';
+import { PgStore } from './pgStore.ts';
+import { serveSync, type SyncRequest } from './syncBridge.ts';
+import { redactUrl } from './url.ts';
+
+export interface LiveWorkerData {
+  url: string;
+  /** how the connection shows in `pg_stat_activity` */
+  name: string;
+  port: MessagePort;
+  state: Int32Array;
+}
+
+/** What the worker tells its parent once, on start: connected with the schema up to date, or why not. */
+export type WorkerStart = { kind: 'ready' } | { kind: 'failed'; message: string; code?: string };
+
+/** PgStore's methods a watcher calls as they are. */
+const FORWARDED = [
+  'runById', 'ensureRun', 'runsOfScope', 'unevaluatedRuns', 'markLive', 'markEvaluated',
+  'fileByPath', 'addFile', 'clearSkips',
+  'after', 'latest', 'metricsOf', 'series', 'stepSpan', 'upTo', 'examplesAtOrBefore',
+  'announceable', 'alertById', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'firedByRule',
+  'openAlertsOf', 'activeSilences', 'enqueue', 'noteUnread', 'forgetUnread',
+  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'markRewound', 'replayingStep', 'arrivalsOf',
+] as const satisfies ReadonlyArray<keyof PgStore>;
+type Forwarded = (typeof FORWARDED)[number];
+
+/** The worker's own methods: transactions, a batch, the run's rule cursors as its row. */
+interface Own {
+  begin(): Promise<void>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+  savepoint(name: string): Promise<void>;
+  release(name: string): Promise<void>;
+  rollbackTo(name: string): Promise<void>;
+  /** the batch written, and the run's highest step before it (when it had metrics) */
+  writeBatch(batch: Batch, keep: number): Promise<{ result: BatchResult; runLast?: number | null }>;
+  /** the run's `run_cursors` row as JSON text (null when it has none) */
+  runCursors(runId: number): Promise<string | null>;
+  saveRunCursors(runId: number, json: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
+export type LiveOps = Pick<PgStore, Forwarded> & Own;
+
+/** The connection and what goes with it. */
+class Connection {
+  private client: pg.Client | null = null;
+  private store: PgStore | null = null;
+  /** the client reported its connection gone (an error or its end) */
+  private gone = false;
+  private inTransaction = false;
+  /** the connection was lost inside a transaction: nothing more of it can run, until the watcher rolls it back */
+  private broken: Error | null = null;
+  /** metric ids seen on this connection, dropped with a rollback (a name first written in it is gone again) */
+  readonly ids = new MetricIds();
+  /** the watcher's clock for the call being run */
+  now = 0;
+
+  constructor(
+    private readonly url: string,
+    private readonly name: string,
+  ) {}
+
+  /** The store on a live connection (connecting when there is none). */
+  async open(): Promise<{ client: pg.Client; store: PgStore }> {
+    if (this.broken) throw this.broken;
+    if (this.client && this.gone) {
+      this.dropClient();
+      // lost while the transaction waited for the watcher's next call: what it wrote went with it
+      if (this.inTransaction) {
+        throw (this.broken = this.lostError(new Error('the server closed it'), 'lost the connection to'));
+      }
+    }
+    if (!this.client) {
+      const client = newClient(this.url, this.name);
+      client.on('error', () => void (this.gone = true)); // without a listener, a server gone idle kills the thread
+      client.on('end', () => void (this.gone = true));
+      try {
+        await client.connect();
+      } catch (err) {
+        void client.end().catch(() => {});
+        throw this.lostError(err, 'cannot reach');
+      }
+      this.client = client;
+      this.gone = false;
+      this.store = PgStore.onConnection(this.url, client, () => this.now);
+    }
+    return { client: this.client, store: this.store! };
+  }
+
+  /** Runs `fn` on the connection; an error that came with the connection's loss says so. */
+  async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>): Promise<T> {
+    const c = await this.open();
+    try {
+      return await fn(c);
+    } catch (err) {
+      if (!this.gone && !isLost(err)) throw err;
+      const lost = this.lostError(err, 'lost the connection to');
+      this.dropClient();
+      if (this.inTransaction) this.broken = lost;
+      throw lost;
+    }
+  }
+
+  begin = (): Promise<void> =>
+    this.run(async ({ client }) => {
+      await client.query('BEGIN');
+      this.inTransaction = true;
+    });
+
+  commit = (): Promise<void> =>
+    this.run(async ({ client }) => {
+      this.inTransaction = false; // a COMMIT that fails has rolled back
+      await client.query('COMMIT');
+    });
+
+  /** Ends the transaction; one whose connection was lost needs no ROLLBACK: the server dropped it. */
+  async rollback(): Promise<void> {
+    const lost = this.broken !== null || this.client === null || this.gone;
+    this.broken = null;
+    this.inTransaction = false;
+    this.ids.clear();
+    if (!lost) await this.run(({ client }) => client.query('ROLLBACK'));
+  }
+
+  rollbackTo = (name: string): Promise<void> =>
+    this.run(async ({ client }) => {
+      this.ids.clear();
+      await client.query(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
+    });
+
+  async close(): Promise<void> {
+    await this.client?.end().catch(() => {});
+    this.dropClient();
+  }
+
+  private dropClient(): void {
+    const client = this.client;
+    client?.removeAllListeners();
+    client?.on('error', () => {});
+    void client?.end().catch(() => {});
+    this.client = null;
+    this.store = null;
+    this.gone = false;
+  }
+
+  /** The error, naming the server (never its password), with its code kept. */
+  private lostError(err: unknown, what: string): Error {
+    const e = new Error(`${what} ${redactUrl(this.url)}: ${(err as Error).message}`);
+    const code = (err as { code?: unknown }).code;
+    return Object.assign(e, { code: typeof code === 'string' ? code : '08006' });
+  }
+}
+
+/** An error that ends the connection: the server's (class 08, or 57P01-57P03: terminated, shutting down) or the
+ * network's, or the driver's word that the connection ended. */
+function isLost(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') return /^(08|57P0[1-3]$)/.test(code) || /^E[A-Z]+$/.test(code);
+  return /Connection terminated|not queryable/.test((err as Error).message ?? '');
+}
+
+/** A batch as it crossed the thread: its columns lose their class (ShapedRows) in the copy. */
+function revived(b: Batch): Batch {
+  if (Array.isArray(b.metrics)) return b;
+  const m = b.metrics;
+  return { ...b, metrics: new ShapedRows(m.shapes, m.steps, m.shapeOf, m.values) };
+}
+
+function ops(conn: Connection): Own {
+  return {
+    begin: conn.begin,
+    commit: conn.commit,
+    rollback: () => conn.rollback(),
+    savepoint: (name) => conn.run(async ({ client }) => void (await client.query(`SAVEPOINT ${name}`))),
+    release: (name) => conn.run(async ({ client }) => void (await client.query(`RELEASE SAVEPOINT ${name}`))),
+    rollbackTo: conn.rollbackTo,
+    writeBatch: (batch, keep) =>
+      conn.run(async ({ client }) => {
+        let runLast: number | null | undefined;
+        const result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, (r) => (runLast = r));
+        return runLast === undefined ? { result } : { result, runLast };
+      }),
+    runCursors: (runId) =>
+      conn.run(async ({ client }) => {
+        const r = await client.query<{ c: string }>('SELECT cursors::text AS c FROM run_cursors WHERE run_id = $1', [
+          runId,
+        ]);
+        return r.rows[0]?.c ?? null;
+      }),
+    saveRunCursors: (runId, json) =>
+      conn.run(async ({ client }) => {
+        await client.query(
+          `INSERT INTO run_cursors (run_id, cursors) VALUES ($1, $2::jsonb)
+           ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
+          [runId, json],
+        );
+      }),
+    close: () => conn.close(),
+  };
+}
+
+async function main(data: LiveWorkerData): Promise<void> {
+  const conn = new Connection(data.url, data.name);
+  const own = ops(conn);
+  const forwarded = new Set<string>(FORWARDED);
+  try {
+    const pool = newPool(data.url, 1);
+    try {
+      await migratePg(pool);
+    } finally {
+      await pool.end();
+    }
+    await conn.open();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const start: WorkerStart = { kind: 'failed', message: (err as Error).message };
+    parentPort!.postMessage(typeof code === 'string' ? { ...start, code } : start);
+    return;
+  }
+  serveSync(data.port, data.state, async (req: SyncRequest) => {
+    conn.now = req.now;
+    if (Object.hasOwn(own, req.method)) return (own as unknown as Record<string, Method>)[req.method]!(...req.args);
+    if (!forwarded.has(req.method)) throw new Error(`no such call: ${req.method}`);
+    return conn.run(({ store }) => (store as unknown as Record<string, Method>)[req.method]!(...req.args));
+  });
+  parentPort!.postMessage({ kind: 'ready' } satisfies WorkerStart);
+}
+
+type Method = (...args: unknown[]) => Promise<unknown>;
+
+void main(workerData as LiveWorkerData);

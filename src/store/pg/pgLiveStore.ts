@@ -1,0 +1,302 @@
+/**
+ * The LiveStore (store/live.ts) of a watcher that writes PostgreSQL (`rlwatch start --role watcher --db postgres://`).
+ *
+ * Why synchronous: the ingestor and the rule engine are the same for both stores, and they are synchronous by
+ * design. A batch, its rules and its outbox rows stay one transaction in which nothing else interleaves (no await
+ * inside it: a chat ack or the tick cannot land in the middle), and the watcher thread waits for PostgreSQL as it
+ * waits for SQLite. So every method here posts its call to a worker thread (liveWorker.ts) that holds one
+ * connection, and sleeps until the answer comes (syncBridge.ts). SQLite's path is untouched.
+ *
+ * What only this watcher writes is held on its thread, as the SQLite store holds it, and dropped when a transaction
+ * rolls back: rule cursors, each run's last batch and newest points, its open alerts, what the rules read of its
+ * events. What other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
+ * A lost connection: the call that finds it throws a PostgresError naming the server; the next one connects again.
+ *
+ * Scope: a watcher's runs are those of its scope (its run prefix, `watch.prefix`: the host name unless configured),
+ * so that two hosts with the same /data/runs/grpo-7 keep two runs and two file offsets; `runs.list`, `unevaluated`
+ * and `files.byPath` see that scope only, so a watcher evaluates, ticks and reads its own runs and no other's.
+ */
+import { Worker } from 'node:worker_threads';
+import type { AlertChange, AlertRow, RuleIncidents } from '../alerts.ts';
+import { PostgresError } from '../dbErrors.ts';
+import type { EventRow } from '../events.ts';
+import type { LiveStore } from '../live.ts';
+import type { Batch, BatchResult } from '../store.ts';
+import type { UnreadRow } from '../unread.ts';
+import type { LiveOps, LiveWorkerData, WorkerStart } from './liveWorker.ts';
+import { HeldPoints } from './heldPoints.ts';
+import { HeldCursors } from './heldCursors.ts';
+import { HeldEvents } from './heldEvents.ts';
+import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
+import { redactUrl } from './url.ts';
+
+export interface PgLiveOptions {
+  /** the watcher's run prefix: its runs and files are told apart from other hosts' by it */
+  scope: string;
+  /** rlwatch's clock (tests inject one) */
+  now?: () => number;
+}
+
+const fail = (e: CrossedError): Error => new PostgresError(e.message, e.code);
+
+export class PgLiveStore implements LiveStore {
+  readonly scope: string;
+  private readonly now: () => number;
+  /** open transactions: 0 outside, 1 in a BEGIN, more in savepoints */
+  private depth = 0;
+  private groupRollbacks = 0;
+  /** held between evaluations: this watcher alone writes its runs' cursors */
+  private readonly cursors = new HeldCursors(
+    (runId) => this.call('runCursors', runId),
+    (runId, json) => this.call('saveRunCursors', runId, json),
+  );
+  /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
+  private readonly held = new HeldPoints();
+  /**
+   * Each run's open alerts as read or created, in id order: this watcher alone makes, fires, resolves, drops and
+   * announces its runs' alerts. Other processes write only their ack columns, which the rules do not read; what is
+   * announced, and how, is read from PostgreSQL (`announceable`), acks and mutes included.
+   */
+  private readonly opened = new Map<number, AlertRow[]>();
+  private readonly heldEvents = new HeldEvents();
+
+  readonly runs: LiveStore['runs'] = {
+    byId: (id) => this.call('runById', id),
+    ensure: (name, path) => this.call('ensureRun', name, path, this.scope),
+    list: () => this.call('runsOfScope', this.scope),
+    markEvaluated: (runId) => this.call('markEvaluated', runId),
+    markLive: (runId) => this.call('markLive', runId),
+    unevaluated: () => this.call('unevaluatedRuns', this.scope),
+  };
+
+  readonly files: LiveStore['files'] = {
+    add: (runId, path, format) => this.call('addFile', runId, path, format),
+    byPath: (path) => this.call('fileByPath', path, this.scope),
+    clearSkips: (fileId) => this.call('clearSkips', fileId),
+  };
+
+  readonly points: LiveStore['points'] = {
+    after: (runId, metric, step) => this.held.after(runId, metric, step) ?? this.call('after', runId, metric, step),
+    latest: (runId) => this.call('latest', runId),
+    metricsOf: (runId) => this.call('metricsOf', runId),
+    series: (runId, metric, last) => this.call('series', runId, metric, last),
+    stepSpan: (runId) => this.call('stepSpan', runId),
+    upTo: (runId, metric, step, n, finite = false) =>
+      this.held.upTo(runId, metric, step, n, finite) ?? this.call('upTo', runId, metric, step, n, finite),
+  };
+
+  readonly examples: LiveStore['examples'] = {
+    atOrBefore: (runId, step) => this.call('examplesAtOrBefore', runId, step),
+  };
+
+  readonly alerts: LiveStore['alerts'] = {
+    announceable: (runId: number, firedSince = Infinity): AlertRow[] =>
+      this.call('announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
+    byId: (id) => this.call('alertById', id),
+    create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) => {
+      const row = this.call('createAlert', runId, rule, metric, state, c);
+      this.opened.get(runId)?.push(row); // the newest id: the run's list stays in id order
+      return row;
+    },
+    cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
+    drop: (id) => {
+      this.call('dropAlert', id);
+      this.changedOpen(id);
+    },
+    fire: (id, c) => {
+      this.call('fireAlert', id, c);
+      this.changedOpen(id);
+    },
+    firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
+    flushCursors: () => this.cursors.flush(),
+    markNotified: (id, state, at) => {
+      this.call('markNotified', id, state, at);
+      this.changedOpen(id);
+    },
+    openOf: (runId) => {
+      let rows = this.opened.get(runId);
+      if (!rows) this.opened.set(runId, (rows = this.call('openAlertsOf', runId)));
+      return [...rows];
+    },
+    resolve: (id, c) => {
+      this.call('resolveAlert', id, c);
+      this.changedOpen(id);
+    },
+    rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
+    saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),
+  };
+
+  readonly silences: LiveStore['silences'] = { active: (now) => this.call('activeSilences', now) };
+  /** pg_notify with the row: the bot's LISTEN hears it when the transaction commits */
+  readonly outbox: LiveStore['outbox'] = {
+    add: (runId, target, payload, at) => this.call('enqueue', runId, target, payload, at),
+  };
+  readonly unread: LiveStore['unread'] = {
+    forget: (path) => this.call('forgetUnread', path, this.scope),
+    note: (row: UnreadRow) => this.call('noteUnread', row, this.scope),
+  };
+
+  readonly events: LiveStore['events'] = {
+    after: (runId, kinds, afterId) => {
+      const read = (): EventRow[] => this.call('eventsAfter', runId, kinds, afterId);
+      return this.heldEvents.get(runId, `after ${afterId} ${kinds.join()}`, read);
+    },
+    byId: (id) => this.call('eventById', id),
+    finished: (runId) => this.heldEvents.get(runId, 'finished', () => this.call('finishedEvent', runId)),
+    meta: (runId) => this.heldEvents.get(runId, 'meta', () => this.call('runMeta', runId)),
+  };
+
+  readonly attempts: LiveStore['attempts'] = {
+    list: (runId) => this.call('attemptsOf', runId),
+    markRewound: (runId, attempt) => this.call('markRewound', runId, attempt),
+    replaying: (runId, runLast) => this.call('replayingStep', runId, runLast),
+  };
+
+  readonly arrivals: LiveStore['arrivals'] = { recent: (runId) => this.call('arrivalsOf', runId) };
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly bridge: SyncBridge,
+    opts: PgLiveOptions,
+  ) {
+    this.scope = opts.scope;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Starts the worker, which connects and brings the schema up to date (migrations/pg/). A server that cannot be
+   * reached is an error naming it (without its password). */
+  static async open(url: string, opts: PgLiveOptions): Promise<PgLiveStore> {
+    const { bridge, port, state } = syncChannel();
+    const data: LiveWorkerData = { url, name: `rlwatch watcher ${opts.scope}`.slice(0, 63), port, state };
+    const worker = spawn(data);
+    const start = await new Promise<WorkerStart>((resolve) => {
+      worker.once('message', resolve);
+      worker.once('error', (err) => resolve({ kind: 'failed', message: err.message }));
+      worker.once('exit', (code) => resolve({ kind: 'failed', message: `its worker exited (${code})` }));
+    });
+    if (start.kind === 'failed') {
+      await worker.terminate();
+      bridge.close();
+      throw new PostgresError(`cannot open ${redactUrl(url)}: ${start.message}`, start.code);
+    }
+    worker.removeAllListeners();
+    worker.on('error', () => {}); // a worker that dies is told by the next call (syncBridge)
+    worker.unref(); // an idle store never keeps the process alive; `close` ends it
+    return new PgLiveStore(worker, bridge, opts);
+  }
+
+  async close(): Promise<void> {
+    try {
+      this.call('close');
+    } catch {
+      // its connection or its worker is gone already: there is nothing left to close but the thread
+    } finally {
+      this.bridge.close();
+      await this.worker.terminate();
+    }
+  }
+
+  /** One read of one file, in one transaction (a savepoint inside a group): the batch written, then `within` (the
+   * rules) on this thread, then the commit. */
+  commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult {
+    return this.transaction(() => {
+      const { result, runLast } = this.call('writeBatch', batch, examplesPerStep);
+      if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
+      if (result.events > 0) this.heldEvents.wrote(batch.runId);
+      within?.(result);
+      return result;
+    });
+  }
+
+  /** `fn` in one transaction: BEGIN .. COMMIT, or a savepoint inside one (the engine's evaluation runs inside a
+   * batch's `commit`, and opens its own). Rolled back when it throws. */
+  transaction<T>(fn: () => T): T {
+    const level = this.depth;
+    const savepoint = `rlwatch_${level}`;
+    if (level === 0) this.call('begin');
+    else this.call('savepoint', savepoint);
+    this.depth++;
+    try {
+      const out = fn();
+      if (level === 0) this.call('commit');
+      else this.call('release', savepoint);
+      this.depth = level;
+      return out;
+    } catch (err) {
+      this.depth = level;
+      this.forgetHeld();
+      try {
+        if (level === 0) this.call('rollback');
+        else this.call('rollbackTo', savepoint);
+      } catch {
+        // the connection is gone: the transaction went with it, and the outer level's rollback says so
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * As `Store.group`: what the reads commit before they first await lands in one transaction, each batch in a
+   * savepoint of its own (`commit` nests); `failed` says why when the group did not commit, and its files are then
+   * read again. Throws only what BEGIN throws (the server not reachable), before any read started.
+   */
+  group<T>(reads: () => T[]): { reads: T[]; failed: Error | null } {
+    this.call('begin');
+    this.depth = 1;
+    let started: T[] = [];
+    try {
+      started = reads();
+      this.call('commit');
+      this.depth = 0;
+      return { reads: started, failed: null };
+    } catch (err) {
+      this.depth = 0;
+      this.forgetHeld();
+      try {
+        this.call('rollback');
+      } catch {
+        // the connection is gone, and the transaction with it
+      }
+      this.groupRollbacks++;
+      const why = `a group of ${started.length} reads did not commit: ${(err as Error).message}`;
+      return { reads: started, failed: new Error(why) };
+    }
+  }
+
+  /** A transaction rolled back: what is held of what it may have written is dropped; the next reads go to the
+   * database. */
+  private forgetHeld(): void {
+    this.cursors.forget();
+    this.held.forget();
+    this.opened.clear();
+    this.heldEvents.forget();
+  }
+
+  /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
+  private changedOpen(id: number): void {
+    for (const [runId, rows] of this.opened) {
+      if (rows.some((a) => a.id === id)) this.opened.delete(runId);
+    }
+  }
+
+  get groupsRolledBack(): number {
+    return this.groupRollbacks;
+  }
+
+  private call<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): Awaited<ReturnType<LiveOps[K]>> {
+    return this.bridge.call({ method, args, now: this.now() }, fail) as Awaited<ReturnType<LiveOps[K]>>;
+  }
+}
+
+/** The worker's entry beside this module: dist/liveWorker.js in the bundle (scripts/build.mjs), the TypeScript
+ * source when running from sources (tsx, vitest), loaded through tsx (as src/ingest/parseThread.ts does). */
+function spawn(data: LiveWorkerData): Worker {
+  const fromSources = import.meta.url.endsWith('.ts');
+  const entry = new URL(fromSources ? './liveWorker.ts' : './liveWorker.js', import.meta.url);
+  const options = { workerData: data, transferList: [data.port] };
+  if (!fromSources) return new Worker(entry, options);
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const [api, source] = [JSON.stringify(tsx), JSON.stringify(entry.href)];
+  const load = `import(${api}).then((m) => { m.register(); return import(${source}); })`;
+  return new Worker(load, { eval: true, ...options });
+}

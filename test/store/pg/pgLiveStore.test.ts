@@ -1,0 +1,219 @@
+/**
+ * PgLiveStore: the synchronous store of a watcher that writes PostgreSQL, through its worker thread's connection.
+ * Transactions and savepoints, host scopes, PostgreSQL's errors across the thread, a connection lost and regained.
+ */
+import pg from 'pg';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
+import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import type { MetricRow } from '../../../src/store/metricRows.ts';
+import type { Batch } from '../../../src/store/store.ts';
+import { freshPgDatabase } from '../../pg/pgTest.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+async function open(url: string, scope = 'gpu-a'): Promise<PgLiveStore> {
+  const store = await PgLiveStore.open(url, { scope, now: () => 1_000 });
+  cleanup.push(() => store.close());
+  return store;
+}
+
+/** `sql`'s rows, read on a connection of its own (what another process sees). */
+async function rows<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+/** One batch of `steps`, each with a `loss` of step / 10. */
+function batchOf(runId: number, fileId: number, steps: number[], offset: number): Batch {
+  return {
+    runId,
+    fileId,
+    metrics: steps.map((step) => ({ step, values: new Map([['loss', step / 10]]) })),
+    examples: [],
+    skips: new Map(),
+    progress: { dev: 1, ino: 2, offset, size: offset, mtimeMs: 0, seq: 0, lines: steps.length, records: steps.length },
+  };
+}
+
+describe('PgLiveStore', () => {
+  it('commits a batch and what runs inside it as one transaction; one that throws leaves nothing', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url);
+    const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const result = store.commit(batchOf(run.id, file.id, [1, 2, 3], 30), 0, (r) => {
+      store.outbox.add(run.id, 'console', { n: r.newSteps }, 5);
+    });
+    expect(result).toMatchObject({ runId: run.id, minStep: 1, maxStep: 3, newSteps: 3 });
+    expect(store.points.after(run.id, 'loss', 1)).toEqual([{ step: 2, value: 0.2 }, { step: 3, value: 0.3 }]);
+    expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":3}' }]);
+
+    const lost = (): never => {
+      throw new Error('the rules failed');
+    };
+    expect(() => store.commit(batchOf(run.id, file.id, [4], 40), 0, lost)).toThrow('the rules failed');
+    expect(() =>
+      store.transaction(() => {
+        store.outbox.add(run.id, 'console', { n: 'lost' }, 6);
+        store.alerts.saveCursor(run.id, 'r', 'loss', 9, { a: 1 });
+        store.alerts.flushCursors();
+        lost();
+      }),
+    ).toThrow('the rules failed');
+    // neither the batch nor the row nor the cursor, in the database or held by the store
+    expect(store.points.after(run.id, 'loss', 3)).toEqual([]);
+    expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 30 });
+    expect(await rows(url, 'SELECT payload FROM outbox')).toHaveLength(1);
+    expect(await rows(url, 'SELECT * FROM run_cursors')).toEqual([]);
+    expect(store.alerts.cursor(run.id, 'r', 'loss')).toBeUndefined();
+
+    // a metric first logged by a batch that rolled back is no less a metric when it is logged again
+    const withKl = (): Batch => {
+      const b = batchOf(run.id, file.id, [4], 40);
+      (b.metrics as MetricRow[])[0]!.values.set('kl', 0.01);
+      return b;
+    };
+    expect(() => store.commit(withKl(), 0, lost)).toThrow('the rules failed');
+    store.commit(withKl(), 0);
+    expect(store.points.metricsOf(run.id)).toEqual(['kl', 'loss']);
+  });
+
+  it('rolls back a failed savepoint alone: the rest of the transaction commits', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url);
+    const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const { reads, failed } = store.group(() => [
+      store.commit(batchOf(run.id, file.id, [1], 10), 0),
+      (() => {
+        try {
+          return store.commit(batchOf(run.id, file.id, [2], 20), 0, () => {
+            throw new Error('no');
+          });
+        } catch {
+          return null;
+        }
+      })(),
+      store.transaction(() => {
+        store.alerts.saveCursor(run.id, 'r', 'loss', 1, { kept: true });
+        store.alerts.flushCursors();
+        return 'cursor';
+      }),
+    ]);
+    expect(failed).toBeNull();
+    expect(reads.map((r) => (r && typeof r === 'object' ? r.maxStep : r))).toEqual([1, null, 'cursor']);
+    expect(await rows(url, 'SELECT step FROM points ORDER BY step')).toEqual([{ step: '1' }]);
+    expect(await rows(url, `SELECT cursors->'r'->'loss' AS c FROM run_cursors`)).toEqual([
+      { c: { step: 1, state: { kept: true } } },
+    ]);
+    expect(store.groupsRolledBack).toBe(0);
+  });
+
+  it('keeps two hosts apart that ingest the same path: two runs, two files, each lists its own', async () => {
+    const url = await freshPgDatabase();
+    const [a, b] = [await open(url, 'gpu-a'), await open(url, 'gpu-b')];
+    const runA = a.runs.ensure('gpu-a/grpo-7', '/data/runs/grpo-7');
+    const runB = b.runs.ensure('gpu-b/grpo-7', '/data/runs/grpo-7');
+    expect(runB.id).not.toBe(runA.id);
+    expect(a.runs.ensure('gpu-a/grpo-7', '/data/runs/grpo-7').id).toBe(runA.id);
+    const fileA = a.files.add(runA.id, '/data/runs/grpo-7/train.log', 'learning.log');
+    expect(b.files.byPath('/data/runs/grpo-7/train.log')).toBeUndefined();
+    const fileB = b.files.add(runB.id, '/data/runs/grpo-7/train.log', 'learning.log');
+    expect(fileB.id).not.toBe(fileA.id);
+    a.commit(batchOf(runA.id, fileA.id, [1, 2], 20), 0);
+    expect(a.files.byPath('/data/runs/grpo-7/train.log')).toMatchObject({ id: fileA.id, offset: 20 });
+    expect(b.files.byPath('/data/runs/grpo-7/train.log')).toMatchObject({ id: fileB.id, offset: 0 });
+    expect(a.runs.list().map((r) => r.name)).toEqual(['gpu-a/grpo-7']);
+    expect(b.runs.list().map((r) => r.name)).toEqual(['gpu-b/grpo-7']);
+    expect(a.runs.unevaluated()).toEqual([runA.id]);
+    expect(b.runs.unevaluated()).toEqual([]);
+    // an unread file of the same path on each host: each forgets its own
+    const unread = { path: '/data/runs/grpo-7/x.log', run: 'grpo-7', run_dir: '/data/runs/grpo-7', rel_path: 'x.log' };
+    a.unread.note({ ...unread, run: 'gpu-a/grpo-7', reason: 'no format', size: 1, seen_at: 1 });
+    b.unread.note({ ...unread, run: 'gpu-b/grpo-7', reason: 'no format', size: 1, seen_at: 1 });
+    a.unread.forget(unread.path);
+    expect(await rows(url, 'SELECT scope, run FROM unread_files')).toEqual([{ scope: 'gpu-b', run: 'gpu-b/grpo-7' }]);
+  });
+
+  it('throws PostgreSQL errors as errors of the database, with their SQLSTATE code and message', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url);
+    const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
+    store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    let err: unknown;
+    try {
+      store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(PostgresError);
+    expect(err).toMatchObject({ code: '23505', message: expect.stringContaining('files_scope_path_key') });
+    expect(isDatabaseError(err)).toBe(true);
+    // the store goes on
+    expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
+  });
+
+  it('survives its connection terminated: the call finding it lost names the server; later ones work', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-term');
+    const run = store.runs.ensure('gpu-term/grpo', '/runs/grpo');
+
+    // in the middle of a transaction: what it wrote went with the connection, so the next call of it throws
+    let lost: unknown;
+    try {
+      store.transaction(() => {
+        store.outbox.add(run.id, 'console', { n: 'lost' }, 1);
+        terminateWatcher(url, 'rlwatch watcher gpu-term');
+        store.outbox.add(run.id, 'console', { n: 'after' }, 2);
+      });
+    } catch (err) {
+      lost = err;
+    }
+    expect(lost).toBeInstanceOf(PostgresError);
+    expect((lost as Error).message).toMatch(/^lost the connection to postgres:\/\/[^ ]*127\.0\.0\.1[^ ]*: /);
+    expect((lost as Error).message).not.toContain(new URL(url).password);
+    expect(isDatabaseError(lost)).toBe(true);
+    // the next call connects again; nothing of the transaction was kept
+    expect(store.runs.list().map((r) => r.name)).toEqual(['gpu-term/grpo']);
+    expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([]);
+
+    // lost while idle: nothing was under way, the next call connects again and works
+    terminateWatcher(url, 'rlwatch watcher gpu-term');
+    store.transaction(() => store.outbox.add(run.id, 'console', { n: 'kept' }, 3));
+    expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":"kept"}' }]);
+  });
+});
+
+/**
+ * Ends the watcher's connection from another process, as an administrator would, and returns once the server has
+ * closed it; synchronous, as the watcher's thread is while it waits for a call.
+ */
+function terminateWatcher(url: string, name: string): void {
+  const script = `
+    import pg from 'pg';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+    const c = new pg.Client({ connectionString: process.argv[1] });
+    await c.connect();
+    const q = "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1";
+    const r = await c.query(q, [process.argv[2]]);
+    if (r.rows.length !== 1) throw new Error('no such connection');
+    const alive = 'SELECT 1 FROM pg_stat_activity WHERE application_name = $1';
+    while ((await c.query(alive, [process.argv[2]])).rows.length) {
+      await new Promise((next) => setTimeout(next, 20));
+    }
+    await c.end();`;
+  execFileSync(process.execPath, ['--input-type=module', '-e', script, url, name], { cwd: ROOT, stdio: 'pipe' });
+}
