@@ -21,6 +21,7 @@ import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import type { StoreContract } from './store/contract.ts';
 import { dbLocation, isPostgresUrl, openStore } from './store/open.ts';
+import { redactUrl } from './store/pg/url.ts';
 import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import { Store } from './store/store.ts';
 import { registerMigrate } from './migrateCommand.ts';
@@ -118,18 +119,10 @@ function checkDirs(dirs: readonly string[]): string[] {
 
 type Role = 'all' | 'bot' | 'watcher';
 
-/** `--role`, checked against the store `--db` names: PostgreSQL has its bot side, not yet its watcher side. */
-function checkRole(role: string, cmd: Command): Role {
+/** `--role`, checked against the store `--db` names: on SQLite one process watches and delivers. */
+function checkRole(role: string, onPg: boolean): Role {
   if (role !== 'all' && role !== 'bot' && role !== 'watcher') {
     throw new UserError(`--role ${role}: expected all, bot or watcher`);
-  }
-  const opts = cmd.optsWithGlobals<GlobalOpts>();
-  const onPg = isPostgresUrl(dbLocation(opts.db, loadConfig(opts.config).config));
-  if (onPg && role !== 'bot') {
-    throw new UserError(
-      `--role ${role} on PostgreSQL: watching runs into PostgreSQL is not built yet (only the bot side is: ` +
-        '`rlwatch start --role bot --db postgres://...`); watch into a SQLite file and `rlwatch migrate` it',
-    );
   }
   if (!onPg && role !== 'all') {
     throw new UserError(`--role ${role} needs a PostgreSQL --db: on SQLite one \`rlwatch start\` watches and delivers`);
@@ -137,23 +130,47 @@ function checkRole(role: string, cmd: Command): Role {
   return role;
 }
 
-/** `start --role bot`: delivers the outbox and answers chat from PostgreSQL while it holds the bot lock. */
-async function startBotRole(cmd: Command): Promise<void> {
-  const opts = cmd.optsWithGlobals<GlobalOpts>();
-  const { config } = loadConfig(opts.config);
-  const [{ platformsFromEnv }, { startBot }] = await Promise.all([import('./app.ts'), import('./bot.ts')]);
-  const platforms = platformsFromEnv(config);
-  if (Object.keys(platforms).length === 0) {
-    stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+/** The directories `start` watches: those named, else `watch.roots`. */
+function rootsOf(dirs: readonly string[], config: Config): string[] {
+  const roots = dirs.length > 0 ? checkDirs(dirs) : checkDirs(config.watch.roots);
+  if (roots.length === 0) {
+    throw new UserError('nothing to watch: pass directories (rlwatch start DIR) or set watch.roots in rlwatch.yaml');
   }
-  const bot = await startBot({ config, db: dbLocation(opts.db, config), log: stderrLog, platforms });
-  const refused = await new Promise<Error | null>((done) => {
+  return roots;
+}
+
+/** Resolves when the process is told to stop (null), or when a chat platform refuses its token for good. */
+function untilStopped(failure: Promise<Error>): Promise<Error | null> {
+  return new Promise<Error | null>((done) => {
     process.once('SIGINT', () => done(null));
     process.once('SIGTERM', () => done(null));
-    void bot.failure.then(done);
+    void failure.then(done);
   });
+}
+
+/**
+ * `start` on PostgreSQL. `--role bot` delivers the outbox and answers chat while it holds the bot lock; `--role
+ * watcher` watches this host's runs into the database; `--role all` does both in one process (it delivers while it
+ * wins the bot lock, and stands by otherwise).
+ */
+async function startOnPg(role: Role, dirs: readonly string[], cmd: Command): Promise<void> {
+  const opts = cmd.optsWithGlobals<GlobalOpts>();
+  const { config } = loadConfig(opts.config);
+  const db = dbLocation(opts.db, config);
+  const roots = role === 'bot' ? [] : rootsOf(dirs, config);
+  const [{ platformsFromEnv }, { startBot }, { startWatcher }] = await Promise.all([
+    import('./app.ts'), import('./bot.ts'), import('./watcherRole.ts'),
+  ]);
+  const platforms = platformsFromEnv(config);
+  if (role !== 'watcher' && Object.keys(platforms).length === 0) {
+    stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+  }
+  const watcher = role === 'bot' ? null : await startWatcher({ config, db, roots, log: stderrLog, platforms });
+  if (watcher) stderrLog.info(`watching ${roots.join(', ')} as ${watcher.prefix}/...; database ${redactUrl(db)}`);
+  const bot = role === 'watcher' ? null : await startBot({ config, db, log: stderrLog, platforms });
+  const refused = await untilStopped(bot?.failure ?? new Promise<Error>(() => {}));
   if (refused) process.stderr.write(`rlwatch: ${refused.message}\n`);
-  await bot.stop();
+  await Promise.all([bot?.stop(), watcher?.stop()]);
   process.exit(refused ? 1 : 0);
 }
 
@@ -169,18 +186,17 @@ program
   .argument('[dirs...]', 'directories to watch instead of watch.roots')
   .option(
     '--role <role>',
-    'all: watch and deliver; bot: only deliver and answer chat, on PostgreSQL; watcher: only watch, on PostgreSQL ' +
-      '(not built yet)',
+    'all: watch and deliver; bot: only deliver and answer chat, on PostgreSQL; watcher: only watch this host\'s ' +
+      'runs, on PostgreSQL',
     'all',
   )
   .action(async (dirs: string[], opts: { role: string }, cmd: Command) => {
-    const role = checkRole(opts.role, cmd);
-    if (role === 'bot') return startBotRole(cmd);
+    const global = cmd.optsWithGlobals<GlobalOpts>();
+    const onPg = isPostgresUrl(dbLocation(global.db, loadConfig(global.config).config));
+    const role = checkRole(opts.role, onPg);
+    if (onPg) return startOnPg(role, dirs, cmd);
     const { config, dbPath } = setup(cmd);
-    const roots = dirs.length > 0 ? checkDirs(dirs) : checkDirs(config.watch.roots);
-    if (roots.length === 0) {
-      throw new UserError('nothing to watch: pass directories (rlwatch start DIR) or set watch.roots in rlwatch.yaml');
-    }
+    const roots = rootsOf(dirs, config);
     const { platformsFromEnv, startApp } = await import('./app.ts');
     const platforms = platformsFromEnv(config);
     if (Object.keys(platforms).length === 0) stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
@@ -189,11 +205,7 @@ program
     stderrLog.info(`${app.store.runs.list().length} runs so far; Ctrl-C stops`);
     // Runs until a signal, or until a chat platform refuses the token: then it stops at once, with one line
     // saying why (an alerting tool that cannot alert should not look as if it were watching).
-    const refused = await new Promise<Error | null>((done) => {
-      process.once('SIGINT', () => done(null));
-      process.once('SIGTERM', () => done(null));
-      void app.failure.then(done);
-    });
+    const refused = await untilStopped(app.failure);
     if (refused) process.stderr.write(`rlwatch: ${refused.message}\n`);
     await app.stop();
     // A request in flight to an unreachable platform (up to its timeout) must not hold the process: the rows

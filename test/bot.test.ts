@@ -3,7 +3,7 @@
  * PostgreSQL, posting to the fake Discord. The outbox rows are written through PgStore as a watcher's engine
  * writes them. One bot leads; a second stands by and takes over when the first is killed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBot as startBotInProcess } from '../src/bot.ts';
@@ -12,7 +12,7 @@ import { silentLog } from '../src/log.ts';
 import { PgStore } from '../src/store/pg/pgStore.ts';
 import { startFakeDiscord, type FakeDiscord } from './fakes/discordServer.ts';
 import { tempDir } from './helpers.ts';
-import { BIN, exited, rlwatch } from './integration/cli.ts';
+import { exited, rlwatch, startWithDiscord } from './integration/cli.ts';
 import { discordOf, enqueueAlerts, postedPerAlert } from './pg/alertRows.ts';
 import { freshPgDatabase } from './pg/pgTest.ts';
 
@@ -28,19 +28,9 @@ const clean = {
 
 /** `rlwatch start --role bot --db URL` with the fake Discord's token and channel; its stderr is kept. */
 function startBot(url: string, fake: FakeDiscord): { child: ChildProcess; stderr: () => string } {
-  const env = {
-    ...process.env, ...clean, DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
-    DISCORD_CHANNEL_ID: fake.channelId,
-  };
-  const args = ['start', '--role', 'bot', '--db', url];
-  const child = spawn(BIN, args, { cwd: tempDir(), env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  cleanup.push(async () => {
-    child.kill('SIGKILL');
-    await exited(child);
-  });
-  return { child, stderr: () => err };
+  const bot = startWithDiscord(['--role', 'bot', '--db', url], fake);
+  cleanup.push(bot.kill);
+  return bot;
 }
 
 /** Every alert posted exactly once: the ids posted, each with one card. */
@@ -138,18 +128,16 @@ describe('rlwatch start --role bot', () => {
     expect(postedOnce(fake)).toEqual([...ids, ...more]); // an edit, no new post
   }, 90_000);
 
-  it('refuses the watcher side on PostgreSQL, and --role bot on a SQLite file, with one clear line', async () => {
-    const url = await freshPgDatabase();
-    const watcher = rlwatch(['start', '--role', 'watcher', '--db', url, tempDir()], { cwd: tempDir(), env: clean });
-    expect(watcher.status).toBe(1);
-    expect(watcher.stderr).toContain('--role watcher on PostgreSQL: watching runs into PostgreSQL is not built yet');
-    const all = rlwatch(['start', '--db', url, tempDir()], { cwd: tempDir(), env: clean });
-    expect(all.status).toBe(1);
-    expect(all.stderr).toContain('--role all on PostgreSQL');
-    const onFile = rlwatch(['start', '--role', 'bot', '--db', 'x.db'], { cwd: tempDir(), env: clean });
-    expect(onFile.status).toBe(1);
-    expect(onFile.stderr).toBe(
-      'rlwatch: --role bot needs a PostgreSQL --db: on SQLite one `rlwatch start` watches and delivers\n',
-    );
-  }, 60_000);
+  it('refuses --role bot and --role watcher on a SQLite file, and an unknown role, with one clear line', async () => {
+    for (const role of ['bot', 'watcher']) {
+      const onFile = rlwatch(['start', '--role', role, '--db', 'x.db'], { cwd: tempDir(), env: clean });
+      expect(onFile.status).toBe(1);
+      expect(onFile.stderr).toBe(
+        `rlwatch: --role ${role} needs a PostgreSQL --db: on SQLite one \`rlwatch start\` watches and delivers\n`,
+      );
+    }
+    const unknown = rlwatch(['start', '--role', 'both', '--db', 'x.db', tempDir()], { cwd: tempDir(), env: clean });
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toBe('rlwatch: --role both: expected all, bot or watcher\n');
+  }, 30_000);
 });

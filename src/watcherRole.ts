@@ -1,0 +1,64 @@
+/**
+ * `rlwatch start --role watcher` on PostgreSQL: this host's runs, read and judged here, their points, alerts and
+ * notifications written to the database every watcher and the one bot share. It delivers nothing: the bot process
+ * (`--role bot`, or a `--role all` that wins the bot lock) posts what it queues, at once (LISTEN/NOTIFY).
+ */
+import { alertRoute, type PlatformSettings } from './app.ts';
+import { unreadSummary } from './commands/files.ts';
+import type { Config } from './config/schema.ts';
+import type { Log } from './log.ts';
+import { openStore, runPrefix } from './store/open.ts';
+import { PgLiveStore } from './store/pg/pgLiveStore.ts';
+import type { BatchResult } from './store/store.ts';
+import { startWatching, type Watching } from './watching.ts';
+
+export interface WatcherApp {
+  watching: Watching;
+  /** what names of this host's runs start with (`watch.prefix`, else the host name) */
+  prefix: string;
+  stop(): Promise<void>;
+}
+
+export async function startWatcher(opts: {
+  config: Config;
+  log: Log;
+  /** the postgres:// URL */
+  db: string;
+  roots: readonly string[];
+  /** settings by platform id: alerts are routed as the bot that delivers them routes them */
+  platforms: PlatformSettings;
+  onBatch?: (r: BatchResult) => void;
+}): Promise<WatcherApp> {
+  const { config, log } = opts;
+  const prefix = runPrefix(config.watch, opts.db);
+  const store = await PgLiveStore.open(opts.db, { scope: prefix });
+  let watching: Watching;
+  try {
+    watching = await startWatching(store, {
+      config,
+      log,
+      roots: opts.roots,
+      prefix,
+      // the terminal too: the bot process prints what it delivers, as `start` on SQLite does
+      route: alertRoute(config, opts.platforms, true),
+      onBatch: opts.onBatch,
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const reader = await openStore(opts.db);
+  try {
+    for (const line of await unreadSummary(reader, opts.roots)) log.warn(line);
+  } finally {
+    await reader.close();
+  }
+  return {
+    watching,
+    prefix,
+    async stop() {
+      await watching.stop();
+      await store.close();
+    },
+  };
+}
