@@ -6,13 +6,14 @@
  * /proc, so neither the appends nor the polling are in them. Then `idleRuns` runs that do not grow, the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { learningLogLine, rng, writeLearningLog } from './generate.ts';
 import { percentile } from './live.ts';
+import { bareEnv, cpuSeconds, rssMB } from './proc.ts';
 
 export const LIVE_SCALE_P99_TARGET_MS = 50;
 export const LIVE_SCALE_CPU_TARGET = 0.5;
@@ -20,8 +21,6 @@ export const IDLE_CPU_TARGET = 0.05;
 export const IDLE_RSS_TARGET_MB = 200;
 
 const POLL_MS = 5;
-/** Linux's USER_HZ: /proc/PID/stat counts CPU time in 1/100 s on every architecture Node runs on */
-const TICKS_PER_SECOND = 100;
 const INITIAL = 20;
 const RLWATCH = join(import.meta.dirname, '..', 'bin', 'rlwatch');
 
@@ -58,9 +57,7 @@ class Watcher {
 
   constructor(dir: string, root: string, profileTo?: string) {
     const db = join(dir, 'rlwatch.db');
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => !/^(DISCORD|SLACK|TELEGRAM|SMTP|RLWATCH|WEBHOOK|TEAMS|MATTERMOST|FEISHU)/.test(k)),
-    );
+    const env = bareEnv();
     const prof = profileTo ? ['--cpu-prof', '--cpu-prof-dir', profileTo] : [];
     this.child = spawn(process.execPath, [...prof, RLWATCH, '--db', db, 'start', root], {
       cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'],
@@ -68,16 +65,12 @@ class Watcher {
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-2000)));
   }
 
-  /** CPU seconds so far (user + system) */
   cpuSeconds(): number {
-    const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // the name may hold spaces
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND; // utime, stime
+    return cpuSeconds(this.child.pid!);
   }
 
   rssMB(): number {
-    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.child.pid}/status`, 'utf8'))?.[1];
-    return Number(kb) / 1024;
+    return rssMB(this.child.pid!);
   }
 
   /** Resolves once every run's first INITIAL lines are committed (the catch-up). */

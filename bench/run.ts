@@ -8,7 +8,7 @@
  * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT backfill runs of the learning.log, each alternated with a bare run
  * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
- * BENCH_ONLY=backfill|startup|live-scale runs that one section (startup after a backfill of BENCH_LINES lines, for
+ * BENCH_ONLY=backfill|startup|live-scale|pg-watchers runs that one section (startup after a backfill of BENCH_LINES lines, for
  * its database), prints its figures as JSON with the load average, and exits.
  */
 import { spawnSync } from 'node:child_process';
@@ -151,6 +151,12 @@ if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: '
 }
 
 const ONLY = process.env['BENCH_ONLY'];
+if (ONLY === 'pg-watchers') {
+  const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
+  const r = await runPgWatchers({ dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20) });
+  process.stdout.write(`${formatPgWatchersReport(r)}${JSON.stringify({ pgWatchers: r, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
 if (ONLY === 'live-scale') {
   say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
   const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
@@ -441,4 +447,8 @@ const out = [
 ];
 process.stdout.write(out.join('\n'));
 process.stdout.write(await (await import('./postgres.ts')).pgBenchReport()); // PostgreSQL ingest (bench/postgres.ts)
+// many hosts on one PostgreSQL: 3 watcher processes and a bot (bench/pgWatchers.ts)
+const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
+const pgWatchers = await runPgWatchers({ dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20) });
+process.stdout.write(formatPgWatchersReport(pgWatchers));
 process.exit(0);

@@ -1,0 +1,241 @@
+/**
+ * Many hosts, one PostgreSQL (issue 13), as users run it: WATCHERS `rlwatch start --role watcher` processes (the real
+ * bin/rlwatch, each with its own prefix and run root) and one `--role bot` posting to a local fake Discord, on a
+ * throwaway embedded PostgreSQL (fsync off: test/pg/embedded.ts). RUNS runs in all grow at PER_SEC lines/s each. Once
+ * a second one run's line carries a gradient spike: its alert's card reaching the fake is line → chat. Line → commit
+ * is a run's `last_step` reaching the line, polled every POLL_MS. CPU is each process's own, from /proc.
+ * BENCH_PG_WATCHERS_SECONDS sets the appending window (default 20).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../test/fakes/discordServer.ts';
+import { startPostgres } from '../test/pg/embedded.ts';
+import { learningLine } from '../test/seedLines.ts';
+import { percentile } from './live.ts';
+import { bareEnv, cpuSeconds, cpuSecondsOfAll } from './proc.ts';
+
+export const PG_CHAT_P99_TARGET_MS = 1000;
+const WATCHERS = 3;
+const RUNS = 100;
+const PER_SEC = 5;
+const INITIAL = 30;
+const POLL_MS = 10;
+const SPIKE_GRAD = 15.786;
+const RLWATCH = join(import.meta.dirname, '..', 'bin', 'rlwatch');
+
+export interface PgWatchersResult {
+  watchers: number;
+  runs: number;
+  perSec: number;
+  seconds: number;
+  appended: number;
+  committed: number;
+  pointsPerSec: number;
+  commitP50Ms: number;
+  commitP99Ms: number;
+  spikes: number;
+  posted: number;
+  chatP50Ms: number;
+  chatP99Ms: number;
+  /** CPU seconds per wall second of each watcher, and of the bot (1 = one core) */
+  watcherCpu: number[];
+  botCpu: number;
+  /** the PostgreSQL server's, all its processes (this machine's other PostgreSQL servers too, if any) */
+  postgresCpu: number;
+  pass: boolean;
+}
+
+/** `bin/rlwatch start ARGS` with the fake Discord's settings and nothing else of the environment's chat settings. */
+class Proc {
+  readonly child: ChildProcess;
+  stderr = '';
+  constructor(args: string[], cwd: string, fake: FakeDiscord) {
+    const env = {
+      ...bareEnv(), DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
+      DISCORD_CHANNEL_ID: fake.channelId,
+    };
+    this.child = spawn(process.execPath, [RLWATCH, 'start', ...args], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4000)));
+  }
+
+  cpuSeconds(): number {
+    return cpuSeconds(this.child.pid!);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const cardOf = (r: RecordedRequest): string => JSON.stringify(Array.isArray(r.body) ? null : r.body?.embeds ?? null);
+
+export async function runPgWatchers(opts: { dir: string; seconds?: number }): Promise<PgWatchersResult> {
+  const seconds = opts.seconds ?? 20;
+  const { dir } = opts;
+  rmSync(dir, { recursive: true, force: true });
+  const server = await startPostgres();
+  const fake = await startFakeDiscord();
+  const procs: Proc[] = [];
+  try {
+    const url = new URL(server.url);
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query('CREATE DATABASE bench_watchers');
+    await admin.end();
+    url.pathname = '/bench_watchers';
+    const db = url.href;
+
+    // the runs, spread over the hosts: host h's run i is named w<h>/run<i>
+    const runs: Array<{ name: string; path: string }> = [];
+    const roots: string[] = [];
+    for (let h = 0; h < WATCHERS; h++) {
+      const hostDir = join(dir, `w${h}`);
+      roots.push(join(hostDir, 'runs'));
+      mkdirSync(roots[h]!, { recursive: true });
+      writeFileSync(join(hostDir, 'rlwatch.yaml'), `watch:\n  prefix: w${h}\n`);
+    }
+    for (let i = 0; i < RUNS; i++) {
+      const h = i % WATCHERS;
+      const path = join(roots[h]!, `run${String(i).padStart(3, '0')}`, 'learning.log');
+      mkdirSync(join(path, '..'), { recursive: true });
+      writeFileSync(path, Array.from({ length: INITIAL }, (_, k) => `${learningLine(k + 1)}\n`).join(''));
+      runs.push({ name: `w${h}/run${String(i).padStart(3, '0')}`, path });
+    }
+    const watchers = roots.map((root, h) => new Proc(['--role', 'watcher', '--db', db, '--config', 'rlwatch.yaml', root], join(dir, `w${h}`), fake));
+    procs.push(...watchers);
+    const bot = new Proc(['--role', 'bot', '--db', db], dir, fake);
+    procs.push(bot);
+
+    const reader = new pg.Client({ connectionString: db });
+    await reader.connect();
+    const lastSteps = async (): Promise<Map<string, number>> => {
+      try {
+        const { rows } = await reader.query<{ name: string; last_step: string | null }>('SELECT name, last_step FROM runs');
+        return new Map(rows.map((r) => [r.name, Number(r.last_step ?? 0)]));
+      } catch {
+        return new Map(); // the schema not made yet
+      }
+    };
+    const deadline = performance.now() + 180_000;
+    for (;;) {
+      const steps = await lastSteps();
+      if (runs.every((r) => (steps.get(r.name) ?? 0) >= INITIAL) && bot.stderr.includes('leading')) break;
+      const dead = procs.find((p) => p.child.exitCode !== null);
+      if (dead || performance.now() > deadline) throw new Error(`not caught up: ${dead?.stderr ?? 'timeout'}`);
+      await sleep(200);
+    }
+    await sleep(2000); // past the catch-up's last evaluations and the first tick's posts
+    const countPoints = async (): Promise<number> => Number((await reader.query<{ n: string }>('SELECT count(*)::text AS n FROM points')).rows[0]!.n);
+
+    const sent = runs.map(() => [] as number[]); // per run: when each step after INITIAL was appended
+    const seen = runs.map(() => INITIAL);
+    const index = new Map(runs.map((r, i) => [r.name, i]));
+    const commits: number[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const now = performance.now();
+        for (const [name, last] of await lastSteps()) {
+          const i = index.get(name);
+          if (i === undefined) continue;
+          for (let s = seen[i]! + 1; s <= last; s++) {
+            const at = sent[i]![s - INITIAL - 1];
+            if (at !== undefined) commits.push(now - at);
+          }
+          seen[i] = Math.max(seen[i]!, last);
+        }
+        await sleep(POLL_MS);
+      }
+    })();
+
+    const spikes: Array<{ run: string; step: number; at: number }> = [];
+    const points0 = await countPoints();
+    const cpu0 = procs.map((p) => p.cpuSeconds());
+    const pg0 = cpuSecondsOfAll('postgres');
+    const t0 = performance.now();
+    const periodMs = 1000 / PER_SEC;
+    let appended = 0;
+    for (let tick = 0; tick < seconds * PER_SEC; tick++) {
+      const spikeRun = tick % PER_SEC === 0 ? (tick / PER_SEC) % RUNS : -1; // one spike a second, a different run each
+      for (let i = 0; i < RUNS; i++) {
+        const wait = t0 + tick * periodMs + (i * periodMs) / RUNS - performance.now();
+        if (wait > 1) await sleep(wait);
+        const step = INITIAL + tick + 1;
+        const at = Date.now();
+        sent[i]!.push(performance.now());
+        appendFileSync(runs[i]!.path, `${learningLine(step, i === spikeRun ? { grad: SPIKE_GRAD } : {})}\n`);
+        if (i === spikeRun) spikes.push({ run: runs[i]!.name, step, at });
+        appended++;
+      }
+    }
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = procs.map((p, k) => (p.cpuSeconds() - cpu0[k]!) / wall);
+    const postgresCpu = (cpuSecondsOfAll('postgres') - pg0) / wall;
+    const settle = performance.now() + 10_000;
+    while (commits.length < appended && performance.now() < settle) await sleep(50);
+    const points = (await countPoints()) - points0;
+    polling = false;
+    await poller;
+    await reader.end();
+
+    // line → chat: the first POST of a grad_explosion card naming the spiked run, after the spike was appended
+    const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${fake.channelId}/messages`);
+    const chatDeadline = Date.now() + 10_000;
+    while (Date.now() < chatDeadline && spikes.some((s) => !posts().some((r) => r.at >= s.at && cardOf(r).includes(s.run)))) {
+      await sleep(100);
+    }
+    const chat = spikes.map((s) => {
+      const post = posts().find((r) => r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run));
+      return post ? post.at - s.at : Infinity;
+    });
+    const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
+    const chatSorted = [...chat].sort((a, b) => a - b);
+    const chatP99Ms = percentile(chatSorted, 99);
+    return {
+      watchers: WATCHERS,
+      runs: RUNS,
+      perSec: PER_SEC,
+      seconds,
+      appended,
+      committed: commits.length,
+      pointsPerSec: points / wall,
+      commitP50Ms: percentile(lat, 50),
+      commitP99Ms: percentile(lat, 99),
+      spikes: spikes.length,
+      posted: chat.filter(Number.isFinite).length,
+      chatP50Ms: percentile(chatSorted, 50),
+      chatP99Ms,
+      watcherCpu: cpu.slice(0, WATCHERS),
+      botCpu: cpu[WATCHERS]!,
+      postgresCpu,
+      pass: chatP99Ms < PG_CHAT_P99_TARGET_MS,
+    };
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()));
+    await fake.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function formatPgWatchersReport(r: PgWatchersResult): string {
+  const ms = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(0)} ms` : 'never');
+  const pct = (x: number): string => `${(x * 100).toFixed(0)}%`;
+  return [
+    `PostgreSQL, ${r.watchers} watcher processes + 1 bot: ${r.runs} runs x ${r.perSec} lines/s for ${r.seconds} s`,
+    `  lines committed    ${r.committed} of ${r.appended}; ${r.pointsPerSec.toFixed(0)} points/s`,
+    `  line → commit      p50 ${ms(r.commitP50Ms)}, p99 ${ms(r.commitP99Ms)} (polled every ${POLL_MS} ms)`,
+    `  line → chat POST   p50 ${ms(r.chatP50Ms)}, p99 ${ms(r.chatP99Ms)} over ${r.spikes} spikes (${r.posted} posted)` +
+      `   target p99 < ${PG_CHAT_P99_TARGET_MS} ms   ${r.pass ? 'PASS' : 'FAIL'}`,
+    `  CPU                watchers ${r.watcherCpu.map(pct).join(', ')} of a core; bot ${pct(r.botCpu)}; ` +
+      `PostgreSQL ${pct(r.postgresCpu)}`,
+    '',
+  ].join('\n');
+}
