@@ -79,6 +79,9 @@ describe('two watchers and one bot on one PostgreSQL', () => {
       }
       return out;
     };
+    /** outbox rows not delivered yet */
+    const open = async (): Promise<number> =>
+      (await db.query(`SELECT id FROM outbox WHERE done_at IS NULL AND dead_at IS NULL`)).rowCount ?? 0;
     const stepsOf = async (run: string): Promise<number> => (await rewards()).get(run)?.size ?? 0;
 
     // the stream, in pieces, each waited for; the bot is killed after the first host's collapse is posted
@@ -92,10 +95,9 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     await upTo(40);
     const posted = (): Map<number, number> => postedPerAlert(fake);
     await fake.waitFor(() => posted().size >= 1, 30_000);
-    // killed between deliveries: a row it had claimed would wait out its lease (2 min) before the next bot posts it
-    const unclaimed = async (): Promise<number> =>
-      (await db.query(`SELECT id FROM outbox WHERE done_at IS NULL AND claimed_until IS NOT NULL`)).rowCount ?? 0;
-    await expect.poll(unclaimed, { timeout: 30_000 }).toBe(0);
+    // killed between deliveries (all it was given delivered): a row it had claimed would wait out its lease (2 min)
+    // before the next bot posts it
+    await expect.poll(open, { timeout: 30_000 }).toBe(0);
     bot1.child.kill('SIGKILL');
     await exited(bot1.child);
     await upTo(55);
@@ -125,8 +127,29 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     expect([...posted().keys()].sort((x, y) => x - y)).toEqual(news.map((x) => x.id));
     const collapsed = alerts.filter((x) => x.rule === 'mode_collapse').map((x) => x.run).sort();
     expect(collapsed).toEqual(['gpu-a/grpo', 'gpu-b/grpo']);
-    const { rows: open } = await db.query(`SELECT id FROM outbox WHERE done_at IS NULL AND dead_at IS NULL`);
-    expect(open).toEqual([]);
+    // and every row queued (cards, their edits, the terminal's lines) delivered in the end
+    await expect.poll(open, { timeout: 30_000 }).toBe(0);
     for (const w of watchers) expect(w.stderr()).not.toMatch(/cannot|error/i);
   }, 240_000);
+
+  it('--role all (the default) watches and, holding the bot lock, delivers; a second one only watches', async () => {
+    const url = await freshPgDatabase();
+    const fake = await startFakeDiscord();
+    cleanup.push(() => fake.close());
+    const [a, b] = [host('gpu-a'), host('gpu-b')];
+    const logs = [ensureParent(join(a.root, 'grpo', 'learning.log')), ensureParent(join(b.root, 'grpo', 'learning.log'))];
+    for (const log of logs) append(log, 1, 10);
+    const first = start(['--db', url, '--config', a.config, a.root], fake);
+    await fake.waitFor(() => first.stderr().includes('leading: delivering'), 60_000);
+    const second = start(['--db', url, '--config', b.config, b.root], fake);
+    await fake.waitFor(() => second.stderr().includes('another bot leads on this database: standing by'), 60_000);
+    for (const log of logs) append(log, 11, 30, 11); // both runs collapse
+    // the second host's alert too is posted once, by the first process
+    await fake.waitFor(() => postedPerAlert(fake).size === 2, 60_000);
+    expect([...postedPerAlert(fake).values()]).toEqual([1, 1]);
+    const cards = fake.channelMessages().map((m) => JSON.stringify(m.embeds)).join('\n');
+    expect(cards).toContain('gpu-a/grpo');
+    expect(cards).toContain('gpu-b/grpo');
+    expect(second.stderr()).not.toContain('leading: delivering');
+  }, 120_000);
 });
