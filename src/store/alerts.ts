@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { HeldCursors } from './heldCursors.ts';
 import { prepared } from './prepared.ts';
 
 export type AlertState = 'pending' | 'firing' | 'resolved';
@@ -51,31 +52,10 @@ export interface RuleIncidents {
   firing: number;
 }
 
-/** A rule cursor as held: its state as JSON. */
-export interface CursorRow {
-  step: number;
-  state: string;
-  /** the state itself when its values are all plain (`isFlat`): a copy of it is what parsing `state` gives, and
-   * copying is ~6x cheaper (the engine reads ~37 cursors per evaluation) */
-  flat: Record<string, unknown> | null;
-  /** its entry in the run's row (`"metric":{"step":..,"state":..}`), made at the first write after it was saved */
-  entry?: string;
-}
-
-/** A run's cursors by rule, then metric: its `run_cursors` row, and what `saveCursor` changed since. */
-export type RunCursors = Map<string, Map<string, CursorRow>>;
-
 /** Alert incidents, their transitions, and the rule cursors the engine keeps per run. */
 export class Alerts {
-  /**
-   * The rule cursors read or saved, per run: its `run_cursors` row as in the database plus the saves not yet
-   * written (runs in `unflushed`), which `flushCursors` writes as one row per run. This process is the one writer
-   * (the writer lock), and a transaction that may have written them and rolls back (`Store.transaction`,
-   * `Store.commit`) calls `forget`, which drops the unwritten saves too.
-   * The engine reads and saves most of a run's cursors after every batch: one row per run is one upsert.
-   */
-  private readonly cursors = new Map<number, RunCursors>();
-  private readonly unflushed = new Set<number>();
+  /** The rule cursors, held (heldCursors.ts): this process is their one writer (the writer lock). */
+  private readonly cursors: HeldCursors;
   /**
    * The open alerts read or created, per run, in id order, exactly as in the database: kept while no other
    * connection has committed (`PRAGMA data_version`, read on each `openOf`: an ack or mute run beside `start`),
@@ -88,6 +68,14 @@ export class Alerts {
 
   constructor(private readonly db: Database) {
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.cursors = new HeldCursors(
+      (runId) =>
+        (prepared(db, 'SELECT cursors FROM run_cursors WHERE run_id = ?').pluck().get(runId) as string | undefined) ??
+        null,
+      (runId, json) =>
+        prepared(db, `INSERT INTO run_cursors (run_id, cursors) VALUES (?, ?)
+          ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`).run(runId, json),
+    );
   }
 
   open(runId: number, rule: string, metric: string): AlertRow | undefined {
@@ -187,37 +175,17 @@ export class Alerts {
   }
 
   cursor(runId: number, rule: string, metric: string): { step: number; state: Record<string, unknown> } | undefined {
-    const row = this.cursorsOf(runId).get(rule)?.get(metric);
-    // a new object on each read: a caller may change the state it is given
-    if (!row) return undefined;
-    return { step: row.step, state: row.flat ? { ...row.flat } : (JSON.parse(row.state) as Record<string, unknown>) };
+    return this.cursors.cursor(runId, rule, metric);
   }
 
   /** Held until `flushCursors`, which the engine calls at the end of an evaluation, in its transaction. */
   saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): void {
-    const json = JSON.stringify(state);
-    const run = this.cursorsOf(runId);
-    let byMetric = run.get(rule);
-    const was = byMetric?.get(metric);
-    if (was && was.step === step && was.state === json) return; // most batches leave some cursors as they were
-    if (!byMetric) run.set(rule, (byMetric = new Map()));
-    // copied: the caller may change the state it saved
-    byMetric.set(metric, { step, state: json, flat: isFlat(state) ? { ...state } : null });
-    this.unflushed.add(runId);
+    this.cursors.save(runId, rule, metric, step, state);
   }
 
   /** Writes the cursors saved since the last flush: one row per run that changed. */
   flushCursors(): void {
-    if (this.unflushed.size === 0) return;
-    const upsert = prepared(this.db,
-      `INSERT INTO run_cursors (run_id, cursors) VALUES (?, ?)
-       ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
-    );
-    for (const runId of this.unflushed) {
-      const run = this.cursors.get(runId);
-      if (run) upsert.run(runId, cursorsJson(run));
-    }
-    this.unflushed.clear();
+    this.cursors.flush();
   }
 
   /**
@@ -226,15 +194,9 @@ export class Alerts {
    * read goes to the database.
    */
   forget(runId?: number): void {
-    if (runId === undefined) {
-      this.cursors.clear();
-      this.unflushed.clear();
-      this.opened.clear();
-    } else {
-      this.cursors.delete(runId);
-      this.unflushed.delete(runId);
-      this.opened.delete(runId);
-    }
+    this.cursors.forget(runId);
+    if (runId === undefined) this.opened.clear();
+    else this.opened.delete(runId);
   }
 
   /** The run's open (pending or firing) alerts, in id order. */
@@ -256,34 +218,7 @@ export class Alerts {
   /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared (written
    * by the next `flushCursors`, like a save). */
   rewindCursors(runId: number, step: number): void {
-    for (const byMetric of this.cursorsOf(runId).values()) {
-      for (const [metric, c] of byMetric) {
-        if (c.step < step) continue;
-        byMetric.set(metric, { step: step - 1, state: '{}', flat: {} });
-        this.unflushed.add(runId);
-      }
-    }
-  }
-
-  /** The run's cursors: held, or read from its row. */
-  private cursorsOf(runId: number): RunCursors {
-    let run = this.cursors.get(runId);
-    if (!run) {
-      const json = prepared(this.db, 'SELECT cursors FROM run_cursors WHERE run_id = ?').pluck().get(runId) as
-        | string
-        | undefined;
-      run = new Map();
-      const stored = json === undefined ? {} : (JSON.parse(json) as StoredCursors);
-      for (const [rule, byMetric] of Object.entries(stored)) {
-        const held = new Map<string, CursorRow>();
-        for (const [metric, c] of Object.entries(byMetric)) {
-          held.set(metric, { step: c.step, state: JSON.stringify(c.state), flat: isFlat(c.state) ? c.state : null });
-        }
-        run.set(rule, held);
-      }
-      this.cursors.set(runId, run);
-    }
-    return run;
+    this.cursors.rewind(runId, step);
   }
 
   /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
@@ -297,31 +232,4 @@ export class Alerts {
     prepared(this.db, 'INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
       .run(id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }));
   }
-}
-
-/** A `run_cursors` row as JSON. */
-export type StoredCursors = Record<string, Record<string, { step: number; state: Record<string, unknown> }>>;
-
-/** The run's cursors as its `run_cursors` row (`StoredCursors`), from the states held as JSON already. */
-export function cursorsJson(run: RunCursors): string {
-  let out = '';
-  for (const [rule, byMetric] of run) {
-    let entries = '';
-    for (const [metric, c] of byMetric) {
-      c.entry ??= `${JSON.stringify(metric)}:{"step":${JSON.stringify(c.step)},"state":${c.state}}`;
-      entries += entries === '' ? c.entry : `,${c.entry}`;
-    }
-    out += `${out === '' ? '' : ','}${JSON.stringify(rule)}:{${entries}}`;
-  }
-  return `{${out}}`;
-}
-
-/** Every value a string, boolean, null or finite number (not -0): then a copy of the object is exactly what a
- * round trip through JSON gives. */
-export function isFlat(state: Record<string, unknown>): boolean {
-  for (const v of Object.values(state)) {
-    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || Object.is(v, -0)) return false;
-  }
-  return true;
 }

@@ -1,5 +1,5 @@
 /**
- * The rule cursors the store holds in memory (alerts.ts) are exactly the rule_cursors table: after a backfill of
+ * The rule cursors the store holds in memory (heldCursors.ts) are exactly the rule_cursors table: after a backfill of
  * the sample runs, after a rule that throws (its evaluation rolled back and done again without it), after a
  * batch whose transaction rolled back, and after a run is removed. Real SQLite file, Ingestor and engine.
  */
@@ -25,7 +25,7 @@ type Row = { run_id: number; rule: string; metric: string; step: number; state: 
 /** What the store holds in memory, as rows. */
 function held(store: Store): Array<{ key: string; row: Row }> {
   type Held = Map<number, Map<string, Map<string, { step: number; state: string }>>>;
-  const cursors = (store.alerts as unknown as { cursors: Held }).cursors;
+  const cursors = (store.alerts as unknown as { cursors: { runs: Held } }).cursors.runs;
   return [...cursors].flatMap(([runId, byRule]) =>
     [...byRule].flatMap(([rule, byMetric]) =>
       [...byMetric].map(([metric, c]) => ({

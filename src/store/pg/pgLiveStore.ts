@@ -25,7 +25,7 @@ import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, WorkerStart } from './liveWorker.ts';
 import { HeldPoints } from './heldPoints.ts';
-import { HeldCursors } from './heldCursors.ts';
+import { HeldCursors } from '../heldCursors.ts';
 import { HeldEvents } from './heldEvents.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
