@@ -6,9 +6,11 @@
 import { alertRoute, type PlatformSettings } from './app.ts';
 import { unreadSummary } from './commands/files.ts';
 import type { Config } from './config/schema.ts';
+import { UserError } from './errors.ts';
 import type { Log } from './log.ts';
 import { openStore, runPrefix } from './store/open.ts';
 import { PgLiveStore } from './store/pg/pgLiveStore.ts';
+import { isConnectionError } from './store/pg/url.ts';
 import type { BatchResult } from './store/store.ts';
 import { startWatching, type Watching } from './watching.ts';
 
@@ -31,7 +33,10 @@ export async function startWatcher(opts: {
 }): Promise<WatcherApp> {
   const { config, log } = opts;
   const prefix = runPrefix(config.watch, opts.db);
-  const store = await PgLiveStore.open(opts.db, { scope: prefix });
+  const store = await PgLiveStore.open(opts.db, { scope: prefix }).catch((err: unknown) => {
+    // a server that cannot be reached is told in one line (the message names it, without its password)
+    throw isConnectionError(err) ? new UserError((err as Error).message) : err;
+  });
   let watching: Watching;
   try {
     watching = await startWatching(store, {

@@ -14,7 +14,7 @@ import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 import { postedPerAlert } from '../pg/alertRows.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
-import { exited, startWithDiscord } from './cli.ts';
+import { exited, rlwatch, startWithDiscord } from './cli.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -152,4 +152,10 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     expect(cards).toContain('gpu-b/grpo');
     expect(second.stderr()).not.toContain('leading: delivering');
   }, 120_000);
+
+  it('a watcher whose server cannot be reached says so in one line, without the password, and exits 1', () => {
+    const r = rlwatch(['start', '--role', 'watcher', '--db', 'postgres://ana:s3cret@127.0.0.1:1/rlwatch', tempDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('rlwatch: cannot open postgres://ana:***@127.0.0.1:1/rlwatch: connect ECONNREFUSED 127.0.0.1:1\n');
+  });
 });
