@@ -2,7 +2,7 @@ import { resolve, sep } from 'node:path';
 import type { Ingestor } from './ingestor.ts';
 import { PollWatch } from './pollWatch.ts';
 import { TreeWatch } from './treeWatch.ts';
-import { isBusy } from '../store/dbErrors.ts';
+import { isBusy, isUnreachable } from '../store/dbErrors.ts';
 import type { LiveStore } from '../store/live.ts';
 import { BUSY_RETRY_MS } from '../store/store.ts';
 
@@ -12,6 +12,8 @@ const SWEEP_MS = 30_000;
 /** How long a change waits for others to be read with it: at 100 runs x 5 lines/s, ~5 files per transaction
  * instead of 1 (measured in process: 23% less CPU per line) for at most this much more latency. */
 const GATHER_MS = 10;
+/** How soon files are read again whose read found PostgreSQL out of reach. */
+const UNREACHABLE_RETRY_MS = 3000;
 /** Files read in one transaction at most: each may hold a chunk of its file in memory while the others read on. */
 const GROUP_FILES = 16;
 
@@ -136,7 +138,8 @@ export class LiveIngest {
   private failed(err: Error, paths: readonly string[]): void {
     this.onError(err);
     // their lines were not committed: read them again soon, not only when they next grow
-    if (isBusy(err)) setTimeout(() => paths.forEach((p) => this.enqueue(p)), BUSY_RETRY_MS).unref();
+    const retryMs = isBusy(err) ? BUSY_RETRY_MS : isUnreachable(err) ? UNREACHABLE_RETRY_MS : null;
+    if (retryMs !== null) setTimeout(() => paths.forEach((p) => this.enqueue(p)), retryMs).unref();
   }
 }
 

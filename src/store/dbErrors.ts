@@ -45,6 +45,9 @@ export const isDiskFull = (err: unknown): boolean =>
   sqliteCode(err)?.startsWith('SQLITE_FULL') === true || pgCode(err) === '53100';
 export const isBusy = (err: unknown): boolean =>
   /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err) ?? '') || /^(40001|40P01|55P03)$/.test(pgCode(err) ?? '');
+/** PostgreSQL could not be reached, or ended the session (a connection exception, an administrator or a restart):
+ * nothing of what was being written stayed, and the same work may succeed once it is back. */
+export const isUnreachable = (err: unknown): boolean => /^(08|57P0[1-3]|E[A-Z]+$)/.test(pgCode(err) ?? '');
 
 const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR']);
 
