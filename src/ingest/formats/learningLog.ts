@@ -3,8 +3,8 @@
  * `[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102±0.077  syntax_rew=0.102±0.078 ...`
  * No step numbers: the pipeline numbers the records.
  */
-import type { FileInfo, LineFormat, ParseResult } from '../records.ts';
-import { canonicalName, parseNumber } from '../metricNames.ts';
+import type { FileInfo, LineFormat, LineParser } from '../records.ts';
+import { canonicalName, decimalAt, parseNumber } from '../metricNames.ts';
 import {
   DETECT_LIMIT,
   NOISE,
@@ -12,17 +12,13 @@ import {
   baseName,
   cleanLine,
   guardedLineParser,
-  isBinary,
   isBlank,
   metricResult,
-  setMetric,
   splitHead,
   type Detection,
 } from './common.ts';
 
 const EPOCH = /\[Epoch\s+([^\]\s]+)\s*\]/i;
-/** Whitespace-separated tokens; `name=value` pairs are found inside each by `pairOf` (linear time). */
-const TOKEN = /\S+/g;
 /** The banner the trainer writes when it creates the file: a rule, a title, a rule. Tested on the trimmed
  * line: a leading `\s*` before `.*` backtracks quadratically over a long line. */
 const RULE = /^[=\-#*~_]{3,}$/;
@@ -35,20 +31,6 @@ const isBanner = (line: string): boolean => {
 const EPOCH_LINE = /^\s*\[Epoch\s[^\]]*\]\s+[A-Za-z_][\w/.-]*=\S/;
 const PAIR_LINE = /(?:^|\s)[A-Za-z_][\w/.-]*=\S/;
 
-/**
- * Splits `0.102±0.077` into mean and std. Also reads `Â±` (UTF-8 `±` decoded as Latin-1, seed 001) and the
- * ASCII spellings `+-` and `+/-`. indexOf rather than a regex: this runs for every value of every line.
- */
-function splitPlusMinus(value: string): [mean: string, std: string | undefined] {
-  let at = value.indexOf('±');
-  if (at >= 0) return [value.slice(0, at > 0 && value[at - 1] === 'Â' ? at - 1 : at), value.slice(at + 1)];
-  at = value.indexOf('+-');
-  if (at >= 0) return [value.slice(0, at), value.slice(at + 2)];
-  at = value.indexOf('+/-');
-  if (at >= 0) return [value.slice(0, at), value.slice(at + 3)];
-  return [value, undefined];
-}
-
 /** `reward` -> `reward_std`, `rewards/<fn>` -> `rewards/<fn>/std` (the TRL spellings). */
 function stdName(canonical: string): string {
   return canonical.startsWith('rewards/') ? `${canonical}/std` : `${canonical}_std`;
@@ -58,48 +40,161 @@ const isNameChar = (c: number): boolean =>
   (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 47 || c === 46 || c === 45;
 const isNameStart = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
 
+/** `\s` of a regex (and what String.trim removes). */
+const isSpace = (c: number): boolean =>
+  c === 32 ||
+  (c >= 9 && c <= 13) ||
+  (c >= 0xa0 &&
+    (c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
+      c === 0x205f || c === 0x3000 || c === 0xfeff));
+/** What `common.ts`'s BINARY finds: control characters other than tab, LF and CR. */
+const isControl = (c: number): boolean => (c < 32 && c !== 9 && c !== 10 && c !== 13) || c === 127;
+
 /**
- * The `name=value` pair of one token, as `/([A-Za-z_][\w/.-]*)=(\S+)/` finds it (the leftmost `=` preceded by a
- * name and followed by a value), in one pass: that regex retries from every letter of a long run of name
- * characters without `=`, which made one 160 KB line cost seconds.
+ * The `=` of the `name=value` pair in the token `s[from, to)`, as `/([A-Za-z_][\w/.-]*)=(\S+)/` finds it (the
+ * leftmost `=` preceded by a name and followed by a value), or -1; its name begins at `nameStart`. One pass: that
+ * regex retries from every letter of a long run of name characters without `=`, which made one 160 KB line cost
+ * seconds.
  */
-export function pairOf(token: string): [name: string, value: string] | undefined {
-  let nameStart = -1; // first letter or `_` of the current run of name characters
-  for (let i = 0; i < token.length; i++) {
-    const c = token.charCodeAt(i);
+function pairAt(s: string, from: number, to: number): number {
+  let start = -1; // first letter or `_` of the current run of name characters
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
     if (c === 61 /* = */) {
-      if (nameStart >= 0 && i + 1 < token.length) return [token.slice(nameStart, i), token.slice(i + 1)];
-      nameStart = -1;
-    } else if (!isNameChar(c)) nameStart = -1;
-    else if (nameStart < 0 && isNameStart(c)) nameStart = i;
+      if (start >= 0 && i + 1 < to) {
+        nameStart = start;
+        return i;
+      }
+      start = -1;
+    } else if (!isNameChar(c)) start = -1;
+    else if (start < 0 && isNameStart(c)) start = i;
   }
-  return undefined;
+  return -1;
+}
+let nameStart = 0;
+
+/** The name and value of a token's pair (pairAt on a string of its own). */
+export function pairOf(token: string): [name: string, value: string] | undefined {
+  const eq = pairAt(token, 0, token.length);
+  return eq < 0 ? undefined : [token.slice(nameStart, eq), token.slice(eq + 1)];
 }
 
-function parseLine(raw: string): ParseResult {
-  const line = cleanLine(raw);
-  if (isBlank(line)) return NOISE;
-  if (isBinary(line)) return bad('binary data');
+/** A raw key with the canonical names of its mean and std. */
+interface Key {
+  raw: string;
+  name: string;
+  std: string;
+}
 
-  const values = new Map<string, number>();
-  const epoch = EPOCH.exec(line);
-  if (epoch) {
-    const value = parseNumber(epoch[1]!);
-    if (value !== undefined) values.set('epoch', value);
+const KEYS = new Map<string, Key>();
+const MAX_KEYS = 1024;
+
+function keyOf(raw: string): Key {
+  let key = KEYS.get(raw);
+  if (!key) {
+    if (KEYS.size >= MAX_KEYS) KEYS.clear(); // bounded: a stream of new names cannot grow it
+    const name = canonicalName(raw);
+    KEYS.set(raw, (key = { raw, name, std: stdName(name) }));
   }
-  let pairs = 0;
-  for (const [token] of line.matchAll(TOKEN)) {
-    const pair = pairOf(token);
-    if (!pair) continue;
-    pairs++;
-    const [mean, std] = splitPlusMinus(pair[1]);
-    const meanValue = parseNumber(mean);
-    if (meanValue !== undefined) setMetric(values, pair[0], meanValue);
-    const stdValue = std === undefined ? undefined : parseNumber(std);
-    if (stdValue !== undefined) values.set(stdName(canonicalName(pair[0])), stdValue);
+  return key;
+}
+
+/** A number of the line, read in place when it is a plain decimal. */
+function numberIn(s: string, from: number, to: number): number | undefined {
+  return from >= to ? undefined : (decimalAt(s, from, to) ?? parseNumber(s.slice(from, to)));
+}
+
+/** What the pair at a place of a line held: its mean, its std. */
+const MEAN = 1;
+const STD = 2;
+
+/**
+ * The parser of one file. Lines are read in one pass over their characters, without a regex, a token string or a
+ * name string per pair: each line of a learning.log repeats the keys of the line before, so a pair whose name
+ * matches the key at its place on the last line takes that key (and its canonical names) as it is.
+ */
+function lineParser(): LineParser {
+  const keys: Key[] = []; // the last line's keys, in order
+  const means: number[] = [];
+  const stds: number[] = [];
+  const held: number[] = []; // MEAN | STD
+  return (raw) => {
+    const line = cleanLine(raw);
+    let pairs = 0;
+    let blank = true;
+    let binary = false;
+    for (let i = 0; i < line.length; ) {
+      let c = line.charCodeAt(i);
+      if (isSpace(c)) {
+        if (c === 11 || c === 12) binary = true; // \v and \f are whitespace, and binary in a line that is not blank
+        i++;
+        continue;
+      }
+      blank = false;
+      const start = i;
+      for (; i < line.length && !isSpace((c = line.charCodeAt(i))); i++) if (isControl(c)) binary = true;
+      if (binary) return bad('binary data');
+      const eq = pairAt(line, start, i);
+      if (eq < 0) continue;
+      let key = keys[pairs];
+      if (!key || key.raw.length !== eq - nameStart || !line.startsWith(key.raw, nameStart)) {
+        keys[pairs] = key = keyOf(line.slice(nameStart, eq));
+      }
+      const meanEnd = plusMinusAt(line, eq + 1, i);
+      const mean = numberIn(line, eq + 1, meanEnd);
+      const std = numberIn(line, meanEnd + plusMinusLength(line, meanEnd, i), i);
+      held[pairs] = (mean === undefined ? 0 : MEAN) | (std === undefined ? 0 : STD);
+      means[pairs] = mean ?? 0;
+      stds[pairs] = std ?? 0;
+      pairs++;
+    }
+    if (blank) return NOISE;
+    if (binary) return bad('binary data');
+    keys.length = pairs;
+
+    const values = new Map<string, number>();
+    const epoch = EPOCH.exec(line);
+    if (epoch) {
+      const value = parseNumber(epoch[1]!);
+      if (value !== undefined) values.set('epoch', value);
+    }
+    for (let k = 0; k < pairs; k++) {
+      const key = keys[k]!;
+      // setMetric's rule: a key that is the canonical name beats an alias; among aliases the first wins
+      if (held[k]! & MEAN && (key.name === key.raw || !values.has(key.name))) values.set(key.name, means[k]!);
+      if (held[k]! & STD) values.set(key.std, stds[k]!);
+    }
+    if (epoch || pairs > 0) return metricResult(values);
+    return isBanner(line) ? NOISE : bad('unrecognised line');
+  };
+}
+
+/**
+ * Where the mean of the value `s[from, to)` ends (`to` when it has no std): `0.102±0.077`, with `±` mis-encoded as
+ * `Â±` (UTF-8 read as Latin-1, seed 001), or the ASCII spellings `+-` and `+/-`; the first `±` first, else the
+ * first `+-`, else the first `+/-`.
+ */
+function plusMinusAt(s: string, from: number, to: number): number {
+  let plusMinus = -1;
+  let plusSlashMinus = -1;
+  for (let k = from; k < to; k++) {
+    const c = s.charCodeAt(k);
+    if (c === 0xb1 /* ± */) return k > from && s.charCodeAt(k - 1) === 0xc2 /* Â */ ? k - 1 : k;
+    if (c !== 43 /* + */ || plusMinus >= 0) continue;
+    const next = k + 1 < to ? s.charCodeAt(k + 1) : -1;
+    if (next === 45 /* - */) plusMinus = k;
+    else if (next === 47 /* / */ && plusSlashMinus < 0 && k + 2 < to && s.charCodeAt(k + 2) === 45) plusSlashMinus = k;
   }
-  if (epoch || pairs > 0) return metricResult(values);
-  return isBanner(line) ? NOISE : bad('unrecognised line');
+  return plusMinus >= 0 ? plusMinus : plusSlashMinus >= 0 ? plusSlashMinus : to;
+}
+
+/** The length of the `±` that plusMinusAt found at `at` (0 at `to`: none). */
+function plusMinusLength(s: string, at: number, to: number): number {
+  if (at >= to) return 0;
+  const c = s.charCodeAt(at);
+  if (c === 0xc2 /* Â± */) return 2;
+  if (c === 0xb1 /* ± */) return 1;
+  return s.charCodeAt(at + 1) === 45 /* +- */ ? 2 : 3 /* +/- */;
 }
 
 function detect(file: FileInfo, head: string): Detection {
@@ -124,5 +219,5 @@ export const learningLog: LineFormat = {
   id: 'learningLog',
   kind: 'lines',
   detect,
-  open: () => guardedLineParser(parseLine),
+  open: () => guardedLineParser(lineParser()),
 };
