@@ -7,7 +7,7 @@ import type { SkipCount } from '../store/files.ts';
 import { failureScanner, type FailureScanner } from './failures.ts';
 import { FORMATS } from './formats/index.ts';
 import { readLines } from './lineReader.ts';
-import type { EventRecord, ExampleRecord, LineParser } from './records.ts';
+import type { EventRecord, ExampleRecord, LineParser, ShapedLineParser } from './records.ts';
 
 /** What one chunk of lines parsed to. Steps still to be filed under the run's latest step are left open: only
  * the writer knows the run. */
@@ -36,7 +36,8 @@ export interface ParsedChunk {
 /** What reads the lines of one file: its format's parser and, for captured stdout, the failure scanner. Both may
  * keep state from line to line, so one file keeps one of these while it is read on. */
 export interface FileParser {
-  parse: LineParser;
+  /** the format's parser, without a Map per metric line where the format has one */
+  parse: LineParser | ShapedLineParser;
   scan?: FailureScanner;
 }
 
@@ -45,7 +46,8 @@ const SAMPLE_CHARS = 200;
 export function fileParser(formatId: string, relPath: string): FileParser {
   const format = FORMATS.find((f) => f.id === formatId);
   if (!format || format.kind !== 'lines') throw new Error(`no line format ${formatId}`);
-  return { parse: format.open({ relPath }), scan: format.textLog ? failureScanner() : undefined };
+  const parse = format.openShaped?.({ relPath }) ?? format.open({ relPath });
+  return { parse, scan: format.textLog ? failureScanner() : undefined };
 }
 
 /** Where to read and how: the same request in-thread and in the worker. */
@@ -81,11 +83,19 @@ function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: 
   const examples: ExampleRecord[] = [];
   const skips = new Map<string, SkipCount>();
   let latest = -Infinity;
+  const shaped = typeof parse === 'function' ? null : parse;
   for (const line of lines) {
     const found = scan?.(line);
     if (found) events.push({ record: found, after: latest });
-    const r = parse(line);
-    if (r.kind === 'metric') {
+    const r = shaped ? shaped.read(line) : (parse as LineParser)(line);
+    if (r === null) {
+      const step = ++seq;
+      const n = shaped!.names.length;
+      steps.push(step);
+      shapeOf.push(shapes.ofNames(shaped!.names));
+      for (let k = 0; k < n; k++) values.push(shaped!.values[k]!);
+      if (step > latest) latest = step;
+    } else if (r.kind === 'metric') {
       const step = r.record.step ?? ++seq;
       const { values: named, epoch } = r.record;
       if (epoch !== undefined && !named.has('epoch')) named.set('epoch', epoch);
@@ -130,6 +140,14 @@ class ShapeTable {
   readonly names: string[][] = [];
   private readonly byKey = new Map<string, number>();
   private last = -1;
+  private lastNames: readonly string[] | undefined;
+
+  /** The shape of names a ShapedLineParser gave: the same array as the last line's, most of the time. */
+  ofNames(names: readonly string[]): number {
+    if (names === this.lastNames) return this.last;
+    this.lastNames = names;
+    return (this.last = this.idOf([...names]));
+  }
 
   of(values: Map<string, number>): number {
     const last = this.names[this.last];
@@ -141,14 +159,17 @@ class ShapeTable {
       }
       if (i === last.length) return this.last;
     }
-    const names = [...values.keys()];
+    this.lastNames = undefined;
+    return (this.last = this.idOf([...values.keys()]));
+  }
+
+  private idOf(names: string[]): number {
     const key = names.join('\n');
     let id = this.byKey.get(key);
     if (id === undefined) {
       id = this.names.push(names) - 1;
       this.byKey.set(key, id);
     }
-    this.last = id;
     return id;
   }
 }

@@ -3,15 +3,15 @@
  * `[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102±0.077  syntax_rew=0.102±0.078 ...`
  * No step numbers: the pipeline numbers the records.
  */
-import type { FileInfo, LineFormat, LineParser } from '../records.ts';
+import type { FileInfo, LineFormat, LineParser, ParseResult, ShapedLineParser } from '../records.ts';
 import { canonicalName, decimalAt, parseNumber } from '../metricNames.ts';
 import {
   DETECT_LIMIT,
   NOISE,
+  PARSER_ERROR,
   bad,
   baseName,
   cleanLine,
-  guardedLineParser,
   isBlank,
   metricResult,
   splitHead,
@@ -111,15 +111,34 @@ const STD = 2;
 /**
  * The parser of one file. Lines are read in one pass over their characters, without a regex, a token string or a
  * name string per pair: each line of a learning.log repeats the keys of the line before, so a pair whose name
- * matches the key at its place on the last line takes that key (and its canonical names) as it is.
+ * matches the key at its place on the last line takes that key (and its canonical names) as it is. Where its values
+ * go (`names` and a slot per pair) is worked out once per line shape, not per line.
  */
-function lineParser(): LineParser {
-  const keys: Key[] = []; // the last line's keys, in order
-  const means: number[] = [];
-  const stds: number[] = [];
-  const held: number[] = []; // MEAN | STD
-  return (raw) => {
-    const line = cleanLine(raw);
+class LearningLogParser implements ShapedLineParser {
+  names: string[] = [];
+  readonly values: number[] = [];
+  // this line's pairs: key, what it held, mean, std
+  private readonly keys: Key[] = [];
+  private readonly held: number[] = [];
+  private readonly means: number[] = [];
+  private readonly stds: number[] = [];
+  // the shape `names` is for: the keys and what they held, an epoch or not; the slot of each pair's mean and std
+  private shapeKeys: Key[] = [];
+  private shapeHeld: number[] = [];
+  private shapeEpoch = false;
+  private meanSlot: number[] = [];
+  private stdSlot: number[] = [];
+
+  read(raw: string): ParseResult | null {
+    try {
+      return this.readLine(cleanLine(raw));
+    } catch {
+      return bad(PARSER_ERROR);
+    }
+  }
+
+  private readLine(line: string): ParseResult | null {
+    const { keys, held, means, stds } = this;
     let pairs = 0;
     let blank = true;
     let binary = false;
@@ -152,20 +171,62 @@ function lineParser(): LineParser {
     if (binary) return bad('binary data');
     keys.length = pairs;
 
-    const values = new Map<string, number>();
-    const epoch = EPOCH.exec(line);
-    if (epoch) {
-      const value = parseNumber(epoch[1]!);
-      if (value !== undefined) values.set('epoch', value);
-    }
+    const epochTag = EPOCH.exec(line);
+    const epoch = epochTag ? parseNumber(epochTag[1]!) : undefined;
+    if (!epochTag && pairs === 0) return isBanner(line) ? NOISE : bad('unrecognised line');
+    if (!this.isShape(pairs, epoch !== undefined)) this.shape(pairs, epoch !== undefined);
+    if (this.names.length === 0) return bad('no numeric fields');
+    const { values, meanSlot, stdSlot } = this;
+    values.length = this.names.length;
+    if (epoch !== undefined) values[0] = epoch;
     for (let k = 0; k < pairs; k++) {
-      const key = keys[k]!;
-      // setMetric's rule: a key that is the canonical name beats an alias; among aliases the first wins
-      if (held[k]! & MEAN && (key.name === key.raw || !values.has(key.name))) values.set(key.name, means[k]!);
-      if (held[k]! & STD) values.set(key.std, stds[k]!);
+      if (meanSlot[k]! >= 0) values[meanSlot[k]!] = means[k]!;
+      if (stdSlot[k]! >= 0) values[stdSlot[k]!] = stds[k]!;
     }
-    if (epoch || pairs > 0) return metricResult(values);
-    return isBanner(line) ? NOISE : bad('unrecognised line');
+    return null;
+  }
+
+  private isShape(pairs: number, epoch: boolean): boolean {
+    if (epoch !== this.shapeEpoch || pairs !== this.shapeKeys.length) return false;
+    for (let k = 0; k < pairs; k++) if (this.keys[k] !== this.shapeKeys[k] || this.held[k] !== this.shapeHeld[k]) return false;
+    return true;
+  }
+
+  /** Where this line's values go, in the order a Map would keep them: the epoch tag first, then each value in turn,
+   * a later one of the same name taking the earlier one's place. setMetric's rule: a key that is the canonical name
+   * beats an alias; among aliases the first wins. */
+  private shape(pairs: number, epoch: boolean): void {
+    const names: string[] = [];
+    const slots = new Map<string, number>();
+    const slot = (name: string): number => {
+      let at = slots.get(name);
+      if (at === undefined) slots.set(name, (at = names.push(name) - 1));
+      return at;
+    };
+    if (epoch) slot('epoch');
+    this.meanSlot = [];
+    this.stdSlot = [];
+    for (let k = 0; k < pairs; k++) {
+      const key = this.keys[k]!;
+      const mean = this.held[k]! & MEAN && (key.name === key.raw || !slots.has(key.name));
+      this.meanSlot.push(mean ? slot(key.name) : -1);
+      this.stdSlot.push(this.held[k]! & STD ? slot(key.std) : -1);
+    }
+    this.names = names;
+    this.shapeKeys = this.keys.slice(0, pairs);
+    this.shapeHeld = this.held.slice(0, pairs);
+    this.shapeEpoch = epoch;
+  }
+}
+
+/** The LineParser of a ShapedLineParser: its metric lines as records with a Map. */
+function withMaps(parser: ShapedLineParser): LineParser {
+  return (line) => {
+    const r = parser.read(line);
+    if (r) return r;
+    const values = new Map<string, number>();
+    parser.names.forEach((name, i) => values.set(name, parser.values[i]!));
+    return metricResult(values);
   };
 }
 
@@ -219,5 +280,6 @@ export const learningLog: LineFormat = {
   id: 'learningLog',
   kind: 'lines',
   detect,
-  open: () => guardedLineParser(lineParser()),
+  open: () => withMaps(new LearningLogParser()),
+  openShaped: () => new LearningLogParser(),
 };
