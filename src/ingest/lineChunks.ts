@@ -76,9 +76,12 @@ export function* parsedChunks(range: LineRange, parser: FileParser): Generator<P
 
 function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: number): ParsedChunk {
   const shapes = new ShapeTable();
-  const steps: number[] = [];
-  const shapeOf: number[] = [];
-  const values: number[] = [];
+  // at most one record per line; the values grow as they come
+  const steps = new Float64Array(lines.length);
+  const shapeOf = new Uint32Array(lines.length);
+  let values = new Float64Array(16 * lines.length);
+  let records = 0;
+  let at = 0;
   const events: ParsedChunk['events'] = [];
   const examples: ExampleRecord[] = [];
   const skips = new Map<string, SkipCount>();
@@ -91,17 +94,19 @@ function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: 
     if (r === null) {
       const step = ++seq;
       const n = shaped!.names.length;
-      steps.push(step);
-      shapeOf.push(shapes.ofNames(shaped!.names));
-      for (let k = 0; k < n; k++) values.push(shaped!.values[k]!);
+      if (at + n > values.length) values = grown(values, at + n);
+      steps[records] = step;
+      shapeOf[records++] = shapes.ofNames(shaped!.names);
+      for (let k = 0; k < n; k++) values[at++] = shaped!.values[k]!;
       if (step > latest) latest = step;
     } else if (r.kind === 'metric') {
       const step = r.record.step ?? ++seq;
       const { values: named, epoch } = r.record;
       if (epoch !== undefined && !named.has('epoch')) named.set('epoch', epoch);
-      steps.push(step);
-      shapeOf.push(shapes.of(named));
-      for (const v of named.values()) values.push(v);
+      if (at + named.size > values.length) values = grown(values, at + named.size);
+      steps[records] = step;
+      shapeOf[records++] = shapes.of(named);
+      for (const v of named.values()) values[at++] = v;
       if (step > latest) latest = step;
     } else if (r.kind === 'event') {
       events.push({ record: r.record, after: latest });
@@ -117,13 +122,21 @@ function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: 
     lines: 0,
     seq,
     shapes: shapes.names,
-    steps: Float64Array.from(steps),
-    shapeOf: Uint32Array.from(shapeOf),
-    values: Float64Array.from(values),
+    // views of their first records: the buffers cross to the writer whole, without a copy
+    steps: steps.subarray(0, records),
+    shapeOf: shapeOf.subarray(0, records),
+    values: values.subarray(0, at),
     events,
     examples,
     skips: [...skips],
   };
+}
+
+/** `values` in a buffer of at least `size` values: twice as large, or more. */
+function grown(values: Float64Array<ArrayBuffer>, size: number): Float64Array<ArrayBuffer> {
+  const more = new Float64Array(Math.max(size, 2 * values.length));
+  more.set(values);
+  return more;
 }
 
 function addSkip(skips: Map<string, SkipCount>, reason: string, line: string): void {

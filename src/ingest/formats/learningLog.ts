@@ -18,7 +18,6 @@ import {
   type Detection,
 } from './common.ts';
 
-const EPOCH = /\[Epoch\s+([^\]\s]+)\s*\]/i;
 /** The banner the trainer writes when it creates the file: a rule, a title, a rule. Tested on the trimmed
  * line: a leading `\s*` before `.*` backtracks quadratically over a long line. */
 const RULE = /^[=\-#*~_]{3,}$/;
@@ -72,6 +71,36 @@ function pairAt(s: string, from: number, to: number): number {
   return -1;
 }
 let nameStart = 0;
+
+/**
+ * Whether the line has an epoch tag, as `/\[Epoch\s+([^\]\s]+)\s*\]/i` finds the first (without its match array):
+ * its value is then `line[epochFrom, epochTo)`.
+ */
+function epochTag(s: string): boolean {
+  for (let open = s.indexOf('['); open >= 0; open = s.indexOf('[', open + 1)) {
+    let i = open + 1;
+    if (!isWord(s, i, 'epoch') || !isSpace(s.charCodeAt((i += 5)))) continue;
+    while (isSpace(s.charCodeAt(i))) i++;
+    const from = i;
+    for (let c = s.charCodeAt(i); i < s.length && c !== 93 /* ] */ && !isSpace(c); c = s.charCodeAt(++i));
+    if (i === from) continue;
+    const to = i;
+    while (isSpace(s.charCodeAt(i))) i++;
+    if (s.charCodeAt(i) !== 93 /* ] */) continue;
+    epochFrom = from;
+    epochTo = to;
+    return true;
+  }
+  return false;
+}
+let epochFrom = 0;
+let epochTo = 0;
+
+/** `word` (lower-case ASCII letters) at `at` in `s`, in any case. */
+function isWord(s: string, at: number, word: string): boolean {
+  for (let k = 0; k < word.length; k++) if ((s.charCodeAt(at + k) | 0x20) !== word.charCodeAt(k)) return false;
+  return true;
+}
 
 /** The name and value of a token's pair (pairAt on a string of its own). */
 export function pairOf(token: string): [name: string, value: string] | undefined {
@@ -169,15 +198,15 @@ class LearningLogParser implements ShapedLineParser {
     }
     if (blank) return NOISE;
     if (binary) return bad('binary data');
-    keys.length = pairs;
+    if (keys.length !== pairs) keys.length = pairs;
 
-    const epochTag = EPOCH.exec(line);
-    const epoch = epochTag ? parseNumber(epochTag[1]!) : undefined;
-    if (!epochTag && pairs === 0) return isBanner(line) ? NOISE : bad('unrecognised line');
+    const tagged = epochTag(line);
+    const epoch = tagged ? numberIn(line, epochFrom, epochTo) : undefined;
+    if (!tagged && pairs === 0) return isBanner(line) ? NOISE : bad('unrecognised line');
     if (!this.isShape(pairs, epoch !== undefined)) this.shape(pairs, epoch !== undefined);
     if (this.names.length === 0) return bad('no numeric fields');
     const { values, meanSlot, stdSlot } = this;
-    values.length = this.names.length;
+    if (values.length !== this.names.length) values.length = this.names.length;
     if (epoch !== undefined) values[0] = epoch;
     for (let k = 0; k < pairs; k++) {
       if (meanSlot[k]! >= 0) values[meanSlot[k]!] = means[k]!;
@@ -188,7 +217,9 @@ class LearningLogParser implements ShapedLineParser {
 
   private isShape(pairs: number, epoch: boolean): boolean {
     if (epoch !== this.shapeEpoch || pairs !== this.shapeKeys.length) return false;
-    for (let k = 0; k < pairs; k++) if (this.keys[k] !== this.shapeKeys[k] || this.held[k] !== this.shapeHeld[k]) return false;
+    for (let k = 0; k < pairs; k++) {
+      if (this.keys[k] !== this.shapeKeys[k] || this.held[k] !== this.shapeHeld[k]) return false;
+    }
     return true;
   }
 
