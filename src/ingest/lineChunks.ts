@@ -41,6 +41,10 @@ export interface FileParser {
   scan?: FailureScanner;
 }
 
+/** How many chunks a parse worker reads ahead of the thread that writes them (parseWorker.ts); that thread gives as
+ * many again once it has taken them all: one message, and one wake-up of an idle worker, per CHUNKS_AHEAD chunks. */
+export const CHUNKS_AHEAD = 4;
+
 const SAMPLE_CHARS = 200;
 
 export function fileParser(formatId: string, relPath: string): FileParser {
