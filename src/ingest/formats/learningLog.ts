@@ -50,27 +50,69 @@ const isSpace = (c: number): boolean =>
 const isControl = (c: number): boolean => (c < 32 && c !== 9 && c !== 10 && c !== 13) || c === 127;
 
 /**
- * The `=` of the `name=value` pair in the token `s[from, to)`, as `/([A-Za-z_][\w/.-]*)=(\S+)/` finds it (the
- * leftmost `=` preceded by a name and followed by a value), or -1; its name begins at `nameStart`. One pass: that
- * regex retries from every letter of a long run of name characters without `=`, which made one 160 KB line cost
- * seconds.
+ * Reads the token that starts at `from` (a non-space character) in one pass and returns where it ends: whether it
+ * holds a control character (`binary`), and its `name=value` pair (`eq`, -1 for none; `nameStart`) as
+ * `/([A-Za-z_][\w/.-]*)=(\S+)/` finds it, the leftmost `=` preceded by a name and followed by a value. That regex
+ * retried from every letter of a long run of name characters without `=`, which made one 160 KB line cost seconds.
+ * The value's mean ends at `meanEnd` and its std begins at `stdStart` (both the token's end when it has none):
+ * `0.102±0.077`, `±` mis-encoded as `Â±` (UTF-8 read as Latin-1, seed 001), or the ASCII spellings `+-` and `+/-`;
+ * the first `±` first, else the first `+-`, else the first `+/-`.
  */
-function pairAt(s: string, from: number, to: number): number {
-  let start = -1; // first letter or `_` of the current run of name characters
-  for (let i = from; i < to; i++) {
+function scanToken(s: string, from: number): number {
+  let run = -1; // first letter or `_` of the current run of name characters, before the pair's `=`
+  let pair = -1;
+  let plusMinus = -1; // ±
+  let asciiPlusMinus = -1; // +-
+  let plusSlashMinus = -1; // +/-
+  binary = false;
+  let i = from;
+  for (; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c === 61 /* = */) {
-      if (start >= 0 && i + 1 < to) {
-        nameStart = start;
-        return i;
-      }
-      start = -1;
-    } else if (!isNameChar(c)) start = -1;
-    else if (start < 0 && isNameStart(c)) start = i;
+    if (isSpace(c)) break;
+    if (isControl(c)) binary = true;
+    if (pair < 0) {
+      if (c === 61 /* = */) {
+        if (run >= 0) {
+          pair = i;
+          nameStart = run;
+        }
+        run = -1;
+      } else if (!isNameChar(c)) run = -1;
+      else if (run < 0 && isNameStart(c)) run = i;
+    } else if (c === 0xb1 /* ± */) {
+      if (plusMinus < 0) plusMinus = i;
+    } else if (c === 43 /* + */ && asciiPlusMinus < 0) {
+      const next = s.charCodeAt(i + 1); // `-` and `/` are not spaces: still in the token
+      if (next === 45 /* - */) asciiPlusMinus = i;
+      else if (next === 47 /* / */ && plusSlashMinus < 0 && s.charCodeAt(i + 2) === 45) plusSlashMinus = i;
+    }
   }
-  return -1;
+  // an `=` that ends the token has no value; no other `=` follows it
+  eq = pair === i - 1 ? -1 : pair;
+  if (plusMinus >= 0) {
+    meanEnd = plusMinus > pair + 1 && s.charCodeAt(plusMinus - 1) === 0xc2 /* Â */ ? plusMinus - 1 : plusMinus;
+    stdStart = plusMinus + 1;
+  } else if (asciiPlusMinus >= 0) {
+    meanEnd = asciiPlusMinus;
+    stdStart = asciiPlusMinus + 2;
+  } else if (plusSlashMinus >= 0) {
+    meanEnd = plusSlashMinus;
+    stdStart = plusSlashMinus + 3;
+  } else meanEnd = stdStart = i;
+  return i;
 }
+// what scanToken found besides the token's end (module state: it runs for every token of every line)
+let binary = false;
+let eq = -1;
 let nameStart = 0;
+let meanEnd = 0;
+let stdStart = 0;
+
+/** The name and value of a token's pair. */
+export function pairOf(token: string): [name: string, value: string] | undefined {
+  scanToken(token, 0);
+  return eq < 0 ? undefined : [token.slice(nameStart, eq), token.slice(eq + 1)];
+}
 
 /**
  * Whether the line has an epoch tag, as `/\[Epoch\s+([^\]\s]+)\s*\]/i` finds the first (without its match array):
@@ -100,12 +142,6 @@ let epochTo = 0;
 function isWord(s: string, at: number, word: string): boolean {
   for (let k = 0; k < word.length; k++) if ((s.charCodeAt(at + k) | 0x20) !== word.charCodeAt(k)) return false;
   return true;
-}
-
-/** The name and value of a token's pair (pairAt on a string of its own). */
-export function pairOf(token: string): [name: string, value: string] | undefined {
-  const eq = pairAt(token, 0, token.length);
-  return eq < 0 ? undefined : [token.slice(nameStart, eq), token.slice(eq + 1)];
 }
 
 /** A raw key with the canonical names of its mean and std. */
@@ -170,34 +206,33 @@ class LearningLogParser implements ShapedLineParser {
     const { keys, held, means, stds } = this;
     let pairs = 0;
     let blank = true;
-    let binary = false;
+    let spaceControl = false; // \v and \f are whitespace, and binary in a line that is not blank
     for (let i = 0; i < line.length; ) {
-      let c = line.charCodeAt(i);
+      const c = line.charCodeAt(i);
       if (isSpace(c)) {
-        if (c === 11 || c === 12) binary = true; // \v and \f are whitespace, and binary in a line that is not blank
+        if (c === 11 || c === 12) spaceControl = true;
         i++;
         continue;
       }
       blank = false;
-      const start = i;
-      for (; i < line.length && !isSpace((c = line.charCodeAt(i))); i++) if (isControl(c)) binary = true;
+      const end = scanToken(line, i);
       if (binary) return bad('binary data');
-      const eq = pairAt(line, start, i);
-      if (eq < 0) continue;
-      let key = keys[pairs];
-      if (!key || key.raw.length !== eq - nameStart || !line.startsWith(key.raw, nameStart)) {
-        keys[pairs] = key = keyOf(line.slice(nameStart, eq));
+      if (eq >= 0) {
+        let key = keys[pairs];
+        if (!key || key.raw.length !== eq - nameStart || !line.startsWith(key.raw, nameStart)) {
+          keys[pairs] = key = keyOf(line.slice(nameStart, eq));
+        }
+        const mean = numberIn(line, eq + 1, meanEnd);
+        const std = numberIn(line, stdStart, end);
+        held[pairs] = (mean === undefined ? 0 : MEAN) | (std === undefined ? 0 : STD);
+        means[pairs] = mean ?? 0;
+        stds[pairs] = std ?? 0;
+        pairs++;
       }
-      const meanEnd = plusMinusAt(line, eq + 1, i);
-      const mean = numberIn(line, eq + 1, meanEnd);
-      const std = numberIn(line, meanEnd + plusMinusLength(line, meanEnd, i), i);
-      held[pairs] = (mean === undefined ? 0 : MEAN) | (std === undefined ? 0 : STD);
-      means[pairs] = mean ?? 0;
-      stds[pairs] = std ?? 0;
-      pairs++;
+      i = end;
     }
     if (blank) return NOISE;
-    if (binary) return bad('binary data');
+    if (spaceControl) return bad('binary data');
     if (keys.length !== pairs) keys.length = pairs;
 
     const tagged = epochTag(line);
@@ -259,34 +294,6 @@ function withMaps(parser: ShapedLineParser): LineParser {
     parser.names.forEach((name, i) => values.set(name, parser.values[i]!));
     return metricResult(values);
   };
-}
-
-/**
- * Where the mean of the value `s[from, to)` ends (`to` when it has no std): `0.102±0.077`, with `±` mis-encoded as
- * `Â±` (UTF-8 read as Latin-1, seed 001), or the ASCII spellings `+-` and `+/-`; the first `±` first, else the
- * first `+-`, else the first `+/-`.
- */
-function plusMinusAt(s: string, from: number, to: number): number {
-  let plusMinus = -1;
-  let plusSlashMinus = -1;
-  for (let k = from; k < to; k++) {
-    const c = s.charCodeAt(k);
-    if (c === 0xb1 /* ± */) return k > from && s.charCodeAt(k - 1) === 0xc2 /* Â */ ? k - 1 : k;
-    if (c !== 43 /* + */ || plusMinus >= 0) continue;
-    const next = k + 1 < to ? s.charCodeAt(k + 1) : -1;
-    if (next === 45 /* - */) plusMinus = k;
-    else if (next === 47 /* / */ && plusSlashMinus < 0 && k + 2 < to && s.charCodeAt(k + 2) === 45) plusSlashMinus = k;
-  }
-  return plusMinus >= 0 ? plusMinus : plusSlashMinus >= 0 ? plusSlashMinus : to;
-}
-
-/** The length of the `±` that plusMinusAt found at `at` (0 at `to`: none). */
-function plusMinusLength(s: string, at: number, to: number): number {
-  if (at >= to) return 0;
-  const c = s.charCodeAt(at);
-  if (c === 0xc2 /* Â± */) return 2;
-  if (c === 0xb1 /* ± */) return 1;
-  return s.charCodeAt(at + 1) === 45 /* +- */ ? 2 : 3 /* +/- */;
 }
 
 function detect(file: FileInfo, head: string): Detection {
