@@ -103,11 +103,25 @@ const MAX_NAMES = 4096;
 export function canonicalName(raw: string): string {
   let name = NAMES.get(raw);
   if (name === undefined) {
+    if (raw.length > MAX_CACHED_KEY) return nameOf(raw);
     // a log repeats its few keys on every line; a bounded cache, so a stream of new keys cannot grow it
     if (NAMES.size >= MAX_NAMES) NAMES.clear();
-    NAMES.set(raw, (name = nameOf(raw)));
+    const key = detached(raw);
+    NAMES.set(key, (name = nameOf(key)));
   }
   return name;
+}
+
+/** Longer keys are not cached: nobody logs them twice. */
+export const MAX_CACHED_KEY = 256;
+
+/**
+ * A copy of `s` that shares no memory with the text it was cut from. V8 keeps a slice of a string as a view of the
+ * whole: a key cut from a line, kept in a cache, would keep that line's chunk of the file (256 KB) alive.
+ * Concatenating makes a new string, and slicing it flattens it into one of its own.
+ */
+export function detached(s: string): string {
+  return ` ${s}`.slice(1);
 }
 
 function nameOf(raw: string): string {

@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { learningLog } from '../../src/ingest/formats/learningLog.ts';
 import { fileParser, parsedChunks, type ParsedChunk } from '../../src/ingest/lineChunks.ts';
@@ -71,5 +72,37 @@ describe('parsed chunks of a learning.log (metric lines as columns, without a Ma
       expect(records(chunks).map((r) => r.values), `chunks of ${chunkBytes} bytes`).toEqual(expected);
       expect(records(chunks).map((r) => r.step)).toEqual(expected.map((_, i) => i + 1));
     }
+  });
+});
+
+describe('what the parser keeps between chunks', () => {
+  it("keeps no chunk of the file alive through a key it remembers (V8 keeps a slice as a view of the whole)", () => {
+    // a new 30-character key in each of 300 chunks of ~16 KB: kept as slices, they would hold ~5 MB of text
+    const path = join(tempDir(), 'learning.log');
+    const lines = Array.from({ length: 300 * 120 }, (_, i) =>
+      `[Epoch 0.1]  loss=0.5  a_rather_long_metric_name_${Math.floor(i / 120)}=1  reward=0.2  ${'pad '.repeat(20)}`,
+    );
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    const lineChunks = resolve(import.meta.dirname, '../../src/ingest/lineChunks.ts');
+    const script = `
+      const { closeSync, openSync, statSync } = await import('node:fs');
+      const { fileParser, parsedChunks } = await import(${JSON.stringify(lineChunks)});
+      const parser = fileParser('learningLog', 'learning.log');
+      const heap = () => { gc(); return process.memoryUsage().heapUsed; };
+      const before = heap();
+      const fd = openSync(${JSON.stringify(path)}, 'r');
+      const size = statSync(${JSON.stringify(path)}).size;
+      const range = { fd, start: 0, size, maxLineBytes: 4096, chunkBytes: 16384, seq: 0 };
+      let chunks = 0;
+      for (const c of parsedChunks(range, parser)) chunks++;
+      closeSync(fd);
+      console.log(JSON.stringify({ chunks, grown: heap() - before }));`;
+    const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(0);
+    const { chunks, grown } = JSON.parse(child.stdout) as { chunks: number; grown: number };
+    expect(chunks).toBeGreaterThanOrEqual(300);
+    expect(grown).toBeLessThan(1_500_000);
   });
 });

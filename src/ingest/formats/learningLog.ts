@@ -4,7 +4,7 @@
  * No step numbers: the pipeline numbers the records.
  */
 import type { FileInfo, LineFormat, LineParser, ParseResult, ShapedLineParser } from '../records.ts';
-import { canonicalName, decimalAt, parseNumber } from '../metricNames.ts';
+import { MAX_CACHED_KEY, canonicalName, decimalAt, detached, parseNumber } from '../metricNames.ts';
 import {
   DETECT_LIMIT,
   NOISE,
@@ -154,12 +154,15 @@ interface Key {
 const KEYS = new Map<string, Key>();
 const MAX_KEYS = 1024;
 
-function keyOf(raw: string): Key {
-  let key = KEYS.get(raw);
+function keyOf(sliced: string): Key {
+  let key = KEYS.get(sliced);
   if (!key) {
-    if (KEYS.size >= MAX_KEYS) KEYS.clear(); // bounded: a stream of new names cannot grow it
+    const raw = detached(sliced); // a key kept must not keep its chunk of the file
     const name = canonicalName(raw);
-    KEYS.set(raw, (key = { raw, name, std: stdName(name) }));
+    key = { raw, name, std: stdName(name) };
+    if (raw.length > MAX_CACHED_KEY) return key;
+    if (KEYS.size >= MAX_KEYS) KEYS.clear(); // bounded: a stream of new names cannot grow it
+    KEYS.set(raw, key);
   }
   return key;
 }

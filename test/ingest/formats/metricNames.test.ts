@@ -66,6 +66,8 @@ describe('canonicalName', () => {
     expect(canonicalName('Actor Loss')).toBe('loss');
     expect(canonicalName('Actor Loss')).toBe('loss');
     expect(canonicalName(' train/rewards/fmt/mean ')).toBe('rewards/fmt');
+    const long = `train/${'x'.repeat(10_000)}`; // not cached, read all the same
+    expect(canonicalName(long)).toBe('x'.repeat(10_000));
   });
 
   it('knows the canonical set and rewards/*', () => {
