@@ -7,7 +7,7 @@ import type { SkipCount } from '../store/files.ts';
 import { failureScanner, type FailureScanner } from './failures.ts';
 import { FORMATS } from './formats/index.ts';
 import { readLines } from './lineReader.ts';
-import type { EventRecord, ExampleRecord, LineParser } from './records.ts';
+import type { EventRecord, ExampleRecord, LineParser, ShapedLineParser } from './records.ts';
 
 /** What one chunk of lines parsed to. Steps still to be filed under the run's latest step are left open: only
  * the writer knows the run. */
@@ -36,16 +36,22 @@ export interface ParsedChunk {
 /** What reads the lines of one file: its format's parser and, for captured stdout, the failure scanner. Both may
  * keep state from line to line, so one file keeps one of these while it is read on. */
 export interface FileParser {
-  parse: LineParser;
+  /** the format's parser, without a Map per metric line where the format has one */
+  parse: LineParser | ShapedLineParser;
   scan?: FailureScanner;
 }
+
+/** How many chunks a parse worker reads ahead of the thread that writes them (parseWorker.ts); that thread gives as
+ * many again once it has taken them all: one message, and one wake-up of an idle worker, per CHUNKS_AHEAD chunks. */
+export const CHUNKS_AHEAD = 4;
 
 const SAMPLE_CHARS = 200;
 
 export function fileParser(formatId: string, relPath: string): FileParser {
   const format = FORMATS.find((f) => f.id === formatId);
   if (!format || format.kind !== 'lines') throw new Error(`no line format ${formatId}`);
-  return { parse: format.open({ relPath }), scan: format.textLog ? failureScanner() : undefined };
+  const parse = format.openShaped?.({ relPath }) ?? format.open({ relPath });
+  return { parse, scan: format.textLog ? failureScanner() : undefined };
 }
 
 /** Where to read and how: the same request in-thread and in the worker. */
@@ -74,24 +80,37 @@ export function* parsedChunks(range: LineRange, parser: FileParser): Generator<P
 
 function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: number): ParsedChunk {
   const shapes = new ShapeTable();
-  const steps: number[] = [];
-  const shapeOf: number[] = [];
-  const values: number[] = [];
+  // at most one record per line; the values grow as they come
+  const steps = new Float64Array(lines.length);
+  const shapeOf = new Uint32Array(lines.length);
+  let values = new Float64Array(16 * lines.length);
+  let records = 0;
+  let at = 0;
   const events: ParsedChunk['events'] = [];
   const examples: ExampleRecord[] = [];
   const skips = new Map<string, SkipCount>();
   let latest = -Infinity;
+  const shaped = typeof parse === 'function' ? null : parse;
   for (const line of lines) {
     const found = scan?.(line);
     if (found) events.push({ record: found, after: latest });
-    const r = parse(line);
-    if (r.kind === 'metric') {
+    const r = shaped ? shaped.read(line) : (parse as LineParser)(line);
+    if (r === null) {
+      const step = ++seq;
+      const n = shaped!.names.length;
+      if (at + n > values.length) values = grown(values, at + n);
+      steps[records] = step;
+      shapeOf[records++] = shapes.ofNames(shaped!.names);
+      for (let k = 0; k < n; k++) values[at++] = shaped!.values[k]!;
+      if (step > latest) latest = step;
+    } else if (r.kind === 'metric') {
       const step = r.record.step ?? ++seq;
       const { values: named, epoch } = r.record;
       if (epoch !== undefined && !named.has('epoch')) named.set('epoch', epoch);
-      steps.push(step);
-      shapeOf.push(shapes.of(named));
-      for (const v of named.values()) values.push(v);
+      if (at + named.size > values.length) values = grown(values, at + named.size);
+      steps[records] = step;
+      shapeOf[records++] = shapes.of(named);
+      for (const v of named.values()) values[at++] = v;
       if (step > latest) latest = step;
     } else if (r.kind === 'event') {
       events.push({ record: r.record, after: latest });
@@ -107,13 +126,21 @@ function parseLines(lines: readonly string[], { parse, scan }: FileParser, seq: 
     lines: 0,
     seq,
     shapes: shapes.names,
-    steps: Float64Array.from(steps),
-    shapeOf: Uint32Array.from(shapeOf),
-    values: Float64Array.from(values),
+    // views of their first records: the buffers cross to the writer whole, without a copy
+    steps: steps.subarray(0, records),
+    shapeOf: shapeOf.subarray(0, records),
+    values: values.subarray(0, at),
     events,
     examples,
     skips: [...skips],
   };
+}
+
+/** `values` in a buffer of at least `size` values: twice as large, or more. */
+function grown(values: Float64Array<ArrayBuffer>, size: number): Float64Array<ArrayBuffer> {
+  const more = new Float64Array(Math.max(size, 2 * values.length));
+  more.set(values);
+  return more;
 }
 
 function addSkip(skips: Map<string, SkipCount>, reason: string, line: string): void {
@@ -130,6 +157,14 @@ class ShapeTable {
   readonly names: string[][] = [];
   private readonly byKey = new Map<string, number>();
   private last = -1;
+  private lastNames: readonly string[] | undefined;
+
+  /** The shape of names a ShapedLineParser gave: the same array as the last line's, most of the time. */
+  ofNames(names: readonly string[]): number {
+    if (names === this.lastNames) return this.last;
+    this.lastNames = names;
+    return (this.last = this.idOf([...names]));
+  }
 
   of(values: Map<string, number>): number {
     const last = this.names[this.last];
@@ -141,14 +176,17 @@ class ShapeTable {
       }
       if (i === last.length) return this.last;
     }
-    const names = [...values.keys()];
+    this.lastNames = undefined;
+    return (this.last = this.idOf([...values.keys()]));
+  }
+
+  private idOf(names: string[]): number {
     const key = names.join('\n');
     let id = this.byKey.get(key);
     if (id === undefined) {
       id = this.names.push(names) - 1;
       this.byKey.set(key, id);
     }
-    this.last = id;
     return id;
   }
 }

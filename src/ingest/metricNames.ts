@@ -92,12 +92,39 @@ const HOME_GROWN_ALIASES: ReadonlyMap<string, string> = new Map([
   ['reward std', 'reward_std'],
 ]);
 
+const NAMES = new Map<string, string>();
+const MAX_NAMES = 4096;
+
 /**
  * Maps a raw key onto its canonical name; any other key comes back trimmed.
  * `train/` is stripped first because wandb/trackio exports and some TRL callbacks prefix train metrics
  * with it (`train/reward`, `train/rewards/acc/mean`); `eval/` is kept: eval metrics are a different series.
  */
 export function canonicalName(raw: string): string {
+  let name = NAMES.get(raw);
+  if (name === undefined) {
+    if (raw.length > MAX_CACHED_KEY) return nameOf(raw);
+    // a log repeats its few keys on every line; a bounded cache, so a stream of new keys cannot grow it
+    if (NAMES.size >= MAX_NAMES) NAMES.clear();
+    const key = detached(raw);
+    NAMES.set(key, (name = nameOf(key)));
+  }
+  return name;
+}
+
+/** Longer keys are not cached: nobody logs them twice. */
+export const MAX_CACHED_KEY = 256;
+
+/**
+ * A copy of `s` that shares no memory with the text it was cut from. V8 keeps a slice of a string as a view of the
+ * whole: a key cut from a line, kept in a cache, would keep that line's chunk of the file (256 KB) alive.
+ * Concatenating makes a new string, and slicing it flattens it into one of its own.
+ */
+export function detached(s: string): string {
+  return ` ${s}`.slice(1);
+}
+
+function nameOf(raw: string): string {
   let name = raw.trim();
   if (name.startsWith('train/') && name.length > 6) name = name.slice(6);
   const alias = ALIASES.get(name) ?? TRAINER_ALIASES.get(name);
@@ -135,11 +162,67 @@ function wrappedArgument(s: string): string | undefined {
 
 /**
  * Reads a number as Python, numpy and torch print it. NaN and ±Infinity are numbers (a `nan` loss is
- * news); `None`, `null`, booleans and anything else are not. Hot path: plain `Number()` first.
+ * news); `None`, `null`, booleans and anything else are not. Hot path: plain decimals read in place first.
  */
 export function parseNumber(raw: string): number | undefined {
   const s = raw.trim();
-  return plainNumber(s) ?? parseSlow(s, true);
+  return decimalAt(s, 0, s.length) ?? plainNumber(s) ?? parseSlow(s, true);
+}
+
+/** The powers of ten a double holds exactly. */
+const EXACT_POW10 = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
+
+/**
+ * The plain decimal `s[start, end)` spells (`-0.0469`, `3.58e-06`, `.5`, `7.`), as `Number()` reads it, without a
+ * slice or a regex; undefined for anything else (`nan`, `0x1f`, a wrapper, a space), and for more than 15
+ * significant digits or a scale beyond 1e±22, which parseNumber reads instead. Exact: an integer below 1e15 times
+ * or divided by an exact power of ten is one correctly rounded operation (Clinger's fast path).
+ */
+export function decimalAt(s: string, start: number, end: number): number | undefined {
+  if (start >= end) return undefined;
+  let i = start;
+  let c = s.charCodeAt(i);
+  const negative = c === 45; /* - */
+  if (negative || c === 43 /* + */) i++;
+  let mantissa = 0;
+  let digits = 0; // significant ones: leading zeros are not
+  let scale = 0;
+  let any = false;
+  for (let point = false; i < end; i++) {
+    c = s.charCodeAt(i);
+    if (c === 46 /* . */ && !point) {
+      point = true;
+      continue;
+    }
+    c -= 48;
+    if (c < 0 || c > 9) break;
+    any = true;
+    if (mantissa !== 0 || c !== 0) {
+      mantissa = mantissa * 10 + c;
+      digits++;
+    }
+    if (point) scale--;
+  }
+  if (!any || digits > 15) return undefined;
+  if (i < end) {
+    if ((s.charCodeAt(i++) | 0x20) !== 101 /* e */) return undefined;
+    const negativeExp = i < end && s.charCodeAt(i) === 45;
+    if (negativeExp || (i < end && s.charCodeAt(i) === 43)) i++;
+    if (i >= end) return undefined;
+    let exp = 0;
+    for (; i < end; i++) {
+      c = s.charCodeAt(i) - 48;
+      if (c < 0 || c > 9 || exp > 1000) return undefined;
+      exp = exp * 10 + c;
+    }
+    scale += negativeExp ? -exp : exp;
+  }
+  let value = 0;
+  if (mantissa !== 0) {
+    if (scale > 22 || scale < -22) return undefined;
+    value = scale >= 0 ? mantissa * EXACT_POW10[scale]! : mantissa / EXACT_POW10[-scale]!;
+  }
+  return negative ? -value : value;
 }
 
 /** `Number()`, minus its surprises: '' is 0 and 0x1f/0b1/0o7 are read as integers. */

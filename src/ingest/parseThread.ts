@@ -3,7 +3,7 @@
  * while this thread commits the last one and runs the rules on it. One file at a time, as the Ingestor reads them.
  */
 import { Worker } from 'node:worker_threads';
-import type { LineRange, ParsedChunk } from './lineChunks.ts';
+import { CHUNKS_AHEAD, type LineRange, type ParsedChunk } from './lineChunks.ts';
 import type { FromWorker, ToWorker } from './parseWorker.ts';
 
 export interface ReadRequest {
@@ -38,6 +38,7 @@ export class ParseThread {
   async *chunks(req: ReadRequest): AsyncGenerator<ParsedChunk> {
     const id = this.nextId++;
     let finished = false;
+    let taken = 0;
     this.inbox.length = 0;
     this.send({ kind: 'read', id, ...req });
     this.worker.ref();
@@ -45,7 +46,7 @@ export class ParseThread {
       for (;;) {
         const m = await this.take(id);
         if (m.kind === 'chunk') {
-          this.send({ kind: 'more', id });
+          if (++taken % CHUNKS_AHEAD === 0) this.send({ kind: 'more', id, chunks: CHUNKS_AHEAD });
           yield m.chunk;
         } else {
           finished = true;

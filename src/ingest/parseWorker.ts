@@ -5,20 +5,17 @@
  * process: the worker reads the main thread's own, which stays open until the worker has said it stopped.
  */
 import { parentPort } from 'node:worker_threads';
-import { fileParser, parsedChunks, type FileParser, type LineRange, type ParsedChunk } from './lineChunks.ts';
+import { CHUNKS_AHEAD, fileParser, parsedChunks, type FileParser, type LineRange, type ParsedChunk } from './lineChunks.ts';
 
 export type ToWorker =
   | { kind: 'read'; id: number; fileId: number; format: string; relPath: string; fresh: boolean; range: LineRange }
-  | { kind: 'more'; id: number }
+  | { kind: 'more'; id: number; chunks: number }
   | { kind: 'stop'; id: number };
 
 export type FromWorker =
   | { id: number; kind: 'chunk'; chunk: ParsedChunk }
   | { id: number; kind: 'done' }
   | { id: number; kind: 'error'; message: string };
-
-/** How many chunks the worker parses before the main thread has taken the first. */
-export const AHEAD = 2;
 
 const port = parentPort;
 if (!port) throw new Error('parseWorker runs as a worker thread');
@@ -36,9 +33,9 @@ port.on('message', (m: ToWorker) => {
       post({ id: m.id, kind: 'error', message: (err as Error).message });
       return;
     }
-    reading = { id: m.id, chunks: parsedChunks(m.range, parser), credit: AHEAD };
+    reading = { id: m.id, chunks: parsedChunks(m.range, parser), credit: CHUNKS_AHEAD };
   } else if (reading?.id === m.id) {
-    if (m.kind === 'more') reading.credit++;
+    if (m.kind === 'more') reading.credit += m.chunks;
     else {
       reading = null;
       post({ id: m.id, kind: 'done' }); // the main thread may close the file now

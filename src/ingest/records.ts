@@ -59,6 +59,17 @@ export type ParseResult =
 /** Parses the lines of one file. Created per file, so it may keep per-file state (e.g. a header). */
 export type LineParser = (line: string) => ParseResult;
 
+/**
+ * A LineParser's faster twin, for a chunk of lines stored as columns (lineChunks.ts): the same results, except that a
+ * metric line returns null and leaves its values in `values`, in the order of `names` (one array per line shape, the
+ * same object for every line of it). Such a record has no step of its own; its epoch, if any, is among its values.
+ */
+export interface ShapedLineParser {
+  read(line: string): ParseResult | null;
+  readonly names: readonly string[];
+  readonly values: readonly number[];
+}
+
 export interface FileInfo {
   /** path relative to the run directory, with `/` separators, e.g. `reward_logs/completions.jsonl` */
   relPath: string;
@@ -71,6 +82,8 @@ export interface LineFormat {
   /** Decide from the name and the first bytes of the file. `head` may be empty for a new file. */
   detect(file: FileInfo, head: string): 'yes' | 'no' | 'later';
   open(file: FileInfo): LineParser;
+  /** the same parser without a Map per metric line, where the format has one */
+  openShaped?(file: FileInfo): ShapedLineParser;
   /** captured stdout/stderr of the training job: where tracebacks, OOMs and trainer warnings appear */
   textLog?: boolean;
 }

@@ -116,6 +116,30 @@ describe('learningLog', () => {
       loss: -0.0311,
     });
   });
+
+  it("reads each line's own keys where the line before had others of the same length, order or case", () => {
+    const p = format('learningLog').open({ relPath: 'learning.log' });
+    const values = (line: string) => metric(p(line)).values;
+    expect(values('grad=1  loss=2  reward=0.5±0.1')).toEqual({ grad_norm: 1, loss: 2, reward: 0.5, reward_std: 0.1 });
+    expect(values('kl_a=1  LOSS=2  reward=0.6±0.2')).toEqual({ kl_a: 1, loss: 2, reward: 0.6, reward_std: 0.2 });
+    expect(values('reward=0.7±0.3  grad=3')).toEqual({ reward: 0.7, reward_std: 0.3, grad_norm: 3 });
+    expect(values('grad=4')).toEqual({ grad_norm: 4 });
+    expect(values('grad=5  grad_norm=6  gradx=7')).toEqual({ grad_norm: 6, gradx: 7 });
+  });
+
+  it('splits mean and std at the first ±, else the first +-, else the first +/-', () => {
+    expect(metric(parse('learningLog', 'reward=1+-2±3')).values).toEqual({ reward_std: 3 });
+    expect(metric(parse('learningLog', 'reward=1+/-2+-3')).values).toEqual({ reward_std: 3 });
+    expect(metric(parse('learningLog', 'reward=1+/-2')).values).toEqual({ reward: 1, reward_std: 2 });
+    expect(metric(parse('learningLog', 'reward=0.5Â±')).values).toEqual({ reward: 0.5 });
+    expect(metric(parse('learningLog', 'reward=±0.1')).values).toEqual({ reward_std: 0.1 });
+  });
+
+  it('takes a vertical tab or form feed for binary in a line with text, and for blank in a line without', () => {
+    expect(parse('learningLog', 'loss=0.1\f')).toEqual({ kind: 'bad', reason: 'binary data' });
+    expect(parse('learningLog', 'loss=0.1 \v grad=2')).toEqual({ kind: 'bad', reason: 'binary data' });
+    expect(parse('learningLog', ' \v\f ')).toEqual({ kind: 'noise' });
+  });
 });
 
 // ----------------------------------------------------------------------------------- batch_metrics.jsonl

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalName, isCanonicalMetric, parseNumber } from '../../../src/ingest/metricNames.ts';
+import { mulberry32 } from '../../../scripts/rng.ts';
+import { canonicalName, decimalAt, isCanonicalMetric, parseNumber } from '../../../src/ingest/metricNames.ts';
 
 describe('canonicalName', () => {
   it.each([
@@ -60,6 +61,15 @@ describe('canonicalName', () => {
     expect(canonicalName(raw)).toBe(name);
   });
 
+  it('gives the same names from its cache, also once a stream of new keys has filled it', () => {
+    for (let i = 0; i < 10_000; i++) expect(canonicalName(`key_${i}`)).toBe(`key_${i}`);
+    expect(canonicalName('Actor Loss')).toBe('loss');
+    expect(canonicalName('Actor Loss')).toBe('loss');
+    expect(canonicalName(' train/rewards/fmt/mean ')).toBe('rewards/fmt');
+    const long = `train/${'x'.repeat(10_000)}`; // not cached, read all the same
+    expect(canonicalName(long)).toBe('x'.repeat(10_000));
+  });
+
   it('knows the canonical set and rewards/*', () => {
     expect(isCanonicalMetric('frac_zero_std')).toBe(true);
     expect(isCanonicalMetric('rewards/syntax_aware_reward/std')).toBe(true);
@@ -101,5 +111,44 @@ describe('parseNumber', () => {
   it.each(['None', 'null', 'True', 'False', '', '  ', 'abc', '1.00%', '1m', '10/1000', '0x1f', '0b1', '0o7',
     "'np.float64(1)'", 'tensor([0.5, 0.6])', "'abc'", "'", 'np.float64()'])('%j -> undefined', (raw) => {
     expect(parseNumber(raw)).toBeUndefined();
+  });
+});
+
+describe('decimalAt', () => {
+  /** Number() is the reference: what decimalAt reads, it must read exactly as Number() does. */
+  const agrees = (s: string) => {
+    const n = decimalAt(s, 0, s.length);
+    if (n !== undefined) expect(Object.is(n, Number(s)), s).toBe(true);
+    return n !== undefined;
+  };
+
+  it('reads plain decimals in every spelling Python and JavaScript print, bit for bit as Number()', () => {
+    const rand = mulberry32(5);
+    for (let i = 0; i < 20_000; i++) {
+      const v = (rand() - 0.5) * 10 ** Math.floor(rand() * 24 - 12);
+      const digits = 1 + Math.floor(rand() * 15);
+      const spellings = [String(v), v.toFixed(digits % 10), v.toExponential(digits - 1), `${v}`.replace('e', 'E')];
+      for (const s of spellings) agrees(s);
+      // up to 15 significant digits of a metric's usual size: always read here, never left to the slow path
+      const usual = Math.abs(v) >= 1e-6 && Math.abs(v) < 1e6;
+      expect(agrees(v.toPrecision(digits)) || !usual, v.toPrecision(digits)).toBe(true);
+    }
+    const plain = ['-0', '+0', '0.000', '-0.0', '.5', '-.5', '+.5', '5.', '007', '0.00000030', '3.58e-06', '1E+3'];
+    for (const s of [...plain, '123456789012345']) expect(agrees(s), s).toBe(true);
+  });
+
+  it('leaves to parseNumber what is not a plain decimal or is too long for one exact operation', () => {
+    const others = ['', '.', '-', '+', 'e5', '1e', '1e+', '1.2.3', '1e5.5', '0x1f', '0b1', '1_000', '1,5', 'nan', 'inf'];
+    for (const s of [...others, ' 1', '1 ', '1234567890123456', '1e23', '1e-23', '١']) {
+      expect(decimalAt(s, 0, s.length), s).toBeUndefined();
+    }
+  });
+
+  it('reads only its range of a longer string', () => {
+    const line = 'x=0.5y 1e-5 7.25';
+    expect(decimalAt(line, 2, 5)).toBe(0.5);
+    expect(decimalAt(line, 7, 9)).toBeUndefined(); // `1e` whatever follows it
+    expect(decimalAt(line, 12, 15)).toBe(7.2); // `7.2` of `7.25`
+    expect(decimalAt(line, 3, 3)).toBeUndefined();
   });
 });
