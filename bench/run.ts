@@ -67,7 +67,8 @@ function timed<T>(fn: () => T): { value: T; seconds: number } {
 }
 
 function runChild(root: string, db: string, label: string): ChildResult {
-  const prof = PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR, '--cpu-prof-name', `${label}.cpuprofile`] : [];
+  // a folder per child: each of its threads (the writer, the parse worker) leaves a profile named by thread id
+  const prof = PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, label)] : [];
   return runBackfillCli({ repo: REPO, root, db, extraNodeArgs: prof });
 }
 
