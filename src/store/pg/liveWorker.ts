@@ -1,7 +1,8 @@
 /**
  * The worker thread of a PgLiveStore (pgLiveStore.ts): holds its one PostgreSQL connection and runs each call the
- * watcher thread makes on it, one at a time (syncBridge.ts). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK
- * itself, so a batch, its rules and its outbox rows are one transaction in which nothing interleaves.
+ * watcher thread makes on it, one at a time in the order made (syncBridge.ts; writes come without waiting for their
+ * answer). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK itself, so a batch, its rules and its outbox rows are
+ * one transaction in which nothing interleaves.
  *
  * A lost connection: the call that finds it throws, naming the server, and the next call connects again; lost inside
  * a transaction, every call until the watcher's ROLLBACK throws, since what the transaction wrote went with it.
@@ -238,7 +239,7 @@ async function main(data: LiveWorkerData): Promise<void> {
     if (Object.hasOwn(own, req.method)) return (own as unknown as Record<string, Method>)[req.method]!(...req.args);
     if (!forwarded.has(req.method)) throw new Error(`no such call: ${req.method}`);
     return conn.run(({ store }) => (store as unknown as Record<string, Method>)[req.method]!(...req.args));
-  });
+  }, new Set(['rollback'])); // what a posted write that failed was part of is gone with the ROLLBACK
   parentPort!.postMessage({ kind: 'ready' } satisfies WorkerStart);
 }
 

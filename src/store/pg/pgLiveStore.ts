@@ -48,7 +48,7 @@ export class PgLiveStore implements LiveStore {
   /** held between evaluations: this watcher alone writes its runs' cursors */
   private readonly cursors = new HeldCursors(
     (runId) => this.call('runCursors', runId),
-    (runId, json) => this.call('saveRunCursors', runId, json),
+    (runId, json) => this.write('saveRunCursors', runId, json),
   );
   /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
   private readonly held = new HeldPoints();
@@ -64,15 +64,15 @@ export class PgLiveStore implements LiveStore {
     byId: (id) => this.call('runById', id),
     ensure: (name, path) => this.call('ensureRun', name, path, this.scope),
     list: () => this.call('runsOfScope', this.scope),
-    markEvaluated: (runId) => this.call('markEvaluated', runId),
-    markLive: (runId) => this.call('markLive', runId),
+    markEvaluated: (runId) => this.write('markEvaluated', runId),
+    markLive: (runId) => this.write('markLive', runId),
     unevaluated: () => this.call('unevaluatedRuns', this.scope),
   };
 
   readonly files: LiveStore['files'] = {
     add: (runId, path, format) => this.call('addFile', runId, path, format),
     byPath: (path) => this.call('fileByPath', path, this.scope),
-    clearSkips: (fileId) => this.call('clearSkips', fileId),
+    clearSkips: (fileId) => this.write('clearSkips', fileId),
   };
 
   readonly points: LiveStore['points'] = {
@@ -100,17 +100,17 @@ export class PgLiveStore implements LiveStore {
     },
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
     drop: (id) => {
-      this.call('dropAlert', id);
+      this.write('dropAlert', id);
       this.changedOpen(id);
     },
     fire: (id, c) => {
-      this.call('fireAlert', id, c);
+      this.write('fireAlert', id, c);
       this.changedOpen(id);
     },
     firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
     markNotified: (id, state, at) => {
-      this.call('markNotified', id, state, at);
+      this.write('markNotified', id, state, at);
       this.changedOpen(id);
     },
     openOf: (runId) => {
@@ -119,7 +119,7 @@ export class PgLiveStore implements LiveStore {
       return [...rows];
     },
     resolve: (id, c) => {
-      this.call('resolveAlert', id, c);
+      this.write('resolveAlert', id, c);
       this.changedOpen(id);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
@@ -129,11 +129,11 @@ export class PgLiveStore implements LiveStore {
   readonly silences: LiveStore['silences'] = { active: (now) => this.call('activeSilences', now) };
   /** pg_notify with the row: the bot's LISTEN hears it when the transaction commits */
   readonly outbox: LiveStore['outbox'] = {
-    add: (runId, target, payload, at) => this.call('enqueue', runId, target, payload, at),
+    add: (runId, target, payload, at) => this.write('enqueue', runId, target, payload, at),
   };
   readonly unread: LiveStore['unread'] = {
-    forget: (path) => this.call('forgetUnread', path, this.scope),
-    note: (row: UnreadRow) => this.call('noteUnread', row, this.scope),
+    forget: (path) => this.write('forgetUnread', path, this.scope),
+    note: (row: UnreadRow) => this.write('noteUnread', row, this.scope),
   };
 
   readonly events: LiveStore['events'] = {
@@ -148,7 +148,7 @@ export class PgLiveStore implements LiveStore {
 
   readonly attempts: LiveStore['attempts'] = {
     list: (runId) => this.call('attemptsOf', runId),
-    markRewound: (runId, attempt) => this.call('markRewound', runId, attempt),
+    markRewound: (runId, attempt) => this.write('markRewound', runId, attempt),
     replaying: (runId, runLast) => this.call('replayingStep', runId, runLast),
   };
 
@@ -213,13 +213,14 @@ export class PgLiveStore implements LiveStore {
   transaction<T>(fn: () => T): T {
     const level = this.depth;
     const savepoint = `rlwatch_${level}`;
-    if (level === 0) this.call('begin');
-    else this.call('savepoint', savepoint);
+    // posted: a BEGIN or a savepoint that fails is thrown by the next call that waits, inside the `try` below
+    if (level === 0) this.post('begin');
+    else this.post('savepoint', savepoint);
     this.depth++;
     try {
       const out = fn();
       if (level === 0) this.call('commit');
-      else this.call('release', savepoint);
+      else this.post('release', savepoint);
       this.depth = level;
       return out;
     } catch (err) {
@@ -283,8 +284,25 @@ export class PgLiveStore implements LiveStore {
     return this.groupRollbacks;
   }
 
+  /** Round trips to the worker so far (`waited`), and calls posted without waiting for their answer. */
+  get calls(): { waited: number; posted: number } {
+    return { ...this.bridge.sent };
+  }
+
   private call<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): Awaited<ReturnType<LiveOps[K]>> {
     return this.bridge.call({ method, args, now: this.now() }, fail) as Awaited<ReturnType<LiveOps[K]>>;
+  }
+
+  /** A write whose answer nothing needs: inside a transaction it is posted without waiting (its failure comes with
+   * the next call that waits, at the latest the COMMIT, which then rolls back: syncBridge.ts); outside one, where no
+   * COMMIT follows, it waits. */
+  private write<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): void {
+    if (this.depth > 0) this.post(method, ...args);
+    else this.call(method, ...args);
+  }
+
+  private post<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): void {
+    this.bridge.post({ method, args, now: this.now() }, fail);
   }
 }
 
