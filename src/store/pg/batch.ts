@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { foldAttempts, mayRepeatSibling, QUIET_MS, type AttemptRow, type TrackedFile } from '../attempts.ts';
+import type { FileRow } from '../files.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { writePoints, type PointColumns } from './points.ts';
 
@@ -40,6 +41,8 @@ export async function writeBatch(
   db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
   /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
   onRunLast?: (runLast: number | null) => void,
+  /** told the file's row as the batch left it (a caller that keeps file rows) */
+  onFile?: (row: FileRow) => void,
 ): Promise<BatchResult> {
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -107,15 +110,16 @@ export async function writeBatch(
     );
   }
   const p = b.progress;
-  await db.query(
+  const file = await db.query<FileRow>(
     `UPDATE files SET dev = $2, ino = $3, "offset" = $4, size = $5, mtime_ms = $6, seq = $7, lines = lines + $8,
        records = records + $9, skipped = skipped + $10, updated_at = $11,
        grew_at = CASE WHEN $8 > 0 THEN $11 ELSE grew_at END,
        last_step = coalesce($12, last_step), attempt = coalesce($13, attempt)
-     WHERE id = $1`,
+     WHERE id = $1${onFile ? ' RETURNING *' : ''}`,
     [b.fileId, p.dev, p.ino, p.offset, p.size, p.mtimeMs, p.seq, p.lines, p.records, skipped, at,
       tracked?.last_step ?? null, tracked?.attempt ?? null],
   );
+  if (onFile && file.rows[0]) onFile(file.rows[0]);
   if (p.lines > 0) {
     await db.query('UPDATE runs SET active_at = $2, started_at = coalesce(started_at, $2) WHERE id = $1', [b.runId, at]);
   }

@@ -10,6 +10,9 @@
 import type pg from 'pg';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ShapedRows } from '../metricRows.ts';
+import type { AttemptRow } from '../attempts.ts';
+import type { FileRow } from '../files.ts';
+import type { RunRow } from '../runs.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool } from './connect.ts';
@@ -47,12 +50,27 @@ interface Own {
   savepoint(name: string): Promise<void>;
   release(name: string): Promise<void>;
   rollbackTo(name: string): Promise<void>;
-  /** the batch written, and the run's highest step before it (when it had metrics) */
-  writeBatch(batch: Batch, keep: number): Promise<{ result: BatchResult; runLast?: number | null }>;
+  /** the batch written, the run's highest step before it (when it had metrics) and the file's row after it; with
+   * `facts`, what the rules read first of the run after it, in the same round trip */
+  writeBatch(batch: Batch, keep: number, facts: boolean): Promise<WrittenBatch>;
   /** the run's `run_cursors` row as JSON text (null when it has none) */
   runCursors(runId: number): Promise<string | null>;
   saveRunCursors(runId: number, json: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface WrittenBatch {
+  result: BatchResult;
+  runLast?: number | null;
+  file?: FileRow;
+  facts?: RunFacts;
+}
+
+/** A run's row, attempts and metric names as a batch left them. */
+export interface RunFacts {
+  run: RunRow | undefined;
+  attempts: AttemptRow[];
+  metrics: string[];
 }
 
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
@@ -191,11 +209,18 @@ function ops(conn: Connection): Own {
     savepoint: (name) => conn.run(async ({ client }) => void (await client.query(`SAVEPOINT ${name}`))),
     release: (name) => conn.run(async ({ client }) => void (await client.query(`RELEASE SAVEPOINT ${name}`))),
     rollbackTo: conn.rollbackTo,
-    writeBatch: (batch, keep) =>
-      conn.run(async ({ client }) => {
-        let runLast: number | null | undefined;
-        const result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, (r) => (runLast = r));
-        return runLast === undefined ? { result } : { result, runLast };
+    writeBatch: (batch, keep, facts) =>
+      conn.run(async ({ client, store }) => {
+        const out: Partial<WrittenBatch> = {};
+        const onRunLast = (r: number | null): void => void (out.runLast = r);
+        const onFile = (f: FileRow): void => void (out.file = f);
+        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile);
+        if (facts) {
+          const runId = batch.runId;
+          out.facts = { run: await store.runById(runId), attempts: await store.attemptsOf(runId),
+            metrics: await store.metricsOf(runId) };
+        }
+        return out as WrittenBatch;
       }),
     runCursors: (runId) =>
       conn.run(async ({ client }) => {
