@@ -10,7 +10,8 @@
  * What only this watcher writes is held on its thread, as the SQLite store holds it, and dropped when a transaction
  * rolls back: rule cursors, each run's last batch and newest points, its open alerts, what the rules read of its
  * events, its files' rows. What the rules read first of a run (its row, attempts, metric names) comes back with the
- * batch's write, in one round trip, and answers their first reads unless something was written in between. What other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
+ * batch's write, in one round trip, and answers their first reads unless something was written in between. What
+ * other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
  * A lost connection: the call that finds it throws a PostgresError naming the server; the next one connects again.
  *
  * Scope: a watcher's runs are those of its scope (its run prefix, `watch.prefix`: the host name unless configured),

@@ -63,7 +63,7 @@ describe('the synchronous bridge', () => {
     expect(() => call('echo', 1)).toThrow(/has stopped/);
   });
 
-  it('runs posted calls in the order sent, each after the one before has finished, before the next waited call', async () => {
+  it('runs posted calls in the order sent, one after the other, before the next waited call', async () => {
     const { call, post, sent } = await echoWorker();
     for (let i = 0; i < 1000; i++) post('push', i);
     expect(call('list')).toEqual(Array.from({ length: 1000 }, (_, i) => i));
