@@ -89,6 +89,9 @@ class Connection {
   readonly ids = new MetricIds();
   /** the watcher's clock for the call being run */
   now = 0;
+  /** SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip when it
+   * has no parameters (a file's releases with the next file's savepoint or the COMMIT), else just before it */
+  private deferred: string[] = [];
 
   constructor(
     private readonly url: string,
@@ -122,10 +125,12 @@ class Connection {
     return { client: this.client, store: this.store! };
   }
 
-  /** Runs `fn` on the connection; an error that came with the connection's loss says so. */
-  async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>): Promise<T> {
+  /** Runs `fn` on the connection, after the deferred statements unless `fn` sends them (`joined`); an error that
+   * came with the connection's loss says so. */
+  async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>, joins = false): Promise<T> {
     const c = await this.open();
     try {
+      if (!joins && this.deferred.length > 0) await c.client.query(this.joined());
       return await fn(c);
     } catch (err) {
       if (!this.gone && !isLost(err)) throw err;
@@ -145,8 +150,20 @@ class Connection {
   commit = (): Promise<void> =>
     this.run(async ({ client }) => {
       this.inTransaction = false; // a COMMIT that fails has rolled back
-      await client.query('COMMIT');
-    });
+      await client.query(this.joined('COMMIT'));
+    }, true);
+
+  /** A savepoint or its release, sent with the next statement. */
+  defer(sql: string): void {
+    this.deferred.push(sql);
+  }
+
+  /** The deferred statements and `sql`, as one query string (no parameters: one round trip); none deferred after. */
+  private joined(sql?: string): string {
+    const all = sql === undefined ? this.deferred : [...this.deferred, sql];
+    this.deferred = [];
+    return all.join('; ');
+  }
 
   /** Ends the transaction; one whose connection was lost needs no ROLLBACK: the server dropped it. */
   async rollback(): Promise<void> {
@@ -154,14 +171,15 @@ class Connection {
     this.broken = null;
     this.inTransaction = false;
     this.ids.clear();
-    if (!lost) await this.run(({ client }) => client.query('ROLLBACK'));
+    this.deferred = []; // the savepoints of a transaction that is gone
+    if (!lost) await this.run(({ client }) => client.query('ROLLBACK'), true);
   }
 
   rollbackTo = (name: string): Promise<void> =>
     this.run(async ({ client }) => {
       this.ids.clear();
-      await client.query(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
-    });
+      await client.query(this.joined(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`));
+    }, true);
 
   async close(): Promise<void> {
     await this.client?.end().catch(() => {});
@@ -176,6 +194,7 @@ class Connection {
     this.client = null;
     this.store = null;
     this.gone = false;
+    this.deferred = [];
   }
 
   /** The error, naming the server (never its password), with its code kept. */
@@ -206,8 +225,8 @@ function ops(conn: Connection): Own {
     begin: conn.begin,
     commit: conn.commit,
     rollback: () => conn.rollback(),
-    savepoint: (name) => conn.run(async ({ client }) => void (await client.query(`SAVEPOINT ${name}`))),
-    release: (name) => conn.run(async ({ client }) => void (await client.query(`RELEASE SAVEPOINT ${name}`))),
+    savepoint: async (name) => conn.defer(`SAVEPOINT ${name}`),
+    release: async (name) => conn.defer(`RELEASE SAVEPOINT ${name}`),
     rollbackTo: conn.rollbackTo,
     writeBatch: (batch, keep, facts) =>
       conn.run(async ({ client, store }) => {
