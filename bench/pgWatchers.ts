@@ -41,6 +41,12 @@ export interface PgWatchersResult {
   posted: number;
   chatP50Ms: number;
   chatP99Ms: number;
+  /** outbox rows the watchers queued while lines were appended, those of them the bot delivered by the end, and
+   * how long those waited (queued → delivered): line → chat beyond line → commit is this queue */
+  outboxQueued: number;
+  outboxDone: number;
+  outboxWaitP50Ms: number;
+  outboxWaitMaxMs: number;
   /** CPU seconds per wall second of each watcher, and of the bot (1 = one core) */
   watcherCpu: number[];
   botCpu: number;
@@ -160,6 +166,7 @@ export async function runPgWatchers(opts: { dir: string; seconds?: number }): Pr
     const cpu0 = procs.map((p) => p.cpuSeconds());
     const pg0 = cpuSecondsOfAll('postgres');
     const t0 = performance.now();
+    const wallStart = Date.now();
     const periodMs = 1000 / PER_SEC;
     let appended = 0;
     for (let tick = 0; tick < seconds * PER_SEC; tick++) {
@@ -183,7 +190,6 @@ export async function runPgWatchers(opts: { dir: string; seconds?: number }): Pr
     const points = (await countPoints()) - points0;
     polling = false;
     await poller;
-    await reader.end();
 
     // line → chat: the first POST of a grad_explosion card naming the spiked run, after the spike was appended
     const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${fake.channelId}/messages`);
@@ -195,6 +201,16 @@ export async function runPgWatchers(opts: { dir: string; seconds?: number }): Pr
       const post = posts().find((r) => r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run));
       return post ? post.at - s.at : Infinity;
     });
+    const outbox = (
+      await reader.query<{ queued: number; done: number; p50: number | null; max: number | null }>(
+        `SELECT count(*)::integer AS queued, count(done_at)::integer AS done,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY done_at - created_at) AS p50,
+           max(done_at - created_at)::float8 AS max
+         FROM outbox WHERE created_at BETWEEN $1 AND $2`,
+        [wallStart, wallStart + Math.round(wall * 1000)],
+      )
+    ).rows[0]!;
+    await reader.end();
     const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
     const chatSorted = [...chat].sort((a, b) => a - b);
     const chatP99Ms = percentile(chatSorted, 99);
@@ -212,6 +228,10 @@ export async function runPgWatchers(opts: { dir: string; seconds?: number }): Pr
       posted: chat.filter(Number.isFinite).length,
       chatP50Ms: percentile(chatSorted, 50),
       chatP99Ms,
+      outboxQueued: outbox.queued,
+      outboxDone: outbox.done,
+      outboxWaitP50Ms: outbox.p50 ?? Infinity,
+      outboxWaitMaxMs: outbox.max ?? Infinity,
       watcherCpu: cpu.slice(0, WATCHERS),
       botCpu: cpu[WATCHERS]!,
       postgresCpu,
@@ -234,6 +254,8 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
     `  line → commit      p50 ${ms(r.commitP50Ms)}, p99 ${ms(r.commitP99Ms)} (polled every ${POLL_MS} ms)`,
     `  line → chat POST   p50 ${ms(r.chatP50Ms)}, p99 ${ms(r.chatP99Ms)} over ${r.spikes} spikes (${r.posted} posted)` +
       `   target p99 < ${PG_CHAT_P99_TARGET_MS} ms   ${r.pass ? 'PASS' : 'FAIL'}`,
+    `  outbox             ${r.outboxQueued} rows queued while appending, ${r.outboxDone} delivered; ` +
+      `queued → delivered p50 ${ms(r.outboxWaitP50Ms)}, max ${ms(r.outboxWaitMaxMs)}`,
     `  CPU                watchers ${r.watcherCpu.map(pct).join(', ')} of a core; bot ${pct(r.botCpu)}; ` +
       `PostgreSQL ${pct(r.postgresCpu)}`,
     '',

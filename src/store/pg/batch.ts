@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { foldAttempts, mayRepeatSibling, QUIET_MS, type AttemptRow, type TrackedFile } from '../attempts.ts';
+import type { FileRow } from '../files.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { writePoints, type PointColumns } from './points.ts';
 
@@ -40,6 +41,8 @@ export async function writeBatch(
   db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
   /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
   onRunLast?: (runLast: number | null) => void,
+  /** told the file's row as the batch left it (a caller that keeps file rows) */
+  onFile?: (row: FileRow) => void,
 ): Promise<BatchResult> {
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -77,22 +80,25 @@ export async function writeBatch(
       }
     }
     await writePoints(db, b.runId, p, minStep, maxStep);
-    const fresh = await db.query(
-      'INSERT INTO steps (run_id, step, at) SELECT $1, unnest($2::bigint[]), $3 ON CONFLICT DO NOTHING',
-      [b.runId, [...rowsOfStep.keys()], at],
+    // the new steps and the run's metrics in one statement (one round trip): the steps inserted are the new ones
+    const fresh = await db.query<{ n: number }>(
+      `WITH fresh AS (
+         INSERT INTO steps (run_id, step, at) SELECT $1, unnest($2::bigint[]), $3 ON CONFLICT DO NOTHING RETURNING 1
+       ), metrics AS (
+         INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($4::integer[]) ON CONFLICT DO NOTHING
+       )
+       SELECT count(*)::integer AS n FROM fresh`,
+      [b.runId, [...rowsOfStep.keys()], at, [...names].map((n) => byName.get(n)!)],
     );
-    newSteps = fresh.rowCount ?? 0;
-    await db.query(
-      'INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($2::integer[]) ON CONFLICT DO NOTHING',
-      [b.runId, [...names].map((n) => byName.get(n)!)],
-    );
+    newSteps = fresh.rows[0]!.n;
     if (!b.rewrite) tracked = await trackAttempts(db, b, head, steps, at);
     await db.query(
       `UPDATE runs SET first_step = least(coalesce(first_step, $2), $2),
          last_step = greatest(coalesce(last_step, $3), $3), records = records + $4, batches = batches + 1,
-         updated_at = $5
+         updated_at = $5, active_at = CASE WHEN $6 THEN $5 ELSE active_at END,
+         started_at = CASE WHEN $6 THEN coalesce(started_at, $5) ELSE started_at END
        WHERE id = $1`,
-      [b.runId, minStep, maxStep, newSteps, at],
+      [b.runId, minStep, maxStep, newSteps, at, b.progress.lines > 0],
     );
   }
   if (b.examples.length > 0 && keep > 0) await writeExamples(db, b, keep);
@@ -107,16 +113,18 @@ export async function writeBatch(
     );
   }
   const p = b.progress;
-  await db.query(
+  const file = await db.query<FileRow>(
     `UPDATE files SET dev = $2, ino = $3, "offset" = $4, size = $5, mtime_ms = $6, seq = $7, lines = lines + $8,
        records = records + $9, skipped = skipped + $10, updated_at = $11,
        grew_at = CASE WHEN $8 > 0 THEN $11 ELSE grew_at END,
        last_step = coalesce($12, last_step), attempt = coalesce($13, attempt)
-     WHERE id = $1`,
+     WHERE id = $1${onFile ? ' RETURNING *' : ''}`,
     [b.fileId, p.dev, p.ino, p.offset, p.size, p.mtimeMs, p.seq, p.lines, p.records, skipped, at,
       tracked?.last_step ?? null, tracked?.attempt ?? null],
   );
-  if (p.lines > 0) {
+  if (onFile && file.rows[0]) onFile(file.rows[0]);
+  if (p.lines > 0 && b.metrics.length === 0) {
+    // (with metrics, the run's update above said so)
     await db.query('UPDATE runs SET active_at = $2, started_at = coalesce(started_at, $2) WHERE id = $1', [b.runId, at]);
   }
   const any = b.metrics.length > 0;

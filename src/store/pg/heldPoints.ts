@@ -23,7 +23,8 @@ interface Tail {
   whole: boolean;
 }
 
-/** A tail is cut back to its newest TAIL_KEEP points once it holds TAIL_MAX (rules look back 200 at most). */
+/** A tail is cut back once it holds TAIL_MAX, to the last batch's points and the TAIL_KEEP before them: the rules
+ * look back at most 200 points from any step of the batch they evaluate (a backfill's batch holds thousands). */
 const TAIL_MAX = 1024;
 const TAIL_KEEP = 512;
 
@@ -116,13 +117,17 @@ function seriesOf(metrics: MetricRecords): Map<string, Series> {
   return series;
 }
 
-/** The batch's ascending points past the tail's last, added to it; cut back once it holds TAIL_MAX. */
+/** The batch's ascending points past the tail's last, added to it; cut back once it holds TAIL_MAX and more than
+ * the batch and TAIL_KEEP. */
 function append(tail: Tail, s: Series): void {
-  tail.steps.push(...s.steps);
-  tail.values.push(...s.values);
-  if (tail.steps.length >= TAIL_MAX) {
-    tail.steps.splice(0, tail.steps.length - TAIL_KEEP);
-    tail.values.splice(0, tail.values.length - TAIL_KEEP);
+  for (let i = 0; i < s.steps.length; i++) {
+    tail.steps.push(s.steps[i]!);
+    tail.values.push(s.values[i]!);
+  }
+  const keep = s.steps.length + TAIL_KEEP;
+  if (tail.steps.length >= TAIL_MAX && tail.steps.length > keep) {
+    tail.steps.splice(0, tail.steps.length - keep);
+    tail.values.splice(0, tail.values.length - keep);
     tail.whole = false;
   }
 }

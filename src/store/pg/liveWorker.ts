@@ -1,7 +1,8 @@
 /**
  * The worker thread of a PgLiveStore (pgLiveStore.ts): holds its one PostgreSQL connection and runs each call the
- * watcher thread makes on it, one at a time (syncBridge.ts). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK
- * itself, so a batch, its rules and its outbox rows are one transaction in which nothing interleaves.
+ * watcher thread makes on it, one at a time in the order made (syncBridge.ts; writes come without waiting for their
+ * answer). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK itself, so a batch, its rules and its outbox rows are
+ * one transaction in which nothing interleaves.
  *
  * A lost connection: the call that finds it throws, naming the server, and the next call connects again; lost inside
  * a transaction, every call until the watcher's ROLLBACK throws, since what the transaction wrote went with it.
@@ -9,6 +10,9 @@
 import type pg from 'pg';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ShapedRows } from '../metricRows.ts';
+import type { AttemptRow } from '../attempts.ts';
+import type { FileRow } from '../files.ts';
+import type { RunRow } from '../runs.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool } from './connect.ts';
@@ -46,12 +50,27 @@ interface Own {
   savepoint(name: string): Promise<void>;
   release(name: string): Promise<void>;
   rollbackTo(name: string): Promise<void>;
-  /** the batch written, and the run's highest step before it (when it had metrics) */
-  writeBatch(batch: Batch, keep: number): Promise<{ result: BatchResult; runLast?: number | null }>;
+  /** the batch written, the run's highest step before it (when it had metrics) and the file's row after it; with
+   * `facts`, what the rules read first of the run after it, in the same round trip */
+  writeBatch(batch: Batch, keep: number, facts: boolean): Promise<WrittenBatch>;
   /** the run's `run_cursors` row as JSON text (null when it has none) */
   runCursors(runId: number): Promise<string | null>;
   saveRunCursors(runId: number, json: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface WrittenBatch {
+  result: BatchResult;
+  runLast?: number | null;
+  file?: FileRow;
+  facts?: RunFacts;
+}
+
+/** A run's row, attempts and metric names as a batch left them. */
+export interface RunFacts {
+  run: RunRow | undefined;
+  attempts: AttemptRow[];
+  metrics: string[];
 }
 
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
@@ -70,6 +89,9 @@ class Connection {
   readonly ids = new MetricIds();
   /** the watcher's clock for the call being run */
   now = 0;
+  /** SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip when it
+   * has no parameters (a file's releases with the next file's savepoint or the COMMIT), else just before it */
+  private deferred: string[] = [];
 
   constructor(
     private readonly url: string,
@@ -103,10 +125,12 @@ class Connection {
     return { client: this.client, store: this.store! };
   }
 
-  /** Runs `fn` on the connection; an error that came with the connection's loss says so. */
-  async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>): Promise<T> {
+  /** Runs `fn` on the connection, after the deferred statements unless `fn` sends them (`joined`); an error that
+   * came with the connection's loss says so. */
+  async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>, joins = false): Promise<T> {
     const c = await this.open();
     try {
+      if (!joins && this.deferred.length > 0) await c.client.query(this.joined());
       return await fn(c);
     } catch (err) {
       if (!this.gone && !isLost(err)) throw err;
@@ -126,8 +150,20 @@ class Connection {
   commit = (): Promise<void> =>
     this.run(async ({ client }) => {
       this.inTransaction = false; // a COMMIT that fails has rolled back
-      await client.query('COMMIT');
-    });
+      await client.query(this.joined('COMMIT'));
+    }, true);
+
+  /** A savepoint or its release, sent with the next statement. */
+  defer(sql: string): void {
+    this.deferred.push(sql);
+  }
+
+  /** The deferred statements and `sql`, as one query string (no parameters: one round trip); none deferred after. */
+  private joined(sql?: string): string {
+    const all = sql === undefined ? this.deferred : [...this.deferred, sql];
+    this.deferred = [];
+    return all.join('; ');
+  }
 
   /** Ends the transaction; one whose connection was lost needs no ROLLBACK: the server dropped it. */
   async rollback(): Promise<void> {
@@ -135,14 +171,15 @@ class Connection {
     this.broken = null;
     this.inTransaction = false;
     this.ids.clear();
-    if (!lost) await this.run(({ client }) => client.query('ROLLBACK'));
+    this.deferred = []; // the savepoints of a transaction that is gone
+    if (!lost) await this.run(({ client }) => client.query('ROLLBACK'), true);
   }
 
   rollbackTo = (name: string): Promise<void> =>
     this.run(async ({ client }) => {
       this.ids.clear();
-      await client.query(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
-    });
+      await client.query(this.joined(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`));
+    }, true);
 
   async close(): Promise<void> {
     await this.client?.end().catch(() => {});
@@ -157,6 +194,7 @@ class Connection {
     this.client = null;
     this.store = null;
     this.gone = false;
+    this.deferred = [];
   }
 
   /** The error, naming the server (never its password), with its code kept. */
@@ -187,14 +225,21 @@ function ops(conn: Connection): Own {
     begin: conn.begin,
     commit: conn.commit,
     rollback: () => conn.rollback(),
-    savepoint: (name) => conn.run(async ({ client }) => void (await client.query(`SAVEPOINT ${name}`))),
-    release: (name) => conn.run(async ({ client }) => void (await client.query(`RELEASE SAVEPOINT ${name}`))),
+    savepoint: async (name) => conn.defer(`SAVEPOINT ${name}`),
+    release: async (name) => conn.defer(`RELEASE SAVEPOINT ${name}`),
     rollbackTo: conn.rollbackTo,
-    writeBatch: (batch, keep) =>
-      conn.run(async ({ client }) => {
-        let runLast: number | null | undefined;
-        const result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, (r) => (runLast = r));
-        return runLast === undefined ? { result } : { result, runLast };
+    writeBatch: (batch, keep, facts) =>
+      conn.run(async ({ client, store }) => {
+        const out: Partial<WrittenBatch> = {};
+        const onRunLast = (r: number | null): void => void (out.runLast = r);
+        const onFile = (f: FileRow): void => void (out.file = f);
+        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile);
+        if (facts) {
+          const runId = batch.runId;
+          out.facts = { run: await store.runById(runId), attempts: await store.attemptsOf(runId),
+            metrics: await store.metricsOf(runId) };
+        }
+        return out as WrittenBatch;
       }),
     runCursors: (runId) =>
       conn.run(async ({ client }) => {
@@ -238,7 +283,7 @@ async function main(data: LiveWorkerData): Promise<void> {
     if (Object.hasOwn(own, req.method)) return (own as unknown as Record<string, Method>)[req.method]!(...req.args);
     if (!forwarded.has(req.method)) throw new Error(`no such call: ${req.method}`);
     return conn.run(({ store }) => (store as unknown as Record<string, Method>)[req.method]!(...req.args));
-  });
+  }, new Set(['rollback'])); // what a posted write that failed was part of is gone with the ROLLBACK
   parentPort!.postMessage({ kind: 'ready' } satisfies WorkerStart);
 }
 

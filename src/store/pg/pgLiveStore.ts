@@ -9,7 +9,9 @@
  *
  * What only this watcher writes is held on its thread, as the SQLite store holds it, and dropped when a transaction
  * rolls back: rule cursors, each run's last batch and newest points, its open alerts, what the rules read of its
- * events. What other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
+ * events, its files' rows. What the rules read first of a run (its row, attempts, metric names) comes back with the
+ * batch's write, in one round trip, and answers their first reads unless something was written in between. What
+ * other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
  * A lost connection: the call that finds it throws a PostgresError naming the server; the next one connects again.
  *
  * Scope: a watcher's runs are those of its scope (its run prefix, `watch.prefix`: the host name unless configured),
@@ -20,10 +22,11 @@ import { Worker } from 'node:worker_threads';
 import type { AlertChange, AlertRow, RuleIncidents } from '../alerts.ts';
 import { PostgresError } from '../dbErrors.ts';
 import type { EventRow } from '../events.ts';
+import type { FileRow } from '../files.ts';
 import type { LiveStore } from '../live.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
-import type { LiveOps, LiveWorkerData, WorkerStart } from './liveWorker.ts';
+import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart } from './liveWorker.ts';
 import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from '../heldCursors.ts';
 import { HeldEvents } from './heldEvents.ts';
@@ -39,6 +42,14 @@ export interface PgLiveOptions {
 
 const fail = (e: CrossedError): Error => new PostgresError(e.message, e.code);
 
+/** Calls after which a batch's answers still hold: reads, and savepoints (they change no row). */
+const KEEP_FACTS = new Set<keyof LiveOps>([
+  'runById', 'runsOfScope', 'unevaluatedRuns', 'fileByPath', 'after', 'latest', 'metricsOf', 'series', 'stepSpan',
+  'upTo', 'examplesAtOrBefore', 'announceable', 'alertById', 'firedByRule', 'openAlertsOf', 'activeSilences',
+  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf', 'runCursors',
+  'savepoint', 'release',
+]);
+
 export class PgLiveStore implements LiveStore {
   readonly scope: string;
   private readonly now: () => number;
@@ -48,7 +59,7 @@ export class PgLiveStore implements LiveStore {
   /** held between evaluations: this watcher alone writes its runs' cursors */
   private readonly cursors = new HeldCursors(
     (runId) => this.call('runCursors', runId),
-    (runId, json) => this.call('saveRunCursors', runId, json),
+    (runId, json) => this.write('saveRunCursors', runId, json),
   );
   /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
   private readonly held = new HeldPoints();
@@ -59,26 +70,33 @@ export class PgLiveStore implements LiveStore {
    */
   private readonly opened = new Map<number, AlertRow[]>();
   private readonly heldEvents = new HeldEvents();
+  /** this scope's file rows by path, as read, added or left by a batch: this watcher alone writes them */
+  private readonly heldFiles = new Map<string, FileRow>();
+  /** what the last batch's round trip read of its run, each answer given once (see `fresh`) */
+  private facts: ({ runId: number } & Partial<RunFacts>) | null = null;
 
   readonly runs: LiveStore['runs'] = {
-    byId: (id) => this.call('runById', id),
+    byId: (id) => this.fresh(id, 'run') ?? this.call('runById', id),
     ensure: (name, path) => this.call('ensureRun', name, path, this.scope),
     list: () => this.call('runsOfScope', this.scope),
-    markEvaluated: (runId) => this.call('markEvaluated', runId),
-    markLive: (runId) => this.call('markLive', runId),
+    markEvaluated: (runId) => this.write('markEvaluated', runId),
+    markLive: (runId) => this.write('markLive', runId),
     unevaluated: () => this.call('unevaluatedRuns', this.scope),
   };
 
   readonly files: LiveStore['files'] = {
-    add: (runId, path, format) => this.call('addFile', runId, path, format),
-    byPath: (path) => this.call('fileByPath', path, this.scope),
-    clearSkips: (fileId) => this.call('clearSkips', fileId),
+    add: (runId, path, format) => this.holdFile(this.call('addFile', runId, path, format)),
+    byPath: (path) => this.heldFiles.get(path) ?? this.holdFile(this.call('fileByPath', path, this.scope)),
+    clearSkips: (fileId) => {
+      this.write('clearSkips', fileId);
+      for (const [path, f] of this.heldFiles) if (f.id === fileId) this.heldFiles.delete(path);
+    },
   };
 
   readonly points: LiveStore['points'] = {
     after: (runId, metric, step) => this.held.after(runId, metric, step) ?? this.call('after', runId, metric, step),
     latest: (runId) => this.call('latest', runId),
-    metricsOf: (runId) => this.call('metricsOf', runId),
+    metricsOf: (runId) => this.fresh(runId, 'metrics') ?? this.call('metricsOf', runId),
     series: (runId, metric, last) => this.call('series', runId, metric, last),
     stepSpan: (runId) => this.call('stepSpan', runId),
     upTo: (runId, metric, step, n, finite = false) =>
@@ -100,17 +118,17 @@ export class PgLiveStore implements LiveStore {
     },
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
     drop: (id) => {
-      this.call('dropAlert', id);
+      this.write('dropAlert', id);
       this.changedOpen(id);
     },
     fire: (id, c) => {
-      this.call('fireAlert', id, c);
+      this.write('fireAlert', id, c);
       this.changedOpen(id);
     },
     firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
     markNotified: (id, state, at) => {
-      this.call('markNotified', id, state, at);
+      this.write('markNotified', id, state, at);
       this.changedOpen(id);
     },
     openOf: (runId) => {
@@ -119,7 +137,7 @@ export class PgLiveStore implements LiveStore {
       return [...rows];
     },
     resolve: (id, c) => {
-      this.call('resolveAlert', id, c);
+      this.write('resolveAlert', id, c);
       this.changedOpen(id);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
@@ -129,11 +147,11 @@ export class PgLiveStore implements LiveStore {
   readonly silences: LiveStore['silences'] = { active: (now) => this.call('activeSilences', now) };
   /** pg_notify with the row: the bot's LISTEN hears it when the transaction commits */
   readonly outbox: LiveStore['outbox'] = {
-    add: (runId, target, payload, at) => this.call('enqueue', runId, target, payload, at),
+    add: (runId, target, payload, at) => this.write('enqueue', runId, target, payload, at),
   };
   readonly unread: LiveStore['unread'] = {
-    forget: (path) => this.call('forgetUnread', path, this.scope),
-    note: (row: UnreadRow) => this.call('noteUnread', row, this.scope),
+    forget: (path) => this.write('forgetUnread', path, this.scope),
+    note: (row: UnreadRow) => this.write('noteUnread', row, this.scope),
   };
 
   readonly events: LiveStore['events'] = {
@@ -147,8 +165,8 @@ export class PgLiveStore implements LiveStore {
   };
 
   readonly attempts: LiveStore['attempts'] = {
-    list: (runId) => this.call('attemptsOf', runId),
-    markRewound: (runId, attempt) => this.call('markRewound', runId, attempt),
+    list: (runId) => this.fresh(runId, 'attempts') ?? this.call('attemptsOf', runId),
+    markRewound: (runId, attempt) => this.write('markRewound', runId, attempt),
     replaying: (runId, runLast) => this.call('replayingStep', runId, runLast),
   };
 
@@ -200,8 +218,10 @@ export class PgLiveStore implements LiveStore {
    * rules) on this thread, then the commit. */
   commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult {
     return this.transaction(() => {
-      const { result, runLast } = this.call('writeBatch', batch, examplesPerStep);
+      const { result, runLast, file, facts } = this.call('writeBatch', batch, examplesPerStep, within !== undefined);
       if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
+      if (file) this.heldFiles.set(file.path, file);
+      this.facts = facts ? { runId: batch.runId, ...facts } : null;
       if (result.events > 0) this.heldEvents.wrote(batch.runId);
       within?.(result);
       return result;
@@ -213,13 +233,14 @@ export class PgLiveStore implements LiveStore {
   transaction<T>(fn: () => T): T {
     const level = this.depth;
     const savepoint = `rlwatch_${level}`;
-    if (level === 0) this.call('begin');
-    else this.call('savepoint', savepoint);
+    // posted: a BEGIN or a savepoint that fails is thrown by the next call that waits, inside the `try` below
+    if (level === 0) this.post('begin');
+    else this.post('savepoint', savepoint);
     this.depth++;
     try {
       const out = fn();
       if (level === 0) this.call('commit');
-      else this.call('release', savepoint);
+      else this.post('release', savepoint);
       this.depth = level;
       return out;
     } catch (err) {
@@ -270,6 +291,28 @@ export class PgLiveStore implements LiveStore {
     this.held.forget();
     this.opened.clear();
     this.heldEvents.forget();
+    this.heldFiles.clear();
+    this.facts = null;
+  }
+
+  /** A write may change what the last batch's round trip read: `markLive` its run's row, anything else all of it. */
+  private written(method: keyof LiveOps): void {
+    if (!this.facts || KEEP_FACTS.has(method)) return;
+    if (method === 'markLive') delete this.facts.run;
+    else this.facts = null;
+  }
+
+  private holdFile<T extends FileRow | undefined>(row: T): T {
+    if (row) this.heldFiles.set(row.path, row);
+    return row;
+  }
+
+  /** The batch's answer of `what` for the run, once. */
+  private fresh<K extends keyof RunFacts>(runId: number, what: K): RunFacts[K] | undefined {
+    if (this.facts?.runId !== runId) return undefined;
+    const answer = (this.facts as Partial<RunFacts>)[what];
+    delete this.facts[what];
+    return answer;
   }
 
   /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
@@ -283,8 +326,27 @@ export class PgLiveStore implements LiveStore {
     return this.groupRollbacks;
   }
 
+  /** Round trips to the worker so far (`waited`), and calls posted without waiting for their answer. */
+  get calls(): { waited: number; posted: number } {
+    return { ...this.bridge.sent };
+  }
+
   private call<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): Awaited<ReturnType<LiveOps[K]>> {
+    this.written(method);
     return this.bridge.call({ method, args, now: this.now() }, fail) as Awaited<ReturnType<LiveOps[K]>>;
+  }
+
+  /** A write whose answer nothing needs: inside a transaction it is posted without waiting (its failure comes with
+   * the next call that waits, at the latest the COMMIT, which then rolls back: syncBridge.ts); outside one, where no
+   * COMMIT follows, it waits. */
+  private write<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): void {
+    if (this.depth > 0) this.post(method, ...args);
+    else this.call(method, ...args);
+  }
+
+  private post<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): void {
+    this.written(method);
+    this.bridge.post({ method, args, now: this.now() }, fail);
   }
 }
 

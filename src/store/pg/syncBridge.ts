@@ -1,8 +1,13 @@
 /**
  * Synchronous calls into a worker thread (the technique of the `synckit` package): the caller posts a request on a
  * MessagePort and sleeps in `Atomics.wait` on a shared word until the worker, having answered on the port, sets it;
- * the answer is then taken off the port with `receiveMessageOnPort`, without the caller's event loop. The worker
- * handles one request at a time, since its caller waits for each.
+ * the answer is then taken off the port with `receiveMessageOnPort`, without the caller's event loop.
+ *
+ * A call whose answer nothing needs (a write) is posted without waiting (`post`): the worker runs every request in
+ * the order sent, one at a time, so a later call sees what an earlier one wrote, and only a waited call is answered.
+ * The first failure of a posted call is kept by the worker: every later request is refused with it (posted ones
+ * dropped, waited ones thrown it) until one of the `resets` (ROLLBACK) runs, so that nothing is built, and no
+ * transaction committed, past a write that failed.
  */
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 
@@ -11,6 +16,11 @@ export interface SyncRequest {
   method: string;
   args: unknown[];
   now: number;
+}
+
+/** A request as it crosses: whether the caller waits for its answer. */
+interface SentRequest extends SyncRequest {
+  waits: boolean;
 }
 
 /** An error as it crosses: its message and its code (a SQLSTATE, or Node's for the network). */
@@ -37,6 +47,9 @@ export function syncChannel(): { bridge: SyncBridge; port: MessagePort; state: I
 }
 
 export class SyncBridge {
+  /** requests sent so far: waited for (a round trip each) and posted */
+  readonly sent = { waited: 0, posted: 0 };
+
   constructor(
     private readonly port: MessagePort,
     private readonly state: Int32Array,
@@ -46,7 +59,8 @@ export class SyncBridge {
   call(req: SyncRequest, fail: (e: CrossedError) => Error): unknown {
     if (Atomics.load(this.state, 0) === EXITED) throw fail({ message: 'the worker has stopped' });
     Atomics.store(this.state, 0, WAITING);
-    this.port.postMessage(req);
+    this.port.postMessage({ ...req, waits: true } satisfies SentRequest);
+    this.sent.waited++;
     // in a loop: the wake-up of the previous call's answer may come late, while this one still waits
     const deadline = Date.now() + STUCK_MS;
     while (Atomics.load(this.state, 0) === WAITING) {
@@ -61,24 +75,50 @@ export class SyncBridge {
     return reply.value;
   }
 
+  /** Sends `req` without waiting: what it throws comes with the next call (see the module comment). */
+  post(req: SyncRequest, fail: (e: CrossedError) => Error): void {
+    if (Atomics.load(this.state, 0) === EXITED) throw fail({ message: 'the worker has stopped' });
+    this.port.postMessage({ ...req, waits: false } satisfies SentRequest);
+    this.sent.posted++;
+  }
+
   close(): void {
     this.port.close();
   }
 }
 
-/** In the worker: answers each request on `port` with `handle`'s result, and marks the shared word when the thread
- * exits, so that a caller never waits for an answer that cannot come. */
-export function serveSync(port: MessagePort, state: Int32Array, handle: (req: SyncRequest) => Promise<unknown>): void {
+/** In the worker: runs each request on `port` with `handle`, one after the other in the order sent, answers those
+ * waited for, keeps the first failure of a posted one until one of `resets` runs (see the module comment), and
+ * marks the shared word when the thread exits, so that a caller never waits for an answer that cannot come. */
+export function serveSync(
+  port: MessagePort,
+  state: Int32Array,
+  handle: (req: SyncRequest) => Promise<unknown>,
+  resets: ReadonlySet<string> = new Set(),
+): void {
   const answer = (reply: SyncReply): void => {
     port.postMessage(reply);
     Atomics.store(state, 0, ANSWERED);
     Atomics.notify(state, 0);
   };
-  port.on('message', (req: SyncRequest) => {
-    handle(req).then(
-      (value) => answer({ ok: true, value }),
-      (err: unknown) => answer({ ok: false, error: crossed(err) }),
-    );
+  let kept: CrossedError | null = null;
+  const run = async (req: SentRequest): Promise<void> => {
+    if (resets.has(req.method)) kept = null;
+    let reply: SyncReply;
+    if (kept) reply = { ok: false, error: kept };
+    else {
+      try {
+        reply = { ok: true, value: await handle(req) };
+      } catch (err) {
+        reply = { ok: false, error: crossed(err) };
+        if (!req.waits) kept = reply.error;
+      }
+    }
+    if (req.waits) answer(reply);
+  };
+  let last = Promise.resolve();
+  port.on('message', (req: SentRequest) => {
+    last = last.then(() => run(req));
   });
   process.on('exit', () => {
     Atomics.store(state, 0, EXITED);

@@ -1,6 +1,7 @@
 /**
  * The synchronous bridge to a worker thread (src/store/pg/syncBridge.ts), alone: answers in order, errors with their
- * code, and a worker that exits is said so instead of being waited for.
+ * code, and a worker that exits is said so instead of being waited for; calls posted without waiting run in order
+ * before the next waited one, and the first that fails is handed to the calls that wait until a reset.
  */
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,7 +12,8 @@ afterEach(async () => {
   for (const w of workers.splice(0)) await w.terminate();
 });
 
-/** A worker serving `echo` (its arguments back; `later`: after a turn of its event loop), `fail` and `exit`. */
+/** A worker serving `echo` (its arguments back; `later`: after a turn of its event loop), `fail` and `exit`; `push`
+ * (after a turn) appends its argument to a list that `list` returns, `reset` empties it and clears a kept failure. */
 async function echoWorker() {
   const { bridge, port, state } = syncChannel();
   const bridgeModule = JSON.stringify(new URL('../../../src/store/pg/syncBridge.ts', import.meta.url).href);
@@ -20,12 +22,16 @@ async function echoWorker() {
     const { workerData, parentPort } = await import('node:worker_threads');
     (await import(${tsx})).register();
     const { serveSync } = await import(${bridgeModule});
+    const list = [];
     serveSync(workerData.port, workerData.state, async (req) => {
-      if (req.method === 'later') await new Promise((next) => setImmediate(next));
+      if (req.method === 'later' || req.method === 'push') await new Promise((next) => setImmediate(next));
       if (req.method === 'fail') throw Object.assign(new Error('no such table'), { code: '42P01' });
       if (req.method === 'exit') process.exit(3);
+      if (req.method === 'push') return void list.push(req.args[0]);
+      if (req.method === 'list') return list;
+      if (req.method === 'reset') return void list.splice(0);
       return req.args;
-    });
+    }, new Set(['reset']));
     parentPort.postMessage('ready');`;
   const worker = new Worker(`import(${JSON.stringify('data:text/javascript,' + encodeURIComponent(code))})`, {
     eval: true,
@@ -35,7 +41,11 @@ async function echoWorker() {
   workers.push(worker);
   await new Promise((resolve) => worker.once('message', resolve));
   const fail = (e: CrossedError): Error => Object.assign(new Error(e.message), { code: e.code });
-  return { call: (method: string, ...args: unknown[]) => bridge.call({ method, args, now: 0 }, fail) };
+  return {
+    call: (method: string, ...args: unknown[]) => bridge.call({ method, args, now: 0 }, fail),
+    post: (method: string, ...args: unknown[]) => bridge.post({ method, args, now: 0 }, fail),
+    sent: bridge.sent,
+  };
 }
 
 describe('the synchronous bridge', () => {
@@ -52,4 +62,28 @@ describe('the synchronous bridge', () => {
     expect(() => call('exit')).toThrow(/stopped during exit/);
     expect(() => call('echo', 1)).toThrow(/has stopped/);
   });
+
+  it('runs posted calls in the order sent, one after the other, before the next waited call', async () => {
+    const { call, post, sent } = await echoWorker();
+    for (let i = 0; i < 1000; i++) post('push', i);
+    expect(call('list')).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    expect(sent).toEqual({ waited: 1, posted: 1000 });
+  });
+
+  it('keeps the first failure of a posted call: later posts are dropped, and every waited call throws it until a reset',
+    async () => {
+      const { call, post } = await echoWorker();
+      post('push', 1);
+      post('fail');
+      post('push', 2); // after the failure: never run
+      expect(() => call('echo', 'x')).toThrow(expect.objectContaining({ message: 'no such table', code: '42P01' }));
+      expect(() => call('list')).toThrow('no such table'); // still kept: a COMMIT here would throw it too
+      post('push', 3);
+      expect(call('reset')).toBeUndefined(); // a reset runs despite the failure, and clears it
+      post('push', 4);
+      expect(call('list')).toEqual([4]);
+      // a waited call that fails is thrown once, as before: nothing is kept
+      expect(() => call('fail')).toThrow('no such table');
+      expect(call('echo', 'y')).toEqual(['y']);
+    });
 });

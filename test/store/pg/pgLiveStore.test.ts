@@ -121,6 +121,40 @@ describe('PgLiveStore', () => {
     expect(store.groupsRolledBack).toBe(0);
   });
 
+  it('never commits past a write posted without waiting that failed: the COMMIT throws its error and rolls back',
+    async () => {
+      const url = await freshPgDatabase();
+      const store = await open(url);
+      const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
+      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+      const before = store.calls;
+      const badCursor = (): void => {
+        store.alerts.saveCursor(run.id + 1000, 'r', 'loss', 1, {}); // no such run: run_cursors' foreign key refuses it
+        store.alerts.flushCursors();
+      };
+      expect(() =>
+        store.transaction(() => {
+          store.outbox.add(run.id, 'console', { n: 1 }, 5);
+          badCursor();
+          store.outbox.add(run.id, 'console', { n: 2 }, 5);
+        }),
+      ).toThrow(expect.objectContaining({ code: '23503' }));
+      // BEGIN, the two rows and the cursor went without waiting; the cursor's read, the COMMIT and the ROLLBACK waited
+      expect(store.calls).toEqual({ waited: before.waited + 3, posted: before.posted + 4 });
+      // in a group, a failed write in one file's savepoint fails the whole group: its files are read again
+      const { failed } = store.group(() => [
+        store.commit(batchOf(run.id, file.id, [1], 10), 0),
+        store.transaction(badCursor),
+      ]);
+      expect(failed?.message).toMatch(/did not commit: .*foreign key/);
+      expect(await rows(url, 'SELECT * FROM outbox')).toEqual([]);
+      expect(await rows(url, 'SELECT * FROM points')).toEqual([]);
+      expect(await rows(url, 'SELECT * FROM run_cursors')).toEqual([]);
+      // the store goes on
+      store.commit(batchOf(run.id, file.id, [1], 10), 0, () => store.outbox.add(run.id, 'console', { n: 3 }, 6));
+      expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":3}' }]);
+    });
+
   it('keeps two hosts apart that ingest the same path: two runs, two files, each lists its own', async () => {
     const url = await freshPgDatabase();
     const [a, b] = [await open(url, 'gpu-a'), await open(url, 'gpu-b')];
