@@ -7,11 +7,11 @@
 import { startBotSide, type BotOptions, type BotSide } from './app.ts';
 import type { Leadership } from './store/contract.ts';
 import { openStore } from './store/open.ts';
+import { TICK_MS } from './watching.ts';
 
-/** How often a standing-by process asks for the lock, and how often the leader ticks (reports, mutes, and a
- * sweep of the outbox: rows are posted as soon as they are announced, and the sweep finds any not heard). */
+/** How often a standing-by process asks for the lock. The leader ticks as a watcher does (TICK_MS): reports, mutes,
+ * and a sweep of the outbox (rows are posted as soon as they are announced; the sweep finds any not heard). */
 const LEAD_RETRY_MS = 2000;
-const TICK_MS = 10_000;
 
 export interface BotApp {
   /** settles when a platform refused rlwatch for good (a bad token): `start` reports it and exits */

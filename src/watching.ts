@@ -13,7 +13,7 @@ import type { Log } from './log.ts';
 import type { LiveStore } from './store/live.ts';
 import { retryWhileBusy, type BatchResult } from './store/store.ts';
 
-/** How often stalls, repeats and expired mutes are looked at. */
+/** How often stalls, repeats and expired mutes are looked at (and, by the process that delivers, the outbox). */
 export const TICK_MS = 10_000;
 
 export interface WatchingOptions {
