@@ -2,7 +2,8 @@
  * Parsing off the thread that writes to SQLite (a backfill): a worker reads and parses the next chunks of a file
  * while this thread commits the last one and runs the rules on it. One file at a time, as the Ingestor reads them.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorker } from '../workerThread.ts';
 import { CHUNKS_AHEAD, type LineRange, type ParsedChunk } from './lineChunks.ts';
 import type { FromWorker, ToWorker } from './parseWorker.ts';
 
@@ -95,15 +96,7 @@ export class ParseThread {
 /** measured on a 300k-line backfill: 8 MB instead of V8's default (48) takes ~30 MB off the peak RSS, same speed */
 const YOUNG_MB = 8;
 
-/** The worker's entry beside this module: dist/parseWorker.js in the bundle (scripts/build.mjs), the TypeScript
- * source when running from sources (tsx, vitest), which the worker loads through tsx. */
-function spawn(): Worker {
-  const fromSources = import.meta.url.endsWith('.ts');
-  const entry = new URL(fromSources ? './parseWorker.ts' : './parseWorker.js', import.meta.url);
-  // a parser's garbage is short-lived: a small young generation keeps the process' RSS down at little cost
-  const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_MB };
-  if (!fromSources) return new Worker(entry, { resourceLimits });
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const [api, source] = [JSON.stringify(tsx), JSON.stringify(entry.href)];
-  return new Worker(`import(${api}).then((m) => { m.register(); return import(${source}); })`, { eval: true, resourceLimits });
-}
+/** The parse worker (parseWorker.ts). A parser's garbage is short-lived: a small young generation keeps the process'
+ * RSS down at little cost. */
+const spawn = (): Worker =>
+  spawnWorker(import.meta.url, 'parseWorker', { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_MB } });

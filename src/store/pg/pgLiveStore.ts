@@ -18,7 +18,8 @@
  * so that two hosts with the same /data/runs/grpo-7 keep two runs and two file offsets; `runs.list`, `unevaluated`
  * and `files.byPath` see that scope only, so a watcher evaluates, ticks and reads its own runs and no other's.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorker } from '../../workerThread.ts';
 import type { AlertChange, AlertRow, RuleIncidents } from '../alerts.ts';
 import { PostgresError } from '../dbErrors.ts';
 import type { EventRow } from '../events.ts';
@@ -350,15 +351,6 @@ export class PgLiveStore implements LiveStore {
   }
 }
 
-/** The worker's entry beside this module: dist/liveWorker.js in the bundle (scripts/build.mjs), the TypeScript
- * source when running from sources (tsx, vitest), loaded through tsx (as src/ingest/parseThread.ts does). */
-function spawn(data: LiveWorkerData): Worker {
-  const fromSources = import.meta.url.endsWith('.ts');
-  const entry = new URL(fromSources ? './liveWorker.ts' : './liveWorker.js', import.meta.url);
-  const options = { workerData: data, transferList: [data.port] };
-  if (!fromSources) return new Worker(entry, options);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const [api, source] = [JSON.stringify(tsx), JSON.stringify(entry.href)];
-  const load = `import(${api}).then((m) => { m.register(); return import(${source}); })`;
-  return new Worker(load, { eval: true, ...options });
-}
+/** The live worker (liveWorker.ts), handed its end of the bridge. */
+const spawn = (data: LiveWorkerData): Worker =>
+  spawnWorker(import.meta.url, 'liveWorker', { workerData: data, transferList: [data.port] });
