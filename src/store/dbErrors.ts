@@ -45,9 +45,13 @@ export const isDiskFull = (err: unknown): boolean =>
   sqliteCode(err)?.startsWith('SQLITE_FULL') === true || pgCode(err) === '53100';
 export const isBusy = (err: unknown): boolean =>
   /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err) ?? '') || /^(40001|40P01|55P03)$/.test(pgCode(err) ?? '');
-/** PostgreSQL could not be reached, or ended the session (a connection exception, an administrator or a restart):
- * nothing of what was being written stayed, and the same work may succeed once it is back. */
-export const isUnreachable = (err: unknown): boolean => /^(08|57P0[1-3]|E[A-Z]+$)/.test(pgCode(err) ?? '');
+/** Whether an error code says the connection to PostgreSQL could not be made or has ended: the server's (class 08, a
+ * connection exception; 57P01-57P03: terminated by an administrator, shutting down, cannot connect now) or the
+ * network's (Node's E* codes). */
+export const endsConnection = (code: string): boolean => /^(08|57P0[1-3]$)/.test(code) || /^E[A-Z]+$/.test(code);
+/** PostgreSQL could not be reached, or ended the session: nothing of what was being written stayed, and the same
+ * work may succeed once it is back. */
+export const isUnreachable = (err: unknown): boolean => endsConnection(pgCode(err) ?? '');
 
 const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR']);
 

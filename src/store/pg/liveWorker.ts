@@ -9,6 +9,7 @@
  */
 import type pg from 'pg';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { endsConnection } from '../dbErrors.ts';
 import { ShapedRows } from '../metricRows.ts';
 import type { AttemptRow } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
@@ -205,11 +206,10 @@ class Connection {
   }
 }
 
-/** An error that ends the connection: the server's (class 08, or 57P01-57P03: terminated, shutting down) or the
- * network's, or the driver's word that the connection ended. */
+/** An error that ends the connection (`endsConnection`), or the driver's word that it ended. */
 function isLost(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') return /^(08|57P0[1-3]$)/.test(code) || /^E[A-Z]+$/.test(code);
+  if (typeof code === 'string') return endsConnection(code);
   return /Connection terminated|not queryable/.test((err as Error).message ?? '');
 }
 
