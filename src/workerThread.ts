@@ -11,5 +11,6 @@ export function spawnWorker(base: string, name: string, options: WorkerOptions):
   if (!fromSources) return new Worker(entry, options);
   const tsx = import.meta.resolve('tsx/esm/api');
   const [api, source] = [JSON.stringify(tsx), JSON.stringify(entry.href)];
-  return new Worker(`import(${api}).then((m) => { m.register(); return import(${source}); })`, { ...options, eval: true });
+  const load = `import(${api}).then((m) => { m.register(); return import(${source}); })`;
+  return new Worker(load, { ...options, eval: true });
 }

@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { HeldCursors } from './heldCursors.ts';
+import { HeldOpenAlerts } from './heldOpenAlerts.ts';
 import { prepared } from './prepared.ts';
 
 export type AlertState = 'pending' | 'firing' | 'resolved';
@@ -56,13 +57,9 @@ export interface RuleIncidents {
 export class Alerts {
   /** The rule cursors, held (heldCursors.ts): this process is their one writer (the writer lock). */
   private readonly cursors: HeldCursors;
-  /**
-   * The open alerts read or created, per run, in id order, exactly as in the database: kept while no other
-   * connection has committed (`PRAGMA data_version`, read on each `openOf`: an ack or mute run beside `start`),
-   * dropped with the cursors when a transaction rolls back, and dropped for the run on any other change to one of
-   * them (a firing, resolution, ack or announcement: rare next to the evaluations that read them).
-   */
-  private readonly opened = new Map<number, AlertRow[]>();
+  /** The open alerts, held (heldOpenAlerts.ts): dropped too when another connection has committed (`PRAGMA
+   * data_version`, read on each `openOf`: an ack or mute run beside `start`). */
+  private readonly opened = new HeldOpenAlerts();
   private readonly dataVersion: Statement;
   private version: unknown;
 
@@ -98,7 +95,7 @@ export class Alerts {
     const id = Number(info.lastInsertRowid);
     this.event(id, state, c);
     const row = this.byId(id) as AlertRow;
-    this.opened.get(runId)?.push(row); // the newest id: the run's list stays in id order
+    this.opened.created(row);
     return row;
   }
 
@@ -106,31 +103,31 @@ export class Alerts {
     prepared(this.db, `UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
       .run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
     this.event(id, 'firing', c);
-    this.changedOpen(id);
+    this.opened.changed(id);
   }
 
   resolve(id: number, c: AlertChange): void {
     prepared(this.db, `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
       .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
     this.event(id, 'resolved', c);
-    this.changedOpen(id);
+    this.opened.changed(id);
   }
 
   /** A pending alert whose condition cleared before it fired was never an incident. */
   drop(id: number): void {
     prepared(this.db, 'DELETE FROM alerts WHERE id = ?').run(id);
-    this.changedOpen(id);
+    this.opened.changed(id);
   }
 
   ack(id: number, by: Who, comment: string | null, at: number): void {
     prepared(this.db, 'UPDATE alerts SET acked_by = ?, acked_by_name = ?, acked_at = ?, ack_comment = ? WHERE id = ?')
       .run(by.id, by.name, at, comment, id);
-    this.changedOpen(id);
+    this.opened.changed(id);
   }
 
   markNotified(id: number, state: 'firing' | 'resolved', at: number): void {
     prepared(this.db, 'UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
-    this.changedOpen(id);
+    this.opened.changed(id);
   }
 
   /** Alerts that may need announcing, in id order: firing ones (held: `openOf`), resolved ones whose firing was
@@ -195,37 +192,24 @@ export class Alerts {
    */
   forget(runId?: number): void {
     this.cursors.forget(runId);
-    if (runId === undefined) this.opened.clear();
-    else this.opened.delete(runId);
+    this.opened.forget(runId);
   }
 
   /** The run's open (pending or firing) alerts, in id order. */
   openOf(runId: number): AlertRow[] {
     const version = this.dataVersion.get();
     if (version !== this.version) {
-      this.opened.clear(); // another connection committed: it may have acked one
+      this.opened.forget(); // another connection committed: it may have acked one
       this.version = version;
     }
-    let rows = this.opened.get(runId);
-    if (!rows) {
-      rows = prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`)
-        .all(runId) as AlertRow[];
-      this.opened.set(runId, rows);
-    }
-    return [...rows];
+    const sql = `SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`;
+    return this.opened.of(runId, () => prepared(this.db, sql).all(runId) as AlertRow[]);
   }
 
   /** Moves the run's cursors at or past `step` back to just before it, with their carried state cleared (written
    * by the next `flushCursors`, like a save). */
   rewindCursors(runId: number, step: number): void {
     this.cursors.rewind(runId, step);
-  }
-
-  /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
-  private changedOpen(id: number): void {
-    for (const [runId, rows] of this.opened) {
-      if (rows.some((a) => a.id === id)) this.opened.delete(runId);
-    }
   }
 
   private event(id: number, state: string, c: AlertChange): void {

@@ -30,6 +30,7 @@ import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart } from './liveWorker.ts';
 import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from '../heldCursors.ts';
+import { HeldOpenAlerts } from '../heldOpenAlerts.ts';
 import { HeldEvents } from './heldEvents.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
@@ -65,11 +66,11 @@ export class PgLiveStore implements LiveStore {
   /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
   private readonly held = new HeldPoints();
   /**
-   * Each run's open alerts as read or created, in id order: this watcher alone makes, fires, resolves, drops and
-   * announces its runs' alerts. Other processes write only their ack columns, which the rules do not read; what is
-   * announced, and how, is read from PostgreSQL (`announceable`), acks and mutes included.
+   * Each run's open alerts (heldOpenAlerts.ts): this watcher alone makes, fires, resolves, drops and announces its
+   * runs' alerts. Other processes write only their ack columns, which the rules do not read; what is announced, and
+   * how, is read from PostgreSQL (`announceable`), acks and mutes included.
    */
-  private readonly opened = new Map<number, AlertRow[]>();
+  private readonly opened = new HeldOpenAlerts();
   private readonly heldEvents = new HeldEvents();
   /** this scope's file rows by path, as read, added or left by a batch: this watcher alone writes them */
   private readonly heldFiles = new Map<string, FileRow>();
@@ -114,32 +115,28 @@ export class PgLiveStore implements LiveStore {
     byId: (id) => this.call('alertById', id),
     create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) => {
       const row = this.call('createAlert', runId, rule, metric, state, c);
-      this.opened.get(runId)?.push(row); // the newest id: the run's list stays in id order
+      this.opened.created(row);
       return row;
     },
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
     drop: (id) => {
       this.write('dropAlert', id);
-      this.changedOpen(id);
+      this.opened.changed(id);
     },
     fire: (id, c) => {
       this.write('fireAlert', id, c);
-      this.changedOpen(id);
+      this.opened.changed(id);
     },
     firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
     markNotified: (id, state, at) => {
       this.write('markNotified', id, state, at);
-      this.changedOpen(id);
+      this.opened.changed(id);
     },
-    openOf: (runId) => {
-      let rows = this.opened.get(runId);
-      if (!rows) this.opened.set(runId, (rows = this.call('openAlertsOf', runId)));
-      return [...rows];
-    },
+    openOf: (runId) => this.opened.of(runId, () => this.call('openAlertsOf', runId)),
     resolve: (id, c) => {
       this.write('resolveAlert', id, c);
-      this.changedOpen(id);
+      this.opened.changed(id);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
     saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),
@@ -290,7 +287,7 @@ export class PgLiveStore implements LiveStore {
   private forgetHeld(): void {
     this.cursors.forget();
     this.held.forget();
-    this.opened.clear();
+    this.opened.forget();
     this.heldEvents.forget();
     this.heldFiles.clear();
     this.facts = null;
@@ -314,13 +311,6 @@ export class PgLiveStore implements LiveStore {
     const answer = (this.facts as Partial<RunFacts>)[what];
     delete this.facts[what];
     return answer;
-  }
-
-  /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
-  private changedOpen(id: number): void {
-    for (const [runId, rows] of this.opened) {
-      if (rows.some((a) => a.id === id)) this.opened.delete(runId);
-    }
   }
 
   get groupsRolledBack(): number {
