@@ -15,6 +15,7 @@ import type { Reply } from './commands/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
 import { UserError } from './errors.ts';
 import type { Config } from './config/schema.ts';
+import type { PlatformSettings } from './app.ts';
 import type { BackfillSummary } from './ingest/backfill.ts';
 import { silentLog, stderrLog } from './log.ts';
 import { interact } from './notify/interaction.ts';
@@ -139,6 +140,16 @@ function rootsOf(dirs: readonly string[], config: Config): string[] {
   return roots;
 }
 
+/** The chat platforms configured in `config` and the environment (settings by id); `delivering`: this process posts
+ * alerts, so none configured is worth a line. */
+async function configuredPlatforms(config: Config, delivering: boolean): Promise<PlatformSettings> {
+  const platforms = (await import('./app.ts')).platformsFromEnv(config);
+  if (delivering && Object.keys(platforms).length === 0) {
+    stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
+  }
+  return platforms;
+}
+
 /** Resolves when the process is told to stop (null), or when a chat platform refuses its token for good. */
 function untilStopped(failure: Promise<Error>): Promise<Error | null> {
   return new Promise<Error | null>((done) => {
@@ -153,18 +164,11 @@ function untilStopped(failure: Promise<Error>): Promise<Error | null> {
  * watcher` watches this host's runs into the database; `--role all` does both in one process (it delivers while it
  * wins the bot lock, and stands by otherwise).
  */
-async function startOnPg(role: Role, dirs: readonly string[], cmd: Command): Promise<void> {
-  const opts = cmd.optsWithGlobals<GlobalOpts>();
-  const { config } = loadConfig(opts.config);
-  const db = dbLocation(opts.db, config);
+async function startOnPg(role: Role, dirs: readonly string[], config: Config, db: string): Promise<void> {
   const roots = role === 'bot' ? [] : rootsOf(dirs, config);
-  const [{ platformsFromEnv }, { startBot }, { startWatcher }] = await Promise.all([
-    import('./app.ts'), import('./bot.ts'), import('./watcherRole.ts'),
-  ]);
-  const platforms = platformsFromEnv(config);
-  if (role !== 'watcher' && Object.keys(platforms).length === 0) {
-    stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
-  }
+  const [{ startBot }, { startWatcher }] = await Promise.all([import('./bot.ts'), import('./watcherRole.ts')]);
+  // a watcher delivers nothing: the platforms' settings only route what it queues
+  const platforms = await configuredPlatforms(config, role !== 'watcher');
   const watcher = role === 'bot' ? null : await startWatcher({ config, db, roots, log: stderrLog, platforms });
   if (watcher) stderrLog.info(`watching ${roots.join(', ')} as ${watcher.prefix}/...; database ${redactUrl(db)}`);
   const bot = role === 'watcher' ? null : await startBot({ config, db, log: stderrLog, platforms });
@@ -192,16 +196,15 @@ program
   )
   .action(async (dirs: string[], opts: { role: string }, cmd: Command) => {
     const global = cmd.optsWithGlobals<GlobalOpts>();
-    const onPg = isPostgresUrl(dbLocation(global.db, loadConfig(global.config).config));
-    const role = checkRole(opts.role, onPg);
-    if (onPg) return startOnPg(role, dirs, cmd);
-    const { config, dbPath } = setup(cmd);
+    const { config } = loadConfig(global.config);
+    const db = dbLocation(global.db, config);
+    const role = checkRole(opts.role, isPostgresUrl(db));
+    if (isPostgresUrl(db)) return startOnPg(role, dirs, config, db);
     const roots = rootsOf(dirs, config);
-    const { platformsFromEnv, startApp } = await import('./app.ts');
-    const platforms = platformsFromEnv(config);
-    if (Object.keys(platforms).length === 0) stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
-    const app = await startApp({ config, dbPath, roots, log: stderrLog, platforms });
-    stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${dbPath}`);
+    const { startApp } = await import('./app.ts');
+    const platforms = await configuredPlatforms(config, true);
+    const app = await startApp({ config, dbPath: db, roots, log: stderrLog, platforms });
+    stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${db}`);
     stderrLog.info(`${app.store.runs.list().length} runs so far; Ctrl-C stops`);
     // Runs until a signal, or until a chat platform refuses the token: then it stops at once, with one line
     // saying why (an alerting tool that cannot alert should not look as if it were watching).
