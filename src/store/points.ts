@@ -83,7 +83,8 @@ export class Points {
       `INSERT INTO points (run_id, metric_id, step, value) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, metric_id, step) DO UPDATE SET value = excluded.value`,
     );
-    const rows = Array.from({ length: STEP_ROWS }, () => '(?, ?, ?)').join(', ');
+    // the run and the time named once per statement, not bound again for each of its rows (a third of its cost)
+    const rows = Array.from({ length: STEP_ROWS }, () => '(:run, ?, :at)').join(', ');
     this.insertSteps = db.prepare(`INSERT OR IGNORE INTO steps (run_id, step, at) VALUES ${rows}`);
     this.insertStep = db.prepare('INSERT OR IGNORE INTO steps (run_id, step, at) VALUES (?, ?, ?)');
     this.insertRunMetric = db.prepare('INSERT OR IGNORE INTO run_metrics (run_id, metric_id) VALUES (?, ?)');
@@ -157,14 +158,11 @@ export class Points {
     let added = 0;
     let i = 0;
     if (steps.length >= STEP_ROWS) {
-      const args = new Array<number>(3 * STEP_ROWS);
-      for (let k = 0; k < STEP_ROWS; k++) {
-        args[3 * k] = runId;
-        args[3 * k + 2] = at;
-      }
+      const args = new Array<number>(STEP_ROWS);
+      const named = { run: runId, at };
       for (; i + STEP_ROWS <= steps.length; i += STEP_ROWS) {
-        for (let k = 0; k < STEP_ROWS; k++) args[3 * k + 1] = steps[i + k]!;
-        added += this.insertSteps.run(args).changes;
+        for (let k = 0; k < STEP_ROWS; k++) args[k] = steps[i + k]!;
+        added += this.insertSteps.run(args, named).changes;
       }
     }
     for (; i < steps.length; i++) added += this.insertStep.run(runId, steps[i], at).changes;

@@ -2,7 +2,7 @@
  * What Points holds of a run's batches in memory (the batch's points for `after`, each series' tail for `upTo`)
  * answers as the database does: batches of shaped rows and of plain rows, with steps written again, out of order,
  * NaN, -0, a metric first seen mid-run and tails longer than what is kept. The expected answers come from a plain
- * model of the points written (the last value per metric and step), not from the store.
+ * model of the points written (the last value per metric and step), not from the store. And the steps a batch notes.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +23,8 @@ class Model {
   }
 
   points(metric: string): Point[] {
-    return [...(this.series.get(metric) ?? [])].map(([step, value]) => ({ step, value })).sort((a, b) => a.step - b.step);
+    const points = [...(this.series.get(metric) ?? [])].map(([step, value]) => ({ step, value }));
+    return points.sort((a, b) => a.step - b.step);
   }
 
   after(metric: string, step: number): Point[] {
@@ -81,9 +82,8 @@ function expectAnswers(t: ReturnType<typeof open>, model: Model, metrics: string
       expect(t.store.points.after(t.runId, metric, step), `${metric} after ${step}`).toEqual(model.after(metric, step));
       for (const n of [1, 3, 50]) {
         for (const finite of [false, true]) {
-          expect(t.store.points.upTo(t.runId, metric, step, n, finite), `${metric} upTo ${step} ${n} ${finite}`).toEqual(
-            model.upTo(metric, step, n, finite),
-          );
+          const upTo = t.store.points.upTo(t.runId, metric, step, n, finite);
+          expect(upTo, `${metric} upTo ${step} ${n} ${finite}`).toEqual(model.upTo(metric, step, n, finite));
         }
       }
     }
@@ -139,6 +139,24 @@ describe('Points memory of the last batch and the series tails', () => {
     t.store.points.forget(t.runId);
     expectAnswers(t, model, ['a', 'b', 'c'], 0, 12);
     expectAnswers(t, model, ['a', 'c'], 2990, 3050);
+    t.store.close();
+  });
+});
+
+describe('Points.writeSteps', () => {
+  it('notes the steps of a batch once each, 64 to a statement and the rest one by one', () => {
+    const t = open();
+    const first = Array.from({ length: 150 }, (_, i) => 2 * i); // 0, 2, ... 298
+    const again = Array.from({ length: 140 }, (_, i) => 200 + i); // 200 ... 339: the even ones up to 298 known
+    const added = t.store.db.transaction(() => [
+      t.store.points.writeSteps(t.runId, Float64Array.from(first), 1000),
+      t.store.points.writeSteps(t.runId, again, 2000),
+    ])();
+    const known = new Set(first);
+    expect(added).toEqual([150, again.filter((s) => !known.has(s)).length]);
+    expect(t.store.points.steps(t.runId)).toEqual([...new Set([...first, ...again])].sort((a, b) => a - b));
+    const at = t.store.db.prepare('SELECT step, at FROM steps WHERE run_id = ? AND step IN (298, 299)').all(t.runId);
+    expect(at).toEqual([{ step: 298, at: 1000 }, { step: 299, at: 2000 }]);
     t.store.close();
   });
 });
