@@ -1,7 +1,7 @@
 /**
  * The real `rlwatch backfill` (bin/rlwatch, as a user runs it: start-up, the default config's rules and the
  * terminal target included) of `root` into a fresh database, timed from spawn to exit; what it stored is read
- * from the database afterwards. Its peak RSS comes from a preload (bench/peakRss.mjs).
+ * from the database afterwards. Its peak RSS and its main thread's CPU time come from a preload (bench/peakRss.mjs).
  */
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
@@ -22,6 +22,8 @@ export interface ChildResult {
   alerts: number;
   skips: Record<string, number>;
   maxRssKB: number;
+  /** CPU seconds of the thread that writes to SQLite (start-up and rules included); null where unknown */
+  mainCpuSeconds: number | null;
 }
 
 export function runBackfillCli(opts: { repo: string; root: string; db: string; extraNodeArgs?: string[] }): ChildResult {
@@ -51,7 +53,8 @@ export function runBackfillCli(opts: { repo: string; root: string; db: string; e
   });
   const seconds = (performance.now() - t0) / 1000;
   if (child.status !== 0) throw new Error(`rlwatch backfill exited ${child.status}: ${child.stderr.slice(-2000)}`);
-  const maxRssKB = Number(readFileSync(rssFile, 'utf8'));
+  const measured = JSON.parse(readFileSync(rssFile, 'utf8')) as Pick<ChildResult, 'maxRssKB' | 'mainCpuSeconds'>;
+  const { maxRssKB, mainCpuSeconds } = measured;
   rmSync(rssFile, { force: true });
 
   const conn = new Database(db, { readonly: true });
@@ -73,6 +76,7 @@ export function runBackfillCli(opts: { repo: string; root: string; db: string; e
       alerts: one('SELECT count(*) FROM alerts'),
       skips: Object.fromEntries(skips.map((s) => [s.reason, s.n])),
       maxRssKB,
+      mainCpuSeconds,
     };
   } finally {
     conn.close();

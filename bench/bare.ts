@@ -12,6 +12,8 @@ export interface BareResult {
   points: number;
   txRows: number;
   seconds: number;
+  /** CPU seconds of the loop (one thread), whatever else ran beside it */
+  cpuSeconds: number;
   pointsPerSec: number;
 }
 
@@ -31,11 +33,13 @@ export function bareInsert(dbPath: string, points: number, perStep: number, txRo
     }
   });
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   for (let from = 0; from < points; from += txRows) insertRange(from, Math.min(points, from + txRows));
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const stored = db.prepare('SELECT count(*) FROM points').pluck().get() as number;
   store.close();
-  return { points: stored, txRows, seconds, pointsPerSec: stored / seconds };
+  return { points: stored, txRows, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, pointsPerSec: stored / seconds };
 }
 
 if (process.argv[1] && import.meta.filename === process.argv[1]) {

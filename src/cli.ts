@@ -17,6 +17,7 @@ import { UserError } from './errors.ts';
 import type { Config } from './config/schema.ts';
 import type { PlatformSettings } from './app.ts';
 import type { BackfillSummary } from './ingest/backfill.ts';
+import type { ParseThread } from './ingest/parseThread.ts';
 import { silentLog, stderrLog } from './log.ts';
 import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
@@ -60,7 +61,7 @@ async function print(reply: Reply, json: boolean | undefined): Promise<void> {
 
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
 async function runBackfill(
-  store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => Promise<void>,
+  store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => Promise<void>, parsing: ParseThread,
 ): Promise<void> {
   const [{ backfillPipeline }, { backfill }, { SingleBar }] = await Promise.all([
     import('./app.ts'),
@@ -79,7 +80,7 @@ async function runBackfill(
       if (!started) bar.start(mb(total), 0);
       started = true;
       bar.update(mb(done));
-    });
+    }, parsing);
     if (started) bar?.stop();
     started = false;
     await report(summary);
@@ -223,13 +224,16 @@ program
   .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
     const roots = checkDirs(dirs);
     const { config, dbPath } = setup(cmd);
+    // the parse worker starts up while this thread opens the database and loads the rules (an idle one never keeps
+    // the process alive, should the database be refused)
+    const parsing = new (await import('./ingest/parseThread.ts')).ParseThread();
     const store = Store.openWriter(dbPath, 'backfill');
     try {
       const t0 = performance.now();
       await runBackfill(store, config, roots, async (summary) => {
         const unread = (await unreadSummary(new SqliteAsyncStore(store), roots)).map((line) => `  ${line}`);
         process.stdout.write(`${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`);
-      });
+      }, parsing);
     } finally {
       store.close();
     }

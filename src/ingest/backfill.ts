@@ -19,12 +19,14 @@ export interface BackfillProgress {
 }
 
 /** Ingests everything already under `roots` once, file by file, and sums up what it found. Lines are parsed in a
- * worker thread while this one writes what was parsed before and runs the rules on it. */
+ * worker thread (`thread`, closed at the end) while this one writes what was parsed before and runs the rules on it.
+ * A caller that starts the thread early has its start-up overlap its own (opening the database, loading the rules). */
 export async function backfill(
   ingestor: Ingestor,
   roots: readonly string[],
   opts: { depth: number; ignore?: readonly string[] },
   onProgress: (p: BackfillProgress) => void = () => {},
+  thread: ParseThread = new ParseThread(),
 ): Promise<BackfillSummary> {
   const work = roots.flatMap((root) =>
     discoverFiles(root, opts.depth, opts.ignore)
@@ -43,7 +45,6 @@ export async function backfill(
     summary.lines += outcome.lines;
     for (const [reason, n] of Object.entries(outcome.skips)) summary.skips[reason] = (summary.skips[reason] ?? 0) + n;
   };
-  const thread = new ParseThread();
   ingestor.useParseThread(thread);
   try {
     for (const w of work) {

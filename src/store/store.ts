@@ -237,7 +237,7 @@ export class Store {
       this.points.writeShaped(b.runId, b.metrics, seen);
       steps = b.metrics.steps;
     } else {
-      for (const m of b.metrics) this.points.write(b.runId, m.step, m.values, seen);
+      this.points.writeRows(b.runId, b.metrics, seen);
       steps = b.metrics.map((m) => m.step);
     }
     for (let i = 0; i < steps.length; i++) {

@@ -12,7 +12,8 @@ describe('integrity at open', () => {
     const store = Store.open(db);
     const run = store.runs.ensure('r', '/x/r');
     store.db.transaction(() => {
-      for (let i = 1; i <= 20_000; i++) store.points.write(run.id, i, new Map([['loss', i], ['reward', i / 2]]), new Set());
+      const rows = Array.from({ length: 20_000 }, (_, k) => ({ step: k + 1, values: new Map([['loss', k + 1], ['reward', (k + 1) / 2]]) }));
+      store.points.writeRows(run.id, rows, new Set());
     })();
     store.db.pragma('wal_checkpoint(TRUNCATE)');
     store.close();
