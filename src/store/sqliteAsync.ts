@@ -173,13 +173,17 @@ export class SqliteAsyncStore implements StoreContract {
   claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
     this.call(() => {
       const until = o.now + o.leaseMs;
+      // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry
       const rows = prepared(this.store.db,
           `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
-           WHERE id IN (SELECT id FROM outbox WHERE target = :target AND done_at IS NULL AND dead_at IS NULL
-             AND (claimed_until IS NULL OR claimed_until <= :now)
-             AND id < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
-               AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
-             ORDER BY id LIMIT :limit)
+           WHERE id IN (SELECT h.head FROM (
+               SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
+               WHERE target = :target AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id
+             ) h JOIN outbox o ON o.id = h.head
+             WHERE (o.claimed_until IS NULL OR o.claimed_until <= :now)
+               AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
+                 AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
+             ORDER BY h.urgency DESC, h.head LIMIT :limit)
            RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at`,
         )
         .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as ClaimedRow[];
