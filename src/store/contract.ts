@@ -168,7 +168,7 @@ export interface StoreContract {
    * so a run's rows go out one at a time, in order (a card before its edit or resolution), however many deliver;
    * rows of different runs are independent. Most urgent first: runs whose open rows include the most severe item
    * (critical, then warning; the `urgency` column of migrations 019 and pg/004), a run's older rows going with it
-   * (its info head goes first when a critical row is behind it), then by id; returned by id. None at or after a row
+   * (its info head goes first when a critical row is behind it), then by id; returned in that order. None at or after a row
    * that waits for its next attempt (a failure holds its target back until then, whichever process retries it).
    * Rows set aside are skipped.
    */

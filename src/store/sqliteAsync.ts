@@ -6,6 +6,7 @@ import type {
 } from './contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
 import type { SeriesDigest } from './seriesDigest.ts';
+import { handOutOrder, type RankedRow } from './outbox.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';
@@ -184,10 +185,12 @@ export class SqliteAsyncStore implements StoreContract {
                AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
                  AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
              ORDER BY h.urgency DESC, h.head LIMIT :limit)
-           RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at`,
+           RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at,
+             (SELECT max(urgency) FROM outbox r WHERE r.target = outbox.target AND r.run_id = outbox.run_id
+               AND r.done_at IS NULL AND r.dead_at IS NULL) AS rank`,
         )
-        .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as ClaimedRow[];
-      return rows.sort((a, b) => a.id - b.id).map((r) => ({ ...r, leaseUntil: until }));
+        .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as RankedRow[];
+      return handOutOrder(rows, until);
     });
 
   private releaseClaim(id: number): void {
