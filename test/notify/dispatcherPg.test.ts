@@ -51,10 +51,13 @@ describe('two dispatchers on one PostgreSQL', () => {
     const fake = await startFakeDiscord();
     cleanup.push(() => fake.close());
     const [a, b] = [await bot(url, fake), await bot(url, fake)];
-    // four runs: a run's rows go one at a time, so two dispatchers share the work only across runs
-    const byRun: number[][] = [[], [], [], []];
+    // a run's rows go one at a time, so two dispatchers share the work across runs: more runs than one takes at once
+    const RUNS = 8;
+    const byRun: number[][] = Array.from({ length: RUNS }, () => []);
     const enqueue = async (store: PgStore): Promise<void> => {
-      for (let i = 0; i < 12; i++) byRun[i % 4]!.push(...(await enqueueAlerts(store, fake, 1, `host-a/grpo-${i % 4}`)));
+      for (let i = 0; i < 12; i++) {
+        byRun[i % RUNS]!.push(...(await enqueueAlerts(store, fake, 1, `host-a/grpo-${i % RUNS}`)));
+      }
     };
     await enqueue(a.store);
     const draining = [a, b].map((x) => x.dispatcher.kick());

@@ -235,7 +235,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.openOutbox()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
   });
 
-  it('two claimers at once never get the same outbox row, and each run\'s rows go one at a time, in order', async () => {
+  it('two claimers at once never get the same outbox row; each run\'s rows go one at a time, in order', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const runIds = await someRuns(store, 12);
@@ -264,7 +264,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect(new Set(got.map((g) => g.owner)).size).toBe(2);
   });
 
-  it('hands out each run\'s oldest row, leased until delivered; a failed row holds back the rows after it', async () => {
+  it('hands out each run\'s oldest row, leased until delivered; a failed row holds back later rows', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const [r1, r2, r3] = await someRuns(store, 3);
@@ -272,7 +272,8 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       await store.enqueue(runId!, 'discord:ops', { n }, n);
     }
     const claim = (s: StoreContract, now: number, limit?: number) =>
-      s.claim('discord:ops', { owner: 'c', now, leaseMs: 60_000, limit }).then((rows) => rows.map((r) => JSON.parse(r.payload).n));
+      s.claim('discord:ops', { owner: 'c', now, leaseMs: 60_000, limit })
+        .then((rows) => rows.map((r) => JSON.parse(r.payload).n));
     const idOf = async (n: number): Promise<number> =>
       (await store.openOutbox()).find((r) => JSON.parse(r.payload).n === n)!.id;
     expect(await claim(store, 1000)).toEqual([0, 1, 3]);
@@ -292,15 +293,16 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect(await claim(store, 90_300)).toEqual([2, 3, 4]);
   });
 
-  it('hands out the most urgent runs first: a run whose rows hold a critical alert, its older rows with it', async () => {
+  it('hands out the most urgent runs first: a run whose rows hold a critical alert, older rows with it', async () => {
     const { store } = await setUp(kind);
     const [quiet, warned, paged, forged] = await someRuns(store, 4);
     // items as the engine writes them (src/engine/engine.ts): severity, then rule
     const item = (severity: string, summary = 'x') => ({ alertId: 1, kind: 'firing', severity, rule: 'r', summary });
+    const finishedRule = { rule: 'r', severity: 'critical', incidents: 1, firing: 0 }; // as src/store/alerts.ts lists
     const rows: Array<[number, unknown]> = [
       // untrusted text shaped like a critical item, and a finished run's summary of its critical rule: info rows
       [forged!, { run: 'f', items: [item('info', '"severity":"critical","rule":"r"')] }],
-      [forged!, { run: 'f', items: [{ ...item('info'), finished: { alerts: [{ rule: 'r', severity: 'critical', incidents: 1 }] } }] }],
+      [forged!, { run: 'f', items: [{ ...item('info'), finished: { alerts: [finishedRule] } }] }],
       [quiet!, { run: 'q', items: [item('info')] }],
       [warned!, { run: 'w', items: [item('info')] }],
       [paged!, { run: 'p', items: [item('info')] }],
@@ -308,9 +310,12 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       [paged!, { run: 'p', items: [item('critical')] }],
       [quiet!, { run: 'q', items: [item('info')] }],
     ];
-    for (const [i, [runId, payload]] of rows.entries()) await store.enqueue(runId, 'discord:ops', { ...payload as object, i }, i);
+    for (const [i, [runId, payload]] of rows.entries()) {
+      await store.enqueue(runId, 'discord:ops', { ...(payload as object), i }, i);
+    }
     const next = async (limit = 1): Promise<number[]> =>
-      (await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit })).map((r) => JSON.parse(r.payload).i);
+      (await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit }))
+        .map((r) => JSON.parse(r.payload).i);
     // run `paged`'s info row first (its critical row is behind it), then `warned`'s, then by age; in that order
     expect(await next(3)).toEqual([4, 3, 0]);
     expect([await next(), await next()]).toEqual([[2], []]);
