@@ -4,7 +4,8 @@
  * throwaway embedded PostgreSQL (fsync off: test/pg/embedded.ts). RUNS runs in all grow at PER_SEC lines/s each. Once
  * a second one run's line carries a gradient spike: its alert's card reaching the fake is line → chat. Line → commit
  * is a run's `last_step` reaching the line, polled every POLL_MS. CPU is each process's own, from /proc.
- * BENCH_PG_WATCHERS_SECONDS sets the appending window (default 20).
+ * BENCH_PG_WATCHERS_SECONDS sets the appending window (default 20); `profileTo` (BENCH_CPU_PROF=1) writes the bot's V8
+ * CPU profile there, in a folder `pg-bot` of its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -59,12 +60,15 @@ export interface PgWatchersResult {
 class Proc {
   readonly child: ChildProcess;
   stderr = '';
-  constructor(args: string[], cwd: string, fake: FakeDiscord) {
+  constructor(args: string[], cwd: string, fake: FakeDiscord, profileTo?: string) {
     const env = {
       ...bareEnv(), DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
       DISCORD_CHANNEL_ID: fake.channelId,
     };
-    this.child = spawn(process.execPath, [RLWATCH, 'start', ...args], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const prof = profileTo ? ['--cpu-prof', '--cpu-prof-dir', profileTo] : [];
+    this.child = spawn(process.execPath, [...prof, RLWATCH, 'start', ...args], {
+      cwd, env, stdio: ['ignore', 'ignore', 'pipe'],
+    });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4000)));
   }
 
@@ -82,7 +86,9 @@ class Proc {
 
 const cardOf = (r: RecordedRequest): string => JSON.stringify(Array.isArray(r.body) ? null : r.body?.embeds ?? null);
 
-export async function runPgWatchers(opts: { dir: string; seconds?: number }): Promise<PgWatchersResult> {
+export async function runPgWatchers(
+  opts: { dir: string; seconds?: number; profileTo?: string },
+): Promise<PgWatchersResult> {
   const seconds = opts.seconds ?? 20;
   const { dir } = opts;
   rmSync(dir, { recursive: true, force: true });
@@ -116,7 +122,7 @@ export async function runPgWatchers(opts: { dir: string; seconds?: number }): Pr
     }
     const watchers = roots.map((root, h) => new Proc(['--role', 'watcher', '--db', db, '--config', 'rlwatch.yaml', root], join(dir, `w${h}`), fake));
     procs.push(...watchers);
-    const bot = new Proc(['--role', 'bot', '--db', db], dir, fake);
+    const bot = new Proc(['--role', 'bot', '--db', db], dir, fake, opts.profileTo && join(opts.profileTo, 'pg-bot'));
     procs.push(bot);
 
     const reader = new pg.Client({ connectionString: db });
