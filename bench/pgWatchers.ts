@@ -48,6 +48,11 @@ export interface PgWatchersResult {
   outboxDone: number;
   outboxWaitP50Ms: number;
   outboxWaitMaxMs: number;
+  /** the same for the rows holding a critical alert (outbox urgency 2): what the claim hands out first */
+  criticalQueued: number;
+  criticalDone: number;
+  criticalWaitP50Ms: number;
+  criticalWaitMaxMs: number;
   /** CPU seconds per wall second of each watcher, and of the bot (1 = one core) */
   watcherCpu: number[];
   botCpu: number;
@@ -198,24 +203,28 @@ export async function runPgWatchers(
     await poller;
 
     // line → chat: the first POST of a grad_explosion card naming the spiked run, after the spike was appended
+    // (waited for as such: another card of the run, posted first, is not it)
     const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${fake.channelId}/messages`);
+    const spikeCard = (s: { run: string; at: number }) =>
+      posts().find((r) => r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run));
     const chatDeadline = Date.now() + 10_000;
-    while (Date.now() < chatDeadline && spikes.some((s) => !posts().some((r) => r.at >= s.at && cardOf(r).includes(s.run)))) {
-      await sleep(100);
-    }
+    while (Date.now() < chatDeadline && spikes.some((s) => !spikeCard(s))) await sleep(100);
     const chat = spikes.map((s) => {
-      const post = posts().find((r) => r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run));
+      const post = spikeCard(s);
       return post ? post.at - s.at : Infinity;
     });
-    const outbox = (
+    const queued = async (where: string) => (
       await reader.query<{ queued: number; done: number; p50: number | null; max: number | null }>(
         `SELECT count(*)::integer AS queued, count(done_at)::integer AS done,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY done_at - created_at) AS p50,
            max(done_at - created_at)::float8 AS max
-         FROM outbox WHERE created_at BETWEEN $1 AND $2`,
+         FROM outbox WHERE created_at BETWEEN $1 AND $2 AND ${where}`,
         [wallStart, wallStart + Math.round(wall * 1000)],
       )
     ).rows[0]!;
+    const outbox = await queued('true');
+    // as migration pg/004 ranks rows (spelled out, so that the figure reads the same on a database without it)
+    const critical = await queued(`position('"severity":"critical","rule":' IN payload) > 0`);
     await reader.end();
     const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
     const chatSorted = [...chat].sort((a, b) => a - b);
@@ -238,6 +247,10 @@ export async function runPgWatchers(
       outboxDone: outbox.done,
       outboxWaitP50Ms: outbox.p50 ?? Infinity,
       outboxWaitMaxMs: outbox.max ?? Infinity,
+      criticalQueued: critical.queued,
+      criticalDone: critical.done,
+      criticalWaitP50Ms: critical.p50 ?? Infinity,
+      criticalWaitMaxMs: critical.max ?? Infinity,
       watcherCpu: cpu.slice(0, WATCHERS),
       botCpu: cpu[WATCHERS]!,
       postgresCpu,
@@ -262,6 +275,8 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
       `   target p99 < ${PG_CHAT_P99_TARGET_MS} ms   ${r.pass ? 'PASS' : 'FAIL'}`,
     `  outbox             ${r.outboxQueued} rows queued while appending, ${r.outboxDone} delivered; ` +
       `queued → delivered p50 ${ms(r.outboxWaitP50Ms)}, max ${ms(r.outboxWaitMaxMs)}`,
+    `    of them critical ${r.criticalQueued} queued, ${r.criticalDone} delivered; ` +
+      `queued → delivered p50 ${ms(r.criticalWaitP50Ms)}, max ${ms(r.criticalWaitMaxMs)}`,
     `  CPU                watchers ${r.watcherCpu.map(pct).join(', ')} of a core; bot ${pct(r.botCpu)}; ` +
       `PostgreSQL ${pct(r.postgresCpu)}`,
     '',
