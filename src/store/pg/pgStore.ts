@@ -386,7 +386,7 @@ export class PgStore implements StoreContract {
     ));
 
   /**
-   * Each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry. A head
+   * Each run's oldest open row, if not leased, before any row that waits for a retry. A head
    * another claimer locks is skipped; one it changed since this statement's snapshot (leased, delivered, failed)
    * is checked again against `o`'s own conditions (READ COMMITTED re-reads a locked row), so they are all on `o`.
    */
