@@ -200,7 +200,9 @@ if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: '
 const ONLY = process.env['BENCH_ONLY'];
 if (ONLY === 'pg-watchers') {
   const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
-  const r = await runPgWatchers({ dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20) });
+  const r = await runPgWatchers({
+    dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20), profileTo: PROF_DIR,
+  });
   process.stdout.write(`${formatPgWatchersReport(r)}${JSON.stringify({ pgWatchers: r, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
@@ -502,6 +504,8 @@ process.stdout.write(out.join('\n'));
 process.stdout.write(await (await import('./postgres.ts')).pgBenchReport()); // PostgreSQL ingest (bench/postgres.ts)
 // many hosts on one PostgreSQL: 3 watcher processes and a bot (bench/pgWatchers.ts)
 const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
-const pgWatchers = await runPgWatchers({ dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20) });
+const pgWatchers = await runPgWatchers({
+  dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20), profileTo: PROF_DIR,
+});
 process.stdout.write(formatPgWatchersReport(pgWatchers));
 process.exit(0);

@@ -52,8 +52,10 @@ export interface DispatcherOptions {
   now?: () => number;
 }
 
-/** Rows claimed at once per target: what a dispatcher that dies holds back until their lease runs out. */
-const CLAIM_LIMIT = 10;
+/** Deliveries in flight at once per target, each of a different run (a run's rows go one at a time, in order):
+ * rendering a card's chart and the store's writes of one overlap the platform's answer to another. Also what a
+ * dispatcher that dies holds back until the leases run out. */
+const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 const LEASE_MS = 2 * 60_000;
 
@@ -73,11 +75,13 @@ interface Lane {
 
 /**
  * Drains the outbox, each target on its own: one target's outage never holds back another. Within a target
- * rows go in order; a failure stops that target until the platform's Retry-After, or a capped exponential
- * backoff, has passed. A row is done only once its target accepted it; rows wait in the store meanwhile, so an
- * outage of hours delivers everything afterwards, once. A permanent failure sets the row aside (dead letter,
- * `rlwatch outbox`), so the next row still goes out. Rows are claimed with a lease (`StoreContract.claim`): two
- * dispatchers on one database (a bot handing over to the next) never deliver the same row.
+ * each run's rows go in order, one at a time (a card before its edit or resolution), a few runs at once, the
+ * runs with the most severe alerts waiting first (an alert storm's info cards never hold back a critical one). A
+ * failure stops that target until the platform's Retry-After, or a capped exponential backoff, has passed. A row
+ * is done only once its target accepted it; rows wait in the store meanwhile, so an outage of hours delivers
+ * everything afterwards, once. A permanent failure sets the row aside (dead letter, `rlwatch outbox`), so the
+ * next row still goes out. Rows are claimed with a lease (`StoreContract.claim`): two dispatchers on one database
+ * (a bot handing over to the next) never deliver the same row.
  */
 export class Dispatcher {
   private readonly lanes: Lane[];
@@ -167,21 +171,37 @@ export class Dispatcher {
     return lane.running;
   }
 
+  /**
+   * Claims rows as slots free up (each the oldest open row of its run, the most urgent runs first) and delivers
+   * up to IN_FLIGHT at once. A failure stops the claiming; the deliveries already started finish. Every row
+   * claimed is started at once, so none is left leased and unsent when the lane stops.
+   */
   private async drain(lane: Lane): Promise<void> {
     const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
-    const claim = () =>
-      this.store.claim(target.name, { owner, now: this.now(), leaseMs: LEASE_MS, limit: CLAIM_LIMIT });
-    for (let rows = await claim(); rows.length > 0; rows = await claim()) {
-      for (const row of rows) {
-        if (this.stopped) return;
-        if (!(await this.deliverRow(lane, row))) {
-          // the target failed: the rows claimed after this one wait with it, for whoever tries next
-          await this.store.releaseClaims(owner);
-          return;
+    const inFlight = new Set<Promise<void>>();
+    let failed = false;
+    let broken: Error | undefined; // the store failed while recording an outcome
+    try {
+      while (!this.stopped && !failed && !broken) {
+        const free = IN_FLIGHT - inFlight.size;
+        const rows = free === 0 ? [] : await this.store.claim(target.name, {
+          owner, now: this.now(), leaseMs: LEASE_MS, limit: free,
+        });
+        for (const row of rows) {
+          const done: Promise<void> = this.deliverRow(lane, row).then(
+            (ok) => void (failed ||= !ok),
+            (err: Error) => void (broken ??= err),
+          ).finally(() => inFlight.delete(done));
+          inFlight.add(done);
         }
+        if (inFlight.size === 0) return; // nothing to claim, nothing running: drained
+        await Promise.race(inFlight); // a slot frees, or a run's next row becomes its oldest
       }
+    } finally {
+      await Promise.all(inFlight);
     }
+    if (broken) throw broken;
   }
 
   /** Delivers one claimed row and records the outcome; false when the target failed (the lane then waits). */

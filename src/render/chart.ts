@@ -1,4 +1,4 @@
-import { Resvg } from '@resvg/resvg-js';
+import { renderAsync } from '@resvg/resvg-js';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { lttbIndices } from './lttb.ts';
@@ -381,15 +381,18 @@ export async function specToSvg(spec: TopLevelSpec): Promise<string> {
 
 /**
  * Rasterises an SVG to PNG at `width` pixels. Fonts come from the system; without any fonts the
- * text is simply missing (resvg does not fail).
+ * text is simply missing (resvg does not fail). resvg loads the fonts and draws on libuv's thread pool
+ * (about half a chart's cost): the event loop goes on meanwhile, with a bot's other deliveries and commands.
  */
-export function svgToPng(svg: string, width: number, fonts: { loadSystemFonts: boolean } = { loadSystemFonts: true }): Buffer {
-  const resvg = new Resvg(svg, {
+export async function svgToPng(
+  svg: string, width: number, fonts: { loadSystemFonts: boolean } = { loadSystemFonts: true },
+): Promise<Buffer> {
+  const image = await renderAsync(svg, {
     background: BACKGROUND,
     font: { loadSystemFonts: fonts.loadSystemFonts, defaultFontFamily: FONT },
     fitTo: { mode: 'width', value: width },
   });
-  return resvg.render().asPng();
+  return image.asPng();
 }
 
 /** Refuses every load: charts carry their data inline, so vega never needs files or the network. */

@@ -163,9 +163,14 @@ export interface StoreContract {
   // outbox (engine enqueues in its transaction; the one leader delivers)
   enqueue(runId: number, target: string, payload: unknown, at: number): Promise<void>;
   /**
-   * The target's oldest rows not claimed by a live lease, each now leased to `owner` (PostgreSQL: `FOR UPDATE
-   * SKIP LOCKED`): two claimers at once never get the same row. Rows go out in order: none after a row that
-   * waits for its next attempt (a failure holds its target back until then, whichever process retries it).
+   * Up to `limit` rows of the target, each the oldest open row of its run, now leased to `owner` (PostgreSQL: `FOR
+   * UPDATE SKIP LOCKED`): two claimers at once never get the same row. A run whose oldest row is leased gives none,
+   * so a run's rows go out one at a time, in order (a card before its edit or resolution), however many deliver;
+   * rows of different runs are independent. Most urgent first: runs whose open rows include the most severe item
+   * (critical, then warning; the `urgency` column of migrations 019 and pg/004), a run's older rows going with it
+   * (its info head goes first when a critical row is behind it), then by id; returned in that order. None at or
+   * after a row that waits for its next attempt (a failure holds its target back until then, whichever process
+   * retries it). Rows set aside are skipped.
    */
   claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   delivered(id: number, at: number): Promise<void>;

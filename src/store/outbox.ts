@@ -20,6 +20,14 @@ export interface OpenOutboxRow extends OutboxRow {
 
 const COLUMNS = 'id, created_at, run_id, target, payload, attempts, next_attempt_at';
 
+/** A claimed row with the urgency its run was handed out with (the most severe of its open rows). */
+export type RankedRow = OutboxRow & { rank: number };
+
+/** Claimed rows in the order they were handed out (`StoreContract.claim`), each leased `until`. */
+export function handOutOrder(rows: RankedRow[], until: number): Array<OutboxRow & { leaseUntil: number }> {
+  return rows.sort((a, b) => b.rank - a.rank || a.id - b.id).map(({ rank: _, ...r }) => ({ ...r, leaseUntil: until }));
+}
+
 /** Notifications waiting for delivery, per target, in the order they were written. */
 export class Outbox {
   constructor(private readonly db: Database) {}

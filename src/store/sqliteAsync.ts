@@ -6,6 +6,7 @@ import type {
 } from './contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
 import type { SeriesDigest } from './seriesDigest.ts';
+import { handOutOrder, type RankedRow } from './outbox.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';
@@ -173,17 +174,23 @@ export class SqliteAsyncStore implements StoreContract {
   claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
     this.call(() => {
       const until = o.now + o.leaseMs;
+      // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry
       const rows = prepared(this.store.db,
           `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
-           WHERE id IN (SELECT id FROM outbox WHERE target = :target AND done_at IS NULL AND dead_at IS NULL
-             AND (claimed_until IS NULL OR claimed_until <= :now)
-             AND id < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
-               AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
-             ORDER BY id LIMIT :limit)
-           RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at`,
+           WHERE id IN (SELECT h.head FROM (
+               SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
+               WHERE target = :target AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id
+             ) h JOIN outbox o ON o.id = h.head
+             WHERE (o.claimed_until IS NULL OR o.claimed_until <= :now)
+               AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
+                 AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
+             ORDER BY h.urgency DESC, h.head LIMIT :limit)
+           RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at,
+             (SELECT max(urgency) FROM outbox r WHERE r.target = outbox.target AND r.run_id = outbox.run_id
+               AND r.done_at IS NULL AND r.dead_at IS NULL) AS rank`,
         )
-        .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as ClaimedRow[];
-      return rows.sort((a, b) => a.id - b.id).map((r) => ({ ...r, leaseUntil: until }));
+        .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as RankedRow[];
+      return handOutOrder(rows, until);
     });
 
   private releaseClaim(id: number): void {

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Notification } from '../../src/engine/notification.ts';
+import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
 import type { Log } from '../../src/log.ts';
+import { deliverCards } from '../../src/notify/delivery.ts';
 import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
@@ -211,5 +212,109 @@ describe('Dispatcher: each target on its own', () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(row(id)).toMatchObject({ done_at: null, dead_at: null });
     expect(store.outbox.pending('slack:C1').map((r) => r.id)).toEqual([id]);
+  });
+});
+
+describe('Dispatcher: runs at once, each in order', () => {
+  /** A real store; `add` writes an outbox row of run `run` whose items are `items` (as the engine writes them). */
+  function runs() {
+    const store = Store.open(join(tempDir(), 'rlwatch.db'));
+    const async = new SqliteAsyncStore(store);
+    const add = (run: string, items: Array<Partial<NotificationItem>>): number => {
+      const { id } = store.runs.ensure(run, `/runs/${run}`);
+      const full = items.map((i) => ({
+        alertId: 1, kind: 'firing' as const, severity: 'info', rule: 'r', metric: 'm', summary: run, step: 1,
+        epoch: null, recent: [], examples: null, ...i,
+      }));
+      store.outbox.add(id, 'discord:C1', { run, items: full } satisfies Notification, Date.now());
+      return store.db.prepare('SELECT max(id) FROM outbox').pluck().get() as number;
+    };
+    return { store, async, add };
+  }
+
+  it('a critical row queued behind many info rows of other runs is delivered first', async () => {
+    const { store, async, add } = runs();
+    for (let r = 0; r < 40; r++) add(`info-${r}`, [{ summary: `info-${r}` }]);
+    add('paged', [{ severity: 'critical', summary: 'paged' }]);
+    const order: string[] = [];
+    const target: Target = { name: 'discord:C1', deliver: async (n) => void order.push(n.items[0]!.summary) };
+    const d = new Dispatcher(async, [target]);
+    await d.kick();
+    expect(order[0]).toBe('paged');
+    expect(order.slice(1)).toEqual(Array.from({ length: 40 }, (_, r) => `info-${r}`));
+    expect(store.outbox.pending('discord:C1')).toEqual([]);
+    await d.stop();
+  });
+
+  it('delivers a few runs at once, and a run\'s card before its resolution, which edits it', async () => {
+    const { store, async, add } = runs();
+    const RUNS = 8;
+    const alerts: number[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const run = store.runs.ensure(`run-${r}`, `/runs/run-${r}`);
+      const change = { step: 1, at: Date.now(), severity: 'warning', summary: 's', details: {} };
+      alerts.push((await async.createAlert(run.id, 'reward_plateau', 'reward', 'firing', change)).id);
+    }
+    // every run's card, then every run's resolution: rows of one run far apart, and the later runs more urgent
+    const severity = (r: number): string => (r < 4 ? 'warning' : 'critical');
+    for (let r = 0; r < RUNS; r++) add(`run-${r}`, [{ alertId: alerts[r]!, severity: severity(r) }]);
+    for (let r = 0; r < RUNS; r++) add(`run-${r}`, [{ alertId: alerts[r]!, kind: 'resolved', severity: severity(r) }]);
+    const calls: Array<{ kind: 'post' | 'edit'; run: string }> = [];
+    let inFlight = 0;
+    let most = 0;
+    const slow = async <T>(fn: () => T): Promise<T> => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight--;
+      return fn();
+    };
+    let posts = 0;
+    const target: Target = {
+      name: 'discord:C1',
+      edits: true,
+      deliver: (n, key, runId) => deliverCards(async, 'discord:C1', n, { key, runId }, {
+        post: () => slow(() => (calls.push({ kind: 'post', run: n.run }), `m${++posts}`)),
+        edit: () => slow(() => void calls.push({ kind: 'edit', run: n.run })),
+      }),
+    };
+    const d = new Dispatcher(async, [target]);
+    await d.kick();
+    // one card per run, then one edit of it; never a second card (a resolution before its card would post one)
+    for (let r = 0; r < RUNS; r++) {
+      expect(calls.filter((c) => c.run === `run-${r}`).map((c) => c.kind)).toEqual(['post', 'edit']);
+    }
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(4);
+    // the critical runs' cards went out before the warnings'
+    const firstPosts = calls.filter((c) => c.kind === 'post').map((c) => c.run);
+    expect(new Set(firstPosts.slice(0, 4))).toEqual(new Set(['run-4', 'run-5', 'run-6', 'run-7']));
+    expect(store.outbox.pending('discord:C1')).toEqual([]);
+    await d.stop();
+  });
+
+  it('a failure stops the lane: deliveries in flight finish, nothing more starts, no row stays leased', async () => {
+    const { store, async, add } = runs();
+    for (let r = 0; r < 12; r++) add(`run-${r}`, [{ summary: `run-${r}` }]);
+    const started: string[] = [];
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        const run = n.items[0]!.summary;
+        started.push(run);
+        await new Promise((r) => setTimeout(r, run === 'run-1' ? 1 : 20));
+        if (run === 'run-1') throw new DeliveryError('Discord 502: Bad Gateway');
+      },
+    };
+    const d = new Dispatcher(async, [target], { baseBackoffMs: 60_000 });
+    await d.kick();
+    // the first claim started four runs; run-1 failed first, the three others finished, and no fifth began
+    expect(started).toEqual(['run-0', 'run-1', 'run-2', 'run-3']);
+    const rows = store.db.prepare('SELECT payload, done_at, attempts, claimed_until FROM outbox ORDER BY id').all() as
+      Array<{ payload: string; done_at: number | null; attempts: number; claimed_until: number | null }>;
+    const runOf = (r: { payload: string }): string => (JSON.parse(r.payload) as Notification).run;
+    expect(rows.filter((r) => r.done_at !== null).map(runOf)).toEqual(['run-0', 'run-2', 'run-3']);
+    expect(rows.filter((r) => r.attempts > 0).map(runOf)).toEqual(['run-1']);
+    expect(rows.filter((r) => r.done_at === null && r.claimed_until !== null)).toEqual([]);
+    await d.stop();
   });
 });

@@ -51,14 +51,25 @@ describe('two dispatchers on one PostgreSQL', () => {
     const fake = await startFakeDiscord();
     cleanup.push(() => fake.close());
     const [a, b] = [await bot(url, fake), await bot(url, fake)];
-    const ids = await enqueueAlerts(a.store, fake, 12);
+    // a run's rows go one at a time, so two dispatchers share the work across runs: more runs than one takes at once
+    const RUNS = 8;
+    const byRun: number[][] = Array.from({ length: RUNS }, () => []);
+    const enqueue = async (store: PgStore): Promise<void> => {
+      for (let i = 0; i < 12; i++) {
+        byRun[i % RUNS]!.push(...(await enqueueAlerts(store, fake, 1, `host-a/grpo-${i % RUNS}`)));
+      }
+    };
+    await enqueue(a.store);
     const draining = [a, b].map((x) => x.dispatcher.kick());
-    ids.push(...(await enqueueAlerts(b.store, fake, 12)));
+    await enqueue(b.store);
     await Promise.all([...draining, ...[a, b].map((x) => x.dispatcher.kick())]);
+    const ids = byRun.flat().sort((x, y) => x - y);
     await fake.waitFor(() => postedPerAlert(fake).size === ids.length, 15_000);
     const posted = postedPerAlert(fake);
     expect([...posted.keys()].sort((x, y) => x - y)).toEqual(ids);
     expect([...posted.values()].every((n) => n === 1)).toBe(true);
+    // each run's cards in the order its rows were queued, whichever dispatcher posted them
+    for (const run of byRun) expect([...posted.keys()].filter((id) => run.includes(id))).toEqual(run);
     expect(await a.store.openOutbox()).toEqual([]);
     // both took part: each delivered rows of its claims
     expect(await claimers(url)).toHaveLength(2);

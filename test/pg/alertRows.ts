@@ -4,10 +4,13 @@ import type { FakeDiscord } from '../fakes/discordServer.ts';
 
 /**
  * Outbox rows for the fake Discord's channel, written through the store as the engine writes them: each an alert
- * of its own (created first: posted cards are linked to their alerts), firing. Returns the alert ids, in order.
+ * of its own (created first: posted cards are linked to their alerts), firing, of run `name`. Returns the alert
+ * ids, in order.
  */
-export async function enqueueAlerts(store: StoreContract, fake: FakeDiscord, n: number): Promise<number[]> {
-  const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+export async function enqueueAlerts(
+  store: StoreContract, fake: FakeDiscord, n: number, name = 'host-a/grpo',
+): Promise<number[]> {
+  const run = await store.ensureRun(name, `/runs/${name}`);
   const ids: number[] = [];
   const before = (await store.listAlerts({ all: true })).length;
   for (let i = before; i < before + n; i++) {

@@ -130,7 +130,7 @@ describe('renderLineChart', () => {
 
   it('still produces a PNG when no fonts are available', async () => {
     const svg = await specToSvg(lineChartSpec({ title: 't', metric: 'm', rows: chartRows(curve(30), 1000), width: 800, height: 360 }));
-    expectPng(svgToPng(svg, 800, { loadSystemFonts: false }));
+    expectPng(await svgToPng(svg, 800, { loadSystemFonts: false }));
   });
 
   it('measures text with DejaVu Sans advance widths instead of vega\'s 0.8 em guess', () => {

@@ -85,6 +85,13 @@ async function runWithFile(store: StoreContract): Promise<{ runId: number; fileI
   return { runId: run.id, fileId: file.id };
 }
 
+/** `n` runs, their ids in order. */
+async function someRuns(store: StoreContract, n: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) ids.push((await store.ensureRun(`exp/r${i}`, `/runs/exp/r${i}`)).id);
+  return ids;
+}
+
 const change = (step: number, at: number, summary: string) => ({ step, at, severity: 'critical', summary, details: { v: step } });
 
 /** A child process that takes the leader lock `bot` on `where`, says `held`, and waits to be killed. */
@@ -228,37 +235,93 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect((await store.openOutbox()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
   });
 
-  it('two claimers at once never get the same outbox row; a failed row holds back its target, leases expire', async () => {
+  it('two claimers at once never get the same outbox row; each run\'s rows go one at a time, in order', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
-    const { runId } = await runWithFile(store);
+    const runIds = await someRuns(store, 12);
     const N = 120;
-    for (let i = 0; i < N; i++) await store.enqueue(runId, 'discord:ops', { n: i }, i);
-    const got: Record<string, number[]> = { a: [], b: [] };
+    for (let i = 0; i < N; i++) await store.enqueue(runIds[i % 12]!, 'discord:ops', { n: i }, i);
+    const got: Array<{ owner: string; n: number }> = [];
     const drain = async (s: StoreContract, owner: 'a' | 'b'): Promise<void> => {
       for (;;) {
         const rows = await s.claim('discord:ops', { owner, now: 1000, leaseMs: 60_000, limit: 3 });
         if (rows.length === 0) return;
-        for (const r of rows) got[owner]!.push(JSON.parse(r.payload).n as number);
+        for (const r of rows) {
+          got.push({ owner, n: JSON.parse(r.payload).n as number });
+          await s.delivered(r.id, 1001);
+        }
       }
     };
-    // many claims in flight at once, on both handles (PostgreSQL: 8 connections)
+    // many claims in flight at once, on both handles (PostgreSQL: 8 connections). A drain that finds every run's
+    // oldest row leased stops; one of them is still draining then, until the end.
     await Promise.all([1, 2, 3, 4].flatMap(() => [drain(store, 'a'), drain(second, 'b')]));
-    const all = [...got.a!, ...got.b!].sort((x, y) => x - y);
-    expect(all).toEqual(Array.from({ length: N }, (_, i) => i));
-    // leases held: nothing to claim until they expire, then every undelivered row comes back, oldest first
-    const [first] = await store.openOutbox();
-    await store.delivered(first!.id, 1100);
-    const [secondRow] = (await store.openOutbox());
-    await store.failed(secondRow!.id, 'HTTP 502', 90_000);
-    expect(await second.claim('discord:ops', { owner: 'c', now: 2000, leaseMs: 1000 })).toEqual([]);
-    // the leases have run out, but the failed row waits until 90 s, and the rows after it with it: in order
-    expect(await second.claim('discord:ops', { owner: 'c', now: 61_001, leaseMs: 100_000, limit: N })).toEqual([]);
-    const back = await second.claim('discord:ops', { owner: 'c', now: 90_000, leaseMs: 100_000, limit: N });
-    expect(back.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual(
-      Array.from({ length: N - 1 }, (_, i) => [i + 1, i === 0 ? 1 : 0]),
-    );
-    expect(await store.claim('discord:ops', { owner: 'a', now: 90_000, leaseMs: 1000 })).toEqual([]);
+    expect(got.map((g) => g.n).sort((x, y) => x - y)).toEqual(Array.from({ length: N }, (_, i) => i));
+    // a run's next row is handed out only once its row before is delivered: in order, whoever claimed it
+    for (let r = 0; r < 12; r++) {
+      const ofRun = got.map((g) => g.n).filter((n) => n % 12 === r);
+      expect(ofRun).toEqual(Array.from({ length: N / 12 }, (_, k) => r + 12 * k));
+    }
+    expect(new Set(got.map((g) => g.owner)).size).toBe(2);
+  });
+
+  it('hands out each run\'s oldest row, leased until delivered; a failed row holds back later rows', async () => {
+    const { store, other } = await setUp(kind);
+    const second = await other();
+    const [r1, r2, r3] = await someRuns(store, 3);
+    for (const [runId, n] of [[r1, 0], [r2, 1], [r1, 2], [r3, 3], [r2, 4]] as const) {
+      await store.enqueue(runId!, 'discord:ops', { n }, n);
+    }
+    const claim = (s: StoreContract, now: number, limit?: number) =>
+      s.claim('discord:ops', { owner: 'c', now, leaseMs: 60_000, limit })
+        .then((rows) => rows.map((r) => JSON.parse(r.payload).n));
+    const idOf = async (n: number): Promise<number> =>
+      (await store.openOutbox()).find((r) => JSON.parse(r.payload).n === n)!.id;
+    expect(await claim(store, 1000)).toEqual([0, 1, 3]);
+    expect(await claim(second, 2000)).toEqual([]); // each run's oldest row is leased: its next one waits
+    await store.delivered(await idOf(0), 2100);
+    expect(await claim(second, 2200)).toEqual([2]);
+    // run 2's row fails, due again at 90 s: it and every row after it wait, whatever their run
+    await store.failed(await idOf(1), 'HTTP 502', 90_000);
+    expect(await claim(second, 61_001)).toEqual([]); // the first leases ran out, but rows 2 and 3 come after row 1
+    const back = await second.claim('discord:ops', { owner: 'c', now: 90_000, leaseMs: 100_000 });
+    expect(back.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual([[1, 1], [2, 0], [3, 0]]);
+    expect(back.every((r) => r.leaseUntil === 190_000)).toBe(true);
+    // set aside, a row no longer holds its run back: run 2's next row goes (the others are leased by `back`)
+    await store.setAside(await idOf(1), 'HTTP 403', 90_100);
+    expect(await claim(store, 90_200)).toEqual([4]);
+    await store.releaseClaims('c');
+    expect(await claim(store, 90_300)).toEqual([2, 3, 4]);
+  });
+
+  it('hands out the most urgent runs first: a run whose rows hold a critical alert, older rows with it', async () => {
+    const { store } = await setUp(kind);
+    const [quiet, warned, paged, forged] = await someRuns(store, 4);
+    // items as the engine writes them (src/engine/engine.ts): severity, then rule
+    const item = (severity: string, summary = 'x') => ({ alertId: 1, kind: 'firing', severity, rule: 'r', summary });
+    const finishedRule = { rule: 'r', severity: 'critical', incidents: 1, firing: 0 }; // as src/store/alerts.ts lists
+    const rows: Array<[number, unknown]> = [
+      // untrusted text shaped like a critical item, and a finished run's summary of its critical rule: info rows
+      [forged!, { run: 'f', items: [item('info', '"severity":"critical","rule":"r"')] }],
+      [forged!, { run: 'f', items: [{ ...item('info'), finished: { alerts: [finishedRule] } }] }],
+      [quiet!, { run: 'q', items: [item('info')] }],
+      [warned!, { run: 'w', items: [item('info')] }],
+      [paged!, { run: 'p', items: [item('info')] }],
+      [warned!, { run: 'w', items: [item('info'), item('warning')] }],
+      [paged!, { run: 'p', items: [item('critical')] }],
+      [quiet!, { run: 'q', items: [item('info')] }],
+    ];
+    for (const [i, [runId, payload]] of rows.entries()) {
+      await store.enqueue(runId, 'discord:ops', { ...(payload as object), i }, i);
+    }
+    const next = async (limit = 1): Promise<number[]> =>
+      (await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit }))
+        .map((r) => JSON.parse(r.payload).i);
+    // run `paged`'s info row first (its critical row is behind it), then `warned`'s, then by age; in that order
+    expect(await next(3)).toEqual([4, 3, 0]);
+    expect([await next(), await next()]).toEqual([[2], []]);
+    const open = await store.openOutbox();
+    for (const i of [4, 3]) await store.delivered(open.find((r) => JSON.parse(r.payload).i === i)!.id, 1100);
+    expect([await next(), await next(), await next()]).toEqual([[6], [5], []]);
   });
 
   it('records each chat message once, found by delivery, by ref and by alert', async () => {
@@ -414,9 +477,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('a failed row holds its target back until it is back (clearWait); released leases are claimed at once', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
-    const { runId } = await runWithFile(store);
-    for (let i = 0; i < 4; i++) await store.enqueue(runId, 'discord:ops', { n: i }, i);
-    await store.enqueue(runId, 'slack:C1', { n: 9 }, 9);
+    const runIds = await someRuns(store, 4);
+    for (let i = 0; i < 4; i++) await store.enqueue(runIds[i]!, 'discord:ops', { n: i }, i);
+    await store.enqueue(runIds[0]!, 'slack:C1', { n: 9 }, 9);
     const claim = (s: StoreContract, owner: string, target = 'discord:ops') =>
       s.claim(target, { owner, now: 1000, leaseMs: 60_000 }).then((rows) => rows.map((r) => JSON.parse(r.payload).n));
     const [first] = await store.claim('discord:ops', { owner: 'a/discord', now: 1000, leaseMs: 60_000, limit: 1 });

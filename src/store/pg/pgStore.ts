@@ -9,6 +9,7 @@ import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import type { RuleIncidents } from '../alerts.ts';
 import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
+import { handOutOrder, type RankedRow } from '../outbox.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
@@ -384,21 +385,30 @@ export class PgStore implements StoreContract {
       [at, runId, target, JSON.stringify(payload)],
     ));
 
+  /**
+   * Each run's oldest open row, if not leased, before any row that waits for a retry. A head
+   * another claimer locks is skipped; one it changed since this statement's snapshot (leased, delivered, failed)
+   * is checked again against `o`'s own conditions (READ COMMITTED re-reads a locked row), so they are all on `o`.
+   */
   async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
-    const rows = await this.rows<ClaimedRow>(
-      `WITH due AS (
-         SELECT id FROM outbox
-         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2)
-           AND id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
+    const rows = await this.rows<RankedRow>(
+      `WITH heads AS (
+         SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
+         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id),
+       due AS (
+         SELECT o.id, h.urgency AS rank FROM heads h JOIN outbox o ON o.id = h.head
+         WHERE o.done_at IS NULL AND o.dead_at IS NULL AND (o.claimed_until IS NULL OR o.claimed_until <= $2)
+           AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= $2)
+           AND o.id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
              AND next_attempt_at > $2), ${Number.MAX_SAFE_INTEGER})
-         ORDER BY id LIMIT $3
-         FOR UPDATE SKIP LOCKED)
+         ORDER BY h.urgency DESC, o.id LIMIT $3
+         FOR UPDATE OF o SKIP LOCKED)
        UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
-       RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at`,
+       RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, due.rank`,
       [target, o.now, o.limit ?? 50, o.owner, until],
     );
-    return rows.sort((a, b) => a.id - b.id).map((r) => ({ ...r, leaseUntil: until }));
+    return handOutOrder(rows, until);
   }
 
   delivered = async (id: number, at: number): Promise<void> =>
