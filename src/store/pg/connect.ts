@@ -29,6 +29,29 @@ export function newClient(url: string, name?: string): pg.Client {
   return new pg.Client({ connectionString: url, types, ...(name ? { fallback_application_name: name } : {}) });
 }
 
+/** Distinct statements a connection prepares at most: SQL spelled with a varying part past that runs unnamed. */
+const PREPARED_MAX = 256;
+
+/**
+ * Makes `client` send each statement with parameters as a named prepared statement, parsed and analysed by the
+ * server once per connection and then only bound and run (its plan cached): on a watcher's connection, whose few
+ * dozen statements repeat for every line, PostgreSQL spent more CPU parsing and planning them than running them.
+ * Statements without parameters keep the simple protocol (several may be sent as one string).
+ */
+export function preparing<C extends pg.Client>(client: C): C {
+  const names = new Map<string, string>();
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
+    if (typeof config === 'string' && Array.isArray(values) && values.length > 0) {
+      let name = names.get(config);
+      if (name === undefined && names.size < PREPARED_MAX) names.set(config, (name = `rlwatch_${names.size}`));
+      if (name !== undefined) return query({ name, text: config, values }, callback);
+    }
+    return query(config, values, callback);
+  }) as C['query'];
+  return client;
+}
+
 /**
  * Applies the pending migrations in one transaction, under a transaction-scoped advisory lock: several processes
  * opening a new database at once apply each migration once. A schema already up to date is only read, so that a

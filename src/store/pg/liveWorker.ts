@@ -16,7 +16,7 @@ import type { FileRow } from '../files.ts';
 import type { RunRow } from '../runs.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { MetricIds, writeBatch } from './batch.ts';
-import { migratePg, newClient, newPool } from './connect.ts';
+import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
@@ -110,7 +110,7 @@ class Connection {
       }
     }
     if (!this.client) {
-      const client = newClient(this.url, this.name);
+      const client = preparing(newClient(this.url, this.name));
       client.on('error', () => void (this.gone = true)); // without a listener, a server gone idle kills the thread
       client.on('end', () => void (this.gone = true));
       try {
