@@ -213,6 +213,21 @@ function isLost(err: unknown): boolean {
   return /Connection terminated|not queryable/.test((err as Error).message ?? '');
 }
 
+/** The run's row, attempts and metric names, as PgStore's `runById`, `attemptsOf` and `metricsOf` read them, in one
+ * statement (the run's columns, and the others beside them). */
+async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts> {
+  const r = await client.query<RunRow & { rlwatch_attempts: AttemptRow[]; rlwatch_metrics: string[] }>(
+    `SELECT r.*,
+       (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]') FROM attempts a WHERE a.run_id = $1) AS rlwatch_attempts,
+       ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = $1
+             ORDER BY m.name COLLATE "C") AS rlwatch_metrics
+     FROM (VALUES (1)) AS one (x) LEFT JOIN runs r ON r.id = $1`,
+    [runId],
+  );
+  const { rlwatch_attempts: attempts, rlwatch_metrics: metrics, ...run } = r.rows[0]!;
+  return { run: run.id === null ? undefined : run, attempts, metrics };
+}
+
 /** A batch as it crossed the thread: its columns lose their class (ShapedRows) in the copy. */
 function revived(b: Batch): Batch {
   if (Array.isArray(b.metrics)) return b;
@@ -229,16 +244,12 @@ function ops(conn: Connection): Own {
     release: async (name) => conn.defer(`RELEASE SAVEPOINT ${name}`),
     rollbackTo: conn.rollbackTo,
     writeBatch: (batch, keep, facts) =>
-      conn.run(async ({ client, store }) => {
+      conn.run(async ({ client }) => {
         const out: Partial<WrittenBatch> = {};
         const onRunLast = (r: number | null): void => void (out.runLast = r);
         const onFile = (f: FileRow): void => void (out.file = f);
         out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile);
-        if (facts) {
-          const runId = batch.runId;
-          out.facts = { run: await store.runById(runId), attempts: await store.attemptsOf(runId),
-            metrics: await store.metricsOf(runId) };
-        }
+        if (facts) out.facts = await runFacts(client, batch.runId);
         return out as WrittenBatch;
       }),
     runCursors: (runId) =>
