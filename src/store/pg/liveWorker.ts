@@ -90,8 +90,9 @@ class Connection {
   readonly ids = new MetricIds();
   /** the watcher's clock for the call being run */
   now = 0;
-  /** SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip when it
-   * has no parameters (a file's releases with the next file's savepoint or the COMMIT), else just before it */
+  /** BEGIN, SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip
+   * when it has no parameters (BEGIN with the first savepoint, a file's releases with the next file's savepoint or
+   * the COMMIT), else just before it */
   private deferred: string[] = [];
 
   constructor(
@@ -142,11 +143,13 @@ class Connection {
     }
   }
 
+  /** Connects if needed (a server out of reach throws here), and sends BEGIN with the transaction's first
+   * statement, in its round trip when that has no parameters (a savepoint), else just before it. */
   begin = (): Promise<void> =>
-    this.run(async ({ client }) => {
-      await client.query('BEGIN');
+    this.run(async () => {
+      this.defer('BEGIN');
       this.inTransaction = true;
-    });
+    }, true);
 
   commit = (): Promise<void> =>
     this.run(async ({ client }) => {
@@ -154,7 +157,7 @@ class Connection {
       await client.query(this.joined('COMMIT'));
     }, true);
 
-  /** A savepoint or its release, sent with the next statement. */
+  /** BEGIN, a savepoint or its release, sent with the next statement. */
   defer(sql: string): void {
     this.deferred.push(sql);
   }
