@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
-import { foldAttempts, mayRepeatSibling, QUIET_MS, type AttemptRow, type TrackedFile } from '../attempts.ts';
+import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';
+import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
@@ -45,6 +46,8 @@ export async function writeBatch(
   onRunLast?: (runLast: number | null) => void,
   /** told the file's row as the batch left it (a caller that keeps file rows) */
   onFile?: (row: FileRow) => void,
+  /** the runs' heads this connection holds (the live worker's) */
+  heads?: HeldHeads,
 ): Promise<BatchResult> {
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -56,7 +59,7 @@ export async function writeBatch(
   const fileId = q.add(b.fileId, 'bigint');
   const writes: string[] = [];
   if (b.metrics.length > 0) {
-    const head = await readHead(db, b);
+    const head = heads?.get(b.runId, b.fileId) ?? (await readHead(db, b));
     onRunLast?.(head.runLast);
     const names = new Set<string>();
     const steps: number[] = [];
@@ -95,7 +98,10 @@ export async function writeBatch(
          SELECT ${run}, unnest(${q.add([...names].map((n) => byName.get(n)!), 'integer[]')}) ON CONFLICT DO NOTHING)`,
     );
     counted = '(SELECT count(*)::integer FROM fresh)';
-    if (!b.rewrite) tracked = await trackAttempts(db, b, head, steps, at, { q, run, now, writes });
+    if (b.rewrite) heads?.forgetRun(b.runId);
+    else {
+      tracked = await trackAttempts(db, b, head, steps, at, { q, run, now, writes, heads, maxStep });
+    }
     const active = q.add(b.progress.lines > 0, 'boolean');
     const [lo, hi] = [q.add(minStep, 'bigint'), q.add(maxStep, 'bigint')];
     writes.push(
@@ -157,6 +163,40 @@ interface Head {
   latest: AttemptRow | undefined;
 }
 
+/**
+ * Each run's head as its last batch on this connection left it, so that the next batch of the run need not read it
+ * (`readHead`): a watcher's connection alone writes its runs' steps, files and attempts. Dropped with a rollback, and
+ * a run's when something else changes its attempts (`markRewound`); a batch that rewrites steps drops its run's.
+ */
+export class HeldHeads {
+  private readonly runs = new Map<number, Omit<Head, 'file'>>();
+  private readonly files = new Map<number, TrackedFile>();
+
+  get(runId: number, fileId: number): Head | undefined {
+    const run = this.runs.get(runId);
+    const file = this.files.get(fileId);
+    return run && file && { ...run, file };
+  }
+
+  /** The head after a batch of `steps` up to `maxStep` whose attempts `fold` folded (from `before`). */
+  wrote(runId: number, before: Head, maxStep: number, fold: AttemptsFold, tracked: TrackedFile): void {
+    let latest = before.latest;
+    for (const r of fold.rows) if (!latest || r.attempt >= latest.attempt) latest = r;
+    const runLast = before.runLast === null ? maxStep : Math.max(before.runLast, maxStep);
+    this.runs.set(runId, { runLast, latest: latest && { ...latest } });
+    this.files.set(tracked.id, { ...tracked });
+  }
+
+  forgetRun(runId: number): void {
+    this.runs.delete(runId);
+  }
+
+  clear(): void {
+    this.runs.clear();
+    this.files.clear();
+  }
+}
+
 /** One round trip; the run's row locked first, so that two batches of one run (two files) fold its attempts one
  * after the other. */
 async function readHead(db: pg.ClientBase, b: Batch): Promise<Head> {
@@ -190,6 +230,9 @@ interface Statement {
   run: string;
   now: string;
   writes: string[];
+  /** told the head the batch leaves */
+  heads: HeldHeads | undefined;
+  maxStep: number;
 }
 
 /** Restarts (a file going back to an earlier step) and the pace of new steps (`foldAttempts`, the rules SQLite
@@ -226,7 +269,9 @@ async function trackAttempts(
                     ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT - 1}))`,
     );
   }
-  return { ...file, last_step: fold.fileLastStep, attempt: fold.fileAttempt };
+  const tracked = { ...file, last_step: fold.fileLastStep, attempt: fold.fileAttempt };
+  s.heads?.wrote(b.runId, head, s.maxStep, fold, tracked);
+  return tracked;
 }
 
 /** Keeps, per step, the `keep` best and `keep` worst generations (as the SQLite store's Examples). */

@@ -15,7 +15,7 @@ import type { AttemptRow } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { RunRow } from '../runs.ts';
 import type { Batch, BatchResult } from '../store.ts';
-import { MetricIds, writeBatch } from './batch.ts';
+import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
@@ -39,7 +39,7 @@ const FORWARDED = [
   'after', 'latest', 'metricsOf', 'series', 'stepSpan', 'upTo', 'examplesAtOrBefore',
   'announceable', 'alertById', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'firedByRule',
   'openAlertsOf', 'activeSilences', 'enqueue', 'noteUnread', 'forgetUnread',
-  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'markRewound', 'replayingStep', 'arrivalsOf',
+  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf',
 ] as const satisfies ReadonlyArray<keyof PgStore>;
 type Forwarded = (typeof FORWARDED)[number];
 
@@ -57,6 +57,8 @@ interface Own {
   /** the run's `run_cursors` row as JSON text (null when it has none) */
   runCursors(runId: number): Promise<string | null>;
   saveRunCursors(runId: number, json: string): Promise<void>;
+  /** as PgStore's, and the run's held head dropped: its newest attempt changes */
+  markRewound(runId: number, attempt: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -88,6 +90,8 @@ class Connection {
   private broken: Error | null = null;
   /** metric ids seen on this connection, dropped with a rollback (a name first written in it is gone again) */
   readonly ids = new MetricIds();
+  /** what the runs' last batches left of what attempt tracking reads, dropped with a rollback */
+  readonly heads = new HeldHeads();
   /** the watcher's clock for the call being run */
   now = 0;
   /** BEGIN, SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip
@@ -175,6 +179,7 @@ class Connection {
     this.broken = null;
     this.inTransaction = false;
     this.ids.clear();
+    this.heads.clear();
     this.deferred = []; // the savepoints of a transaction that is gone
     if (!lost) await this.run(({ client }) => client.query('ROLLBACK'), true);
   }
@@ -182,6 +187,7 @@ class Connection {
   rollbackTo = (name: string): Promise<void> =>
     this.run(async ({ client }) => {
       this.ids.clear();
+      this.heads.clear();
       await client.query(this.joined(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`));
     }, true);
 
@@ -199,6 +205,7 @@ class Connection {
     this.store = null;
     this.gone = false;
     this.deferred = [];
+    this.heads.clear();
   }
 
   /** The error, naming the server (never its password), with its code kept. */
@@ -251,7 +258,7 @@ function ops(conn: Connection): Own {
         const out: Partial<WrittenBatch> = {};
         const onRunLast = (r: number | null): void => void (out.runLast = r);
         const onFile = (f: FileRow): void => void (out.file = f);
-        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile);
+        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile, conn.heads);
         if (facts) out.facts = await runFacts(client, batch.runId);
         return out as WrittenBatch;
       }),
@@ -269,6 +276,11 @@ function ops(conn: Connection): Own {
            ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
           [runId, json],
         );
+      }),
+    markRewound: (runId, attempt) =>
+      conn.run(({ store }) => {
+        conn.heads.forgetRun(runId);
+        return store.markRewound(runId, attempt);
       }),
     close: () => conn.close(),
   };
