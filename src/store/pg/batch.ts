@@ -41,14 +41,9 @@ export class MetricIds {
  * before it, and none writes what another reads), which returns the file's row.
  */
 export async function writeBatch(
-  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
-  /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
-  onRunLast?: (runLast: number | null) => void,
-  /** told the file's row as the batch left it (a caller that keeps file rows) */
-  onFile?: (row: FileRow) => void,
-  /** the runs' heads this connection holds (the live worker's) */
-  heads?: HeldHeads,
+  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number, live: LiveBatch = {},
 ): Promise<BatchResult> {
+  const { onRunLast, onFile, heads } = live;
   let minStep = Infinity;
   let maxStep = -Infinity;
   let tracked: TrackedFile | null = null;
@@ -93,7 +88,8 @@ export async function writeBatch(
     // the steps inserted are the new ones
     writes.push(
       `fresh AS (INSERT INTO steps (run_id, step, at)
-         SELECT ${run}, unnest(${q.add([...rowsOfStep.keys()], 'bigint[]')}), ${now} ON CONFLICT DO NOTHING RETURNING 1)`,
+         SELECT ${run}, unnest(${q.add([...rowsOfStep.keys()], 'bigint[]')}), ${now}
+         ON CONFLICT DO NOTHING RETURNING 1)`,
       `metrics_in AS (INSERT INTO run_metrics (run_id, metric_id)
          SELECT ${run}, unnest(${q.add([...names].map((n) => byName.get(n)!), 'integer[]')}) ON CONFLICT DO NOTHING)`,
     );
@@ -144,16 +140,30 @@ export async function writeBatch(
        attempt = coalesce(${q.add(tracked?.attempt ?? null, 'integer')}, attempt)
      WHERE id = ${fileId} RETURNING *)`,
   );
-  const written = await db.query<FileRow & { rlwatch_new_steps: number }>(
+  const writing = db.query<FileRow & { rlwatch_new_steps: number }>(
     `WITH ${writes.join(',\n')}
      SELECT ${counted} AS rlwatch_new_steps, f.* FROM (VALUES (1)) AS one (x) LEFT JOIN file_in f ON true`,
     q.values,
   );
-  const { rlwatch_new_steps: newSteps, ...file } = written.rows[0]!;
+  live.sent?.();
+  const { rlwatch_new_steps: newSteps, ...file } = (await writing).rows[0]!;
   if (onFile && file.id !== null) onFile(file as FileRow);
   const any = b.metrics.length > 0;
   const events = b.events?.length ?? 0;
   return { runId: b.runId, minStep: any ? minStep : null, maxStep: any ? maxStep : null, newSteps, events };
+}
+
+/** What a watcher's connection (liveWorker.ts) asks of a batch beside writing it. */
+export interface LiveBatch {
+  /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
+  onRunLast?: (runLast: number | null) => void;
+  /** told the file's row as the batch left it (a caller that keeps file rows) */
+  onFile?: (row: FileRow) => void;
+  /** the runs' heads this connection holds */
+  heads?: HeldHeads;
+  /** called once the batch's last statement is sent: on a pipelined connection, a statement sent here goes out
+   * behind it, in its round trip, and sees what it wrote */
+  sent?: () => void;
 }
 
 /** What attempt tracking reads before a batch: the run's highest step, the file, the run's newest attempt. */

@@ -24,9 +24,24 @@ export function newPool(url: string, max = 4): pg.Pool {
   return pool;
 }
 
-/** `name`: how the connection shows in `pg_stat_activity` (one the URL's `application_name` overrides). */
-export function newClient(url: string, name?: string): pg.Client {
-  return new pg.Client({ connectionString: url, types, ...(name ? { fallback_application_name: name } : {}) });
+/** `name`: how the connection shows in `pg_stat_activity` (one the URL's `application_name` overrides).
+ * `pipeline`: each query is sent at once, not after the answer to the one before (`withoutPipeline` for a COPY). */
+export function newClient(url: string, name?: string, pipeline = false): pg.Client {
+  const named = name ? { fallback_application_name: name } : {};
+  return new pg.Client({ connectionString: url, types, pipeline, ...named });
+}
+
+/** `fn` on `client` out of pipeline mode, which the driver refuses a COPY in; the client must be idle (every query
+ * it was sent answered), as it is between two awaited queries. */
+export async function withoutPipeline<T>(client: pg.ClientBase, fn: () => Promise<T>): Promise<T> {
+  const c = client as { pipeline?: boolean };
+  if (!c.pipeline) return fn();
+  c.pipeline = false;
+  try {
+    return await fn();
+  } finally {
+    c.pipeline = true;
+  }
 }
 
 /** Distinct statements a connection prepares at most: SQL spelled with a varying part past that runs unnamed. */

@@ -95,8 +95,7 @@ class Connection {
   /** the watcher's clock for the call being run */
   now = 0;
   /** BEGIN, SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip
-   * when it has no parameters (BEGIN with the first savepoint, a file's releases with the next file's savepoint or
-   * the COMMIT), else just before it */
+   * (in its query string when it has no parameters, else pipelined just before it) */
   private deferred: string[] = [];
 
   constructor(
@@ -115,7 +114,7 @@ class Connection {
       }
     }
     if (!this.client) {
-      const client = preparing(newClient(this.url, this.name));
+      const client = preparing(newClient(this.url, this.name, true));
       client.on('error', () => void (this.gone = true)); // without a listener, a server gone idle kills the thread
       client.on('end', () => void (this.gone = true));
       try {
@@ -136,8 +135,17 @@ class Connection {
   async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>, joins = false): Promise<T> {
     const c = await this.open();
     try {
-      if (!joins && this.deferred.length > 0) await c.client.query(this.joined());
-      return await fn(c);
+      if (joins || this.deferred.length === 0) return await fn(c);
+      // pipelined: `fn`'s first statement goes out behind them, in the same round trip
+      const before = c.client.query(this.joined());
+      const out = fn(c);
+      try {
+        await before;
+      } catch (err) {
+        out.catch(() => {}); // it failed too, in the aborted transaction: the first error says why
+        throw err;
+      }
+      return await out;
     } catch (err) {
       if (!this.gone && !isLost(err)) throw err;
       const lost = this.lostError(err, 'lost the connection to');
@@ -256,10 +264,15 @@ function ops(conn: Connection): Own {
     writeBatch: (batch, keep, facts) =>
       conn.run(async ({ client }) => {
         const out: Partial<WrittenBatch> = {};
-        const onRunLast = (r: number | null): void => void (out.runLast = r);
-        const onFile = (f: FileRow): void => void (out.file = f);
-        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile, conn.heads);
-        if (facts) out.facts = await runFacts(client, batch.runId);
+        let read: Promise<RunFacts> | undefined;
+        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, {
+          onRunLast: (r) => void (out.runLast = r),
+          onFile: (f) => void (out.file = f),
+          heads: conn.heads,
+          // pipelined behind the batch's statement
+          sent: facts ? () => void (read = runFacts(client, batch.runId)).catch(() => {}) : undefined,
+        });
+        if (read) out.facts = await read;
         return out as WrittenBatch;
       }),
     runCursors: (runId) =>

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { withoutPipeline } from './connect.ts';
 
 /** Columns of the points one batch writes: metric id, step and value at the same index. */
 export interface PointColumns {
@@ -31,7 +32,7 @@ export async function copyPoints(db: pg.ClientBase, runId: number, p: PointColum
   if (clash.rowCount !== 0) return false;
   await db.query('SAVEPOINT copy_points');
   try {
-    await copy(db, runId, p);
+    await withoutPipeline(db, () => copy(db, runId, p));
     await db.query('RELEASE SAVEPOINT copy_points');
     return true;
   } catch (err) {
