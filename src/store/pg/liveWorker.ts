@@ -18,7 +18,7 @@ import type { Batch, BatchResult } from '../store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
-import { serveSync, type SentRequest } from './syncBridge.ts';
+import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
 export interface LiveWorkerData {
@@ -79,12 +79,6 @@ export interface RunFacts {
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
 export type LiveOps = Pick<PgStore, Forwarded> & Own;
 
-/** A live connection and the store on it. */
-interface Session {
-  client: pg.Client;
-  store: PgStore;
-}
-
 /** The connection and what goes with it. */
 class Connection {
   private client: pg.Client | null = null;
@@ -100,11 +94,6 @@ class Connection {
   readonly heads = new HeldHeads();
   /** the watcher's clock for the call being run */
   now = 0;
-  /** the first failure of a write sent without waiting for its answer (`send`), thrown by every call that waits
-   * until the ROLLBACK */
-  private sentFailure: unknown = null;
-  /** settles once every write `send` sent has its answer */
-  private unanswered: Promise<void> = Promise.resolve();
   /** BEGIN, SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip
    * (in its query string when it has no parameters, else pipelined just before it) */
   private deferred: string[] = [];
@@ -115,7 +104,7 @@ class Connection {
   ) {}
 
   /** The store on a live connection (connecting when there is none). */
-  async open(): Promise<Session> {
+  async open(): Promise<{ client: pg.Client; store: PgStore }> {
     if (this.broken) throw this.broken;
     if (this.client && this.gone) {
       this.dropClient();
@@ -143,57 +132,27 @@ class Connection {
 
   /** Runs `fn` on the connection, after the deferred statements unless `fn` sends them (`joined`); an error that
    * came with the connection's loss says so. */
-  async run<T>(fn: (c: Session) => Promise<T>, joins = false): Promise<T> {
+  async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>, joins = false): Promise<T> {
     const c = await this.open();
     try {
-      const out = await this.pipelined(c, fn, joins);
-      await this.unanswered;
-      if (this.sentFailure) throw this.sentFailure;
-      return out;
-    } catch (thrown) {
-      await this.unanswered;
-      const err = this.sentFailure ?? thrown; // the first failure says why: what came after it failed with it
+      if (joins || this.deferred.length === 0) return await fn(c);
+      // pipelined: `fn`'s first statement goes out behind them, in the same round trip
+      const before = c.client.query(this.joined());
+      const out = fn(c);
+      try {
+        await before;
+      } catch (err) {
+        out.catch(() => {}); // it failed too, in the aborted transaction: the first error says why
+        throw err;
+      }
+      return await out;
+    } catch (err) {
       if (!this.gone && !isLost(err)) throw err;
       const lost = this.lostError(err, 'lost the connection to');
       this.dropClient();
       if (this.inTransaction) this.broken = lost;
       throw lost;
     }
-  }
-
-  /** `fn` on the connection, pipelined behind the deferred statements (unless it sends them itself: `joins`). */
-  private async pipelined<T>(c: Session, fn: (c: Session) => Promise<T>, joins: boolean): Promise<T> {
-    if (joins || this.deferred.length === 0) return fn(c);
-    // `fn`'s first statement goes out behind them, in the same round trip
-    const before = c.client.query(this.joined());
-    const out = fn(c);
-    try {
-      await before;
-    } catch (err) {
-      out.catch(() => {}); // it failed too, in the aborted transaction: the first error says why
-      throw err;
-    }
-    return out;
-  }
-
-  /**
-   * A write of one statement whose answer nothing needs, pipelined: sent at once (behind the deferred statements)
-   * without waiting for its answer, so that the calls after it go out in the same round trip. Its failure is
-   * thrown by the next call that waits (`run`), COMMIT included: a COMMIT of a failed transaction would otherwise
-   * roll it back without a word.
-   */
-  async send(fn: (c: Session) => Promise<unknown>): Promise<void> {
-    const c = await this.open();
-    if (this.deferred.length > 0) this.unanswer(c.client.query(this.joined()));
-    this.unanswer(fn(c));
-  }
-
-  private unanswer(sent: Promise<unknown>): void {
-    const settled = sent.then(
-      () => {},
-      (err: unknown) => void (this.sentFailure ??= err),
-    );
-    this.unanswered = this.unanswered.then(() => settled);
   }
 
   /** Connects if needed (a server out of reach throws here), and sends BEGIN with the transaction's first
@@ -224,8 +183,6 @@ class Connection {
 
   /** Ends the transaction; one whose connection was lost needs no ROLLBACK: the server dropped it. */
   async rollback(): Promise<void> {
-    await this.unanswered;
-    this.sentFailure = null;
     const lost = this.broken !== null || this.client === null || this.gone;
     this.broken = null;
     this.inTransaction = false;
@@ -266,22 +223,6 @@ class Connection {
     return Object.assign(e, { code: typeof code === 'string' ? code : '08006' });
   }
 }
-
-const saveCursors = async ({ client }: Session, runId: number, json: string): Promise<void> => {
-  await client.query(
-    `INSERT INTO run_cursors (run_id, cursors) VALUES ($1, $2::jsonb)
-     ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
-    [runId, json],
-  );
-};
-
-/** Posted writes of one statement each, which a live line makes: sent without waiting for their answer
- * (`Connection.send`). */
-const PIPELINED: Record<string, (c: Session, args: unknown[]) => Promise<unknown>> = {
-  markLive: ({ store }, [runId]) => store.markLive(runId as number),
-  markEvaluated: ({ store }, [runId]) => store.markEvaluated(runId as number),
-  saveRunCursors: (c, [runId, json]) => saveCursors(c, runId as number, json as string),
-};
 
 /** An error that ends the connection (`endsConnection`), or the driver's word that it ended. */
 function isLost(err: unknown): boolean {
@@ -341,7 +282,14 @@ function ops(conn: Connection): Own {
         ]);
         return r.rows[0]?.c ?? null;
       }),
-    saveRunCursors: (runId, json) => conn.run((c) => saveCursors(c, runId, json)),
+    saveRunCursors: (runId, json) =>
+      conn.run(async ({ client }) => {
+        await client.query(
+          `INSERT INTO run_cursors (run_id, cursors) VALUES ($1, $2::jsonb)
+           ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
+          [runId, json],
+        );
+      }),
     markRewound: (runId, attempt) =>
       conn.run(({ store }) => {
         conn.heads.forgetRun(runId);
@@ -369,10 +317,8 @@ async function main(data: LiveWorkerData): Promise<void> {
     parentPort!.postMessage(typeof code === 'string' ? { ...start, code } : start);
     return;
   }
-  serveSync(data.port, data.state, async (req: SentRequest) => {
+  serveSync(data.port, data.state, async (req: SyncRequest) => {
     conn.now = req.now;
-    const pipelined = req.waits ? undefined : PIPELINED[req.method];
-    if (pipelined) return conn.send((c) => pipelined(c, req.args));
     if (Object.hasOwn(own, req.method)) return (own as unknown as Record<string, Method>)[req.method]!(...req.args);
     if (!forwarded.has(req.method)) throw new Error(`no such call: ${req.method}`);
     return conn.run(({ store }) => (store as unknown as Record<string, Method>)[req.method]!(...req.args));

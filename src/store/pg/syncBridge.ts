@@ -19,7 +19,7 @@ export interface SyncRequest {
 }
 
 /** A request as it crosses: whether the caller waits for its answer. */
-export interface SentRequest extends SyncRequest {
+interface SentRequest extends SyncRequest {
   waits: boolean;
 }
 
@@ -93,7 +93,7 @@ export class SyncBridge {
 export function serveSync(
   port: MessagePort,
   state: Int32Array,
-  handle: (req: SentRequest) => Promise<unknown>,
+  handle: (req: SyncRequest) => Promise<unknown>,
   resets: ReadonlySet<string> = new Set(),
 ): void {
   const answer = (reply: SyncReply): void => {
