@@ -1,9 +1,10 @@
 import type pg from 'pg';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
-import { foldAttempts, mayRepeatSibling, QUIET_MS, type AttemptRow, type TrackedFile } from '../attempts.ts';
+import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';
+import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { Batch, BatchResult } from '../store.ts';
-import { writePoints, type PointColumns } from './points.ts';
+import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
 
 /** Metric ids by name, shared by a store's connections: an id never changes once given. */
 export class MetricIds {
@@ -33,23 +34,27 @@ export class MetricIds {
 }
 
 /**
- * Writes one batch inside the caller's transaction: points (by COPY, or upserted where a step is written again:
- * src/store/pg/points.ts), the steps and run metrics it adds, the run's attempts and arrivals (as the SQLite store's
- * `Store.commit`), examples, events, skips, the file's offset and the run's summary.
+ * Writes one batch inside the caller's transaction: points (by COPY for many new ones: src/store/pg/points.ts), the
+ * steps and run metrics it adds, the run's attempts and arrivals (as the SQLite store's `Store.commit`), examples,
+ * events, skips, the file's offset and the run's summary. A live line is 2 statements: what attempt tracking reads
+ * (`readHead`), then every write in one statement of data-modifying CTEs (its parts see the tables as they were
+ * before it, and none writes what another reads), which returns the file's row.
  */
 export async function writeBatch(
-  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number,
-  /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
-  onRunLast?: (runLast: number | null) => void,
-  /** told the file's row as the batch left it (a caller that keeps file rows) */
-  onFile?: (row: FileRow) => void,
+  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number, live: LiveBatch = {},
 ): Promise<BatchResult> {
+  const { onRunLast, onFile, heads } = live;
   let minStep = Infinity;
   let maxStep = -Infinity;
-  let newSteps = 0;
   let tracked: TrackedFile | null = null;
+  let counted = '0';
+  const q = new Params();
+  const run = q.add(b.runId, 'bigint');
+  const now = q.add(at, 'bigint');
+  const fileId = q.add(b.fileId, 'bigint');
+  const writes: string[] = [];
   if (b.metrics.length > 0) {
-    const head = await readHead(db, b);
+    const head = heads?.get(b.runId, b.fileId) ?? (await readHead(db, b));
     onRunLast?.(head.runLast);
     const names = new Set<string>();
     const steps: number[] = [];
@@ -79,57 +84,86 @@ export async function writeBatch(
         }
       }
     }
-    await writePoints(db, b.runId, p, minStep, maxStep);
-    // the new steps and the run's metrics in one statement (one round trip): the steps inserted are the new ones
-    const fresh = await db.query<{ n: number }>(
-      `WITH fresh AS (
-         INSERT INTO steps (run_id, step, at) SELECT $1, unnest($2::bigint[]), $3 ON CONFLICT DO NOTHING RETURNING 1
-       ), metrics AS (
-         INSERT INTO run_metrics (run_id, metric_id) SELECT $1, unnest($4::integer[]) ON CONFLICT DO NOTHING
-       )
-       SELECT count(*)::integer AS n FROM fresh`,
-      [b.runId, [...rowsOfStep.keys()], at, [...names].map((n) => byName.get(n)!)],
+    if (!(await copyPoints(db, b.runId, p, minStep, maxStep))) writes.push(`points_in AS (${upsertPoints(q, run, p)})`);
+    // the steps inserted are the new ones
+    writes.push(
+      `fresh AS (INSERT INTO steps (run_id, step, at)
+         SELECT ${run}, unnest(${q.add([...rowsOfStep.keys()], 'bigint[]')}), ${now}
+         ON CONFLICT DO NOTHING RETURNING 1)`,
+      `metrics_in AS (INSERT INTO run_metrics (run_id, metric_id)
+         SELECT ${run}, unnest(${q.add([...names].map((n) => byName.get(n)!), 'integer[]')}) ON CONFLICT DO NOTHING)`,
     );
-    newSteps = fresh.rows[0]!.n;
-    if (!b.rewrite) tracked = await trackAttempts(db, b, head, steps, at);
-    await db.query(
-      `UPDATE runs SET first_step = least(coalesce(first_step, $2), $2),
-         last_step = greatest(coalesce(last_step, $3), $3), records = records + $4, batches = batches + 1,
-         updated_at = $5, active_at = CASE WHEN $6 THEN $5 ELSE active_at END,
-         started_at = CASE WHEN $6 THEN coalesce(started_at, $5) ELSE started_at END
-       WHERE id = $1`,
-      [b.runId, minStep, maxStep, newSteps, at, b.progress.lines > 0],
+    counted = '(SELECT count(*)::integer FROM fresh)';
+    if (b.rewrite) heads?.forgetRun(b.runId);
+    else {
+      tracked = await trackAttempts(db, b, head, steps, at, { q, run, now, writes, heads, maxStep });
+    }
+    const active = q.add(b.progress.lines > 0, 'boolean');
+    const [lo, hi] = [q.add(minStep, 'bigint'), q.add(maxStep, 'bigint')];
+    writes.push(
+      `run_in AS (UPDATE runs SET first_step = least(coalesce(first_step, ${lo}), ${lo}),
+         last_step = greatest(coalesce(last_step, ${hi}), ${hi}),
+         records = records + (SELECT count(*) FROM fresh), batches = batches + 1, updated_at = ${now},
+         active_at = CASE WHEN ${active} THEN ${now} ELSE active_at END,
+         started_at = CASE WHEN ${active} THEN coalesce(started_at, ${now}) ELSE started_at END
+       WHERE id = ${run})`,
+    );
+  } else if (b.progress.lines > 0) {
+    writes.push(
+      `run_in AS (UPDATE runs SET active_at = ${now}, started_at = coalesce(started_at, ${now}) WHERE id = ${run})`,
     );
   }
   if (b.examples.length > 0 && keep > 0) await writeExamples(db, b, keep);
   for (const e of b.events ?? []) await writeEvent(db, b, e, at);
   let skipped = 0;
-  for (const [reason, s] of b.skips) {
-    skipped += s.count;
-    await db.query(
-      `INSERT INTO file_skips (file_id, reason, count, sample) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (file_id, reason) DO UPDATE SET count = file_skips.count + excluded.count, sample = excluded.sample`,
-      [b.fileId, reason, s.count, s.sample],
+  if (b.skips.size > 0) {
+    const reasons = [...b.skips.keys()];
+    const skips = [...b.skips.values()];
+    for (const s of skips) skipped += s.count;
+    writes.push(
+      `skips_in AS (INSERT INTO file_skips (file_id, reason, count, sample)
+         SELECT ${fileId}, * FROM unnest(${q.add(reasons, 'text[]')},
+           ${q.add(skips.map((s) => s.count), 'bigint[]')}, ${q.add(skips.map((s) => s.sample), 'text[]')})
+         ON CONFLICT (file_id, reason) DO UPDATE SET count = file_skips.count + excluded.count,
+           sample = excluded.sample)`,
     );
   }
   const p = b.progress;
-  const file = await db.query<FileRow>(
-    `UPDATE files SET dev = $2, ino = $3, "offset" = $4, size = $5, mtime_ms = $6, seq = $7, lines = lines + $8,
-       records = records + $9, skipped = skipped + $10, updated_at = $11,
-       grew_at = CASE WHEN $8 > 0 THEN $11 ELSE grew_at END,
-       last_step = coalesce($12, last_step), attempt = coalesce($13, attempt)
-     WHERE id = $1${onFile ? ' RETURNING *' : ''}`,
-    [b.fileId, p.dev, p.ino, p.offset, p.size, p.mtimeMs, p.seq, p.lines, p.records, skipped, at,
-      tracked?.last_step ?? null, tracked?.attempt ?? null],
+  const lines = q.add(p.lines, 'bigint');
+  writes.push(
+    `file_in AS (UPDATE files SET dev = ${q.add(p.dev, 'bigint')}, ino = ${q.add(p.ino, 'bigint')},
+       "offset" = ${q.add(p.offset, 'bigint')}, size = ${q.add(p.size, 'bigint')},
+       mtime_ms = ${q.add(p.mtimeMs, 'double precision')}, seq = ${q.add(p.seq, 'bigint')}, lines = lines + ${lines},
+       records = records + ${q.add(p.records, 'bigint')}, skipped = skipped + ${q.add(skipped, 'bigint')},
+       updated_at = ${now}, grew_at = CASE WHEN ${lines} > 0 THEN ${now} ELSE grew_at END,
+       last_step = coalesce(${q.add(tracked?.last_step ?? null, 'bigint')}, last_step),
+       attempt = coalesce(${q.add(tracked?.attempt ?? null, 'integer')}, attempt)
+     WHERE id = ${fileId} RETURNING *)`,
   );
-  if (onFile && file.rows[0]) onFile(file.rows[0]);
-  if (p.lines > 0 && b.metrics.length === 0) {
-    // (with metrics, the run's update above said so)
-    await db.query('UPDATE runs SET active_at = $2, started_at = coalesce(started_at, $2) WHERE id = $1', [b.runId, at]);
-  }
+  const writing = db.query<FileRow & { rlwatch_new_steps: number }>(
+    `WITH ${writes.join(',\n')}
+     SELECT ${counted} AS rlwatch_new_steps, f.* FROM (VALUES (1)) AS one (x) LEFT JOIN file_in f ON true`,
+    q.values,
+  );
+  live.sent?.();
+  const { rlwatch_new_steps: newSteps, ...file } = (await writing).rows[0]!;
+  if (onFile && file.id !== null) onFile(file as FileRow);
   const any = b.metrics.length > 0;
   const events = b.events?.length ?? 0;
   return { runId: b.runId, minStep: any ? minStep : null, maxStep: any ? maxStep : null, newSteps, events };
+}
+
+/** What a watcher's connection (liveWorker.ts) asks of a batch beside writing it. */
+export interface LiveBatch {
+  /** told the run's highest step before the batch, when it has metrics (a caller that keeps its points) */
+  onRunLast?: (runLast: number | null) => void;
+  /** told the file's row as the batch left it (a caller that keeps file rows) */
+  onFile?: (row: FileRow) => void;
+  /** the runs' heads this connection holds */
+  heads?: HeldHeads;
+  /** called once the batch's last statement is sent: on a pipelined connection, a statement sent here goes out
+   * behind it, in its round trip, and sees what it wrote */
+  sent?: () => void;
 }
 
 /** What attempt tracking reads before a batch: the run's highest step, the file, the run's newest attempt. */
@@ -137,6 +171,40 @@ interface Head {
   runLast: number | null;
   file: TrackedFile | undefined;
   latest: AttemptRow | undefined;
+}
+
+/**
+ * Each run's head as its last batch on this connection left it, so that the next batch of the run need not read it
+ * (`readHead`): a watcher's connection alone writes its runs' steps, files and attempts. Dropped with a rollback, and
+ * a run's when something else changes its attempts (`markRewound`); a batch that rewrites steps drops its run's.
+ */
+export class HeldHeads {
+  private readonly runs = new Map<number, Omit<Head, 'file'>>();
+  private readonly files = new Map<number, TrackedFile>();
+
+  get(runId: number, fileId: number): Head | undefined {
+    const run = this.runs.get(runId);
+    const file = this.files.get(fileId);
+    return run && file && { ...run, file };
+  }
+
+  /** The head after a batch of `steps` up to `maxStep` whose attempts `fold` folded (from `before`). */
+  wrote(runId: number, before: Head, maxStep: number, fold: AttemptsFold, tracked: TrackedFile): void {
+    let latest = before.latest;
+    for (const r of fold.rows) if (!latest || r.attempt >= latest.attempt) latest = r;
+    const runLast = before.runLast === null ? maxStep : Math.max(before.runLast, maxStep);
+    this.runs.set(runId, { runLast, latest: latest && { ...latest } });
+    this.files.set(tracked.id, { ...tracked });
+  }
+
+  forgetRun(runId: number): void {
+    this.runs.delete(runId);
+  }
+
+  clear(): void {
+    this.runs.clear();
+    this.files.clear();
+  }
 }
 
 /** One round trip; the run's row locked first, so that two batches of one run (two files) fold its attempts one
@@ -166,9 +234,24 @@ async function readHead(db: pg.ClientBase, b: Batch): Promise<Head> {
   return { runLast: h.run_last, file, latest };
 }
 
+/** The batch's one statement as it is built: its parameters, those of the run's id and of the time, and its CTEs. */
+interface Statement {
+  q: Params;
+  run: string;
+  now: string;
+  writes: string[];
+  /** told the head the batch leaves */
+  heads: HeldHeads | undefined;
+  maxStep: number;
+}
+
 /** Restarts (a file going back to an earlier step) and the pace of new steps (`foldAttempts`, the rules SQLite
- * follows), before the run's summary moves. Returns the file's new last step and attempt, for its row. */
-async function trackAttempts(db: pg.ClientBase, b: Batch, head: Head, steps: number[], at: number) {
+ * follows), before the run's summary moves: the writes go to `writes`, the batch's statement. Returns the file's new
+ * last step and attempt, for its row. */
+async function trackAttempts(
+  db: pg.ClientBase, b: Batch, head: Head, steps: number[], at: number, s: Statement,
+): Promise<TrackedFile | null> {
+  const { q, run, now, writes } = s;
   const { runLast, file, latest } = head;
   if (!file) return null;
   const quiet = mayRepeatSibling(file, steps[0]!, runLast) && (await db.query(
@@ -178,24 +261,27 @@ async function trackAttempts(db: pg.ClientBase, b: Batch, head: Head, steps: num
   )).rowCount! > 0;
   const fold = foldAttempts(b.runId, latest, file, steps, at, runLast, quiet);
   if (fold.rows.length > 0) {
-    const col = <K extends keyof AttemptRow>(k: K): Array<AttemptRow[K]> => fold.rows.map((r) => r[k]);
-    await db.query(
-      `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
-       SELECT $1, * FROM unnest($2::integer[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[])
-       ON CONFLICT (run_id, attempt) DO UPDATE SET last_step = excluded.last_step`,
-      [b.runId, col('attempt'), col('resumed_step'), col('at'), col('last_step'), col('rewound')],
+    const col = <K extends keyof AttemptRow>(k: K, type: string): string => q.add(fold.rows.map((r) => r[k]), type);
+    writes.push(
+      `attempts_in AS (INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
+         SELECT ${run}, * FROM unnest(${col('attempt', 'integer[]')}, ${col('resumed_step', 'bigint[]')},
+           ${col('at', 'bigint[]')}, ${col('last_step', 'bigint[]')}, ${col('rewound', 'integer[]')})
+         ON CONFLICT (run_id, attempt) DO UPDATE SET last_step = excluded.last_step)`,
     );
   }
   if (fold.advanced > 0) {
-    // one statement: its DELETE sees the rows before its INSERT, and keeps ARRIVALS_KEPT - 1 of them beside the new one
-    await db.query(
-      `WITH noted AS (INSERT INTO arrivals (run_id, at, steps) VALUES ($1, $2, $3))
-       DELETE FROM arrivals WHERE run_id = $1
-         AND id <= (SELECT id FROM arrivals WHERE run_id = $1 ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT - 1})`,
-      [b.runId, at, fold.advanced],
+    // the DELETE sees the rows before the INSERT, and keeps ARRIVALS_KEPT - 1 of them beside the new one
+    writes.push(
+      `arrival_in AS (INSERT INTO arrivals (run_id, at, steps) VALUES (${run}, ${now},
+         ${q.add(fold.advanced, 'bigint')}))`,
+      `arrivals_out AS (DELETE FROM arrivals WHERE run_id = ${run}
+         AND id <= (SELECT id FROM arrivals WHERE run_id = ${run}
+                    ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT - 1}))`,
     );
   }
-  return { ...file, last_step: fold.fileLastStep, attempt: fold.fileAttempt };
+  const tracked = { ...file, last_step: fold.fileLastStep, attempt: fold.fileAttempt };
+  s.heads?.wrote(b.runId, head, s.maxStep, fold, tracked);
+  return tracked;
 }
 
 /** Keeps, per step, the `keep` best and `keep` worst generations (as the SQLite store's Examples). */

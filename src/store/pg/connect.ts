@@ -24,9 +24,47 @@ export function newPool(url: string, max = 4): pg.Pool {
   return pool;
 }
 
-/** `name`: how the connection shows in `pg_stat_activity` (one the URL's `application_name` overrides). */
-export function newClient(url: string, name?: string): pg.Client {
-  return new pg.Client({ connectionString: url, types, ...(name ? { fallback_application_name: name } : {}) });
+/** `name`: how the connection shows in `pg_stat_activity` (one the URL's `application_name` overrides).
+ * `pipeline`: each query is sent at once, not after the answer to the one before (`withoutPipeline` for a COPY). */
+export function newClient(url: string, name?: string, pipeline = false): pg.Client {
+  const named = name ? { fallback_application_name: name } : {};
+  return new pg.Client({ connectionString: url, types, pipeline, ...named });
+}
+
+/** `fn` on `client` out of pipeline mode, which the driver refuses a COPY in; the client must be idle (every query
+ * it was sent answered), as it is between two awaited queries. */
+export async function withoutPipeline<T>(client: pg.ClientBase, fn: () => Promise<T>): Promise<T> {
+  const c = client as { pipeline?: boolean };
+  if (!c.pipeline) return fn();
+  c.pipeline = false;
+  try {
+    return await fn();
+  } finally {
+    c.pipeline = true;
+  }
+}
+
+/** Distinct statements a connection prepares at most: SQL spelled with a varying part past that runs unnamed. */
+const PREPARED_MAX = 256;
+
+/**
+ * Makes `client` send each statement with parameters as a named prepared statement, parsed and analysed by the
+ * server once per connection and then only bound and run (its plan cached): on a watcher's connection, whose few
+ * dozen statements repeat for every line, PostgreSQL spent more CPU parsing and planning them than running them.
+ * Statements without parameters keep the simple protocol (several may be sent as one string).
+ */
+export function preparing<C extends pg.Client>(client: C): C {
+  const names = new Map<string, string>();
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
+    if (typeof config === 'string' && Array.isArray(values) && values.length > 0) {
+      let name = names.get(config);
+      if (name === undefined && names.size < PREPARED_MAX) names.set(config, (name = `rlwatch_${names.size}`));
+      if (name !== undefined) return query({ name, text: config, values }, callback);
+    }
+    return query(config, values, callback);
+  }) as C['query'];
+  return client;
 }
 
 /**

@@ -15,8 +15,8 @@ import type { AttemptRow } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { RunRow } from '../runs.ts';
 import type { Batch, BatchResult } from '../store.ts';
-import { MetricIds, writeBatch } from './batch.ts';
-import { migratePg, newClient, newPool } from './connect.ts';
+import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
+import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
@@ -39,7 +39,7 @@ const FORWARDED = [
   'after', 'latest', 'metricsOf', 'series', 'stepSpan', 'upTo', 'examplesAtOrBefore',
   'announceable', 'alertById', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'firedByRule',
   'openAlertsOf', 'activeSilences', 'enqueue', 'noteUnread', 'forgetUnread',
-  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'markRewound', 'replayingStep', 'arrivalsOf',
+  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf',
 ] as const satisfies ReadonlyArray<keyof PgStore>;
 type Forwarded = (typeof FORWARDED)[number];
 
@@ -57,6 +57,8 @@ interface Own {
   /** the run's `run_cursors` row as JSON text (null when it has none) */
   runCursors(runId: number): Promise<string | null>;
   saveRunCursors(runId: number, json: string): Promise<void>;
+  /** as PgStore's, and the run's held head dropped: its newest attempt changes */
+  markRewound(runId: number, attempt: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -88,10 +90,12 @@ class Connection {
   private broken: Error | null = null;
   /** metric ids seen on this connection, dropped with a rollback (a name first written in it is gone again) */
   readonly ids = new MetricIds();
+  /** what the runs' last batches left of what attempt tracking reads, dropped with a rollback */
+  readonly heads = new HeldHeads();
   /** the watcher's clock for the call being run */
   now = 0;
-  /** SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip when it
-   * has no parameters (a file's releases with the next file's savepoint or the COMMIT), else just before it */
+  /** BEGIN, SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip
+   * (in its query string when it has no parameters, else pipelined just before it) */
   private deferred: string[] = [];
 
   constructor(
@@ -110,7 +114,7 @@ class Connection {
       }
     }
     if (!this.client) {
-      const client = newClient(this.url, this.name);
+      const client = preparing(newClient(this.url, this.name, true));
       client.on('error', () => void (this.gone = true)); // without a listener, a server gone idle kills the thread
       client.on('end', () => void (this.gone = true));
       try {
@@ -131,8 +135,17 @@ class Connection {
   async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>, joins = false): Promise<T> {
     const c = await this.open();
     try {
-      if (!joins && this.deferred.length > 0) await c.client.query(this.joined());
-      return await fn(c);
+      if (joins || this.deferred.length === 0) return await fn(c);
+      // pipelined: `fn`'s first statement goes out behind them, in the same round trip
+      const before = c.client.query(this.joined());
+      const out = fn(c);
+      try {
+        await before;
+      } catch (err) {
+        out.catch(() => {}); // it failed too, in the aborted transaction: the first error says why
+        throw err;
+      }
+      return await out;
     } catch (err) {
       if (!this.gone && !isLost(err)) throw err;
       const lost = this.lostError(err, 'lost the connection to');
@@ -142,11 +155,13 @@ class Connection {
     }
   }
 
+  /** Connects if needed (a server out of reach throws here), and sends BEGIN with the transaction's first
+   * statement, in its round trip when that has no parameters (a savepoint), else just before it. */
   begin = (): Promise<void> =>
-    this.run(async ({ client }) => {
-      await client.query('BEGIN');
+    this.run(async () => {
+      this.defer('BEGIN');
       this.inTransaction = true;
-    });
+    }, true);
 
   commit = (): Promise<void> =>
     this.run(async ({ client }) => {
@@ -154,7 +169,7 @@ class Connection {
       await client.query(this.joined('COMMIT'));
     }, true);
 
-  /** A savepoint or its release, sent with the next statement. */
+  /** BEGIN, a savepoint or its release, sent with the next statement. */
   defer(sql: string): void {
     this.deferred.push(sql);
   }
@@ -172,6 +187,7 @@ class Connection {
     this.broken = null;
     this.inTransaction = false;
     this.ids.clear();
+    this.heads.clear();
     this.deferred = []; // the savepoints of a transaction that is gone
     if (!lost) await this.run(({ client }) => client.query('ROLLBACK'), true);
   }
@@ -179,6 +195,7 @@ class Connection {
   rollbackTo = (name: string): Promise<void> =>
     this.run(async ({ client }) => {
       this.ids.clear();
+      this.heads.clear();
       await client.query(this.joined(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`));
     }, true);
 
@@ -196,6 +213,7 @@ class Connection {
     this.store = null;
     this.gone = false;
     this.deferred = [];
+    this.heads.clear();
   }
 
   /** The error, naming the server (never its password), with its code kept. */
@@ -211,6 +229,21 @@ function isLost(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return endsConnection(code);
   return /Connection terminated|not queryable/.test((err as Error).message ?? '');
+}
+
+/** The run's row, attempts and metric names, as PgStore's `runById`, `attemptsOf` and `metricsOf` read them, in one
+ * statement (the run's columns, and the others beside them). */
+async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts> {
+  const r = await client.query<RunRow & { rlwatch_attempts: AttemptRow[]; rlwatch_metrics: string[] }>(
+    `SELECT r.*,
+       (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]') FROM attempts a WHERE a.run_id = $1) AS rlwatch_attempts,
+       ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = $1
+             ORDER BY m.name COLLATE "C") AS rlwatch_metrics
+     FROM (VALUES (1)) AS one (x) LEFT JOIN runs r ON r.id = $1`,
+    [runId],
+  );
+  const { rlwatch_attempts: attempts, rlwatch_metrics: metrics, ...run } = r.rows[0]!;
+  return { run: run.id === null ? undefined : run, attempts, metrics };
 }
 
 /** A batch as it crossed the thread: its columns lose their class (ShapedRows) in the copy. */
@@ -229,16 +262,17 @@ function ops(conn: Connection): Own {
     release: async (name) => conn.defer(`RELEASE SAVEPOINT ${name}`),
     rollbackTo: conn.rollbackTo,
     writeBatch: (batch, keep, facts) =>
-      conn.run(async ({ client, store }) => {
+      conn.run(async ({ client }) => {
         const out: Partial<WrittenBatch> = {};
-        const onRunLast = (r: number | null): void => void (out.runLast = r);
-        const onFile = (f: FileRow): void => void (out.file = f);
-        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, onRunLast, onFile);
-        if (facts) {
-          const runId = batch.runId;
-          out.facts = { run: await store.runById(runId), attempts: await store.attemptsOf(runId),
-            metrics: await store.metricsOf(runId) };
-        }
+        let read: Promise<RunFacts> | undefined;
+        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, {
+          onRunLast: (r) => void (out.runLast = r),
+          onFile: (f) => void (out.file = f),
+          heads: conn.heads,
+          // pipelined behind the batch's statement
+          sent: facts ? () => void (read = runFacts(client, batch.runId)).catch(() => {}) : undefined,
+        });
+        if (read) out.facts = await read;
         return out as WrittenBatch;
       }),
     runCursors: (runId) =>
@@ -255,6 +289,11 @@ function ops(conn: Connection): Own {
            ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
           [runId, json],
         );
+      }),
+    markRewound: (runId, attempt) =>
+      conn.run(({ store }) => {
+        conn.heads.forgetRun(runId);
+        return store.markRewound(runId, attempt);
       }),
     close: () => conn.close(),
   };

@@ -121,6 +121,36 @@ describe('PgLiveStore', () => {
     expect(store.groupsRolledBack).toBe(0);
   });
 
+  it("reads a run's head again after a rollback: the same lines written again are no restart", async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url);
+    const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const no = (): never => {
+      throw new Error('no');
+    };
+    store.commit(batchOf(run.id, file.id, [1, 2, 3], 30), 0);
+    expect(() => store.commit(batchOf(run.id, file.id, [4, 5], 50), 0, no)).toThrow('no');
+    store.commit(batchOf(run.id, file.id, [4, 5], 50), 0);
+    // a file's savepoint rolled back in a group, and its lines read again in the same transaction
+    const { failed } = store.group(() => [
+      (() => {
+        try {
+          return store.commit(batchOf(run.id, file.id, [6], 60), 0, no);
+        } catch {
+          return null;
+        }
+      })(),
+      store.commit(batchOf(run.id, file.id, [6], 60), 0),
+    ]);
+    expect(failed).toBeNull();
+    expect(await rows(url, 'SELECT attempt, resumed_step, last_step FROM attempts')).toEqual([
+      { attempt: 1, resumed_step: '1', last_step: '6' },
+    ]);
+    expect(await rows(url, 'SELECT last_step, attempt FROM files')).toEqual([{ last_step: '6', attempt: 1 }]);
+    expect(await rows(url, 'SELECT last_step, records FROM runs')).toEqual([{ last_step: '6', records: '6' }]);
+  });
+
   it('never commits past a write posted without waiting that failed: the COMMIT throws its error and rolls back',
     async () => {
       const url = await freshPgDatabase();
