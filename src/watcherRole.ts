@@ -8,6 +8,7 @@ import { unreadSummary } from './commands/files.ts';
 import type { Config } from './config/schema.ts';
 import { UserError } from './errors.ts';
 import type { Log } from './log.ts';
+import { isUnreachable } from './store/dbErrors.ts';
 import { openStore, runPrefix } from './store/open.ts';
 import { PgLiveStore } from './store/pg/pgLiveStore.ts';
 import { isConnectionError } from './store/pg/url.ts';
@@ -52,12 +53,7 @@ export async function startWatcher(opts: {
     await store.close();
     throw err;
   }
-  const reader = await openStore(opts.db);
-  try {
-    for (const line of await unreadSummary(reader, opts.roots)) log.warn(line);
-  } finally {
-    await reader.close();
-  }
+  await warnUnread(opts.db, opts.roots, log);
   return {
     watching,
     prefix,
@@ -66,4 +62,20 @@ export async function startWatcher(opts: {
       await store.close();
     },
   };
+}
+
+/** The files under `roots` that no format reads, told once at start: a server out of reach at that moment costs
+ * the list, not the watcher. */
+async function warnUnread(db: string, roots: readonly string[], log: Log): Promise<void> {
+  try {
+    const reader = await openStore(db);
+    try {
+      for (const line of await unreadSummary(reader, roots)) log.warn(line);
+    } finally {
+      await reader.close();
+    }
+  } catch (err) {
+    if (!isUnreachable(err) && !isConnectionError(err)) throw err;
+    log.warn(`cannot list the files no format reads (${(err as Error).message})`);
+  }
 }

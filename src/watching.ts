@@ -8,8 +8,9 @@ import { parseDuration } from './engine/duration.ts';
 import { Engine } from './engine/engine.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
-import { LiveIngest } from './ingest/watcher.ts';
+import { LiveIngest, UNREACHABLE_RETRY_MS } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
+import { isUnreachable } from './store/dbErrors.ts';
 import type { LiveStore } from './store/live.ts';
 import { retryWhileBusy, type BatchResult } from './store/store.ts';
 
@@ -61,6 +62,20 @@ export function engineFor(
   });
 }
 
+/** `fn` (start-up's own reads and writes), done again every UNREACHABLE_RETRY_MS while PostgreSQL is out of reach:
+ * an outage while a watcher starts is waited out as one while it watches, not the end of the process. */
+async function untilReachable(fn: () => void, log: Log): Promise<void> {
+  for (;;) {
+    try {
+      return fn();
+    } catch (err) {
+      if (!isUnreachable(err)) throw err;
+      log.warn(`cannot start watching yet (${(err as Error).message}): trying again in ${UNREACHABLE_RETRY_MS / 1000} s`);
+      await new Promise((done) => setTimeout(done, UNREACHABLE_RETRY_MS));
+    }
+  }
+}
+
 /** Starts watching `opts.roots` into `store`. Resolves once the files already present have been read: that backlog
  * is history, evaluated without announcing; what still fires afterwards is announced by the first tick. */
 export async function startWatching(store: LiveStore, opts: WatchingOptions): Promise<Watching> {
@@ -84,10 +99,11 @@ export async function startWatching(store: LiveStore, opts: WatchingOptions): Pr
     },
   );
   const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message), store);
-  engine.evaluateBehind(); // batches a stopped process committed but never evaluated
+  // batches a stopped process committed but never evaluated
+  await untilReachable(() => engine.evaluateBehind(), log);
   await live.start();
   catchingUp = false;
-  engine.caughtUp();
+  await untilReachable(() => engine.caughtUp(), log);
   const tick = (): void => {
     try {
       retryWhileBusy(

@@ -13,7 +13,7 @@ const SWEEP_MS = 30_000;
  * instead of 1 (measured in process: 23% less CPU per line) for at most this much more latency. */
 const GATHER_MS = 10;
 /** How soon files are read again whose read found PostgreSQL out of reach. */
-const UNREACHABLE_RETRY_MS = 3000;
+export const UNREACHABLE_RETRY_MS = 3000;
 /** Files read in one transaction at most: each may hold a chunk of its file in memory while the others read on. */
 const GROUP_FILES = 16;
 
