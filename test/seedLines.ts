@@ -9,3 +9,8 @@ export function learningLine(i: number, extra: Partial<{ grad: number; frac: num
     `reward=${reward}±0.077  syntax_rew=${reward}±0.078  entropy=0.155  frac_zero_std=${(extra.frac ?? 0).toFixed(2)}`
   );
 }
+
+/** Lines `from`..`to` of `learningLine`, each ending with a newline: what a trainer appends. */
+export function learningLines(from: number, to: number): string {
+  return Array.from({ length: to - from + 1 }, (_, k) => `${learningLine(from + k)}\n`).join('');
+}

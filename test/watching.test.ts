@@ -12,15 +12,13 @@ import type { Log } from '../src/log.ts';
 import { PostgresError } from '../src/store/dbErrors.ts';
 import { Store } from '../src/store/store.ts';
 import { startWatching, type Watching } from '../src/watching.ts';
-import { ensureParent, learningLine, tempDir } from './helpers.ts';
+import { ensureParent, learningLines as lines, tempDir } from './helpers.ts';
 
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-const lines = (from: number, to: number): string =>
-  Array.from({ length: to - from + 1 }, (_, k) => `${learningLine(from + k)}\n`).join('');
 
 describe('startWatching', () => {
   it('waits out a server that goes away during the start, then watches the runs as live', async () => {

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { silentLog } from '../../src/log.ts';
 import { startWatcher } from '../../src/watcherRole.ts';
-import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+import { ensureParent, learningLines as lines, tempDir } from '../helpers.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 import { rlwatch } from './cli.ts';
 
@@ -19,8 +19,6 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-const lines = (from: number, to: number): string =>
-  Array.from({ length: to - from + 1 }, (_, k) => `${learningLine(from + k)}\n`).join('');
 
 describe('rlwatch migrate, then a watcher on PostgreSQL', () => {
   it('goes on with the migrated runs from where SQLite stopped', async () => {

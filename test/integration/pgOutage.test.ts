@@ -9,7 +9,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+import { ensureParent, learningLines as lines, tempDir } from '../helpers.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 import { rlwatchBackground, exited } from './cli.ts';
 
@@ -53,8 +53,6 @@ async function relay(target: URL): Promise<{ url: string; cut(): void; restore()
   };
 }
 
-const lines = (from: number, to: number): string =>
-  Array.from({ length: to - from + 1 }, (_, k) => `${learningLine(from + k)}\n`).join('');
 
 describe('a PostgreSQL watcher while the server is out of reach', () => {
   it('commits what was written meanwhile once the server is back, without the files growing again', async () => {
