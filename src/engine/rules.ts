@@ -321,8 +321,17 @@ export class RuleBook {
     return new RuleBook(base, scoped);
   }
 
-  /** The enabled rules for one run, with the run-scoped changes applied. */
-  forRun(runName: string): Rule[] {
+  /** What `forRun` gave each run name: the engine asks after every batch, and a book never changes. */
+  private readonly byRun = new Map<string, readonly Rule[]>();
+
+  /** The enabled rules for one run, with the run-scoped changes applied (shared: not to be changed). */
+  forRun(runName: string): readonly Rule[] {
+    let rules = this.byRun.get(runName);
+    if (!rules) this.byRun.set(runName, (rules = this.rulesFor(runName)));
+    return rules;
+  }
+
+  private rulesFor(runName: string): Rule[] {
     return this.base
       .map((rule) => {
         const patches = this.scoped.filter((s) => s.id === rule.id && globMatch(s.runs, runName));
