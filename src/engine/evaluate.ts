@@ -118,6 +118,8 @@ export class StepLookup {
   }
 }
 
+const NO_LOOKUPS: readonly StepLookup[] = [];
+
 /** Threshold: each alternative is its own alert key, named after its first metric. */
 export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
   const { store, runId } = ctx;
@@ -128,7 +130,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     const from = cursor?.step ?? START;
     const main = ctx.after(first.metric, from);
     if (main.length === 0) continue;
-    const others = rest.map((c) => new StepLookup(ctx.after(c.metric, from)));
+    const others = rest.length === 0 ? NO_LOOKUPS : rest.map((c) => new StepLookup(ctx.after(c.metric, from)));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
     // `learn`: the first records of the run, and whether their median leaves the line to be judged at all
@@ -183,8 +185,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         });
       }
     }
-    const learnt = gate === undefined ? { early } : { gate };
-    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, { streak, recovering, ...learnt });
+    const state = gate === undefined ? { streak, recovering, early } : { streak, recovering, gate };
+    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, state);
   }
 }
 

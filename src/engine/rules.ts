@@ -262,10 +262,18 @@ export const RuleOverride = z
   .catchall(z.unknown());
 export type RuleOverride = z.infer<typeof RuleOverride>;
 
+/** What `alternatives` gave each rule: the engine asks after every batch (shared: not to be changed). */
+const alternativesOf = new WeakMap<ThresholdRule, readonly (readonly Condition[])[]>();
+
 /** The alternatives of a threshold rule, each a list of conditions that must all hold. */
-export function alternatives(rule: ThresholdRule): Condition[][] {
+export function alternatives(rule: ThresholdRule): readonly (readonly Condition[])[] {
   if (rule.any) return rule.any;
-  return [[{ metric: rule.metric as string, op: rule.op as Op, value: rule.value as number }, ...rule.and]];
+  let alts = alternativesOf.get(rule);
+  if (!alts) {
+    alts = [[{ metric: rule.metric as string, op: rule.op as Op, value: rule.value as number }, ...rule.and]];
+    alternativesOf.set(rule, alts);
+  }
+  return alts;
 }
 
 const EPSILON = 1e-9;
