@@ -29,6 +29,7 @@ export function walCheckpoints(db: Database.Database, everyMs = CHECKPOINT_MS): 
   return {
     async stop() {
       stopping = true;
+      worker.ref(); // awaited: the process must not run out of things to wait for before the thread has exited
       worker.postMessage('stop');
       await exited;
     },
