@@ -16,6 +16,7 @@ import { runPrefix } from './store/open.ts';
 import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import type { BatchResult } from './store/store.ts';
 import { Store } from './store/store.ts';
+import { walCheckpoints } from './store/walCheckpoints.ts';
 import { engineFor, ingestEvents, startWatching, type Watching } from './watching.ts';
 
 /** Each configured platform's settings, by platform id (what its `settings()` returns). */
@@ -179,12 +180,14 @@ export async function startApp(opts: BotOptions & {
   onBatch?: (r: BatchResult) => void;
 }): Promise<App> {
   const store = Store.openWriter(opts.dbPath, 'start');
+  const checkpoints = walCheckpoints(store.db); // off this thread: a checkpoint's disk syncs held up the lines
   const { config, log } = opts;
   const contract = new SqliteAsyncStore(store);
   let bot: BotSide;
   try {
     bot = await startBotSide(contract, opts);
   } catch (err) {
+    await checkpoints.stop();
     store.close();
     throw err;
   }
@@ -206,6 +209,7 @@ export async function startApp(opts: BotOptions & {
     });
   } catch (err) {
     await bot.stop();
+    await checkpoints.stop();
     store.close();
     throw err;
   }
@@ -221,6 +225,7 @@ export async function startApp(opts: BotOptions & {
       await watching.stop();
       clearImmediate(botTick);
       await bot.stop();
+      await checkpoints.stop();
       store.close();
     },
   };

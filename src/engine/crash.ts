@@ -13,6 +13,14 @@ export function evidenceOf(e: EventRow): { title: string; lines: string[] } {
   return { title: `the log up to the error (last ${lines.length} lines)`, lines };
 }
 
+/** Each rule's grace in milliseconds, parsed once (it is asked after every batch of every run). */
+const graces = new WeakMap<CrashRule, number>();
+function graceOf(rule: CrashRule): number {
+  let ms = graces.get(rule);
+  if (ms === undefined) graces.set(rule, (ms = parseDuration(rule.grace) as number));
+  return ms;
+}
+
 /**
  * run_crashed, from the error events of the run's console logs. A fatal one (OOM, ChildFailedError,
  * NCCL watchdog, Killed, segfault) fires at once. Any other (a traceback, an ActorDiedError) is held: it
@@ -25,7 +33,7 @@ export function evidenceOf(e: EventRow): { title: string; lines: string[] } {
 export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): void {
   const { store, runId, run } = ctx;
   if (!run) return;
-  const grace = parseDuration(rule.grace) as number;
+  const grace = graceOf(rule);
   const cursor = store.alerts.cursor(runId, rule.id, CRASH_KEY);
   let seen = Number(cursor?.state.seen ?? 0);
   let held = cursor?.state.held as number | undefined;

@@ -1,5 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
-import { expandMetrics, type RunContext } from './evaluate.ts';
+import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { DivergenceRule } from './rules.ts';
 import { mean, successiveSd } from './stats.ts';
@@ -23,7 +23,7 @@ const shown = (m: Move, arrow: string): string => `${m.metric} ${arrow} ${format
  */
 export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void {
   const { store, runId } = ctx;
-  const metrics = expandMetrics(rule.metrics, ctx.metrics());
+  const metrics = ctx.expand(rule.metrics);
   if (metrics.length < 2) return;
   const key = rule.metrics.join(' ');
   const cursor = store.alerts.cursor(runId, rule.id, key);

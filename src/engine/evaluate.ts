@@ -32,6 +32,8 @@ export interface RunContext {
   metrics(): readonly string[];
   /** whether the run has logged the metric: rules ask for metrics a log may not have (kl, train_runtime) */
   logged(metric: string): boolean;
+  /** `expandMetrics` of a rule's patterns over `metrics()`, memoised for one evaluation */
+  expand(patterns: readonly string[]): readonly string[];
   /** `finishedAt`, memoised for one evaluation (crash and run_finished both ask) */
   finishedAt(): number | null;
 }
@@ -45,12 +47,14 @@ export function runContext(
   now: () => number,
   attempts: readonly AttemptRow[] = store.attempts.list(runId),
 ): RunContext {
-  const memo = new Map<string, Array<{ step: number; value: number }>>();
+  // by metric, then step: no key string built per call (the rules ask ~40 times per evaluation)
+  const memo = new Map<string, Map<number, Array<{ step: number; value: number }>>>();
   // a restarted job logging its steps again: the steps the earlier attempt logged past it are not evaluated
   const head = replayingStep(attempts[attempts.length - 1], run?.last_step ?? null);
   let metrics: readonly string[] | undefined;
   let names: ReadonlySet<string> | undefined;
   let finished: number | null | undefined;
+  const expanded = new Map<readonly string[], readonly string[]>();
   const ctx: RunContext = {
     store,
     runId,
@@ -59,17 +63,23 @@ export function runContext(
     replaying: head,
     alerts: new OpenAlerts(store.alerts, runId),
     after(metric, step) {
-      const key = `${step}\u0000${metric}`;
-      let rows = memo.get(key);
+      let byStep = memo.get(metric);
+      if (!byStep) memo.set(metric, (byStep = new Map()));
+      let rows = byStep.get(step);
       if (!rows) {
         rows = ctx.logged(metric) ? store.points.after(runId, metric, step) : [];
         if (head !== null) rows = rows.filter((p) => p.step <= head);
-        memo.set(key, rows);
+        byStep.set(step, rows);
       }
       return rows;
     },
     metrics: () => (metrics ??= store.points.metricsOf(runId)),
     logged: (metric) => (names ??= new Set(ctx.metrics())).has(metric),
+    expand(patterns) {
+      let found = expanded.get(patterns);
+      if (!found) expanded.set(patterns, (found = expandMetrics(patterns, ctx.metrics())));
+      return found;
+    },
     finishedAt: () => (finished !== undefined ? finished : (finished = finishedAt(store, run, ctx.logged))),
   };
   return ctx;
@@ -108,6 +118,8 @@ export class StepLookup {
   }
 }
 
+const NO_LOOKUPS: readonly StepLookup[] = [];
+
 /** Threshold: each alternative is its own alert key, named after its first metric. */
 export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
   const { store, runId } = ctx;
@@ -118,7 +130,7 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     const from = cursor?.step ?? START;
     const main = ctx.after(first.metric, from);
     if (main.length === 0) continue;
-    const others = rest.map((c) => new StepLookup(ctx.after(c.metric, from)));
+    const others = rest.length === 0 ? NO_LOOKUPS : rest.map((c) => new StepLookup(ctx.after(c.metric, from)));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
     // `learn`: the first records of the run, and whether their median leaves the line to be judged at all
@@ -173,8 +185,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         });
       }
     }
-    const learnt = gate === undefined ? { early } : { gate };
-    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, { streak, recovering, ...learnt });
+    const state = gate === undefined ? { streak, recovering, early } : { streak, recovering, gate };
+    store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, state);
   }
 }
 
@@ -221,7 +233,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const span = NOISE_WINDOWS * w;
   const breaks = rule.breakSigmas > 0;
   const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0);
-  for (const metric of expandMetrics(rule.metrics, ctx.metrics())) {
+  for (const metric of ctx.expand(rule.metrics)) {
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
     const history = cursor ? store.points.upTo(runId, metric, from, reach - 1, true) : [];

@@ -1,8 +1,6 @@
 import type { AlertChange, AlertRow } from '../store/alerts.ts';
 import type { LiveStore } from '../store/live.ts';
 
-const keyOf = (rule: string, metric: string): string => `${rule}\u0000${metric}`;
-
 /**
  * One run's open (pending or firing) alerts for one evaluation: asked of the store once, when a rule first looks
  * (each rule's Lifecycle used to look its alert up with a query of its own), and kept exact for the rest of the
@@ -10,7 +8,8 @@ const keyOf = (rule: string, metric: string): string => `${rule}\u0000${metric}`
  * store holds between evaluations is kept exact there (`Alerts.openOf`).
  */
 export class OpenAlerts {
-  private rows: Map<string, AlertRow> | undefined;
+  /** by rule, then metric: no key string built per look-up (every rule's Lifecycle looks after every batch) */
+  private rows: Map<string, Map<string, AlertRow>> | undefined;
   constructor(
     private readonly alerts: LiveStore['alerts'],
     readonly runId: number,
@@ -18,17 +17,19 @@ export class OpenAlerts {
 
   /** The open alert of a key, if any. */
   get(rule: string, metric: string): AlertRow | undefined {
-    return this.held().get(keyOf(rule, metric));
+    return this.held().get(rule)?.get(metric);
   }
 
   /** The run's firing alerts, newest first (as `Alerts.list({ runId })`). */
   firing(): AlertRow[] {
-    return [...this.held().values()].filter((a) => a.state === 'firing').sort((a, b) => b.id - a.id);
+    const out: AlertRow[] = [];
+    for (const byMetric of this.held().values()) for (const a of byMetric.values()) if (a.state === 'firing') out.push(a);
+    return out.sort((a, b) => b.id - a.id);
   }
 
   create(rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): AlertRow {
     const row = this.alerts.create(this.runId, rule, metric, state, c);
-    this.held().set(keyOf(rule, metric), row);
+    this.put(row);
     return row;
   }
 
@@ -36,21 +37,32 @@ export class OpenAlerts {
   fire(a: AlertRow, c: AlertChange): AlertRow {
     this.alerts.fire(a.id, c);
     const row = this.alerts.byId(a.id) as AlertRow;
-    this.held().set(keyOf(a.rule, a.metric), row);
+    this.put(row);
     return row;
   }
 
   resolve(a: AlertRow, c: AlertChange): void {
     this.alerts.resolve(a.id, c);
-    this.held().delete(keyOf(a.rule, a.metric));
+    this.held().get(a.rule)?.delete(a.metric);
   }
 
   drop(a: AlertRow): void {
     this.alerts.drop(a.id);
-    this.held().delete(keyOf(a.rule, a.metric));
+    this.held().get(a.rule)?.delete(a.metric);
   }
 
-  private held(): Map<string, AlertRow> {
-    return (this.rows ??= new Map(this.alerts.openOf(this.runId).map((a) => [keyOf(a.rule, a.metric), a])));
+  private put(a: AlertRow): void {
+    const held = this.held();
+    let byMetric = held.get(a.rule);
+    if (!byMetric) held.set(a.rule, (byMetric = new Map()));
+    byMetric.set(a.metric, a);
+  }
+
+  private held(): Map<string, Map<string, AlertRow>> {
+    if (!this.rows) {
+      this.rows = new Map();
+      for (const a of this.alerts.openOf(this.runId)) this.put(a);
+    }
+    return this.rows;
   }
 }

@@ -262,10 +262,18 @@ export const RuleOverride = z
   .catchall(z.unknown());
 export type RuleOverride = z.infer<typeof RuleOverride>;
 
+/** What `alternatives` gave each rule: the engine asks after every batch (shared: not to be changed). */
+const alternativesOf = new WeakMap<ThresholdRule, readonly (readonly Condition[])[]>();
+
 /** The alternatives of a threshold rule, each a list of conditions that must all hold. */
-export function alternatives(rule: ThresholdRule): Condition[][] {
+export function alternatives(rule: ThresholdRule): readonly (readonly Condition[])[] {
   if (rule.any) return rule.any;
-  return [[{ metric: rule.metric as string, op: rule.op as Op, value: rule.value as number }, ...rule.and]];
+  let alts = alternativesOf.get(rule);
+  if (!alts) {
+    alts = [[{ metric: rule.metric as string, op: rule.op as Op, value: rule.value as number }, ...rule.and]];
+    alternativesOf.set(rule, alts);
+  }
+  return alts;
 }
 
 const EPSILON = 1e-9;
@@ -321,8 +329,17 @@ export class RuleBook {
     return new RuleBook(base, scoped);
   }
 
-  /** The enabled rules for one run, with the run-scoped changes applied. */
-  forRun(runName: string): Rule[] {
+  /** What `forRun` gave each run name: the engine asks after every batch, and a book never changes. */
+  private readonly byRun = new Map<string, readonly Rule[]>();
+
+  /** The enabled rules for one run, with the run-scoped changes applied (shared: not to be changed). */
+  forRun(runName: string): readonly Rule[] {
+    let rules = this.byRun.get(runName);
+    if (!rules) this.byRun.set(runName, (rules = this.rulesFor(runName)));
+    return rules;
+  }
+
+  private rulesFor(runName: string): Rule[] {
     return this.base
       .map((rule) => {
         const patches = this.scoped.filter((s) => s.id === rule.id && globMatch(s.runs, runName));

@@ -1,5 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
-import { expandMetrics, resume, StepLookup, type RunContext } from './evaluate.ts';
+import { resume, StepLookup, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { SaturationRule } from './rules.ts';
 
@@ -13,7 +13,7 @@ const EPSILON = 1e-9;
 export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void {
   const { store, runId } = ctx;
   const logged = ctx.metrics();
-  for (const metric of expandMetrics(rule.metrics, logged)) {
+  for (const metric of ctx.expand(rule.metrics)) {
     if (!logged.includes(`${metric}/std`)) continue;
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;

@@ -78,6 +78,8 @@ export class Ingestor {
   private parseThread: ParseThread | null = null;
   /** files judged not (yet) a log: path -> size when judged, so they are looked at again only once grown */
   private readonly undecided = new Map<string, number>();
+  /** the run name of each file read, by root then path (`locateRun` of the same paths on every append) */
+  private readonly runNames = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly store: LiveStore,
@@ -116,7 +118,7 @@ export class Ingestor {
       if (!format) return null; // a format since removed from the code
       outcome = {
         path,
-        run: locateRun(root, path, this.opts.runPrefix).name,
+        run: this.runName(root, path),
         format: format.id,
         bytes: 0,
         lines: 0,
@@ -157,6 +159,14 @@ export class Ingestor {
     this.store.unread.forget(path);
     const run = this.store.runs.ensure(loc.name, loc.dir);
     return this.store.files.add(run.id, path, verdict.format.id);
+  }
+
+  private runName(root: string, path: string): string {
+    let byPath = this.runNames.get(root);
+    if (!byPath) this.runNames.set(root, (byPath = new Map()));
+    let name = byPath.get(path);
+    if (name === undefined) byPath.set(path, (name = locateRun(root, path, this.opts.runPrefix).name));
+    return name;
   }
 
   private parserFor(row: FileRow): FileParser {

@@ -60,6 +60,10 @@ export class Alerts {
   /** The open alerts, held (heldOpenAlerts.ts): dropped too when another connection has committed (`PRAGMA
    * data_version`, read on each `openOf`: an ack or mute run beside `start`). */
   private readonly opened = new HeldOpenAlerts();
+  /** Runs with no resolved alert to announce (`announceable`) as last read, until one of theirs is resolved or
+   * marked notified, or as `opened` is dropped: the engine asks after every batch, and the answer is nearly always
+   * none. */
+  private readonly nothingResolved = new Set<number>();
   private readonly dataVersion: Statement;
   private version: unknown;
 
@@ -111,6 +115,7 @@ export class Alerts {
       .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
     this.event(id, 'resolved', c);
     this.opened.changed(id);
+    this.resolvedMayChange(id);
   }
 
   /** A pending alert whose condition cleared before it fired was never an incident. */
@@ -128,19 +133,29 @@ export class Alerts {
   markNotified(id: number, state: 'firing' | 'resolved', at: number): void {
     prepared(this.db, 'UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
     this.opened.changed(id);
+    this.resolvedMayChange(id);
   }
 
   /** Alerts that may need announcing, in id order: firing ones (held: `openOf`), resolved ones whose firing was
    * announced, and ones that fired at or after `firedSince` and resolved before they could be announced. */
   announceable(runId: number, firedSince = Infinity): AlertRow[] {
     const firing = this.openOf(runId).filter((a) => a.state === 'firing');
+    // none stays none: a later `firedSince` only narrows the query (and `openOf` has just looked for other writers)
+    if (this.nothingResolved.has(runId)) return firing;
     const resolved = prepared(this.db,
         `SELECT * FROM alerts WHERE run_id = :runId AND state = 'resolved'
            AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= :since))
          ORDER BY id`,
       )
       .all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
+    if (resolved.length === 0) this.nothingResolved.add(runId);
     return resolved.length === 0 ? firing : [...firing, ...resolved].sort((a, b) => a.id - b.id);
+  }
+
+  /** The alert was resolved or marked notified: its run may have a resolved alert to announce. */
+  private resolvedMayChange(id: number): void {
+    const runId = prepared(this.db, 'SELECT run_id FROM alerts WHERE id = ?').pluck().get(id) as number | undefined;
+    if (runId !== undefined) this.nothingResolved.delete(runId);
   }
 
   /** The run's incidents that fired, by rule (sorted). */
@@ -193,13 +208,17 @@ export class Alerts {
   forget(runId?: number): void {
     this.cursors.forget(runId);
     this.opened.forget(runId);
+    if (runId === undefined) this.nothingResolved.clear();
+    else this.nothingResolved.delete(runId);
   }
 
   /** The run's open (pending or firing) alerts, in id order. */
   openOf(runId: number): AlertRow[] {
     const version = this.dataVersion.get();
     if (version !== this.version) {
-      this.opened.forget(); // another connection committed: it may have acked one
+      // another connection committed: it may have acked one (or, `rlwatch` run beside, changed any alert)
+      this.opened.forget();
+      this.nothingResolved.clear();
       this.version = version;
     }
     const sql = `SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`;

@@ -1,16 +1,21 @@
-/** A rule cursor as held: its state as JSON. */
+/** A rule cursor as held: its state as JSON. One object per cursor, changed in place by each save (the engine saves
+ * most of a run's cursors after every batch: new objects each time lived just long enough to be copied by the GC). */
 interface CursorRow {
   step: number;
   state: string;
   /** the state itself when its values are all plain (`isFlat`): a copy of it is what parsing `state` gives, and
    * copying is ~6x cheaper (the engine reads ~37 cursors per evaluation) */
   flat: Record<string, unknown> | null;
-  /** its entry in the run's row (`"metric":{"step":..,"state":..}`), made at the first write after it was saved */
-  entry?: string;
+  /** `"metric":{"step":` of its entry in the run's row (`"metric":{"step":..,"state":..}`), made once */
+  readonly head: string;
 }
 
 /** A run's cursors by rule, then metric: its `run_cursors` row, and what `save` changed since. */
 type RunCursors = Map<string, Map<string, CursorRow>>;
+
+function cursorRow(metric: string, step: number, state: string, flat: Record<string, unknown> | null): CursorRow {
+  return { step, state, flat, head: `${JSON.stringify(metric)}:{"step":` };
+}
 
 /**
  * The rule cursors of the runs a process evaluates, held in memory: each run's `run_cursors` row read once, saves
@@ -40,10 +45,16 @@ export class HeldCursors {
     const json = JSON.stringify(state);
     const run = this.of(runId);
     let byMetric = run.get(rule);
-    const was = byMetric?.get(metric);
-    if (was && was.step === step && was.state === json) return; // most batches leave some cursors as they were
     if (!byMetric) run.set(rule, (byMetric = new Map()));
-    byMetric.set(metric, { step, state: json, flat: isFlat(state) ? { ...state } : null });
+    const row = byMetric.get(metric);
+    if (row && row.step === step && row.state === json) return; // most batches leave some cursors as they were
+    const flat = isFlat(state) ? { ...state } : null;
+    if (!row) byMetric.set(metric, cursorRow(metric, step, json, flat));
+    else {
+      row.step = step;
+      row.state = json;
+      row.flat = flat;
+    }
     this.unflushed.add(runId);
   }
 
@@ -61,9 +72,11 @@ export class HeldCursors {
    * (`Alerts.rewindCursors`). */
   rewind(runId: number, step: number): void {
     for (const byMetric of this.of(runId).values()) {
-      for (const [metric, c] of byMetric) {
+      for (const c of byMetric.values()) {
         if (c.step < step) continue;
-        byMetric.set(metric, { step: step - 1, state: '{}', flat: {} });
+        c.step = step - 1;
+        c.state = '{}';
+        c.flat = {};
         this.unflushed.add(runId);
       }
     }
@@ -90,7 +103,7 @@ export class HeldCursors {
       for (const [rule, byMetric] of Object.entries(stored)) {
         const held = new Map<string, CursorRow>();
         for (const [metric, c] of Object.entries(byMetric)) {
-          held.set(metric, { step: c.step, state: JSON.stringify(c.state), flat: isFlat(c.state) ? c.state : null });
+          held.set(metric, cursorRow(metric, c.step, JSON.stringify(c.state), isFlat(c.state) ? c.state : null));
         }
         run.set(rule, held);
       }
@@ -103,18 +116,21 @@ export class HeldCursors {
 /** A `run_cursors` row as JSON. */
 type StoredCursors = Record<string, Record<string, { step: number; state: Record<string, unknown> }>>;
 
-/** The run's cursors as its `run_cursors` row (`StoredCursors`), from the states held as JSON already. */
+/** The run's cursors as its `run_cursors` row (`StoredCursors`), from the states held as JSON already: its parts
+ * joined once (concatenating them made a new string per part). */
 function cursorsJson(run: RunCursors): string {
-  let out = '';
+  const parts = ['{'];
   for (const [rule, byMetric] of run) {
-    let entries = '';
-    for (const [metric, c] of byMetric) {
-      c.entry ??= `${JSON.stringify(metric)}:{"step":${JSON.stringify(c.step)},"state":${c.state}}`;
-      entries += entries === '' ? c.entry : `,${c.entry}`;
+    parts.push(parts.length > 1 ? ',' : '', JSON.stringify(rule), ':{');
+    let sep = '';
+    for (const c of byMetric.values()) {
+      parts.push(sep, c.head, JSON.stringify(c.step), ',"state":', c.state, '}');
+      sep = ',';
     }
-    out += `${out === '' ? '' : ','}${JSON.stringify(rule)}:{${entries}}`;
+    parts.push('}');
   }
-  return `{${out}}`;
+  parts.push('}');
+  return parts.join('');
 }
 
 /** Every value a string, boolean, null or finite number (not -0): then a copy of the object is exactly what a
