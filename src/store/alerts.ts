@@ -140,7 +140,9 @@ export class Alerts {
    * announced, and ones that fired at or after `firedSince` and resolved before they could be announced. */
   announceable(runId: number, firedSince = Infinity): AlertRow[] {
     const firing = this.openOf(runId).filter((a) => a.state === 'firing');
-    // none stays none: a later `firedSince` only narrows the query (and `openOf` has just looked for other writers)
+    // none stays none until a resolve or a markNotified of the run's: a row this query would find for a later
+    // `firedSince` (the engine passes its clock, or none) fired after it and was resolved since, which cleared the
+    // mark; `openOf` has just looked for other writers
     if (this.nothingResolved.has(runId)) return firing;
     const resolved = prepared(this.db,
         `SELECT * FROM alerts WHERE run_id = :runId AND state = 'resolved'
