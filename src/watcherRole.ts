@@ -53,7 +53,7 @@ export async function startWatcher(opts: {
     await store.close();
     throw err;
   }
-  await warnUnread(opts.db, opts.roots, log);
+  await warnUnread(opts.db, opts.roots, prefix, log);
   return {
     watching,
     prefix,
@@ -66,11 +66,11 @@ export async function startWatcher(opts: {
 
 /** The files under `roots` that no format reads, told once at start: a server out of reach at that moment costs
  * the list, not the watcher. */
-async function warnUnread(db: string, roots: readonly string[], log: Log): Promise<void> {
+async function warnUnread(db: string, roots: readonly string[], scope: string, log: Log): Promise<void> {
   try {
     const reader = await openStore(db);
     try {
-      for (const line of await unreadSummary(reader, roots)) log.warn(line);
+      for (const line of await unreadSummary(reader, roots, { scope })) log.warn(line);
     } finally {
       await reader.close();
     }

@@ -105,16 +105,24 @@ export async function files({ store }: CommandContext, args: { run?: string }): 
 /**
  * What `backfill` and `start` say about the runs under `roots`: every file that looks like a log but is not
  * read, and every file with lines that parsed as nothing (how many, and why). Empty when all was read. Past
- * `limit` lines (a folder of text data files) the rest is counted and left to `rlwatch files`.
+ * `limit` lines (a folder of text data files) the rest is counted and left to `rlwatch files`. A watcher on
+ * PostgreSQL passes its `scope`: another host's run may sit at the same path, and its files are not this host's.
  */
-export async function unreadSummary(store: StoreContract, roots: readonly string[], limit = 20): Promise<string[]> {
+export async function unreadSummary(
+  store: StoreContract, roots: readonly string[], opts: { limit?: number; scope?: string } = {},
+): Promise<string[]> {
+  const { limit = 20, scope } = opts;
   const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));
+  const ours = (row: { scope?: string }): boolean => scope === undefined || (row.scope ?? '') === scope;
   const out: string[] = [];
   for (const u of await store.unreadFiles()) {
     // an empty file has said nothing yet (a run just starting): `rlwatch files` lists it, a warning would be noise
-    if (u.size > 0 && under(u.path) && existsSync(u.path)) out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
+    if (u.size > 0 && ours(u) && under(u.path) && existsSync(u.path)) {
+      out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
+    }
   }
   for (const run of await store.listRuns()) {
+    if (!ours(run)) continue;
     for (const f of await store.filesOfRun(run.id)) {
       if (!under(f.path)) continue;
       if (noMetrics(f)) out.push(`not understood: ${run.name}/${relPath(run.path, f.path)} (${noMetricsText(f)})`);

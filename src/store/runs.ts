@@ -16,6 +16,8 @@ export interface RunRow {
   started_at: number | null;
   /** the last time it was seen growing while watched live (not while catching up on what was there) */
   live_at: number | null;
+  /** PostgreSQL only: the scope (host prefix) of the watcher that reads it */
+  scope?: string;
   /** committed batches with metrics, and how many of them the engine has evaluated */
   batches: number;
   evaluated: number;

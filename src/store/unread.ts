@@ -10,6 +10,8 @@ export interface UnreadRow {
   reason: string;
   size: number;
   seen_at: number;
+  /** PostgreSQL only: the scope (host prefix) of the watcher that saw it */
+  scope?: string;
 }
 
 /** The files rlwatch looked at and could not read, so that they are reported rather than silently ignored. */

@@ -3,9 +3,12 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { files, runFiles, unreadSummary } from '../../src/commands/files.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { openStore } from '../../src/store/open.ts';
+import { PgLiveStore } from '../../src/store/pg/pgLiveStore.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+import { freshPgDatabase } from '../pg/pgTest.ts';
 
 let root: string;
 let store: Store;
@@ -78,9 +81,35 @@ describe('files', () => {
     await ingestor.ingest(file('grpo/new.jsonl', ''), runs());
     expect((await runFiles(db, 'grpo'))[0]!.unread.map((u) => u.reason)).toContain('empty so far');
     expect((await unreadSummary(db, [runs()])).join('\n')).not.toContain('new.jsonl');
-    expect(await unreadSummary(db, [runs()], 1)).toEqual([
+    expect(await unreadSummary(db, [runs()], { limit: 1 })).toEqual([
       'not read: grpo/notes.txt (no known format in what is there yet)',
       '... and 1 more: rlwatch files lists them all',
     ]);
+  });
+});
+
+describe('unreadSummary on PostgreSQL', () => {
+  it("tells a watcher its own host's files only: another host's run may sit at the same path", async () => {
+    const url = await freshPgDatabase();
+    const [hostA, hostB] = [await PgLiveStore.open(url, { scope: 'gpu-a' }), await PgLiveStore.open(url, { scope: 'gpu-b' })];
+    const shared = await openStore(url);
+    try {
+      const readAs = (live: PgLiveStore, prefix: string) =>
+        new Ingestor(live, { maxLineBytes: 64 * 1024, examplesPerStep: 2, runPrefix: prefix });
+      // both hosts train a run at the same path; only gpu-a's has a notes file and a line that is no metric
+      await readAs(hostA, 'gpu-a').ingest(file('grpo/learning.log', `${learningLine(1)}\nnot a metric line\n`), runs());
+      await readAs(hostA, 'gpu-a').ingest(file('grpo/notes.txt', prose(100)), runs());
+      await readAs(hostB, 'gpu-b').ingest(file('grpo/train.log', `${learningLine(1)}\n`), runs());
+      const gpuA = [
+        'not read: gpu-a/grpo/notes.txt (no known format in what is there yet)',
+        expect.stringMatching(/^unparsed lines: gpu-a\/grpo\/learning\.log: 1 line skipped/),
+      ];
+      expect(await unreadSummary(shared, [runs()], { scope: 'gpu-a' })).toEqual(gpuA);
+      expect(await unreadSummary(shared, [runs()], { scope: 'gpu-b' })).toEqual([]);
+      // the CLI and the bot speak for every host
+      expect(await unreadSummary(shared, [runs()])).toEqual(gpuA);
+    } finally {
+      await Promise.all([hostA.close(), hostB.close(), shared.close()]);
+    }
   });
 });
