@@ -57,7 +57,7 @@ export interface DispatcherOptions {
  * dispatcher that dies holds back until the leases run out. */
 const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
-const LEASE_MS = 2 * 60_000;
+export const LEASE_MS = 2 * 60_000;
 
 /** One target's drain: its own loop, its own wait, its own failure count. */
 interface Lane {
