@@ -301,17 +301,17 @@ export interface CriticalStages {
 }
 
 /**
- * The stages of the critical rows queued between `from` and `to` and delivered, with their card's request found at
- * the fake (the first request after the claim showing one of the row's critical alerts: its ack button). When a row was
- * claimed is its lease's end less the lease (the claim that delivered it); queued is the watcher's clock at the
- * enqueue, a little before its commit.
+ * The stages of the critical Discord rows (not the terminal's) queued between `from` and `to` and delivered, with
+ * their card's request found at the fake (the first request after the claim showing one of the row's critical
+ * alerts: its ack button). When a row was claimed is its lease's end less the lease (the claim that delivered it);
+ * queued is the watcher's clock at the enqueue, a little before its commit.
  */
 async function stagesOfCritical(
   reader: pg.Client, fake: FakeDiscord, from: number, to: number,
 ): Promise<CriticalStages> {
   const { rows } = await reader.query<{ created_at: number; claimed_at: number; done_at: number; payload: string }>(
     `SELECT created_at::float8, (claimed_until - $3)::float8 AS claimed_at, done_at::float8, payload FROM outbox
-     WHERE created_at BETWEEN $1 AND $2 AND done_at IS NOT NULL AND claimed_until IS NOT NULL
+     WHERE created_at BETWEEN $1 AND $2 AND done_at IS NOT NULL AND claimed_until IS NOT NULL AND target LIKE 'discord%'
        AND position('"severity":"critical","rule":' IN payload) > 0`,
     [from, to, LEASE_MS],
   );

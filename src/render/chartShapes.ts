@@ -103,7 +103,9 @@ export function templateOf(spec: TopLevelSpec): Template {
   const filled: Filled[] = [];
   const fill = (value: string | number): string | number => {
     const signal = `rlwatch_fill_${filled.length}`;
-    const placeholder = typeof value === 'string' ? `${PLACEHOLDER}${filled.length}` : NUMBER_PLACEHOLDER + filled.length;
+    const placeholder = typeof value === 'string'
+      ? `${PLACEHOLDER}${filled.length}`
+      : NUMBER_PLACEHOLDER + filled.length;
     filled.push({ signal, placeholder, value });
     return placeholder;
   };
