@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { LEASE_MS } from '../src/notify/dispatcher.ts';
 import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../test/fakes/discordServer.ts';
 import { startPostgres } from '../test/pg/embedded.ts';
 import { learningLine } from '../test/seedLines.ts';
@@ -53,6 +54,10 @@ export interface PgWatchersResult {
   criticalDone: number;
   criticalWaitP50Ms: number;
   criticalWaitMaxMs: number;
+  /** where a critical row's time went, p50 and max of its delivered rows: queued → its step seen committed (the
+   * watcher's transaction), → claimed (NOTIFY, wake-up, a free slot, the claim), → its card's request at the fake
+   * (render, post), → marked delivered */
+  criticalStages: CriticalStages;
   /** CPU seconds per wall second of each watcher, and of the bot (1 = one core) */
   watcherCpu: number[];
   botCpu: number;
@@ -155,16 +160,19 @@ export async function runPgWatchers(
     const seen = runs.map(() => INITIAL);
     const index = new Map(runs.map((r, i) => [r.name, i]));
     const commits: number[] = [];
+    const committedAt = new Map<string, number>(); // `run:step` → Date.now() of the poll that first saw it
     let polling = true;
     const poller = (async () => {
       while (polling) {
         const now = performance.now();
+        const wallNow = Date.now();
         for (const [name, last] of await lastSteps()) {
           const i = index.get(name);
           if (i === undefined) continue;
           for (let s = seen[i]! + 1; s <= last; s++) {
             const at = sent[i]![s - INITIAL - 1];
             if (at !== undefined) commits.push(now - at);
+            committedAt.set(`${name}:${s}`, wallNow);
           }
           seen[i] = Math.max(seen[i]!, last);
         }
@@ -225,6 +233,9 @@ export async function runPgWatchers(
     const outbox = await queued('true');
     // as migration pg/004 ranks rows (spelled out, so that the figure reads the same on a database without it)
     const critical = await queued(`position('"severity":"critical","rule":' IN payload) > 0`);
+    const criticalStages = await stagesOfCritical(
+      reader, fake, committedAt, wallStart, wallStart + Math.round(wall * 1000),
+    );
     await reader.end();
     const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
     const chatSorted = [...chat].sort((a, b) => a - b);
@@ -251,6 +262,7 @@ export async function runPgWatchers(
       criticalDone: critical.done,
       criticalWaitP50Ms: critical.p50 ?? Infinity,
       criticalWaitMaxMs: critical.max ?? Infinity,
+      criticalStages,
       watcherCpu: cpu.slice(0, WATCHERS),
       botCpu: cpu[WATCHERS]!,
       postgresCpu,
@@ -267,6 +279,7 @@ export async function runPgWatchers(
 export function formatPgWatchersReport(r: PgWatchersResult): string {
   const ms = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(0)} ms` : 'never');
   const pct = (x: number): string => `${(x * 100).toFixed(0)}%`;
+  const span = (x: { p50: number; max: number }): string => `p50 ${ms(x.p50)}, max ${ms(x.max)}`;
   return [
     `PostgreSQL, ${r.watchers} watcher processes + 1 bot: ${r.runs} runs x ${r.perSec} lines/s for ${r.seconds} s`,
     `  lines committed    ${r.committed} of ${r.appended}; ${r.pointsPerSec.toFixed(0)} points/s`,
@@ -277,8 +290,63 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
       `queued → delivered p50 ${ms(r.outboxWaitP50Ms)}, max ${ms(r.outboxWaitMaxMs)}`,
     `    of them critical ${r.criticalQueued} queued, ${r.criticalDone} delivered; ` +
       `queued → delivered p50 ${ms(r.criticalWaitP50Ms)}, max ${ms(r.criticalWaitMaxMs)}`,
+    `      stages of ${r.criticalStages.rows}: queued → committed ${span(r.criticalStages.commit)}; ` +
+      `→ claimed ${span(r.criticalStages.claim)}; ` +
+      `→ card request ${span(r.criticalStages.request)}; → delivered ${span(r.criticalStages.done)}`,
     `  CPU                watchers ${r.watcherCpu.map(pct).join(', ')} of a core; bot ${pct(r.botCpu)}; ` +
       `PostgreSQL ${pct(r.postgresCpu)}`,
     '',
   ].join('\n');
+}
+
+export interface CriticalStages {
+  rows: number;
+  commit: { p50: number; max: number };
+  claim: { p50: number; max: number };
+  request: { p50: number; max: number };
+  done: { p50: number; max: number };
+}
+
+/**
+ * The stages of the critical Discord rows (not the terminal's) queued between `from` and `to` and delivered, with
+ * their card's request found at the fake (the first request after the claim showing one of the row's critical
+ * alerts: its ack button). When a row was claimed is its lease's end less the lease (the claim that delivered it);
+ * queued is the watcher's clock at the enqueue, a little before its commit; committed, the start of the poll of runs'
+ * last steps (every POLL_MS) that first saw the row's step.
+ */
+async function stagesOfCritical(
+  reader: pg.Client, fake: FakeDiscord, committedAt: ReadonlyMap<string, number>, from: number, to: number,
+): Promise<CriticalStages> {
+  const { rows } = await reader.query<
+    { created_at: number; claimed_at: number; done_at: number; payload: string; run: string }
+  >(
+    `SELECT created_at::float8, (claimed_until - $3)::float8 AS claimed_at, done_at::float8, payload,
+       (SELECT name FROM runs WHERE runs.id = outbox.run_id) AS run
+     FROM outbox WHERE created_at BETWEEN $1 AND $2 AND done_at IS NOT NULL AND claimed_until IS NOT NULL
+       AND target LIKE 'discord%'
+       AND position('"severity":"critical","rule":' IN payload) > 0`,
+    [from, to, LEASE_MS],
+  );
+  const cards = fake.requests.filter((r) => r.path.startsWith(`/channels/${fake.channelId}/messages`));
+  const commit: number[] = [];
+  const claim: number[] = [];
+  const request: number[] = [];
+  const done: number[] = [];
+  for (const row of rows) {
+    const items = (JSON.parse(row.payload) as { items: Array<{ alertId: number; severity: string; step: number }> })
+      .items;
+    const shown = items.filter((i) => i.severity === 'critical').map((i) => `"ack:${i.alertId}"`);
+    const card = cards.find((r) => r.at >= row.claimed_at && shown.some((x) => JSON.stringify(r.body).includes(x)));
+    const committed = committedAt.get(`${row.run}:${items[0]!.step}`);
+    if (!card || committed === undefined) continue;
+    commit.push(committed - row.created_at);
+    claim.push(row.claimed_at - committed);
+    request.push(card.at - row.claimed_at);
+    done.push(row.done_at - card.at);
+  }
+  const stat = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return { p50: sorted.length ? percentile(sorted, 50) : Infinity, max: sorted.at(-1) ?? Infinity };
+  };
+  return { rows: claim.length, commit: stat(commit), claim: stat(claim), request: stat(request), done: stat(done) };
 }

@@ -8,7 +8,7 @@
  * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT pairs of a learning.log backfill and a bare run, alternated
  * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
- * BENCH_ONLY=backfill|startup|live-scale|pg-watchers runs that one section (startup after a backfill of BENCH_LINES lines, for
+ * BENCH_ONLY=backfill|startup|live-scale|pg-watchers|charts runs that one section (startup after a backfill of BENCH_LINES lines, for
  * its database), prints its figures as JSON with the load average, and exits.
  */
 import { spawnSync } from 'node:child_process';
@@ -204,6 +204,12 @@ if (ONLY === 'pg-watchers') {
     dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20), profileTo: PROF_DIR,
   });
   process.stdout.write(`${formatPgWatchersReport(r)}${JSON.stringify({ pgWatchers: r, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
+if (ONLY === 'charts') {
+  const { formatChartsReport, runCharts } = await import('./charts.ts');
+  const r = await runCharts(envInt('BENCH_CHARTS', 200));
+  process.stdout.write(`${formatChartsReport(r)}${JSON.stringify({ charts: r, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
 if (ONLY === 'live-scale') {

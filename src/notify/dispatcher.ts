@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Notification } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
-import type { ClaimedRow, StoreContract } from '../store/contract.ts';
+import type { ClaimedRow, ClaimOptions, StoreContract } from '../store/contract.ts';
 import { parseNotification } from './payload.ts';
 
 /** A place notifications go: the terminal, a chat channel, an address. */
@@ -57,7 +57,7 @@ export interface DispatcherOptions {
  * dispatcher that dies holds back until the leases run out. */
 const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
-const LEASE_MS = 2 * 60_000;
+export const LEASE_MS = 2 * 60_000;
 
 /** One target's drain: its own loop, its own wait, its own failure count. */
 interface Lane {
@@ -66,6 +66,8 @@ interface Lane {
   owner: string;
   running: Promise<void> | null;
   again: boolean;
+  /** set while a drain waits for a delivery to end: a kick wakes it, to claim for its free slots at once */
+  wake: (() => void) | null;
   timer: NodeJS.Timeout | null;
   /** failed attempts since the last delivery, and since the last line logged about them */
   failures: number;
@@ -102,8 +104,8 @@ export class Dispatcher {
     this.now = opts.now ?? Date.now;
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
-      target, owner: `${self}/${target.name}`, running: null, again: false, timer: null, failures: 0, unlogged: 0,
-      loggedAt: 0,
+      target, owner: `${self}/${target.name}`, running: null, again: false, wake: null, timer: null, failures: 0,
+      unlogged: 0, loggedAt: 0,
     }));
   }
 
@@ -151,6 +153,7 @@ export class Dispatcher {
     if (this.stopped) return Promise.resolve();
     if (lane.running) {
       lane.again = true;
+      lane.wake?.();
       return lane.running;
     }
     lane.running = (async () => {
@@ -173,8 +176,10 @@ export class Dispatcher {
 
   /**
    * Claims rows as slots free up (each the oldest open row of its run, the most urgent runs first) and delivers
-   * up to IN_FLIGHT at once. A failure stops the claiming; the deliveries already started finish. Every row
-   * claimed is started at once, so none is left leased and unsent when the lane stops.
+   * up to IN_FLIGHT at once. A delivered row's slot is claimed for in the statement that marks it delivered; the
+   * others are claimed here: all at first, one a row set aside freed, all free ones after a kick (rows were written:
+   * it wakes the wait). A failure stops the claiming; the deliveries already started finish. Every row claimed is
+   * started at once, so none is left leased and unsent when the lane stops.
    */
   private async drain(lane: Lane): Promise<void> {
     const { target, owner } = lane;
@@ -182,30 +187,53 @@ export class Dispatcher {
     const inFlight = new Set<Promise<void>>();
     let failed = false;
     let broken: Error | undefined; // the store failed while recording an outcome
+    let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
+    const claiming = (limit: number): ClaimOptions | null =>
+      this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit };
+    const start = (row: ClaimedRow): void => {
+      const done: Promise<void> = this.deliverRow(lane, row, () => claiming(1)).then(
+        (next) => {
+          if (next === false) failed = true;
+          else if (next === null) toClaim++;
+          else next.forEach(start);
+        },
+        (err: Error) => void (broken ??= err),
+      ).finally(() => inFlight.delete(done));
+      inFlight.add(done);
+    };
     try {
       while (!this.stopped && !failed && !broken) {
-        const free = IN_FLIGHT - inFlight.size;
-        const rows = free === 0 ? [] : await this.store.claim(target.name, {
-          owner, now: this.now(), leaseMs: LEASE_MS, limit: free,
-        });
-        for (const row of rows) {
-          const done: Promise<void> = this.deliverRow(lane, row).then(
-            (ok) => void (failed ||= !ok),
-            (err: Error) => void (broken ??= err),
-          ).finally(() => inFlight.delete(done));
-          inFlight.add(done);
+        if (lane.again) {
+          lane.again = false;
+          toClaim = IN_FLIGHT;
+        }
+        const limit = Math.min(toClaim, IN_FLIGHT - inFlight.size);
+        if (limit > 0) {
+          toClaim = 0;
+          (await this.store.claim(target.name, claiming(limit)!)).forEach(start);
         }
         if (inFlight.size === 0) return; // nothing to claim, nothing running: drained
-        await Promise.race(inFlight); // a slot frees, or a run's next row becomes its oldest
+        // a slot frees (a run's next row may have been claimed with it), or rows were written
+        await new Promise<void>((woken) => {
+          lane.wake = woken;
+          void Promise.race(inFlight).then(woken);
+        });
+        lane.wake = null;
       }
     } finally {
-      await Promise.all(inFlight);
+      lane.wake = null;
+      while (inFlight.size > 0) await Promise.all(inFlight); // a delivery ending now may have started a claimed row
     }
     if (broken) throw broken;
   }
 
-  /** Delivers one claimed row and records the outcome; false when the target failed (the lane then waits). */
-  private async deliverRow(lane: Lane, row: ClaimedRow): Promise<boolean> {
+  /**
+   * Delivers one claimed row and records the outcome: false when the target failed (the lane then waits); else the
+   * rows claimed with the delivery's record (`next()`: the claim, or null for none), or null when none was claimed.
+   */
+  private async deliverRow(
+    lane: Lane, row: ClaimedRow, next: () => ClaimOptions | null,
+  ): Promise<ClaimedRow[] | null | false> {
     const { target } = lane;
     let n: Notification | null;
     try {
@@ -215,12 +243,11 @@ export class Dispatcher {
       const reason = `outbox row #${row.id}: ${(err as Error).message}`;
       await this.store.setAside(row.id, reason, this.now());
       this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
-      return true;
+      return null;
     }
     if (n === null) {
       // acks and mutes only, for a target that cannot edit what it sent: nothing to send
-      await this.store.delivered(row.id, this.now());
-      return true;
+      return this.recordDelivered(row, target, next());
     }
     try {
       await target.deliver(n, String(row.id), row.run_id);
@@ -234,7 +261,7 @@ export class Dispatcher {
           `${target.name}: alert row #${row.id} (run ${n.run}) set aside, it cannot be delivered: ${e.message}. ` +
             `\`rlwatch outbox\` lists it; \`rlwatch outbox retry ${row.id}\` sends it again once fixed`,
         );
-        return true;
+        return null;
       }
       const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined
         ? e.retryAfterMs
@@ -245,9 +272,20 @@ export class Dispatcher {
       return false;
     }
     if (this.abandoned) return false;
-    await this.store.delivered(row.id, this.now());
+    const claimed = await this.recordDelivered(row, target, next());
     this.noteSuccess(lane);
-    return true;
+    return claimed;
+  }
+
+  /** Marks the row delivered, claiming for its slot in the same statement unless `claim` is null. */
+  private async recordDelivered(
+    row: ClaimedRow, target: Target, claim: ClaimOptions | null,
+  ): Promise<ClaimedRow[] | null> {
+    if (!claim) {
+      await this.store.delivered(row.id, this.now());
+      return null;
+    }
+    return this.store.deliveredAndClaim(row.id, this.now(), target.name, claim);
   }
 
   /** The first failure is logged at once; later ones are counted and summed up once per `logEveryMs`. */

@@ -174,6 +174,12 @@ export interface StoreContract {
    */
   claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   delivered(id: number, at: number): Promise<void>;
+  /**
+   * `delivered(id, at)`, then `claim(target, opts)` for the slot it frees, in one statement (PostgreSQL; one
+   * transaction on SQLite): a delivery costs one round trip, not two. The claim sees the row as done (its run's next
+   * row may be handed out) and hands out rows as `claim` does, most urgent first.
+   */
+  deliveredAndClaim(id: number, at: number, target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   /** a failed try: counted, the lease dropped, the row due again at `nextAttemptAt` */
   failed(id: number, error: string, nextAttemptAt: number | null): Promise<void>;
   setAside(id: number, reason: string, at: number): Promise<void>;

@@ -171,27 +171,35 @@ export class SqliteAsyncStore implements StoreContract {
     });
 
   /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
-  claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
-    this.call(() => {
-      const until = o.now + o.leaseMs;
-      // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry
-      const rows = prepared(this.store.db,
-          `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
-           WHERE id IN (SELECT h.head FROM (
-               SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
-               WHERE target = :target AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id
-             ) h JOIN outbox o ON o.id = h.head
-             WHERE (o.claimed_until IS NULL OR o.claimed_until <= :now)
-               AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
-                 AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
-             ORDER BY h.urgency DESC, h.head LIMIT :limit)
-           RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at,
-             (SELECT max(urgency) FROM outbox r WHERE r.target = outbox.target AND r.run_id = outbox.run_id
-               AND r.done_at IS NULL AND r.dead_at IS NULL) AS rank`,
-        )
-        .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as RankedRow[];
-      return handOutOrder(rows, until);
-    });
+  claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> => this.call(() => this.claimNow(target, o));
+
+  /** One transaction: one commit for both. */
+  deliveredAndClaim = (id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
+    this.call(() => this.store.db.transaction(() => {
+      this.store.outbox.done(id, at);
+      return this.claimNow(target, o);
+    })());
+
+  private claimNow(target: string, o: ClaimOptions): ClaimedRow[] {
+    const until = o.now + o.leaseMs;
+    // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry
+    const rows = prepared(this.store.db,
+        `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
+         WHERE id IN (SELECT h.head FROM (
+             SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
+             WHERE target = :target AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id
+           ) h JOIN outbox o ON o.id = h.head
+           WHERE (o.claimed_until IS NULL OR o.claimed_until <= :now)
+             AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
+               AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
+           ORDER BY h.urgency DESC, h.head LIMIT :limit)
+         RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at,
+           (SELECT max(urgency) FROM outbox r WHERE r.target = outbox.target AND r.run_id = outbox.run_id
+             AND r.done_at IS NULL AND r.dead_at IS NULL) AS rank`,
+      )
+      .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as RankedRow[];
+    return handOutOrder(rows, until);
+  }
 
   private releaseClaim(id: number): void {
     prepared(this.store.db, 'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE id = ?').run(id);

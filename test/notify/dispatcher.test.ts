@@ -292,6 +292,56 @@ describe('Dispatcher: runs at once, each in order', () => {
     await d.stop();
   });
 
+  it('a delivered row\'s slot is claimed for in the statement that marks it delivered: no claim of its own', async () => {
+    const { store, async, add } = runs();
+    for (let i = 0; i < 10; i++) add('one', [{ summary: `one-${i}` }]);
+    for (let r = 0; r < 3; r++) add(`run-${r}`, [{ summary: `run-${r}` }]);
+    const statements = { claim: 0, delivered: 0, deliveredAndClaim: 0 };
+    const counted = new Proxy(async, {
+      get(t, key: string) {
+        const v = Reflect.get(t, key) as unknown;
+        if (!(key in statements) || typeof v !== 'function') return v;
+        return (...args: unknown[]) => (statements[key as keyof typeof statements]++, v.apply(t, args));
+      },
+    });
+    const order: string[] = [];
+    const target: Target = { name: 'discord:C1', deliver: async (n) => void order.push(n.items[0]!.summary) };
+    const d = new Dispatcher(counted, [target]);
+    await d.kick();
+    // run `one`'s rows in order, one at a time; every row delivered once
+    expect(order.filter((x) => x.startsWith('one'))).toEqual(Array.from({ length: 10 }, (_, i) => `one-${i}`));
+    expect(order).toHaveLength(13);
+    expect(store.outbox.pending('discord:C1')).toEqual([]);
+    // the first claim, then one statement per delivered row (each run's next row claimed with the one before)
+    expect(statements).toEqual({ claim: 1, delivered: 0, deliveredAndClaim: 13 });
+    await d.stop();
+  });
+
+  it('rows written while a slow delivery runs are claimed at once, not when it ends', async () => {
+    const { async, add } = runs();
+    add('slow', [{ summary: 'slow' }]);
+    let answer!: () => void;
+    const delivered: string[] = [];
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        const run = n.items[0]!.summary;
+        if (run === 'slow') await new Promise<void>((r) => (answer = r));
+        delivered.push(run);
+      },
+    };
+    const d = new Dispatcher(async, [target]);
+    const drained = d.kick();
+    await vi.waitFor(() => expect(answer).toBeDefined());
+    add('paged', [{ severity: 'critical', summary: 'paged' }]);
+    void d.kick(); // what the outbox's NOTIFY does
+    await vi.waitFor(() => expect(delivered).toEqual(['paged']));
+    answer();
+    await drained;
+    expect(delivered).toEqual(['paged', 'slow']);
+    await d.stop();
+  });
+
   it('a failure stops the lane: deliveries in flight finish, nothing more starts, no row stays leased', async () => {
     const { store, async, add } = runs();
     for (let r = 0; r < 12; r++) add(`run-${r}`, [{ summary: `run-${r}` }]);

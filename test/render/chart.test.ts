@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   chartRows,
-  dejaVuTextWidth,
   lineChartSpec,
   PNG_SIGNATURE,
   renderLineChart,
@@ -9,6 +8,7 @@ import {
   svgToPng,
   withEma,
 } from '../../src/render/chart.ts';
+import { dejaVuTextWidth } from '../../src/render/vegaEnv.ts';
 
 /** Width and height from the IHDR chunk, which always comes first after the signature. */
 function pngSize(png: Buffer): { width: number; height: number } {

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Batch, StoreContract } from '../../src/store/contract.ts';
+import type { Batch, ClaimedRow, StoreContract } from '../../src/store/contract.ts';
 import { COPY_MIN_POINTS } from '../../src/store/pg/points.ts';
 import { PgStore } from '../../src/store/pg/pgStore.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
@@ -264,6 +264,29 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect(new Set(got.map((g) => g.owner)).size).toBe(2);
   });
 
+  it('claimers that each claim with the delivery before never get the same row, and keep each run in order', async () => {
+    const { store, other } = await setUp(kind);
+    const second = await other();
+    const runIds = await someRuns(store, 6);
+    const N = 60;
+    for (let i = 0; i < N; i++) await store.enqueue(runIds[i % 6]!, 'discord:ops', { n: i }, i);
+    const got: Array<{ owner: string; n: number }> = [];
+    const drain = async (s: StoreContract, owner: string): Promise<void> => {
+      const opts = { owner, now: 1000, leaseMs: 60_000, limit: 1 };
+      let rows = await s.claim('discord:ops', opts);
+      while (rows.length > 0) {
+        got.push({ owner, n: JSON.parse(rows[0]!.payload).n as number });
+        rows = await s.deliveredAndClaim(rows[0]!.id, 1001, 'discord:ops', opts);
+      }
+    };
+    await Promise.all([1, 2, 3].flatMap((k) => [drain(store, `a${k}`), drain(second, `b${k}`)]));
+    expect(got.map((g) => g.n).sort((x, y) => x - y)).toEqual(Array.from({ length: N }, (_, i) => i));
+    for (let r = 0; r < 6; r++) {
+      expect(got.map((g) => g.n).filter((n) => n % 6 === r)).toEqual(Array.from({ length: N / 6 }, (_, k) => r + 6 * k));
+    }
+    expect(await store.openOutbox()).toEqual([]);
+  });
+
   it('hands out each run\'s oldest row, leased until delivered; a failed row holds back later rows', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
@@ -322,6 +345,38 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const open = await store.openOutbox();
     for (const i of [4, 3]) await store.delivered(open.find((r) => JSON.parse(r.payload).i === i)!.id, 1100);
     expect([await next(), await next(), await next()]).toEqual([[6], [5], []]);
+  });
+
+  it('delivered and claimed in one: the run\'s next row, or a more urgent run\'s; never a row another holds', async () => {
+    const { store, other } = await setUp(kind);
+    const second = await other();
+    const [r1, r2, r3] = await someRuns(store, 3);
+    const item = (severity: string) => ({ alertId: 1, kind: 'firing', severity, rule: 'r', summary: 's' });
+    for (const [runId, n, severity] of [[r1, 0, 'info'], [r2, 1, 'info'], [r1, 2, 'info'], [r3, 3, 'info'],
+      [r3, 4, 'critical'], [r1, 5, 'info']] as const) {
+      await store.enqueue(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
+    }
+    const nOf = (rows: ClaimedRow[]) => rows.map((r) => JSON.parse(r.payload).n as number);
+    const opts = (owner: string, now: number, limit = 1) => ({ owner, now, leaseMs: 60_000, limit });
+    // run 3 holds a critical row: its head first; then runs 1 and 2 by age
+    const [head3, head1] = await store.claim('discord:ops', opts('a', 1000, 2));
+    expect(nOf([head3!, head1!])).toEqual([3, 0]);
+    // row 0 delivered: run 1's next row (2) is its head now, but run 3's critical row (4) is more urgent
+    const next = await store.deliveredAndClaim(head1!.id, 1100, 'discord:ops', opts('a', 1100));
+    expect(nOf(next)).toEqual([1]); // run 3's head (3) is leased: its critical row waits behind it; run 2 is older
+    expect(next[0]!.leaseUntil).toBe(61_100);
+    const afterThree = await store.deliveredAndClaim(head3!.id, 1200, 'discord:ops', opts('a', 1200));
+    expect(nOf(afterThree)).toEqual([4]); // run 3's critical row, before run 1's row 2
+    // another claimer gets what is left, never a leased head's run
+    expect(nOf(await second.claim('discord:ops', opts('b', 1300, 5)))).toEqual([2]);
+    expect(nOf(await second.deliveredAndClaim(next[0]!.id, 1400, 'discord:ops', opts('b', 1400, 5)))).toEqual([]);
+    const open = (await store.openOutbox()).map((r) => JSON.parse(r.payload).n as number);
+    expect(open).toEqual([2, 4, 5]); // 0, 1 and 3 delivered
+    // a row waiting for its retry holds back the rows after it, as in a claim
+    await store.failed(afterThree[0]!.id, 'HTTP 502', 90_000);
+    const [row2] = (await store.openOutbox()).filter((r) => JSON.parse(r.payload).n === 2);
+    expect(await store.deliveredAndClaim(row2!.id, 1500, 'discord:ops', opts('a', 1500, 5))).toEqual([]);
+    expect(nOf(await store.claim('discord:ops', opts('a', 90_000, 5)))).toEqual([4, 5]); // its time came
   });
 
   it('records each chat message once, found by delivery, by ref and by alert', async () => {

@@ -27,6 +27,26 @@ export interface PgStoreOptions {
 }
 
 /**
+ * The claim (`StoreContract.claim`): $1 target, $2 now, $3 limit, $4 owner, $5 lease end; row $6 is left out of the
+ * target's open rows (0: none). `before` is a CTE run in the same statement (PostgreSQL runs a data-modifying one
+ * whether or not it is read).
+ */
+const claimStatement = (before: string): string =>
+  `WITH ${before} heads AS (
+     SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
+     WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL AND id <> $6 GROUP BY run_id),
+   due AS (
+     SELECT o.id, h.urgency AS rank FROM heads h JOIN outbox o ON o.id = h.head
+     WHERE o.done_at IS NULL AND o.dead_at IS NULL AND (o.claimed_until IS NULL OR o.claimed_until <= $2)
+       AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= $2)
+       AND o.id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
+         AND next_attempt_at > $2 AND id <> $6), ${Number.MAX_SAFE_INTEGER})
+     ORDER BY h.urgency DESC, o.id LIMIT $3
+     FOR UPDATE OF o SKIP LOCKED)
+   UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
+   RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, due.rank`;
+
+/**
  * The store contract on PostgreSQL (`--db postgres://...`): a pool of connections, every batch one transaction on
  * one of them, outbox claims with `FOR UPDATE SKIP LOCKED`, the leader lock a session advisory lock.
  */
@@ -392,21 +412,17 @@ export class PgStore implements StoreContract {
    */
   async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
+    const rows = await this.rows<RankedRow>(claimStatement(''), [target, o.now, o.limit ?? 50, o.owner, until, 0]);
+    return handOutOrder(rows, until);
+  }
+
+  /** The claim of a statement that marks row `id` done first: the claim leaves that row out (the statement's snapshot
+   * still has it open), so its run's next row is that run's head. */
+  async deliveredAndClaim(id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
+    const until = o.now + o.leaseMs;
     const rows = await this.rows<RankedRow>(
-      `WITH heads AS (
-         SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
-         WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id),
-       due AS (
-         SELECT o.id, h.urgency AS rank FROM heads h JOIN outbox o ON o.id = h.head
-         WHERE o.done_at IS NULL AND o.dead_at IS NULL AND (o.claimed_until IS NULL OR o.claimed_until <= $2)
-           AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= $2)
-           AND o.id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
-             AND next_attempt_at > $2), ${Number.MAX_SAFE_INTEGER})
-         ORDER BY h.urgency DESC, o.id LIMIT $3
-         FOR UPDATE OF o SKIP LOCKED)
-       UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
-       RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, due.rank`,
-      [target, o.now, o.limit ?? 50, o.owner, until],
+      claimStatement('done AS (UPDATE outbox SET done_at = $7 WHERE id = $6),'),
+      [target, o.now, o.limit ?? 50, o.owner, until, id, at],
     );
     return handOutOrder(rows, until);
   }
