@@ -466,15 +466,26 @@ export class PgStore implements StoreContract {
       [owner],
     ));
 
-  recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void> {
-    return this.inTransaction(async (db) => {
-      const made = await db.query<{ id: number }>(
-        `INSERT INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
-        [target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at],
-      );
-      const byRef = 'SELECT id FROM chat_messages WHERE target = $1 AND ref = $2';
-      const id = made.rows[0]?.id ?? (await db.query<{ id: number }>(byRef, [target, ref])).rows[0]!.id;
+  /** A new message and its alerts' links in one statement (every posted card: one round trip, not five); a message
+   * already recorded (a retry after a crash) is linked by its ref in a transaction of its own. */
+  async recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void> {
+    const made = await this.one<{ id: number }>(
+      `WITH made AS (
+         INSERT INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id
+       ), linked AS (
+         INSERT INTO alert_messages (alert_id, message_id) SELECT unnest($8::bigint[]), id FROM made
+         ON CONFLICT DO NOTHING
+       )
+       SELECT id FROM made`,
+      [target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at, [...m.alertIds]],
+    );
+    if (made) return;
+    // the row is another statement's (its snapshot is not this one's): read it after that one
+    await this.inTransaction(async (db) => {
+      const { id } = (await db.query<{ id: number }>(
+        'SELECT id FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref],
+      )).rows[0]!;
       await db.query(
         'INSERT INTO alert_messages (alert_id, message_id) SELECT unnest($1::bigint[]), $2 ON CONFLICT DO NOTHING',
         [[...m.alertIds], id],
