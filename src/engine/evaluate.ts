@@ -237,54 +237,59 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
     const history = cursor ? store.points.upTo(runId, metric, from, reach - 1, true) : [];
-    const points = [...history, ...fresh];
-    const values = points.map((p) => p.value);
+    // the history, then the fresh records, as columns (no array of both built, then mapped)
+    const { steps, values } = columnsOf(history, fresh);
     const sums = new Sums(values);
     // the line is learnt again after each break (a fit across one would bend towards it): from this step on
     let breakFrom = Number(cursor?.state.breakFrom ?? START);
-    let lineFrom = Math.max(0, points.findIndex((p) => p.step >= breakFrom));
+    let lineFrom = 0;
+    while (lineFrom < steps.length && steps[lineFrom]! < breakFrom) lineFrom++;
+    if (lineFrom === steps.length) lineFrom = 0; // no step that far on yet: as findIndex's -1
     // records in a row the windows' change (or the plateau) has held: it fires after `for` of them
     let held = Number(cursor?.state.held ?? 0);
     const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, {
       quietFor: rule.quietFor,
       quiet: Number(cursor?.state.quiet ?? 0),
     });
-    for (let i = Math.max(history.length, 2 * w - 1); i < points.length; i++) {
+    // the same for every record: worked out once (the loop runs for every record of a backfill)
+    const root2w = Math.sqrt(2 / w);
+    const rootW = Math.sqrt(w);
+    const flatRule = rule.direction === 'flat';
+    // one closure for the loop, judging a break against the record's scale
+    let scale = 0;
+    const accept = (b: Break): boolean => moved(b, rule, scale);
+    for (let i = Math.max(history.length, 2 * w - 1); i < values.length; i++) {
       const before = sums.mean(i - 2 * w + 1, i - w + 1);
       const after = sums.mean(i - w + 1, i + 1);
       const delta = after - before;
       // the noise: k standard errors of the difference of two window means
       const sd = sums.sd(Math.max(0, i - span + 1), i + 1);
-      const noise = rule.sigmas * sd * Math.sqrt(2 / w);
+      const noise = rule.sigmas * sd * root2w;
       const real = Math.abs(delta) > noise;
       // a positive level well above its noise: change in % of the level; else (near or below 0, as
       // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
       const onLevel = before > 0 && before >= 3 * sd;
       const range = onLevel ? 0 : spread(values, Math.max(0, i - span + 1), i + 1);
-      const scale = onLevel ? before : range;
+      scale = onLevel ? before : range;
       const rel = ratio(delta, scale);
-      const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, (b) => moved(b, rule, scale)) : null;
+      const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, accept) : null;
       const brkDelta = brk ? brk.observed - brk.before : 0;
       const brkRel = ratio(brkDelta, scale);
       const broke = brk !== null;
       if (broke) {
         lineFrom = i - brk.m + 1;
-        breakFrom = (points[lineFrom] as { step: number }).step;
+        breakFrom = steps[lineFrom]!;
       }
       const upWindows = rel > rule.change && delta > rule.minDelta && real;
       const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
       const up = upWindows || (broke && brkDelta > 0);
       const down = downWindows || (broke && brkDelta < 0);
-      // a plateau "below" is below it beyond the noise of a window mean, else a noisy level above it dips in;
-      // and only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
-      // slow climb (the range it is measured against grows with the climb)
-      const localSd = sums.sd(i - 2 * w + 1, i + 1);
-      const margin = (rule.sigmas / 2) * (localSd / Math.sqrt(w));
-      const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * Math.sqrt(2 / w);
-      const flat = onLevel && flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
-      const step = (points[i] as { step: number }).step;
-      const isBad = rule.direction === 'flat' ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
-      held = (rule.direction === 'flat' ? flat : upWindows || downWindows) ? held + 1 : 0;
+      // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
+      // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
+      const flat = flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, root2w, rootW);
+      const step = steps[i]!;
+      const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
+      held = (flatRule ? flat : upWindows || downWindows) ? held + 1 : 0;
       // a break fires at once: it is judged once (the line is learnt again after it)
       const firing = broke || held >= rule.for;
       // hysteresis both ways: a trend settles once the change is back under half the threshold or within
@@ -351,6 +356,38 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     const learnt = breaks ? { breakFrom } : {};
     store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt });
   }
+}
+
+/** The records before the fresh ones, then those, as a column of steps and one of values. */
+function columnsOf(
+  history: ReadonlyArray<{ step: number; value: number }>,
+  fresh: ReadonlyArray<{ step: number; value: number }>,
+): { steps: number[]; values: number[] } {
+  const n = history.length + fresh.length;
+  const steps = new Array<number>(n);
+  const values = new Array<number>(n);
+  for (let k = 0; k < history.length; k++) {
+    steps[k] = history[k]!.step;
+    values[k] = history[k]!.value;
+  }
+  for (let k = 0, at = history.length; k < fresh.length; k++, at++) {
+    steps[at] = fresh[k]!.step;
+    values[at] = fresh[k]!.value;
+  }
+  return { steps, values };
+}
+
+/** A plateau at record i (on a positive level): the two windows' means differ by less than `change` of the level,
+ * beyond the noise of those two windows alone, and the level is below `below` beyond the noise of a window mean
+ * (else a noisy level above it dips in). `root2w` and `rootW` are √(2/w) and √w. */
+function isFlat(
+  sums: Sums, i: number, w: number, delta: number, scale: number, after: number, rule: TrendRule, root2w: number,
+  rootW: number,
+): boolean {
+  const localSd = sums.sd(i - 2 * w + 1, i + 1);
+  const margin = (rule.sigmas / 2) * (localSd / rootW);
+  const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * root2w;
+  return flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
 }
 
 /** A change in units of `scale` (a level or a range); from 0 it is infinite. */
