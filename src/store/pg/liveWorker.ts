@@ -18,6 +18,7 @@ import type { Batch, BatchResult } from '../store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
+import { runColumns } from './rows.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
@@ -235,7 +236,7 @@ function isLost(err: unknown): boolean {
  * statement (the run's columns, and the others beside them). */
 async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts> {
   const r = await client.query<RunRow & { rlwatch_attempts: AttemptRow[]; rlwatch_metrics: string[] }>(
-    `SELECT r.*,
+    `SELECT ${runColumns('r')},
        (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]') FROM attempts a WHERE a.run_id = $1) AS rlwatch_attempts,
        ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = $1
              ORDER BY m.name COLLATE "C") AS rlwatch_metrics

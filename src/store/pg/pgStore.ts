@@ -15,7 +15,7 @@ import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
-import { exampleFromRow, type ExampleDbRow } from './rows.ts';
+import { exampleFromRow, fileColumns, runColumns, type ExampleDbRow } from './rows.ts';
 
 type Db = pg.Pool | pg.ClientBase;
 
@@ -83,13 +83,15 @@ export class PgStore implements StoreContract {
    * within its `scope` (a watcher's run prefix: two hosts may both have /data/runs/grpo-7; '' for the contract). */
   async ensureRun(name: string, path: string, scope = ''): Promise<RunRow> {
     for (let tries = 0; tries < 10; tries++) {
-      const existing = await this.one<RunRow>('SELECT * FROM runs WHERE scope = $1 AND path = $2', [scope, path]);
+      const sql = `SELECT ${runColumns()} FROM runs WHERE scope = $1 AND path = $2`;
+      const existing = await this.one<RunRow>(sql, [scope, path]);
       if (existing) return existing;
       let candidate = name;
       for (let i = 2; await this.runByName(candidate); i++) candidate = `${name}~${i}`;
       // another process may take the path or the name meanwhile: then look again
       const made = await this.one<RunRow>(
-        'INSERT INTO runs (name, path, created_at, scope) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING *',
+        `INSERT INTO runs (name, path, created_at, scope) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+         RETURNING ${runColumns()}`,
         [candidate, path, this.now(), scope],
       );
       if (made) return made;
@@ -97,22 +99,26 @@ export class PgStore implements StoreContract {
     throw new Error(`run ${name} (${path}): its name and path keep being taken by other processes`);
   }
 
-  runById = (id: number): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE id = $1', [id]);
-  runByName = (name: string): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE name = $1', [name]);
-  listRuns = (): Promise<RunRow[]> => this.rows('SELECT * FROM runs ORDER BY name');
+  runById = (id: number): Promise<RunRow | undefined> =>
+    this.one(`SELECT ${runColumns()} FROM runs WHERE id = $1`, [id]);
+  runByName = (name: string): Promise<RunRow | undefined> =>
+    this.one(`SELECT ${runColumns()} FROM runs WHERE name = $1`, [name]);
+  listRuns = (): Promise<RunRow[]> => this.rows(`SELECT ${runColumns()} FROM runs ORDER BY name`);
 
   /** The file, in its run's scope. */
   async addFile(runId: number, path: string, format: string): Promise<FileRow> {
     const sql = `INSERT INTO files (run_id, path, format, scope) SELECT $1, $2, $3, scope FROM runs WHERE id = $1
-                 RETURNING *`;
+                 RETURNING ${fileColumns()}`;
     return (await this.one<FileRow>(sql, [runId, path, format]))!;
   }
 
   /** The file at `path` of a run of `scope` ('' for the contract). */
   fileByPath = (path: string, scope = ''): Promise<FileRow | undefined> =>
-    this.one('SELECT * FROM files WHERE scope = $1 AND path = $2', [scope, path]);
+    this.one(`SELECT ${fileColumns()} FROM files WHERE scope = $1 AND path = $2`, [
+      scope, path,
+    ]);
   filesOfRun = (runId: number): Promise<FileRow[]> =>
-    this.rows('SELECT * FROM files WHERE run_id = $1 ORDER BY path', [runId]);
+    this.rows(`SELECT ${fileColumns()} FROM files WHERE run_id = $1 ORDER BY path`, [runId]);
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
     this.rows('SELECT reason, count, sample FROM file_skips WHERE file_id = $1 ORDER BY count DESC', [fileId]);
 
@@ -499,7 +505,7 @@ export class PgStore implements StoreContract {
 
   /** The runs of one watcher's scope, by name (in SQLite's byte order). */
   runsOfScope = (scope: string): Promise<RunRow[]> =>
-    this.rows('SELECT * FROM runs WHERE scope = $1 ORDER BY name COLLATE "C"', [scope]);
+    this.rows(`SELECT ${runColumns()} FROM runs WHERE scope = $1 ORDER BY name COLLATE "C"`, [scope]);
   /** Runs of the scope with committed batches the engine has not evaluated (`Runs.unevaluated`). */
   unevaluatedRuns = (scope: string): Promise<number[]> =>
     this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope])

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import { fileColumns, runColumns } from '../../../src/store/pg/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
 import type { Batch } from '../../../src/store/store.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
@@ -228,6 +229,39 @@ describe('PgLiveStore', () => {
     // the store goes on
     expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
   });
+
+  it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
+    async () => {
+      const url = await freshPgDatabase();
+      const store = await open(url, 'gpu-mig');
+      // the statements name every column the migrations made (the rows lose none of them)
+      for (const [table, listed] of [['runs', runColumns()], ['files', fileColumns()]] as const) {
+        const made = await rows<{ c: string }>(url, `SELECT quote_ident(column_name) AS c FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+        expect(listed.split(', ').sort()).toEqual(made.map((r) => r.c).sort());
+      }
+      const run = store.runs.ensure('gpu-mig/grpo', '/runs/grpo');
+      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+      store.commit(batchOf(run.id, file.id, [1, 2], 20), 0);
+      expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 20 });
+
+      // what a newer rlwatch's migration would do while this watcher runs
+      await rows(url, 'ALTER TABLE runs ADD COLUMN added_later integer; ALTER TABLE files ADD COLUMN added_later text');
+
+      // every statement prepared before the change runs again, inside a transaction and outside
+      store.commit(batchOf(run.id, file.id, [3], 30), 0);
+      store.transaction(() => store.commit(batchOf(run.id, file.id, [4], 40), 0));
+      expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 40, lines: 4, last_step: 4 });
+      expect(store.runs.ensure('gpu-mig/grpo', '/runs/grpo')).toMatchObject({ id: run.id, last_step: 4 });
+      expect(store.runs.byId(run.id)).toMatchObject({ name: 'gpu-mig/grpo', records: 4, batches: 3 });
+      expect(store.runs.list().map((r) => r.name)).toEqual(['gpu-mig/grpo']);
+      const other = store.runs.ensure('gpu-mig/ppo', '/runs/ppo');
+      expect(store.files.add(other.id, '/runs/ppo/train.log', 'learning.log')).toMatchObject({ run_id: other.id });
+      expect(store.points.after(run.id, 'loss', 0).map((p) => p.step)).toEqual([1, 2, 3, 4]);
+      expect(await rows(url, 'SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [run.id])).toEqual(
+        [1, 2, 3, 4].map((step) => ({ step: String(step) })),
+      );
+    });
 
   it('survives its connection terminated: the call finding it lost names the server; later ones work', async () => {
     const url = await freshPgDatabase();
