@@ -230,6 +230,62 @@ describe('PgLiveStore', () => {
     expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
   });
 
+  it("answers the announcement after a batch from the batch's round trip, until an alert is written", async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-ann');
+    const run = store.runs.ensure('gpu-ann/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: 's', details: {} });
+    let firing = 0;
+    let resolved = 0;
+    let mutedAway = 0;
+    store.commit(batchOf(run.id, file.id, [1], 10), 0, () => {
+      firing = store.alerts.create(run.id, 'hot', 'loss', 'firing', change(1)).id;
+      store.alerts.markNotified(firing, 'firing', 600);
+      resolved = store.alerts.create(run.id, 'gone', 'loss', 'firing', change(1)).id;
+      store.alerts.markNotified(resolved, 'firing', 600);
+      store.alerts.resolve(resolved, change(1));
+      mutedAway = store.alerts.create(run.id, 'muted', 'loss', 'firing', change(1)).id; // fired_at 500, never told
+      store.alerts.resolve(mutedAway, change(1));
+      store.alerts.create(run.id, 'waits', 'loss', 'pending', change(1));
+    });
+    // another process acks the firing one
+    await rows(url, `UPDATE alerts SET acked_by = 'u1', acked_by_name = 'Ann' WHERE id = $1`, [firing]);
+
+    const ids = (as: Array<{ id: number }>): number[] => as.map((a) => a.id);
+    store.commit(batchOf(run.id, file.id, [2], 20), 0, () => {
+      const before = store.calls.waited;
+      const since500 = store.alerts.announceable(run.id, 500);
+      expect(store.calls.waited).toBe(before); // no round trip
+      expect(ids(since500)).toEqual([firing, resolved, mutedAway]);
+      expect(since500[0]).toMatchObject({ state: 'firing', acked_by: 'u1', notified_state: 'firing', notified_at: 600 });
+      // given once: the next call asks the database, and gets the same
+      expect(store.alerts.announceable(run.id, 501)).toEqual(since500.filter((a) => a.id !== mutedAway));
+      expect(store.calls.waited).toBe(before + 1);
+    });
+    store.commit(batchOf(run.id, file.id, [3], 30), 0, () => {
+      const before = store.calls.waited;
+      expect(ids(store.alerts.announceable(run.id))).toEqual([firing, resolved]);
+      expect(store.calls.waited).toBe(before);
+    });
+    store.commit(batchOf(run.id, file.id, [4], 40), 0, () => {
+      store.alerts.markNotified(resolved, 'resolved', 700); // an alert written: the batch's answer no longer holds
+      const before = store.calls.waited;
+      expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
+      expect(store.calls.waited).toBe(before + 1);
+    });
+    // a rolled back evaluation drops it too
+    expect(() =>
+      store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
+        store.alerts.fire(store.alerts.create(run.id, 'late', 'loss', 'pending', change(5)).id, change(5));
+        throw new Error('the rules failed');
+      }),
+    ).toThrow('the rules failed');
+    store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
+      expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
+    });
+  });
+
   it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
     async () => {
       const url = await freshPgDatabase();
