@@ -258,7 +258,9 @@ describe('PgLiveStore', () => {
       const since500 = store.alerts.announceable(run.id, 500);
       expect(store.calls.waited).toBe(before); // no round trip
       expect(ids(since500)).toEqual([firing, resolved, mutedAway]);
-      expect(since500[0]).toMatchObject({ state: 'firing', acked_by: 'u1', notified_state: 'firing', notified_at: 600 });
+      expect(since500[0]).toMatchObject({
+        state: 'firing', acked_by: 'u1', notified_state: 'firing', notified_at: 600,
+      });
       // given once: the next call asks the database, and gets the same
       expect(store.alerts.announceable(run.id, 501)).toEqual(since500.filter((a) => a.id !== mutedAway));
       expect(store.calls.waited).toBe(before + 1);
@@ -292,8 +294,8 @@ describe('PgLiveStore', () => {
       const store = await open(url, 'gpu-mig');
       // the statements name every column the migrations made (the rows lose none of them)
       for (const [table, listed] of [['runs', runColumns()], ['files', fileColumns()]] as const) {
-        const made = await rows<{ c: string }>(url, `SELECT quote_ident(column_name) AS c FROM information_schema.columns
-          WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+        const made = await rows<{ c: string }>(url, `SELECT quote_ident(column_name) AS c
+          FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`, [table]);
         expect(listed.split(', ').sort()).toEqual(made.map((r) => r.c).sort());
       }
       const run = store.runs.ensure('gpu-mig/grpo', '/runs/grpo');
