@@ -5,7 +5,7 @@ import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
-import { fileColumns } from './rows.ts';
+import { attemptColumns, fileColumns } from './rows.ts';
 
 /** Metric ids by name, shared by a store's connections: an id never changes once given. */
 export class MetricIds {
@@ -221,7 +221,8 @@ async function readHead(db: pg.ClientBase, b: Batch): Promise<Head> {
        a.attempt, a.resumed_step, a.at, a.last_step, a.rewound
      FROM runs r
      LEFT JOIN files f ON f.id = $2
-     LEFT JOIN LATERAL (SELECT * FROM attempts WHERE run_id = r.id ORDER BY attempt DESC LIMIT 1) a ON true
+     LEFT JOIN LATERAL (SELECT ${attemptColumns()} FROM attempts WHERE run_id = r.id ORDER BY attempt DESC LIMIT 1) a
+       ON true
      WHERE r.id = $1
      FOR UPDATE OF r`,
     [b.runId, b.fileId],

@@ -19,7 +19,7 @@ import type { Batch, BatchResult } from '../store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
-import { runColumns } from './rows.ts';
+import { alertColumns, attemptColumns, runColumns } from './rows.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
@@ -238,17 +238,20 @@ function isLost(err: unknown): boolean {
 /** The run's row, attempts and metric names, as PgStore's `runById`, `attemptsOf` and `metricsOf` read them, and
  * the alerts `announceable` returns for some `firedSince` (the firing ones, the resolved ones whose firing was
  * announced, and those that fired and resolved unannounced), in one statement (the run's columns, and the others
- * beside them). */
+ * beside them). The rows turned into JSON are of the listed columns (rows.ts), not whole: a column a newer
+ * migration adds stays out of them, as out of PgStore's. */
 async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts> {
   type Row = RunRow & { rlwatch_attempts: AttemptRow[]; rlwatch_metrics: string[]; rlwatch_alerts: AlertRow[] };
   const r = await client.query<Row>(
     `SELECT ${runColumns('r')},
-       (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]') FROM attempts a WHERE a.run_id = $1) AS rlwatch_attempts,
+       (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]')
+        FROM (SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1) a) AS rlwatch_attempts,
        ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = $1
              ORDER BY m.name COLLATE "C") AS rlwatch_metrics,
-       (SELECT coalesce(json_agg(a ORDER BY a.id), '[]') FROM alerts a WHERE a.run_id = $1 AND (a.state = 'firing'
-          OR (a.state = 'resolved' AND (a.notified_state = 'firing'
-              OR (a.notified_state IS NULL AND a.fired_at IS NOT NULL))))) AS rlwatch_alerts
+       (SELECT coalesce(json_agg(a ORDER BY a.id), '[]')
+        FROM (SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND (state = 'firing'
+          OR (state = 'resolved' AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at IS NOT NULL)))))
+          a) AS rlwatch_alerts
      FROM (VALUES (1)) AS one (x) LEFT JOIN runs r ON r.id = $1`,
     [runId],
   );

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
-import { fileColumns, runColumns } from '../../../src/store/pg/rows.ts';
+import {
+  alertColumns, attemptColumns, fileColumns, runColumns, silenceColumns,
+} from '../../../src/store/pg/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
 import type { Batch } from '../../../src/store/store.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
@@ -319,6 +321,84 @@ describe('PgLiveStore', () => {
       expect(await rows(url, 'SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [run.id])).toEqual(
         [1, 2, 3, 4].map((step) => ({ step: String(step) })),
       );
+    });
+
+  it('goes on evaluating after a migration adds columns to alerts, events, attempts, mutes and unread files under it',
+    async () => {
+      const url = await freshPgDatabase();
+      const store = await open(url, 'gpu-cols');
+      const run = store.runs.ensure('gpu-cols/grpo', '/runs/grpo');
+      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+      // a mute, as the bot (another process) writes it
+      await rows(url, `INSERT INTO silences (run, starts_at, ends_at, author, reason)
+        VALUES ('gpu-cols/*', 0, 9000, 'ana', 'sweep')`);
+      const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: `at ${step}`, details: {} });
+      /** the rows' keys: each table's listed columns, never one a migration added */
+      const keyed = <T extends object>(list: string, got: T[]): T[] => {
+        for (const r of got) expect(Object.keys(r).sort()).toEqual(list.split(', ').sort());
+        return got;
+      };
+      /** A batch with an error at its first step (and the end of training at its last), and inside it what the rules
+       * read and write: every statement of the live store that reads those tables. */
+      const round = (steps: number[], rule: string, finished = false) => {
+        const [first, last] = [steps[0]!, steps.at(-1)!];
+        const b: Batch = { ...batchOf(run.id, file.id, steps, last * 10), events: [
+          { step: first, kind: 'error', title: `oom at ${first}`, text: 'OOM', fatal: false },
+          ...(finished ? [{ step: last, kind: 'finished' as const, title: 'done', text: 'finished' }] : []),
+        ] };
+        const reads = () => {
+          // the first two from the batch's round trip (liveWorker.ts runFacts), the rest by statements of their own
+          const announced = keyed(alertColumns(), store.alerts.announceable(run.id));
+          const attempts = keyed(attemptColumns(), store.attempts.list(run.id));
+          const created = keyed(alertColumns(), [store.alerts.create(run.id, rule, 'loss', 'pending', change(first))]);
+          store.alerts.fire(created[0]!.id, change(last));
+          const open = keyed(alertColumns(), store.alerts.openOf(run.id));
+          const byId = keyed(alertColumns(), [store.alerts.byId(created[0]!.id)!]);
+          const announceable = keyed(alertColumns(), store.alerts.announceable(run.id));
+          const events = store.events.after(run.id, ['error'], 0);
+          const event = [store.events.byId(events[0]!.id)];
+          const ended = [store.events.finished(run.id)];
+          const listed = keyed(attemptColumns(), store.attempts.list(run.id));
+          const replaying = [store.attempts.replaying(run.id, last)];
+          const muted = keyed(silenceColumns(), store.silences.active(600));
+          store.unread.note({ path: `/runs/grpo/notes-${first}.txt`, run: 'gpu-cols/grpo', run_dir: '/runs/grpo',
+            rel_path: `notes-${first}.txt`, reason: 'no format', size: first, seen_at: 500 });
+          return { announced, attempts, created, open, byId, announceable, events, event, ended, listed, replaying,
+            muted };
+        };
+        let read: ReturnType<typeof reads> | undefined;
+        store.commit(b, 0, () => void (read = reads()));
+        return read!;
+      };
+      const ids = (got: Array<{ id: number }>) => got.map((r) => r.id);
+
+      const before = round([1, 2], 'rise');
+      // what a newer rlwatch's migration would do while this watcher runs
+      await rows(url, ['alerts', 'events', 'attempts', 'silences', 'unread_files']
+        .map((t) => `ALTER TABLE ${t} ADD COLUMN added_later integer DEFAULT 7`).join('; '));
+      const after = round([3, 4], 'nan', true);
+
+      const [rise, nan] = [before.created[0]!.id, after.created[0]!.id];
+      expect(before.created[0]).toMatchObject({ run_id: run.id, rule: 'rise', state: 'pending', summary: 'at 1' });
+      expect(after.byId[0]).toMatchObject({ id: nan, rule: 'nan', state: 'firing', fired_step: 4, summary: 'at 4' });
+      expect([before.announced, after.announced].map(ids)).toEqual([[], [rise]]);
+      expect([before.open, after.open, before.announceable, after.announceable].map(ids))
+        .toEqual([[rise], [rise, nan], [rise], [rise, nan]]);
+      const attempt = { run_id: run.id, attempt: 1, resumed_step: 1, at: 1_000, rewound: 1 };
+      for (const [r, last] of [[before, 2], [after, 4]] as const) {
+        expect([r.attempts, r.listed]).toEqual([[{ ...attempt, last_step: last }], [{ ...attempt, last_step: last }]]);
+      }
+      expect([before.replaying, after.replaying]).toEqual([[null], [null]]);
+      expect(after.events.map((e) => e.title)).toEqual(['oom at 1', 'oom at 3']);
+      expect([before.event, after.event]).toEqual([[before.events[0]], [after.events[0]]]);
+      expect(after.events[0]).toEqual(before.events[0]);
+      expect([before.ended, after.ended]).toEqual([[undefined], [expect.objectContaining({ title: 'done', step: 4 })]]);
+      expect([before.muted, after.muted]).toEqual([
+        [expect.objectContaining({ run: 'gpu-cols/*', author: 'ana', reason: 'sweep' })], before.muted,
+      ]);
+      expect(await rows(url, 'SELECT rel_path, size, added_later FROM unread_files ORDER BY size')).toEqual([
+        { rel_path: 'notes-1.txt', size: '1', added_later: 7 }, { rel_path: 'notes-3.txt', size: '3', added_later: 7 },
+      ]);
     });
 
   it('survives its connection terminated: the call finding it lost names the server; later ones work', async () => {
