@@ -5,6 +5,7 @@ import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
+import { attemptColumns, fileColumns } from './rows.ts';
 
 /** Metric ids by name, shared by a store's connections: an id never changes once given. */
 export class MetricIds {
@@ -138,11 +139,12 @@ export async function writeBatch(
        updated_at = ${now}, grew_at = CASE WHEN ${lines} > 0 THEN ${now} ELSE grew_at END,
        last_step = coalesce(${q.add(tracked?.last_step ?? null, 'bigint')}, last_step),
        attempt = coalesce(${q.add(tracked?.attempt ?? null, 'integer')}, attempt)
-     WHERE id = ${fileId} RETURNING *)`,
+     WHERE id = ${fileId} RETURNING ${fileColumns()})`,
   );
   const writing = db.query<FileRow & { rlwatch_new_steps: number }>(
     `WITH ${writes.join(',\n')}
-     SELECT ${counted} AS rlwatch_new_steps, f.* FROM (VALUES (1)) AS one (x) LEFT JOIN file_in f ON true`,
+     SELECT ${counted} AS rlwatch_new_steps, ${fileColumns('f')}
+     FROM (VALUES (1)) AS one (x) LEFT JOIN file_in f ON true`,
     q.values,
   );
   live.sent?.();
@@ -219,7 +221,8 @@ async function readHead(db: pg.ClientBase, b: Batch): Promise<Head> {
        a.attempt, a.resumed_step, a.at, a.last_step, a.rewound
      FROM runs r
      LEFT JOIN files f ON f.id = $2
-     LEFT JOIN LATERAL (SELECT * FROM attempts WHERE run_id = r.id ORDER BY attempt DESC LIMIT 1) a ON true
+     LEFT JOIN LATERAL (SELECT ${attemptColumns()} FROM attempts WHERE run_id = r.id ORDER BY attempt DESC LIMIT 1) a
+       ON true
      WHERE r.id = $1
      FOR UPDATE OF r`,
     [b.runId, b.fileId],

@@ -11,6 +11,7 @@ import type pg from 'pg';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { endsConnection } from '../dbErrors.ts';
 import { ShapedRows } from '../metricRows.ts';
+import type { AlertRow } from '../alerts.ts';
 import type { AttemptRow } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import type { RunRow } from '../runs.ts';
@@ -18,6 +19,7 @@ import type { Batch, BatchResult } from '../store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
+import { alertColumns, attemptColumns, runColumns } from './rows.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
@@ -69,11 +71,13 @@ export interface WrittenBatch {
   facts?: RunFacts;
 }
 
-/** A run's row, attempts and metric names as a batch left them. */
+/** A run's row, attempts and metric names as a batch left them, and the alerts its announcement may read. */
 export interface RunFacts {
   run: RunRow | undefined;
   attempts: AttemptRow[];
   metrics: string[];
+  /** those of `PgStore.announceable` for any `firedSince` (pgLiveStore.ts picks among them) */
+  alerts: AlertRow[];
 }
 
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
@@ -231,19 +235,28 @@ function isLost(err: unknown): boolean {
   return /Connection terminated|not queryable/.test((err as Error).message ?? '');
 }
 
-/** The run's row, attempts and metric names, as PgStore's `runById`, `attemptsOf` and `metricsOf` read them, in one
- * statement (the run's columns, and the others beside them). */
+/** The run's row, attempts and metric names, as PgStore's `runById`, `attemptsOf` and `metricsOf` read them, and
+ * the alerts `announceable` returns for some `firedSince` (the firing ones, the resolved ones whose firing was
+ * announced, and those that fired and resolved unannounced), in one statement (the run's columns, and the others
+ * beside them). The rows turned into JSON are of the listed columns (rows.ts), not whole: a column a newer
+ * migration adds stays out of them, as out of PgStore's. */
 async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts> {
-  const r = await client.query<RunRow & { rlwatch_attempts: AttemptRow[]; rlwatch_metrics: string[] }>(
-    `SELECT r.*,
-       (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]') FROM attempts a WHERE a.run_id = $1) AS rlwatch_attempts,
+  type Row = RunRow & { rlwatch_attempts: AttemptRow[]; rlwatch_metrics: string[]; rlwatch_alerts: AlertRow[] };
+  const r = await client.query<Row>(
+    `SELECT ${runColumns('r')},
+       (SELECT coalesce(json_agg(a ORDER BY a.attempt), '[]')
+        FROM (SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1) a) AS rlwatch_attempts,
        ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = $1
-             ORDER BY m.name COLLATE "C") AS rlwatch_metrics
+             ORDER BY m.name COLLATE "C") AS rlwatch_metrics,
+       (SELECT coalesce(json_agg(a ORDER BY a.id), '[]')
+        FROM (SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND (state = 'firing'
+          OR (state = 'resolved' AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at IS NOT NULL)))))
+          a) AS rlwatch_alerts
      FROM (VALUES (1)) AS one (x) LEFT JOIN runs r ON r.id = $1`,
     [runId],
   );
-  const { rlwatch_attempts: attempts, rlwatch_metrics: metrics, ...run } = r.rows[0]!;
-  return { run: run.id === null ? undefined : run, attempts, metrics };
+  const { rlwatch_attempts: attempts, rlwatch_metrics: metrics, rlwatch_alerts: alerts, ...run } = r.rows[0]!;
+  return { run: run.id === null ? undefined : run, attempts, metrics, alerts };
 }
 
 /** A batch as it crossed the thread: its columns lose their class (ShapedRows) in the copy. */

@@ -52,6 +52,9 @@ const KEEP_FACTS = new Set<keyof LiveOps>([
   'savepoint', 'release',
 ]);
 
+/** Calls that change alerts' rows: what a batch read for the announcement no longer holds after them. */
+const ALERT_WRITES = new Set<keyof LiveOps>(['createAlert', 'fireAlert', 'resolveAlert', 'dropAlert', 'markNotified']);
+
 export class PgLiveStore implements LiveStore {
   readonly scope: string;
   private readonly now: () => number;
@@ -75,7 +78,12 @@ export class PgLiveStore implements LiveStore {
   /** this scope's file rows by path, as read, added or left by a batch: this watcher alone writes them */
   private readonly heldFiles = new Map<string, FileRow>();
   /** what the last batch's round trip read of its run, each answer given once (see `fresh`) */
-  private facts: ({ runId: number } & Partial<RunFacts>) | null = null;
+  private facts: ({ runId: number } & Partial<Omit<RunFacts, 'alerts'>>) | null = null;
+  /** the alerts the last batch's round trip read for its run's announcement, until an alert is written or the
+   * transaction ends (`written`): the rules change no alert on most lines, and the announcement after them then
+   * needs no round trip of its own. Other processes write only acks, which it may miss by those few milliseconds as
+   * it would by reading them then. */
+  private alertsRead: { runId: number; rows: AlertRow[] } | null = null;
 
   readonly runs: LiveStore['runs'] = {
     byId: (id) => this.fresh(id, 'run') ?? this.call('runById', id),
@@ -111,6 +119,7 @@ export class PgLiveStore implements LiveStore {
 
   readonly alerts: LiveStore['alerts'] = {
     announceable: (runId: number, firedSince = Infinity): AlertRow[] =>
+      this.heldAnnounceable(runId, firedSince) ??
       this.call('announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
     byId: (id) => this.call('alertById', id),
     create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) => {
@@ -219,7 +228,13 @@ export class PgLiveStore implements LiveStore {
       const { result, runLast, file, facts } = this.call('writeBatch', batch, examplesPerStep, within !== undefined);
       if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
       if (file) this.heldFiles.set(file.path, file);
-      this.facts = facts ? { runId: batch.runId, ...facts } : null;
+      this.facts = null;
+      this.alertsRead = null;
+      if (facts) {
+        const { alerts, ...rest } = facts;
+        this.facts = { runId: batch.runId, ...rest };
+        this.alertsRead = { runId: batch.runId, rows: alerts };
+      }
       if (result.events > 0) this.heldEvents.wrote(batch.runId);
       within?.(result);
       return result;
@@ -291,13 +306,27 @@ export class PgLiveStore implements LiveStore {
     this.heldEvents.forget();
     this.heldFiles.clear();
     this.facts = null;
+    this.alertsRead = null;
   }
 
   /** A write may change what the last batch's round trip read: `markLive` its run's row, anything else all of it. */
   private written(method: keyof LiveOps): void {
+    if (this.alertsRead && (ALERT_WRITES.has(method) || method === 'commit' || method === 'rollback')) {
+      this.alertsRead = null;
+    }
     if (!this.facts || KEEP_FACTS.has(method)) return;
     if (method === 'markLive') delete this.facts.run;
     else this.facts = null;
+  }
+
+  /** `announceable(runId, firedSince)` picked from what the last batch read (its query's test, on its rows), once;
+   * undefined when that does not hold. */
+  private heldAnnounceable(runId: number, firedSince: number): AlertRow[] | undefined {
+    if (this.alertsRead?.runId !== runId) return undefined;
+    const { rows } = this.alertsRead;
+    this.alertsRead = null;
+    return rows.filter((a) => a.state === 'firing' || a.notified_state === 'firing' ||
+      (a.notified_state === null && a.fired_at !== null && a.fired_at >= firedSince));
   }
 
   private holdFile<T extends FileRow | undefined>(row: T): T {
@@ -306,7 +335,7 @@ export class PgLiveStore implements LiveStore {
   }
 
   /** The batch's answer of `what` for the run, once. */
-  private fresh<K extends keyof RunFacts>(runId: number, what: K): RunFacts[K] | undefined {
+  private fresh<K extends Exclude<keyof RunFacts, 'alerts'>>(runId: number, what: K): RunFacts[K] | undefined {
     if (this.facts?.runId !== runId) return undefined;
     const answer = (this.facts as Partial<RunFacts>)[what];
     delete this.facts[what];

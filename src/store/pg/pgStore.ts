@@ -15,7 +15,10 @@ import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
-import { exampleFromRow, type ExampleDbRow } from './rows.ts';
+import {
+  alertColumns, attemptColumns, chatMessageColumns, eventColumns, exampleFromRow, fileColumns, runColumns,
+  silenceColumns, unreadColumns, type ExampleDbRow,
+} from './rows.ts';
 
 type Db = pg.Pool | pg.ClientBase;
 
@@ -103,13 +106,15 @@ export class PgStore implements StoreContract {
    * within its `scope` (a watcher's run prefix: two hosts may both have /data/runs/grpo-7; '' for the contract). */
   async ensureRun(name: string, path: string, scope = ''): Promise<RunRow> {
     for (let tries = 0; tries < 10; tries++) {
-      const existing = await this.one<RunRow>('SELECT * FROM runs WHERE scope = $1 AND path = $2', [scope, path]);
+      const sql = `SELECT ${runColumns()} FROM runs WHERE scope = $1 AND path = $2`;
+      const existing = await this.one<RunRow>(sql, [scope, path]);
       if (existing) return existing;
       let candidate = name;
       for (let i = 2; await this.runByName(candidate); i++) candidate = `${name}~${i}`;
       // another process may take the path or the name meanwhile: then look again
       const made = await this.one<RunRow>(
-        'INSERT INTO runs (name, path, created_at, scope) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING *',
+        `INSERT INTO runs (name, path, created_at, scope) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+         RETURNING ${runColumns()}`,
         [candidate, path, this.now(), scope],
       );
       if (made) return made;
@@ -117,22 +122,26 @@ export class PgStore implements StoreContract {
     throw new Error(`run ${name} (${path}): its name and path keep being taken by other processes`);
   }
 
-  runById = (id: number): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE id = $1', [id]);
-  runByName = (name: string): Promise<RunRow | undefined> => this.one('SELECT * FROM runs WHERE name = $1', [name]);
-  listRuns = (): Promise<RunRow[]> => this.rows('SELECT * FROM runs ORDER BY name');
+  runById = (id: number): Promise<RunRow | undefined> =>
+    this.one(`SELECT ${runColumns()} FROM runs WHERE id = $1`, [id]);
+  runByName = (name: string): Promise<RunRow | undefined> =>
+    this.one(`SELECT ${runColumns()} FROM runs WHERE name = $1`, [name]);
+  listRuns = (): Promise<RunRow[]> => this.rows(`SELECT ${runColumns()} FROM runs ORDER BY name`);
 
   /** The file, in its run's scope. */
   async addFile(runId: number, path: string, format: string): Promise<FileRow> {
     const sql = `INSERT INTO files (run_id, path, format, scope) SELECT $1, $2, $3, scope FROM runs WHERE id = $1
-                 RETURNING *`;
+                 RETURNING ${fileColumns()}`;
     return (await this.one<FileRow>(sql, [runId, path, format]))!;
   }
 
   /** The file at `path` of a run of `scope` ('' for the contract). */
   fileByPath = (path: string, scope = ''): Promise<FileRow | undefined> =>
-    this.one('SELECT * FROM files WHERE scope = $1 AND path = $2', [scope, path]);
+    this.one(`SELECT ${fileColumns()} FROM files WHERE scope = $1 AND path = $2`, [
+      scope, path,
+    ]);
   filesOfRun = (runId: number): Promise<FileRow[]> =>
-    this.rows('SELECT * FROM files WHERE run_id = $1 ORDER BY path', [runId]);
+    this.rows(`SELECT ${fileColumns()} FROM files WHERE run_id = $1 ORDER BY path`, [runId]);
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
     this.rows('SELECT reason, count, sample FROM file_skips WHERE file_id = $1 ORDER BY count DESC', [fileId]);
 
@@ -209,7 +218,7 @@ export class PgStore implements StoreContract {
 
   async eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> {
     const rows = await this.rows<EventDbRow>(
-      'SELECT * FROM events WHERE run_id = $1 AND id > $2 AND kind = ANY($3) ORDER BY id',
+      `SELECT ${eventColumns()} FROM events WHERE run_id = $1 AND id > $2 AND kind = ANY($3) ORDER BY id`,
       [runId, afterId, [...kinds]],
     );
     return rows.map(eventFromRow);
@@ -273,11 +282,11 @@ export class PgStore implements StoreContract {
   runMeta = (runId: number): Promise<Record<string, number>> => this.merged(runId, 'vals');
   runConfig = (runId: number): Promise<Record<string, string>> => this.merged(runId, 'config');
   attemptsOf = (runId: number): Promise<AttemptRow[]> =>
-    this.rows('SELECT * FROM attempts WHERE run_id = $1 ORDER BY attempt', [runId]);
+    this.rows(`SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1 ORDER BY attempt`, [runId]);
 
   async replayingStep(runId: number, runLast: number | null): Promise<number | null> {
     const latest = await this.one<AttemptRow>(
-      'SELECT * FROM attempts WHERE run_id = $1 ORDER BY attempt DESC LIMIT 1',
+      `SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1 ORDER BY attempt DESC LIMIT 1`,
       [runId],
     );
     return replayingStep(latest, runLast);
@@ -295,18 +304,24 @@ export class PgStore implements StoreContract {
   }
 
   unreadFiles = (run?: string): Promise<UnreadRow[]> =>
-    this.rows('SELECT * FROM unread_files WHERE ($1::text IS NULL OR run = $1) ORDER BY run, rel_path', [run ?? null]);
+    this.rows(
+      `SELECT ${unreadColumns()} FROM unread_files WHERE ($1::text IS NULL OR run = $1) ORDER BY run, rel_path`,
+      [run ?? null],
+    );
 
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
-    this.one(`SELECT * FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`, [
-      runId, rule, metric,
-    ]);
-  alertById = (id: number): Promise<AlertRow | undefined> => this.one('SELECT * FROM alerts WHERE id = $1', [id]);
+    this.one(
+      `SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`,
+      [runId, rule, metric],
+    );
+  alertById = (id: number): Promise<AlertRow | undefined> =>
+    this.one(`SELECT ${alertColumns()} FROM alerts WHERE id = $1`, [id]);
   openAlertsOf = (runId: number): Promise<AlertRow[]> =>
-    this.rows(`SELECT * FROM alerts WHERE run_id = $1 AND state != 'resolved' ORDER BY id`, [runId]);
+    this.rows(`SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND state != 'resolved' ORDER BY id`, [runId]);
   listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
     this.rows(
-      `SELECT * FROM alerts WHERE ($1::bigint IS NULL OR run_id = $1) AND ($2 OR state = 'firing') ORDER BY id DESC`,
+      `SELECT ${alertColumns()} FROM alerts WHERE ($1::bigint IS NULL OR run_id = $1) AND ($2 OR state = 'firing')
+       ORDER BY id DESC`,
       [opts.runId ?? null, opts.all ?? false],
     );
 
@@ -317,7 +332,7 @@ export class PgStore implements StoreContract {
     const row = (await this.one<AlertRow>(
       `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
          fired_step, fired_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${alertColumns()}`,
       [runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
         firing ? c.step : null, firing ? c.at : null],
     ))!;
@@ -382,7 +397,7 @@ export class PgStore implements StoreContract {
   async addSilence(s: NewSilence): Promise<SilenceRow> {
     return (await this.one<SilenceRow>(
       `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${silenceColumns()}`,
       [s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.author_name ?? s.author, s.reason],
     ))!;
   }
@@ -390,12 +405,16 @@ export class PgStore implements StoreContract {
   endSilence = async (id: number, at: number): Promise<void> =>
     void (await this.run('UPDATE silences SET ended_at = $2 WHERE id = $1', [id, at]));
   activeSilences = (now: number): Promise<SilenceRow[]> =>
-    this.rows('SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= $1 AND ends_at > $1 ORDER BY id', [now]);
+    this.rows(
+      `SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND starts_at <= $1 AND ends_at > $1
+       ORDER BY id`,
+      [now],
+    );
 
   silenceById = (id: number): Promise<SilenceRow | undefined> =>
-    this.one('SELECT * FROM silences WHERE id = $1', [id]);
+    this.one(`SELECT ${silenceColumns()} FROM silences WHERE id = $1`, [id]);
   expiredSilences = (now: number): Promise<SilenceRow[]> =>
-    this.rows('SELECT * FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id', [now]);
+    this.rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id`, [now]);
 
   /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. */
   enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
@@ -494,19 +513,21 @@ export class PgStore implements StoreContract {
   }
 
   messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
-    this.one('SELECT * FROM chat_messages WHERE target = $1 AND delivery = $2', [target, delivery]);
+    this.one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND delivery = $2`, [
+      target, delivery,
+    ]);
   messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
-    this.one('SELECT * FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref]);
+    this.one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND ref = $2`, [target, ref]);
   messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
     this.rows(
-      `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+      `SELECT ${chatMessageColumns('m')} FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
        WHERE a.alert_id = $1 AND m.target = $2 ORDER BY m.id DESC`,
       [alertId, target],
     );
 
   messagesShowing = (alertId: number): Promise<ChatMessageRow[]> =>
     this.rows(
-      `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+      `SELECT ${chatMessageColumns('m')} FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
        WHERE a.alert_id = $1 ORDER BY m.id DESC`,
       [alertId],
     );
@@ -526,7 +547,7 @@ export class PgStore implements StoreContract {
 
   /** The runs of one watcher's scope, by name (in SQLite's byte order). */
   runsOfScope = (scope: string): Promise<RunRow[]> =>
-    this.rows('SELECT * FROM runs WHERE scope = $1 ORDER BY name COLLATE "C"', [scope]);
+    this.rows(`SELECT ${runColumns()} FROM runs WHERE scope = $1 ORDER BY name COLLATE "C"`, [scope]);
   /** Runs of the scope with committed batches the engine has not evaluated (`Runs.unevaluated`). */
   unevaluatedRuns = (scope: string): Promise<number[]> =>
     this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope])
@@ -548,18 +569,19 @@ export class PgStore implements StoreContract {
     this.one<{ span: number | null }>('SELECT max(at) - min(at) AS span FROM steps WHERE run_id = $1', [runId])
       .then((r) => r?.span ?? null);
   eventById = (id: number): Promise<EventRow | undefined> =>
-    this.one<EventDbRow>('SELECT * FROM events WHERE id = $1', [id]).then((r) => r && eventFromRow(r));
+    this.one<EventDbRow>(`SELECT ${eventColumns()} FROM events WHERE id = $1`, [id]).then((r) => r && eventFromRow(r));
   /** The run's last `finished` event (`Events.finished`). */
   finishedEvent = (runId: number): Promise<EventRow | undefined> =>
-    this.one<EventDbRow>(`SELECT * FROM events WHERE run_id = $1 AND kind = 'finished' ORDER BY id DESC LIMIT 1`, [
-      runId,
-    ]).then((r) => r && eventFromRow(r));
+    this.one<EventDbRow>(
+      `SELECT ${eventColumns()} FROM events WHERE run_id = $1 AND kind = 'finished' ORDER BY id DESC LIMIT 1`,
+      [runId],
+    ).then((r) => r && eventFromRow(r));
 
   /** `Alerts.announceable` in one query: the firing alerts, the resolved ones whose firing was announced, and the
    * ones that fired at or after `firedSince` and resolved before they could be announced; in id order. */
   announceable = (runId: number, firedSince: number | null): Promise<AlertRow[]> =>
     this.rows(
-      `SELECT * FROM alerts WHERE run_id = $1 AND (state = 'firing' OR (state = 'resolved'
+      `SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND (state = 'firing' OR (state = 'resolved'
          AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= $2))))
        ORDER BY id`,
       [runId, firedSince],

@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import {
+  alertColumns, attemptColumns, fileColumns, runColumns, silenceColumns,
+} from '../../../src/store/pg/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
 import type { Batch } from '../../../src/store/store.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
@@ -228,6 +231,175 @@ describe('PgLiveStore', () => {
     // the store goes on
     expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
   });
+
+  it("answers the announcement after a batch from the batch's round trip, until an alert is written", async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-ann');
+    const run = store.runs.ensure('gpu-ann/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: 's', details: {} });
+    let firing = 0;
+    let resolved = 0;
+    let mutedAway = 0;
+    store.commit(batchOf(run.id, file.id, [1], 10), 0, () => {
+      firing = store.alerts.create(run.id, 'hot', 'loss', 'firing', change(1)).id;
+      store.alerts.markNotified(firing, 'firing', 600);
+      resolved = store.alerts.create(run.id, 'gone', 'loss', 'firing', change(1)).id;
+      store.alerts.markNotified(resolved, 'firing', 600);
+      store.alerts.resolve(resolved, change(1));
+      mutedAway = store.alerts.create(run.id, 'muted', 'loss', 'firing', change(1)).id; // fired_at 500, never told
+      store.alerts.resolve(mutedAway, change(1));
+      store.alerts.create(run.id, 'waits', 'loss', 'pending', change(1));
+    });
+    // another process acks the firing one
+    await rows(url, `UPDATE alerts SET acked_by = 'u1', acked_by_name = 'Ann' WHERE id = $1`, [firing]);
+
+    const ids = (as: Array<{ id: number }>): number[] => as.map((a) => a.id);
+    store.commit(batchOf(run.id, file.id, [2], 20), 0, () => {
+      const before = store.calls.waited;
+      const since500 = store.alerts.announceable(run.id, 500);
+      expect(store.calls.waited).toBe(before); // no round trip
+      expect(ids(since500)).toEqual([firing, resolved, mutedAway]);
+      expect(since500[0]).toMatchObject({
+        state: 'firing', acked_by: 'u1', notified_state: 'firing', notified_at: 600,
+      });
+      // given once: the next call asks the database, and gets the same
+      expect(store.alerts.announceable(run.id, 501)).toEqual(since500.filter((a) => a.id !== mutedAway));
+      expect(store.calls.waited).toBe(before + 1);
+    });
+    store.commit(batchOf(run.id, file.id, [3], 30), 0, () => {
+      const before = store.calls.waited;
+      expect(ids(store.alerts.announceable(run.id))).toEqual([firing, resolved]);
+      expect(store.calls.waited).toBe(before);
+    });
+    store.commit(batchOf(run.id, file.id, [4], 40), 0, () => {
+      store.alerts.markNotified(resolved, 'resolved', 700); // an alert written: the batch's answer no longer holds
+      const before = store.calls.waited;
+      expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
+      expect(store.calls.waited).toBe(before + 1);
+    });
+    // a rolled back evaluation drops it too
+    expect(() =>
+      store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
+        store.alerts.fire(store.alerts.create(run.id, 'late', 'loss', 'pending', change(5)).id, change(5));
+        throw new Error('the rules failed');
+      }),
+    ).toThrow('the rules failed');
+    store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
+      expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
+    });
+  });
+
+  it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
+    async () => {
+      const url = await freshPgDatabase();
+      const store = await open(url, 'gpu-mig');
+      // the statements name every column the migrations made (the rows lose none of them)
+      for (const [table, listed] of [['runs', runColumns()], ['files', fileColumns()]] as const) {
+        const made = await rows<{ c: string }>(url, `SELECT quote_ident(column_name) AS c
+          FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+        expect(listed.split(', ').sort()).toEqual(made.map((r) => r.c).sort());
+      }
+      const run = store.runs.ensure('gpu-mig/grpo', '/runs/grpo');
+      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+      store.commit(batchOf(run.id, file.id, [1, 2], 20), 0);
+      expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 20 });
+
+      // what a newer rlwatch's migration would do while this watcher runs
+      await rows(url, 'ALTER TABLE runs ADD COLUMN added_later integer; ALTER TABLE files ADD COLUMN added_later text');
+
+      // every statement prepared before the change runs again, inside a transaction and outside
+      store.commit(batchOf(run.id, file.id, [3], 30), 0);
+      store.transaction(() => store.commit(batchOf(run.id, file.id, [4], 40), 0));
+      expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 40, lines: 4, last_step: 4 });
+      expect(store.runs.ensure('gpu-mig/grpo', '/runs/grpo')).toMatchObject({ id: run.id, last_step: 4 });
+      expect(store.runs.byId(run.id)).toMatchObject({ name: 'gpu-mig/grpo', records: 4, batches: 3 });
+      expect(store.runs.list().map((r) => r.name)).toEqual(['gpu-mig/grpo']);
+      const other = store.runs.ensure('gpu-mig/ppo', '/runs/ppo');
+      expect(store.files.add(other.id, '/runs/ppo/train.log', 'learning.log')).toMatchObject({ run_id: other.id });
+      expect(store.points.after(run.id, 'loss', 0).map((p) => p.step)).toEqual([1, 2, 3, 4]);
+      expect(await rows(url, 'SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [run.id])).toEqual(
+        [1, 2, 3, 4].map((step) => ({ step: String(step) })),
+      );
+    });
+
+  it('goes on evaluating after a migration adds columns to alerts, events, attempts, mutes and unread files under it',
+    async () => {
+      const url = await freshPgDatabase();
+      const store = await open(url, 'gpu-cols');
+      const run = store.runs.ensure('gpu-cols/grpo', '/runs/grpo');
+      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+      // a mute, as the bot (another process) writes it
+      await rows(url, `INSERT INTO silences (run, starts_at, ends_at, author, reason)
+        VALUES ('gpu-cols/*', 0, 9000, 'ana', 'sweep')`);
+      const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: `at ${step}`, details: {} });
+      /** the rows' keys: each table's listed columns, never one a migration added */
+      const keyed = <T extends object>(list: string, got: T[]): T[] => {
+        for (const r of got) expect(Object.keys(r).sort()).toEqual(list.split(', ').sort());
+        return got;
+      };
+      /** A batch with an error at its first step (and the end of training at its last), and inside it what the rules
+       * read and write: every statement of the live store that reads those tables. */
+      const round = (steps: number[], rule: string, finished = false) => {
+        const [first, last] = [steps[0]!, steps.at(-1)!];
+        const b: Batch = { ...batchOf(run.id, file.id, steps, last * 10), events: [
+          { step: first, kind: 'error', title: `oom at ${first}`, text: 'OOM', fatal: false },
+          ...(finished ? [{ step: last, kind: 'finished' as const, title: 'done', text: 'finished' }] : []),
+        ] };
+        const reads = () => {
+          // the first two from the batch's round trip (liveWorker.ts runFacts), the rest by statements of their own
+          const announced = keyed(alertColumns(), store.alerts.announceable(run.id));
+          const attempts = keyed(attemptColumns(), store.attempts.list(run.id));
+          const created = keyed(alertColumns(), [store.alerts.create(run.id, rule, 'loss', 'pending', change(first))]);
+          store.alerts.fire(created[0]!.id, change(last));
+          const open = keyed(alertColumns(), store.alerts.openOf(run.id));
+          const byId = keyed(alertColumns(), [store.alerts.byId(created[0]!.id)!]);
+          const announceable = keyed(alertColumns(), store.alerts.announceable(run.id));
+          const events = store.events.after(run.id, ['error'], 0);
+          const event = [store.events.byId(events[0]!.id)];
+          const ended = [store.events.finished(run.id)];
+          const listed = keyed(attemptColumns(), store.attempts.list(run.id));
+          const replaying = [store.attempts.replaying(run.id, last)];
+          const muted = keyed(silenceColumns(), store.silences.active(600));
+          store.unread.note({ path: `/runs/grpo/notes-${first}.txt`, run: 'gpu-cols/grpo', run_dir: '/runs/grpo',
+            rel_path: `notes-${first}.txt`, reason: 'no format', size: first, seen_at: 500 });
+          return { announced, attempts, created, open, byId, announceable, events, event, ended, listed, replaying,
+            muted };
+        };
+        let read: ReturnType<typeof reads> | undefined;
+        store.commit(b, 0, () => void (read = reads()));
+        return read!;
+      };
+      const ids = (got: Array<{ id: number }>) => got.map((r) => r.id);
+
+      const before = round([1, 2], 'rise');
+      // what a newer rlwatch's migration would do while this watcher runs
+      await rows(url, ['alerts', 'events', 'attempts', 'silences', 'unread_files']
+        .map((t) => `ALTER TABLE ${t} ADD COLUMN added_later integer DEFAULT 7`).join('; '));
+      const after = round([3, 4], 'nan', true);
+
+      const [rise, nan] = [before.created[0]!.id, after.created[0]!.id];
+      expect(before.created[0]).toMatchObject({ run_id: run.id, rule: 'rise', state: 'pending', summary: 'at 1' });
+      expect(after.byId[0]).toMatchObject({ id: nan, rule: 'nan', state: 'firing', fired_step: 4, summary: 'at 4' });
+      expect([before.announced, after.announced].map(ids)).toEqual([[], [rise]]);
+      expect([before.open, after.open, before.announceable, after.announceable].map(ids))
+        .toEqual([[rise], [rise, nan], [rise], [rise, nan]]);
+      const attempt = { run_id: run.id, attempt: 1, resumed_step: 1, at: 1_000, rewound: 1 };
+      for (const [r, last] of [[before, 2], [after, 4]] as const) {
+        expect([r.attempts, r.listed]).toEqual([[{ ...attempt, last_step: last }], [{ ...attempt, last_step: last }]]);
+      }
+      expect([before.replaying, after.replaying]).toEqual([[null], [null]]);
+      expect(after.events.map((e) => e.title)).toEqual(['oom at 1', 'oom at 3']);
+      expect([before.event, after.event]).toEqual([[before.events[0]], [after.events[0]]]);
+      expect(after.events[0]).toEqual(before.events[0]);
+      expect([before.ended, after.ended]).toEqual([[undefined], [expect.objectContaining({ title: 'done', step: 4 })]]);
+      expect([before.muted, after.muted]).toEqual([
+        [expect.objectContaining({ run: 'gpu-cols/*', author: 'ana', reason: 'sweep' })], before.muted,
+      ]);
+      expect(await rows(url, 'SELECT rel_path, size, added_later FROM unread_files ORDER BY size')).toEqual([
+        { rel_path: 'notes-1.txt', size: '1', added_later: 7 }, { rel_path: 'notes-3.txt', size: '3', added_later: 7 },
+      ]);
+    });
 
   it('survives its connection terminated: the call finding it lost names the server; later ones work', async () => {
     const url = await freshPgDatabase();
