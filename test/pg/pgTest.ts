@@ -19,3 +19,14 @@ export async function freshPgDatabase(): Promise<string> {
   admin.pathname = `/${name}`;
   return admin.href;
 }
+
+/** `sql`'s rows, read on a connection of its own (what another process sees). */
+export async function pgRows<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}

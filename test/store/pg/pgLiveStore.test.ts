@@ -2,7 +2,6 @@
  * PgLiveStore: the synchronous store of a watcher that writes PostgreSQL, through its worker thread's connection.
  * Transactions and savepoints, host scopes, PostgreSQL's errors across the thread, a connection lost and regained.
  */
-import pg from 'pg';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,7 +12,7 @@ import {
 } from '../../../src/store/pg/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
 import type { Batch } from '../../../src/store/store.ts';
-import { freshPgDatabase } from '../../pg/pgTest.ts';
+import { freshPgDatabase, pgRows as rows } from '../../pg/pgTest.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const cleanup: Array<() => Promise<unknown>> = [];
@@ -25,17 +24,6 @@ async function open(url: string, scope = 'gpu-a'): Promise<PgLiveStore> {
   const store = await PgLiveStore.open(url, { scope, now: () => 1_000 });
   cleanup.push(() => store.close());
   return store;
-}
-
-/** `sql`'s rows, read on a connection of its own (what another process sees). */
-async function rows<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query(sql, params)).rows as T[];
-  } finally {
-    await c.end();
-  }
 }
 
 /** One batch of `steps`, each with a `loss` of step / 10. */

@@ -4,7 +4,6 @@
  * name the columns of the rows they read (rows.ts), so they neither fail with 0A000 ("cached plan must not change
  * result type") nor hand back the new column.
  */
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertChange } from '../../../src/store/alerts.ts';
 import type { Batch } from '../../../src/store/store.ts';
@@ -14,23 +13,12 @@ import {
   alertColumns, attemptColumns, chatMessageColumns, eventColumns, fileColumns, runColumns, silenceColumns,
   unreadColumns,
 } from '../../../src/store/pg/rows.ts';
-import { freshPgDatabase } from '../../pg/pgTest.ts';
+import { freshPgDatabase, pgRows as rows } from '../../pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
-
-/** `sql`'s rows, read on a connection of its own (what another process sees). */
-async function rows<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query(sql, params)).rows as T[];
-  } finally {
-    await c.end();
-  }
-}
 
 /** Each list's table, and the names the list gives (as SQL spells them). */
 const LISTS = {
