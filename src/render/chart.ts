@@ -1,6 +1,6 @@
 import { renderAsync } from '@resvg/resvg-js';
 import type { TopLevelSpec } from 'vega-lite';
-import { svgOfSpec } from './chartShapes.ts';
+import { specToSvg } from './chartShapes.ts';
 import { lttbIndices } from './lttb.ts';
 
 /** The eight bytes every PNG file starts with. */
@@ -346,9 +346,8 @@ function thresholdLayers(value: number): unknown[] {
 const formatThreshold = (v: number): string =>
   v === 0 || Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6 ? String(Number(v.toPrecision(4))) : v.toExponential(2);
 
-/** Renders the chart's vega-lite spec to SVG with vega's headless view (no canvas, no network), its shape compiled
- * once (chartShapes.ts). */
-export const specToSvg = (spec: TopLevelSpec): Promise<string> => svgOfSpec(spec);
+/** The chart's vega-lite spec to SVG, its shape compiled once (chartShapes.ts). */
+export { specToSvg };
 
 /**
  * Rasterises an SVG to PNG at `width` pixels. Fonts come from the system; without any fonts the

@@ -36,7 +36,7 @@ const shapes = new Map<string, vega.Runtime>();
  * chart gets a view of its own: a view drawn again keeps the axis ticks the charts share in the order it first drew
  * them, which changes the SVG.
  */
-export async function svgOfSpec(spec: TopLevelSpec): Promise<string> {
+export async function specToSvg(spec: TopLevelSpec): Promise<string> {
   useDejaVuTextMetrics();
   const t = templateOf(spec);
   const view = new vega.View(runtimeOf(t), viewOptions());
