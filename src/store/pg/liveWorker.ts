@@ -19,7 +19,7 @@ import type { Batch, BatchResult } from '../store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
-import { alertColumns, attemptColumns, runColumns } from './rows.ts';
+import { alertColumns, announceableAlerts, attemptColumns, runColumns } from './rows.ts';
 import { serveSync, type SyncRequest } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
@@ -249,9 +249,8 @@ async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts>
        ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = $1
              ORDER BY m.name COLLATE "C") AS rlwatch_metrics,
        (SELECT coalesce(json_agg(a ORDER BY a.id), '[]')
-        FROM (SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND (state = 'firing'
-          OR (state = 'resolved' AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at IS NOT NULL)))))
-          a) AS rlwatch_alerts
+        FROM (SELECT ${alertColumns()} FROM alerts
+              WHERE run_id = $1 AND ${announceableAlerts('fired_at IS NOT NULL')}) a) AS rlwatch_alerts
      FROM (VALUES (1)) AS one (x) LEFT JOIN runs r ON r.id = $1`,
     [runId],
   );

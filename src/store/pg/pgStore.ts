@@ -16,8 +16,8 @@ import { MetricIds, writeBatch } from './batch.ts';
 import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
 import {
-  alertColumns, attemptColumns, chatMessageColumns, eventColumns, exampleFromRow, fileColumns, runColumns,
-  silenceColumns, unreadColumns, type ExampleDbRow,
+  alertColumns, announceableAlerts, attemptColumns, chatMessageColumns, eventColumns, exampleFromRow, fileColumns,
+  runColumns, silenceColumns, unreadColumns, type ExampleDbRow,
 } from './rows.ts';
 
 type Db = pg.Pool | pg.ClientBase;
@@ -581,9 +581,7 @@ export class PgStore implements StoreContract {
    * ones that fired at or after `firedSince` and resolved before they could be announced; in id order. */
   announceable = (runId: number, firedSince: number | null): Promise<AlertRow[]> =>
     this.rows(
-      `SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND (state = 'firing' OR (state = 'resolved'
-         AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= $2))))
-       ORDER BY id`,
+      `SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND ${announceableAlerts('fired_at >= $2')} ORDER BY id`,
       [runId, firedSince],
     );
 

@@ -76,3 +76,12 @@ export const chatMessageColumns = columns<ChatMessageRow>({
 export const unreadColumns = columns<UnreadRow & { scope: string }>({
   path: true, run: true, run_dir: true, rel_path: true, reason: true, size: true, seen_at: true, scope: true,
 });
+
+/**
+ * The alerts `Alerts.announceable` returns, as a condition on `alerts`' columns: the firing ones, the resolved ones
+ * whose firing was announced, and those resolved before they could be announced that fired as `firedAt` says (a
+ * condition on `fired_at`). PgStore's `announceable` and the watcher's read after a batch both use it.
+ */
+export const announceableAlerts = (firedAt: string): string =>
+  `(state = 'firing' OR (state = 'resolved' AND (notified_state = 'firing'
+     OR (notified_state IS NULL AND ${firedAt}))))`;
