@@ -2,7 +2,7 @@ import * as vega from 'vega';
 import type { TopLevelSpec } from 'vega-lite';
 import { describe, expect, it } from 'vitest';
 import { chartRows, lineChartSpec, MAX_CHART_POINTS, svgToPng } from '../../src/render/chart.ts';
-import { svgOfSpec, templateOf } from '../../src/render/chartShapes.ts';
+import { specToSvg, templateOf } from '../../src/render/chartShapes.ts';
 import { compileVegaLite, useDejaVuTextMetrics, viewOptions } from '../../src/render/vegaEnv.ts';
 
 /** The whole path, as charts were drawn before shapes were kept: compile, parse and a new view for every chart. */
@@ -90,9 +90,9 @@ describe('charts drawn from a kept shape', () => {
     const expected = new Map<string, string>();
     for (const c of cases) expected.set(c.name, await uncachedSvg(specOf(c)));
     // in order, then backwards, then all at once
-    for (const c of cases) expect(await svgOfSpec(specOf(c)), c.name).toBe(expected.get(c.name));
-    for (const c of [...cases].reverse()) expect(await svgOfSpec(specOf(c)), c.name).toBe(expected.get(c.name));
-    const together = await Promise.all(cases.map((c) => svgOfSpec(specOf(c))));
+    for (const c of cases) expect(await specToSvg(specOf(c)), c.name).toBe(expected.get(c.name));
+    for (const c of [...cases].reverse()) expect(await specToSvg(specOf(c)), c.name).toBe(expected.get(c.name));
+    const together = await Promise.all(cases.map((c) => specToSvg(specOf(c))));
     together.forEach((svg, i) => expect(svg, cases[i]!.name).toBe(expected.get(cases[i]!.name)));
   });
 
@@ -100,14 +100,14 @@ describe('charts drawn from a kept shape', () => {
     for (const c of cases.filter((x) => /untrusted|a card|no data$|second/.test(x.name))) {
       const spec = specOf(c);
       const width = c.width ?? 800;
-      const kept = await svgToPng(await svgOfSpec(spec), width);
+      const kept = await svgToPng(await specToSvg(spec), width);
       expect(kept.equals(await svgToPng(await uncachedSvg(spec), width)), c.name).toBe(true);
     }
   });
 
   it('the untrusted texts stay text: escaped in the SVG, never part of the shape', async () => {
     const c = cases.find((x) => x.name.startsWith('untrusted'))!;
-    const svg = await svgOfSpec(specOf(c));
+    const svg = await specToSvg(specOf(c));
     expect(svg).not.toContain('<script>');
     expect(svg).toContain('&lt;script&gt;');
     expect(templateOf(specOf(c)).key).not.toContain('alert(1)');
