@@ -10,7 +10,8 @@
  * What only this watcher writes is held on its thread, as the SQLite store holds it, and dropped when a transaction
  * rolls back: rule cursors, each run's last batch and newest points, its open alerts, what the rules read of its
  * events, its files' rows. What the rules read first of a run (its row, attempts, metric names) comes back with the
- * batch's write, in one round trip, and answers their first reads unless something was written in between. What
+ * batch's write, in one round trip, and answers their first reads unless something was written in between; a tick's
+ * list of the runs brings the same of every run (and its arrivals) with it. What
  * other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
  * A lost connection: the call that finds it throws a PostgresError naming the server; the next one connects again.
  *
@@ -46,7 +47,7 @@ const fail = (e: CrossedError): Error => new PostgresError(e.message, e.code);
 
 /** Calls after which a batch's answers still hold: reads, and savepoints (they change no row). */
 const KEEP_FACTS = new Set<keyof LiveOps>([
-  'runById', 'runsOfScope', 'unevaluatedRuns', 'fileByPath', 'after', 'latest', 'metricsOf', 'series', 'stepSpan',
+  'runById', 'runsWithFacts', 'unevaluatedRuns', 'fileByPath', 'after', 'latest', 'metricsOf', 'series', 'stepSpan',
   'upTo', 'examplesAtOrBefore', 'announceable', 'alertById', 'firedByRule', 'openAlertsOf', 'activeSilences',
   'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf', 'runCursors',
   'savepoint', 'release',
@@ -77,18 +78,19 @@ export class PgLiveStore implements LiveStore {
   private readonly heldEvents = new HeldEvents();
   /** this scope's file rows by path, as read, added or left by a batch: this watcher alone writes them */
   private readonly heldFiles = new Map<string, FileRow>();
-  /** what the last batch's round trip read of its run, each answer given once (see `fresh`) */
-  private facts: ({ runId: number } & Partial<Omit<RunFacts, 'alerts'>>) | null = null;
-  /** the alerts the last batch's round trip read for its run's announcement, until an alert is written or the
-   * transaction ends (`written`): the rules change no alert on most lines, and the announcement after them then
-   * needs no round trip of its own. Other processes write only acks, which it may miss by those few milliseconds as
-   * it would by reading them then. */
-  private alertsRead: { runId: number; rows: AlertRow[] } | null = null;
+  /** what the last batch's round trip (or a tick's list of the runs) read of its runs, by run, each answer given
+   * once (see `fresh`) */
+  private readonly facts = new Map<number, Partial<Omit<RunFacts, 'alerts'>>>();
+  /** the alerts the same round trip read for each run's announcement, until an alert is written or the transaction
+   * ends (`written`): the rules change no alert on most lines, and the announcement after them then needs no round
+   * trip of its own. Other processes write only acks, which it may miss by those few milliseconds as it would by
+   * reading them then. */
+  private readonly alertsRead = new Map<number, AlertRow[]>();
 
   readonly runs: LiveStore['runs'] = {
     byId: (id) => this.fresh(id, 'run') ?? this.call('runById', id),
     ensure: (name, path) => this.call('ensureRun', name, path, this.scope),
-    list: () => this.call('runsOfScope', this.scope),
+    list: () => this.hold(this.call('runsWithFacts', this.scope)).map((f) => f.run!),
     markEvaluated: (runId) => this.write('markEvaluated', runId),
     markLive: (runId) => this.write('markLive', runId),
     unevaluated: () => this.call('unevaluatedRuns', this.scope),
@@ -177,7 +179,9 @@ export class PgLiveStore implements LiveStore {
     replaying: (runId, runLast) => this.call('replayingStep', runId, runLast),
   };
 
-  readonly arrivals: LiveStore['arrivals'] = { recent: (runId) => this.call('arrivalsOf', runId) };
+  readonly arrivals: LiveStore['arrivals'] = {
+    recent: (runId) => this.fresh(runId, 'arrivals') ?? this.call('arrivalsOf', runId),
+  };
 
   private constructor(
     private readonly worker: Worker,
@@ -228,13 +232,7 @@ export class PgLiveStore implements LiveStore {
       const { result, runLast, file, facts } = this.call('writeBatch', batch, examplesPerStep, within !== undefined);
       if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
       if (file) this.heldFiles.set(file.path, file);
-      this.facts = null;
-      this.alertsRead = null;
-      if (facts) {
-        const { alerts, ...rest } = facts;
-        this.facts = { runId: batch.runId, ...rest };
-        this.alertsRead = { runId: batch.runId, rows: alerts };
-      }
+      if (facts) this.hold([facts], batch.runId);
       if (result.events > 0) this.heldEvents.wrote(batch.runId);
       within?.(result);
       return result;
@@ -305,26 +303,35 @@ export class PgLiveStore implements LiveStore {
     this.opened.forget();
     this.heldEvents.forget();
     this.heldFiles.clear();
-    this.facts = null;
-    this.alertsRead = null;
+    this.facts.clear();
+    this.alertsRead.clear();
   }
 
-  /** A write may change what the last batch's round trip read: `markLive` its run's row, anything else all of it. */
-  private written(method: keyof LiveOps): void {
-    if (this.alertsRead && (ALERT_WRITES.has(method) || method === 'commit' || method === 'rollback')) {
-      this.alertsRead = null;
+  /** Holds what a round trip read of runs (`runId`: of the one run whose row may be missing), until it is used or
+   * something is written; returns it. */
+  private hold(read: RunFacts[], runId?: number): RunFacts[] {
+    for (const { alerts, ...rest } of read) {
+      const id = runId ?? rest.run!.id;
+      this.facts.set(id, rest);
+      this.alertsRead.set(id, alerts);
     }
-    if (!this.facts || KEEP_FACTS.has(method)) return;
-    if (method === 'markLive') delete this.facts.run;
-    else this.facts = null;
+    return read;
+  }
+
+  /** A write may change what a round trip read: `markLive` its run's row, anything else all of it. */
+  private written<K extends keyof LiveOps>(method: K, args: Parameters<LiveOps[K]>): void {
+    if (ALERT_WRITES.has(method) || method === 'commit' || method === 'rollback') this.alertsRead.clear();
+    if (KEEP_FACTS.has(method)) return;
+    if (method === 'markLive') delete this.facts.get(args[0] as number)?.run;
+    else this.facts.clear();
   }
 
   /** `announceable(runId, firedSince)` picked from what the last batch read (its query's test, on its rows), once;
    * undefined when that does not hold. */
   private heldAnnounceable(runId: number, firedSince: number): AlertRow[] | undefined {
-    if (this.alertsRead?.runId !== runId) return undefined;
-    const { rows } = this.alertsRead;
-    this.alertsRead = null;
+    const rows = this.alertsRead.get(runId);
+    if (!rows) return undefined;
+    this.alertsRead.delete(runId);
     return rows.filter((a) => a.state === 'firing' || a.notified_state === 'firing' ||
       (a.notified_state === null && a.fired_at !== null && a.fired_at >= firedSince));
   }
@@ -336,9 +343,10 @@ export class PgLiveStore implements LiveStore {
 
   /** The batch's answer of `what` for the run, once. */
   private fresh<K extends Exclude<keyof RunFacts, 'alerts'>>(runId: number, what: K): RunFacts[K] | undefined {
-    if (this.facts?.runId !== runId) return undefined;
-    const answer = (this.facts as Partial<RunFacts>)[what];
-    delete this.facts[what];
+    const facts = this.facts.get(runId);
+    if (!facts) return undefined;
+    const answer = facts[what];
+    delete facts[what];
     return answer;
   }
 
@@ -352,7 +360,7 @@ export class PgLiveStore implements LiveStore {
   }
 
   private call<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): Awaited<ReturnType<LiveOps[K]>> {
-    this.written(method);
+    this.written(method, args);
     return this.bridge.call({ method, args, now: this.now() }, fail) as Awaited<ReturnType<LiveOps[K]>>;
   }
 
@@ -365,7 +373,7 @@ export class PgLiveStore implements LiveStore {
   }
 
   private post<K extends keyof LiveOps>(method: K, ...args: Parameters<LiveOps[K]>): void {
-    this.written(method);
+    this.written(method, args);
     this.bridge.post({ method, args, now: this.now() }, fail);
   }
 }

@@ -546,8 +546,6 @@ export class PgStore implements StoreContract {
   // What a watcher's live store (pg/pgLiveStore.ts) reads and writes besides the contract, as the SQLite modules do.
 
   /** The runs of one watcher's scope, by name (in SQLite's byte order). */
-  runsOfScope = (scope: string): Promise<RunRow[]> =>
-    this.rows(`SELECT ${runColumns()} FROM runs WHERE scope = $1 ORDER BY name COLLATE "C"`, [scope]);
   /** Runs of the scope with committed batches the engine has not evaluated (`Runs.unevaluated`). */
   unevaluatedRuns = (scope: string): Promise<number[]> =>
     this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope])

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import { PgStore } from '../../../src/store/pg/pgStore.ts';
 import {
   alertColumns, attemptColumns, fileColumns, runColumns, silenceColumns,
 } from '../../../src/store/pg/rows.ts';
@@ -276,6 +277,53 @@ describe('PgLiveStore', () => {
     store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
       expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
     });
+  });
+
+  it("answers a tick's reads of each run from its list of the runs: one round trip, the same rows", async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-tick');
+    const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: 's', details: {} });
+    for (const [k, name] of ['b', 'a', 'c'].entries()) {
+      const run = store.runs.ensure(`gpu-tick/${name}`, `/runs/${name}`);
+      const file = store.files.add(run.id, `/runs/${name}/train.log`, 'learning.log');
+      for (let step = 1; step <= 3 + k; step++) store.commit(batchOf(run.id, file.id, [step], step * 10), 0);
+      store.transaction(() => {
+        if (k !== 1) store.alerts.create(run.id, 'hot', 'loss', 'firing', change(2));
+        store.alerts.create(run.id, 'waits', 'loss', 'pending', change(2));
+      });
+    }
+    store.runs.ensure('gpu-other/a', '/runs/a'); // another host's run: not in this scope's list
+    const direct = await PgStore.open(url);
+    cleanup.push(() => direct.close());
+    const { runs, held } = store.transaction(() => {
+      const before = store.calls.waited;
+      const runs = store.runs.list();
+      expect(runs.map((r) => r.name)).toEqual(['gpu-tick/a', 'gpu-tick/b', 'gpu-tick/c']);
+      expect(store.calls.waited).toBe(before + 1);
+      const held = runs.map((r) => ({
+        attempts: store.attempts.list(r.id),
+        arrivals: store.arrivals.recent(r.id),
+        metrics: store.points.metricsOf(r.id),
+        announceable: store.alerts.announceable(r.id),
+      }));
+      expect(store.calls.waited).toBe(before + 1); // no round trip of its own for any run
+      // given once: asked again, it goes to the database
+      store.arrivals.recent(runs[0]!.id);
+      expect(store.calls.waited).toBe(before + 2);
+      return { runs, held };
+    });
+    for (const [k, r] of runs.entries()) {
+      expect(held[k]).toEqual({
+        attempts: await direct.attemptsOf(r.id),
+        arrivals: await direct.arrivalsOf(r.id),
+        metrics: await direct.metricsOf(r.id),
+        announceable: await direct.announceable(r.id, null),
+      });
+      expect(held[k]!.arrivals.length).toBeGreaterThan(0);
+      expect(held[k]!.attempts.length).toBeGreaterThan(0);
+    }
+    // 'a' has no firing alert; the others' are announceable
+    expect(held.map((h) => h.announceable.length)).toEqual([0, 1, 1]);
   });
 
   it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
