@@ -436,15 +436,17 @@ export class Ingestor {
     this.commit(batch, out, st.size);
   }
 
+  /** Commits the batch (inside a watcher's group, maybe with the group's others: LiveStore.commitSoon). */
   private commit(batch: Batch, out: FileOutcome, bytes: number): void {
     const inBatch = this.inBatch;
     const within = inBatch && ((r: BatchResult) => void (stored(batch, r) && inBatch(r)));
-    const result = this.store.commit(batch, this.opts.examplesPerStep, within);
+    this.store.commitSoon(batch, this.opts.examplesPerStep, within, (result) => {
+      if (stored(batch, result)) this.onEvent({ kind: 'batch', result });
+    });
     out.bytes += bytes;
     out.lines += batch.progress.lines;
     out.records += batch.metrics.length;
     for (const [reason, s] of batch.skips) out.skips[reason] = (out.skips[reason] ?? 0) + s.count;
-    if (stored(batch, result)) this.onEvent({ kind: 'batch', result });
   }
 
   private runOf(row: FileRow): { name: string; relPath: string } {

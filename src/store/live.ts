@@ -48,6 +48,12 @@ export interface LiveStore {
 
   /** One read of one file, in one transaction; `within` runs inside it after the batch is written (the rules). */
   commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult;
+  /** `commit`, then `then` with its result; inside a `group` a store may instead send the batch at once and answer it
+   * with the group's other batches before the group commits (PostgreSQL: one round trip for all, not one per file),
+   * running `within` and `then` then. */
+  commitSoon(
+    batch: Batch, examplesPerStep: number, within: ((r: BatchResult) => void) | undefined, then: (r: BatchResult) => void,
+  ): void;
   /** `fn` in one transaction (a savepoint when one is open); rolled back when it throws. */
   transaction<T>(fn: () => T): T;
   /** Several files' reads in one transaction, each in a savepoint of its own (see `Store.group`). */

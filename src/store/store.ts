@@ -156,6 +156,13 @@ export class Store {
     }
   }
 
+  /** `commit`, then `then`: SQLite answers each batch at once, there is nothing to gather (LiveStore.commitSoon). */
+  commitSoon(
+    batch: Batch, examplesPerStep: number, within: ((r: BatchResult) => void) | undefined, then: (r: BatchResult) => void,
+  ): void {
+    then(this.commit(batch, examplesPerStep, within));
+  }
+
   /** `fn` in a transaction (a savepoint inside another): when it throws, what the store holds in memory is dropped
    * with what was rolled back, so callers need not know what the store holds. */
   transaction<T>(fn: () => T): T {

@@ -19,6 +19,7 @@ import type { FileRow } from '../files.ts';
 import type { RunRow } from '../runs.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
+import { COPY_MIN_POINTS } from './points.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';
 import { PgStore } from './pgStore.ts';
 import { alertColumns, announceableAlerts, attemptColumns, runColumns } from './rows.ts';
@@ -58,6 +59,11 @@ interface Own {
   /** the batch written, the run's highest step before it (when it had metrics) and the file's row after it; with
    * `facts`, what the rules read first of the run after it, in the same round trip */
   writeBatch(batch: Batch, keep: number, facts: boolean): Promise<WrittenBatch>;
+  /** as `writeBatch`, answered later (`writtenBatches`): resolves once the batch's last statement is sent, so that the
+   * next batches go out behind it in the same round trip (a watcher's group of files) */
+  writeBatchLater(batch: Batch, keep: number, facts: boolean): Promise<void>;
+  /** what the batches written since the last call wrote, in order; throws the first one's error */
+  writtenBatches(): Promise<WrittenBatch[]>;
   /** `runsOfScope`, each run with its facts */
   runsWithFacts(scope: string): Promise<RunFacts[]>;
   /** the run's `run_cursors` row as JSON text (null when it has none) */
@@ -302,6 +308,13 @@ function factsOfRow(row: FactsRow): RunFacts {
   return facts;
 }
 
+/** How many points a batch holds at most (the same step logged twice counts twice). */
+function pointsOf(b: Batch): number {
+  let n = 0;
+  for (const m of b.metrics) n += m.values.size;
+  return n;
+}
+
 /** A batch as it crossed the thread: its columns lose their class (ShapedRows) in the copy. */
 function revived(b: Batch): Batch {
   if (Array.isArray(b.metrics)) return b;
@@ -310,27 +323,54 @@ function revived(b: Batch): Batch {
 }
 
 function ops(conn: Connection): Own {
+  /** batches whose statements are in flight, not yet answered (`writeBatchLater`) */
+  let ahead: Array<Promise<WrittenBatch>> = [];
+  /** `batch` revived (`revived`) */
+  const write = (batch: Batch, keep: number, facts: boolean, sent?: () => void): Promise<WrittenBatch> =>
+    conn.run(async ({ client }) => {
+      const out: Partial<WrittenBatch> = {};
+      let read: Promise<RunFacts> | undefined;
+      out.result = await writeBatch(client, conn.ids, batch, keep, conn.now, {
+        onRunLast: (r) => void (out.runLast = r),
+        onFile: (f) => void (out.file = f),
+        heads: conn.heads,
+        // pipelined behind the batch's statement
+        sent: () => {
+          if (facts) void (read = runFacts(client, batch.runId)).catch(() => {});
+          sent?.();
+        },
+      });
+      if (read) out.facts = await read;
+      return out as WrittenBatch;
+    });
   return {
     begin: conn.begin,
     commit: conn.commit,
-    rollback: () => conn.rollback(),
+    rollback: () => {
+      ahead = []; // their errors, if any, went with the transaction
+      return conn.rollback();
+    },
     savepoint: async (name) => conn.defer(`SAVEPOINT ${name}`),
     release: async (name) => conn.defer(`RELEASE SAVEPOINT ${name}`),
     rollbackTo: conn.rollbackTo,
-    writeBatch: (batch, keep, facts) =>
-      conn.run(async ({ client }) => {
-        const out: Partial<WrittenBatch> = {};
-        let read: Promise<RunFacts> | undefined;
-        out.result = await writeBatch(client, conn.ids, revived(batch), keep, conn.now, {
-          onRunLast: (r) => void (out.runLast = r),
-          onFile: (f) => void (out.file = f),
-          heads: conn.heads,
-          // pipelined behind the batch's statement
-          sent: facts ? () => void (read = runFacts(client, batch.runId)).catch(() => {}) : undefined,
-        });
-        if (read) out.facts = await read;
-        return out as WrittenBatch;
-      }),
+    writeBatch: (batch, keep, facts) => write(revived(batch), keep, facts),
+    async writeBatchLater(crossed, keep, facts) {
+      const batch = revived(crossed);
+      // a COPY needs the connection to itself: the batches ahead are answered first
+      if (pointsOf(batch) >= COPY_MIN_POINTS) await Promise.allSettled(ahead);
+      await new Promise<void>((sent) => {
+        const written = write(batch, keep, facts, sent);
+        written.then(() => sent(), () => sent()); // failed before its last statement: the error waits its turn
+        written.catch(() => {});
+        ahead.push(written);
+      });
+    },
+    async writtenBatches() {
+      const settled = await Promise.allSettled(ahead.splice(0));
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      return settled.map((s) => (s as PromiseFulfilledResult<WrittenBatch>).value);
+    },
     runsWithFacts: (scope) => conn.run(({ client }) => runsWithFacts(client, scope)),
     runCursors: (runId) =>
       conn.run(async ({ client }) => {

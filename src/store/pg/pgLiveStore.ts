@@ -28,7 +28,7 @@ import type { FileRow } from '../files.ts';
 import type { LiveStore } from '../live.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
-import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart } from './liveWorker.ts';
+import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart, WrittenBatch } from './liveWorker.ts';
 import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from '../heldCursors.ts';
 import { HeldOpenAlerts } from '../heldOpenAlerts.ts';
@@ -86,6 +86,9 @@ export class PgLiveStore implements LiveStore {
    * trip of its own. Other processes write only acks, which it may miss by those few milliseconds as it would by
    * reading them then. */
   private readonly alertsRead = new Map<number, AlertRow[]>();
+  /** inside a group: the batches sent ahead, not answered yet (`commitSoon`), at most one per run */
+  private ahead: Array<{ batch: Batch; within?: (r: BatchResult) => void; then: (r: BatchResult) => void }> | null =
+    null;
 
   readonly runs: LiveStore['runs'] = {
     byId: (id) => this.fresh(id, 'run') ?? this.call('runById', id),
@@ -228,15 +231,44 @@ export class PgLiveStore implements LiveStore {
   /** One read of one file, in one transaction (a savepoint inside a group): the batch written, then `within` (the
    * rules) on this thread, then the commit. */
   commit(batch: Batch, examplesPerStep: number, within?: (r: BatchResult) => void): BatchResult {
-    return this.transaction(() => {
-      const { result, runLast, file, facts } = this.call('writeBatch', batch, examplesPerStep, within !== undefined);
-      if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
-      if (file) this.heldFiles.set(file.path, file);
-      if (facts) this.hold([facts], batch.runId);
-      if (result.events > 0) this.heldEvents.wrote(batch.runId);
-      within?.(result);
-      return result;
-    });
+    return this.transaction(() =>
+      this.afterWrite(batch, this.call('writeBatch', batch, examplesPerStep, within !== undefined), within),
+    );
+  }
+
+  /**
+   * Inside a group, the batch is sent at once and answered with the group's others (`answerAhead`), before the group
+   * commits: their statements go out one behind the other, and the watcher waits once for all of them, not once per
+   * file. `within` and `then` run when it is answered. Without a savepoint of its own: a batch or its rules that
+   * fail roll the group back, and its files are read again one by one (LiveIngest). Outside a group, `commit`.
+   */
+  commitSoon(
+    batch: Batch, examplesPerStep: number, within: ((r: BatchResult) => void) | undefined, then: (r: BatchResult) => void,
+  ): void {
+    if (!this.ahead || this.depth !== 1) return then(this.commit(batch, examplesPerStep, within));
+    // the rules of a run read what its batches wrote: one batch of a run at a time ahead
+    if (this.ahead.some((a) => a.batch.runId === batch.runId)) this.answerAhead();
+    this.post('writeBatchLater', batch, examplesPerStep, within !== undefined);
+    this.ahead.push({ batch, within, then });
+  }
+
+  /** The batches sent ahead, answered in one round trip, each with its rules run in the order sent. */
+  private answerAhead(): void {
+    const ahead = this.ahead!.splice(0);
+    if (ahead.length === 0) return;
+    const answers = this.call('writtenBatches');
+    for (const [k, { batch, within, then }] of ahead.entries()) then(this.afterWrite(batch, answers[k]!, within));
+  }
+
+  /** What a batch's write brought back, held; then its rules. */
+  private afterWrite(batch: Batch, w: WrittenBatch, within?: (r: BatchResult) => void): BatchResult {
+    const { result, runLast, file, facts } = w;
+    if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
+    if (file) this.heldFiles.set(file.path, file);
+    if (facts) this.hold([facts], batch.runId);
+    if (result.events > 0) this.heldEvents.wrote(batch.runId);
+    within?.(result);
+    return result;
   }
 
   /** `fn` in one transaction: BEGIN .. COMMIT, or a savepoint inside one (the engine's evaluation runs inside a
@@ -275,14 +307,18 @@ export class PgLiveStore implements LiveStore {
   group<T>(reads: () => T[]): { reads: T[]; failed: Error | null } {
     this.call('begin');
     this.depth = 1;
+    this.ahead = [];
     let started: T[] = [];
     try {
       started = reads();
+      this.answerAhead();
+      this.ahead = null;
       this.call('commit');
       this.depth = 0;
       return { reads: started, failed: null };
     } catch (err) {
       this.depth = 0;
+      this.ahead = null;
       this.forgetHeld();
       try {
         this.call('rollback');
