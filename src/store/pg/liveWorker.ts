@@ -91,6 +91,8 @@ export interface RunFacts {
   alerts: AlertRow[];
   /** its newest arrivals, oldest first (`PgStore.arrivalsOf`): read with the list a tick starts from */
   arrivals?: Arrival[];
+  /** the lowest step it kept generations of (null: none), so that a card of an earlier step knows it has none */
+  examplesFrom: number | null;
 }
 
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
@@ -269,6 +271,7 @@ async function runsWithFacts(client: pg.ClientBase, scope: string): Promise<RunF
 }
 
 type FactsRow = RunRow & {
+  rlwatch_examples_from: number | null;
   rlwatch_attempts: AttemptRow[];
   rlwatch_metrics: string[];
   rlwatch_alerts: AlertRow[];
@@ -277,7 +280,7 @@ type FactsRow = RunRow & {
 
 /**
  * The columns beside a run's that hold its facts, for the run whose id is `id` (a parameter or a column): its
- * attempts, its metric names (in SQLite's order, bytes), the alerts `announceable` returns for any `firedSince` (the
+ * attempts, its metric names (in SQLite's order, bytes), its first step with generations, the alerts `announceable` returns for any `firedSince` (the
  * firing ones, the resolved ones whose firing was announced, and those that fired and resolved unannounced), and with
  * `arrivals` its newest arrivals. The rows turned into JSON are of the listed columns (rows.ts), not whole: a column a
  * newer migration adds stays out of them, as out of PgStore's.
@@ -288,6 +291,7 @@ function factColumns(id: string, arrivals: boolean): string {
       FROM (SELECT ${attemptColumns()} FROM attempts WHERE run_id = ${id}) a) AS rlwatch_attempts`,
     `ARRAY(SELECT m.name FROM run_metrics x JOIN metrics m ON m.id = x.metric_id WHERE x.run_id = ${id}
            ORDER BY m.name COLLATE "C") AS rlwatch_metrics`,
+    `(SELECT min(step) FROM examples WHERE run_id = ${id}) AS rlwatch_examples_from`,
     `(SELECT coalesce(json_agg(a ORDER BY a.id), '[]')
       FROM (SELECT ${alertColumns()} FROM alerts WHERE run_id = ${id} AND ${announceableAlerts('fired_at IS NOT NULL')}) a)
       AS rlwatch_alerts`,
@@ -301,9 +305,11 @@ function factColumns(id: string, arrivals: boolean): string {
 }
 
 function factsOfRow(row: FactsRow): RunFacts {
-  const { rlwatch_attempts: attempts, rlwatch_metrics: metrics, rlwatch_alerts: alerts, rlwatch_arrivals, ...run } =
-    row;
-  const facts: RunFacts = { run: run.id === null ? undefined : run, attempts, metrics, alerts };
+  const {
+    rlwatch_attempts: attempts, rlwatch_metrics: metrics, rlwatch_alerts: alerts, rlwatch_arrivals,
+    rlwatch_examples_from: examplesFrom, ...run
+  } = row;
+  const facts: RunFacts = { run: run.id === null ? undefined : run, attempts, metrics, alerts, examplesFrom };
   if (rlwatch_arrivals) facts.arrivals = rlwatch_arrivals;
   return facts;
 }

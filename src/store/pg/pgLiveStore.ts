@@ -22,10 +22,12 @@
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../../workerThread.ts';
 import type { AlertChange, AlertRow, RuleIncidents } from '../alerts.ts';
+import type { AttemptRow } from '../attempts.ts';
 import { PostgresError } from '../dbErrors.ts';
 import type { EventRow } from '../events.ts';
 import type { FileRow } from '../files.ts';
 import type { LiveStore } from '../live.ts';
+import type { SilenceRow } from '../silences.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart, WrittenBatch } from './liveWorker.ts';
@@ -86,6 +88,13 @@ export class PgLiveStore implements LiveStore {
    * trip of its own. Other processes write only acks, which it may miss by those few milliseconds as it would by
    * reading them then. */
   private readonly alertsRead = new Map<number, AlertRow[]>();
+  /** each run's attempts as its last batch (or a tick's list) left them, until the next: this watcher alone writes
+   * them, with its batches and `markRewound` */
+  private readonly heldAttempts = new Map<number, AttemptRow[]>();
+  /** each run's first step with generations (null: none), as its last batch (or a tick's list) left it */
+  private readonly examplesFrom = new Map<number, number | null>();
+  /** the active mutes as read in this transaction (`silences`) */
+  private silencesRead: SilenceRow[] | null = null;
   /** inside a group: the batches sent ahead, not answered yet (`commitSoon`), at most one per run */
   private ahead: Array<{ batch: Batch; within?: (r: BatchResult) => void; then: (r: BatchResult) => void }> | null =
     null;
@@ -119,7 +128,12 @@ export class PgLiveStore implements LiveStore {
   };
 
   readonly examples: LiveStore['examples'] = {
-    atOrBefore: (runId, step) => this.call('examplesAtOrBefore', runId, step),
+    atOrBefore: (runId, step) => {
+      const from = this.examplesFrom.get(runId);
+      // none kept at or before it: no round trip (a run that logs no generations, a card of an early step)
+      if (from === null || (from !== undefined && step < from)) return [];
+      return this.call('examplesAtOrBefore', runId, step);
+    },
   };
 
   readonly alerts: LiveStore['alerts'] = {
@@ -156,7 +170,14 @@ export class PgLiveStore implements LiveStore {
     saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),
   };
 
-  readonly silences: LiveStore['silences'] = { active: (now) => this.call('activeSilences', now) };
+  /** read once per transaction: the bot writes mutes, which a transaction of a few milliseconds may miss as it would
+   * by reading them a few milliseconds earlier */
+  readonly silences: LiveStore['silences'] = {
+    active: (now) => {
+      if (this.depth === 0) return this.call('activeSilences', now);
+      return (this.silencesRead ??= this.call('activeSilences', now));
+    },
+  };
   /** pg_notify with the row: the bot's LISTEN hears it when the transaction commits */
   readonly outbox: LiveStore['outbox'] = {
     add: (runId, target, payload, at) => this.write('enqueue', runId, target, payload, at),
@@ -177,8 +198,15 @@ export class PgLiveStore implements LiveStore {
   };
 
   readonly attempts: LiveStore['attempts'] = {
-    list: (runId) => this.fresh(runId, 'attempts') ?? this.call('attemptsOf', runId),
-    markRewound: (runId, attempt) => this.write('markRewound', runId, attempt),
+    list: (runId) => {
+      let held = this.heldAttempts.get(runId);
+      if (!held) this.heldAttempts.set(runId, (held = this.call('attemptsOf', runId)));
+      return [...held];
+    },
+    markRewound: (runId, attempt) => {
+      this.write('markRewound', runId, attempt);
+      this.heldAttempts.delete(runId);
+    },
     replaying: (runId, runLast) => this.call('replayingStep', runId, runLast),
   };
 
@@ -263,6 +291,9 @@ export class PgLiveStore implements LiveStore {
   /** What a batch's write brought back, held; then its rules. */
   private afterWrite(batch: Batch, w: WrittenBatch, within?: (r: BatchResult) => void): BatchResult {
     const { result, runLast, file, facts } = w;
+    // what the batch may have changed, unless its round trip read it again
+    this.heldAttempts.delete(batch.runId);
+    this.examplesFrom.delete(batch.runId);
     if (runLast !== undefined) this.held.note(batch.runId, runLast, batch.metrics);
     if (file) this.heldFiles.set(file.path, file);
     if (facts) this.hold([facts], batch.runId);
@@ -341,15 +372,19 @@ export class PgLiveStore implements LiveStore {
     this.heldFiles.clear();
     this.facts.clear();
     this.alertsRead.clear();
+    this.heldAttempts.clear();
+    this.examplesFrom.clear();
   }
 
   /** Holds what a round trip read of runs (`runId`: of the one run whose row may be missing), until it is used or
    * something is written; returns it. */
   private hold(read: RunFacts[], runId?: number): RunFacts[] {
-    for (const { alerts, ...rest } of read) {
+    for (const { alerts, attempts, examplesFrom, ...rest } of read) {
       const id = runId ?? rest.run!.id;
       this.facts.set(id, rest);
       this.alertsRead.set(id, alerts);
+      this.heldAttempts.set(id, attempts);
+      this.examplesFrom.set(id, examplesFrom);
     }
     return read;
   }
@@ -357,6 +392,7 @@ export class PgLiveStore implements LiveStore {
   /** A write may change what a round trip read: `markLive` its run's row, anything else all of it. */
   private written<K extends keyof LiveOps>(method: K, args: Parameters<LiveOps[K]>): void {
     if (ALERT_WRITES.has(method) || method === 'commit' || method === 'rollback') this.alertsRead.clear();
+    if (method === 'commit' || method === 'rollback') this.silencesRead = null;
     if (KEEP_FACTS.has(method)) return;
     if (method === 'markLive') delete this.facts.get(args[0] as number)?.run;
     else this.facts.clear();

@@ -326,6 +326,51 @@ describe('PgLiveStore', () => {
     expect(held.map((h) => h.announceable.length)).toEqual([0, 1, 1]);
   });
 
+  it('holds what only it writes of a run: its attempts until a batch or a rewind, where its generations start; and '
+    + 'the mutes for one transaction', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-held');
+    const direct = await PgStore.open(url);
+    cleanup.push(() => direct.close());
+    const run = store.runs.ensure('gpu-held/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    store.commit(batchOf(run.id, file.id, [1, 2, 3], 30), 0, () => {});
+    const waited = (fn: () => unknown): number => {
+      const before = store.calls.waited;
+      fn();
+      return store.calls.waited - before;
+    };
+
+    // attempts: as the batch's round trip read them, as often as asked, until a rewind
+    expect(store.attempts.list(run.id)).toEqual(await direct.attemptsOf(run.id));
+    expect(waited(() => store.attempts.list(run.id))).toBe(0);
+    store.attempts.markRewound(run.id, 1);
+    let listed: unknown;
+    expect(waited(() => (listed = store.attempts.list(run.id)))).toBe(1);
+    expect(listed).toEqual(await direct.attemptsOf(run.id));
+    expect((listed as Array<{ rewound: number }>)[0]!.rewound).not.toBe(0);
+
+    // generations: none kept, so none is asked for; once kept from step 5 on, asked for at 5, not at 4
+    expect(waited(() => expect(store.examples.atOrBefore(run.id, 3)).toEqual([]))).toBe(0);
+    const withExamples = batchOf(run.id, file.id, [4, 5], 50);
+    withExamples.examples = [{ step: 5, key: 'k1', completion: 'the answer is 4', reward: 1, breakdown: {} }];
+    store.commit(withExamples, 2, () => {});
+    expect(waited(() => expect(store.examples.atOrBefore(run.id, 4)).toEqual([]))).toBe(0);
+    expect(store.examples.atOrBefore(run.id, 5)).toEqual(await direct.examplesAtOrBefore(run.id, 5));
+    expect(store.examples.atOrBefore(run.id, 9)).toMatchObject([{ step: 5, key: 'k1' }]);
+
+    // mutes: read once in a transaction; another process's new mute is read by the next one
+    const mute = `INSERT INTO silences (run, starts_at, ends_at, author) VALUES ('gpu-held/grpo', 0, 1e12, 'u1')`;
+    store.transaction(() => {
+      expect(store.silences.active(1_000)).toEqual([]);
+      expect(waited(() => store.silences.active(1_000))).toBe(0);
+    });
+    await rows(url, mute);
+    store.transaction(() => {
+      expect(store.silences.active(1_000)).toMatchObject([{ run: 'gpu-held/grpo', author: 'u1' }]);
+    });
+  });
+
   it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
     async () => {
       const url = await freshPgDatabase();
