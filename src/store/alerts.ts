@@ -107,21 +107,21 @@ export class Alerts {
     prepared(this.db, `UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
       .run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
     this.event(id, 'firing', c);
-    this.opened.changed(id);
+    this.opened.fired(id, c);
   }
 
   resolve(id: number, c: AlertChange): void {
     prepared(this.db, `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
       .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
     this.event(id, 'resolved', c);
-    this.opened.changed(id);
+    this.opened.closed(id);
     this.resolvedMayChange(id);
   }
 
   /** A pending alert whose condition cleared before it fired was never an incident. */
   drop(id: number): void {
     prepared(this.db, 'DELETE FROM alerts WHERE id = ?').run(id);
-    this.opened.changed(id);
+    this.opened.closed(id);
   }
 
   ack(id: number, by: Who, comment: string | null, at: number): void {
@@ -132,7 +132,7 @@ export class Alerts {
 
   markNotified(id: number, state: 'firing' | 'resolved', at: number): void {
     prepared(this.db, 'UPDATE alerts SET notified_state = ?, notified_at = ? WHERE id = ?').run(state, at, id);
-    this.opened.changed(id);
+    this.opened.notified(id, state, at);
     this.resolvedMayChange(id);
   }
 

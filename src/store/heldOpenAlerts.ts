@@ -1,11 +1,12 @@
-import type { AlertRow } from './alerts.ts';
+import type { AlertChange, AlertRow } from './alerts.ts';
 
 /**
  * The open (pending or firing) alerts of the runs a process evaluates, per run, in id order, exactly as in the
  * database: every rule's lifecycle looks its alert up after every batch. Kept exact by the store that holds them: a
- * row it creates is added (`created`), a change to one drops its run's list (`changed`: a firing, resolution, ack or
- * announcement, rare next to the evaluations that read them), and a rollback, or a write by another process that
- * may have changed one, drops them all (`forget`).
+ * row it creates is added (`created`); its firing and its announcement change the row as the store's UPDATE does
+ * (`fired`, `notified`), a resolution or a drop takes it out (`closed`), any other change drops its run's list
+ * (`changed`: an ack); a rollback, or a write by another process that may have changed one, drops them all
+ * (`forget`). Changed rows are new objects: a row handed out earlier stays as it was read.
  */
 export class HeldOpenAlerts {
   private readonly runs = new Map<number, AlertRow[]>();
@@ -30,10 +31,40 @@ export class HeldOpenAlerts {
     this.runOf.set(row.id, row.run_id);
   }
 
+  /** The alert fired: as `UPDATE alerts SET state = 'firing', fired_step, fired_at, severity, summary, details`. */
+  fired(id: number, c: AlertChange): void {
+    this.update(id, (a) => ({
+      ...a, state: 'firing', fired_step: c.step, fired_at: c.at, severity: c.severity, summary: c.summary,
+      details: JSON.stringify(c.details),
+    }));
+  }
+
+  /** The alert's announcement was recorded: as `UPDATE alerts SET notified_state, notified_at`. */
+  notified(id: number, state: 'firing' | 'resolved', at: number): void {
+    this.update(id, (a) => ({ ...a, notified_state: state, notified_at: at }));
+  }
+
+  /** The alert resolved, or was dropped: it is no longer open. */
+  closed(id: number): void {
+    const runId = this.runOf.get(id);
+    if (runId === undefined) return;
+    this.runOf.delete(id);
+    const rows = this.runs.get(runId)!;
+    rows.splice(rows.findIndex((a) => a.id === id), 1);
+  }
+
   /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
   changed(id: number): void {
     const runId = this.runOf.get(id);
     if (runId !== undefined) this.forget(runId);
+  }
+
+  private update(id: number, change: (a: AlertRow) => AlertRow): void {
+    const runId = this.runOf.get(id);
+    if (runId === undefined) return;
+    const rows = this.runs.get(runId)!;
+    const k = rows.findIndex((a) => a.id === id);
+    rows[k] = change(rows[k]!);
   }
 
   forget(runId?: number): void {

@@ -95,4 +95,24 @@ describe('the open alerts held in memory', () => {
     expect(store.alerts.openOf(run.id)[0]!.acked_by).toBe('U2');
     store.close();
   });
+
+  it("follow the store's own firings, announcements, resolutions and drops: exactly the table's rows", () => {
+    const { store, run, first, table } = setup();
+    const held = (): AlertRow[] => store.alerts.openOf(run.id);
+    const pending = store.alerts.create(run.id, 'grad_explosion', 'grad_norm', 'pending', { ...change, step: 4 });
+    const other = store.alerts.create(run.id, 'kl_spike', 'kl', 'pending', { ...change, step: 4 });
+    expect(held()).toEqual(table());
+    const before = held();
+    store.alerts.fire(pending.id, { ...change, step: 5, severity: 'warning', details: { evidence: { n: 2 } } });
+    expect(held()).toEqual(table());
+    expect(before[1]).toMatchObject({ state: 'pending' }); // a row handed out earlier stays as it was read
+    store.alerts.markNotified(pending.id, 'firing', NOW + 1);
+    expect(held()).toEqual(table());
+    store.alerts.resolve(first.id, { ...change, step: 6 });
+    expect(held()).toEqual(table());
+    store.alerts.drop(other.id);
+    expect(held()).toEqual(table());
+    expect(held().map((a) => [a.id, a.state, a.notified_state])).toEqual([[pending.id, 'firing', 'firing']]);
+    store.close();
+  });
 });

@@ -149,22 +149,22 @@ export class PgLiveStore implements LiveStore {
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
     drop: (id) => {
       this.write('dropAlert', id);
-      this.opened.changed(id);
+      this.opened.closed(id);
     },
     fire: (id, c) => {
       this.write('fireAlert', id, c);
-      this.opened.changed(id);
+      this.opened.fired(id, c);
     },
     firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
     markNotified: (id, state, at) => {
       this.write('markNotified', id, state, at);
-      this.opened.changed(id);
+      this.opened.notified(id, state, at);
     },
     openOf: (runId) => this.opened.of(runId, () => this.call('openAlertsOf', runId)),
     resolve: (id, c) => {
       this.write('resolveAlert', id, c);
-      this.opened.changed(id);
+      this.opened.closed(id);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
     saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),

@@ -371,6 +371,40 @@ describe('PgLiveStore', () => {
     });
   });
 
+  it("holds a run's open alerts through its own firings, announcements, resolutions and drops, as the table has them",
+    async () => {
+      const url = await freshPgDatabase();
+      const store = await open(url, 'gpu-open');
+      const direct = await PgStore.open(url);
+      cleanup.push(() => direct.close());
+      const run = store.runs.ensure('gpu-open/grpo', '/runs/grpo');
+      const change = (step: number) => ({ step, at: 500 + step, severity: 'warning', summary: `s${step}`, details: {} });
+      const held: unknown[] = [];
+      const table: unknown[] = [];
+      const waits: number[] = [];
+      const look = async (): Promise<void> => {
+        const before = store.calls.waited;
+        held.push(store.alerts.openOf(run.id));
+        waits.push(store.calls.waited - before);
+        table.push(await direct.openAlertsOf(run.id));
+      };
+      const [a, b, c] = store.transaction(() =>
+        ['hot', 'spike', 'flat'].map((rule) => store.alerts.create(run.id, rule, 'loss', 'pending', change(1))),
+      );
+      await look();
+      store.transaction(() => store.alerts.fire(a!.id, { ...change(2), severity: 'critical', details: { n: 2 } }));
+      await look();
+      store.transaction(() => store.alerts.markNotified(a!.id, 'firing', 700));
+      await look();
+      store.transaction(() => store.alerts.resolve(b!.id, change(3)));
+      await look();
+      store.transaction(() => store.alerts.drop(c!.id));
+      await look();
+      expect(held).toEqual(table);
+      expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed
+      expect(held.at(-1)).toMatchObject([{ id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' }]);
+    });
+
   it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
     async () => {
       const url = await freshPgDatabase();
