@@ -30,6 +30,20 @@ export interface AlertRow {
   notified_at: number | null;
 }
 
+/** The row `INSERT INTO alerts` makes of a new alert `id` (both stores' create, and a PostgreSQL watcher that sends
+ * the insert without waiting for the row: pgLiveStore.ts). */
+export function newAlertRow(
+  id: number, runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+): AlertRow {
+  const firing = state === 'firing';
+  return {
+    id, run_id: runId, rule, metric, severity: c.severity, state, summary: c.summary, details: JSON.stringify(c.details),
+    started_step: c.step, started_at: c.at, fired_step: firing ? c.step : null, fired_at: firing ? c.at : null,
+    resolved_step: null, resolved_at: null, acked_by: null, acked_by_name: null, acked_at: null, ack_comment: null,
+    notified_state: null, notified_at: null,
+  };
+}
+
 /** A person who acts on alerts: `id` as their platform knows them (kept for audit), `name` as readers know
  * them (shown; untrusted text). */
 export interface Who {
@@ -98,7 +112,7 @@ export class Alerts {
         state === 'firing' ? c.step : null, state === 'firing' ? c.at : null);
     const id = Number(info.lastInsertRowid);
     this.event(id, state, c);
-    const row = this.byId(id) as AlertRow;
+    const row = newAlertRow(id, runId, rule, metric, state, c);
     this.opened.created(row);
     return row;
   }

@@ -42,7 +42,7 @@ const FORWARDED = [
   'runById', 'ensureRun', 'unevaluatedRuns', 'markLive', 'markEvaluated',
   'fileByPath', 'addFile', 'clearSkips',
   'after', 'latest', 'metricsOf', 'series', 'stepSpan', 'upTo', 'examplesAtOrBefore',
-  'announceable', 'alertById', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'firedByRule',
+  'announceable', 'alertById', 'alertIds', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'firedByRule',
   'openAlertsOf', 'activeSilences', 'enqueue', 'noteUnread', 'forgetUnread',
   'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf',
 ] as const satisfies ReadonlyArray<keyof PgStore>;

@@ -21,7 +21,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../../workerThread.ts';
-import type { AlertChange, AlertRow, RuleIncidents } from '../alerts.ts';
+import { newAlertRow, type AlertChange, type AlertRow, type RuleIncidents } from '../alerts.ts';
 import type { AttemptRow } from '../attempts.ts';
 import { PostgresError } from '../dbErrors.ts';
 import type { EventRow } from '../events.ts';
@@ -50,10 +50,13 @@ const fail = (e: CrossedError): Error => new PostgresError(e.message, e.code);
 /** Calls after which a batch's answers still hold: reads, and savepoints (they change no row). */
 const KEEP_FACTS = new Set<keyof LiveOps>([
   'runById', 'runsWithFacts', 'unevaluatedRuns', 'fileByPath', 'after', 'latest', 'metricsOf', 'series', 'stepSpan',
-  'upTo', 'examplesAtOrBefore', 'announceable', 'alertById', 'firedByRule', 'openAlertsOf', 'activeSilences',
-  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf', 'runCursors',
-  'savepoint', 'release',
+  'upTo', 'examplesAtOrBefore', 'announceable', 'alertById', 'alertIds', 'firedByRule', 'openAlertsOf',
+  'activeSilences', 'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep',
+  'arrivalsOf', 'runCursors', 'savepoint', 'release',
 ]);
+
+/** Alert ids taken from the sequence at a time: one round trip per this many new alerts. */
+const ALERT_IDS_TAKEN = 16;
 
 /** Calls that change alerts' rows: what a batch read for the announcement no longer holds after them. */
 const ALERT_WRITES = new Set<keyof LiveOps>(['createAlert', 'fireAlert', 'resolveAlert', 'dropAlert', 'markNotified']);
@@ -93,6 +96,8 @@ export class PgLiveStore implements LiveStore {
   private readonly heldAttempts = new Map<number, AttemptRow[]>();
   /** each run's first step with generations (null: none), as its last batch (or a tick's list) left it */
   private readonly examplesFrom = new Map<number, number | null>();
+  /** alert ids taken from the sequence and not used yet, in order */
+  private alertIds: number[] = [];
   /** the active mutes as read in this transaction (`silences`) */
   private silencesRead: SilenceRow[] | null = null;
   /** inside a group: the batches sent ahead, not answered yet (`commitSoon`), at most one per run */
@@ -141,8 +146,12 @@ export class PgLiveStore implements LiveStore {
       this.heldAnnounceable(runId, firedSince) ??
       this.call('announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
     byId: (id) => this.call('alertById', id),
+    // sent without waiting: its id comes from those taken beforehand, and its row is the one the insert makes
     create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) => {
-      const row = this.call('createAlert', runId, rule, metric, state, c);
+      if (this.alertIds.length === 0) this.alertIds = this.call('alertIds', ALERT_IDS_TAKEN);
+      const id = this.alertIds.shift()!;
+      this.write('createAlert', runId, rule, metric, state, c, id);
+      const row = newAlertRow(id, runId, rule, metric, state, c);
       this.opened.created(row);
       return row;
     },

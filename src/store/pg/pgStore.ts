@@ -325,20 +325,30 @@ export class PgStore implements StoreContract {
       [opts.runId ?? null, opts.all ?? false],
     );
 
+  /** `id`: one taken from the ids' sequence beforehand (`alertIds`), as a watcher that sends it without waiting does. */
   async createAlert(
-    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange, id: number | null = null,
   ): Promise<AlertRow> {
     const firing = state === 'firing';
     const row = (await this.one<AlertRow>(
-      `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
+      `INSERT INTO alerts (id, run_id, rule, metric, severity, state, summary, details, started_step, started_at,
          fired_step, fired_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${alertColumns()}`,
+       VALUES (coalesce($12::bigint, nextval(pg_get_serial_sequence('alerts', 'id'))), $1, $2, $3, $4, $5, $6, $7,
+         $8, $9, $10, $11)
+       RETURNING ${alertColumns()}`,
       [runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
-        firing ? c.step : null, firing ? c.at : null],
+        firing ? c.step : null, firing ? c.at : null, id],
     ))!;
     await this.alertEvent(row.id, state, c);
     return row;
   }
+
+  /** `n` new alert ids, in order, taken from the sequence (none is given twice, even when the insert that used one
+   * rolled back). */
+  alertIds = (n: number): Promise<number[]> =>
+    this.rows<{ id: number }>(
+      `SELECT nextval(pg_get_serial_sequence('alerts', 'id')) AS id FROM generate_series(1, $1::int) ORDER BY 1`, [n],
+    ).then((r) => r.map((x) => x.id));
 
   async fireAlert(id: number, c: AlertChange): Promise<void> {
     await this.run(

@@ -388,10 +388,19 @@ describe('PgLiveStore', () => {
         waits.push(store.calls.waited - before);
         table.push(await direct.openAlertsOf(run.id));
       };
+      // created without waiting for their rows: ids are taken 16 at a time (the first round trip), and the COMMIT
+      let before = store.calls.waited;
       const [a, b, c] = store.transaction(() =>
         ['hot', 'spike', 'flat'].map((rule) => store.alerts.create(run.id, rule, 'loss', 'pending', change(1))),
       );
+      expect(store.calls.waited - before).toBe(2);
+      expect(a!.id < b!.id && b!.id < c!.id).toBe(true);
       await look();
+      before = store.calls.waited;
+      const d = store.transaction(() => store.alerts.create(run.id, 'late', 'kl', 'firing', change(2)));
+      expect(store.calls.waited - before).toBe(1);
+      expect(await direct.alertById(d.id)).toEqual(d);
+      store.transaction(() => store.alerts.drop(d.id));
       store.transaction(() => store.alerts.fire(a!.id, { ...change(2), severity: 'critical', details: { n: 2 } }));
       await look();
       store.transaction(() => store.alerts.markNotified(a!.id, 'firing', 700));
@@ -401,7 +410,7 @@ describe('PgLiveStore', () => {
       store.transaction(() => store.alerts.drop(c!.id));
       await look();
       expect(held).toEqual(table);
-      expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed
+      expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed (its new alerts too)
       expect(held.at(-1)).toMatchObject([{ id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' }]);
     });
 
