@@ -23,6 +23,12 @@ export class HeldOpenAlerts {
     return [...rows];
   }
 
+  /** The held row of open alert `id`, if its run's list is held. */
+  row(id: number): AlertRow | undefined {
+    const runId = this.runOf.get(id);
+    return runId === undefined ? undefined : this.runs.get(runId)!.find((a) => a.id === id);
+  }
+
   /** An alert was created: the newest id, so the run's list stays in id order. */
   created(row: AlertRow): void {
     const rows = this.runs.get(row.run_id);

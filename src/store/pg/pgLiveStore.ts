@@ -34,6 +34,7 @@ import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart, WrittenBatch } fro
 import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from '../heldCursors.ts';
 import { HeldOpenAlerts } from '../heldOpenAlerts.ts';
+import { HeldAnnounceable } from './heldAnnounceable.ts';
 import { HeldEvents } from './heldEvents.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
@@ -59,7 +60,6 @@ const KEEP_FACTS = new Set<keyof LiveOps>([
 const ALERT_IDS_TAKEN = 16;
 
 /** Calls that change alerts' rows: what a batch read for the announcement no longer holds after them. */
-const ALERT_WRITES = new Set<keyof LiveOps>(['createAlert', 'fireAlert', 'resolveAlert', 'dropAlert', 'markNotified']);
 
 export class PgLiveStore implements LiveStore {
   readonly scope: string;
@@ -86,11 +86,8 @@ export class PgLiveStore implements LiveStore {
   /** what the last batch's round trip (or a tick's list of the runs) read of its runs, by run, each answer given
    * once (see `fresh`) */
   private readonly facts = new Map<number, Partial<Omit<RunFacts, 'alerts'>>>();
-  /** the alerts the same round trip read for each run's announcement, until an alert is written or the transaction
-   * ends (`written`): the rules change no alert on most lines, and the announcement after them then needs no round
-   * trip of its own. Other processes write only acks, which it may miss by those few milliseconds as it would by
-   * reading them then. */
-  private readonly alertsRead = new Map<number, AlertRow[]>();
+  /** the alerts the same round trip read for each run's announcement (heldAnnounceable.ts) */
+  private readonly announceable = new HeldAnnounceable();
   /** each run's attempts as its last batch (or a tick's list) left them, until the next: this watcher alone writes
    * them, with its batches and `markRewound` */
   private readonly heldAttempts = new Map<number, AttemptRow[]>();
@@ -143,7 +140,7 @@ export class PgLiveStore implements LiveStore {
 
   readonly alerts: LiveStore['alerts'] = {
     announceable: (runId: number, firedSince = Infinity): AlertRow[] =>
-      this.heldAnnounceable(runId, firedSince) ??
+      this.announceable.take(runId, firedSince) ??
       this.call('announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
     byId: (id) => this.call('alertById', id),
     // sent without waiting: its id comes from those taken beforehand, and its row is the one the insert makes
@@ -153,6 +150,7 @@ export class PgLiveStore implements LiveStore {
       this.write('createAlert', runId, rule, metric, state, c, id);
       const row = newAlertRow(id, runId, rule, metric, state, c);
       this.opened.created(row);
+      this.announceable.fired(row);
       return row;
     },
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
@@ -163,16 +161,23 @@ export class PgLiveStore implements LiveStore {
     fire: (id, c) => {
       this.write('fireAlert', id, c);
       this.opened.fired(id, c);
+      const row = this.opened.row(id);
+      if (row) this.announceable.fired(row);
+      else this.announceable.clear(); // its run unknown here: every run's answer is read again
     },
     firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
     markNotified: (id, state, at) => {
       this.write('markNotified', id, state, at);
       this.opened.notified(id, state, at);
+      this.announceable.notified(id, state, at);
     },
     openOf: (runId) => this.opened.of(runId, () => this.call('openAlertsOf', runId)),
     resolve: (id, c) => {
       this.write('resolveAlert', id, c);
+      const runId = this.opened.row(id)?.run_id;
+      if (runId === undefined) this.announceable.clear();
+      else this.announceable.resolved(runId);
       this.opened.closed(id);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
@@ -380,7 +385,7 @@ export class PgLiveStore implements LiveStore {
     this.heldEvents.forget();
     this.heldFiles.clear();
     this.facts.clear();
-    this.alertsRead.clear();
+    this.announceable.clear();
     this.heldAttempts.clear();
     this.examplesFrom.clear();
   }
@@ -391,7 +396,7 @@ export class PgLiveStore implements LiveStore {
     for (const { alerts, attempts, examplesFrom, ...rest } of read) {
       const id = runId ?? rest.run!.id;
       this.facts.set(id, rest);
-      this.alertsRead.set(id, alerts);
+      this.announceable.hold(id, alerts);
       this.heldAttempts.set(id, attempts);
       this.examplesFrom.set(id, examplesFrom);
     }
@@ -400,21 +405,13 @@ export class PgLiveStore implements LiveStore {
 
   /** A write may change what a round trip read: `markLive` its run's row, anything else all of it. */
   private written<K extends keyof LiveOps>(method: K, args: Parameters<LiveOps[K]>): void {
-    if (ALERT_WRITES.has(method) || method === 'commit' || method === 'rollback') this.alertsRead.clear();
-    if (method === 'commit' || method === 'rollback') this.silencesRead = null;
+    if (method === 'commit' || method === 'rollback') {
+      this.announceable.clear();
+      this.silencesRead = null;
+    }
     if (KEEP_FACTS.has(method)) return;
     if (method === 'markLive') delete this.facts.get(args[0] as number)?.run;
     else this.facts.clear();
-  }
-
-  /** `announceable(runId, firedSince)` picked from what the last batch read (its query's test, on its rows), once;
-   * undefined when that does not hold. */
-  private heldAnnounceable(runId: number, firedSince: number): AlertRow[] | undefined {
-    const rows = this.alertsRead.get(runId);
-    if (!rows) return undefined;
-    this.alertsRead.delete(runId);
-    return rows.filter((a) => a.state === 'firing' || a.notified_state === 'firing' ||
-      (a.notified_state === null && a.fired_at !== null && a.fired_at >= firedSince));
   }
 
   private holdFile<T extends FileRow | undefined>(row: T): T {

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AlertRow } from '../../../src/store/alerts.ts';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
 import { PgStore } from '../../../src/store/pg/pgStore.ts';
@@ -221,7 +222,7 @@ describe('PgLiveStore', () => {
     expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ run_id: run.id });
   });
 
-  it("answers the announcement after a batch from the batch's round trip, until an alert is written", async () => {
+  it("answers the announcement after a batch from the batch's round trip, following its own alert writes", async () => {
     const url = await freshPgDatabase();
     const store = await open(url, 'gpu-ann');
     const run = store.runs.ensure('gpu-ann/grpo', '/runs/grpo');
@@ -261,20 +262,37 @@ describe('PgLiveStore', () => {
       expect(ids(store.alerts.announceable(run.id))).toEqual([firing, resolved]);
       expect(store.calls.waited).toBe(before);
     });
+    // its own alert writes are followed, as the table has them: an announcement recorded, an alert fired
+    let late = 0;
+    let heldRows: AlertRow[] = [];
     store.commit(batchOf(run.id, file.id, [4], 40), 0, () => {
-      store.alerts.markNotified(resolved, 'resolved', 700); // an alert written: the batch's answer no longer holds
+      store.alerts.openOf(run.id); // as the rules look their alerts up first
+      store.alerts.markNotified(resolved, 'resolved', 700);
+      late = store.alerts.create(run.id, 'late', 'loss', 'pending', change(4)).id;
+      store.alerts.fire(late, { ...change(4), at: 800, severity: 'critical' });
       const before = store.calls.waited;
-      expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
+      heldRows = store.alerts.announceable(run.id);
+      expect(store.calls.waited).toBe(before);
+    });
+    const direct = await PgStore.open(url);
+    cleanup.push(() => direct.close());
+    expect(heldRows).toEqual(await direct.announceable(run.id, null)); // the rows, acks and all
+    expect(ids(heldRows)).toEqual([firing, late]);
+    // a resolution changes the row's details as PostgreSQL merges them: read again
+    store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
+      store.alerts.resolve(late, change(4));
+      const before = store.calls.waited;
+      expect(ids(store.alerts.announceable(run.id, 800))).toEqual([firing, late]);
       expect(store.calls.waited).toBe(before + 1);
     });
     // a rolled back evaluation drops it too
     expect(() =>
-      store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
-        store.alerts.fire(store.alerts.create(run.id, 'late', 'loss', 'pending', change(5)).id, change(5));
+      store.commit(batchOf(run.id, file.id, [6], 60), 0, () => {
+        store.alerts.fire(store.alerts.create(run.id, 'later', 'loss', 'pending', change(6)).id, change(6));
         throw new Error('the rules failed');
       }),
     ).toThrow('the rules failed');
-    store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
+    store.commit(batchOf(run.id, file.id, [6], 60), 0, () => {
       expect(ids(store.alerts.announceable(run.id))).toEqual([firing]);
     });
   });
