@@ -53,9 +53,10 @@ export interface DispatcherOptions {
 }
 
 /** Deliveries in flight at once per target, each of a different run (a run's rows go one at a time, in order):
- * rendering a card's chart and the store's writes of one overlap the platform's answer to another. Also what a
- * dispatcher that dies holds back until the leases run out. */
-const IN_FLIGHT = 4;
+ * rendering a card's chart and the store's writes of one overlap the platform's answer to another. One more is kept
+ * for a critical row (its run holds a critical alert): it never waits for one of IN_FLIGHT warning cards to end. Also
+ * what a dispatcher that dies holds back until the leases run out. */
+export const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 export const LEASE_MS = 2 * 60_000;
 
@@ -176,28 +177,34 @@ export class Dispatcher {
 
   /**
    * Claims rows as slots free up (each the oldest open row of its run, the most urgent runs first) and delivers
-   * up to IN_FLIGHT at once. A delivered row's slot is claimed for in the statement that marks it delivered; the
-   * others are claimed here: all at first, one a row set aside freed, all free ones after a kick (rows were written:
-   * it wakes the wait). A failure stops the claiming; the deliveries already started finish. Every row claimed is
-   * started at once, so none is left leased and unsent when the lane stops.
+   * up to IN_FLIGHT at once, and one more if critical (the kept slot). A delivered row's slot is claimed for in the
+   * statement that marks it delivered; the others are claimed here: all at first, one a row set aside freed, all free
+   * ones after a kick (rows were written: it wakes the wait). A failure stops the claiming; the deliveries already
+   * started finish. Every row claimed is started at once, so none is left leased and unsent when the lane stops.
    */
   private async drain(lane: Lane): Promise<void> {
     const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
     const inFlight = new Set<Promise<void>>();
+    // rows being delivered: a settled delivery's promise leaves `inFlight` a few microtasks after its next row started
+    let delivering = 0;
     let failed = false;
     let broken: Error | undefined; // the store failed while recording an outcome
-    let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
-    const claiming = (limit: number): ClaimOptions | null =>
-      this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit };
+    let toClaim = IN_FLIGHT + 1; // free slots no claim has looked for rows for since they freed
+    const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
+      this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit, criticalExtra };
+    // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
+    const replacing = (): ClaimOptions | null => (delivering - 1 < IN_FLIGHT ? claiming(1, 0) : claiming(0, 1));
     const start = (row: ClaimedRow): void => {
-      const done: Promise<void> = this.deliverRow(lane, row, () => claiming(1)).then(
+      delivering++;
+      const done: Promise<void> = this.deliverRow(lane, row, replacing).then(
         (next) => {
+          delivering--;
           if (next === false) failed = true;
           else if (next === null) toClaim++;
           else next.forEach(start);
         },
-        (err: Error) => void (broken ??= err),
+        (err: Error) => void (delivering--, broken ??= err),
       ).finally(() => inFlight.delete(done));
       inFlight.add(done);
     };
@@ -205,12 +212,13 @@ export class Dispatcher {
       while (!this.stopped && !failed && !broken) {
         if (lane.again) {
           lane.again = false;
-          toClaim = IN_FLIGHT;
+          toClaim = IN_FLIGHT + 1;
         }
-        const limit = Math.min(toClaim, IN_FLIGHT - inFlight.size);
-        if (limit > 0) {
+        const free = Math.min(toClaim, IN_FLIGHT + 1 - delivering);
+        if (free > 0) {
           toClaim = 0;
-          (await this.store.claim(target.name, claiming(limit)!)).forEach(start);
+          const any = Math.min(free, Math.max(0, IN_FLIGHT - delivering)); // the rest is the kept slot
+          (await this.store.claim(target.name, claiming(any, free - any)!)).forEach(start);
         }
         if (inFlight.size === 0) return; // nothing to claim, nothing running: drained
         // a slot frees (a run's next row may have been claimed with it), or rows were written
