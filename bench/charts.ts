@@ -102,7 +102,8 @@ export function formatChartsReport(r: ChartsResult): string {
   return `alert cards' charts, one at a time: ${r.charts} in ${(r.charts / r.chartsPerSec).toFixed(1)} s, ` +
     `${r.chartsPerSec.toFixed(1)} charts/s, ${r.cpuMsPerChart.toFixed(1)} ms CPU each ` +
     `(SVG ${r.svgMs.toFixed(1)} ms + PNG ${r.pngMs.toFixed(1)} ms wall), event loop busy ` +
-    `${(100 * r.busyShare).toFixed(0)}%\n  on the chart thread (the bot's cards): ${r.offThread.chartsPerSec.toFixed(1)} ` +
-    `charts/s, ${r.offThread.cpuMsPerChart.toFixed(1)} ms CPU each, event loop busy ` +
+    `${(100 * r.busyShare).toFixed(0)}%\n  on the chart thread (the bot's cards): ` +
+    `${r.offThread.chartsPerSec.toFixed(1)} charts/s, ${r.offThread.cpuMsPerChart.toFixed(1)} ms CPU each, ` +
+    `event loop busy ` +
     `${(100 * r.offThread.busyShare).toFixed(0)}%\n`;
 }

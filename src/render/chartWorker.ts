@@ -21,6 +21,7 @@ port.on('message', ({ id, opts }: ChartJob) => {
       const png = new Uint8Array(rendered); // a copy of its own to hand over (the addon's buffer may not move)
       port.postMessage({ id, png } satisfies ChartDone, [png.buffer]);
     },
-    (err: unknown) => port.postMessage({ id, error: err instanceof Error ? err.message : String(err) } satisfies ChartDone),
+    (err: unknown) =>
+      port.postMessage({ id, error: err instanceof Error ? err.message : String(err) } satisfies ChartDone),
   );
 });

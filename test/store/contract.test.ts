@@ -373,7 +373,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect(nOf(await store.claim('discord:ops', opts(1200, 5, 0)))).toEqual([1, 3, 4]);
   });
 
-  it('claimers keeping a slot for critical rows, at once, never get the same row, and keep each run in order', async () => {
+  it('claimers keeping a slot for critical rows never get the same row, and keep each run in order', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const runIds = await someRuns(store, 8);
