@@ -67,6 +67,8 @@ interface Lane {
   owner: string;
   running: Promise<void> | null;
   again: boolean;
+  /** a kick since the drain last looked said a critical row may have come: look for one for the kept slot */
+  critical: boolean;
   /** set while a drain waits for a delivery to end: a kick wakes it, to claim for its free slots at once */
   wake: (() => void) | null;
   timer: NodeJS.Timeout | null;
@@ -105,14 +107,18 @@ export class Dispatcher {
     this.now = opts.now ?? Date.now;
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
-      target, owner: `${self}/${target.name}`, running: null, again: false, wake: null, timer: null, failures: 0,
+      target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
+      failures: 0,
       unlogged: 0, loggedAt: 0,
     }));
   }
 
-  /** Starts a drain of every target (or asks a running one to look again); resolves when all are idle. */
-  async kick(): Promise<void> {
-    await Promise.all(this.lanes.map((l) => this.kickLane(l)));
+  /**
+   * Starts a drain of every target (or asks a running one to look again); resolves when all are idle. `critical:
+   * false` says that no critical row came (PostgreSQL's announcement knows): the slot kept for one is not looked at.
+   */
+  async kick(hint: { critical?: boolean } = {}): Promise<void> {
+    await Promise.all(this.lanes.map((l) => this.kickLane(l, hint.critical ?? true)));
   }
 
   /**
@@ -150,10 +156,11 @@ export class Dispatcher {
     await Promise.all(this.lanes.map((l) => this.store.releaseClaims(l.owner).catch(() => {})));
   }
 
-  private kickLane(lane: Lane): Promise<void> {
+  private kickLane(lane: Lane, critical = true): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (lane.running) {
       lane.again = true;
+      lane.critical ||= critical;
       lane.wake?.();
       return lane.running;
     }
@@ -190,7 +197,8 @@ export class Dispatcher {
     let delivering = 0;
     let failed = false;
     let broken: Error | undefined; // the store failed while recording an outcome
-    let toClaim = IN_FLIGHT + 1; // free slots no claim has looked for rows for since they freed
+    let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
+    let keptUnlooked = true; // the kept slot, free, and no claim looked for a critical row since a kick said one came
     const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
       this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit, criticalExtra };
     // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
@@ -212,13 +220,16 @@ export class Dispatcher {
       while (!this.stopped && !failed && !broken) {
         if (lane.again) {
           lane.again = false;
-          toClaim = IN_FLIGHT + 1;
+          toClaim = IN_FLIGHT;
+          keptUnlooked ||= lane.critical;
+          lane.critical = false;
         }
-        const free = Math.min(toClaim, IN_FLIGHT + 1 - delivering);
-        if (free > 0) {
+        const any = Math.min(toClaim, Math.max(0, IN_FLIGHT - delivering));
+        const kept = keptUnlooked && delivering + any <= IN_FLIGHT ? 1 : 0;
+        if (any + kept > 0) {
           toClaim = 0;
-          const any = Math.min(free, Math.max(0, IN_FLIGHT - delivering)); // the rest is the kept slot
-          (await this.store.claim(target.name, claiming(any, free - any)!)).forEach(start);
+          keptUnlooked = false;
+          (await this.store.claim(target.name, claiming(any, kept)!)).forEach(start);
         }
         if (inFlight.size === 0) return; // nothing to claim, nothing running: drained
         // a slot frees (a run's next row may have been claimed with it), or rows were written

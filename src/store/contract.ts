@@ -195,9 +195,10 @@ export interface StoreContract {
   /**
    * Calls `fn` after another process commits outbox rows to deliver (PostgreSQL: LISTEN/NOTIFY), so that the one
    * deliverer posts them at once rather than on its next sweep; resolves to the way to stop. SQLite has none: the
-   * process that writes the file both queues and delivers.
+   * process that writes the file both queues and delivers. `critical`: the rows include a critical one (or may: said
+   * after a lost connection, for what was committed meanwhile).
    */
-  onOutbox?(fn: () => void): Promise<() => Promise<void>>;
+  onOutbox?(fn: (critical: boolean) => void): Promise<() => Promise<void>>;
 
   // chat message ids (edits in place)
   recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void>;

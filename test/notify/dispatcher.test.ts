@@ -378,6 +378,42 @@ describe('Dispatcher: runs at once, each in order', () => {
     await d.stop();
   });
 
+  it('a kick that says no critical row came does not look for one for the kept slot', async () => {
+    const { async, add } = runs();
+    for (let r = 0; r < IN_FLIGHT; r++) add(`warned-${r}`, [{ severity: 'warning', summary: `warned-${r}` }]);
+    let claims = 0;
+    const counted = new Proxy(async, {
+      get: (t, key: string) => (key === 'claim' ? (...a: Parameters<typeof async.claim>) => (claims++, t.claim(...a))
+        : Reflect.get(t, key)),
+    });
+    const answers: Array<() => void> = [];
+    const started: string[] = [];
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        started.push(n.items[0]!.summary);
+        if (n.items[0]!.summary.startsWith('warned')) await new Promise<void>((r) => answers.push(r));
+      },
+    };
+    const d = new Dispatcher(counted, [target]);
+    const drained = d.kick();
+    await vi.waitFor(() => expect(answers).toHaveLength(IN_FLIGHT));
+    expect(claims).toBe(1);
+    add('warned-late', [{ severity: 'warning', summary: 'warned-late' }]);
+    void d.kick({ critical: false }); // PostgreSQL's announcement of a warning's row: every slot of its kind is busy
+    await new Promise((r) => setTimeout(r, 50));
+    expect(claims).toBe(1);
+    add('paged', [{ severity: 'critical', summary: 'paged' }]);
+    void d.kick({ critical: true });
+    await vi.waitFor(() => expect(started).toContain('paged'));
+    expect(claims).toBe(2);
+    answers.forEach((answer) => answer());
+    await vi.waitFor(() => expect(started).toContain('warned-late'));
+    answers.at(-1)!();
+    await drained;
+    await d.stop();
+  });
+
   it('a failure stops the lane: deliveries in flight finish, nothing more starts, no row stays leased', async () => {
     const { store, async, add } = runs();
     for (let r = 0; r < 12; r++) add(`run-${r}`, [{ summary: `run-${r}` }]);

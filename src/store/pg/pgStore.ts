@@ -13,7 +13,7 @@ import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from '../outbox.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
-import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
+import { CRITICAL_NOTICE, listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
 import {
   alertColumns, announceableAlerts, attemptColumns, chatMessageColumns, eventColumns, exampleFromRow, fileColumns,
@@ -420,11 +420,14 @@ export class PgStore implements StoreContract {
   expiredSilences = (now: number): Promise<SilenceRow[]> =>
     this.rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id`, [now]);
 
-  /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. */
+  /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. A
+   * critical row says so (CRITICAL_NOTICE): only then does the deliverer look for one for the slot it keeps. */
   enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
     void (await this.run(
-      `WITH added AS (INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4) RETURNING 1)
-       SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM added`,
+      `WITH added AS (
+         INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4) RETURNING urgency)
+       SELECT pg_notify('${OUTBOX_CHANNEL}', CASE WHEN urgency >= ${CRITICAL_URGENCY} THEN '${CRITICAL_NOTICE}' ELSE ''
+         END) FROM added`,
       [at, runId, target, JSON.stringify(payload)],
     ));
 
@@ -635,7 +638,7 @@ export class PgStore implements StoreContract {
     }
   }
 
-  onOutbox = (fn: () => void): Promise<() => Promise<void>> => listenOutbox(this.url, fn);
+  onOutbox = (fn: (critical: boolean) => void): Promise<() => Promise<void>> => listenOutbox(this.url, fn);
 
   /**
    * A session advisory lock on a connection of its own, held while that connection lives: when the holder's
