@@ -108,8 +108,7 @@ export class Dispatcher {
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
-      failures: 0,
-      unlogged: 0, loggedAt: 0,
+      failures: 0, unlogged: 0, loggedAt: 0,
     }));
   }
 
@@ -198,7 +197,7 @@ export class Dispatcher {
     let failed = false;
     let broken: Error | undefined; // the store failed while recording an outcome
     let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
-    let keptUnlooked = true; // the kept slot, free, and no claim looked for a critical row since a kick said one came
+    let keptUnlooked = true; // look for a critical row for the kept slot: at first, and after a kick said one came
     const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
       this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit, criticalExtra };
     // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
