@@ -2,18 +2,24 @@
  * Alert cards' charts per second in this process (`BENCH_ONLY=charts`): what the bot pays for a card's chart, apart
  * from the rest of a delivery. The charts are those a card draws (capture.ts: up to 200 points ending a little after
  * the alert's step), for many runs and a few rules: each chart's rows and texts are its own, its shape one of a few.
- * CPU is the process's, all threads (resvg rasterises on libuv's pool). BENCH_CHARTS sets how many (default 200).
+ * CPU is the process's, all threads (resvg rasterises on libuv's pool), drawn here and then on the chart thread as the
+ * bot draws its cards. BENCH_CHARTS sets how many (default 200).
  */
 import { performance } from 'node:perf_hooks';
 import {
   chartRows, lineChartSpec, MAX_CHART_POINTS, renderLineChart, specToSvg, svgToPng, type LineChartOptions,
 } from '../src/render/chart.ts';
+import { chartThreadReady, renderOffThread } from '../src/render/chartThread.ts';
 
 export interface ChartsResult {
   charts: number;
   chartsPerSec: number;
   /** CPU milliseconds per chart, all threads; and the wall time of its two halves, one chart at a time */
   cpuMsPerChart: number;
+  /** the share of the wall time this thread's event loop was busy */
+  busyShare: number;
+  /** the same charts drawn on the chart thread, as the bot draws its cards (chartThread.ts) */
+  offThread: { chartsPerSec: number; cpuMsPerChart: number; busyShare: number };
   svgMs: number;
   pngMs: number;
 }
@@ -43,12 +49,13 @@ function cardChart(i: number): LineChartOptions {
 }
 
 export async function runCharts(count = 200): Promise<ChartsResult> {
-  for (let i = 0; i < 10; i++) await renderLineChart(cardChart(count + i)); // shapes made, code warm
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  for (let i = 0; i < count; i++) await renderLineChart(cardChart(i));
-  const wall = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
+  await chartThreadReady();
+  for (let i = 0; i < 10; i++) { // shapes made, code warm, on both threads
+    await renderLineChart(cardChart(count + i));
+    await renderOffThread(cardChart(count + i));
+  }
+  const here = await timed(count, renderLineChart);
+  const offThread = await timed(count, renderOffThread);
   // the halves, on a tenth as many
   const few = Math.max(1, Math.round(count / 10));
   let svgMs = 0;
@@ -67,15 +74,36 @@ export async function runCharts(count = 200): Promise<ChartsResult> {
   }
   return {
     charts: count,
-    chartsPerSec: count / (wall / 1000),
-    cpuMsPerChart: (cpu.user + cpu.system) / 1000 / count,
+    ...here,
+    offThread,
     svgMs: svgMs / few,
     pngMs: pngMs / few,
+  };
+}
+
+/** Draws `count` cards' charts one at a time with `draw`: charts/s, CPU per chart (all threads), event loop busy. */
+async function timed(
+  count: number, draw: (o: LineChartOptions) => Promise<Buffer>,
+): Promise<{ chartsPerSec: number; cpuMsPerChart: number; busyShare: number }> {
+  const loop0 = performance.eventLoopUtilization();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) await draw(cardChart(i));
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return {
+    chartsPerSec: count / (wall / 1000),
+    cpuMsPerChart: (cpu.user + cpu.system) / 1000 / count,
+    busyShare: performance.eventLoopUtilization(loop0).utilization,
   };
 }
 
 export function formatChartsReport(r: ChartsResult): string {
   return `alert cards' charts, one at a time: ${r.charts} in ${(r.charts / r.chartsPerSec).toFixed(1)} s, ` +
     `${r.chartsPerSec.toFixed(1)} charts/s, ${r.cpuMsPerChart.toFixed(1)} ms CPU each ` +
-    `(SVG ${r.svgMs.toFixed(1)} ms + PNG ${r.pngMs.toFixed(1)} ms wall)\n`;
+    `(SVG ${r.svgMs.toFixed(1)} ms + PNG ${r.pngMs.toFixed(1)} ms wall), event loop busy ` +
+    `${(100 * r.busyShare).toFixed(0)}%\n  on the chart thread (the bot's cards): ` +
+    `${r.offThread.chartsPerSec.toFixed(1)} charts/s, ${r.offThread.cpuMsPerChart.toFixed(1)} ms CPU each, ` +
+    `event loop busy ` +
+    `${(100 * r.offThread.busyShare).toFixed(0)}%\n`;
 }

@@ -53,9 +53,10 @@ export interface DispatcherOptions {
 }
 
 /** Deliveries in flight at once per target, each of a different run (a run's rows go one at a time, in order):
- * rendering a card's chart and the store's writes of one overlap the platform's answer to another. Also what a
- * dispatcher that dies holds back until the leases run out. */
-const IN_FLIGHT = 4;
+ * rendering a card's chart and the store's writes of one overlap the platform's answer to another. One more is kept
+ * for a critical row (its run holds a critical alert): it never waits for one of IN_FLIGHT warning cards to end. Also
+ * what a dispatcher that dies holds back until the leases run out. */
+export const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 export const LEASE_MS = 2 * 60_000;
 
@@ -66,6 +67,8 @@ interface Lane {
   owner: string;
   running: Promise<void> | null;
   again: boolean;
+  /** a kick since the drain last looked said a critical row may have come: look for one for the kept slot */
+  critical: boolean;
   /** set while a drain waits for a delivery to end: a kick wakes it, to claim for its free slots at once */
   wake: (() => void) | null;
   timer: NodeJS.Timeout | null;
@@ -104,14 +107,17 @@ export class Dispatcher {
     this.now = opts.now ?? Date.now;
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
-      target, owner: `${self}/${target.name}`, running: null, again: false, wake: null, timer: null, failures: 0,
-      unlogged: 0, loggedAt: 0,
+      target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
+      failures: 0, unlogged: 0, loggedAt: 0,
     }));
   }
 
-  /** Starts a drain of every target (or asks a running one to look again); resolves when all are idle. */
-  async kick(): Promise<void> {
-    await Promise.all(this.lanes.map((l) => this.kickLane(l)));
+  /**
+   * Starts a drain of every target (or asks a running one to look again); resolves when all are idle. `critical:
+   * false` says that no critical row came (PostgreSQL's announcement knows): the slot kept for one is not looked at.
+   */
+  async kick(hint: { critical?: boolean } = {}): Promise<void> {
+    await Promise.all(this.lanes.map((l) => this.kickLane(l, hint.critical ?? true)));
   }
 
   /**
@@ -149,10 +155,11 @@ export class Dispatcher {
     await Promise.all(this.lanes.map((l) => this.store.releaseClaims(l.owner).catch(() => {})));
   }
 
-  private kickLane(lane: Lane): Promise<void> {
+  private kickLane(lane: Lane, critical = true): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (lane.running) {
       lane.again = true;
+      lane.critical ||= critical;
       lane.wake?.();
       return lane.running;
     }
@@ -176,28 +183,35 @@ export class Dispatcher {
 
   /**
    * Claims rows as slots free up (each the oldest open row of its run, the most urgent runs first) and delivers
-   * up to IN_FLIGHT at once. A delivered row's slot is claimed for in the statement that marks it delivered; the
-   * others are claimed here: all at first, one a row set aside freed, all free ones after a kick (rows were written:
-   * it wakes the wait). A failure stops the claiming; the deliveries already started finish. Every row claimed is
-   * started at once, so none is left leased and unsent when the lane stops.
+   * up to IN_FLIGHT at once, and one more if critical (the kept slot). A delivered row's slot is claimed for in the
+   * statement that marks it delivered; the others are claimed here: all at first, one a row set aside freed, all free
+   * ones after a kick (rows were written: it wakes the wait). A failure stops the claiming; the deliveries already
+   * started finish. Every row claimed is started at once, so none is left leased and unsent when the lane stops.
    */
   private async drain(lane: Lane): Promise<void> {
     const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
     const inFlight = new Set<Promise<void>>();
+    // rows being delivered: a settled delivery's promise leaves `inFlight` a few microtasks after its next row started
+    let delivering = 0;
     let failed = false;
     let broken: Error | undefined; // the store failed while recording an outcome
     let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
-    const claiming = (limit: number): ClaimOptions | null =>
-      this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit };
+    let keptUnlooked = true; // look for a critical row for the kept slot: at first, and after a kick said one came
+    const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
+      this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit, criticalExtra };
+    // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
+    const replacing = (): ClaimOptions | null => (delivering - 1 < IN_FLIGHT ? claiming(1, 0) : claiming(0, 1));
     const start = (row: ClaimedRow): void => {
-      const done: Promise<void> = this.deliverRow(lane, row, () => claiming(1)).then(
+      delivering++;
+      const done: Promise<void> = this.deliverRow(lane, row, replacing).then(
         (next) => {
+          delivering--;
           if (next === false) failed = true;
           else if (next === null) toClaim++;
           else next.forEach(start);
         },
-        (err: Error) => void (broken ??= err),
+        (err: Error) => void (delivering--, broken ??= err),
       ).finally(() => inFlight.delete(done));
       inFlight.add(done);
     };
@@ -206,11 +220,15 @@ export class Dispatcher {
         if (lane.again) {
           lane.again = false;
           toClaim = IN_FLIGHT;
+          keptUnlooked ||= lane.critical;
+          lane.critical = false;
         }
-        const limit = Math.min(toClaim, IN_FLIGHT - inFlight.size);
-        if (limit > 0) {
+        const any = Math.min(toClaim, Math.max(0, IN_FLIGHT - delivering));
+        const kept = keptUnlooked && delivering + any <= IN_FLIGHT ? 1 : 0;
+        if (any + kept > 0) {
           toClaim = 0;
-          (await this.store.claim(target.name, claiming(limit)!)).forEach(start);
+          keptUnlooked = false;
+          (await this.store.claim(target.name, claiming(any, kept)!)).forEach(start);
         }
         if (inFlight.size === 0) return; // nothing to claim, nothing running: drained
         // a slot frees (a run's next row may have been claimed with it), or rows were written

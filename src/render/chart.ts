@@ -1,6 +1,7 @@
 import { renderAsync } from '@resvg/resvg-js';
 import type { TopLevelSpec } from 'vega-lite';
 import { specToSvg } from './chartShapes.ts';
+import { chartFonts, type FontSource } from './fonts.ts';
 import { lttbIndices } from './lttb.ts';
 
 /** The eight bytes every PNG file starts with. */
@@ -350,16 +351,14 @@ const formatThreshold = (v: number): string =>
 export { specToSvg };
 
 /**
- * Rasterises an SVG to PNG at `width` pixels. Fonts come from the system; without any fonts the
- * text is simply missing (resvg does not fail). resvg loads the fonts and draws on libuv's thread pool
- * (about half a chart's cost): the event loop goes on meanwhile, with a bot's other deliveries and commands.
+ * Rasterises an SVG to PNG at `width` pixels. Fonts: DejaVu Sans's two files when they draw all the text, else
+ * the system's (fonts.ts); without any fonts the text is simply missing (resvg does not fail). resvg loads the fonts
+ * and draws on libuv's thread pool: the event loop goes on meanwhile, with a bot's other deliveries and commands.
  */
-export async function svgToPng(
-  svg: string, width: number, fonts: { loadSystemFonts: boolean } = { loadSystemFonts: true },
-): Promise<Buffer> {
+export async function svgToPng(svg: string, width: number, fonts: FontSource = chartFonts(svg)): Promise<Buffer> {
   const image = await renderAsync(svg, {
     background: BACKGROUND,
-    font: { loadSystemFonts: fonts.loadSystemFonts, defaultFontFamily: FONT },
+    font: { ...fonts, defaultFontFamily: FONT },
     fitTo: { mode: 'width', value: width },
   });
   return image.asPng();

@@ -48,6 +48,9 @@ export interface ClaimOptions {
   /** how long the claim stands if its owner dies before delivering */
   leaseMs: number;
   limit?: number;
+  /** up to this many rows beyond `limit`, of runs holding a critical row only (outbox urgency 2): the deliverer's
+   * slot kept for critical alerts, which never wait for a warning's card to end (default 0) */
+  criticalExtra?: number;
 }
 
 /** A held leader lock: the holder delivers notifications and runs the chat bots. */
@@ -170,7 +173,7 @@ export interface StoreContract {
    * (critical, then warning; the `urgency` column of migrations 019 and pg/004), a run's older rows going with it
    * (its info head goes first when a critical row is behind it), then by id; returned in that order. None at or
    * after a row that waits for its next attempt (a failure holds its target back until then, whichever process
-   * retries it). Rows set aside are skipped.
+   * retries it). Rows set aside are skipped. `criticalExtra` more rows are handed out only if critical.
    */
   claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   delivered(id: number, at: number): Promise<void>;
@@ -192,9 +195,10 @@ export interface StoreContract {
   /**
    * Calls `fn` after another process commits outbox rows to deliver (PostgreSQL: LISTEN/NOTIFY), so that the one
    * deliverer posts them at once rather than on its next sweep; resolves to the way to stop. SQLite has none: the
-   * process that writes the file both queues and delivers.
+   * process that writes the file both queues and delivers. `critical`: the rows include a critical one (or may: said
+   * after a lost connection, for what was committed meanwhile).
    */
-  onOutbox?(fn: () => void): Promise<() => Promise<void>>;
+  onOutbox?(fn: (critical: boolean) => void): Promise<() => Promise<void>>;
 
   // chat message ids (edits in place)
   recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void>;

@@ -20,6 +20,9 @@ export interface OpenOutboxRow extends OutboxRow {
 
 const COLUMNS = 'id, created_at, run_id, target, payload, attempts, next_attempt_at';
 
+/** The urgency of an outbox row holding a critical item (migrations 019 and pg/004: critical 2, warning 1, else 0). */
+export const CRITICAL_URGENCY = 2;
+
 /** A claimed row with the urgency its run was handed out with (the most severe of its open rows). */
 export type RankedRow = OutboxRow & { rank: number };
 

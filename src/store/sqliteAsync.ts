@@ -6,7 +6,7 @@ import type {
 } from './contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
 import type { SeriesDigest } from './seriesDigest.ts';
-import { handOutOrder, type RankedRow } from './outbox.ts';
+import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from './outbox.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';
@@ -182,22 +182,27 @@ export class SqliteAsyncStore implements StoreContract {
 
   private claimNow(target: string, o: ClaimOptions): ClaimedRow[] {
     const until = o.now + o.leaseMs;
-    // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry
+    // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry; the
+    // first `limit` of them, and the next `criticalExtra` if critical (most urgent first: those come right after)
     const rows = prepared(this.store.db,
         `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
-         WHERE id IN (SELECT h.head FROM (
-             SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
-             WHERE target = :target AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id
-           ) h JOIN outbox o ON o.id = h.head
-           WHERE (o.claimed_until IS NULL OR o.claimed_until <= :now)
-             AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
-               AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
-           ORDER BY h.urgency DESC, h.head LIMIT :limit)
+         WHERE id IN (SELECT head FROM (
+             SELECT h.head, h.urgency, row_number() OVER (ORDER BY h.urgency DESC, h.head) AS pos FROM (
+               SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
+               WHERE target = :target AND done_at IS NULL AND dead_at IS NULL GROUP BY run_id
+             ) h JOIN outbox o ON o.id = h.head
+             WHERE (o.claimed_until IS NULL OR o.claimed_until <= :now)
+               AND h.head < coalesce((SELECT min(id) FROM outbox WHERE target = :target AND done_at IS NULL
+                 AND dead_at IS NULL AND next_attempt_at > :now), ${Number.MAX_SAFE_INTEGER})
+             ORDER BY h.urgency DESC, h.head LIMIT :limit + :extra)
+           WHERE pos <= :limit OR urgency >= ${CRITICAL_URGENCY})
          RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at,
            (SELECT max(urgency) FROM outbox r WHERE r.target = outbox.target AND r.run_id = outbox.run_id
              AND r.done_at IS NULL AND r.dead_at IS NULL) AS rank`,
       )
-      .all({ owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50 }) as RankedRow[];
+      .all({
+        owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50, extra: o.criticalExtra ?? 0,
+      }) as RankedRow[];
     return handOutOrder(rows, until);
   }
 

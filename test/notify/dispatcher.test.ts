@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
 import type { Log } from '../../src/log.ts';
 import { deliverCards } from '../../src/notify/delivery.ts';
-import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
+import { DeliveryError, Dispatcher, IN_FLIGHT, type Target } from '../../src/notify/dispatcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
@@ -339,6 +339,78 @@ describe('Dispatcher: runs at once, each in order', () => {
     answer();
     await drained;
     expect(delivered).toEqual(['paged', 'slow']);
+    await d.stop();
+  });
+
+  it('a critical row never waits behind warning cards: a slot beyond the IN_FLIGHT is kept for it', async () => {
+    const { async, add } = runs();
+    for (let r = 0; r < IN_FLIGHT + 2; r++) add(`warned-${r}`, [{ severity: 'warning', summary: `warned-${r}` }]);
+    const answers: Array<() => void> = [];
+    const started: string[] = [];
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        const run = n.items[0]!.summary;
+        started.push(run);
+        if (run.startsWith('warned')) await new Promise<void>((r) => answers.push(r)); // the platform is slow
+      },
+    };
+    const d = new Dispatcher(async, [target]);
+    const drained = d.kick();
+    await vi.waitFor(() => expect(answers).toHaveLength(IN_FLIGHT));
+    // the kept slot is for critical rows only: the other warnings wait for a warning's slot
+    expect(started).toEqual(Array.from({ length: IN_FLIGHT }, (_, r) => `warned-${r}`));
+    add('paged', [{ severity: 'critical', summary: 'paged' }]);
+    void d.kick(); // what the outbox's NOTIFY does
+    await vi.waitFor(() => expect(started).toContain('paged'));
+    expect(answers).toHaveLength(IN_FLIGHT); // delivered while the four warnings still hang
+    // a second critical row waits for a slot: the kept one, when the first is done
+    add('paged-2', [{ severity: 'critical', summary: 'paged-2' }]);
+    void d.kick();
+    await vi.waitFor(() => expect(started).toContain('paged-2'));
+    expect(answers).toHaveLength(IN_FLIGHT);
+    for (let i = 0; i < IN_FLIGHT + 2; i++) {
+      await vi.waitFor(() => expect(answers.length).toBeGreaterThan(i));
+      answers[i]!();
+    }
+    await drained;
+    expect(started.filter((r) => r.startsWith('warned'))).toHaveLength(IN_FLIGHT + 2);
+    await d.stop();
+  });
+
+  it('a kick that says no critical row came does not look for one for the kept slot', async () => {
+    const { async, add } = runs();
+    for (let r = 0; r < IN_FLIGHT; r++) add(`warned-${r}`, [{ severity: 'warning', summary: `warned-${r}` }]);
+    let claims = 0;
+    const counted = new Proxy(async, {
+      get: (t, key: string) => (key === 'claim' ? (...a: Parameters<typeof async.claim>) => (claims++, t.claim(...a))
+        : Reflect.get(t, key)),
+    });
+    const answers: Array<() => void> = [];
+    const started: string[] = [];
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n) => {
+        started.push(n.items[0]!.summary);
+        if (n.items[0]!.summary.startsWith('warned')) await new Promise<void>((r) => answers.push(r));
+      },
+    };
+    const d = new Dispatcher(counted, [target]);
+    const drained = d.kick();
+    await vi.waitFor(() => expect(answers).toHaveLength(IN_FLIGHT));
+    expect(claims).toBe(1);
+    add('warned-late', [{ severity: 'warning', summary: 'warned-late' }]);
+    void d.kick({ critical: false }); // PostgreSQL's announcement of a warning's row: every slot of its kind is busy
+    await new Promise((r) => setTimeout(r, 50));
+    expect(claims).toBe(1);
+    add('paged', [{ severity: 'critical', summary: 'paged' }]);
+    void d.kick({ critical: true });
+    await vi.waitFor(() => expect(started).toContain('paged'));
+    expect(claims).toBe(2);
+    answers.forEach((answer) => answer());
+    await vi.waitFor(() => expect(started).toContain('warned-late'));
+    answers.at(-1)!();
+    await drained;
     await d.stop();
   });
 

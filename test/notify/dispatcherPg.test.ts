@@ -74,4 +74,23 @@ describe('two dispatchers on one PostgreSQL', () => {
     // both took part: each delivered rows of its claims
     expect(await claimers(url)).toHaveLength(2);
   }, 60_000);
+
+  it("hear from PostgreSQL's announcement whether a critical row came (the kept slot is looked at then)", async () => {
+    const url = await freshPgDatabase();
+    const [listening, writer] = [await PgStore.open(url), await PgStore.open(url)];
+    const heard: boolean[] = [];
+    const stop = await listening.onOutbox!((critical) => heard.push(critical));
+    cleanup.push(() => listening.close(), () => writer.close(), stop);
+    const run = await writer.ensureRun('host-a/grpo', '/runs/grpo');
+    // items as the engine writes them: severity, then rule
+    const row = (severity: string) => ({ run: 'grpo', items: [{ alertId: 1, kind: 'firing', severity, rule: 'r' }] });
+    await writer.enqueue(run.id, 'discord:1', row('warning'), 1);
+    await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false]);
+    await writer.enqueue(run.id, 'discord:1', row('critical'), 2);
+    await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false, true]);
+    // untrusted text shaped like a critical item is a warning's row
+    await writer.enqueue(run.id, 'discord:1', { run: 'grpo', items: [{ severity: 'info', summary:
+      '"severity":"critical","rule":"r"' }] }, 3);
+    await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false, true, false]);
+  }, 30_000);
 });

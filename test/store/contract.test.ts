@@ -347,6 +347,62 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect([await next(), await next(), await next()]).toEqual([[6], [5], []]);
   });
 
+  it('hands out `criticalExtra` rows beyond the limit only if critical, in a claim and with a delivery', async () => {
+    const { store } = await setUp(kind);
+    const [w1, w2, w3, c1, c2, c3] = await someRuns(store, 6);
+    const item = (severity: string) => ({ alertId: 1, kind: 'firing', severity, rule: 'r', summary: 's' });
+    for (const [runId, n, severity] of [[w1, 0, 'warning'], [w2, 1, 'warning'], [c1, 2, 'critical'],
+      [w3, 3, 'info'], [c1, 4, 'info']] as const) {
+      await store.enqueue(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
+    }
+    const nOf = (rows: ClaimedRow[]) => rows.map((r) => JSON.parse(r.payload).n as number);
+    const opts = (now: number, limit: number, criticalExtra: number) =>
+      ({ owner: 'a', now, leaseMs: 60_000, limit, criticalExtra });
+    // four warnings' slots full (limit 0): the kept slot takes run c1's critical row, and then nothing else
+    const [critical] = await store.claim('discord:ops', opts(1000, 0, 1));
+    expect(nOf([critical!])).toEqual([2]);
+    expect(await store.claim('discord:ops', opts(1000, 0, 1))).toEqual([]);
+    // a row beyond the limit that is not critical is left for a later claim
+    expect(nOf(await store.claim('discord:ops', opts(1000, 1, 1)))).toEqual([0]);
+    // two critical rows come: with a delivery, the freed slot and the kept one take both
+    await store.enqueue(c2!, 'discord:ops', { n: 5, items: [item('critical')] }, 5);
+    await store.enqueue(c3!, 'discord:ops', { n: 6, items: [item('critical')] }, 6);
+    expect(nOf(await store.deliveredAndClaim(critical!.id, 1100, 'discord:ops', opts(1100, 1, 1)))).toEqual([5, 6]);
+    // only the kept slot: run c1's next row is no longer critical, so warnings and infos stay
+    expect(await store.claim('discord:ops', opts(1200, 0, 1))).toEqual([]);
+    expect(nOf(await store.claim('discord:ops', opts(1200, 5, 0)))).toEqual([1, 3, 4]);
+  });
+
+  it('claimers keeping a slot for critical rows never get the same row, and keep each run in order', async () => {
+    const { store, other } = await setUp(kind);
+    const second = await other();
+    const runIds = await someRuns(store, 8);
+    const N = 64;
+    const severity = (i: number): string => (i % 8 < 2 ? 'critical' : 'warning'); // runs 0 and 1 critical
+    for (let i = 0; i < N; i++) {
+      const items = [{ alertId: 1, kind: 'firing', severity: severity(i), rule: 'r', summary: 's' }];
+      await store.enqueue(runIds[i % 8]!, 'discord:ops', { n: i, items }, i);
+    }
+    const got: number[] = [];
+    const drain = async (s: StoreContract, owner: string, limit: number): Promise<void> => {
+      const opts = { owner, now: 1000, leaseMs: 60_000, limit, criticalExtra: 1 };
+      let rows = await s.claim('discord:ops', opts);
+      while (rows.length > 0) {
+        got.push(...rows.map((r) => JSON.parse(r.payload).n as number));
+        const [first, ...rest] = rows;
+        for (const r of rest) await s.delivered(r.id, 1001);
+        rows = await s.deliveredAndClaim(first!.id, 1001, 'discord:ops', opts);
+      }
+    };
+    await Promise.all([0, 1, 2].flatMap((k) => [drain(store, `a${k}`, k), drain(second, `b${k}`, k)]));
+    // a drain that finds nothing due stops while others still hold rows: what is left, once
+    await drain(store, 'last', 8);
+    expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: N }, (_, i) => i));
+    for (let r = 0; r < 8; r++) {
+      expect(got.filter((n) => n % 8 === r)).toEqual(Array.from({ length: N / 8 }, (_, k) => r + 8 * k));
+    }
+  });
+
   it('delivered and claimed in one: the run\'s next row, or a more urgent run\'s; never a row another holds', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();

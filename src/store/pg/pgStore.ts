@@ -9,11 +9,11 @@ import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import type { RuleIncidents } from '../alerts.ts';
 import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
-import { handOutOrder, type RankedRow } from '../outbox.ts';
+import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from '../outbox.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
-import { listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
+import { CRITICAL_NOTICE, listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
 import {
   alertColumns, announceableAlerts, attemptColumns, chatMessageColumns, eventColumns, exampleFromRow, fileColumns,
@@ -31,8 +31,9 @@ export interface PgStoreOptions {
 
 /**
  * The claim (`StoreContract.claim`): $1 target, $2 now, $3 limit, $4 owner, $5 lease end; row $6 is left out of the
- * target's open rows (0: none). `before` is a CTE run in the same statement (PostgreSQL runs a data-modifying one
- * whether or not it is read).
+ * target's open rows (0: none); $7 more rows if critical (`criticalExtra`: most urgent first, they come right after the
+ * first $3). `before` is a CTE run in the same statement (PostgreSQL runs a data-modifying one whether or not it is
+ * read). The rows past $3 that are not critical stay locked, unclaimed, until the statement ends.
  */
 const claimStatement = (before: string): string =>
   `WITH ${before} heads AS (
@@ -44,10 +45,13 @@ const claimStatement = (before: string): string =>
        AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= $2)
        AND o.id < coalesce((SELECT min(id) FROM outbox WHERE target = $1 AND done_at IS NULL AND dead_at IS NULL
          AND next_attempt_at > $2 AND id <> $6), ${Number.MAX_SAFE_INTEGER})
-     ORDER BY h.urgency DESC, o.id LIMIT $3
-     FOR UPDATE OF o SKIP LOCKED)
-   UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM due WHERE o.id = due.id
-   RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, due.rank`;
+     ORDER BY h.urgency DESC, o.id LIMIT $3::int + $7::int
+     FOR UPDATE OF o SKIP LOCKED),
+   kept AS (
+     SELECT id, rank FROM (SELECT id, rank, row_number() OVER (ORDER BY rank DESC, id) AS pos FROM due) d
+     WHERE pos <= $3::int OR rank >= ${CRITICAL_URGENCY})
+   UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM kept WHERE o.id = kept.id
+   RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, kept.rank`;
 
 /**
  * The store contract on PostgreSQL (`--db postgres://...`): a pool of connections, every batch one transaction on
@@ -426,11 +430,14 @@ export class PgStore implements StoreContract {
   expiredSilences = (now: number): Promise<SilenceRow[]> =>
     this.rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id`, [now]);
 
-  /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. */
+  /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. A
+   * critical row says so (CRITICAL_NOTICE): only then does the deliverer look for one for the slot it keeps. */
   enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
     void (await this.run(
-      `WITH added AS (INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4) RETURNING 1)
-       SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM added`,
+      `WITH added AS (
+         INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4) RETURNING urgency)
+       SELECT pg_notify('${OUTBOX_CHANNEL}', CASE WHEN urgency >= ${CRITICAL_URGENCY} THEN '${CRITICAL_NOTICE}' ELSE ''
+         END) FROM added`,
       [at, runId, target, JSON.stringify(payload)],
     ));
 
@@ -441,7 +448,9 @@ export class PgStore implements StoreContract {
    */
   async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
-    const rows = await this.rows<RankedRow>(claimStatement(''), [target, o.now, o.limit ?? 50, o.owner, until, 0]);
+    const rows = await this.rows<RankedRow>(
+      claimStatement(''), [target, o.now, o.limit ?? 50, o.owner, until, 0, o.criticalExtra ?? 0],
+    );
     return handOutOrder(rows, until);
   }
 
@@ -450,8 +459,8 @@ export class PgStore implements StoreContract {
   async deliveredAndClaim(id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
     const rows = await this.rows<RankedRow>(
-      claimStatement('done AS (UPDATE outbox SET done_at = $7 WHERE id = $6),'),
-      [target, o.now, o.limit ?? 50, o.owner, until, id, at],
+      claimStatement('done AS (UPDATE outbox SET done_at = $8 WHERE id = $6),'),
+      [target, o.now, o.limit ?? 50, o.owner, until, id, o.criticalExtra ?? 0, at],
     );
     return handOutOrder(rows, until);
   }
@@ -637,7 +646,7 @@ export class PgStore implements StoreContract {
     }
   }
 
-  onOutbox = (fn: () => void): Promise<() => Promise<void>> => listenOutbox(this.url, fn);
+  onOutbox = (fn: (critical: boolean) => void): Promise<() => Promise<void>> => listenOutbox(this.url, fn);
 
   /**
    * A session advisory lock on a connection of its own, held while that connection lives: when the holder's

@@ -1,0 +1,70 @@
+import { spawnSync } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { describe, expect, it } from 'vitest';
+import { PNG_SIGNATURE, renderLineChart, type LineChartOptions } from '../../src/render/chart.ts';
+import { chartThreadReady, renderOffThread } from '../../src/render/chartThread.ts';
+import { cases, type Case } from './chartCases.ts';
+
+const optionsOf = (c: Case): LineChartOptions => ({
+  title: c.title, metric: c.metric, points: c.points,
+  ...(c.markStep === undefined ? {} : { markStep: c.markStep }),
+  ...(c.threshold === undefined ? {} : { threshold: c.threshold }),
+  ...(c.second ? { second: { points: c.second } } : {}),
+  ...(c.xTitle ? { xTitle: c.xTitle } : {}),
+  ...(c.width ? { width: c.width, height: c.height } : {}),
+});
+
+/** The share of the wall time this thread's event loop was busy while `work` ran. */
+async function busyShare(work: () => Promise<unknown>): Promise<number> {
+  const before = performance.eventLoopUtilization();
+  await work();
+  return performance.eventLoopUtilization(before).utilization;
+}
+
+describe('charts drawn on the chart thread', () => {
+  it('are the PNG bytes the same chart drawn here is, several at once', async () => {
+    await chartThreadReady();
+    const some = cases.filter((c) => /a card|second series|no data$|untrusted|beyond ASCII|another size/.test(c.name));
+    const offThread = await Promise.all(some.map((c) => renderOffThread(optionsOf(c))));
+    for (const [i, c] of some.entries()) {
+      expect(offThread[i]!.subarray(0, 8).equals(PNG_SIGNATURE), c.name).toBe(true);
+      expect(offThread[i]!.equals(await renderLineChart(optionsOf(c))), c.name).toBe(true);
+    }
+  });
+
+  it("leave this thread's event loop mostly idle while they are drawn", async () => {
+    const card = optionsOf(cases[0]!);
+    await chartThreadReady();
+    await renderOffThread(card);
+    await renderLineChart(card); // both warm
+    const here = await busyShare(async () => {
+      for (let i = 0; i < 8; i++) await renderLineChart({ ...card, threshold: 10 + i });
+    });
+    const there = await busyShare(async () => {
+      for (let i = 0; i < 8; i++) await renderOffThread({ ...card, threshold: 10 + i });
+    });
+    expect(there).toBeLessThan(here / 2);
+  });
+
+  it('reject options that cannot be handed to the thread, and draw the next chart', async () => {
+    await chartThreadReady();
+    const bad = { ...optionsOf(cases[0]!), title: (() => 't') as unknown as string };
+    await expect(renderOffThread(bad)).rejects.toThrow(/could not be cloned/);
+    expect((await renderOffThread(optionsOf(cases[2]!))).subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+  });
+
+  it('draw here until the thread is ready, hold the process open while a chart is drawn, not once idle', () => {
+    const code = `
+      import { chartThreadReady, renderOffThread } from './src/render/chartThread.ts';
+      const opts = { title: 't', metric: 'm', points: [{ step: 1, value: 2 }, { step: 2, value: 3 }] };
+      const here = await renderOffThread(opts);
+      await chartThreadReady();
+      renderOffThread(opts).then((png) => console.log('drawn', png.equals(here)));`;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      encoding: 'utf8', timeout: 60_000,
+    });
+    expect(child.stderr).toBe('');
+    expect(child.stdout.trim()).toBe('drawn true');
+    expect(child.status).toBe(0); // exited by itself: the idle thread did not keep it
+  });
+});
