@@ -12,6 +12,8 @@ COPY src ./src
 RUN npm ci --omit=dev
 
 FROM node:20-bookworm-slim
+# the alert cards' charts draw their text with DejaVu Sans (src/render/fonts.ts); the slim image has no fonts at all
+RUN apt-get update && apt-get install -y --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=deps /app/dist ./dist
