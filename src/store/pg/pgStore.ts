@@ -36,11 +36,11 @@ export interface PgStoreOptions {
  * read).
  *
  * The target's open rows are read once (`open`, through outbox_pending), each run's head and rank taken from them,
- * and only the chosen heads locked, by id. A plan that joined the heads back to the table trusted the planner's
- * idea of the table's size: while autovacuum had not analysed a young outbox (its first minute) it looked each head
- * up by scanning every open row, 25-30 ms a claim with ~100 runs waiting (auto_explain), most of PostgreSQL's CPU in
- * the pg-watchers bench. A head another claimer holds locked is skipped, so a claim may hand out fewer rows than it
- * could while two deliverers overlap (a handover).
+ * and the due heads locked one by one by id, most urgent first, until enough are (a head another claimer holds is
+ * skipped, and the next one taken: two deliverers share the work). A plan that joined the heads back to the table
+ * trusted the planner's idea of the table's size: while autovacuum had not analysed a young outbox (its first
+ * minute) it looked each head up by scanning every open row, 25-30 ms a claim with ~100 runs waiting (auto_explain),
+ * most of PostgreSQL's time in the pg-watchers bench.
  */
 export const claimStatement = (before: string): string =>
   `WITH ${before} open AS (
@@ -52,16 +52,16 @@ export const claimStatement = (before: string): string =>
    due AS (
      SELECT id, rank FROM heads
      WHERE (claimed_until IS NULL OR claimed_until <= $2) AND (next_attempt_at IS NULL OR next_attempt_at <= $2)
-       AND id < coalesce((SELECT min(id) FROM open WHERE next_attempt_at > $2), ${Number.MAX_SAFE_INTEGER})
-     ORDER BY rank DESC, id LIMIT $3::int + $7::int),
+       AND id < coalesce((SELECT min(id) FROM open WHERE next_attempt_at > $2), ${Number.MAX_SAFE_INTEGER})),
    locked AS (
-     SELECT o.id FROM outbox o
-     WHERE o.id = ANY (ARRAY(SELECT id FROM due)) AND o.done_at IS NULL AND o.dead_at IS NULL
-       AND (o.claimed_until IS NULL OR o.claimed_until <= $2)
-     FOR UPDATE SKIP LOCKED),
+     SELECT d.id, d.rank FROM (SELECT id, rank FROM due ORDER BY rank DESC, id) d
+     CROSS JOIN LATERAL (
+       SELECT 1 FROM outbox o WHERE o.id = d.id AND o.done_at IS NULL AND o.dead_at IS NULL
+         AND (o.claimed_until IS NULL OR o.claimed_until <= $2)
+       FOR UPDATE SKIP LOCKED) l
+     ORDER BY d.rank DESC, d.id LIMIT $3::int + $7::int),
    kept AS (
-     SELECT id, rank FROM (
-       SELECT d.id, d.rank, row_number() OVER (ORDER BY d.rank DESC, d.id) AS pos FROM due d JOIN locked USING (id)) k
+     SELECT id, rank FROM (SELECT id, rank, row_number() OVER (ORDER BY rank DESC, id) AS pos FROM locked) k
      WHERE pos <= $3::int OR rank >= ${CRITICAL_URGENCY})
    UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM kept WHERE o.id = kept.id
    RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, kept.rank`;

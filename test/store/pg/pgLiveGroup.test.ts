@@ -66,10 +66,13 @@ async function stateOf(url: string, scope: string) {
   const byRun = `JOIN runs r ON r.id = x.run_id WHERE r.scope = $1`;
   const strip = (rows: Row[]) => rows.map((r): Row => ({ ...r, run: r.run.split('/')[1]! }));
   return {
-    runs: strip(await q(`SELECT name AS run, first_step::int, last_step::int, records::int, evaluated = batches AS evaluated
+    runs: strip(await q(`SELECT name AS run, first_step::int, last_step::int, records::int,
+      evaluated = batches AS evaluated
       FROM runs x WHERE scope = $1 ORDER BY name`)),
+    // every value, in step order (a float sum's last digit depends on the order PostgreSQL adds them in)
     points: strip(await q(`SELECT r.name AS run, m.name AS metric, count(*)::int AS n, sum(x.step)::text AS steps,
-      sum(x.value)::text AS total FROM points x JOIN metrics m ON m.id = x.metric_id ${byRun}
+      string_agg(x.value::text, ' ' ORDER BY x.step) AS vals
+      FROM points x JOIN metrics m ON m.id = x.metric_id ${byRun}
       GROUP BY r.name, m.name ORDER BY r.name, m.name`)),
     alerts: strip(await q(`SELECT r.name AS run, x.rule, x.metric, x.state, x.started_step::int AS started,
       x.fired_step::int AS fired, x.resolved_step::int AS resolved, x.notified_state
@@ -91,7 +94,8 @@ it('stores, fires and queues what reading each file alone does, waiting for the 
     grouped.append(step);
     alone.append(step);
     const before = grouped.store.calls.waited;
-    const { reads, failed } = grouped.store.group(() => grouped.paths.map((p) => grouped.ingestor.ingest(p, grouped.root)));
+    const read = (p: string) => grouped.ingestor.ingest(p, grouped.root);
+    const { reads, failed } = grouped.store.group(() => grouped.paths.map(read));
     await Promise.all(reads);
     expect(failed).toBeNull();
     const aloneBefore = alone.store.calls.waited;
@@ -134,6 +138,8 @@ it('rolls a group back whole when one of its batches fails, and its files read a
   // nothing of step 6 stayed, in any run
   expect(await pgRows(url, 'SELECT max(last_step)::int AS m FROM runs')).toEqual([{ m: 5 }]);
   for (const p of w.paths) await w.ingestor.ingest(p, w.root);
-  const runs = await pgRows<{ name: string; last_step: number }>(url, 'SELECT name, last_step::int FROM runs ORDER BY name');
+  const runs = await pgRows<{ name: string; last_step: number }>(
+    url, 'SELECT name, last_step::int FROM runs ORDER BY name',
+  );
   expect(runs).toEqual(['a', 'b', 'c'].map((r) => ({ name: `grp/${r}`, last_step: 6 })));
 }, 120_000);
