@@ -5,7 +5,7 @@ import { prepared } from './prepared.ts';
 export const ARRIVALS_KEPT = 400;
 /** A run's older rows are pruned once every this many notes: the prune walks ARRIVALS_KEPT rows of the index, which
  * after every batch of a long run was more work than the insert; `recent` reads the newest ARRIVALS_KEPT alike. */
-const PRUNE_EVERY = 50;
+export const PRUNE_EVERY = 50;
 
 /** When batches took a run to new steps, and how many: the run's pace, on rlwatch's own clock. */
 export class Arrivals {

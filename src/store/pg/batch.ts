@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { ARRIVALS_KEPT } from '../arrivals.ts';
+import { ARRIVALS_KEPT, PRUNE_EVERY } from '../arrivals.ts';
 import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';
 import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
@@ -91,9 +91,14 @@ export async function writeBatch(
       `fresh AS (INSERT INTO steps (run_id, step, at)
          SELECT ${run}, unnest(${q.add([...rowsOfStep.keys()], 'bigint[]')}), ${now}
          ON CONFLICT DO NOTHING RETURNING 1)`,
-      `metrics_in AS (INSERT INTO run_metrics (run_id, metric_id)
-         SELECT ${run}, unnest(${q.add([...names].map((n) => byName.get(n)!), 'integer[]')}) ON CONFLICT DO NOTHING)`,
     );
+    const metricIds = [...names].map((n) => byName.get(n)!);
+    if (heads?.unlisted(b.runId, metricIds) ?? true) {
+      writes.push(
+        `metrics_in AS (INSERT INTO run_metrics (run_id, metric_id)
+           SELECT ${run}, unnest(${q.add(metricIds, 'integer[]')}) ON CONFLICT DO NOTHING)`,
+      );
+    }
     counted = '(SELECT count(*)::integer FROM fresh)';
     if (b.rewrite) heads?.forgetRun(b.runId);
     else {
@@ -183,6 +188,28 @@ interface Head {
 export class HeldHeads {
   private readonly runs = new Map<number, Omit<Head, 'file'>>();
   private readonly files = new Map<number, TrackedFile>();
+  /** each run's metrics this connection has listed in run_metrics */
+  private readonly listed = new Map<number, Set<number>>();
+  /** each run's arrivals noted since this connection last pruned them (as the SQLite store's Arrivals) */
+  private readonly unpruned = new Map<number, number>();
+
+  /** Whether some of `metricIds` may be missing from the run's run_metrics rows; they are listed from now on. */
+  unlisted(runId: number, metricIds: readonly number[]): boolean {
+    let listed = this.listed.get(runId);
+    if (!listed) this.listed.set(runId, (listed = new Set()));
+    const before = listed.size;
+    for (const id of metricIds) listed.add(id);
+    return listed.size > before || before === 0;
+  }
+
+  /** Whether this arrival of the run prunes its old ones: the first on this connection, then every PRUNE_EVERY-th
+   * (the prune walks ARRIVALS_KEPT rows of the index; reads take the newest ARRIVALS_KEPT alike). */
+  pruneDue(runId: number): boolean {
+    const n = this.unpruned.get(runId);
+    const due = n === undefined || n + 1 >= PRUNE_EVERY;
+    this.unpruned.set(runId, due ? 0 : n + 1);
+    return due;
+  }
 
   get(runId: number, fileId: number): Head | undefined {
     const run = this.runs.get(runId);
@@ -206,6 +233,8 @@ export class HeldHeads {
   clear(): void {
     this.runs.clear();
     this.files.clear();
+    this.listed.clear();
+    this.unpruned.clear();
   }
 }
 
@@ -273,14 +302,18 @@ async function trackAttempts(
     );
   }
   if (fold.advanced > 0) {
-    // the DELETE sees the rows before the INSERT, and keeps ARRIVALS_KEPT - 1 of them beside the new one
     writes.push(
       `arrival_in AS (INSERT INTO arrivals (run_id, at, steps) VALUES (${run}, ${now},
          ${q.add(fold.advanced, 'bigint')}))`,
-      `arrivals_out AS (DELETE FROM arrivals WHERE run_id = ${run}
-         AND id <= (SELECT id FROM arrivals WHERE run_id = ${run}
-                    ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT - 1}))`,
     );
+    // the DELETE sees the rows before the INSERT, and keeps ARRIVALS_KEPT - 1 of them beside the new one
+    if (s.heads?.pruneDue(b.runId) ?? true) {
+      writes.push(
+        `arrivals_out AS (DELETE FROM arrivals WHERE run_id = ${run}
+           AND id <= (SELECT id FROM arrivals WHERE run_id = ${run}
+                      ORDER BY id DESC LIMIT 1 OFFSET ${ARRIVALS_KEPT - 1}))`,
+      );
+    }
   }
   const tracked = { ...file, last_step: fold.fileLastStep, attempt: fold.fileAttempt };
   s.heads?.wrote(b.runId, head, s.maxStep, fold, tracked);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertRow } from '../../../src/store/alerts.ts';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
+import { ARRIVALS_KEPT, PRUNE_EVERY } from '../../../src/store/arrivals.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
 import { PgStore } from '../../../src/store/pg/pgStore.ts';
 import {
@@ -431,6 +432,34 @@ describe('PgLiveStore', () => {
       expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed (its new alerts too)
       expect(held.at(-1)).toMatchObject([{ id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' }]);
     });
+
+  it("prunes a run's arrivals every PRUNE_EVERY batches, reading the newest ARRIVALS_KEPT as before; lists each new "
+    + 'metric once', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-arr');
+    const run = store.runs.ensure('gpu-arr/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const BATCHES = ARRIVALS_KEPT + PRUNE_EVERY + 7;
+    const advanced: number[] = []; // the steps each batch took the run to: its arrival's count
+    let step = 0;
+    store.transaction(() => {
+      for (let k = 0; k < BATCHES; k++) {
+        const n = (k % 3) + 1;
+        const b = batchOf(run.id, file.id, Array.from({ length: n }, (_, i) => step + i + 1), step + n);
+        if (k === BATCHES - 1) for (const m of b.metrics as MetricRow[]) m.values.set('kl', 0.1); // a new one, late
+        store.commit(b, 0);
+        step += n;
+        advanced.push(n);
+      }
+    });
+    // the first batch starts the run: no arrival of its own
+    const expected = advanced.slice(1).slice(-ARRIVALS_KEPT);
+    expect(store.arrivals.recent(run.id).map((a) => a.steps)).toEqual(expected);
+    const { n } = (await rows<{ n: number }>(url, 'SELECT count(*)::int AS n FROM arrivals'))[0]!;
+    expect(n).toBeGreaterThanOrEqual(ARRIVALS_KEPT);
+    expect(n).toBeLessThan(ARRIVALS_KEPT + PRUNE_EVERY);
+    expect(store.points.metricsOf(run.id)).toEqual(['kl', 'loss']);
+  });
 
   it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
     async () => {
