@@ -293,7 +293,8 @@ async function query(url: string, sql: string): Promise<pg.QueryResult> {
  * lines: calls, total ms, ms per call, rows, the statement's start. */
 async function topStatements(url: string): Promise<string> {
   const r = await query(url, `SELECT calls, round(total_exec_time::numeric, 1) AS ms,
-      round((total_exec_time / calls)::numeric, 3) AS per_call, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS q
+      round((total_exec_time / calls)::numeric, 3) AS per_call, rows,
+      left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS q
     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`);
   const lines = r.rows.map((x) => [x.calls, x.ms, x.per_call, x.rows, x.q].join('\t'));
   return `calls\ttotal ms\tms/call\trows\tstatement\n${lines.join('\n')}\n`;

@@ -37,7 +37,8 @@ export function newAlertRow(
 ): AlertRow {
   const firing = state === 'firing';
   return {
-    id, run_id: runId, rule, metric, severity: c.severity, state, summary: c.summary, details: JSON.stringify(c.details),
+    id, run_id: runId, rule, metric, severity: c.severity, state, summary: c.summary,
+    details: JSON.stringify(c.details),
     started_step: c.step, started_at: c.at, fired_step: firing ? c.step : null, fired_at: firing ? c.at : null,
     resolved_step: null, resolved_at: null, acked_by: null, acked_by_name: null, acked_at: null, ack_comment: null,
     notified_state: null, notified_at: null,

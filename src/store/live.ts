@@ -52,7 +52,10 @@ export interface LiveStore {
    * with the group's other batches before the group commits (PostgreSQL: one round trip for all, not one per file),
    * running `within` and `then` then. */
   commitSoon(
-    batch: Batch, examplesPerStep: number, within: ((r: BatchResult) => void) | undefined, then: (r: BatchResult) => void,
+    batch: Batch,
+    examplesPerStep: number,
+    within: ((r: BatchResult) => void) | undefined,
+    then: (r: BatchResult) => void,
   ): void;
   /** `fn` in one transaction (a savepoint when one is open); rolled back when it throws. */
   transaction<T>(fn: () => T): T;

@@ -158,7 +158,10 @@ export class Store {
 
   /** `commit`, then `then`: SQLite answers each batch at once, there is nothing to gather (LiveStore.commitSoon). */
   commitSoon(
-    batch: Batch, examplesPerStep: number, within: ((r: BatchResult) => void) | undefined, then: (r: BatchResult) => void,
+    batch: Batch,
+    examplesPerStep: number,
+    within: ((r: BatchResult) => void) | undefined,
+    then: (r: BatchResult) => void,
   ): void {
     then(this.commit(batch, examplesPerStep, within));
   }

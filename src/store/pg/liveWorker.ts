@@ -42,7 +42,8 @@ const FORWARDED = [
   'runById', 'ensureRun', 'unevaluatedRuns', 'markLive', 'markEvaluated',
   'fileByPath', 'addFile', 'clearSkips',
   'after', 'latest', 'metricsOf', 'series', 'stepSpan', 'upTo', 'examplesAtOrBefore',
-  'announceable', 'alertById', 'alertIds', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'firedByRule',
+  'announceable', 'alertById', 'alertIds', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified',
+  'firedByRule',
   'openAlertsOf', 'activeSilences', 'enqueue', 'noteUnread', 'forgetUnread',
   'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf',
 ] as const satisfies ReadonlyArray<keyof PgStore>;
@@ -264,7 +265,8 @@ async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts>
  * reads of every run, in one statement instead of four per run. */
 async function runsWithFacts(client: pg.ClientBase, scope: string): Promise<RunFacts[]> {
   const r = await client.query<FactsRow>(
-    `SELECT ${runColumns('r')}, ${factColumns('r.id', true)} FROM runs r WHERE r.scope = $1 ORDER BY r.name COLLATE "C"`,
+    `SELECT ${runColumns('r')}, ${factColumns('r.id', true)}
+     FROM runs r WHERE r.scope = $1 ORDER BY r.name COLLATE "C"`,
     [scope],
   );
   return r.rows.map(factsOfRow);
@@ -280,10 +282,10 @@ type FactsRow = RunRow & {
 
 /**
  * The columns beside a run's that hold its facts, for the run whose id is `id` (a parameter or a column): its
- * attempts, its metric names (in SQLite's order, bytes), its first step with generations, the alerts `announceable` returns for any `firedSince` (the
- * firing ones, the resolved ones whose firing was announced, and those that fired and resolved unannounced), and with
- * `arrivals` its newest arrivals. The rows turned into JSON are of the listed columns (rows.ts), not whole: a column a
- * newer migration adds stays out of them, as out of PgStore's.
+ * attempts, its metric names (in SQLite's order, bytes), its first step with generations, the alerts `announceable`
+ * returns for any `firedSince` (the firing ones, the resolved ones whose firing was announced, and those that fired
+ * and resolved unannounced), and with `arrivals` its newest arrivals. The rows turned into JSON are of the listed
+ * columns (rows.ts), not whole: a column a newer migration adds stays out of them, as out of PgStore's.
  */
 function factColumns(id: string, arrivals: boolean): string {
   const columns = [
@@ -293,8 +295,8 @@ function factColumns(id: string, arrivals: boolean): string {
            ORDER BY m.name COLLATE "C") AS rlwatch_metrics`,
     `(SELECT min(step) FROM examples WHERE run_id = ${id}) AS rlwatch_examples_from`,
     `(SELECT coalesce(json_agg(a ORDER BY a.id), '[]')
-      FROM (SELECT ${alertColumns()} FROM alerts WHERE run_id = ${id} AND ${announceableAlerts('fired_at IS NOT NULL')}) a)
-      AS rlwatch_alerts`,
+      FROM (SELECT ${alertColumns()} FROM alerts
+            WHERE run_id = ${id} AND ${announceableAlerts('fired_at IS NOT NULL')}) a) AS rlwatch_alerts`,
   ];
   if (arrivals) {
     columns.push(`(SELECT coalesce(json_agg(json_build_object('at', a.at, 'steps', a.steps) ORDER BY a.id), '[]')

@@ -11,8 +11,9 @@
  * rolls back: rule cursors, each run's last batch and newest points, its open alerts, what the rules read of its
  * events, its files' rows. What the rules read first of a run (its row, attempts, metric names) comes back with the
  * batch's write, in one round trip, and answers their first reads unless something was written in between; a tick's
- * list of the runs brings the same of every run (and its arrivals) with it. What
- * other processes write (acks, mutes) is read from PostgreSQL each time: `announceable`, `silences`.
+ * list of the runs brings the same of every run (and its arrivals) with it. What other processes write is read
+ * again in every transaction: acks with each batch's announceable alerts (heldAnnounceable.ts), mutes once. Inside
+ * a watcher's group of files, the batches go out one behind the other and are answered together (`commitSoon`).
  * A lost connection: the call that finds it throws a PostgresError naming the server; the next one connects again.
  *
  * Scope: a watcher's runs are those of its scope (its run prefix, `watch.prefix`: the host name unless configured),
@@ -48,6 +49,9 @@ export interface PgLiveOptions {
 
 const fail = (e: CrossedError): Error => new PostgresError(e.message, e.code);
 
+/** What a round trip read of a run that answers one read (`fresh`); the rest is held longer, each in its own way. */
+type OnceFacts = Omit<RunFacts, 'alerts' | 'attempts' | 'examplesFrom'>;
+
 /** Calls after which a batch's answers still hold: reads, and savepoints (they change no row). */
 const KEEP_FACTS = new Set<keyof LiveOps>([
   'runById', 'runsWithFacts', 'unevaluatedRuns', 'fileByPath', 'after', 'latest', 'metricsOf', 'series', 'stepSpan',
@@ -59,7 +63,6 @@ const KEEP_FACTS = new Set<keyof LiveOps>([
 /** Alert ids taken from the sequence at a time: one round trip per this many new alerts. */
 const ALERT_IDS_TAKEN = 16;
 
-/** Calls that change alerts' rows: what a batch read for the announcement no longer holds after them. */
 
 export class PgLiveStore implements LiveStore {
   readonly scope: string;
@@ -85,7 +88,7 @@ export class PgLiveStore implements LiveStore {
   private readonly heldFiles = new Map<string, FileRow>();
   /** what the last batch's round trip (or a tick's list of the runs) read of its runs, by run, each answer given
    * once (see `fresh`) */
-  private readonly facts = new Map<number, Partial<Omit<RunFacts, 'alerts'>>>();
+  private readonly facts = new Map<number, Partial<OnceFacts>>();
   /** the alerts the same round trip read for each run's announcement (heldAnnounceable.ts) */
   private readonly announceable = new HeldAnnounceable();
   /** each run's attempts as its last batch (or a tick's list) left them, until the next: this watcher alone writes
@@ -285,7 +288,10 @@ export class PgLiveStore implements LiveStore {
    * fail roll the group back, and its files are read again one by one (LiveIngest). Outside a group, `commit`.
    */
   commitSoon(
-    batch: Batch, examplesPerStep: number, within: ((r: BatchResult) => void) | undefined, then: (r: BatchResult) => void,
+    batch: Batch,
+    examplesPerStep: number,
+    within: ((r: BatchResult) => void) | undefined,
+    then: (r: BatchResult) => void,
   ): void {
     if (!this.ahead || this.depth !== 1) return then(this.commit(batch, examplesPerStep, within));
     // the rules of a run read what its batches wrote: one batch of a run at a time ahead
@@ -420,7 +426,7 @@ export class PgLiveStore implements LiveStore {
   }
 
   /** The batch's answer of `what` for the run, once. */
-  private fresh<K extends Exclude<keyof RunFacts, 'alerts'>>(runId: number, what: K): RunFacts[K] | undefined {
+  private fresh<K extends keyof OnceFacts>(runId: number, what: K): OnceFacts[K] | undefined {
     const facts = this.facts.get(runId);
     if (!facts) return undefined;
     const answer = facts[what];

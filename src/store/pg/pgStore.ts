@@ -342,7 +342,8 @@ export class PgStore implements StoreContract {
       [opts.runId ?? null, opts.all ?? false],
     );
 
-  /** `id`: one taken from the ids' sequence beforehand (`alertIds`), as a watcher that sends it without waiting does. */
+  /** `id`: one taken from the ids' sequence beforehand (`alertIds`), as a watcher that sends it without waiting
+   * does. */
   async createAlert(
     runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange, id: number | null = null,
   ): Promise<AlertRow> {

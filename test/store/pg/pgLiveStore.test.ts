@@ -397,7 +397,8 @@ describe('PgLiveStore', () => {
       const direct = await PgStore.open(url);
       cleanup.push(() => direct.close());
       const run = store.runs.ensure('gpu-open/grpo', '/runs/grpo');
-      const change = (step: number) => ({ step, at: 500 + step, severity: 'warning', summary: `s${step}`, details: {} });
+      const change = (step: number) =>
+        ({ step, at: 500 + step, severity: 'warning', summary: `s${step}`, details: {} });
       const held: unknown[] = [];
       const table: unknown[] = [];
       const waits: number[] = [];
@@ -430,7 +431,9 @@ describe('PgLiveStore', () => {
       await look();
       expect(held).toEqual(table);
       expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed (its new alerts too)
-      expect(held.at(-1)).toMatchObject([{ id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' }]);
+      expect(held.at(-1)).toMatchObject([
+        { id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' },
+      ]);
     });
 
   it("prunes a run's arrivals every PRUNE_EVERY batches, reading the newest ARRIVALS_KEPT as before; lists each new "
