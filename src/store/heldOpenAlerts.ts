@@ -23,12 +23,6 @@ export class HeldOpenAlerts {
     return [...rows];
   }
 
-  /** The held row of open alert `id`, if its run's list is held. */
-  row(id: number): AlertRow | undefined {
-    const runId = this.runOf.get(id);
-    return runId === undefined ? undefined : this.runs.get(runId)!.find((a) => a.id === id);
-  }
-
   /** An alert was created: the newest id, so the run's list stays in id order. */
   created(row: AlertRow): void {
     const rows = this.runs.get(row.run_id);
@@ -37,9 +31,10 @@ export class HeldOpenAlerts {
     this.runOf.set(row.id, row.run_id);
   }
 
-  /** The alert fired: as `UPDATE alerts SET state = 'firing', fired_step, fired_at, severity, summary, details`. */
-  fired(id: number, c: AlertChange): void {
-    this.update(id, (a) => ({
+  /** The alert fired: as `UPDATE alerts SET state = 'firing', fired_step, fired_at, severity, summary, details`.
+   * Returns its row as changed, if its run's list is held. */
+  fired(id: number, c: AlertChange): AlertRow | undefined {
+    return this.update(id, (a) => ({
       ...a, state: 'firing', fired_step: c.step, fired_at: c.at, severity: c.severity, summary: c.summary,
       details: JSON.stringify(c.details),
     }));
@@ -50,13 +45,14 @@ export class HeldOpenAlerts {
     this.update(id, (a) => ({ ...a, notified_state: state, notified_at: at }));
   }
 
-  /** The alert resolved, or was dropped: it is no longer open. */
-  closed(id: number): void {
+  /** The alert resolved, or was dropped: it is no longer open. Returns its run, if its run's list is held. */
+  closed(id: number): number | undefined {
     const runId = this.runOf.get(id);
-    if (runId === undefined) return;
+    if (runId === undefined) return undefined;
     this.runOf.delete(id);
     const rows = this.runs.get(runId)!;
     rows.splice(rows.findIndex((a) => a.id === id), 1);
+    return runId;
   }
 
   /** The alert changed: the open alerts held for its run (if it is one of them) are read again when next asked. */
@@ -65,12 +61,12 @@ export class HeldOpenAlerts {
     if (runId !== undefined) this.forget(runId);
   }
 
-  private update(id: number, change: (a: AlertRow) => AlertRow): void {
+  private update(id: number, change: (a: AlertRow) => AlertRow): AlertRow | undefined {
     const runId = this.runOf.get(id);
-    if (runId === undefined) return;
+    if (runId === undefined) return undefined;
     const rows = this.runs.get(runId)!;
     const k = rows.findIndex((a) => a.id === id);
-    rows[k] = change(rows[k]!);
+    return (rows[k] = change(rows[k]!));
   }
 
   forget(runId?: number): void {

@@ -184,6 +184,7 @@ interface Head {
  * Each run's head as its last batch on this connection left it, so that the next batch of the run need not read it
  * (`readHead`): a watcher's connection alone writes its runs' steps, files and attempts. Dropped with a rollback, and
  * a run's when something else changes its attempts (`markRewound`); a batch that rewrites steps drops its run's.
+ * Beside it, what else this connection's batches wrote of each run: the metrics listed, the arrivals since a prune.
  */
 export class HeldHeads {
   private readonly runs = new Map<number, Omit<Head, 'file'>>();
@@ -199,7 +200,7 @@ export class HeldHeads {
     if (!listed) this.listed.set(runId, (listed = new Set()));
     const before = listed.size;
     for (const id of metricIds) listed.add(id);
-    return listed.size > before || before === 0;
+    return listed.size > before;
   }
 
   /** Whether this arrival of the run prunes its old ones: the first on this connection, then every PRUNE_EVERY-th

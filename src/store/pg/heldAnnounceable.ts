@@ -45,9 +45,9 @@ export class HeldAnnounceable {
     }
   }
 
-  /** A resolution or a drop: the run's answer, if held, is read again (a dropped alert was pending: never held). */
-  resolved(runId: number | undefined): void {
-    if (runId !== undefined) this.runs.delete(runId);
+  /** A resolution: the run's answer, if held, is read again. */
+  resolved(runId: number): void {
+    this.runs.delete(runId);
   }
 
   clear(): void {

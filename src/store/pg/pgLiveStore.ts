@@ -163,8 +163,7 @@ export class PgLiveStore implements LiveStore {
     },
     fire: (id, c) => {
       this.write('fireAlert', id, c);
-      this.opened.fired(id, c);
-      const row = this.opened.row(id);
+      const row = this.opened.fired(id, c);
       if (row) this.announceable.fired(row);
       else this.announceable.clear(); // its run unknown here: every run's answer is read again
     },
@@ -178,10 +177,9 @@ export class PgLiveStore implements LiveStore {
     openOf: (runId) => this.opened.of(runId, () => this.call('openAlertsOf', runId)),
     resolve: (id, c) => {
       this.write('resolveAlert', id, c);
-      const runId = this.opened.row(id)?.run_id;
+      const runId = this.opened.closed(id);
       if (runId === undefined) this.announceable.clear();
       else this.announceable.resolved(runId);
-      this.opened.closed(id);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
     saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),
