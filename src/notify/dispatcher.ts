@@ -9,8 +9,9 @@ import { parseNotification } from './payload.ts';
 export interface Target {
   name: string;
   /** `key` names the outbox row: a retry of the same row carries the same key, so that what was already
-   * posted before a failure is not posted again. `runId` is the row's run (for the target's own records). */
-  deliver(n: Notification, key: string, runId: number): Promise<void>;
+   * posted before a failure is not posted again. `runId` is the row's run (for the target's own records).
+   * `urgency` is the row's as handed out (`ClaimedRow`): what a target drawing several cards at once draws first. */
+  deliver(n: Notification, key: string, runId: number, urgency: number): Promise<void>;
   /** it edits the cards it posted in place: 'update' items (an ack or a mute) are for it. A target without
    * this never sees them (a message it sent cannot change): their rows are done unsent. */
   edits?: boolean;
@@ -268,7 +269,7 @@ export class Dispatcher {
       return this.recordDelivered(row, target, next());
     }
     try {
-      await target.deliver(n, String(row.id), row.run_id);
+      await target.deliver(n, String(row.id), row.run_id, row.urgency);
     } catch (err) {
       if (this.abandoned) return false;
       const e = err as Error;

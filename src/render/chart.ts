@@ -1,4 +1,4 @@
-import { renderAsync } from '@resvg/resvg-js';
+import { Resvg, renderAsync, type ResvgRenderOptions } from '@resvg/resvg-js';
 import type { TopLevelSpec } from 'vega-lite';
 import { specToSvg } from './chartShapes.ts';
 import { chartFonts, type FontSource } from './fonts.ts';
@@ -62,8 +62,13 @@ export interface ChartRow {
   value: number | null;
 }
 
-/** Renders a line chart of `metric` over steps as PNG bytes. Never touches the network. */
-export async function renderLineChart(opts: LineChartOptions): Promise<Buffer> {
+/**
+ * Renders a line chart of `metric` over steps as PNG bytes. Never touches the network. `raster` turns its SVG into
+ * the PNG: on libuv's pool by default, here and now on the chart thread (`svgToPngHere`).
+ */
+export async function renderLineChart(
+  opts: LineChartOptions, raster: (svg: string, width: number) => Buffer | Promise<Buffer> = svgToPng,
+): Promise<Buffer> {
   const width = positiveInt(opts.width, DEFAULT_CHART_WIDTH);
   const height = positiveInt(opts.height, DEFAULT_CHART_HEIGHT);
   const rows = chartRows(opts.points, MAX_CHART_POINTS);
@@ -74,7 +79,7 @@ export async function renderLineChart(opts: LineChartOptions): Promise<Buffer> {
     title: opts.title, metric: opts.metric, rows, markStep, threshold, width, height, rows2, xTitle: opts.xTitle,
   });
   const svg = await specToSvg(spec);
-  return svgToPng(svg, width);
+  return raster(svg, width);
 }
 
 /**
@@ -356,12 +361,19 @@ export { specToSvg };
  * and draws on libuv's thread pool: the event loop goes on meanwhile, with a bot's other deliveries and commands.
  */
 export async function svgToPng(svg: string, width: number, fonts: FontSource = chartFonts(svg)): Promise<Buffer> {
-  const image = await renderAsync(svg, {
-    background: BACKGROUND,
-    font: { ...fonts, defaultFontFamily: FONT },
-    fitTo: { mode: 'width', value: width },
-  });
-  return image.asPng();
+  return (await renderAsync(svg, rasterOptions(width, fonts))).asPng();
+}
+
+/**
+ * `svgToPng` on this thread: for the chart thread, which has nothing else to do meanwhile; a hop to the pool and
+ * back would only add two thread wake-ups, slow ones on a busy machine.
+ */
+export function svgToPngHere(svg: string, width: number): Buffer {
+  return new Resvg(svg, rasterOptions(width, chartFonts(svg))).render().asPng();
+}
+
+function rasterOptions(width: number, fonts: FontSource): ResvgRenderOptions {
+  return { background: BACKGROUND, font: { ...fonts, defaultFontFamily: FONT }, fitTo: { mode: 'width', value: width } };
 }
 
 function formatStep(step: number): string {

@@ -10,11 +10,12 @@ import { renderOffThread } from './chartThread.ts';
 const KEEP = 16;
 const rendered = new Map<string, Promise<Buffer>>();
 
-export function alertChartPng(opts: LineChartOptions): Promise<Buffer> {
+/** An alert card's chart; the chart thread draws the most `urgent` waiting first (an outbox row's urgency). */
+export function alertChartPng(opts: LineChartOptions, urgency: number): Promise<Buffer> {
   const key = createHash('sha256').update(JSON.stringify(opts)).digest('hex');
   let png = rendered.get(key);
   if (!png) {
-    png = renderOffThread(opts);
+    png = renderOffThread(opts, urgency);
     png.catch(() => rendered.delete(key)); // a failed render is tried again next time
   }
   rendered.delete(key); // most recently used last
@@ -22,3 +23,4 @@ export function alertChartPng(opts: LineChartOptions): Promise<Buffer> {
   while (rendered.size > KEEP) rendered.delete(rendered.keys().next().value!);
   return png;
 }
+

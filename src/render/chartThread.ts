@@ -23,14 +23,14 @@ const whenReady: Array<() => void> = [];
 const waiting = new Map<number, Waiting>();
 let lastId = 0;
 
-/** `renderLineChart(opts)`, drawn on the chart thread. */
-export function renderOffThread(opts: LineChartOptions): Promise<Buffer> {
+/** `renderLineChart(opts)`, drawn on the chart thread; the most `urgent` waiting first. */
+export function renderOffThread(opts: LineChartOptions, urgency = 0): Promise<Buffer> {
   if (cannotStart) return renderLineChart(opts);
   const thread = worker ?? start();
   if (!ready) return renderLineChart(opts);
   const id = ++lastId;
   return new Promise<Buffer>((resolve, reject) => {
-    thread.postMessage({ id, opts } satisfies ChartJob); // options that cannot be copied throw here: a rejection
+    thread.postMessage({ id, opts, urgency } satisfies ChartJob); // options that cannot be copied throw here: a rejection
     if (waiting.size === 0) thread.ref(); // a chart on its way holds the process open, as a render in Node did
     waiting.set(id, { resolve, reject });
   });

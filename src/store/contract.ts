@@ -39,6 +39,9 @@ export interface RuleCursor {
 /** An outbox row handed to one deliverer until `leaseUntil`: no other claimer gets it before then. */
 export interface ClaimedRow extends OutboxRow {
   leaseUntil: number;
+  /** the urgency it was handed out with: its run's most severe open row's (a warning card ahead of a critical one
+   * in its run is as urgent as that one) */
+  urgency: number;
 }
 
 export interface ClaimOptions {

@@ -23,12 +23,18 @@ const COLUMNS = 'id, created_at, run_id, target, payload, attempts, next_attempt
 /** The urgency of an outbox row holding a critical item (migrations 019 and pg/004: critical 2, warning 1, else 0). */
 export const CRITICAL_URGENCY = 2;
 
+/** The urgency of an item of `severity`, as those migrations rank a row by its most severe item. */
+export function urgencyOf(severity: string): number {
+  return severity === 'critical' ? CRITICAL_URGENCY : severity === 'warning' ? 1 : 0;
+}
+
 /** A claimed row with the urgency its run was handed out with (the most severe of its open rows). */
 export type RankedRow = OutboxRow & { rank: number };
 
 /** Claimed rows in the order they were handed out (`StoreContract.claim`), each leased `until`. */
-export function handOutOrder(rows: RankedRow[], until: number): Array<OutboxRow & { leaseUntil: number }> {
-  return rows.sort((a, b) => b.rank - a.rank || a.id - b.id).map(({ rank: _, ...r }) => ({ ...r, leaseUntil: until }));
+export function handOutOrder(rows: RankedRow[], until: number): Array<OutboxRow & { urgency: number; leaseUntil: number }> {
+  return rows.sort((a, b) => b.rank - a.rank || a.id - b.id)
+    .map(({ rank, ...r }) => ({ ...r, urgency: rank, leaseUntil: until }));
 }
 
 /** Notifications waiting for delivery, per target, in the order they were written. */

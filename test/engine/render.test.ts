@@ -75,7 +75,7 @@ describe('engine → console', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed([0, 0.3, 1, 1, 1].map((v, i) => ({ frac_zero_std: v, epoch: (i + 1) / 10 })));
     const written: string[] = [];
-    await consoleTarget((s) => written.push(s), false).deliver(t.outbox()[0]!.notification, '1', 1);
+    await consoleTarget((s) => written.push(s), false).deliver(t.outbox()[0]!.notification, '1', 1, 2);
     const id = t.alert('mode_collapse').id;
     expect(written).toEqual([
       [

@@ -9,17 +9,17 @@ const spec = (threshold: number) => ({
 
 describe("an alert's chart for every target it goes to", () => {
   it('is rendered once: the same card (a fresh copy, as each target parses its own row) gets the same PNG', async () => {
-    const first = await alertChartPng(spec(0.8));
+    const first = await alertChartPng(spec(0.8), 1);
     expect(first.subarray(0, 8)).toEqual(PNG_SIGNATURE);
-    expect(await alertChartPng(structuredClone(spec(0.8)))).toBe(first);
-    const other = await alertChartPng(spec(0.7));
+    expect(await alertChartPng(structuredClone(spec(0.8)), 1)).toBe(first);
+    const other = await alertChartPng(spec(0.7), 1);
     expect(other).not.toBe(first);
     expect(other.equals(first)).toBe(false);
   });
 
   it('keeps only the last few charts', async () => {
-    const first = await alertChartPng(spec(0.5));
-    for (let i = 0; i < 16; i++) await alertChartPng(spec(0.51 + i / 100));
-    expect(await alertChartPng(spec(0.5))).not.toBe(first); // rendered again
+    const first = await alertChartPng(spec(0.5), 1);
+    for (let i = 0; i < 16; i++) await alertChartPng(spec(0.51 + i / 100), 1);
+    expect(await alertChartPng(spec(0.5), 1)).not.toBe(first); // rendered again
   });
 });

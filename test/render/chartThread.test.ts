@@ -46,6 +46,20 @@ describe('charts drawn on the chart thread', () => {
     expect(there).toBeLessThan(here / 2);
   });
 
+  it('draw one at a time, the most urgent waiting first, equal ones in the order they came', async () => {
+    await chartThreadReady();
+    const card = optionsOf(cases[0]!);
+    const done: string[] = [];
+    const draw = (name: string, urgency: number, i: number) =>
+      renderOffThread({ ...card, threshold: 20 + i }, urgency).then(() => done.push(name));
+    // posted together: the thread takes the first at once; the others wait, and the critical one is next
+    await Promise.all([
+      draw('warning 1', 1, 1), draw('info', 0, 2), draw('warning 2', 1, 3), draw('critical', 2, 4), draw('warning 3', 1, 5),
+    ]);
+    expect(done.indexOf('critical')).toBeLessThanOrEqual(1);
+    expect(done.filter((n) => n !== 'critical')).toEqual(['warning 1', 'warning 2', 'warning 3', 'info']);
+  });
+
   it('reject options that cannot be handed to the thread, and draw the next chart', async () => {
     await chartThreadReady();
     const bad = { ...optionsOf(cases[0]!), title: (() => 't') as unknown as string };

@@ -185,7 +185,7 @@ export function contentLine(cards: readonly AlertCard[]): string {
  * chart as an image. A post renders and attaches the charts; an edit (`attached`) sends no files and no
  * `attachments` list, so Discord keeps the ones posted and each embed still shows its own by name.
  */
-export async function cardsMessage(cards: readonly AlertCard[], attached = false) {
+export async function cardsMessage(cards: readonly AlertCard[], attached = false, urgency = 0) {
   const embeds: EmbedBuilder[] = [];
   const files: AttachmentBuilder[] = [];
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
@@ -200,7 +200,7 @@ export async function cardsMessage(cards: readonly AlertCard[], attached = false
     );
     if (c.chart) {
       const name = `chart-${c.alertId}.png`;
-      if (!attached) files.push(new AttachmentBuilder(await alertChartPng(c.chart), { name }));
+      if (!attached) files.push(new AttachmentBuilder(await alertChartPng(c.chart, urgency), { name }));
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);
@@ -329,12 +329,12 @@ export class DiscordBot {
   targets(): Target[] {
     return this.channels.map((channel) => ({
       name: targetName('discord', channel),
-      deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+      deliver: (n, key, runId, urgency) => this.deliver(channel, n, key, runId, urgency),
       edits: true,
     }));
   }
 
-  private async deliver(channelId: string, n: Notification, key: string, runId: number): Promise<void> {
+  private async deliver(channelId: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Discord yet');
     try {
       const channel = await this.client.channels.fetch(channelId);
@@ -343,7 +343,7 @@ export class DiscordBot {
       }
       await deliverCards(this.opts.store, targetName('discord', channelId), n, { key, runId }, {
         edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, true))),
-        post: async (cards) => (await channel.send(await cardsMessage(cards))).id,
+        post: async (cards) => (await channel.send(await cardsMessage(cards, false, urgency))).id,
         replyResolved: async (ref, cards) => (await channel.send(resolvedMessage(cards, ref))).id,
       });
     } catch (err) {

@@ -5,6 +5,7 @@
 import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
+import { urgencyOf } from '../../store/outbox.ts';
 
 export interface AlertMail {
   subject: string;
@@ -63,7 +64,7 @@ export async function alertMail(n: Notification, domain: string): Promise<AlertM
   for (const c of cards) {
     const cid = c.chart ? `chart-${c.alertId}@rlwatch` : null;
     if (c.chart && cid) {
-      const content = await alertChartPng(c.chart);
+      const content = await alertChartPng(c.chart, urgencyOf(c.severity));
       attachments.push({ filename: `chart-${c.alertId}.png`, content, cid, contentType: 'image/png' });
     }
     parts.push(cardHtml(c, cid));

@@ -289,12 +289,12 @@ export class SlackBot {
   targets(): Target[] {
     return this.channels.map((channel) => ({
       name: targetName('slack', channel),
-      deliver: (n, key, runId) => this.deliver(channel, n, key, runId),
+      deliver: (n, key, runId, urgency) => this.deliver(channel, n, key, runId, urgency),
       edits: true,
     }));
   }
 
-  private async deliver(channel: string, n: Notification, key: string, runId: number): Promise<void> {
+  private async deliver(channel: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Slack yet');
     const client = this.app.client;
     try {
@@ -302,7 +302,7 @@ export class SlackBot {
         // an edit never touches the charts: they were uploaded once, with the post
         edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
-        afterPost: (_ts, cards) => this.uploadCharts(channel, cards),
+        afterPost: (_ts, cards) => this.uploadCharts(channel, cards, urgency),
         replyResolved: async (ts, cards) =>
           String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),
       });
@@ -314,12 +314,12 @@ export class SlackBot {
   /** The burst's charts, rendered once, as one message in the channel right under the alert (a thread
    * hides them from whoever reads the channel). Charts that cannot be uploaded are not worth re-posting the
    * alert for: they are logged and skipped. */
-  private async uploadCharts(channel: string, cards: readonly AlertCard[]): Promise<void> {
+  private async uploadCharts(channel: string, cards: readonly AlertCard[], urgency: number): Promise<void> {
     const charted = cards.filter((c) => c.chart);
     if (charted.length === 0) return;
     try {
       const file_uploads = await Promise.all(charted.map(async (c) => ({
-        file: await alertChartPng(c.chart!),
+        file: await alertChartPng(c.chart!, urgency),
         filename: `chart-${c.alertId}.png`,
         title: c.chart!.title,
         alt_text: `chart of ${c.chart!.title}`,

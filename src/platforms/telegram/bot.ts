@@ -52,7 +52,7 @@ export class TelegramBot {
   targets(): Target[] {
     return this.s.chats.map((chat) => ({
       name: `telegram:${chat}`,
-      deliver: (n: Notification, key: string, runId: number) => this.deliver(chat, n, key, runId),
+      deliver: (n: Notification, key: string, runId: number, urgency: number) => this.deliver(chat, n, key, runId, urgency),
       edits: true,
     }));
   }
@@ -79,11 +79,11 @@ export class TelegramBot {
     await this.polling;
   }
 
-  private async deliver(chat: string, n: Notification, key: string, runId: number): Promise<void> {
+  private async deliver(chat: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
     await deliverCards(this.ctx.store, `telegram:${chat}`, n, { key, runId }, {
       edit: (ref, cards) => this.edit(chat, ref, cards),
       post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
-      afterPost: (ref, cards) => this.charts(chat, ref, cards),
+      afterPost: (ref, cards) => this.charts(chat, ref, cards, urgency),
       replyResolved: async (ref, cards) =>
         String((await this.send(chat, resolvedHtml(cards), { reply_to_message_id: Number(ref) })).message_id),
     });
@@ -104,11 +104,11 @@ export class TelegramBot {
   }
 
   /** Charts as photos replying to the alert: one that fails is logged, not worth re-posting the alert for. */
-  private async charts(chat: string, ref: string, cards: readonly AlertCard[]): Promise<void> {
+  private async charts(chat: string, ref: string, cards: readonly AlertCard[], urgency: number): Promise<void> {
     for (const c of cards) {
       if (!c.chart) continue;
       try {
-        const png = await alertChartPng(c.chart);
+        const png = await alertChartPng(c.chart, urgency);
         await this.api.sendPhoto(chat, png, { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
       } catch (err) {
         this.ctx.log.warn(`telegram: chart of alert #${c.alertId} not sent: ${(err as Error).message}`);

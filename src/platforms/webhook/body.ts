@@ -6,6 +6,7 @@ import { createHmac } from 'node:crypto';
 import { alertCards, stateOf } from '../../notify/cards.ts';
 import type { Notification, NotificationItem } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
+import { urgencyOf } from '../../store/outbox.ts';
 
 export interface WebhookAlert {
   status: 'firing' | 'resolved';
@@ -71,7 +72,7 @@ export async function webhookBody(n: Notification, charts: boolean): Promise<Web
         values: item.recent,
         examples: card.examples.map((e) => ({ title: e.title, completion: e.code })),
         evidence: card.evidence ?? null,
-        ...(charts && card.chart ? { chart: (await alertChartPng(card.chart)).toString('base64') } : {}),
+        ...(charts && card.chart ? { chart: (await alertChartPng(card.chart, urgencyOf(card.severity))).toString('base64') } : {}),
       };
     }),
   );
