@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE, renderLineChart, type LineChartOptions } from '../../src/render/chart.ts';
 import { chartThreadReady, renderOffThread } from '../../src/render/chartThread.ts';
+import { warmCardCharts } from '../../src/render/chartOnce.ts';
 import { cases, type Case } from './chartCases.ts';
 
 const optionsOf = (c: Case): LineChartOptions => ({
@@ -58,6 +59,15 @@ describe('charts drawn on the chart thread', () => {
     ]);
     expect(done.indexOf('critical')).toBeLessThanOrEqual(1);
     expect(done.filter((n) => n !== 'critical')).toEqual(['warning 1', 'warning 2', 'warning 3', 'info']);
+  });
+
+  it('are warmed up behind any real chart: a card posted meanwhile is drawn before the warm-up ends', async () => {
+    const done: string[] = [];
+    const warm = warmCardCharts().then(() => done.push('warm-up'));
+    await chartThreadReady(); // resolved after the warm-up's own wait: its charts are posted first
+    const card = renderOffThread({ ...optionsOf(cases[0]!), threshold: 42 }, 0).then(() => done.push('card'));
+    await Promise.all([warm, card]);
+    expect(done).toEqual(['card', 'warm-up']);
   });
 
   it('reject options that cannot be handed to the thread, and draw the next chart', async () => {

@@ -33,7 +33,7 @@ import { changedSomething, interact, mayAct, type Asker } from '../../notify/int
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
-import { alertChartPng } from '../../render/chartOnce.ts';
+import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
@@ -297,6 +297,7 @@ export class DiscordBot {
    * registering the commands (a wrong guild, a missing permission), is fatal: retrying cannot help.
    */
   connect(hooks: ConnectHooks): void {
+    void warmCardCharts();
     this.connector = keepConnecting({
       platform: 'Discord',
       attempt: async () => {

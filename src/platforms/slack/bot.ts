@@ -13,7 +13,7 @@ import { changedSomething, interact, mayAct, type Asker } from '../../notify/int
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { allDestinations, targetName } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
-import { alertChartPng } from '../../render/chartOnce.ts';
+import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
 import type { SlackSection, SlackSettings } from './index.ts';
@@ -248,6 +248,7 @@ export class SlackBot {
    * (the socket may still be dialling). A refused token is fatal: retrying cannot help.
    */
   connect(hooks: ConnectHooks): void {
+    void warmCardCharts();
     this.connector = keepConnecting({
       platform: 'Slack',
       attempt: async () => {

@@ -10,7 +10,7 @@ import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, type Asker } from '../../notify/interaction.ts';
 import { renderLineChart } from '../../render/chart.ts';
-import { alertChartPng } from '../../render/chartOnce.ts';
+import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { PlatformContext } from '../platform.ts';
 import { BotApi, type TgMessage, type TgUpdate, type TgUser } from './api.ts';
 import { commandWords } from './interact.ts';
@@ -59,6 +59,7 @@ export class TelegramBot {
 
   /** Checks the token, then polls for commands in the background. */
   start(): void {
+    void warmCardCharts();
     this.polling = (async () => {
       try {
         const me = await this.api.call<{ username?: string }>('getMe', {}, { signal: this.abort.signal });
