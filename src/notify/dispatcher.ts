@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Notification } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
 import type { ClaimedRow, ClaimOptions, StoreContract } from '../store/contract.ts';
+import { urgencyOf } from '../store/outbox.ts';
 import { parseNotification } from './payload.ts';
 
 /** A place notifications go: the terminal, a chat channel, an address. */
@@ -23,6 +24,16 @@ function forTarget(n: Notification, target: Target): Notification | null {
   if (target.edits || !n.items.some((i) => i.kind === 'update')) return n;
   const items = n.items.filter((i) => i.kind !== 'update');
   return items.length > 0 || n.report ? { ...n, items } : null;
+}
+
+/**
+ * `n` without its charts when it was handed out more urgent than anything it holds: a run's rows go in order, so a
+ * more urgent row of its run waits behind it, and drawing its charts on a busy bot is most of that wait. Its cards
+ * keep their numbers and sparkline; the critical card behind it gets its chart.
+ */
+function clearingTheWay(n: Notification, urgency: number): Notification {
+  if (!n.items.some((i) => i.chart) || n.items.some((i) => urgencyOf(i.severity) >= urgency)) return n;
+  return { ...n, items: n.items.map(({ chart: _, ...i }) => i) };
 }
 
 /**
@@ -257,6 +268,7 @@ export class Dispatcher {
     let n: Notification | null;
     try {
       n = forTarget(parseNotification(row.payload), target);
+      n &&= clearingTheWay(n, row.urgency);
     } catch (err) {
       // written by a broken or foreign writer: no retry can heal it, and the rows after it still go out
       const reason = `outbox row #${row.id}: ${(err as Error).message}`;

@@ -246,6 +246,31 @@ describe('Dispatcher: runs at once, each in order', () => {
     await d.stop();
   });
 
+  it('a warning row holding back a critical one of its run goes without its charts; alone, with them', async () => {
+    const { async, add } = runs();
+    const chart = { points: [{ step: 1, value: 1 }, { step: 2, value: 2 }], threshold: null };
+    add('paged', [{ severity: 'warning', summary: 'ahead', chart }]);
+    add('paged', [{ severity: 'critical', summary: 'paged', chart }]);
+    add('calm', [{ severity: 'warning', summary: 'alone', chart }]);
+    add('mixed', [{ severity: 'warning', summary: 'mixed', chart }, { severity: 'critical', summary: 'mixed', chart }]);
+    const got = new Map<string, { charts: number; urgency: number }>();
+    const target: Target = {
+      name: 'discord:C1',
+      deliver: async (n, _key, _run, urgency) => {
+        got.set(n.items[0]!.summary, { charts: n.items.filter((i) => i.chart).length, urgency });
+      },
+    };
+    const d = new Dispatcher(async, [target]);
+    await d.kick();
+    expect(Object.fromEntries(got)).toEqual({
+      ahead: { charts: 0, urgency: 2 }, // handed out as urgent as the critical row behind it
+      paged: { charts: 1, urgency: 2 },
+      alone: { charts: 1, urgency: 1 },
+      mixed: { charts: 2, urgency: 2 }, // its own critical item: drawn whole
+    });
+    await d.stop();
+  });
+
   it('delivers a few runs at once, and a run\'s card before its resolution, which edits it', async () => {
     const { store, async, add } = runs();
     const RUNS = 8;
