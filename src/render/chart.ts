@@ -373,7 +373,9 @@ export function svgToPngHere(svg: string, width: number): Buffer {
 }
 
 function rasterOptions(width: number, fonts: FontSource): ResvgRenderOptions {
-  return { background: BACKGROUND, font: { ...fonts, defaultFontFamily: FONT }, fitTo: { mode: 'width', value: width } };
+  return {
+    background: BACKGROUND, font: { ...fonts, defaultFontFamily: FONT }, fitTo: { mode: 'width', value: width },
+  };
 }
 
 function formatStep(step: number): string {

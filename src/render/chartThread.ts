@@ -30,7 +30,8 @@ export function renderOffThread(opts: LineChartOptions, urgency = 0): Promise<Bu
   if (!ready) return renderLineChart(opts);
   const id = ++lastId;
   return new Promise<Buffer>((resolve, reject) => {
-    thread.postMessage({ id, opts, urgency } satisfies ChartJob); // options that cannot be copied throw here: a rejection
+    // options that cannot be copied throw here: a rejection
+    thread.postMessage({ id, opts, urgency } satisfies ChartJob);
     if (waiting.size === 0) thread.ref(); // a chart on its way holds the process open, as a render in Node did
     waiting.set(id, { resolve, reject });
   });

@@ -32,7 +32,9 @@ export function urgencyOf(severity: string): number {
 export type RankedRow = OutboxRow & { rank: number };
 
 /** Claimed rows in the order they were handed out (`StoreContract.claim`), each leased `until`. */
-export function handOutOrder(rows: RankedRow[], until: number): Array<OutboxRow & { urgency: number; leaseUntil: number }> {
+export function handOutOrder(
+  rows: RankedRow[], until: number,
+): Array<OutboxRow & { urgency: number; leaseUntil: number }> {
   return rows.sort((a, b) => b.rank - a.rank || a.id - b.id)
     .map(({ rank, ...r }) => ({ ...r, urgency: rank, leaseUntil: until }));
 }

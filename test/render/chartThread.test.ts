@@ -55,7 +55,8 @@ describe('charts drawn on the chart thread', () => {
       renderOffThread({ ...card, threshold: 20 + i }, urgency).then(() => done.push(name));
     // posted together: the thread takes the first at once; the others wait, and the critical one is next
     await Promise.all([
-      draw('warning 1', 1, 1), draw('info', 0, 2), draw('warning 2', 1, 3), draw('critical', 2, 4), draw('warning 3', 1, 5),
+      draw('warning 1', 1, 1), draw('info', 0, 2), draw('warning 2', 1, 3), draw('critical', 2, 4),
+      draw('warning 3', 1, 5),
     ]);
     expect(done.indexOf('critical')).toBeLessThanOrEqual(1);
     expect(done.filter((n) => n !== 'critical')).toEqual(['warning 1', 'warning 2', 'warning 3', 'info']);

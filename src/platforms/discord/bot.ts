@@ -335,7 +335,9 @@ export class DiscordBot {
     }));
   }
 
-  private async deliver(channelId: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
+  private async deliver(
+    channelId: string, n: Notification, key: string, runId: number, urgency: number,
+  ): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Discord yet');
     try {
       const channel = await this.client.channels.fetch(channelId);

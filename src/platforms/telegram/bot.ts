@@ -52,7 +52,7 @@ export class TelegramBot {
   targets(): Target[] {
     return this.s.chats.map((chat) => ({
       name: `telegram:${chat}`,
-      deliver: (n: Notification, key: string, runId: number, urgency: number) => this.deliver(chat, n, key, runId, urgency),
+      deliver: (n, key, runId, urgency) => this.deliver(chat, n, key, runId, urgency),
       edits: true,
     }));
   }

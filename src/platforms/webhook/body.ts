@@ -72,7 +72,9 @@ export async function webhookBody(n: Notification, charts: boolean): Promise<Web
         values: item.recent,
         examples: card.examples.map((e) => ({ title: e.title, completion: e.code })),
         evidence: card.evidence ?? null,
-        ...(charts && card.chart ? { chart: (await alertChartPng(card.chart, urgencyOf(card.severity))).toString('base64') } : {}),
+        ...(charts && card.chart
+          ? { chart: (await alertChartPng(card.chart, urgencyOf(card.severity))).toString('base64') }
+          : {}),
       };
     }),
   );
