@@ -10,7 +10,7 @@ import { renderLineChart, svgToPngHere, type LineChartOptions } from './chart.ts
 export interface ChartJob {
   id: number;
   opts: LineChartOptions;
-  /** higher first (a card's severity rank); equal ones in the order they came */
+  /** higher first (the outbox row's urgency, `ClaimedRow`; −1 for a warm-up); equal ones in the order they came */
   urgency: number;
 }
 
