@@ -39,13 +39,52 @@ export function handOutOrder(
     .map(({ rank, ...r }) => ({ ...r, urgency: rank, leaseUntil: until }));
 }
 
+/** Items a row gathers at most by merging (`Outbox.add`): as many cards as one chat message holds. */
+export const ROW_ITEMS_MAX = 5;
+
+/** What of a payload a waiting row may take in, or add to the rows that may (`Outbox.add`): its items' JSON
+ * without the brackets and their alert ids; null for anything but a plain `{ run, items }` notification (a report,
+ * a foreign shape). Such a payload's JSON ends with its items (`]}`), where more are appended. */
+export function mergeable(payload: unknown): { items: string; ids: string; count: number } | null {
+  if (typeof payload !== 'object' || payload === null) return null;
+  const { run, items } = payload as { run?: unknown; items?: unknown };
+  const keys = Object.keys(payload);
+  if (keys.length !== 2 || keys[0] !== 'run' || keys[1] !== 'items' || typeof run !== 'string') return null;
+  if (!Array.isArray(items) || items.length === 0 || items.length >= ROW_ITEMS_MAX) return null;
+  const ids = items.map((i: { alertId?: unknown }) => i.alertId);
+  if (!ids.every((id) => Number.isSafeInteger(id))) return null;
+  return { items: JSON.stringify(items).slice(1, -1), ids: JSON.stringify(ids), count: items.length };
+}
+
+/**
+ * Appends the items to the run's newest waiting row of the target when it may take them (`merge_alerts`, migration
+ * 020: never claimed), none of its alerts is among them (a card and its resolution stay two rows, in order) and
+ * they fit ROW_ITEMS_MAX.
+ */
+const MERGE = `UPDATE outbox SET payload = substr(payload, 1, length(payload) - 2) || ',' || :items || ']}',
+    merge_alerts = substr(merge_alerts, 1, length(merge_alerts) - 1) || ',' || substr(:ids, 2)
+  WHERE id = (SELECT max(id) FROM outbox WHERE target = :target AND run_id = :run AND done_at IS NULL
+              AND dead_at IS NULL)
+    AND merge_alerts IS NOT NULL AND json_array_length(merge_alerts) <= :room
+    AND NOT EXISTS (SELECT 1 FROM json_each(merge_alerts) WHERE value IN (SELECT value FROM json_each(:ids)))`;
+
 /** Notifications waiting for delivery, per target, in the order they were written. */
 export class Outbox {
   constructor(private readonly db: Database) {}
 
+  /**
+   * Queues `payload` for `target`. Under a backlog (a slow or absent platform) a run's new items join its newest
+   * waiting row instead (MERGE, as Alertmanager groups what waits to be sent): one message rather than one per batch,
+   * in the same order, and a critical item rides with the row ahead of it instead of waiting for its delivery.
+   */
   add(runId: number, target: string, payload: unknown, at: number): void {
-    prepared(this.db, 'INSERT INTO outbox (created_at, run_id, target, payload) VALUES (?, ?, ?, ?)')
-      .run(at, runId, target, JSON.stringify(payload));
+    const m = mergeable(payload);
+    if (m) {
+      const room = ROW_ITEMS_MAX - m.count;
+      if (prepared(this.db, MERGE).run({ items: m.items, ids: m.ids, target, run: runId, room }).changes === 1) return;
+    }
+    prepared(this.db, 'INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts) VALUES (?, ?, ?, ?, ?)')
+      .run(at, runId, target, JSON.stringify(payload), m?.ids ?? null);
   }
 
   /** The rows of a target still to deliver, oldest first; set-aside rows are not among them. */

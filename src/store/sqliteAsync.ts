@@ -185,7 +185,7 @@ export class SqliteAsyncStore implements StoreContract {
     // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry; the
     // first `limit` of them, and the next `criticalExtra` if critical (most urgent first: those come right after)
     const rows = prepared(this.store.db,
-        `UPDATE outbox SET claimed_by = :owner, claimed_until = :until
+        `UPDATE outbox SET claimed_by = :owner, claimed_until = :until, merge_alerts = NULL
          WHERE id IN (SELECT head FROM (
              SELECT h.head, h.urgency, row_number() OVER (ORDER BY h.urgency DESC, h.head) AS pos FROM (
                SELECT min(id) AS head, max(urgency) AS urgency FROM outbox

@@ -48,7 +48,7 @@ describe('the open alerts one evaluation reads', () => {
     clean.batch(times(3, bad));
     broken.batch(times(3, bad));
     expect(broken.states()).toEqual(['mode_collapse firing']);
-    expect(broken.said()).toEqual([['firing mode_collapse@3']]);
+    expect(broken.wrote()).toEqual([['firing mode_collapse@3']]);
 
     // the next evaluation: grad_explosion judges the steps it missed; mode_collapse's incident goes on, one row
     failing = false;
@@ -57,7 +57,7 @@ describe('the open alerts one evaluation reads', () => {
       t.alerts().map((a) => ({ ...a, events: t.store.alerts.events(a.id).map((e) => [e.step, e.state, e.details]) }));
     expect(rows(broken)).toEqual(rows(clean));
     expect(broken.states()).toEqual(['mode_collapse firing', 'grad_explosion firing']);
-    expect(broken.said()).toEqual([['firing mode_collapse@3'], ['firing grad_explosion@1']]);
-    expect(clean.said()).toEqual([['firing mode_collapse@3', 'firing grad_explosion@1']]);
+    expect(broken.wrote()).toEqual([['firing mode_collapse@3'], ['firing grad_explosion@1']]);
+    expect(clean.wrote()).toEqual([['firing mode_collapse@3', 'firing grad_explosion@1']]);
   });
 });

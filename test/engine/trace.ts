@@ -88,6 +88,8 @@ export class Trace {
   file!: FileRow;
   private lastStep = 0;
   private seq = 0;
+  /** every notification the engine wrote, in order: what each evaluation said, before rows that wait merge */
+  private readonly written: Array<{ target: string; n: Notification }> = [];
 
   constructor(private readonly opts: TraceOptions = {}) {
     this.now = opts.now ?? T0;
@@ -107,6 +109,12 @@ export class Trace {
     const path = `/x/${name}/learning.log`;
     this.file = this.store.files.byPath(path) ?? this.store.files.add(this.run.id, path, 'learningLog');
     this.lastStep = this.run.last_step ?? 0;
+    const outbox = this.store.outbox;
+    const add = outbox.add.bind(outbox);
+    outbox.add = (runId, target, payload, at) => {
+      this.written.push({ target, n: payload as Notification });
+      add(runId, target, payload, at);
+    };
     this.engine = new Engine(this.store, this.book, {
       repeatIntervalMs: this.opts.repeatIntervalMs ?? HOUR,
       targets: this.opts.targets ?? ['console'],
@@ -226,8 +234,17 @@ export class Trace {
     return rows.map(({ payload, ...r }) => ({ ...r, notification: JSON.parse(payload) as Notification }));
   }
 
-  /** The outbox as `kind rule@step` per item, one list per row: what the user was told, in order. */
+  /** The outbox as `kind rule@step` per item, one list per row: what the user was told, in order (a row that
+   * waited took in what its run said next: `Outbox.add`). */
   said(target = 'console'): string[][] {
-    return this.outbox(target).map((r) => r.notification.items.map((i) => `${i.kind} ${i.rule}@${i.step}`));
+    return this.outbox(target).map((r) => said(r.notification));
+  }
+
+  /** What the engine wrote for a target as `kind rule@step` per item, one list per notification: what each
+   * evaluation said, whether or not it joined a row that waited. */
+  wrote(target = 'console'): string[][] {
+    return this.written.filter((w) => w.target === target).map((w) => said(w.n));
   }
 }
+
+const said = (n: Notification): string[] => n.items.map((i) => `${i.kind} ${i.rule}@${i.step}`);

@@ -28,12 +28,13 @@ export async function enqueueAlerts(
   return ids;
 }
 
-/** How many cards of each alert the fake's channel holds: an alert's card carries its Ack button (`ack:ID`). */
+/** How many cards of each alert the fake's channel holds: an alert's card carries its Ack button (`ack:ID`), and a
+ * message holds up to five cards (rows that waited together go as one). */
 export function postedPerAlert(fake: FakeDiscord): Map<number, number> {
   const count = new Map<number, number>();
   for (const m of fake.channelMessages()) {
-    const id = /"ack:(\d+)"/.exec(JSON.stringify(m.components))?.[1];
-    if (id !== undefined) count.set(Number(id), (count.get(Number(id)) ?? 0) + 1);
+    const ids = new Set([...JSON.stringify(m.components).matchAll(/"ack:(\d+)"/g)].map((x) => Number(x[1])));
+    for (const id of ids) count.set(id, (count.get(id) ?? 0) + 1);
   }
   return count;
 }

@@ -349,6 +349,40 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect([await next(), await next(), await next()]).toEqual([[6], [5], []]);
   });
 
+  it('a run\'s new items join its newest waiting row until a deliverer has it; a card and its resolution stay two', async () => {
+    const { store } = await setUp(kind);
+    const [a, b] = await someRuns(store, 2);
+    const item = (alertId: number, severity = 'warning', kind = 'firing') =>
+      ({ alertId, kind, severity, rule: `r${alertId}`, summary: 'untrusted ]} "x"', step: alertId });
+    const put = (runId: number, run: string, items: object[], at: number, more: object = {}) =>
+      store.enqueue(runId, 'discord:ops', { run, items, ...more }, at);
+    const open = async () => (await store.openOutbox()).map((r) => ({ run: r.run_id, at: r.created_at, n: JSON.parse(r.payload) }));
+    await put(a!, 'a', [item(1)], 1);
+    await put(b!, 'b', [item(10)], 2);
+    await put(a!, 'a', [item(2, 'critical'), item(3)], 3); // joins a's row: the critical alert rides with it
+    await put(b!, 'b', [item(10, 'warning', 'resolved')], 4); // the same alert: a row of its own, after its card
+    expect(await open()).toEqual([
+      { run: a, at: 1, n: { run: 'a', items: [item(1), item(2, 'critical'), item(3)] } },
+      { run: b, at: 2, n: { run: 'b', items: [item(10)] } },
+      { run: b, at: 4, n: { run: 'b', items: [item(10, 'warning', 'resolved')] } },
+    ]);
+    // written as one notification would be: its text is that notification's JSON
+    expect((await store.openOutbox())[0]!.payload).toBe(JSON.stringify({ run: 'a', items: [item(1), item(2, 'critical'), item(3)] }));
+    const first = await store.claim('discord:ops', { owner: 'x', now: 10, leaseMs: 60_000, limit: 1 });
+    expect(first.map((r) => [r.run_id, r.urgency])).toEqual([[a, 2]]);
+    // handed out (even if given back), a row takes nothing more: what it holds may be posted in part already
+    await store.releaseClaims('x');
+    await put(a!, 'a', [item(4)], 11);
+    // five items at most, as one chat message's cards; a report takes none, and nothing joins it
+    await put(b!, 'b', [item(11), item(12), item(13)], 12);
+    await put(b!, 'b', [item(14)], 13);
+    await put(b!, 'b', [], 14, { report: { kind: 'digest', title: 't', lines: [] } });
+    await put(b!, 'b', [item(15)], 15);
+    expect((await open()).map((r) => [r.at, r.n.items.map((i: { alertId: number }) => i.alertId)])).toEqual([
+      [1, [1, 2, 3]], [2, [10]], [4, [10, 11, 12, 13, 14]], [11, [4]], [14, []], [15, [15]],
+    ]);
+  });
+
   it('hands out `criticalExtra` rows beyond the limit only if critical, in a claim and with a delivery', async () => {
     const { store } = await setUp(kind);
     const [w1, w2, w3, c1, c2, c3] = await someRuns(store, 6);

@@ -34,15 +34,21 @@ describe('outbox urgency', () => {
     const ingestor = new Ingestor(store, config.ingest, (e) => {
       if (e.kind === 'batch') engine.evaluate(e.result.runId);
     });
+    // each read's rows delivered before the next, as a live terminal does: a row still waiting takes its run's next
+    // items in (Outbox.add), and this test wants the rows of each kind apart
+    const readAndDeliver = async (): Promise<void> => {
+      await ingestor.ingest(path, join(root, 'runs'));
+      for (const r of store.outbox.pending('console')) store.outbox.done(r.id, Date.now());
+    };
     // entropy under its floor (entropy_collapse, a warning), then a collapse (mode_collapse, critical), then both heal
     write(1, 10, { entropy: 0.5, frac_reward_zero_std: 0.1 });
-    await ingestor.ingest(path, join(root, 'runs'));
+    await readAndDeliver();
     write(11, 20, { entropy: 0.01, frac_reward_zero_std: 0.1 });
-    await ingestor.ingest(path, join(root, 'runs'));
+    await readAndDeliver();
     write(21, 30, { entropy: 0.01, frac_reward_zero_std: 0.95 });
-    await ingestor.ingest(path, join(root, 'runs'));
+    await readAndDeliver();
     write(31, 40, { entropy: 0.5, frac_reward_zero_std: 0.1 });
-    await ingestor.ingest(path, join(root, 'runs'));
+    await readAndDeliver();
 
     const rows = store.db.prepare('SELECT payload, urgency FROM outbox ORDER BY id').all() as Array<{
       payload: string; urgency: number;

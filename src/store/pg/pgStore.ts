@@ -9,7 +9,7 @@ import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import type { RuleIncidents } from '../alerts.ts';
 import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
-import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from '../outbox.ts';
+import { CRITICAL_URGENCY, handOutOrder, mergeable, ROW_ITEMS_MAX, type RankedRow } from '../outbox.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
@@ -63,8 +63,21 @@ export const claimStatement = (before: string): string =>
    kept AS (
      SELECT id, rank FROM (SELECT id, rank, row_number() OVER (ORDER BY rank DESC, id) AS pos FROM locked) k
      WHERE pos <= $3::int OR rank >= ${CRITICAL_URGENCY})
-   UPDATE outbox o SET claimed_by = $4, claimed_until = $5 FROM kept WHERE o.id = kept.id
+   UPDATE outbox o SET claimed_by = $4, claimed_until = $5, merge_alerts = NULL FROM kept WHERE o.id = kept.id
    RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, kept.rank`;
+
+/**
+ * As SQLite's (src/store/outbox.ts): `enqueue`'s $2 run and $3 target; $5 the new items' alert ids and $6 their JSON,
+ * as `mergeable` gives them, $7 how many items the row may hold before them. A row a claim takes meanwhile is checked
+ * again once its claim commits (READ COMMITTED), and no longer merges.
+ */
+const MERGE = `UPDATE outbox o SET payload = left(o.payload, -2) || ',' || $6 || ']}',
+    merge_alerts = left(o.merge_alerts, -1) || ',' || substr($5::text, 2)
+  WHERE o.id = (SELECT max(id) FROM outbox WHERE target = $3 AND run_id = $2 AND done_at IS NULL AND dead_at IS NULL)
+    AND o.merge_alerts IS NOT NULL AND jsonb_array_length(o.merge_alerts::jsonb) <= $7::int
+    AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(o.merge_alerts::jsonb) a, jsonb_array_elements($5::text::jsonb) b
+                    WHERE a = b)
+  RETURNING o.urgency`;
 
 /**
  * The store contract on PostgreSQL (`--db postgres://...`): a pool of connections, every batch one transaction on
@@ -446,14 +459,20 @@ export class PgStore implements StoreContract {
 
   /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. A
    * critical row says so (CRITICAL_NOTICE): only then does the deliverer look for one for the slot it keeps. */
-  enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
+  enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> => {
+    const m = mergeable(payload);
     void (await this.run(
-      `WITH added AS (
-         INSERT INTO outbox (created_at, run_id, target, payload) VALUES ($1, $2, $3, $4) RETURNING urgency)
+      `WITH merged AS (${m ? MERGE : 'SELECT NULL::smallint AS urgency WHERE false'}),
+       added AS (
+         INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts)
+         SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM merged) RETURNING urgency)
        SELECT pg_notify('${OUTBOX_CHANNEL}', CASE WHEN urgency >= ${CRITICAL_URGENCY} THEN '${CRITICAL_NOTICE}' ELSE ''
-         END) FROM added`,
-      [at, runId, target, JSON.stringify(payload)],
+         END) FROM (SELECT urgency FROM merged UNION ALL SELECT urgency FROM added) AS changed`,
+      m
+        ? [at, runId, target, JSON.stringify(payload), m.ids, m.items, ROW_ITEMS_MAX - m.count]
+        : [at, runId, target, JSON.stringify(payload), null],
     ));
+  };
 
   /**
    * Each run's oldest open row, if not leased, before any row that waits for a retry. A head
