@@ -27,13 +27,13 @@ function forTarget(n: Notification, target: Target): Notification | null {
 }
 
 /**
- * `n` without its charts when it was handed out more urgent than anything it holds: a run's rows go in order, so a
- * more urgent row of its run waits behind it, and drawing its charts on a busy bot is most of that wait. Its cards
- * keep their numbers and sparkline; the critical card behind it gets its chart.
+ * `n` with charts only on its items as urgent as it was handed out: a run's rows go in order, and a row merges its
+ * run's waiting items (`Outbox.add`), so a critical card rides in it or waits behind it; drawing the other cards'
+ * charts on a busy bot is most of that wait. Those cards keep their numbers and sparkline.
  */
 function clearingTheWay(n: Notification, urgency: number): Notification {
-  if (!n.items.some((i) => i.chart) || n.items.some((i) => urgencyOf(i.severity) >= urgency)) return n;
-  return { ...n, items: n.items.map(({ chart: _, ...i }) => i) };
+  if (!n.items.some((i) => i.chart && urgencyOf(i.severity) < urgency)) return n;
+  return { ...n, items: n.items.map(({ chart, ...i }) => (urgencyOf(i.severity) < urgency ? i : { ...i, chart })) };
 }
 
 /**
