@@ -10,6 +10,7 @@ import { type ExpectedRange } from './ranges.ts';
 import { direction, finite, mean, range } from './stats.ts';
 import { statusOf, stopVerdict } from './verdict.ts';
 import { valuesIn, windowOf, type Window } from './window.ts';
+import { readOnce } from './readOnce.ts';
 
 export type Mark = 'ok' | 'warn' | 'bad' | 'none';
 export type Level = 'healthy' | 'watch' | 'struggling' | 'stop';
@@ -206,10 +207,11 @@ async function progress(store: StoreTx, run: RunRow): Promise<RunReport['progres
   return { step: run.last_step, epoch, totalSteps, elapsedMs, etaMs };
 }
 
-
+/** The report of `run` from what the store holds now; its repeated reads are asked once (`readOnce`). */
 export async function buildReport(
-  store: StoreTx, run: RunRow, opts: ReportOptions, fmt: (v: number) => string,
+  tx: StoreTx, run: RunRow, opts: ReportOptions, fmt: (v: number) => string,
 ): Promise<RunReport> {
+  const store = readOnce(tx);
   const w = await windowOf(store, run, opts);
   const epochs = (await store.series(run.id, 'epoch')).filter((p) => p.step >= w.from && p.step <= w.to);
   const ranges: RangeRow[] = [];

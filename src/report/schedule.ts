@@ -20,6 +20,9 @@ const REWARD_RECORDS = 10;
 export class ReportSchedule {
   /** a digest is sent only for a digest time this process was running at (not on every restart after 9:00) */
   private readonly since: number;
+  /** `run milestone` pairs this process saw marked: not asked of the store again on every tick */
+  private readonly marked = new Set<string>();
+  private ticking = false;
 
   constructor(
     private readonly store: StoreContract,
@@ -31,13 +34,22 @@ export class ReportSchedule {
     this.since = now();
   }
 
-  /** Writes what is due to the outbox, in one transaction; returns the rows written. */
-  tick(): Promise<number> {
-    return this.store.transaction(async (tx) => {
+  /**
+   * Writes what is due to the outbox; returns the rows written. Each milestone report is a transaction of its own (its
+   * mark and its rows together), so a tick that finds a hundred runs past a milestone at once (runs launched together)
+   * holds no connection for all of them, and the alerts' deliveries go on meanwhile. A tick still running when the
+   * next is due is not joined by it.
+   */
+  async tick(): Promise<number> {
+    if (this.ticking) return 0;
+    this.ticking = true;
+    try {
       let written = 0;
-      for (const run of await tx.listRuns()) written += await this.milestones(tx, run);
-      return written + (await this.digest(tx));
-    });
+      for (const run of await this.store.listRuns()) written += await this.milestones(run);
+      return written + (await this.store.transaction((tx) => this.digest(tx)));
+    } finally {
+      this.ticking = false;
+    }
   }
 
   private async muted(tx: StoreTx, run: string, rule: 'report' | 'digest'): Promise<boolean> {
@@ -53,17 +65,23 @@ export class ReportSchedule {
   }
 
   /** Each milestone epoch once per run; one a run passed before it was watched live is marked, not sent. */
-  private async milestones(tx: StoreTx, run: RunRow): Promise<number> {
-    const epoch = (await tx.upTo(run.id, 'epoch', Number.MAX_SAFE_INTEGER, 1))[0]?.value;
+  private async milestones(run: RunRow): Promise<number> {
+    const due = this.config.report.milestones.filter((e) => !this.marked.has(`${run.id} ${e}`));
+    if (due.length === 0) return 0;
+    const epoch = (await this.store.upTo(run.id, 'epoch', Number.MAX_SAFE_INTEGER, 1))[0]?.value;
     if (epoch === undefined) return 0;
     let written = 0;
-    for (const e of this.config.report.milestones) {
-      if (epoch < e - 1e-9 || !(await tx.markReport(run.id, `epoch:${e}`, this.now()))) continue;
-      if (run.live_at === null || (await this.muted(tx, run.name, 'report'))) continue;
-      const report = await reportOf({ store: tx, config: this.config }, { run: run.name }, this.now());
-      const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
-      const sent = { kind: 'milestone' as const, title, lines: summaryLines(report) };
-      written += await this.send(tx, run.id, run.name, this.route(run.name), sent);
+    for (const e of due) {
+      if (epoch < e - 1e-9) continue;
+      written += await this.store.transaction(async (tx) => {
+        if (!(await tx.markReport(run.id, `epoch:${e}`, this.now()))) return 0;
+        if (run.live_at === null || (await this.muted(tx, run.name, 'report'))) return 0;
+        const report = await reportOf({ store: tx, config: this.config }, { run: run.name }, this.now());
+        const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
+        const sent = { kind: 'milestone' as const, title, lines: summaryLines(report) };
+        return this.send(tx, run.id, run.name, this.route(run.name), sent);
+      });
+      this.marked.add(`${run.id} ${e}`); // committed: a mark is never taken back
     }
     return written;
   }

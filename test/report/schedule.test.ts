@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { renderNotification } from '../../src/platforms/terminal/terminal.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
+import type { StoreTx } from '../../src/store/contract.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { HOUR, MIN, T0, Trace, presetOnly } from '../engine/trace.ts';
 
@@ -32,6 +33,28 @@ describe('scheduled reports', () => {
     t.feed(records(50, 0.55, 0.4)); // epoch 1.05
     await schedule.tick();
     expect(t.outbox('console').map((r) => r.notification.report?.title.split(':')[0])).toEqual(['r1 reached epoch 0.5', 'r1 reached epoch 1']);
+  });
+
+  it('a tick started while one runs adds nothing; a milestone seen marked is not asked of the store again', async () => {
+    const t = new Trace({ book: presetOnly('mode_collapse') });
+    let marks = 0; // markReport calls, in the transactions the schedule opens
+    const inner = new SqliteAsyncStore(t.store);
+    const counted = (tx: StoreTx): StoreTx => Object.assign(Object.create(tx) as StoreTx, {
+      markReport: (...args: Parameters<StoreTx['markReport']>) => (marks++, tx.markReport(...args)),
+    });
+    const store = Object.assign(Object.create(inner) as SqliteAsyncStore, {
+      transaction: <T>(fn: (tx: StoreTx) => Promise<T>) => inner.transaction((tx) => fn(counted(tx))),
+    });
+    const schedule = new ReportSchedule(store, ConfigSchema.parse({}), () => ['console'], () => t.now);
+    t.feed(records(55, 0, 0.3)); // epoch 0.55
+    expect(await Promise.all([schedule.tick(), schedule.tick()])).toEqual([1, 0]);
+    expect(t.outbox('console')).toHaveLength(1);
+    expect(marks).toBe(1); // epoch 1.0 not reached: not asked
+    expect(await schedule.tick()).toBe(0);
+    expect(marks).toBe(1);
+    t.feed(records(50, 0.55, 0.3)); // epoch 1.05
+    expect(await schedule.tick()).toBe(1);
+    expect(marks).toBe(2);
   });
 
   it('a milestone passed before the run was watched live is not announced; a mute on rule report holds them', async () => {

@@ -1,0 +1,28 @@
+import type { StoreTx } from '../store/contract.ts';
+
+/** The reads a report repeats: the epochs (its window, each milestone, each judged range), a metric's series (its
+ * range, then its judge), the run's metric names and meta. */
+const HELD: ReadonlySet<PropertyKey> = new Set(['series', 'metricsOf', 'runMeta', 'latest', 'steps', 'listAlerts']);
+
+/**
+ * `store`, with each of the reads a report repeats asked of it once (the same arguments, the same answer): one
+ * report asked for ~14 series, a third of them the epochs again, and on PostgreSQL each is a round trip. A report
+ * reads one moment of a run, so an answer held for the length of one build is that moment's. Arrays are handed out
+ * as copies: a caller may sort or reverse what it got.
+ */
+export function readOnce(store: StoreTx): StoreTx {
+  const held = new Map<string, Promise<unknown>>();
+  return new Proxy(store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (typeof value !== 'function') return value;
+      if (!HELD.has(name)) return value.bind(target);
+      return (...args: unknown[]) => {
+        const key = `${String(name)} ${JSON.stringify(args)}`;
+        let read = held.get(key);
+        if (!read) held.set(key, (read = Promise.resolve(value.apply(target, args))));
+        return read.then((v) => (Array.isArray(v) ? [...v] : v));
+      };
+    },
+  });
+}
