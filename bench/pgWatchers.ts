@@ -44,13 +44,17 @@ export interface PgWatchersResult {
   posted: number;
   chatP50Ms: number;
   chatP99Ms: number;
+  /** the slowest spikes, slowest first: p99 over 20 spikes is the slowest one, and its step says what else was
+   * going on (steps 50 and 100 are epochs 0.5 and 1.0: every run's milestone alerts and reports at once) */
+  slowestSpikes: Array<{ run: string; step: number; commitMs: number; chatMs: number }>;
   /** outbox rows the watchers queued while lines were appended, those of them the bot delivered by the end, and
    * how long those waited (queued → delivered): line → chat beyond line → commit is this queue */
   outboxQueued: number;
   outboxDone: number;
   outboxWaitP50Ms: number;
   outboxWaitMaxMs: number;
-  /** the same for the rows holding a critical alert (outbox urgency 2): what the claim hands out first */
+  /** the same for the rows holding a critical alert (outbox urgency 2): what the claim hands out first. A row that
+   * waited takes in its run's next items (`Outbox.add`): its wait counts from its first item, maybe a warning's */
   criticalQueued: number;
   criticalDone: number;
   criticalWaitP50Ms: number;
@@ -243,6 +247,13 @@ export async function runPgWatchers(
     const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
     const chatSorted = [...chat].sort((a, b) => a - b);
     const chatP99Ms = percentile(chatSorted, 99);
+    const slowestSpikes = spikes
+      .map((s, k) => {
+        const commitMs = (committedAt.get(`${s.run}:${s.step}`) ?? Infinity) - s.at;
+        return { run: s.run, step: s.step, commitMs, chatMs: chat[k]! };
+      })
+      .sort((a, b) => b.chatMs - a.chatMs)
+      .slice(0, 3);
     return {
       watchers: WATCHERS,
       runs: RUNS,
@@ -257,6 +268,7 @@ export async function runPgWatchers(
       posted: chat.filter(Number.isFinite).length,
       chatP50Ms: percentile(chatSorted, 50),
       chatP99Ms,
+      slowestSpikes,
       outboxQueued: outbox.queued,
       outboxDone: outbox.done,
       outboxWaitP50Ms: outbox.p50 ?? Infinity,
@@ -310,6 +322,8 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
     `  line → commit      p50 ${ms(r.commitP50Ms)}, p99 ${ms(r.commitP99Ms)} (polled every ${POLL_MS} ms)`,
     `  line → chat POST   p50 ${ms(r.chatP50Ms)}, p99 ${ms(r.chatP99Ms)} over ${r.spikes} spikes (${r.posted} posted)` +
       `   target p99 < ${PG_CHAT_P99_TARGET_MS} ms   ${r.pass ? 'PASS' : 'FAIL'}`,
+    `    slowest          ` +
+      r.slowestSpikes.map((x) => `step ${x.step}: commit ${ms(x.commitMs)}, chat ${ms(x.chatMs)}`).join('; '),
     `  outbox             ${r.outboxQueued} rows queued while appending, ${r.outboxDone} delivered; ` +
       `queued → delivered p50 ${ms(r.outboxWaitP50Ms)}, max ${ms(r.outboxWaitMaxMs)}`,
     `    of them critical ${r.criticalQueued} queued, ${r.criticalDone} delivered; ` +
