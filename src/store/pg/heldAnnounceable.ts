@@ -1,12 +1,11 @@
-import type { AlertRow } from '../alerts.ts';
+import type { AlertChange, AlertRow } from '../alerts.ts';
 
 /**
  * The alerts a run's announcement may read (`PgStore.announceable` for any `firedSince`: the firing ones, the resolved
  * ones whose firing was announced, and those that fired and resolved unannounced), as a batch's round trip read them,
  * kept true to the watcher's own alert writes until they are used once or the transaction ends: the rules that fire
- * an alert, and the announcement that records it, then need no read of their own. A resolution changes the row's
- * details as PostgreSQL merges them (jsonb): its run's answer is dropped and read again. Other processes write only
- * acks, which a held answer may miss by those few milliseconds as a read would.
+ * or resolve an alert, and the announcement that records it, then need no read of their own. Other processes write
+ * only acks, which a held answer may miss by those few milliseconds as a read would.
  */
 export class HeldAnnounceable {
   private readonly runs = new Map<number, AlertRow[]>();
@@ -45,9 +44,18 @@ export class HeldAnnounceable {
     }
   }
 
-  /** A resolution: the run's answer, if held, is read again. */
-  resolved(runId: number): void {
-    this.runs.delete(runId);
+  /**
+   * A resolution, as `PgStore.resolveAlert` writes it: its state, step and time, and `resolved` merged into the
+   * details. PostgreSQL prints the merged details as jsonb does (spaced, keys reordered): the same JSON value in
+   * other text, and every reader parses it. An alert not held (it was not firing) has its run's answer read again.
+   */
+  resolved(runId: number, id: number, c: AlertChange): void {
+    const rows = this.runs.get(runId);
+    const k = rows?.findIndex((a) => a.id === id) ?? -1;
+    if (k === -1) return void this.runs.delete(runId);
+    const row = rows![k]!;
+    const details = { ...(JSON.parse(row.details) as object), resolved: { summary: c.summary, ...c.details } };
+    rows![k] = { ...row, state: 'resolved', resolved_step: c.step, resolved_at: c.at, details: JSON.stringify(details) };
   }
 
   clear(): void {

@@ -179,7 +179,7 @@ export class PgLiveStore implements LiveStore {
       this.write('resolveAlert', id, c);
       const runId = this.opened.closed(id);
       if (runId === undefined) this.announceable.clear();
-      else this.announceable.resolved(runId);
+      else this.announceable.resolved(runId, id, c);
     },
     rewindCursors: (runId, step) => this.cursors.rewind(runId, step),
     saveCursor: (runId, rule, metric, step, state) => this.cursors.save(runId, rule, metric, step, state),

@@ -279,13 +279,18 @@ describe('PgLiveStore', () => {
     cleanup.push(() => direct.close());
     expect(heldRows).toEqual(await direct.announceable(run.id, null)); // the rows, acks and all
     expect(ids(heldRows)).toEqual([firing, late]);
-    // a resolution changes the row's details as PostgreSQL merges them: read again
+    // a resolution too, its details merged as PostgreSQL merges them: the same JSON value, in other text
+    const parsed = (as: AlertRow[]) => as.map((a) => ({ ...a, details: JSON.parse(a.details) as unknown }));
     store.commit(batchOf(run.id, file.id, [5], 50), 0, () => {
-      store.alerts.resolve(late, change(4));
+      store.alerts.openOf(run.id);
+      store.alerts.resolve(late, { ...change(5), summary: 'cooled', details: { value: 1e-7, last: [0.5, -2] } });
       const before = store.calls.waited;
-      expect(ids(store.alerts.announceable(run.id, 800))).toEqual([firing, late]);
-      expect(store.calls.waited).toBe(before + 1);
+      heldRows = store.alerts.announceable(run.id, 800);
+      expect(store.calls.waited).toBe(before);
     });
+    expect(ids(heldRows)).toEqual([firing, late]);
+    expect(parsed(heldRows)).toEqual(parsed(await direct.announceable(run.id, 800)));
+    expect(parsed(heldRows)[1]).toMatchObject({ state: 'resolved', resolved_step: 5, details: { resolved: { summary: 'cooled' } } });
     // a rolled back evaluation drops it too
     expect(() =>
       store.commit(batchOf(run.id, file.id, [6], 60), 0, () => {
