@@ -45,6 +45,10 @@ class RuleFailed extends Error {
 }
 
 const RECENT = 50;
+/** How far behind its last live growth a run's `live_at` may be. It says whether a run grew while watched within a
+ * stall's limit of this session's start (the preset's limits are 10 and 30 minutes); written on every batch, it cost
+ * PostgreSQL a statement a batch. */
+const LIVE_AT_EVERY_MS = 30_000;
 const SNIPPET_CHARS = 400;
 
 /** An alert said once (run_finished's summary), never repeated. */
@@ -75,10 +79,12 @@ export class Engine {
     this.caughtUpReads = new Map(this.store.runs.list().map((r) => [r.id, r.active_at]));
   }
 
-  /** Marks the run live when it has grown since the catch-up; returns its row as it is now. */
+  /** Marks the run live when it has grown since the catch-up, at most every LIVE_AT_EVERY_MS; returns its row as it
+   * is now. */
   private noteLive(run: RunRow): RunRow {
     const reads = this.caughtUpReads;
-    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && run.live_at !== run.active_at) {
+    const due = run.live_at === null || (run.active_at ?? 0) - run.live_at >= LIVE_AT_EVERY_MS;
+    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && due) {
       this.store.runs.markLive(run.id);
       return { ...run, live_at: run.active_at };
     }

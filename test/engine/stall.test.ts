@@ -52,6 +52,21 @@ describe('stall with a fixed limit (run_stalled, after: 15m, no pace known)', ()
     expect(t.alert('run_stalled')).toMatchObject({ state: 'firing', fired_step: 3 });
   });
 
+  it("keeps a live run's live_at within 30 s of its last growth, without writing it on every batch", () => {
+    const t = stall();
+    let marks = 0;
+    const markLive = t.store.runs.markLive.bind(t.store.runs);
+    t.store.runs.markLive = (runId) => void (marks++, markLive(runId));
+    const liveAt = () => t.store.runs.byId(t.run.id)!.live_at;
+    t.feed([{ reward: 0.3 }]);
+    expect([marks, liveAt()]).toEqual([1, t.now]);
+    const first = t.now;
+    for (let i = 0; i < 9; i++) t.advance(3 * SEC).feed([{ reward: 0.3 }]); // 27 s of batches: live_at stands
+    expect([marks, liveAt()]).toEqual([1, first]);
+    t.advance(3 * SEC).feed([{ reward: 0.3 }]); // 30 s behind: written again
+    expect([marks, liveAt()]).toEqual([2, t.now]);
+  });
+
   it('ignores a run idle since well before this session started', () => {
     const t = stall({ now: T0 - 20 * MIN });
     t.feed(times(3, { reward: 0.3 })).tick();
