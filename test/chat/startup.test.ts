@@ -35,7 +35,7 @@ class Started {
     this.write(30);
   }
 
-  write(n: number, extra: { frac?: number } = {}): void {
+  write(n: number, extra: { frac?: number; grad?: number } = {}): void {
     for (let i = 0; i < n; i++) appendFileSync(this.log, `${learningLine(++this.step, extra)}\n`);
   }
 
@@ -63,6 +63,19 @@ class Started {
   }
 
   /** Steps stored for `reward`: what was ingested. */
+  /** Each chat row's items as `kind rule`, in order. */
+  items(): string[][] {
+    if (!existsSync(this.db)) return [];
+    const conn = new Database(this.db, { readonly: true });
+    try {
+      conn.pragma('busy_timeout = 2000');
+      const rows = conn.prepare("SELECT payload FROM outbox WHERE target <> 'console' ORDER BY id").pluck().all() as string[];
+      return rows.map((p) => (JSON.parse(p) as { items: Array<{ kind: string; rule: string }> }).items.map((i) => `${i.kind} ${i.rule}`));
+    } finally {
+      conn.close();
+    }
+  }
+
   steps(): number {
     if (!existsSync(this.db)) return 0;
     const conn = new Database(this.db, { readonly: true });
@@ -138,6 +151,33 @@ describe('`rlwatch start` never waits on a chat platform', () => {
     await until('the delivery', () => started!.outbox()[0]?.done_at !== null, 40_000);
     const posted = discord.channelMessages().filter((m) => JSON.stringify(m.embeds).includes(' mode_collapse '));
     expect(posted).toHaveLength(1);
+    started.child.kill('SIGTERM');
+    await exited(started.child);
+  }, 90_000);
+
+  it('alerts that wait out an outage behind a row already tried go as one message, in the order they changed', async () => {
+    const port = await freePort();
+    const token = 'MTIz.fake.discord-token-given-before-the-fake-is-up';
+    const channelId = '123456789012345678';
+    started = new Started().start({ DISCORD_TOKEN: token, DISCORD_API_URL: `http://127.0.0.1:${port}/api`, DISCORD_CHANNEL_ID: channelId });
+    await until('the start-up', () => started!.stderr.includes('watching') && started!.steps() === 30);
+    await until('the warning', () => started!.stderr.includes('cannot reach Discord'));
+    started.write(4, { frac: 1 }); // mode_collapse: its row is tried at once, and fails
+    await until('the first row tried', () => started!.steps() === 34 && (started!.outbox()[0]?.attempts ?? 0) >= 1);
+    started.write(1, { frac: 1, grad: 15.786 }); // grad_explosion: a row of its own, behind the first
+    await until('the second row', () => started!.steps() === 35 && started!.outbox().length === 2);
+    started.write(5, { frac: 0, grad: 15.786 }); // mode_collapse resolves: it joins the second row, which waits
+    await until('the resolution read', () => started!.steps() === 40 && started!.items()[1]?.length === 2);
+    expect(started.items()).toEqual([['firing mode_collapse'], ['firing grad_explosion', 'resolved mode_collapse']]);
+    discord = await startFakeDiscord({ port, token, channelId });
+    await until('the delivery', () => started!.outbox().every((r) => r.done_at !== null), 40_000);
+    // one post per row (the second row's two items: a card, and the first card edited with a reply in its thread)
+    const posted = discord.channelMessages();
+    const cards = posted.filter((m) => Array.isArray(m.embeds) && m.embeds.length > 0);
+    expect(cards.map((m) => (m.embeds as Array<{ title: string }>)[0]!.title)).toEqual([
+      'CRITICAL · mode_collapse resolved · grpo', 'CRITICAL · grad_explosion firing · grpo',
+    ]);
+    expect(posted.filter((m) => String(m.content).startsWith('✅ CRITICAL · mode_collapse resolved'))).toHaveLength(1);
     started.child.kill('SIGTERM');
     await exited(started.child);
   }, 90_000);
