@@ -119,6 +119,19 @@ describe('`rlwatch start` never waits on a chat platform', () => {
     slack = discord = started = undefined;
   });
 
+  /** `rlwatch start` with Discord's settings and no Discord there yet: once it watches and said so, returns how to
+   * bring the fake Discord up where its settings point. */
+  async function startWithDiscordDown(): Promise<{ run: Started; discordComesUp: () => Promise<FakeDiscord> }> {
+    const port = await freePort();
+    const token = 'MTIz.fake.discord-token-given-before-the-fake-is-up';
+    const channelId = '123456789012345678';
+    const run = new Started().start({ DISCORD_TOKEN: token, DISCORD_API_URL: `http://127.0.0.1:${port}/api`, DISCORD_CHANNEL_ID: channelId });
+    started = run;
+    await until('the start-up', () => run.stderr.includes('watching') && run.steps() === 30);
+    await until('the warning', () => run.stderr.includes('cannot reach Discord'));
+    return { run, discordComesUp: () => startFakeDiscord({ port, token, channelId }) };
+  }
+
   it('with Slack unreachable it ingests at once, says so, and delivers once Slack comes up', async () => {
     const port = await freePort();
     const tokens = { botToken: 'xoxb-1-2-unreachable', appToken: 'xapp-1-A1-2-unreachable', channelId: 'C0RLWATCH' };
@@ -139,38 +152,28 @@ describe('`rlwatch start` never waits on a chat platform', () => {
   }, 90_000);
 
   it('with Discord unreachable it ingests at once, says so, and delivers once Discord comes up', async () => {
-    const port = await freePort();
-    const token = 'MTIz.fake.discord-token-given-before-the-fake-is-up';
-    const channelId = '123456789012345678';
-    started = new Started().start({ DISCORD_TOKEN: token, DISCORD_API_URL: `http://127.0.0.1:${port}/api`, DISCORD_CHANNEL_ID: channelId });
-    await until('the start-up', () => started!.stderr.includes('watching') && started!.steps() === 30);
-    await until('the warning', () => started!.stderr.includes('cannot reach Discord'));
-    started.write(4, { frac: 1 });
-    await until('the alert in the outbox', () => started!.steps() === 34 && started!.outbox().length === 1);
-    discord = await startFakeDiscord({ port, token, channelId });
-    await until('the delivery', () => started!.outbox()[0]?.done_at !== null, 40_000);
+    const { run, discordComesUp } = await startWithDiscordDown();
+    run.write(4, { frac: 1 });
+    await until('the alert in the outbox', () => run.steps() === 34 && run.outbox().length === 1);
+    discord = await discordComesUp();
+    await until('the delivery', () => run.outbox()[0]?.done_at !== null, 40_000);
     const posted = discord.channelMessages().filter((m) => JSON.stringify(m.embeds).includes(' mode_collapse '));
     expect(posted).toHaveLength(1);
-    started.child.kill('SIGTERM');
-    await exited(started.child);
+    run.child.kill('SIGTERM');
+    await exited(run.child);
   }, 90_000);
 
   it('alerts that wait out an outage behind a row already tried go as one message, in the order they changed', async () => {
-    const port = await freePort();
-    const token = 'MTIz.fake.discord-token-given-before-the-fake-is-up';
-    const channelId = '123456789012345678';
-    started = new Started().start({ DISCORD_TOKEN: token, DISCORD_API_URL: `http://127.0.0.1:${port}/api`, DISCORD_CHANNEL_ID: channelId });
-    await until('the start-up', () => started!.stderr.includes('watching') && started!.steps() === 30);
-    await until('the warning', () => started!.stderr.includes('cannot reach Discord'));
-    started.write(4, { frac: 1 }); // mode_collapse: its row is tried at once, and fails
-    await until('the first row tried', () => started!.steps() === 34 && (started!.outbox()[0]?.attempts ?? 0) >= 1);
-    started.write(1, { frac: 1, grad: 15.786 }); // grad_explosion: a row of its own, behind the first
-    await until('the second row', () => started!.steps() === 35 && started!.outbox().length === 2);
-    started.write(5, { frac: 0, grad: 15.786 }); // mode_collapse resolves: it joins the second row, which waits
-    await until('the resolution read', () => started!.steps() === 40 && started!.items()[1]?.length === 2);
-    expect(started.items()).toEqual([['firing mode_collapse'], ['firing grad_explosion', 'resolved mode_collapse']]);
-    discord = await startFakeDiscord({ port, token, channelId });
-    await until('the delivery', () => started!.outbox().every((r) => r.done_at !== null), 40_000);
+    const { run, discordComesUp } = await startWithDiscordDown();
+    run.write(4, { frac: 1 }); // mode_collapse: its row is tried at once, and fails
+    await until('the first row tried', () => run.steps() === 34 && (run.outbox()[0]?.attempts ?? 0) >= 1);
+    run.write(1, { frac: 1, grad: 15.786 }); // grad_explosion: a row of its own, behind the first
+    await until('the second row', () => run.steps() === 35 && run.outbox().length === 2);
+    run.write(5, { frac: 0, grad: 15.786 }); // mode_collapse resolves: it joins the second row, which waits
+    await until('the resolution read', () => run.steps() === 40 && run.items()[1]?.length === 2);
+    expect(run.items()).toEqual([['firing mode_collapse'], ['firing grad_explosion', 'resolved mode_collapse']]);
+    discord = await discordComesUp();
+    await until('the delivery', () => run.outbox().every((r) => r.done_at !== null), 40_000);
     // one post per row (the second row's two items: a card, and the first card edited with a reply in its thread)
     const posted = discord.channelMessages();
     const cards = posted.filter((m) => Array.isArray(m.embeds) && m.embeds.length > 0);
@@ -178,8 +181,8 @@ describe('`rlwatch start` never waits on a chat platform', () => {
       'CRITICAL · mode_collapse resolved · grpo', 'CRITICAL · grad_explosion firing · grpo',
     ]);
     expect(posted.filter((m) => String(m.content).startsWith('✅ CRITICAL · mode_collapse resolved'))).toHaveLength(1);
-    started.child.kill('SIGTERM');
-    await exited(started.child);
+    run.child.kill('SIGTERM');
+    await exited(run.child);
   }, 90_000);
 
   it('a refused Slack token is one clear line and exit status 1', async () => {
