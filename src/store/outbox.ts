@@ -42,10 +42,11 @@ export function handOutOrder(
 /** Items a row gathers at most by merging (`Outbox.add`): as many cards as one chat message holds. */
 export const ROW_ITEMS_MAX = 5;
 
-/** What of a payload a waiting row may take in, or add to the rows that may (`Outbox.add`): its items' JSON
- * without the brackets and their alert ids; null for anything but a plain `{ run, items }` notification (a report,
- * a foreign shape). Such a payload's JSON ends with its items (`]}`), where more are appended. */
-export function mergeable(payload: unknown): { items: string; ids: string; count: number } | null {
+/** What of a payload a waiting row may take in, or add to the rows that may (`Outbox.add`): the payload's JSON
+ * (`text`), its items' JSON without the brackets, their alert ids, and how many items a row may hold before them
+ * (`room`); null for anything but a plain `{ run, items }` notification (a report, a foreign shape). Such a payload's
+ * JSON ends with its items (`]}`), where more are appended; they are cut from the one JSON text. */
+export function mergeable(payload: unknown): { text: string; items: string; ids: string; room: number } | null {
   if (typeof payload !== 'object' || payload === null) return null;
   const { run, items } = payload as { run?: unknown; items?: unknown };
   const keys = Object.keys(payload);
@@ -53,7 +54,9 @@ export function mergeable(payload: unknown): { items: string; ids: string; count
   if (!Array.isArray(items) || items.length === 0 || items.length >= ROW_ITEMS_MAX) return null;
   const ids = items.map((i: { alertId?: unknown }) => i.alertId);
   if (!ids.every((id) => Number.isSafeInteger(id))) return null;
-  return { items: JSON.stringify(items).slice(1, -1), ids: JSON.stringify(ids), count: items.length };
+  const text = JSON.stringify(payload);
+  const head = `{"run":${JSON.stringify(run)},"items":[`.length;
+  return { text, items: text.slice(head, -2), ids: JSON.stringify(ids), room: ROW_ITEMS_MAX - items.length };
 }
 
 /**
@@ -79,12 +82,10 @@ export class Outbox {
    */
   add(runId: number, target: string, payload: unknown, at: number): void {
     const m = mergeable(payload);
-    if (m) {
-      const room = ROW_ITEMS_MAX - m.count;
-      if (prepared(this.db, MERGE).run({ items: m.items, ids: m.ids, target, run: runId, room }).changes === 1) return;
-    }
+    const merge = m && { items: m.items, ids: m.ids, target, run: runId, room: m.room };
+    if (merge && prepared(this.db, MERGE).run(merge).changes === 1) return;
     prepared(this.db, 'INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts) VALUES (?, ?, ?, ?, ?)')
-      .run(at, runId, target, JSON.stringify(payload), m?.ids ?? null);
+      .run(at, runId, target, m?.text ?? JSON.stringify(payload), m?.ids ?? null);
   }
 
   /** The rows of a target still to deliver, oldest first; set-aside rows are not among them. */

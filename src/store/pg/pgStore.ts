@@ -9,7 +9,7 @@ import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import type { RuleIncidents } from '../alerts.ts';
 import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
-import { CRITICAL_URGENCY, handOutOrder, mergeable, ROW_ITEMS_MAX, type RankedRow } from '../outbox.ts';
+import { CRITICAL_URGENCY, handOutOrder, mergeable, type RankedRow } from '../outbox.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
 import { MetricIds, writeBatch } from './batch.ts';
@@ -67,9 +67,9 @@ export const claimStatement = (before: string): string =>
    RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, kept.rank`;
 
 /**
- * As SQLite's (src/store/outbox.ts): `enqueue`'s $2 run and $3 target; $5 the new items' alert ids and $6 their JSON,
- * as `mergeable` gives them, $7 how many items the row may hold before them. A row a claim takes meanwhile is checked
- * again once its claim commits (READ COMMITTED), and no longer merges.
+ * As SQLite's (src/store/outbox.ts): `enqueue`'s $2 run and $3 target; $5 the new items' alert ids, $6 their JSON
+ * and $7 the row's room, as `mergeable` gives them. A row a claim takes meanwhile is checked again once its claim
+ * commits (READ COMMITTED), and no longer merges.
  */
 const MERGE = `UPDATE outbox o SET payload = left(o.payload, -2) || ',' || $6 || ']}',
     merge_alerts = left(o.merge_alerts, -1) || ',' || substr($5::text, 2)
@@ -468,9 +468,7 @@ export class PgStore implements StoreContract {
          SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM merged) RETURNING urgency)
        SELECT pg_notify('${OUTBOX_CHANNEL}', CASE WHEN urgency >= ${CRITICAL_URGENCY} THEN '${CRITICAL_NOTICE}' ELSE ''
          END) FROM (SELECT urgency FROM merged UNION ALL SELECT urgency FROM added) AS changed`,
-      m
-        ? [at, runId, target, JSON.stringify(payload), m.ids, m.items, ROW_ITEMS_MAX - m.count]
-        : [at, runId, target, JSON.stringify(payload), null],
+      m ? [at, runId, target, m.text, m.ids, m.items, m.room] : [at, runId, target, JSON.stringify(payload), null],
     ));
   };
 
