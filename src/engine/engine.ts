@@ -83,8 +83,8 @@ export class Engine {
    * is now. */
   private noteLive(run: RunRow): RunRow {
     const reads = this.caughtUpReads;
-    const due = run.live_at === null || (run.active_at ?? 0) - run.live_at >= LIVE_AT_EVERY_MS;
-    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) && due) {
+    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) &&
+      (run.live_at === null || run.active_at - run.live_at >= LIVE_AT_EVERY_MS)) {
       this.store.runs.markLive(run.id);
       return { ...run, live_at: run.active_at };
     }
