@@ -42,8 +42,9 @@ await build({
   target: 'node20',
   logLevel: 'warning',
   plugins: [withoutZodLocales],
-  // better-sqlite3's JavaScript is bundled (its addon is loaded by path: src/store/sqliteAddon.ts)
-  external: ['@resvg/resvg-js', 'discord.js', '@slack/bolt'],
+  // better-sqlite3's JavaScript is bundled (its addon is loaded by path: src/store/sqliteAddon.ts); subset-font finds
+  // its WebAssembly beside it, and only the chart thread loads it, once per machine (src/render/fonts.ts)
+  external: ['@resvg/resvg-js', 'discord.js', '@slack/bolt', 'subset-font'],
   // bundled CommonJS packages call require(): give the ESM bundle one
   banner: { js: "import { createRequire as __rlwatchRequire } from 'node:module'; const require = __rlwatchRequire(import.meta.url);" },
 });

@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE, svgToPng } from '../../src/render/chart.ts';
 import { specToSvg } from '../../src/render/chartShapes.ts';
-import { bmpCoverage, findDejaVu, fontsFor, SYSTEM_FONTS } from '../../src/render/fonts.ts';
+import { bmpCoverage, findDejaVu, fontsFor, madeCut, makeCut, SYSTEM_FONTS } from '../../src/render/fonts.ts';
 import { cases, specOf, type Case } from './chartCases.ts';
 
 /** This machine's DejaVu Sans, if it has it (a fresh CI box may have no fonts at all). */
@@ -80,5 +80,43 @@ describe('the fonts a chart is rasterised with', () => {
     expect(findDejaVu([dir, '/usr/share/fonts'])?.files).toEqual([
       join(dir, 'a', 'b', 'DejaVuSans.ttf'), join(dir, 'a', 'DejaVuSans-Bold.ttf'),
     ]);
+  });
+});
+
+describe('the cut DejaVu faces', () => {
+  it.skipIf(dejaVu === null)('draw the same PNG bytes as the whole faces, for every chart whose text they hold', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlwatch-cut-'));
+    expect(madeCut(dejaVu!, dir)).toBeNull();
+    const cut = await makeCut(dejaVu!, dir);
+    const bytes = (files: string[]): number => files.reduce((n, f) => n + statSync(f).size, 0);
+    expect(bytes(cut.files)).toBeLessThan(bytes(dejaVu!.files) / 5); // what makes them worth it
+    const onCut: string[] = [];
+    for (const c of [...cases, ...more]) {
+      const svg = await specToSvg(specOf(c));
+      const fonts = fontsFor(svg, cut, dejaVu);
+      if (fonts.fontFiles !== cut.files) continue;
+      onCut.push(c.name);
+      const width = c.width ?? 800;
+      const whole = await svgToPng(svg, width, fontsFor(svg, dejaVu));
+      expect(whole.equals(await svgToPng(svg, width, fonts)), c.name).toBe(true);
+    }
+    // the charts of ASCII text; Cyrillic and CJK are beyond the cut (the first case's title is all ASCII)
+    expect(onCut).toContain(cases[0]!.name);
+    expect(onCut).not.toContain('accents, Greek, Cyrillic');
+    expect(onCut).not.toContain('a CJK run name');
+  });
+
+  it.skipIf(dejaVu === null)('are made once per machine, found again by the next process, remade if unreadable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlwatch-cut-'));
+    const cut = await makeCut(dejaVu!, dir);
+    const times = cut.files.map((f) => statSync(f).mtimeMs);
+    expect(madeCut(dejaVu!, dir)?.files).toEqual(cut.files);
+    expect((await makeCut(dejaVu!, dir)).files.map((f) => statSync(f).mtimeMs)).toEqual(times);
+    // their characters, read from the cut files' own cmap: the kept ones both whole faces draw
+    const covered = (ch: string): boolean => cut.covered[ch.charCodeAt(0)] === 1;
+    for (const ch of ['A', '~', 'é', 'Ω', '·', '\u2212', '…']) expect(covered(ch), ch).toBe(true);
+    for (const ch of ['Ж', '训', '\u0007']) expect(covered(ch), ch).toBe(false);
+    writeFileSync(cut.files[1]!, 'not a font');
+    expect(madeCut(dejaVu!, dir)).toBeNull();
   });
 });
