@@ -1,9 +1,13 @@
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE, renderLineChart, type LineChartOptions } from '../../src/render/chart.ts';
 import { chartThreadReady, renderOffThread } from '../../src/render/chartThread.ts';
 import { warmCardCharts } from '../../src/render/chartOnce.ts';
+import { findDejaVu } from '../../src/render/fonts.ts';
+import { tempDir } from '../helpers.ts';
 import { cases, type Case } from './chartCases.ts';
 
 const optionsOf = (c: Case): LineChartOptions => ({
@@ -91,5 +95,26 @@ describe('charts drawn on the chart thread', () => {
     expect(child.stderr).toBe('');
     expect(child.stdout.trim()).toBe('drawn true');
     expect(child.status).toBe(0); // exited by itself: the idle thread did not keep it
+  });
+
+  const withDejaVu = it.skipIf(findDejaVu() === null);
+  withDejaVu('cut the fonts into an empty cache before the first chart, and draw the same bytes', () => {
+    const cache = tempDir();
+    const code = `
+      import { chartThreadReady, renderOffThread } from './src/render/chartThread.ts';
+      import { renderLineChart } from './src/render/chart.ts';
+      const points = [{ step: 1, value: 2 }, { step: 2, value: 3 }];
+      const opts = { title: 'reward · run 7', metric: 'reward', points };
+      await chartThreadReady();
+      const drawn = await renderOffThread(opts);
+      console.log('same', drawn.equals(await renderLineChart(opts)));`;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      encoding: 'utf8', timeout: 60_000, env: { ...process.env, XDG_CACHE_HOME: cache },
+    });
+    expect(child.stderr).toBe('');
+    expect(child.stdout.trim()).toBe('same true');
+    const fonts = join(cache, 'rlwatch', 'fonts');
+    const [folder] = readdirSync(fonts);
+    expect(readdirSync(join(fonts, folder!)).sort()).toEqual(['DejaVuSans-Bold.ttf', 'DejaVuSans.ttf']);
   });
 });

@@ -84,7 +84,8 @@ describe('the fonts a chart is rasterised with', () => {
 });
 
 describe('the cut DejaVu faces', () => {
-  it.skipIf(dejaVu === null)('draw the same PNG bytes as the whole faces, for every chart whose text they hold', async () => {
+  const withDejaVu = it.skipIf(dejaVu === null);
+  withDejaVu('draw the same PNG bytes as the whole faces, for every chart whose text they hold', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rlwatch-cut-'));
     expect(madeCut(dejaVu!, dir)).toBeNull();
     const cut = await makeCut(dejaVu!, dir);
@@ -106,7 +107,7 @@ describe('the cut DejaVu faces', () => {
     expect(onCut).not.toContain('a CJK run name');
   });
 
-  it.skipIf(dejaVu === null)('are made once per machine, found again by the next process, remade if unreadable', async () => {
+  withDejaVu('are made once per machine, found again by the next process, remade if unreadable', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rlwatch-cut-'));
     const cut = await makeCut(dejaVu!, dir);
     const times = cut.files.map((f) => statSync(f).mtimeMs);
@@ -118,5 +119,6 @@ describe('the cut DejaVu faces', () => {
     for (const ch of ['Ж', '训', '\u0007']) expect(covered(ch), ch).toBe(false);
     writeFileSync(cut.files[1]!, 'not a font');
     expect(madeCut(dejaVu!, dir)).toBeNull();
+    expect((await makeCut(dejaVu!, dir)).covered).toEqual(cut.covered);
   });
 });
