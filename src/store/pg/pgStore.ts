@@ -79,6 +79,12 @@ const MERGE = `UPDATE outbox o SET payload = left(o.payload, -2) || ',' || $6 ||
                     WHERE a = b)
   RETURNING o.urgency`;
 
+/** The `alert_events` row of an alert's change, in the statement that makes the change (one statement: a watcher
+ * sends it without waiting, behind the others: liveWorker.ts); each part is SQL (a parameter, a column). */
+const eventOf = (id: string, at: string, step: string, state: string, details: string): string =>
+  `INSERT INTO alert_events (alert_id, at, step, state, details) SELECT ${id}, ${at}, ${step}, ${state}, ${details}`;
+const eventDetails = (c: AlertChange): string => JSON.stringify({ summary: c.summary, ...c.details });
+
 /**
  * The store contract on PostgreSQL (`--db postgres://...`): a pool of connections, every batch one transaction on
  * one of them, outbox claims with `FOR UPDATE SKIP LOCKED`, the leader lock a session advisory lock.
@@ -361,17 +367,18 @@ export class PgStore implements StoreContract {
     runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange, id: number | null = null,
   ): Promise<AlertRow> {
     const firing = state === 'firing';
-    const row = (await this.one<AlertRow>(
-      `INSERT INTO alerts (id, run_id, rule, metric, severity, state, summary, details, started_step, started_at,
-         fired_step, fired_at)
-       VALUES (coalesce($12::bigint, nextval(pg_get_serial_sequence('alerts', 'id'))), $1, $2, $3, $4, $5, $6, $7,
-         $8, $9, $10, $11)
-       RETURNING ${alertColumns()}`,
+    return (await this.one<AlertRow>(
+      `WITH made AS (
+         INSERT INTO alerts (id, run_id, rule, metric, severity, state, summary, details, started_step, started_at,
+           fired_step, fired_at)
+         VALUES (coalesce($12::bigint, nextval(pg_get_serial_sequence('alerts', 'id'))), $1, $2, $3, $4, $5, $6, $7,
+           $8, $9, $10, $11)
+         RETURNING ${alertColumns()}),
+       event AS (${eventOf('id', '$9', '$8', '$5', '$13')} FROM made)
+       SELECT * FROM made`,
       [runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
-        firing ? c.step : null, firing ? c.at : null, id],
+        firing ? c.step : null, firing ? c.at : null, id, eventDetails(c)],
     ))!;
-    await this.alertEvent(row.id, state, c);
-    return row;
   }
 
   /** `n` new alert ids, in order, taken from the sequence (none is given twice, even when the insert that used one
@@ -383,26 +390,22 @@ export class PgStore implements StoreContract {
 
   async fireAlert(id: number, c: AlertChange): Promise<void> {
     await this.run(
-      `UPDATE alerts SET state = 'firing', fired_step = $2, fired_at = $3, severity = $4, summary = $5, details = $6
-       WHERE id = $1`,
-      [id, c.step, c.at, c.severity, c.summary, JSON.stringify(c.details)],
+      `WITH fired AS (
+         UPDATE alerts SET state = 'firing', fired_step = $2, fired_at = $3, severity = $4, summary = $5, details = $6
+         WHERE id = $1)
+       ${eventOf('$1', '$3', '$2', "'firing'", '$7')}`,
+      [id, c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), eventDetails(c)],
     );
-    await this.alertEvent(id, 'firing', c);
   }
 
   async resolveAlert(id: number, c: AlertChange): Promise<void> {
     await this.run(
-      `UPDATE alerts SET state = 'resolved', resolved_step = $2, resolved_at = $3,
-         details = (details::jsonb || jsonb_build_object('resolved', $4::jsonb))::text WHERE id = $1`,
-      [id, c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details })],
+      `WITH resolved AS (
+         UPDATE alerts SET state = 'resolved', resolved_step = $2, resolved_at = $3,
+           details = (details::jsonb || jsonb_build_object('resolved', $4::jsonb))::text WHERE id = $1)
+       ${eventOf('$1', '$3', '$2', "'resolved'", '$5')}`,
+      [id, c.step, c.at, eventDetails(c), eventDetails(c)],
     );
-    await this.alertEvent(id, 'resolved', c);
-  }
-
-  private async alertEvent(id: number, state: string, c: AlertChange): Promise<void> {
-    await this.run('INSERT INTO alert_events (alert_id, at, step, state, details) VALUES ($1, $2, $3, $4, $5)', [
-      id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }),
-    ]);
   }
 
   dropAlert = async (id: number): Promise<void> => void (await this.run('DELETE FROM alerts WHERE id = $1', [id]));
