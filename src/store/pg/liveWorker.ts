@@ -1,8 +1,8 @@
 /**
  * The worker thread of a PgLiveStore (pgLiveStore.ts): holds its one PostgreSQL connection and runs each call the
- * watcher thread makes on it, one at a time in the order made (syncBridge.ts; writes come without waiting for their
- * answer). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK itself, so a batch, its rules and its outbox rows are
- * one transaction in which nothing interleaves.
+ * watcher thread makes on it in the order made (syncBridge.ts; writes come without waiting for their answer, and those
+ * of one statement go out behind one another: `OVERLAPS`). The watcher says BEGIN, SAVEPOINT, COMMIT and ROLLBACK
+ * itself, so a batch, its rules and its outbox rows are one transaction in which nothing interleaves.
  *
  * A lost connection: the call that finds it throws, naming the server, and the next call connects again; lost inside
  * a transaction, every call until the watcher's ROLLBACK throws, since what the transaction wrote went with it.
@@ -99,6 +99,17 @@ export interface RunFacts {
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
 export type LiveOps = Pick<PgStore, Forwarded> & Own;
 
+/**
+ * The writes a watcher posts that send one statement, from the `run` they make at once, or none (a savepoint, held
+ * for the next statement): posted, each goes out behind the one before without waiting for its answer (syncBridge.ts),
+ * so that a batch's writes and COMMIT cost one round trip, not one each. A write that sends more, or waits before it
+ * sends, must not be here: a later call's statement could go out between its statements.
+ */
+const OVERLAPS = new Set<keyof LiveOps>([
+  'begin', 'savepoint', 'release', 'saveRunCursors', 'markRewound', 'markEvaluated', 'markLive', 'clearSkips',
+  'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'enqueue', 'noteUnread', 'forgetUnread',
+]);
+
 /** The connection and what goes with it. */
 class Connection {
   private client: pg.Client | null = null;
@@ -117,6 +128,8 @@ class Connection {
   /** BEGIN, SAVEPOINT and RELEASE not sent yet: they go to the server with the next statement, in its round trip
    * (in its query string when it has no parameters, else pipelined just before it) */
   private deferred: string[] = [];
+  /** the `sent` of the call being started, for the `run` it makes at once (`starting`) */
+  private sending: (() => void) | undefined;
 
   constructor(
     private readonly url: string,
@@ -151,14 +164,22 @@ class Connection {
   }
 
   /** Runs `fn` on the connection, after the deferred statements unless `fn` sends them (`joined`); an error that
-   * came with the connection's loss says so. */
+   * came with the connection's loss says so. Called at once by a call that overlaps (`overlaps`), it tells the call's
+   * `sent` once `fn` has handed its statement to the driver. */
   async run<T>(fn: (c: { client: pg.Client; store: PgStore }) => Promise<T>, joins = false): Promise<T> {
+    const sent = this.sending;
+    this.sending = undefined;
     const c = await this.open();
     try {
-      if (joins || this.deferred.length === 0) return await fn(c);
+      if (joins || this.deferred.length === 0) {
+        const out = fn(c);
+        sent?.();
+        return await out;
+      }
       // pipelined: `fn`'s first statement goes out behind them, in the same round trip
       const before = c.client.query(this.joined());
       const out = fn(c);
+      sent?.();
       try {
         await before;
       } catch (err) {
@@ -192,6 +213,16 @@ class Connection {
   /** BEGIN, a savepoint or its release, sent with the next statement. */
   defer(sql: string): void {
     this.deferred.push(sql);
+  }
+
+  /** `call()`, whose `run`, if it makes one at once, tells `sent` when its statement is on its way. */
+  starting<T>(sent: () => void, call: () => T): T {
+    this.sending = sent;
+    try {
+      return call();
+    } finally {
+      this.sending = undefined;
+    }
   }
 
   /** The deferred statements and `sql`, as one query string (no parameters: one round trip); none deferred after. */
@@ -422,12 +453,19 @@ async function main(data: LiveWorkerData): Promise<void> {
     parentPort!.postMessage(typeof code === 'string' ? { ...start, code } : start);
     return;
   }
-  serveSync(data.port, data.state, async (req: SyncRequest) => {
+  const methodOf = (name: string): Method | null => {
+    if (Object.hasOwn(own, name)) return (own as unknown as Record<string, Method>)[name]!;
+    if (!forwarded.has(name)) return null;
+    return (...args) => conn.run(({ store }) => (store as unknown as Record<string, Method>)[name]!(...args));
+  };
+  serveSync(data.port, data.state, async (req: SyncRequest, sent) => {
     conn.now = req.now;
-    if (Object.hasOwn(own, req.method)) return (own as unknown as Record<string, Method>)[req.method]!(...req.args);
-    if (!forwarded.has(req.method)) throw new Error(`no such call: ${req.method}`);
-    return conn.run(({ store }) => (store as unknown as Record<string, Method>)[req.method]!(...req.args));
-  }, new Set(['rollback'])); // what a posted write that failed was part of is gone with the ROLLBACK
+    const method = methodOf(req.method);
+    if (!method) throw new Error(`no such call: ${req.method}`);
+    return conn.starting(sent, () => method(...req.args));
+  },
+  new Set(['rollback']), // what a posted write that failed was part of is gone with the ROLLBACK
+  (req) => OVERLAPS.has(req.method as keyof LiveOps));
   parentPort!.postMessage({ kind: 'ready' } satisfies WorkerStart);
 }
 

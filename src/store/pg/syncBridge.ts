@@ -8,6 +8,11 @@
  * The first failure of a posted call is kept by the worker: every later request is refused with it (posted ones
  * dropped, waited ones thrown it) until one of the `resets` (ROLLBACK) runs, so that nothing is built, and no
  * transaction committed, past a write that failed.
+ *
+ * One at a time, a batch's few writes cost a round trip each before its COMMIT is answered. So a posted request the
+ * worker says `overlaps` starts as soon as the one before it has sent its statement (`sent`), not once it is answered:
+ * the connection runs statements in the order sent, and in a transaction one sent after a failure fails too, so the
+ * first failure is still the one kept. Any other request starts once every request before it is answered.
  */
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 
@@ -87,14 +92,16 @@ export class SyncBridge {
   }
 }
 
-/** In the worker: runs each request on `port` with `handle`, one after the other in the order sent, answers those
- * waited for, keeps the first failure of a posted one until one of `resets` runs (see the module comment), and
- * marks the shared word when the thread exits, so that a caller never waits for an answer that cannot come. */
+/** In the worker: runs each request on `port` with `handle`, in the order sent (posted ones that `overlaps` without
+ * waiting for the answers before them: see the module comment), answers those waited for, keeps the first failure
+ * of a posted one until one of `resets` runs, and marks the shared word when the thread exits, so that a caller
+ * never waits for an answer that cannot come. `handle` calls `sent` once its statement is on its way. */
 export function serveSync(
   port: MessagePort,
   state: Int32Array,
-  handle: (req: SyncRequest) => Promise<unknown>,
+  handle: (req: SyncRequest, sent: () => void) => Promise<unknown>,
   resets: ReadonlySet<string> = new Set(),
+  overlaps: (req: SyncRequest) => boolean = () => false,
 ): void {
   const answer = (reply: SyncReply): void => {
     port.postMessage(reply);
@@ -102,23 +109,37 @@ export function serveSync(
     Atomics.notify(state, 0);
   };
   let kept: CrossedError | null = null;
-  const run = async (req: SentRequest): Promise<void> => {
+  /** overlapping posted requests started and not answered yet */
+  const unanswered = new Set<Promise<void>>();
+  const run = async (req: SentRequest, sent: () => void): Promise<void> => {
     if (resets.has(req.method)) kept = null;
     let reply: SyncReply;
     if (kept) reply = { ok: false, error: kept };
     else {
       try {
-        reply = { ok: true, value: await handle(req) };
+        reply = { ok: true, value: await handle(req, sent) };
       } catch (err) {
         reply = { ok: false, error: crossed(err) };
-        if (!req.waits) kept = reply.error;
+        if (!req.waits) kept ??= reply.error;
       }
     }
     if (req.waits) answer(reply);
   };
+  const start = async (req: SentRequest): Promise<void> => {
+    if (!req.waits && overlaps(req)) {
+      let sent!: () => void;
+      const onItsWay = new Promise<void>((resolve) => (sent = resolve));
+      const done = run(req, sent).finally(() => unanswered.delete(done));
+      unanswered.add(done);
+      return Promise.race([onItsWay, done]);
+    }
+    // a request that may send several statements, or wait, or answer: after every one before it, as before
+    while (unanswered.size > 0) await Promise.all(unanswered);
+    return run(req, () => {});
+  };
   let last = Promise.resolve();
   port.on('message', (req: SentRequest) => {
-    last = last.then(() => run(req));
+    last = last.then(() => start(req));
   });
   process.on('exit', () => {
     Atomics.store(state, 0, EXITED);

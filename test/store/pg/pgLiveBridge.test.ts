@@ -13,7 +13,9 @@ afterEach(async () => {
 });
 
 /** A worker serving `echo` (its arguments back; `later`: after a turn of its event loop), `fail` and `exit`; `push`
- * (after a turn) appends its argument to a list that `list` returns, `reset` empties it and clears a kept failure. */
+ * (after a turn) appends its argument to a list that `list` returns, `reset` empties it and clears a kept failure;
+ * `overlapping` (say it is sent, then append after a turn, with how many were in flight) and `overlappingFail` overlap
+ * (`serveSync`'s `overlaps`). */
 async function echoWorker() {
   const { bridge, port, state } = syncChannel();
   const bridgeModule = JSON.stringify(new URL('../../../src/store/pg/syncBridge.ts', import.meta.url).href);
@@ -23,7 +25,19 @@ async function echoWorker() {
     (await import(${tsx})).register();
     const { serveSync } = await import(${bridgeModule});
     const list = [];
-    serveSync(workerData.port, workerData.state, async (req) => {
+    let unanswered = 0;
+    serveSync(workerData.port, workerData.state, async (req, sent) => {
+      if (req.method.startsWith('overlapping')) {
+        // as a statement: sent at once, answered a turn later; what it records is how many were in flight
+        unanswered++;
+        sent();
+        await new Promise((next) => setImmediate(next));
+        unanswered--;
+        if (req.method === 'overlappingFail') {
+          throw Object.assign(new Error(req.args[0] ?? 'deadlock detected'), { code: req.args[1] ?? '40P01' });
+        }
+        return void list.push([req.args[0], unanswered + 1]);
+      }
       if (req.method === 'later' || req.method === 'push') await new Promise((next) => setImmediate(next));
       if (req.method === 'fail') throw Object.assign(new Error('no such table'), { code: '42P01' });
       if (req.method === 'exit') process.exit(3);
@@ -31,7 +45,7 @@ async function echoWorker() {
       if (req.method === 'list') return list;
       if (req.method === 'reset') return void list.splice(0);
       return req.args;
-    }, new Set(['reset']));
+    }, new Set(['reset']), (req) => req.method.startsWith('overlapping'));
     parentPort.postMessage('ready');`;
   const worker = new Worker(`import(${JSON.stringify('data:text/javascript,' + encodeURIComponent(code))})`, {
     eval: true,
@@ -85,5 +99,32 @@ describe('the synchronous bridge', () => {
       // a waited call that fails is thrown once, as before: nothing is kept
       expect(() => call('fail')).toThrow('no such table');
       expect(call('echo', 'y')).toEqual(['y']);
+    });
+
+  it('starts each posted call that overlaps once the one before is sent, not answered; the next waited call after all',
+    async () => {
+      const { call, post } = await echoWorker();
+      for (let i = 0; i < 100; i++) post('overlapping', i);
+      post('push', 'after'); // one that does not overlap starts once every one before it is answered
+      const list = call('list') as Array<[unknown, number] | string>;
+      const sent = [...Array.from({ length: 100 }, (_, i) => i), 'after'];
+      expect(list.map((e) => (Array.isArray(e) ? e[0] : e))).toEqual(sent);
+      // one at a time, each would have been alone in flight
+      const inFlight = list.flatMap((e) => (Array.isArray(e) ? [e[1]] : []));
+      expect(Math.max(...inFlight)).toBeGreaterThan(1);
+    });
+
+  it('keeps the first failure among overlapping posted calls for the waited call after them, until a reset',
+    async () => {
+      const { call, post } = await echoWorker();
+      post('overlapping', 1);
+      post('overlappingFail');
+      // a statement sent behind a failed one fails too: not the failure kept
+      post('overlappingFail', 'current transaction is aborted', '25P02');
+      post('push', 2); // after the failure is known: dropped
+      expect(() => call('echo', 'x')).toThrow(expect.objectContaining({ message: 'deadlock detected', code: '40P01' }));
+      expect(call('reset')).toBeUndefined();
+      post('overlapping', 3);
+      expect(call('list')).toEqual([[3, 1]]);
     });
 });
