@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 
 /** resvg's `font` options that say where fonts come from. */
@@ -101,7 +101,7 @@ export async function makeCut(whole: DejaVu, dir: string): Promise<DejaVu> {
     .map((c) => String.fromCharCode(c))
     .join('');
   const files = cutFiles(whole, dir);
-  mkdirSync(join(files[0]!, '..'), { recursive: true });
+  mkdirSync(dirname(files[0]!), { recursive: true });
   for (const [k, file] of files.entries()) {
     const cut = await subsetFont(readFileSync(whole.files[k]!), text, { targetFormat: 'truetype' });
     // written aside, then renamed: a process reading the cache meanwhile sees a whole file or none
@@ -110,7 +110,7 @@ export async function makeCut(whole: DejaVu, dir: string): Promise<DejaVu> {
     renameSync(aside, file);
   }
   const cut = facesOf(files);
-  if (!cut) throw new Error(`the cut fonts in ${join(files[0]!, '..')} cannot be read`);
+  if (!cut) throw new Error(`the cut fonts in ${dirname(files[0]!)} cannot be read`);
   return cut;
 }
 

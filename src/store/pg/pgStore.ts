@@ -399,12 +399,14 @@ export class PgStore implements StoreContract {
   }
 
   async resolveAlert(id: number, c: AlertChange): Promise<void> {
+    const details = eventDetails(c);
+    // the same text twice: $4 is read as jsonb, the event keeps $5 as written
     await this.run(
       `WITH resolved AS (
          UPDATE alerts SET state = 'resolved', resolved_step = $2, resolved_at = $3,
            details = (details::jsonb || jsonb_build_object('resolved', $4::jsonb))::text WHERE id = $1)
        ${eventOf('$1', '$3', '$2', "'resolved'", '$5')}`,
-      [id, c.step, c.at, eventDetails(c), eventDetails(c)],
+      [id, c.step, c.at, details, details],
     );
   }
 

@@ -134,7 +134,7 @@ export function serveSync(
       return Promise.race([onItsWay, done]);
     }
     // a request that may send several statements, or wait, or answer: after every one before it, as before
-    while (unanswered.size > 0) await Promise.all(unanswered);
+    await Promise.all(unanswered);
     return run(req, () => {});
   };
   let last = Promise.resolve();
