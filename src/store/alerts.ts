@@ -60,6 +60,10 @@ export interface AlertChange {
   details: Record<string, unknown>;
 }
 
+/** What a change records of itself: its event's details, and a resolution's `resolved` in the alert's details. Both
+ * stores write it, and PostgreSQL's watcher holds it as written (pg/heldAnnounceable.ts). */
+export const changeDetails = (c: AlertChange): Record<string, unknown> => ({ summary: c.summary, ...c.details });
+
 /** A rule's incidents that fired in a run: the worst severity, how many, and how many still fire. */
 export interface RuleIncidents {
   rule: string;
@@ -127,7 +131,7 @@ export class Alerts {
 
   resolve(id: number, c: AlertChange): void {
     prepared(this.db, `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
-      .run(c.step, c.at, JSON.stringify({ summary: c.summary, ...c.details }), id);
+      .run(c.step, c.at, JSON.stringify(changeDetails(c)), id);
     this.event(id, 'resolved', c);
     this.opened.closed(id);
     this.resolvedMayChange(id);
@@ -250,6 +254,6 @@ export class Alerts {
 
   private event(id: number, state: string, c: AlertChange): void {
     prepared(this.db, 'INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
-      .run(id, c.at, c.step, state, JSON.stringify({ summary: c.summary, ...c.details }));
+      .run(id, c.at, c.step, state, JSON.stringify(changeDetails(c)));
   }
 }

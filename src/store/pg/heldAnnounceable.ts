@@ -1,4 +1,4 @@
-import type { AlertChange, AlertRow } from '../alerts.ts';
+import { changeDetails, type AlertChange, type AlertRow } from '../alerts.ts';
 
 /**
  * The alerts a run's announcement may read (`PgStore.announceable` for any `firedSince`: the firing ones, the resolved
@@ -54,7 +54,7 @@ export class HeldAnnounceable {
     const k = rows?.findIndex((a) => a.id === id) ?? -1;
     if (k === -1) return void this.runs.delete(runId);
     const row = rows![k]!;
-    const details = { ...(JSON.parse(row.details) as object), resolved: { summary: c.summary, ...c.details } };
+    const details = { ...(JSON.parse(row.details) as object), resolved: changeDetails(c) };
     rows![k] = { ...row, state: 'resolved', resolved_step: c.step, resolved_at: c.at, details: JSON.stringify(details) };
   }
 

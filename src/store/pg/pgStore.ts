@@ -6,7 +6,7 @@ import type {
   NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
 } from '../contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
-import type { RuleIncidents } from '../alerts.ts';
+import { changeDetails, type RuleIncidents } from '../alerts.ts';
 import { digestOfNewest, type SeriesDigest } from '../seriesDigest.ts';
 import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { CRITICAL_URGENCY, handOutOrder, mergeable, type RankedRow } from '../outbox.ts';
@@ -83,7 +83,7 @@ const MERGE = `UPDATE outbox o SET payload = left(o.payload, -2) || ',' || $6 ||
  * sends it without waiting, behind the others: liveWorker.ts); each part is SQL (a parameter, a column). */
 const eventOf = (id: string, at: string, step: string, state: string, details: string): string =>
   `INSERT INTO alert_events (alert_id, at, step, state, details) SELECT ${id}, ${at}, ${step}, ${state}, ${details}`;
-const eventDetails = (c: AlertChange): string => JSON.stringify({ summary: c.summary, ...c.details });
+const eventDetails = (c: AlertChange): string => JSON.stringify(changeDetails(c));
 
 /**
  * The store contract on PostgreSQL (`--db postgres://...`): a pool of connections, every batch one transaction on
