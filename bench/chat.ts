@@ -174,6 +174,10 @@ export interface AlertResult {
   p99Ms: number;
   maxMs: number;
   meanMs: number;
+  /** append → the request carrying the card's chart: a critical card is posted at once, its chart attached by an
+   * edit once drawn */
+  chartP50Ms: number;
+  chartP99Ms: number;
   /** last healthy line appended → the PATCH that marks the alert resolved */
   resolveP50Ms: number;
   resolveP99Ms: number;
@@ -219,6 +223,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
   const startMs = performance.now() - t0;
 
   const latencies: number[] = [];
+  const chartLatencies: number[] = [];
   const resolveLatencies: number[] = [];
   const missedSpikes: number[] = [];
   let unresolved = 0;
@@ -233,6 +238,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
     }
   };
   const isGradCard = (r: RecordedRequest): boolean => embedTitles(r).some((t) => t.includes('grad_explosion'));
+  const isResolution = (r: RecordedRequest): boolean => embedTitles(r).some((t) => t.includes('grad_explosion resolved'));
   try {
     for (let k = 1; k <= spikes; k++) {
       const before = fake.requests.length;
@@ -240,9 +246,13 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
       const sentAt = Date.now();
       appendFileSync(logPath, `${learningLine(spikeStep, { grad: SPIKE_GRAD })}\n`);
       const post = await waitRequest(before, (r) => r.method === 'POST' && postPath.test(r.path) && isGradCard(r));
+      const chart = post && (post.files.length > 0 ? post : await waitRequest(
+        fake.requests.indexOf(post) + 1, (r) => r.method === 'PATCH' && r.files.length > 0 && isGradCard(r),
+      ));
       if (post) {
         latencies.push(post.at - sentAt);
-        chartBytes = post.files[0]?.data.length ?? chartBytes;
+        chartLatencies.push(chart ? chart.at - sentAt : Infinity);
+        chartBytes = chart?.files[0]?.data.length ?? chartBytes;
       } else {
         latencies.push(Infinity);
         missedSpikes.push(spikeStep);
@@ -250,7 +260,10 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
       const afterPost = fake.requests.length;
       for (let h = 0; h < HEALTHY_AFTER_SPIKE; h++) appendFileSync(logPath, `${learningLine(++step)}\n`);
       const healthyAt = Date.now();
-      const patch = await waitRequest(post ? fake.requests.indexOf(post) + 1 : afterPost, (r) => r.method === 'PATCH' && patchPath.test(r.path));
+      const patch = await waitRequest(
+        post ? fake.requests.indexOf(post) + 1 : afterPost,
+        (r) => r.method === 'PATCH' && patchPath.test(r.path) && isResolution(r),
+      );
       if (patch) resolveLatencies.push(patch.at - healthyAt);
       else unresolved++;
     }
@@ -266,6 +279,7 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
   const otherPosts = posts.filter((r) => !isGradCard(r)).map((r) => embedTitles(r).join(' | ') || `(status ${r.status}, no embed)`);
   const sorted = [...latencies].sort((a, b) => a - b);
   const finite = sorted.filter(Number.isFinite);
+  const charts = [...chartLatencies].sort((a, b) => a - b);
   const res = [...resolveLatencies].sort((a, b) => a - b);
   const p99Ms = percentile(sorted, 99);
   return {
@@ -280,6 +294,8 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
     p99Ms,
     maxMs: finite.length > 0 ? finite[finite.length - 1]! : NaN,
     meanMs: finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
+    chartP50Ms: percentile(charts, 50),
+    chartP99Ms: percentile(charts, 99),
     resolveP50Ms: percentile(res, 50),
     resolveP99Ms: percentile(res, 99),
     resolveMaxMs: res.length > 0 ? res[res.length - 1]! : NaN,
@@ -334,6 +350,7 @@ export function formatChatReport(r: ChatReport): string {
     ['  p50 / p90', `${ms(a.p50Ms)} / ${ms(a.p90Ms)}`, '', ''],
     ['  p99', ms(a.p99Ms), `< ${ALERT_P99_TARGET_MS} ms`, verdict(a.pass)],
     ['  max / mean', `${ms(a.maxMs)} / ${ms(a.meanMs)}`, '', ''],
+    ['  its chart attached (info)', `p50 ${ms(a.chartP50Ms)}, p99 ${ms(a.chartP99Ms)}`, '', ''],
     [
       '  resolved → PATCH (info)',
       `p50 ${ms(a.resolveP50Ms)}, p99 ${ms(a.resolveP99Ms)}, max ${ms(a.resolveMaxMs)}${a.unresolved > 0 ? `; ${a.unresolved} never` : ''}`,

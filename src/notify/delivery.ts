@@ -46,6 +46,18 @@ function withStates(posted: Notification, changed: readonly NotificationItem[]):
 }
 
 /**
+ * The cards of a posted message as its record shows them now (acks and mutes included), with the record's text to
+ * tell a later change by; null for a message rlwatch did not post, or whose record no longer reads.
+ */
+export async function shownNow(
+  messages: Pick<StoreContract, 'messageByRef'>, target: string, ref: string,
+): Promise<{ text: string; cards: AlertCard[] } | null> {
+  const m = await messages.messageByRef(target, ref);
+  const posted = m && postedOf(m);
+  return posted ? { text: m.payload, cards: alertCards(posted) } : null;
+}
+
+/**
  * A button acked or muted alerts of a posted message: their states are captured now, at the change, and
  * kept with the message, so that later edits (a resolution) render from the message and the outbox row alone.
  * Returns the message's cards as they stand, or null for a message rlwatch did not post.

@@ -38,21 +38,28 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(fake.requestsTo('PUT', new RegExp(`/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`))).toHaveLength(1);
   });
 
-  it('posts a collapse appended to the watched run as an embed with fields, a PNG chart and buttons', async () => {
+  it('posts a collapse appended to the watched run as an embed with fields and buttons, and then attaches its PNG chart', async () => {
     run.write(4, { frac: 1 });
     const msg = await fake.waitFor(() => alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse'))), 10_000);
-    const embed = msg.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
+    const collapse = (m: FakeMessage) => m.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
       title: string; description: string; fields: Array<{ name: string; value: string }>; image?: { url: string }; color: number;
     };
+    // critical: the post goes out without waiting for the chart to be drawn
+    const post = fake.requests.find((r) => r.method === 'POST' && JSON.stringify(r.body).includes('mode_collapse firing'))!;
+    expect(post.files).toEqual([]);
+    const embed = collapse(msg);
     expect(embed.title).toBe('CRITICAL · mode_collapse firing · grpo');
     expect(embed.description).toContain('frac_zero_std 1 > 0.8 for 3 steps');
     expect(embed.fields.map((f) => f.name)).toEqual(['Run', 'Metric', 'Step', 'Epoch', 'Alert', 'Try']);
     expect(embed.fields[2]!.value).toBe('33');
-    expect(embed.image?.url).toMatch(/^attachment:\/\/chart-\d+\.png$/);
-    const chart = msg.attachments.find((a) => `attachment://${a.filename}` === embed.image?.url);
-    expect(chart?.data.subarray(0, 8).equals(PNG)).toBe(true);
     const buttons = (msg.components as Array<{ components: Array<{ custom_id: string; label: string; disabled?: boolean }> }>).flatMap((r) => r.components);
     expect(buttons.map((b) => b.label)).toEqual(expect.arrayContaining(['Ack', 'Mute run 1h', 'Mute rule 24h']));
+    // its chart follows, by an edit of the same message
+    const charted = await fake.waitFor(() => (fake.messages.get(msg.id)!.attachments.length > 0 ? fake.messages.get(msg.id)! : null), 10_000);
+    expect(collapse(charted).image?.url).toMatch(/^attachment:\/\/chart-\d+\.png$/);
+    const chart = charted.attachments.find((a) => `attachment://${a.filename}` === collapse(charted).image?.url);
+    expect(chart?.data.subarray(0, 8).equals(PNG)).toBe(true);
+    expect(collapse(charted).description).toBe(embed.description);
   });
 
   it('answers /run status with the latest values', async () => {
@@ -162,7 +169,8 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const post = fake.requestsTo('POST', new RegExp(`/channels/${fake.channelId}/messages$`)).find((r) => r.status === 200 && JSON.stringify(r.body).includes('✅'));
     expect(post?.body).toMatchObject({ allowed_mentions: { parse: [], replied_user: false }, message_reference: { message_id: msg.id, fail_if_not_exists: false } });
     expect(fake.messages.get(msg.id)!.attachments).toHaveLength(1);
-    expect(fake.requests.filter((r) => r.files.length > 0 && r.path.includes(msg.id))).toEqual([]);
+    // the one upload to the message is its chart, attached right after the post
+    expect(fake.requests.filter((r) => r.files.length > 0 && r.path.includes(msg.id))).toHaveLength(1);
   });
 
   it('a 429 and an outage lose nothing and duplicate nothing', async () => {
@@ -188,5 +196,30 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const [first, second] = posts.sort((x, y) => x.createdAt - y.createdAt);
     expect(JSON.stringify(first!.embeds)).toContain('Resolved at step');
     expect(JSON.stringify(second!.embeds)).toContain('grad_norm 20 > 10');
+  }, 30_000);
+
+  it('an ack clicked while a critical card\'s chart is on its way is still shown once the chart is attached', async () => {
+    const target = `discord:${fake.channelId}`;
+    run.write(5, { grad: 0.05 }); // the open incident resolves first: its edits are not the ones held
+    await fake.waitFor(() => app.store.alerts.list({}).every((a) => a.rule !== 'grad_explosion'), 10_000);
+    await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
+    const chartEdit = fake.holdNext('PATCH', new RegExp(`/channels/${fake.channelId}/messages/\\d+$`));
+    run.write(1, { grad: 30 });
+    const held = await chartEdit.arrived;
+    expect(held.files).toHaveLength(1);
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'grad_explosion')!;
+    const msg = alertMessages().find((m) => JSON.stringify(m.embeds).includes('grad_norm 30 > 10'))!;
+    expect(held.path).toBe(`/channels/${fake.channelId}/messages/${msg.id}`);
+    const click = await fake.click({ customId: `ack:${alert.id}`, messageId: msg.id, user: ana });
+    expect(click.callback?.type).toBe(7);
+    chartEdit.release(); // the chart's edit lands after the ack's, drawn from the cards as they were before it
+    const shown = await fake.waitFor(() => {
+      const m = fake.messages.get(msg.id)!;
+      return m.attachments.length === 1 && JSON.stringify(m.embeds).includes('Acked by Ana Lima') ? m : null;
+    }, 10_000);
+    const last = fake.requestsTo('PATCH', new RegExp(`/messages/${msg.id}$`)).at(-1)!;
+    expect(last.files).toEqual([]);
+    expect(last.body).not.toHaveProperty('attachments'); // the chart attached is kept
+    expect(JSON.stringify(shown.embeds)).toContain(`attachment://${shown.attachments[0]!.filename}`);
   }, 30_000);
 });

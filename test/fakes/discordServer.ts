@@ -261,6 +261,9 @@ export interface FakeDiscord {
   autocomplete(spec: AutocompleteSpec): Promise<Json[]>;
   click(spec: ClickSpec): Promise<FakeInteraction>;
   failNext(method: string, pathRegex: RegExp, spec: FailSpec): void;
+  /** The next request matching is recorded on arrival, and applied and answered only once `release()` is called:
+   * a request slow on its way, for what happens meanwhile. */
+  holdNext(method: string, pathRegex: RegExp): { arrived: Promise<RecordedRequest>; release(): void };
   setDown(down: boolean): void;
   waitFor<T>(predicate: () => T | null | undefined | false, timeoutMs?: number): Promise<T>;
   /** Send a raw gateway dispatch (op 0) to every identified connection. */
@@ -429,6 +432,7 @@ class FakeDiscordImpl implements FakeDiscord {
   private readonly pending = new Map<string, Pending>();
   private readonly conns = new Set<GatewayConn>();
   private readonly failRules: FailRule[] = [];
+  private readonly holdRules: Array<{ method: string; re: RegExp; arrived(r: RecordedRequest): void; released: Promise<void> }> = [];
   private down = false;
   private closed = false;
   private readonly http: Server;
@@ -1155,6 +1159,15 @@ class FakeDiscordImpl implements FakeDiscord {
     this.failRules.push({ method: method.toUpperCase(), re: pathRegex, spec });
   }
 
+  holdNext(method: string, pathRegex: RegExp): { arrived: Promise<RecordedRequest>; release(): void } {
+    let arrived!: (r: RecordedRequest) => void;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const arrival = new Promise<RecordedRequest>((r) => (arrived = r));
+    this.holdRules.push({ method: method.toUpperCase(), re: pathRegex, arrived, released });
+    return { arrived: arrival, release };
+  }
+
   setDown(down: boolean): void {
     this.down = down;
   }
@@ -1229,6 +1242,12 @@ class FakeDiscordImpl implements FakeDiscord {
     };
     this.requests.push(rec);
     this.log('rest', method, path);
+    const held = this.holdRules.findIndex((r) => r.method === method && r.re.test(path));
+    if (held >= 0) {
+      const [hold] = this.holdRules.splice(held, 1);
+      hold!.arrived(rec);
+      await hold!.released;
+    }
 
     const send = (status: number, json?: unknown, headers?: Record<string, string>): void => {
       rec.status = status;

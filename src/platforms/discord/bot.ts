@@ -18,6 +18,7 @@ import {
   GuildMember,
   type Interaction,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
+  type SendableChannels,
 } from 'discord.js';
 import { once } from 'node:events';
 import { UserError } from '../../errors.ts';
@@ -27,7 +28,7 @@ import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../log.ts';
 import { buttonRequest, COLORS, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
-import { deliverCards, recapture } from '../../notify/delivery.ts';
+import { deliverCards, recapture, shownNow } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
@@ -36,6 +37,7 @@ import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
+import { CRITICAL_URGENCY } from '../../store/outbox.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
@@ -181,11 +183,16 @@ export function contentLine(cards: readonly AlertCard[]): string {
 }
 
 /**
- * Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each card's
- * chart as an image. A post renders and attaches the charts; an edit (`attached`) sends no files and no
- * `attachments` list, so Discord keeps the ones posted and each embed still shows its own by name.
+ * What a message does with its cards' charts: draws and attaches them (`attach`: a post, or the edit that adds them
+ * to a card posted without), leaves them out (`later`: a critical card goes out at once, its charts follow), or keeps
+ * those posted (`kept`: an edit sends no files and no `attachments` list, so Discord keeps the ones posted and each
+ * embed still shows its own by name).
  */
-export async function cardsMessage(cards: readonly AlertCard[], attached = false, urgency = 0) {
+export type Charts = 'attach' | 'later' | 'kept';
+
+/** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each card's
+ * chart as an image (see `Charts`). */
+export async function cardsMessage(cards: readonly AlertCard[], charts: Charts = 'attach', urgency = 0) {
   const embeds: EmbedBuilder[] = [];
   const files: AttachmentBuilder[] = [];
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
@@ -198,9 +205,9 @@ export async function cardsMessage(cards: readonly AlertCard[], attached = false
     const embed = fitEmbed(c.title, c.fields, parts, budget).setColor(
       c.status === 'firing' ? (COLORS[c.severity as 'info'] ?? COLORS.firing) : COLORS[c.status],
     );
-    if (c.chart) {
+    if (c.chart && charts !== 'later') {
       const name = `chart-${c.alertId}.png`;
-      if (!attached) files.push(new AttachmentBuilder(await alertChartPng(c.chart, urgency), { name }));
+      if (charts === 'attach') files.push(new AttachmentBuilder(await alertChartPng(c.chart, urgency), { name }));
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);
@@ -218,7 +225,7 @@ export async function cardsMessage(cards: readonly AlertCard[], attached = false
   }
   // log lines and run names are untrusted: nothing in a card may ping anyone
   const message = { content: contentLine(cards), embeds, components, allowedMentions: NO_MENTIONS };
-  return attached ? message : { ...message, files, attachments: [] };
+  return charts === 'kept' ? message : { ...message, files, attachments: [] };
 }
 
 /** The reply in a resolved alert's thread: plain text (a push notification says it), pinging nobody. */
@@ -344,13 +351,38 @@ export class DiscordBot {
       if (!channel?.isSendable()) {
         throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`, undefined, true);
       }
-      await deliverCards(this.opts.store, targetName('discord', channelId), n, { key, runId }, {
-        edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, true))),
-        post: async (cards) => (await channel.send(await cardsMessage(cards, false, urgency))).id,
+      const target = targetName('discord', channelId);
+      // a critical card's push is what wakes someone: it never waits for its chart to be drawn
+      const later = urgency >= CRITICAL_URGENCY;
+      await deliverCards(this.opts.store, target, n, { key, runId }, {
+        edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, 'kept'))),
+        post: async (cards) => (await channel.send(await cardsMessage(cards, later ? 'later' : 'attach', urgency))).id,
+        ...(later && { afterPost: (ref, cards) => this.attachCharts(channel, target, ref, cards, urgency) }),
         replyResolved: async (ref, cards) => (await channel.send(resolvedMessage(cards, ref))).id,
       });
     } catch (err) {
       throw deliveryError(err);
+    }
+  }
+
+  /**
+   * The charts of cards posted without them (`later`), attached by an edit of the message. The edit shows the cards
+   * as recorded now, so an ack clicked since the post is not undone; one recorded while the edit was on its way gets
+   * one more edit. A failure is logged: the alert is out, and is not posted again for its chart.
+   */
+  private async attachCharts(
+    channel: SendableChannels, target: string, ref: string, posted: readonly AlertCard[], urgency: number,
+  ): Promise<void> {
+    if (!posted.some((c) => c.chart)) return;
+    try {
+      const shown = await shownNow(this.opts.store, target, ref);
+      if (!shown) return;
+      await channel.messages.edit(ref, await cardsMessage(shown.cards, 'attach', urgency));
+      const now = await shownNow(this.opts.store, target, ref);
+      if (now && now.text !== shown.text) await channel.messages.edit(ref, await cardsMessage(now.cards, 'kept'));
+    } catch (err) {
+      const ids = posted.map((c) => `#${c.alertId}`).join(', ');
+      this.opts.log.warn(`discord: chart of alerts ${ids} not attached: ${deliveryError(err).message}`);
     }
   }
 
@@ -428,7 +460,7 @@ export class DiscordBot {
     // its other cards (other channels, other platforms) are edited from the outbox
     try {
       const cards = await recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
-      await i.update(cards ? await cardsMessage(cards, true) : { allowedMentions: NO_MENTIONS });
+      await i.update(cards ? await cardsMessage(cards, 'kept') : { allowedMentions: NO_MENTIONS });
     } finally {
       this.opts.deliverNow?.();
     }
