@@ -45,16 +45,14 @@ function withStates(posted: Notification, changed: readonly NotificationItem[]):
   return { ...posted, items };
 }
 
-/**
- * The cards of a posted message as its record shows them now (acks and mutes included), with the record's text to
- * tell a later change by; null for a message rlwatch did not post, or whose record no longer reads.
- */
+/** The cards of a posted message as its record shows them now (acks, mutes and resolutions included); null for a
+ * message rlwatch did not post, or whose record no longer reads. */
 export async function shownNow(
   messages: Pick<StoreContract, 'messageByRef'>, target: string, ref: string,
-): Promise<{ text: string; cards: AlertCard[] } | null> {
+): Promise<AlertCard[] | null> {
   const m = await messages.messageByRef(target, ref);
   const posted = m && postedOf(m);
-  return posted ? { text: m.payload, cards: alertCards(posted) } : null;
+  return posted ? alertCards(posted) : null;
 }
 
 /**
@@ -88,7 +86,7 @@ export async function recapture(
  * Delivers one outbox row to a chat channel: a resolution edits the messages that announced the alert
  * (each message once) and says so in the thread of the newest; an update (an ack or a mute) edits them and
  * nothing else, and a message already showing that state is left alone (the clicked one, re-rendered by its
- * button); everything else is posted, five alerts a message. Each part is recorded under `key`, so a retry
+ * button); everything else is posted, five alerts a message, before those edits. Each part is recorded under `key`, so a retry
  * of the row after a failure never posts a part twice. Reads only the channel's own records of what it
  * posted: the cards come from `n` and those messages. An edit keeps the message's charts as posted.
  */
@@ -114,6 +112,17 @@ export async function deliverCards(
       edits.set(m.ref, e);
     });
   }
+  // the new alerts first: a critical card never waits for the edits of older ones
+  for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
+    const part = `${key}/${i}`;
+    if (await messages.messageByDelivery(target, part)) continue; // posted before a later part failed
+    const posted: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
+    const cards = alertCards(posted);
+    const ref = await channel.post(cards);
+    const alertIds = posted.items.map((x) => x.alertId);
+    await messages.recordMessage(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
+    await channel.afterPost?.(ref, cards);
+  }
   for (const { message, changed, thread } of edits.values()) {
     // a payload that no longer reads is replaced by the alerts being changed, so that the edit still goes out
     const posted = postedOf(message);
@@ -131,16 +140,6 @@ export async function deliverCards(
     const ref = await channel.replyResolved(message.ref, resolved);
     const reply = { runId, alertIds: [], payload: { run: n.run, items: [] }, delivery: part };
     await messages.recordMessage(target, ref, reply, Date.now());
-  }
-  for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
-    const part = `${key}/${i}`;
-    if (await messages.messageByDelivery(target, part)) continue; // posted before a later part failed
-    const posted: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
-    const cards = alertCards(posted);
-    const ref = await channel.post(cards);
-    const alertIds = posted.items.map((x) => x.alertId);
-    await messages.recordMessage(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
-    await channel.afterPost?.(ref, cards);
   }
 }
 
