@@ -174,8 +174,8 @@ export interface AlertResult {
   p99Ms: number;
   maxMs: number;
   meanMs: number;
-  /** append → the request carrying the card's chart: a critical card is posted at once, its chart attached by an
-   * edit once drawn */
+  /** append → the request carrying the card's chart: a card is posted at once, its chart attached by an edit once
+   * drawn */
   chartP50Ms: number;
   chartP99Ms: number;
   /** last healthy line appended → the PATCH that marks the alert resolved */
@@ -246,9 +246,9 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
       const sentAt = Date.now();
       appendFileSync(logPath, `${learningLine(spikeStep, { grad: SPIKE_GRAD })}\n`);
       const post = await waitRequest(before, (r) => r.method === 'POST' && postPath.test(r.path) && isGradCard(r));
-      const chart = post && (post.files.length > 0 ? post : await waitRequest(
+      const chart = post && await waitRequest(
         fake.requests.indexOf(post) + 1, (r) => r.method === 'PATCH' && r.files.length > 0 && isGradCard(r),
-      ));
+      );
       if (post) {
         latencies.push(post.at - sentAt);
         chartLatencies.push(chart ? chart.at - sentAt : Infinity);

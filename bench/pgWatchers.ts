@@ -44,8 +44,8 @@ export interface PgWatchersResult {
   posted: number;
   chatP50Ms: number;
   chatP99Ms: number;
-  /** line → the first request carrying the card's chart: a critical card is posted at once and its chart attached by
-   * an edit once drawn */
+  /** line → the first request carrying the card's chart: a card is posted at once and its chart attached by an edit
+   * once drawn */
   chartP50Ms: number;
   chartP99Ms: number;
   /** the slowest spikes, slowest first: p99 over 20 spikes is the slowest one, and its step says what else was
@@ -332,7 +332,7 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
     `  line → commit      p50 ${ms(r.commitP50Ms)}, p99 ${ms(r.commitP99Ms)} (polled every ${POLL_MS} ms)`,
     `  line → chat POST   p50 ${ms(r.chatP50Ms)}, p99 ${ms(r.chatP99Ms)} over ${r.spikes} spikes (${r.posted} posted)` +
       `   target p99 < ${PG_CHAT_P99_TARGET_MS} ms   ${r.pass ? 'PASS' : 'FAIL'}`,
-    `  line → its chart   p50 ${ms(r.chartP50Ms)}, p99 ${ms(r.chartP99Ms)} (a critical card is posted at once, its chart ` +
+    `  line → its chart   p50 ${ms(r.chartP50Ms)}, p99 ${ms(r.chartP99Ms)} (the card is posted at once, its chart ` +
       'attached by an edit)',
     `    slowest          ` +
       r.slowestSpikes.map((x) => `step ${x.step}: commit ${ms(x.commitMs)}, chat ${ms(x.chatMs)}`).join('; '),

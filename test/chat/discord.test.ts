@@ -44,7 +44,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const collapse = (m: FakeMessage) => m.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
       title: string; description: string; fields: Array<{ name: string; value: string }>; image?: { url: string }; color: number;
     };
-    // critical: the post goes out without waiting for the chart to be drawn
+    // the post goes out without waiting for the chart to be drawn
     const post = fake.requests.find((r) => r.method === 'POST' && JSON.stringify(r.body).includes('mode_collapse firing'))!;
     expect(post.files).toEqual([]);
     const embed = collapse(msg);
@@ -203,10 +203,14 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     run.write(5, { grad: 0.05 }); // the open incident resolves first: its edits are not the ones held
     await fake.waitFor(() => app.store.alerts.list({}).every((a) => a.rule !== 'grad_explosion'), 10_000);
     await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
-    const chartEdit = fake.holdNext('PATCH', new RegExp(`/channels/${fake.channelId}/messages/\\d+$`));
+    const chartEdit = fake.holdNext(
+      'PATCH', new RegExp(`/channels/${fake.channelId}/messages/\\d+$`), (r) => JSON.stringify(r.body).includes('grad_norm 30 > 10'),
+    );
     run.write(1, { grad: 30 });
     const held = await chartEdit.arrived;
     expect(held.files).toHaveLength(1);
+    // the card's delivery ended with its post: its run's next card would not wait for the chart
+    await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'grad_explosion')!;
     const msg = alertMessages().find((m) => JSON.stringify(m.embeds).includes('grad_norm 30 > 10'))!;
     expect(held.path).toBe(`/channels/${fake.channelId}/messages/${msg.id}`);

@@ -261,9 +261,11 @@ export interface FakeDiscord {
   autocomplete(spec: AutocompleteSpec): Promise<Json[]>;
   click(spec: ClickSpec): Promise<FakeInteraction>;
   failNext(method: string, pathRegex: RegExp, spec: FailSpec): void;
-  /** The next request matching is recorded on arrival, and applied and answered only once `release()` is called:
-   * a request slow on its way, for what happens meanwhile. */
-  holdNext(method: string, pathRegex: RegExp): { arrived: Promise<RecordedRequest>; release(): void };
+  /** The next request matching (and `matches`, if given) is recorded on arrival, and applied and answered only once
+   * `release()` is called: a request slow on its way, for what happens meanwhile. */
+  holdNext(
+    method: string, pathRegex: RegExp, matches?: (r: RecordedRequest) => boolean,
+  ): { arrived: Promise<RecordedRequest>; release(): void };
   setDown(down: boolean): void;
   waitFor<T>(predicate: () => T | null | undefined | false, timeoutMs?: number): Promise<T>;
   /** Send a raw gateway dispatch (op 0) to every identified connection. */
@@ -432,7 +434,9 @@ class FakeDiscordImpl implements FakeDiscord {
   private readonly pending = new Map<string, Pending>();
   private readonly conns = new Set<GatewayConn>();
   private readonly failRules: FailRule[] = [];
-  private readonly holdRules: Array<{ method: string; re: RegExp; arrived(r: RecordedRequest): void; released: Promise<void> }> = [];
+  private readonly holdRules: Array<{
+    method: string; re: RegExp; matches: (r: RecordedRequest) => boolean; arrived(r: RecordedRequest): void; released: Promise<void>;
+  }> = [];
   private down = false;
   private closed = false;
   private readonly http: Server;
@@ -1159,12 +1163,14 @@ class FakeDiscordImpl implements FakeDiscord {
     this.failRules.push({ method: method.toUpperCase(), re: pathRegex, spec });
   }
 
-  holdNext(method: string, pathRegex: RegExp): { arrived: Promise<RecordedRequest>; release(): void } {
+  holdNext(
+    method: string, pathRegex: RegExp, matches: (r: RecordedRequest) => boolean = () => true,
+  ): { arrived: Promise<RecordedRequest>; release(): void } {
     let arrived!: (r: RecordedRequest) => void;
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const arrival = new Promise<RecordedRequest>((r) => (arrived = r));
-    this.holdRules.push({ method: method.toUpperCase(), re: pathRegex, arrived, released });
+    this.holdRules.push({ method: method.toUpperCase(), re: pathRegex, matches, arrived, released });
     return { arrived: arrival, release };
   }
 
@@ -1242,7 +1248,7 @@ class FakeDiscordImpl implements FakeDiscord {
     };
     this.requests.push(rec);
     this.log('rest', method, path);
-    const held = this.holdRules.findIndex((r) => r.method === method && r.re.test(path));
+    const held = this.holdRules.findIndex((r) => r.method === method && r.re.test(path) && r.matches(rec));
     if (held >= 0) {
       const [hold] = this.holdRules.splice(held, 1);
       hold!.arrived(rec);

@@ -21,6 +21,7 @@ import {
   type SendableChannels,
 } from 'discord.js';
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { UserError } from '../../errors.ts';
 import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } from '../../commands/registry.ts';
 import type { Reply } from '../../commands/reply.ts';
@@ -37,7 +38,6 @@ import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
-import { CRITICAL_URGENCY } from '../../store/outbox.ts';
 import type { DiscordSection, DiscordSettings } from './index.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
@@ -55,6 +55,10 @@ export interface DiscordOptions extends DiscordSettings {
 
 /** How long the gateway may take to say ready after a login before the attempt is given up and retried. */
 const READY_TIMEOUT_MS = 30_000;
+/** A chart's edit refused by a rate limit is tried again after the wait, up to this many tries in all. */
+const CHART_TRIES = 3;
+/** How long `stop` waits for the charts being attached. */
+const CHARTS_GRACE_MS = 500;
 
 const OPTION_TYPE = { string: 3, integer: 4, boolean: 5 } as const;
 
@@ -184,7 +188,7 @@ export function contentLine(cards: readonly AlertCard[]): string {
 
 /**
  * What a message does with its cards' charts: draws and attaches them (`attach`: a post, or the edit that adds them
- * to a card posted without), leaves them out (`later`: a critical card goes out at once, its charts follow), or keeps
+ * to a card posted without), leaves them out (`later`: a card goes out at once, its charts follow), or keeps
  * those posted (`kept`: an edit sends no files and no `attachments` list, so Discord keeps the ones posted and each
  * embed still shows its own by name).
  */
@@ -261,6 +265,8 @@ const isTokenInvalid = (err: unknown): boolean => (err as { code?: string }).cod
 export class DiscordBot {
   readonly client: Client;
   private readonly channels: string[];
+  /** charts being attached to cards already posted (`attachCharts`) */
+  private readonly charting = new Set<Promise<void>>();
   private connected = false;
   private connector: Connector | null = null;
 
@@ -330,6 +336,8 @@ export class DiscordBot {
 
   async stop(): Promise<void> {
     this.connector?.stop();
+    // the charts being attached get a moment to land: their cards are out either way
+    await Promise.race([Promise.all(this.charting), sleep(CHARTS_GRACE_MS, undefined, { ref: false })]);
     await this.client.destroy();
   }
 
@@ -352,12 +360,12 @@ export class DiscordBot {
         throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`, undefined, true);
       }
       const target = targetName('discord', channelId);
-      // a critical card's push is what wakes someone: it never waits for its chart to be drawn
-      const later = urgency >= CRITICAL_URGENCY;
+      // a card goes out as soon as its numbers are ready, and its delivery ends there: its chart is drawn after and
+      // attached by an edit, so neither its push nor its run's next card (maybe critical) waits for a picture
       await deliverCards(this.opts.store, target, n, { key, runId }, {
         edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, 'kept'))),
-        post: async (cards) => (await channel.send(await cardsMessage(cards, later ? 'later' : 'attach', urgency))).id,
-        ...(later && { afterPost: (ref, cards) => this.attachCharts(channel, target, ref, cards, urgency) }),
+        post: async (cards) => (await channel.send(await cardsMessage(cards, 'later'))).id,
+        afterPost: async (ref, cards) => void this.charted(this.attachCharts(channel, target, ref, cards, urgency)),
         replyResolved: async (ref, cards) => (await channel.send(resolvedMessage(cards, ref))).id,
       });
     } catch (err) {
@@ -365,24 +373,38 @@ export class DiscordBot {
     }
   }
 
+  private charted(attaching: Promise<void>): void {
+    this.charting.add(attaching);
+    void attaching.finally(() => this.charting.delete(attaching));
+  }
+
   /**
-   * The charts of cards posted without them (`later`), attached by an edit of the message. The edit shows the cards
-   * as recorded now, so an ack clicked since the post is not undone; one recorded while the edit was on its way gets
-   * one more edit. A failure is logged: the alert is out, and is not posted again for its chart.
+   * The charts of cards posted without them (`later`), attached by an edit of the message, drawn as urgent as the
+   * delivery was. A change of the cards recorded meanwhile (an ack, a resolution: their edits keep the charts as
+   * posted) is not undone: the message's record is read once the charts are on, and edited once more if it differs.
+   * A rate limit is waited out, a few times; a failure is logged: the alert is out, and is not posted again for its
+   * chart. Never rejects.
    */
   private async attachCharts(
     channel: SendableChannels, target: string, ref: string, posted: readonly AlertCard[], urgency: number,
   ): Promise<void> {
     if (!posted.some((c) => c.chart)) return;
-    try {
-      const shown = await shownNow(this.opts.store, target, ref);
-      if (!shown) return;
-      await channel.messages.edit(ref, await cardsMessage(shown.cards, 'attach', urgency));
-      const now = await shownNow(this.opts.store, target, ref);
-      if (now && now.text !== shown.text) await channel.messages.edit(ref, await cardsMessage(now.cards, 'kept'));
-    } catch (err) {
-      const ids = posted.map((c) => `#${c.alertId}`).join(', ');
-      this.opts.log.warn(`discord: chart of alerts ${ids} not attached: ${deliveryError(err).message}`);
+    for (let tries = 1; ; tries++) {
+      try {
+        await channel.messages.edit(ref, await cardsMessage(posted, 'attach', urgency));
+        const now = await shownNow(this.opts.store, target, ref);
+        if (now && JSON.stringify(now) !== JSON.stringify(posted)) {
+          await channel.messages.edit(ref, await cardsMessage(now, 'kept'));
+        }
+        return;
+      } catch (err) {
+        if (err instanceof RateLimitError && tries < CHART_TRIES) {
+          await sleep(err.retryAfter);
+          continue;
+        }
+        const ids = posted.map((c) => `#${c.alertId}`).join(', ');
+        return this.opts.log.warn(`discord: chart of alerts ${ids} not attached: ${deliveryError(err).message}`);
+      }
     }
   }
 
