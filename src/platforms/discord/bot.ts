@@ -22,6 +22,7 @@ import {
 } from 'discord.js';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import PQueue from 'p-queue';
 import { UserError } from '../../errors.ts';
 import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } from '../../commands/registry.ts';
 import type { Reply } from '../../commands/reply.ts';
@@ -265,6 +266,8 @@ const isTokenInvalid = (err: unknown): boolean => (err as { code?: string }).cod
 export class DiscordBot {
   readonly client: Client;
   private readonly channels: string[];
+  /** per channel, the posts waiting to go: see `inTurn` */
+  private readonly posting = new Map<string, PQueue>();
   /** charts being attached to cards already posted (`attachCharts`) */
   private readonly charting = new Set<Promise<void>>();
   private connected = false;
@@ -364,13 +367,28 @@ export class DiscordBot {
       // attached by an edit, so neither its push nor its run's next card (maybe critical) waits for a picture
       await deliverCards(this.opts.store, target, n, { key, runId }, {
         edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, 'kept'))),
-        post: async (cards) => (await channel.send(await cardsMessage(cards, 'later'))).id,
+        post: async (cards) => {
+          const message = await cardsMessage(cards, 'later');
+          return this.inTurn(channelId, urgency, async () => (await channel.send(message)).id);
+        },
         afterPost: async (ref, cards) => void this.charted(this.attachCharts(channel, target, ref, cards, urgency)),
-        replyResolved: async (ref, cards) => (await channel.send(resolvedMessage(cards, ref))).id,
+        replyResolved: async (ref, cards) =>
+          this.inTurn(channelId, urgency, async () => (await channel.send(resolvedMessage(cards, ref))).id),
       });
     } catch (err) {
       throw deliveryError(err);
     }
+  }
+
+  /**
+   * Runs `post` (a message to `channelId`) when it is its turn: one at a time, the most urgent first. discord.js
+   * sends a channel's posts one after another in the order handed to it, so a critical card handed to it behind the
+   * cards of four warnings would wait for all four to be answered; here it waits for one at most.
+   */
+  private inTurn<T>(channelId: string, urgency: number, post: () => Promise<T>): Promise<T> {
+    let queue = this.posting.get(channelId);
+    if (!queue) this.posting.set(channelId, (queue = new PQueue({ concurrency: 1 })));
+    return queue.add(post, { priority: urgency });
   }
 
   private charted(attaching: Promise<void>): void {
