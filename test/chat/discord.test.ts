@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { startFakeDiscord, type FakeDiscord, type FakeMessage } from '../fakes/discordServer.ts';
+import { startFakeDiscord, type FakeDiscord, type FakeMessage, type RecordedRequest } from '../fakes/discordServer.ts';
 import { WatchedRun } from './watchedRun.ts';
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -225,5 +225,20 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(last.files).toEqual([]);
     expect(last.body).not.toHaveProperty('attachments'); // the chart attached is kept
     expect(JSON.stringify(shown.embeds)).toContain(`attachment://${shown.attachments[0]!.filename}`);
+  }, 30_000);
+
+  it('a chart whose edit meets a rate limit is attached once the wait is over', async () => {
+    const target = `discord:${fake.channelId}`;
+    run.write(5, { grad: 0.05 });
+    await fake.waitFor(() => app.store.alerts.list({}).every((a) => a.rule !== 'grad_explosion'), 10_000);
+    await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
+    const edits = new RegExp(`/channels/${fake.channelId}/messages/\\d+$`);
+    const spiked = (r: RecordedRequest): boolean => JSON.stringify(r.body).includes('grad_norm 40 > 10');
+    fake.failNext('PATCH', edits, { status: 429, retryAfter: 1 }, (r) => r.files.length > 0 && spiked(r));
+    run.write(1, { grad: 40 });
+    const msg = await fake.waitFor(() => alertMessages().find((m) => JSON.stringify(m.embeds).includes('grad_norm 40 > 10') && m.attachments.length === 1), 10_000);
+    const tries = fake.requestsTo('PATCH', new RegExp(`/messages/${msg.id}$`)).filter((r) => r.files.length > 0);
+    expect(tries.map((r) => r.status)).toEqual([429, 200]);
+    expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(900);
   }, 30_000);
 });

@@ -260,7 +260,8 @@ export interface FakeDiscord {
   command(spec: CommandSpec): Promise<FakeInteraction>;
   autocomplete(spec: AutocompleteSpec): Promise<Json[]>;
   click(spec: ClickSpec): Promise<FakeInteraction>;
-  failNext(method: string, pathRegex: RegExp, spec: FailSpec): void;
+  /** The next request matching (and `matches`, if given) fails as `spec` says. */
+  failNext(method: string, pathRegex: RegExp, spec: FailSpec, matches?: (r: RecordedRequest) => boolean): void;
   /** The next request matching (and `matches`, if given) is recorded on arrival, and applied and answered only once
    * `release()` is called: a request slow on its way, for what happens meanwhile. */
   holdNext(
@@ -407,6 +408,7 @@ interface FailRule {
   method: string;
   re: RegExp;
   spec: FailSpec;
+  matches: (r: RecordedRequest) => boolean;
 }
 
 interface Pending {
@@ -1159,8 +1161,8 @@ class FakeDiscordImpl implements FakeDiscord {
 
   // ------------------------------------------------------------------------------------------------ failures
 
-  failNext(method: string, pathRegex: RegExp, spec: FailSpec): void {
-    this.failRules.push({ method: method.toUpperCase(), re: pathRegex, spec });
+  failNext(method: string, pathRegex: RegExp, spec: FailSpec, matches: (r: RecordedRequest) => boolean = () => true): void {
+    this.failRules.push({ method: method.toUpperCase(), re: pathRegex, spec, matches });
   }
 
   holdNext(
@@ -1261,7 +1263,7 @@ class FakeDiscordImpl implements FakeDiscord {
     };
 
     if (this.down) return send(503, { message: 'Service Unavailable', code: 0 });
-    const ruleIndex = this.failRules.findIndex((r) => r.method === method && r.re.test(path));
+    const ruleIndex = this.failRules.findIndex((r) => r.method === method && r.re.test(path) && r.matches(rec));
     if (ruleIndex >= 0) {
       const [rule] = this.failRules.splice(ruleIndex, 1);
       const spec = rule!.spec;

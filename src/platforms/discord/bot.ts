@@ -56,8 +56,9 @@ export interface DiscordOptions extends DiscordSettings {
 
 /** How long the gateway may take to say ready after a login before the attempt is given up and retried. */
 const READY_TIMEOUT_MS = 30_000;
-/** A chart's edit refused by a rate limit is tried again after the wait, up to this many tries in all. */
-const CHART_TRIES = 3;
+/** A chart's edit refused by a rate limit is tried again after the wait, up to this many tries in all: in a storm the
+ * charts of dozens of cards meet the channel's limit one after another. */
+const CHART_TRIES = 10;
 /** How long `stop` waits for the charts being attached. */
 const CHARTS_GRACE_MS = 500;
 
