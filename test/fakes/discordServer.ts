@@ -467,7 +467,11 @@ class FakeDiscordImpl implements FakeDiscord {
       this.roles.push({ id: r.id ?? snowflake(), name: r.name, permissions: r.permissions ?? EVERYONE_PERMISSIONS });
     }
     this.http = createServer((req, res) => {
-      void this.onHttp(req, res);
+      // a client that goes away mid-request (a bot process killed while uploading) is nobody's error
+      this.onHttp(req, res).catch((e: unknown) => {
+        this.log('request dropped', e);
+        res.destroy();
+      });
     });
     this.wss = new WebSocketServer({ server: this.http });
     this.wss.on('connection', (ws) => this.onConnection(ws));
