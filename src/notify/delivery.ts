@@ -86,9 +86,9 @@ export async function recapture(
  * Delivers one outbox row to a chat channel: a resolution edits the messages that announced the alert
  * (each message once) and says so in the thread of the newest; an update (an ack or a mute) edits them and
  * nothing else, and a message already showing that state is left alone (the clicked one, re-rendered by its
- * button); everything else is posted, five alerts a message, before those edits. Each part is recorded under `key`, so a retry
- * of the row after a failure never posts a part twice. Reads only the channel's own records of what it
- * posted: the cards come from `n` and those messages. An edit keeps the message's charts as posted.
+ * button); everything else is posted, five alerts a message, before those edits. Each part is recorded under
+ * `key`, so a retry of the row after a failure never posts a part twice. Reads only the channel's own records of
+ * what it posted: the cards come from `n` and those messages. An edit keeps the message's charts as posted.
  */
 export async function deliverCards(
   messages: MessageRecords,

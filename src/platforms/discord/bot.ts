@@ -392,6 +392,7 @@ export class DiscordBot {
     return queue.add(post, { priority: urgency });
   }
 
+  /** Keeps `attaching` until it settles, for `stop`. */
   private charted(attaching: Promise<void>): void {
     this.charting.add(attaching);
     void attaching.finally(() => this.charting.delete(attaching));
@@ -401,16 +402,23 @@ export class DiscordBot {
    * The charts of cards posted without them (`later`), attached by an edit of the message, drawn as urgent as the
    * delivery was. A change of the cards recorded meanwhile (an ack, a resolution: their edits keep the charts as
    * posted) is not undone: the message's record is read once the charts are on, and edited once more if it differs.
-   * A rate limit is waited out, a few times; a failure is logged: the alert is out, and is not posted again for its
-   * chart. Never rejects.
+   * A rate limit is waited out, up to CHART_TRIES tries, the charts drawn once; a failure is logged: the alert is out,
+   * and is not posted again for its chart. Never rejects.
    */
   private async attachCharts(
     channel: SendableChannels, target: string, ref: string, posted: readonly AlertCard[], urgency: number,
   ): Promise<void> {
     if (!posted.some((c) => c.chart)) return;
+    const ids = posted.map((c) => `#${c.alertId}`).join(', ');
+    let charted: Awaited<ReturnType<typeof cardsMessage>>;
+    try {
+      charted = await cardsMessage(posted, 'attach', urgency);
+    } catch (err) {
+      return this.opts.log.warn(`discord: chart of alerts ${ids} not drawn: ${(err as Error).message}`);
+    }
     for (let tries = 1; ; tries++) {
       try {
-        await channel.messages.edit(ref, await cardsMessage(posted, 'attach', urgency));
+        await channel.messages.edit(ref, charted);
         const now = await shownNow(this.opts.store, target, ref);
         if (now && JSON.stringify(now) !== JSON.stringify(posted)) {
           await channel.messages.edit(ref, await cardsMessage(now, 'kept'));
@@ -421,7 +429,6 @@ export class DiscordBot {
           await sleep(err.retryAfter);
           continue;
         }
-        const ids = posted.map((c) => `#${c.alertId}`).join(', ');
         return this.opts.log.warn(`discord: chart of alerts ${ids} not attached: ${deliveryError(err).message}`);
       }
     }
