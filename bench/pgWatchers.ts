@@ -223,11 +223,11 @@ export async function runPgWatchers(
     // line → chat: the first POST of a grad_explosion card naming the spiked run, after the spike was appended
     // (waited for as such: another card of the run, posted first, is not it)
     const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${fake.channelId}/messages`);
-    const spikeCard = (s: { run: string; at: number }) =>
-      posts().find((r) => r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run));
-    const spikeChart = (s: { run: string; at: number }) => fake.requests.find(
-      (r) => r.at >= s.at && r.files.length > 0 && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run),
-    );
+    const showsSpike = (r: RecordedRequest, s: { run: string; at: number }): boolean =>
+      r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run);
+    const spikeCard = (s: { run: string; at: number }) => posts().find((r) => showsSpike(r, s));
+    const spikeChart = (s: { run: string; at: number }) =>
+      fake.requests.find((r) => r.files.length > 0 && showsSpike(r, s));
     const chatDeadline = Date.now() + 10_000;
     while (Date.now() < chatDeadline && spikes.some((s) => !spikeCard(s) || !spikeChart(s))) await sleep(100);
     const chat = spikes.map((s) => {

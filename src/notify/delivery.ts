@@ -64,13 +64,8 @@ export async function recapture(
   store: StoreContract, target: string, ref: string, now = Date.now(),
 ): Promise<AlertCard[] | null> {
   const m = await store.messageByRef(target, ref);
-  if (!m) return null;
-  let posted: Notification;
-  try {
-    posted = parseNotification(m.payload);
-  } catch {
-    return null; // nothing to re-render it from: the message stays as it is
-  }
+  const posted = m && postedOf(m);
+  if (!posted) return null; // nothing to re-render it from: the message stays as it is
   const silences = await store.activeSilences(now);
   const items: NotificationItem[] = [];
   for (const item of posted.items) {

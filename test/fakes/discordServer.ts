@@ -404,11 +404,26 @@ interface GatewayConn {
   sessionId: string | null;
 }
 
-interface FailRule {
+/** Which request a `failNext` or `holdNext` is for: the first to match after it was set, once. */
+interface RequestRule {
   method: string;
   re: RegExp;
-  spec: FailSpec;
   matches: (r: RecordedRequest) => boolean;
+}
+
+interface FailRule extends RequestRule {
+  spec: FailSpec;
+}
+
+interface HoldRule extends RequestRule {
+  arrived(r: RecordedRequest): void;
+  released: Promise<void>;
+}
+
+/** Takes out of `rules` the first one for `rec`, if any. */
+function ruleFor<R extends RequestRule>(rules: R[], rec: RecordedRequest): R | undefined {
+  const k = rules.findIndex((r) => r.method === rec.method && r.re.test(rec.path) && r.matches(rec));
+  return k === -1 ? undefined : rules.splice(k, 1)[0];
 }
 
 interface Pending {
@@ -436,9 +451,7 @@ class FakeDiscordImpl implements FakeDiscord {
   private readonly pending = new Map<string, Pending>();
   private readonly conns = new Set<GatewayConn>();
   private readonly failRules: FailRule[] = [];
-  private readonly holdRules: Array<{
-    method: string; re: RegExp; matches: (r: RecordedRequest) => boolean; arrived(r: RecordedRequest): void; released: Promise<void>;
-  }> = [];
+  private readonly holdRules: HoldRule[] = [];
   private down = false;
   private closed = false;
   private readonly http: Server;
@@ -1254,11 +1267,10 @@ class FakeDiscordImpl implements FakeDiscord {
     };
     this.requests.push(rec);
     this.log('rest', method, path);
-    const held = this.holdRules.findIndex((r) => r.method === method && r.re.test(path) && r.matches(rec));
-    if (held >= 0) {
-      const [hold] = this.holdRules.splice(held, 1);
-      hold!.arrived(rec);
-      await hold!.released;
+    const hold = ruleFor(this.holdRules, rec);
+    if (hold) {
+      hold.arrived(rec);
+      await hold.released;
     }
 
     const send = (status: number, json?: unknown, headers?: Record<string, string>): void => {
@@ -1267,10 +1279,9 @@ class FakeDiscordImpl implements FakeDiscord {
     };
 
     if (this.down) return send(503, { message: 'Service Unavailable', code: 0 });
-    const ruleIndex = this.failRules.findIndex((r) => r.method === method && r.re.test(path) && r.matches(rec));
-    if (ruleIndex >= 0) {
-      const [rule] = this.failRules.splice(ruleIndex, 1);
-      const spec = rule!.spec;
+    const rule = ruleFor(this.failRules, rec);
+    if (rule) {
+      const spec = rule.spec;
       if (spec.status === 429) {
         const s = spec as { status: 429; retryAfter?: number; global?: boolean };
         const retryAfter = s.retryAfter ?? 1;
