@@ -6,7 +6,7 @@
  * is a run's `last_step` reaching the line, polled every POLL_MS. CPU is each process's own, from /proc.
  * BENCH_PG_WATCHERS_SECONDS sets the appending window (default 20); `statementsTo` (BENCH_PG_STATEMENTS=1) writes the
  * statements that took PostgreSQL the most time (pg_stat_statements) to that file; `profileTo` (BENCH_CPU_PROF=1)
- * writes the bot's V8 CPU profile there, in a folder `pg-bot` of its own.
+ * writes each process's V8 CPU profile there, in a folder of its own (`pg-bot`, `pg-w0` ...).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -140,7 +140,8 @@ export async function runPgWatchers(
       writeFileSync(path, Array.from({ length: INITIAL }, (_, k) => `${learningLine(k + 1)}\n`).join(''));
       runs.push({ name: `w${h}/run${String(i).padStart(3, '0')}`, path });
     }
-    const watchers = roots.map((root, h) => new Proc(['--role', 'watcher', '--db', db, '--config', 'rlwatch.yaml', root], join(dir, `w${h}`), fake));
+    const watchers = roots.map((root, h) => new Proc(['--role', 'watcher', '--db', db, '--config', 'rlwatch.yaml', root], join(dir, `w${h}`), fake,
+      opts.profileTo && join(opts.profileTo, `pg-w${h}`)));
     procs.push(...watchers);
     const bot = new Proc(['--role', 'bot', '--db', db], dir, fake, opts.profileTo && join(opts.profileTo, 'pg-bot'));
     procs.push(bot);
