@@ -68,6 +68,9 @@ export class Store {
   readonly arrivals: Arrivals;
   readonly now: () => number;
   private readonly commitTx: (b: Batch, keep: number, within?: (r: BatchResult) => void) => BatchResult;
+  /** `fn` in a transaction: one wrapper made once (better-sqlite3 builds four per `db.transaction`, and the engine
+   * opens one per batch) */
+  private readonly inTx: (fn: () => unknown) => unknown;
   private lock: WriterLock | null = null;
   private groupRollbacks = 0;
 
@@ -88,6 +91,7 @@ export class Store {
     this.events = new Events(db);
     this.attempts = new Attempts(db);
     this.arrivals = new Arrivals(db);
+    this.inTx = db.transaction((fn: () => unknown) => fn());
     this.commitTx = db.transaction((b: Batch, keep: number, within?: (r: BatchResult) => void) => {
       const result = this.writeBatch(b, keep);
       within?.(result);
@@ -170,7 +174,7 @@ export class Store {
    * with what was rolled back, so callers need not know what the store holds. */
   transaction<T>(fn: () => T): T {
     try {
-      return this.db.transaction(fn)();
+      return this.inTx(fn) as T;
     } catch (err) {
       this.rolledBack();
       throw err;
