@@ -95,15 +95,32 @@ export function foldAttempts(
 
 /** The attempts of each run (`foldAttempts` says when a batch starts one). */
 export class Attempts {
+  /** per run whose batches this process writes (`track`: their one writer, by the writer lock), its attempts as
+   * written, oldest first: the engine reads them after every batch, and `track` on every batch */
+  private readonly held = new Map<number, AttemptRow[]>();
+
   constructor(private readonly db: Database) {}
 
   list(runId: number): AttemptRow[] {
+    const held = this.held.get(runId);
+    if (held) return held.map((a) => ({ ...a }));
     return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt').all(runId) as AttemptRow[];
   }
 
   latest(runId: number): AttemptRow | undefined {
+    const held = this.held.get(runId);
+    if (held) {
+      const last = held[held.length - 1];
+      return last && { ...last };
+    }
     return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt DESC LIMIT 1')
       .get(runId) as AttemptRow | undefined;
+  }
+
+  /** A transaction that may have written the run's attempts rolled back (or the run was removed): read them again. */
+  forget(runId?: number): void {
+    if (runId === undefined) this.held.clear();
+    else this.held.delete(runId);
   }
 
   /** The highest step of the newest attempt while it logs again steps an earlier attempt logged (below the
@@ -114,6 +131,8 @@ export class Attempts {
 
   markRewound(runId: number, attempt: number): void {
     prepared(this.db, 'UPDATE attempts SET rewound = 1 WHERE run_id = ? AND attempt = ?').run(runId, attempt);
+    const row = this.held.get(runId)?.find((a) => a.attempt === attempt);
+    if (row) row.rewound = 1;
   }
 
   /**
@@ -124,13 +143,20 @@ export class Attempts {
   track(runId: number, file: TrackedFile, steps: readonly number[], at: number, runLast: number | null): number {
     if (steps.length === 0) return 0;
     const quiet = mayRepeatSibling(file, steps[0] as number, runLast) && this.hasQuietSibling(runId, file, at);
-    const fold = foldAttempts(runId, this.latest(runId), file, steps, at, runLast, quiet);
+    let held = this.held.get(runId);
+    if (!held) this.held.set(runId, (held = this.list(runId)));
+    const fold = foldAttempts(runId, held[held.length - 1], file, steps, at, runLast, quiet);
     const upsert = prepared(this.db,
       `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
        VALUES (:run_id, :attempt, :resumed_step, :at, :last_step, :rewound)
        ON CONFLICT (run_id, attempt) DO UPDATE SET last_step = excluded.last_step`,
     );
-    for (const row of fold.rows) upsert.run(row);
+    for (const row of fold.rows) {
+      upsert.run(row);
+      const known = held.find((a) => a.attempt === row.attempt);
+      if (known) known.last_step = row.last_step; // what the upsert changes of a row it finds
+      else held.push({ ...row }); // a new attempt is the newest
+    }
     prepared(this.db, 'UPDATE files SET last_step = ?, attempt = ? WHERE id = ?')
       .run(fold.fileLastStep, fold.fileAttempt, file.id);
     return fold.advanced;

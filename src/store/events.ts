@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import type { EventRecord } from '../ingest/records.ts';
+import { HeldEvents } from './heldEvents.ts';
 import { prepared } from './prepared.ts';
 
 export interface EventRow {
@@ -46,7 +47,28 @@ export const fromRow = (r: Raw): EventRow => ({
 
 /** Events read from a run's logs (errors, warnings, the end of training, run facts), in file order. */
 export class Events {
+  /** what the rules read of the events of the runs this process writes (`writing`), until a batch writes some */
+  private readonly held = new HeldEvents();
+  private readonly written = new Set<number>();
+
   constructor(private readonly db: Database) {}
+
+  /** This process writes the run's batches (call in each): what is read of its events may be held until one of its
+   * batches writes some. A process that only reads (a command beside `start`) holds nothing. */
+  writing(runId: number): void {
+    this.written.add(runId);
+  }
+
+  /** A transaction that may have written the run's events rolled back (or the run was removed): read them again. */
+  forget(runId?: number): void {
+    this.held.forget(runId);
+    if (runId === undefined) this.written.clear();
+    else this.written.delete(runId);
+  }
+
+  private heldOr<T>(runId: number, key: string, read: () => T): T {
+    return this.written.has(runId) ? this.held.get(runId, key, read) : read();
+  }
 
   /** Call inside the batch transaction; each event carries the step it is filed under. A `meta` event that
    * repeats the run's last one (trainer_state.json is re-read whole on every save) is not stored again. */
@@ -67,13 +89,16 @@ export class Events {
       const fatal = e.fatal ? 1 : 0;
       stmt.run(runId, fileId, e.step, e.kind, e.title, e.text, fatal, json(e.context), json(e.values), json(e.config), at);
     }
+    this.held.wrote(runId);
   }
 
   /** Events of some kinds with an id above `afterId`, oldest first. */
   after(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): EventRow[] {
-    const rows = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`)
-      .all(runId, afterId, ...kinds) as Raw[];
-    return rows.map(fromRow);
+    return this.heldOr(runId, `after ${afterId} ${kinds.join()}`, () => {
+      const rows = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`)
+        .all(runId, afterId, ...kinds) as Raw[];
+      return rows.map(fromRow);
+    });
   }
 
   byId(id: number): EventRow | undefined {
@@ -83,10 +108,12 @@ export class Events {
 
   /** The latest value of each number the run's `meta` events gave (total_steps, max_steps, ...). */
   meta(runId: number): Record<string, number> {
-    const rows = prepared(this.db, `SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
-      .pluck()
-      .all(runId) as string[];
-    return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
+    return this.heldOr(runId, 'meta', () => {
+      const rows = prepared(this.db, `SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
+        .pluck()
+        .all(runId) as string[];
+      return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
+    });
   }
 
   /** The configuration the run's `meta` events printed, later values over earlier ones (for reports). */
@@ -100,8 +127,10 @@ export class Events {
 
   /** The run's last `finished` event (the trainer's end-of-training summary), if any. */
   finished(runId: number): EventRow | undefined {
-    const r = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
-      .get(runId) as Raw | undefined;
-    return r && fromRow(r);
+    return this.heldOr(runId, 'finished', () => {
+      const r = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
+        .get(runId) as Raw | undefined;
+      return r && fromRow(r);
+    });
   }
 }

@@ -41,14 +41,36 @@ export interface SkipCount {
 }
 
 export class Files {
+  /** the rows of the files this process reads (`advance`: their one writer, by the writer lock) as last written, by
+   * id: each live line asked for its file's row twice */
+  private readonly held = new Map<number, FileRow>();
+  private readonly heldIds = new Map<string, number>();
+
   constructor(private readonly db: Database) {}
 
   byPath(path: string): FileRow | undefined {
+    const id = this.heldIds.get(path);
+    if (id !== undefined) return this.byId(id);
     return prepared(this.db, 'SELECT * FROM files WHERE path = ?').get(path) as FileRow | undefined;
   }
 
   byId(id: number): FileRow | undefined {
+    const held = this.held.get(id);
+    if (held) return { ...held };
     return prepared(this.db, 'SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
+  }
+
+  /** A transaction that may have written file rows rolled back, or a statement beside `advance` changed one: read
+   * them again (all of them, or the one). */
+  forget(fileId?: number): void {
+    if (fileId === undefined) {
+      this.held.clear();
+      this.heldIds.clear();
+    } else {
+      const row = this.held.get(fileId);
+      if (row) this.heldIds.delete(row.path);
+      this.held.delete(fileId);
+    }
   }
 
   add(runId: number, path: string, format: string): FileRow {
@@ -60,15 +82,19 @@ export class Files {
     return prepared(this.db, 'SELECT * FROM files WHERE run_id = ? ORDER BY path').all(runId) as FileRow[];
   }
 
-  /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read. */
+  /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read. The row is
+   * held as this gives it back: the last of a batch's changes to it (its attempt's are made before). */
   advance(fileId: number, p: FileProgress, skipped: number, now: number): void {
-    prepared(this.db,
+    const row = prepared(this.db,
         `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
            seq = :seq, lines = lines + :lines, records = records + :records, skipped = skipped + :skipped,
            updated_at = :now, grew_at = CASE WHEN :lines > 0 THEN :now ELSE grew_at END
-         WHERE id = :fileId`,
+         WHERE id = :fileId RETURNING *`,
       )
-      .run({ ...p, fileId, skipped, now });
+      .get({ ...p, fileId, skipped, now }) as FileRow | undefined;
+    if (!row) return;
+    this.held.set(fileId, row);
+    this.heldIds.set(row.path, fileId);
   }
 
   addSkips(fileId: number, skips: Map<string, SkipCount>): void {
@@ -83,6 +109,7 @@ export class Files {
   clearSkips(fileId: number): void {
     prepared(this.db, 'DELETE FROM file_skips WHERE file_id = ?').run(fileId);
     prepared(this.db, 'UPDATE files SET skipped = 0 WHERE id = ?').run(fileId);
+    this.forget(fileId);
   }
 
   skipsOf(fileId: number): Array<{ reason: string; count: number; sample: string }> {

@@ -65,6 +65,11 @@ export class Points {
   private readonly tails = new Map<number, Map<number, Tail>>();
   /** per run, the points of its last committed batch: the engine evaluates them from memory, not re-reading them */
   private readonly fresh = new Map<number, Fresh>();
+  /** per run, the metric ids its run_metrics rows list, held once this process has written points of the run (their
+   * one writer, by the writer lock): a live line no longer asks SQLite about each of its ~10 metrics */
+  private readonly logged = new Map<number, Set<number>>();
+  /** per run whose `logged` is held, `metricsOf` as read since its last new metric (the engine asks on every batch) */
+  private readonly names = new Map<number, readonly string[]>();
   /** the run whose batch is being written (between beginBatch and written) */
   private batchRun: number | null = null;
   private readonly insertPoint: Statement;
@@ -117,17 +122,22 @@ export class Points {
     this.cache.invalidate(runId, minStep);
   }
 
-  /** Drops what is held in memory of the run (or of every run) after a transaction that wrote it rolled back: its
-   * last batch and tails (`after` and `upTo` read the database), and the metric ids and cached series, which may
-   * hold rows the rollback took back (a metric name first seen in it, a series topped up inside it). */
+  /** Drops what is held in memory of the run (or of every run) after a transaction that wrote it rolled back, or once
+   * it is removed: its last batch, tails and listed metrics (`after`, `upTo` and `metricsOf` read the database), and
+   * the metric ids and cached series, which may hold rows the rollback took back (a metric name first seen in it, a
+   * series topped up inside it). */
   forget(runId?: number): void {
     this.batchRun = null;
     if (runId === undefined) {
       this.fresh.clear();
       this.tails.clear();
+      this.logged.clear();
+      this.names.clear();
     } else {
       this.fresh.delete(runId);
       this.tails.delete(runId);
+      this.logged.delete(runId);
+      this.names.delete(runId);
     }
     this.ids.clear();
     this.shapeNames = [];
@@ -223,6 +233,14 @@ export class Points {
   /** The run's metric `id` is in this batch: run_metrics lists it; `firsts` gets it when no point of it was there. */
   private noteMetric(runId: number, id: number, seen: Set<number>, firsts: Set<number>): void {
     seen.add(id);
+    let logged = this.logged.get(runId);
+    if (!logged) {
+      const ids = prepared(this.db, 'SELECT metric_id FROM run_metrics WHERE run_id = ?').pluck().all(runId) as number[];
+      this.logged.set(runId, (logged = new Set(ids)));
+    }
+    if (logged.has(id)) return;
+    logged.add(id);
+    this.names.delete(runId);
     if (this.insertRunMetric.run(runId, id).changes > 0) firsts.add(id);
   }
 
@@ -256,11 +274,15 @@ export class Points {
   }
 
   metricsOf(runId: number): string[] {
-    return prepared(this.db,
+    const held = this.names.get(runId);
+    if (held) return [...held];
+    const names = prepared(this.db,
         `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = ? ORDER BY m.name`,
       )
       .pluck()
       .all(runId) as string[];
+    if (this.logged.has(runId)) this.names.set(runId, [...names]);
+    return names;
   }
 
   /** The last value of every metric the run has logged. */

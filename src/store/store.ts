@@ -79,7 +79,7 @@ export class Store {
     opts: StoreOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
-    this.runs = new Runs(db, this.now, (id) => this.alerts.forget(id));
+    this.runs = new Runs(db, this.now, (id) => this.rolledBack(id));
     this.files = new Files(db);
     this.points = new Points(db, opts.keepSeries ?? true);
     this.examples = new Examples(db);
@@ -216,9 +216,13 @@ export class Store {
   }
 
   /** A transaction rolled back: what is held in memory of what it wrote is dropped (for one run, or all). Called
-   * by this store's own transactions, and by a caller that ran BEGIN .. ROLLBACK itself (`SqliteAsyncStore`). */
+   * by this store's own transactions, by a caller that ran BEGIN .. ROLLBACK itself (`SqliteAsyncStore`), and once a
+   * run is removed. */
   rolledBack(runId?: number): void {
     this.points.forget(runId);
+    this.events.forget(runId);
+    this.attempts.forget(runId);
+    this.files.forget();
     this.alerts.forget();
   }
 
@@ -259,6 +263,7 @@ export class Store {
       if (steps[i]! > maxStep) maxStep = steps[i]!;
     }
     const newSteps = this.points.writeSteps(b.runId, steps, at);
+    this.events.writing(b.runId);
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {

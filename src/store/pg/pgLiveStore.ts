@@ -36,7 +36,7 @@ import { HeldPoints } from './heldPoints.ts';
 import { HeldCursors } from '../heldCursors.ts';
 import { HeldOpenAlerts } from '../heldOpenAlerts.ts';
 import { HeldAnnounceable } from './heldAnnounceable.ts';
-import { HeldEvents } from './heldEvents.ts';
+import { HeldEvents } from '../heldEvents.ts';
 import { syncChannel, type CrossedError, type SyncBridge } from './syncBridge.ts';
 import { redactUrl } from './url.ts';
 
