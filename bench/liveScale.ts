@@ -3,7 +3,8 @@
  * process, no chat tokens, watching `runs` runs that this process appends a learning.log line to `perSec` times a
  * second each. A line counts as committed once its run's `last_step`, polled here every POLL_MS through a
  * read-only connection, reaches it: latencies are exact to POLL_MS. CPU and RSS are the child's own, read from
- * /proc, so neither the appends nor the polling are in them. Then `idleRuns` runs that do not grow, the same way.
+ * /proc, so neither the appends nor the polling are in them. Then the floor of the same stream (bench/bareLive.ts),
+ * whose CPU per line ours is reported against, and `idleRuns` runs that do not grow, the same way as the first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
+import type { BareLiveResult } from './bareLive.ts';
 import { learningLogLine, rng, writeLearningLog } from './generate.ts';
 import { percentile } from './live.ts';
 import { bareEnv, cpuSeconds, rssMB } from './proc.ts';
@@ -23,6 +25,7 @@ export const IDLE_RSS_TARGET_MB = 200;
 const POLL_MS = 5;
 const INITIAL = 20;
 const RLWATCH = join(import.meta.dirname, '..', 'bin', 'rlwatch');
+const BARE_LIVE = join(import.meta.dirname, 'bareLive.ts');
 
 export interface LiveScaleResult {
   runs: number;
@@ -35,6 +38,10 @@ export interface LiveScaleResult {
   p99Ms: number;
   /** the rlwatch process's CPU seconds per wall second over the appending window (1 = one core) */
   cpu: number;
+  /** the same per line appended, in microseconds */
+  cpuPerLineUs: number;
+  /** the floor of the same stream (bench/bareLive.ts), run after it: its CPU per line, and ours ÷ it */
+  bare: { cpuPerLineUs: number; ratio: number };
   rssMB: number;
   idle: { runs: number; seconds: number; cpu: number; rssMB: number };
 }
@@ -48,6 +55,19 @@ function makeRuns(root: string, n: number): string[] {
     paths.push(path);
   }
   return paths;
+}
+
+/** bench/bareLive.ts in a process of its own, as `rlwatch start` runs in its own. */
+async function runBareLive(dir: string, runs: number, perSec: number, seconds: number): Promise<BareLiveResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', BARE_LIVE, dir, String(runs), String(perSec), String(seconds)], {
+    cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const status = await new Promise<number | null>((done) => child.once('exit', done));
+  const last = out.trim().split('\n').pop() ?? '';
+  if (status !== 0 || !last.startsWith('{')) throw new Error(`bare live child failed: status ${status}`);
+  return JSON.parse(last) as BareLiveResult;
 }
 
 /** `rlwatch --db DB start ROOT` as a user starts it, in a directory without rlwatch.yaml or .env, no chat tokens. */
@@ -129,6 +149,7 @@ export async function runLiveScale(opts: {
   const latencies: number[] = [];
   let appended = 0;
   let cpu: number;
+  let cpuSeconds: number;
   let rssMB: number;
   try {
     await watcher.caughtUp(db, runs);
@@ -165,7 +186,8 @@ export async function runLiveScale(opts: {
       }
       const deadline = performance.now() + 5000;
       while (latencies.length < appended && performance.now() < deadline) await sleep(50);
-      cpu = (watcher.cpuSeconds() - cpu0) / ((performance.now() - t0) / 1000);
+      cpuSeconds = watcher.cpuSeconds() - cpu0;
+      cpu = cpuSeconds / ((performance.now() - t0) / 1000);
       rssMB = watcher.rssMB();
     } finally {
       clearInterval(poller);
@@ -175,6 +197,8 @@ export async function runLiveScale(opts: {
     await watcher.stop();
   }
   const lat = [...latencies, ...new Array<number>(appended - latencies.length).fill(Infinity)].sort((a, b) => a - b);
+  const cpuPerLineUs = (cpuSeconds * 1e6) / appended;
+  const bare = await runBareLive(join(dir, 'bare'), runs, perSec, seconds);
 
   // 2. `idleRuns` runs that do not grow
   const idleDir = join(dir, 'idle');
@@ -210,6 +234,8 @@ export async function runLiveScale(opts: {
     p50Ms: percentile(lat, 50),
     p99Ms: percentile(lat, 99),
     cpu,
+    cpuPerLineUs,
+    bare: { cpuPerLineUs: bare.cpuPerLineUs, ratio: cpuPerLineUs / bare.cpuPerLineUs },
     rssMB,
     idle,
   };

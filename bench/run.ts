@@ -283,7 +283,7 @@ rmSync(liveDir, { recursive: true, force: true });
 // 4a. live at scale: 100 runs growing at 5 lines/s each, then 1,000 idle runs watched
 say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
 const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
-say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core; idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
+say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core (${liveScale.bare.ratio.toFixed(1)}× the bare floor per line); idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
 
 // 4b. stationary noise: no trend may fire (issue 11)
 say('stationary noise: 6 series of 100,000 steps through the preset');
@@ -483,6 +483,12 @@ const rows: Array<[string, string, string, string]> = [
     `${n(liveScale.cpu * 100, 0)}% / ${n(liveScale.rssMB)} MB (the rlwatch start process)`,
     `< ${LIVE_SCALE_CPU_TARGET * 100}%`,
     verdict(targets.liveScaleCpu.pass),
+  ],
+  [
+    '  CPU per line ÷ the bare floor',
+    `${n(liveScale.bare.ratio, 1)}× (${n(liveScale.cpuPerLineUs, 0)} µs ÷ ${n(liveScale.bare.cpuPerLineUs, 0)} µs: read, split, upsert, commit)`,
+    '',
+    '',
   ],
   [`${n(liveScale.idle.runs)} idle runs watched`, `rlwatch start: CPU ${n(liveScale.idle.cpu * 100, 2)}% over ${liveScale.idle.seconds} s`, `< ${IDLE_CPU_TARGET * 100}%`, verdict(targets.idleCpu.pass)],
   ['  RSS', `${n(liveScale.idle.rssMB)} MB`, `< ${IDLE_RSS_TARGET_MB} MB`, verdict(targets.idleRss.pass)],
