@@ -138,10 +138,12 @@ export class Attempts {
   /**
    * Folds the steps of one batch of `file` into the run's attempts (call inside the batch transaction, before the
    * run's summary is updated). `runLast` is the run's highest step before the batch. Returns how many of the steps
-   * took the newest attempt past its highest step (the run's pace).
+   * took the newest attempt past its highest step (the run's pace), and what the file's row is to say now
+   * (`Files.setAttempt`); null when there were no steps.
    */
-  track(runId: number, file: TrackedFile, steps: readonly number[], at: number, runLast: number | null): number {
-    if (steps.length === 0) return 0;
+  track(runId: number, file: TrackedFile, steps: readonly number[], at: number, runLast: number | null):
+    Pick<AttemptsFold, 'advanced' | 'fileLastStep' | 'fileAttempt'> | null {
+    if (steps.length === 0) return null;
     const quiet = mayRepeatSibling(file, steps[0] as number, runLast) && this.hasQuietSibling(runId, file, at);
     let held = this.held.get(runId);
     if (!held) this.held.set(runId, (held = this.list(runId)));
@@ -157,9 +159,7 @@ export class Attempts {
       if (known) known.last_step = row.last_step; // what the upsert changes of a row it finds
       else held.push({ ...row }); // a new attempt is the newest
     }
-    prepared(this.db, 'UPDATE files SET last_step = ?, attempt = ? WHERE id = ?')
-      .run(fold.fileLastStep, fold.fileAttempt, file.id);
-    return fold.advanced;
+    return fold;
   }
 
   /**

@@ -289,8 +289,10 @@ export class Store {
   private trackAttempts(b: Batch, steps: ArrayLike<number>, at: number, runLast: number | null): void {
     const file = this.files.byId(b.fileId);
     if (!file) return;
-    const advanced = this.attempts.track(b.runId, file, Array.from(steps), at, runLast);
-    if (advanced > 0) this.arrivals.note(b.runId, at, advanced);
+    const fold = this.attempts.track(b.runId, file, Array.from(steps), at, runLast);
+    if (!fold) return;
+    this.files.setAttempt(file.id, fold.fileLastStep, fold.fileAttempt);
+    if (fold.advanced > 0) this.arrivals.note(b.runId, at, fold.advanced);
   }
 }
 

@@ -1,4 +1,4 @@
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
@@ -53,7 +53,7 @@ beforeEach(() => {
 afterEach(() => store.close());
 
 describe('what the writer holds of the runs it reads', () => {
-  it('answers as the database does through new metrics, a restart, errors, skipped lines and the end of training', async () => {
+  it('answers as the database does through new metrics, a restart, errors, skipped lines, a truncation and the end of training', async () => {
     await write('a', [dict(1), dict(2)]);
     bothSay('a');
     await write('a', [dict(3, ", 'kl': 0.01")]); // a metric first seen now
@@ -65,6 +65,12 @@ describe('what the writer holds of the runs it reads', () => {
     await write('a', ['Traceback (most recent call last):', '  File "train.py", line 3, in <module>', 'RuntimeError: boom']);
     bothSay('a');
     await write('a', ["{'loss': 0.1, 'broken", dict(4)]);
+    bothSay('a');
+    expect(store.files.byPath(logOf('a'))!.skipped).toBeGreaterThan(0);
+    writeFileSync(logOf('a'), `${dict(1)}\n`); // truncated: read whole again, its skips cleared
+    await ingestor.ingest(logOf('a'), root);
+    bothSay('a');
+    await write('a', [dict(2), dict(3), dict(4)]);
     bothSay('a');
     await write('a', ["{'train_runtime': 61.2, 'train_loss': 0.01, 'epoch': 1.0}"]);
     bothSay('a');
