@@ -6,7 +6,8 @@
  *
  * Smaller runs for trying things out: BENCH_LINES, BENCH_COMPLETIONS_MB, BENCH_LIVE_APPENDS, BENCH_FORMATS_MB,
  * BENCH_LIVE_SCALE_SECONDS; BENCH_REPEAT pairs of a learning.log backfill and a bare run, alternated
- * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts.
+ * (default 3; the completions file gets one more). Start-up, live at scale: bench/startup.ts, bench/liveScale.ts,
+ * bench/liveStatements.ts.
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
  * BENCH_PG_STATEMENTS=1 writes the pg-watchers section's costliest PostgreSQL statements to
  * bench/out/pg-statements.tsv.
@@ -33,6 +34,7 @@ import {
   LIVE_SCALE_P99_TARGET_MS,
   runLiveScale,
 } from './liveScale.ts';
+import { formatLiveStatements, runLiveStatements } from './liveStatements.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
@@ -222,7 +224,9 @@ if (ONLY === 'charts') {
 if (ONLY === 'live-scale') {
   say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
   const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
-  process.stdout.write(`${JSON.stringify({ liveScale: r, load: loadavg() }, null, 2)}\n`);
+  const statements = await runLiveStatements(join(OUT, 'live-statements'));
+  process.stdout.write(`${formatLiveStatements(statements)}\n`);
+  process.stdout.write(`${JSON.stringify({ liveScale: r, liveStatementsPerLine: statements.perLine, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
 
@@ -284,6 +288,8 @@ rmSync(liveDir, { recursive: true, force: true });
 say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
 const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
 say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core (${liveScale.bare.ratio.toFixed(1)}× the bare floor per line); idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
+const liveStatements = await runLiveStatements(join(OUT, 'live-statements'));
+say(`  ${liveStatements.perLine.toFixed(1)} SQL statements per live line (bench/liveStatements.ts lists them)`);
 
 // 4b. stationary noise: no trend may fire (issue 11)
 say('stationary noise: 6 series of 100,000 steps through the preset');
@@ -383,6 +389,7 @@ const results = {
   live,
   liveSlow,
   liveScale,
+  liveStatements,
   scenarios: {
     file: 'scenarios.json',
     passed: scenarios.passed,
@@ -484,6 +491,7 @@ const rows: Array<[string, string, string, string]> = [
     `< ${LIVE_SCALE_CPU_TARGET * 100}%`,
     verdict(targets.liveScaleCpu.pass),
   ],
+  ['  SQL statements per line', `${n(liveStatements.perLine, 1)} (the same on every run: bench/liveStatements.ts)`, '', ''],
   [
     '  CPU per line ÷ the bare floor',
     `${n(liveScale.bare.ratio, 1)}× (${n(liveScale.cpuPerLineUs, 0)} µs ÷ ${n(liveScale.bare.cpuPerLineUs, 0)} µs: read, split, upsert, commit)`,
