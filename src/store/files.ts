@@ -60,17 +60,10 @@ export class Files {
     return prepared(this.db, 'SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
   }
 
-  /** A transaction that may have written file rows rolled back, or a statement beside `advance` changed one: read
-   * them again (all of them, or the one). */
-  forget(fileId?: number): void {
-    if (fileId === undefined) {
-      this.held.clear();
-      this.heldIds.clear();
-    } else {
-      const row = this.held.get(fileId);
-      if (row) this.heldIds.delete(row.path);
-      this.held.delete(fileId);
-    }
+  /** A transaction that may have written file rows rolled back, or a run was removed: read them again. */
+  forget(): void {
+    this.held.clear();
+    this.heldIds.clear();
   }
 
   add(runId: number, path: string, format: string): FileRow {
