@@ -216,12 +216,18 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(held.path).toBe(`/channels/${fake.channelId}/messages/${msg.id}`);
     const click = await fake.click({ customId: `ack:${alert.id}`, messageId: msg.id, user: ana });
     expect(click.callback?.type).toBe(7);
+    // the edit that shows the ack again meets a rate limit once: that edit is tried again, the chart not uploaded again
+    const messagePath = new RegExp(`/channels/${fake.channelId}/messages/${msg.id}$`);
+    fake.failNext('PATCH', messagePath, { status: 429, retryAfter: 1 }, (r) => r.files.length === 0);
     chartEdit.release(); // the chart's edit lands after the ack's, drawn from the cards as they were before it
     const shown = await fake.waitFor(() => {
       const m = fake.messages.get(msg.id)!;
       return m.attachments.length === 1 && JSON.stringify(m.embeds).includes('Acked by Ana Lima') ? m : null;
     }, 10_000);
-    const last = fake.requestsTo('PATCH', new RegExp(`/messages/${msg.id}$`)).at(-1)!;
+    const edits = fake.requestsTo('PATCH', new RegExp(`/messages/${msg.id}$`));
+    expect(edits.filter((r) => r.files.length > 0)).toHaveLength(1);
+    expect(edits.filter((r) => r.files.length === 0).map((r) => r.status)).toEqual([429, 200]);
+    const last = edits.at(-1)!;
     expect(last.files).toEqual([]);
     expect(last.body).not.toHaveProperty('attachments'); // the chart attached is kept
     expect(JSON.stringify(shown.embeds)).toContain(`attachment://${shown.attachments[0]!.filename}`);

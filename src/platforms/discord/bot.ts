@@ -416,9 +416,11 @@ export class DiscordBot {
     } catch (err) {
       return this.opts.log.warn(`discord: chart of alerts ${ids} not drawn: ${(err as Error).message}`);
     }
+    let attached = false; // a rate limit met by the edit after it retries that edit alone, not the upload
     for (let tries = 1; ; tries++) {
       try {
-        await channel.messages.edit(ref, charted);
+        if (!attached) await channel.messages.edit(ref, charted);
+        attached = true;
         const now = await shownNow(this.opts.store, target, ref);
         if (now && JSON.stringify(now) !== JSON.stringify(posted)) {
           await channel.messages.edit(ref, await cardsMessage(now, 'kept'));
