@@ -1,17 +1,18 @@
 /**
  * The floor of live at scale (bench/liveScale.ts), in a process of its own as `rlwatch start` runs in its own: the
  * same runs growing at the same pace, each new line read from its file (open, stat, read, close), its numbers split
- * out and upserted with the product's schema, pragmas and statement, its offset stored, five files per transaction
- * (what the watcher's gathering gives at this pace). No format detection, no rules, no outbox. Its CPU per line,
+ * out and upserted with the product's schema, pragmas and statement, its offset stored, FILES_PER_TX files per
+ * transaction (what the watcher's gathering gives at this pace). No format detection, no rules, no outbox. Its CPU per line,
  * measured in the same run as the product's, says how much of a slow figure is the machine's:
  * `node --import tsx bench/bareLive.ts DIR RUNS PER_SEC SECONDS` prints one JSON line.
  */
-import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Store } from '../src/store/store.ts';
-import { learningLogLine, rng, writeLearningLog } from './generate.ts';
+import { learningLogLine, rng } from './generate.ts';
+import { FILES_PER_TX, INITIAL, makeRuns } from './liveScale.ts';
 
 export interface BareLiveResult {
   lines: number;
@@ -21,8 +22,6 @@ export interface BareLiveResult {
   cpuPerLineUs: number;
 }
 
-const GROUP = 5;
-const INITIAL = 20;
 /** `[Epoch e]`, `name=value` and `name=value±std`, as learning.log writes them */
 const FIELD = /(?:\[(Epoch) ([0-9.]+)\])|([A-Za-z_]+)=(-?[0-9.]+(?:e-?[0-9]+)?)(?:±([0-9.]+))?/g;
 
@@ -43,14 +42,8 @@ export async function bareLive(dir: string, runs: number, perSec: number, second
     if (id === undefined) ids.set(name, (id = ids.size + 1));
     return id;
   };
-  const paths: string[] = [];
-  const offsets: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const path = join(dir, `run${i}`, 'learning.log');
-    mkdirSync(join(path, '..'), { recursive: true });
-    offsets.push(writeLearningLog(path, INITIAL));
-    paths.push(path);
-  }
+  const paths = makeRuns(join(dir, 'runs'), runs);
+  const offsets = paths.map((p) => statSync(p).size);
   const readNew = (run: number, step: number): void => {
     const fd = openSync(paths[run]!, 'r');
     try {
@@ -80,8 +73,8 @@ export async function bareLive(dir: string, runs: number, perSec: number, second
   const t0 = performance.now();
   for (let tick = 0; tick < seconds * perSec; tick++) {
     const step = INITIAL + tick + 1;
-    for (let from = 0; from < runs; from += GROUP) {
-      const to = Math.min(runs, from + GROUP);
+    for (let from = 0; from < runs; from += FILES_PER_TX) {
+      const to = Math.min(runs, from + FILES_PER_TX);
       for (let run = from; run < to; run++) {
         const due = t0 + tick * periodMs + (run * periodMs) / runs;
         const wait = due - performance.now();

@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import type { BareLiveResult } from './bareLive.ts';
 import { learningLogLine, rng, writeLearningLog } from './generate.ts';
 import { percentile } from './live.ts';
-import { bareEnv, cpuSeconds, rssMB } from './proc.ts';
+import { bareEnv, cpuSeconds, jsonOfChild, rssMB } from './proc.ts';
 
 export const LIVE_SCALE_P99_TARGET_MS = 50;
 export const LIVE_SCALE_CPU_TARGET = 0.5;
@@ -23,9 +23,12 @@ export const IDLE_CPU_TARGET = 0.05;
 export const IDLE_RSS_TARGET_MB = 200;
 
 const POLL_MS = 5;
-const INITIAL = 20;
+/** the lines each run has logged before the appending starts (bench/bareLive.ts, bench/liveStatements.ts alike) */
+export const INITIAL = 20;
+/** files per transaction: what the watcher's gathering gives at 100 runs x 5 lines/s (the bare floor and the
+ * statement count read them so) */
+export const FILES_PER_TX = 5;
 const RLWATCH = join(import.meta.dirname, '..', 'bin', 'rlwatch');
-const BARE_LIVE = join(import.meta.dirname, 'bareLive.ts');
 
 export interface LiveScaleResult {
   runs: number;
@@ -46,7 +49,8 @@ export interface LiveScaleResult {
   idle: { runs: number; seconds: number; cpu: number; rssMB: number };
 }
 
-function makeRuns(root: string, n: number): string[] {
+/** `n` runs under `root`, `run0000/learning.log` on, each with INITIAL lines: their logs' paths. */
+export function makeRuns(root: string, n: number): string[] {
   const paths: string[] = [];
   for (let i = 0; i < n; i++) {
     const path = join(root, `run${String(i).padStart(4, '0')}`, 'learning.log');
@@ -55,19 +59,6 @@ function makeRuns(root: string, n: number): string[] {
     paths.push(path);
   }
   return paths;
-}
-
-/** bench/bareLive.ts in a process of its own, as `rlwatch start` runs in its own. */
-async function runBareLive(dir: string, runs: number, perSec: number, seconds: number): Promise<BareLiveResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', BARE_LIVE, dir, String(runs), String(perSec), String(seconds)], {
-    cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  const status = await new Promise<number | null>((done) => child.once('exit', done));
-  const last = out.trim().split('\n').pop() ?? '';
-  if (status !== 0 || !last.startsWith('{')) throw new Error(`bare live child failed: status ${status}`);
-  return JSON.parse(last) as BareLiveResult;
 }
 
 /** `rlwatch --db DB start ROOT` as a user starts it, in a directory without rlwatch.yaml or .env, no chat tokens. */
@@ -198,7 +189,7 @@ export async function runLiveScale(opts: {
   }
   const lat = [...latencies, ...new Array<number>(appended - latencies.length).fill(Infinity)].sort((a, b) => a - b);
   const cpuPerLineUs = (cpuSeconds * 1e6) / appended;
-  const bare = await runBareLive(join(dir, 'bare'), runs, perSec, seconds);
+  const bare = jsonOfChild<BareLiveResult>('bareLive.ts', [join(dir, 'bare'), String(runs), String(perSec), String(seconds)]);
 
   // 2. `idleRuns` runs that do not grow
   const idleDir = join(dir, 'idle');

@@ -1,11 +1,11 @@
 /**
  * SQL statements per live line: the product's ingestor, rules (the GRPO preset) and SQLite store in this process,
  * `runs` runs that have logged INITIAL lines each, then `ticks` more lines appended to every run and read as the
- * watcher reads them (files gathered into one transaction each, GROUP at a time). Each statement run is counted by
+ * watcher reads them (FILES_PER_TX files gathered into each transaction). Each statement run is counted by
  * its SQL. Unlike CPU on a shared machine, the count is the same on every run: a change that reads or writes less
  * shows here first. `node --import tsx bench/liveStatements.ts` prints the table.
  */
-import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Statement } from 'better-sqlite3';
 import { Engine } from '../src/engine/engine.ts';
@@ -13,11 +13,8 @@ import { GRPO_PRESET } from '../src/engine/presets/grpo.ts';
 import { RuleBook } from '../src/engine/rules.ts';
 import { Ingestor } from '../src/ingest/ingestor.ts';
 import { Store } from '../src/store/store.ts';
-import { learningLogLine, rng, writeLearningLog } from './generate.ts';
-
-const INITIAL = 20;
-/** files per transaction: what the watcher's gathering gives at 100 runs x 5 lines/s */
-const GROUP = 5;
+import { learningLogLine, rng } from './generate.ts';
+import { FILES_PER_TX, INITIAL, makeRuns } from './liveScale.ts';
 
 export interface LiveStatementsResult {
   lines: number;
@@ -35,12 +32,7 @@ export async function runLiveStatements(dir: string, runs = 100, ticks = 20): Pr
     engine.evaluate(r.runId, live);
   });
   const root = join(dir, 'runs');
-  const paths = Array.from({ length: runs }, (_, i) => {
-    const path = join(root, `run${String(i).padStart(4, '0')}`, 'learning.log');
-    mkdirSync(join(path, '..'), { recursive: true });
-    writeLearningLog(path, INITIAL);
-    return path;
-  });
+  const paths = makeRuns(root, runs);
   for (const path of paths) await ingestor.ingest(path, root);
   engine.caughtUp();
   live = true;
@@ -61,8 +53,8 @@ export async function runLiveStatements(dir: string, runs = 100, ticks = 20): Pr
     const rand = rng(5);
     for (let tick = 0; tick < ticks; tick++) {
       for (const path of paths) appendFileSync(path, learningLogLine(INITIAL + tick + 1, INITIAL + ticks, rand));
-      for (let from = 0; from < runs; from += GROUP) {
-        const group = store.group(() => paths.slice(from, from + GROUP).map((p) => ingestor.ingest(p, root)));
+      for (let from = 0; from < runs; from += FILES_PER_TX) {
+        const group = store.group(() => paths.slice(from, from + FILES_PER_TX).map((p) => ingestor.ingest(p, root)));
         await Promise.all(group.reads);
         if (group.failed) throw group.failed;
       }

@@ -1,5 +1,7 @@
 /** What the benchmarks read of the processes they start, from /proc (Linux), and the environment they start them in. */
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Linux's USER_HZ: /proc/PID/stat counts CPU time in 1/100 s on every architecture Node runs on */
 const TICKS_PER_SECOND = 100;
@@ -42,4 +44,15 @@ export function bareEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(DISCORD|SLACK|TELEGRAM|SMTP|RLWATCH|WEBHOOK|TEAMS|MATTERMOST|FEISHU)/.test(k)),
   );
+}
+
+/** A bench script (`bench/<script>`, through tsx) in a process of its own, as the product runs in its own: the JSON
+ * of the last line it prints. Its stderr goes to ours. */
+export function jsonOfChild<T>(script: string, args: readonly string[]): T {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, script), ...args], {
+    cwd: join(import.meta.dirname, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const last = child.stdout.trim().split('\n').pop() ?? '';
+  if (child.status !== 0 || !last.startsWith('{')) throw new Error(`bench/${script} failed: status ${child.status}`);
+  return JSON.parse(last) as T;
 }

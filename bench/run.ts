@@ -38,6 +38,7 @@ import { formatLiveStatements, runLiveStatements } from './liveStatements.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
+import { jsonOfChild } from './proc.ts';
 import { formatTfeventsReport, runTfeventsBench } from './tfevents.ts';
 import { formatWorstCaseReport, runWorstCase } from './worstCase.ts';
 
@@ -108,14 +109,7 @@ function runChildren(root: string, db: string, label: string, times: number): Re
 
 /** The bare upsert in a process of its own, as the backfill runs in its own. */
 function runBare(db: string, points: number, perStep: number, txRows: number): BareResult {
-  const child = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', join(BENCH_DIR, 'bare.ts'), db, String(points), String(perStep), String(txRows)],
-    { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const last = child.stdout.trim().split('\n').pop() ?? '';
-  if (child.status !== 0 || !last.startsWith('{')) throw new Error(`bare child failed: status ${child.status}`);
-  return JSON.parse(last) as BareResult;
+  return jsonOfChild<BareResult>('bare.ts', [db, String(points), String(perStep), String(txRows)]);
 }
 
 /** One pair of the learning.log backfill and the bare upsert of the same points, run back to back. */
