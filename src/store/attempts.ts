@@ -139,7 +139,7 @@ export class Attempts {
    * Folds the steps of one batch of `file` into the run's attempts (call inside the batch transaction, before the
    * run's summary is updated). `runLast` is the run's highest step before the batch. Returns how many of the steps
    * took the newest attempt past its highest step (the run's pace), and what the file's row is to say now
-   * (`Files.setAttempt`); null when there were no steps.
+   * (`Files.advance`); null when there were no steps.
    */
   track(runId: number, file: TrackedFile, steps: readonly number[], at: number, runLast: number | null):
     Pick<AttemptsFold, 'advanced' | 'fileLastStep' | 'fileAttempt'> | null {

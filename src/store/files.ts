@@ -40,6 +40,12 @@ export interface SkipCount {
   sample: string;
 }
 
+/** Where a file's steps stand among the run's attempts (`Attempts.track`). */
+export interface FileAttempt {
+  lastStep: number;
+  attempt: number;
+}
+
 export class Files {
   /** the rows of the files this process reads (`advance`: their one writer, by the writer lock), kept as each
    * statement here changes them, by id: each live line asked for its file's row twice */
@@ -75,16 +81,19 @@ export class Files {
     return prepared(this.db, 'SELECT * FROM files WHERE run_id = ? ORDER BY path').all(runId) as FileRow[];
   }
 
-  /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read. From the
-   * first, the row is held, and changed as the statement changes it (RETURNING cost more than the reads it saved). */
-  advance(fileId: number, p: FileProgress, skipped: number, now: number): void {
+  /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read; `attempt`:
+   * the step of the file's last metric line and the attempt its lines now belong to (`Attempts.track`), when the
+   * batch had steps. From the first, the row is held, and changed as the statement changes it (RETURNING cost more
+   * than the reads it saved). */
+  advance(fileId: number, p: FileProgress, skipped: number, now: number, attempt: FileAttempt | null = null): void {
     prepared(this.db,
         `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
            seq = :seq, lines = lines + :lines, records = records + :records, skipped = skipped + :skipped,
-           updated_at = :now, grew_at = CASE WHEN :lines > 0 THEN :now ELSE grew_at END
+           updated_at = :now, grew_at = CASE WHEN :lines > 0 THEN :now ELSE grew_at END,
+           last_step = coalesce(:lastStep, last_step), attempt = coalesce(:attempt, attempt)
          WHERE id = :fileId`,
       )
-      .run({ ...p, fileId, skipped, now });
+      .run({ ...p, fileId, skipped, now, lastStep: attempt?.lastStep ?? null, attempt: attempt?.attempt ?? null });
     const row = this.held.get(fileId) as (FileRow & { updated_at: number }) | undefined;
     if (!row) return this.hold(fileId);
     row.dev = p.dev;
@@ -98,15 +107,10 @@ export class Files {
     row.skipped += skipped;
     row.updated_at = now;
     if (p.lines > 0) row.grew_at = now;
-  }
-
-  /** The step of the file's last metric line and the attempt its lines now belong to (`Attempts.track`). */
-  setAttempt(fileId: number, lastStep: number, attempt: number): void {
-    prepared(this.db, 'UPDATE files SET last_step = ?, attempt = ? WHERE id = ?').run(lastStep, attempt, fileId);
-    const row = this.held.get(fileId);
-    if (!row) return;
-    row.last_step = lastStep;
-    row.attempt = attempt;
+    if (attempt) {
+      row.last_step = attempt.lastStep;
+      row.attempt = attempt.attempt;
+    }
   }
 
   private hold(fileId: number): void {

@@ -24,6 +24,12 @@ export interface RunRow {
 }
 
 export class Runs {
+  /** The rows of the runs whose batches this store writes, held from the first and changed as each statement
+   * changes them: the engine and the ingestor read the run's row several times per live line. Honest because the
+   * store that writes a run's batches is the one that writes its row (the writer lock; the engine evaluates on it);
+   * a store that only reads, or only evaluates, holds nothing. */
+  private readonly held = new Map<number, RunRow>();
+
   constructor(
     private readonly db: Database,
     private readonly now: () => number = Date.now,
@@ -43,6 +49,8 @@ export class Runs {
   }
 
   byId(id: number): RunRow | undefined {
+    const held = this.held.get(id);
+    if (held) return { ...held };
     return prepared(this.db, 'SELECT * FROM runs WHERE id = ?').get(id) as RunRow | undefined;
   }
 
@@ -54,34 +62,51 @@ export class Runs {
     return prepared(this.db, 'SELECT * FROM runs ORDER BY name').all() as RunRow[];
   }
 
-  /** Folds one committed batch into the run's summary; `newSteps` counts steps not seen before. */
-  noteBatch(runId: number, minStep: number, maxStep: number, newSteps: number, at: number): void {
+  /** Folds one committed batch into the run's summary; `newSteps` counts steps not seen before. With `read`,
+   * rlwatch read new lines of it at `at` too (what `active` notes), in the same statement. */
+  noteBatch(runId: number, minStep: number, maxStep: number, newSteps: number, at: number, read = false): void {
     prepared(this.db,
         `UPDATE runs SET
            first_step = min(coalesce(first_step, :minStep), :minStep),
            last_step  = max(coalesce(last_step, :maxStep), :maxStep),
            records    = records + :newSteps,
            batches    = batches + 1,
-           updated_at = :at
+           updated_at = :at,
+           active_at  = CASE WHEN :read THEN :at ELSE active_at END,
+           started_at = CASE WHEN :read THEN coalesce(started_at, :at) ELSE started_at END
          WHERE id = :runId`,
       )
-      .run({ runId, minStep, maxStep, newSteps, at });
+      .run({ runId, minStep, maxStep, newSteps, at, read: read ? 1 : 0 });
+    const row = this.hold(runId);
+    if (!row) return;
+    row.first_step = row.first_step === null ? minStep : Math.min(row.first_step, minStep);
+    row.last_step = row.last_step === null ? maxStep : Math.max(row.last_step, maxStep);
+    row.records += newSteps;
+    row.batches += 1;
+    row.updated_at = at;
+    if (read) noteRead(row, at);
   }
 
   /** rlwatch read new lines of the run at `at`. */
   active(runId: number, at: number): void {
     prepared(this.db, 'UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
       .run({ at, runId });
+    const row = this.hold(runId);
+    if (row) noteRead(row, at);
   }
 
   /** Its last read was of lines written while it was watched (not of what was there at start-up). */
   markLive(runId: number): void {
     prepared(this.db, 'UPDATE runs SET live_at = active_at WHERE id = ? AND live_at IS NOT active_at').run(runId);
+    const row = this.held.get(runId);
+    if (row) row.live_at = row.active_at;
   }
 
   /** The engine has evaluated every batch of the run committed so far (call in its transaction). */
   markEvaluated(runId: number): void {
     prepared(this.db, 'UPDATE runs SET evaluated = batches WHERE id = ?').run(runId);
+    const row = this.held.get(runId);
+    if (row) row.evaluated = row.batches;
   }
 
   /** Runs with committed batches the engine has not evaluated (a crash between a commit and its evaluation). */
@@ -99,4 +124,24 @@ export class Runs {
     })();
     this.removed(runId);
   }
+
+  /** A transaction that may have written run rows rolled back, or a run was removed: read them again. */
+  forget(): void {
+    this.held.clear();
+  }
+
+  /** The held row of a run whose batch this store has just written: read once after its first write (which it
+   * already shows), then changed in memory by each write after. */
+  private hold(runId: number): RunRow | undefined {
+    if (this.held.has(runId)) return this.held.get(runId);
+    const row = prepared(this.db, 'SELECT * FROM runs WHERE id = ?').get(runId) as RunRow | undefined;
+    if (row) this.held.set(runId, row);
+    return undefined;
+  }
+}
+
+/** What `active` writes, on a held row. */
+function noteRead(row: RunRow, at: number): void {
+  row.active_at = at;
+  row.started_at ??= at;
 }

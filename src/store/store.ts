@@ -11,7 +11,7 @@ import { Attempts } from './attempts.ts';
 import { ChatMessages } from './chatMessages.ts';
 import { Events } from './events.ts';
 import { Examples } from './examples.ts';
-import { Files, type FileProgress, type SkipCount } from './files.ts';
+import { Files, type FileAttempt, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
 import { ShapedRows, type MetricRecords } from './metricRows.ts';
 import { Outbox } from './outbox.ts';
@@ -219,6 +219,7 @@ export class Store {
    * by this store's own transactions, by a caller that ran BEGIN .. ROLLBACK itself (`SqliteAsyncStore`), and once a
    * run is removed. */
   rolledBack(runId?: number): void {
+    this.runs.forget();
     this.points.forget(runId);
     this.events.forget(runId);
     this.attempts.forget(runId);
@@ -263,19 +264,19 @@ export class Store {
       if (steps[i]! > maxStep) maxStep = steps[i]!;
     }
     const newSteps = this.points.writeSteps(b.runId, steps, at);
+    let attempt: FileAttempt | null = null;
     this.events.writing(b.runId);
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
     if (b.metrics.length > 0) {
-      if (!b.rewrite) this.trackAttempts(b, steps, at, runLast);
-      this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at);
+      if (!b.rewrite) attempt = this.trackAttempts(b, steps, at, runLast);
+      this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at, b.progress.lines > 0);
       this.points.written(b.runId, minStep);
-    }
+    } else if (b.progress.lines > 0) this.runs.active(b.runId, at);
     let skipped = 0;
     for (const s of b.skips.values()) skipped += s.count;
     if (skipped > 0) this.files.addSkips(b.fileId, b.skips);
-    this.files.advance(b.fileId, b.progress, skipped, at);
-    if (b.progress.lines > 0) this.runs.active(b.runId, at);
+    this.files.advance(b.fileId, b.progress, skipped, at, attempt);
     return {
       runId: b.runId,
       minStep: b.metrics.length > 0 ? minStep : null,
@@ -285,14 +286,15 @@ export class Store {
     };
   }
 
-  /** Restarts (a file going back to an earlier step) and the pace of new steps, before the run's summary moves. */
-  private trackAttempts(b: Batch, steps: ArrayLike<number>, at: number, runLast: number | null): void {
+  /** Restarts (a file going back to an earlier step) and the pace of new steps, before the run's summary moves:
+   * where the file's steps now stand, for its row. */
+  private trackAttempts(b: Batch, steps: ArrayLike<number>, at: number, runLast: number | null): FileAttempt | null {
     const file = this.files.byId(b.fileId);
-    if (!file) return;
+    if (!file) return null;
     const fold = this.attempts.track(b.runId, file, Array.from(steps), at, runLast);
-    if (!fold) return;
-    this.files.setAttempt(file.id, fold.fileLastStep, fold.fileAttempt);
+    if (!fold) return null;
     if (fold.advanced > 0) this.arrivals.note(b.runId, at, fold.advanced);
+    return { lastStep: fold.fileLastStep, attempt: fold.fileAttempt };
   }
 }
 

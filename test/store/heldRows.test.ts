@@ -1,11 +1,14 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Engine } from '../../src/engine/engine.ts';
+import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
+import { RuleBook } from '../../src/engine/rules.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
-// The writer holds in memory what only it writes of the runs it reads (their metrics, files, attempts and events),
+// The writer holds in memory what only it writes of the runs it reads (their rows, metrics, files, attempts and events),
 // so that a live line asks SQLite less. A second connection holds nothing: whatever the writer did, committed or
 // rolled back, both must give the same answers.
 
@@ -29,6 +32,7 @@ function bothSay(run: string): void {
   try {
     const id = reader.runs.byName(run)!.id;
     const answers = (s: Store) => ({
+      run: s.runs.byId(id),
       metrics: s.points.metricsOf(id),
       attempts: s.attempts.list(id),
       latest: s.attempts.latest(id),
@@ -48,7 +52,12 @@ beforeEach(() => {
   dir = tempDir();
   root = join(dir, 'runs');
   store = Store.open(join(dir, 'test.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
+  // the rules after each batch, as `start` runs them once caught up: they mark the run evaluated and live
+  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 3_600_000, targets: ['console'] });
+  engine.caughtUp();
+  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }, (e) => {
+    if (e.kind === 'batch') engine.evaluate(e.result.runId);
+  });
 });
 afterEach(() => store.close());
 
