@@ -84,6 +84,10 @@ interface Lane {
   /** set while a drain waits for a delivery to end: a kick wakes it, to claim for its free slots at once */
   wake: (() => void) | null;
   timer: NodeJS.Timeout | null;
+  /** when the wait after a failure ends, on rlwatch's clock: claims look as of then at least. Node may run the
+   * timer a little before it (it counts from when the event loop's turn began, long ago on a busy process), and a
+   * claim as of the clock alone would find the failed row not yet due, with nothing left to wake the lane again. */
+  retryAt: number;
   /** failed attempts since the last delivery, and since the last line logged about them */
   failures: number;
   unlogged: number;
@@ -120,7 +124,7 @@ export class Dispatcher {
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
-      failures: 0, unlogged: 0, loggedAt: 0,
+      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0,
     }));
   }
 
@@ -211,7 +215,7 @@ export class Dispatcher {
     let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
     let keptUnlooked = true; // look for a critical row for the kept slot: at first, and after a kick said one came
     const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
-      this.stopped || failed || broken ? null : { owner, now: this.now(), leaseMs: LEASE_MS, limit, criticalExtra };
+      this.stopped || failed || broken ? null : { owner, now: Math.max(this.now(), lane.retryAt), leaseMs: LEASE_MS, limit, criticalExtra };
     // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
     const replacing = (): ClaimOptions | null => (delivering - 1 < IN_FLIGHT ? claiming(1, 0) : claiming(0, 1));
     const start = (row: ClaimedRow): void => {
@@ -343,6 +347,7 @@ export class Dispatcher {
 
   private retryLater(lane: Lane, ms: number): void {
     if (this.stopped || lane.timer) return;
+    lane.retryAt = this.now() + ms;
     lane.timer = setTimeout(() => {
       lane.timer = null;
       void this.kickLane(lane);
