@@ -214,8 +214,9 @@ export class Dispatcher {
     let broken: Error | undefined; // the store failed while recording an outcome
     let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
     let keptUnlooked = true; // look for a critical row for the kept slot: at first, and after a kick said one came
-    const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
-      this.stopped || failed || broken ? null : { owner, now: Math.max(this.now(), lane.retryAt), leaseMs: LEASE_MS, limit, criticalExtra };
+    const claiming = (limit: number, criticalExtra: number): ClaimOptions | null => this.stopped || failed || broken
+      ? null
+      : { owner, now: Math.max(this.now(), lane.retryAt), leaseMs: LEASE_MS, limit, criticalExtra };
     // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
     const replacing = (): ClaimOptions | null => (delivering - 1 < IN_FLIGHT ? claiming(1, 0) : claiming(0, 1));
     const start = (row: ClaimedRow): void => {

@@ -264,10 +264,10 @@ export class Store {
       if (steps[i]! > maxStep) maxStep = steps[i]!;
     }
     const newSteps = this.points.writeSteps(b.runId, steps, at);
-    let attempt: FileAttempt | null = null;
     this.events.writing(b.runId);
     if (b.examples.length > 0 && keep > 0) this.examples.write(b.runId, b.examples, keep);
     if (b.events && b.events.length > 0) this.events.write(b.runId, b.fileId, b.events, at);
+    let attempt: FileAttempt | null = null; // where the file's steps stand now, for its row
     if (b.metrics.length > 0) {
       if (!b.rewrite) attempt = this.trackAttempts(b, steps, at, runLast);
       this.runs.noteBatch(b.runId, minStep, maxStep, newSteps, at, b.progress.lines > 0);
