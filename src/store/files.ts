@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { HeldRows } from './heldRows.ts';
 import { prepared } from './prepared.ts';
 
 export interface FileRow {
@@ -47,12 +48,17 @@ export interface FileAttempt {
 }
 
 export class Files {
-  /** the rows of the files this process reads (`advance`: their one writer, by the writer lock), kept as each
-   * statement here changes them, by id: each live line asked for its file's row twice */
-  private readonly held = new Map<number, FileRow>();
+  /** the rows of the files this store reads (`advance`: their one writer), by id: each live line asked for its
+   * file's row twice */
+  private readonly held: HeldRows<FileRow>;
   private readonly heldIds = new Map<string, number>();
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Database) {
+    this.held = new HeldRows(
+      (id) => prepared(this.db, 'SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined,
+      (id, row) => this.heldIds.set(row.path, id),
+    );
+  }
 
   byPath(path: string): FileRow | undefined {
     const id = this.heldIds.get(path);
@@ -61,14 +67,12 @@ export class Files {
   }
 
   byId(id: number): FileRow | undefined {
-    const held = this.held.get(id);
-    if (held) return { ...held };
-    return prepared(this.db, 'SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
+    return this.held.row(id);
   }
 
   /** A transaction that may have written file rows rolled back, or a run was removed: read them again. */
   forget(): void {
-    this.held.clear();
+    this.held.forget();
     this.heldIds.clear();
   }
 
@@ -83,8 +87,8 @@ export class Files {
 
   /** Sets the absolute progress and adds the batch's line/record/skip counts; `now` is when it was read; `attempt`:
    * the step of the file's last metric line and the attempt its lines now belong to (`Attempts.track`), when the
-   * batch had steps. From the first, the row is held, and changed as the statement changes it (RETURNING cost more
-   * than the reads it saved). */
+   * batch had steps. The held row is changed as the statement changes it (RETURNING cost more than the reads it
+   * saved). */
   advance(fileId: number, p: FileProgress, skipped: number, now: number, attempt: FileAttempt | null = null): void {
     prepared(this.db,
         `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
@@ -94,8 +98,8 @@ export class Files {
          WHERE id = :fileId`,
       )
       .run({ ...p, fileId, skipped, now, lastStep: attempt?.lastStep ?? null, attempt: attempt?.attempt ?? null });
-    const row = this.held.get(fileId) as (FileRow & { updated_at: number }) | undefined;
-    if (!row) return this.hold(fileId);
+    const row = this.held.written(fileId) as (FileRow & { updated_at: number }) | undefined;
+    if (!row) return;
     row.dev = p.dev;
     row.ino = p.ino;
     row.offset = p.offset;
@@ -113,13 +117,6 @@ export class Files {
     }
   }
 
-  private hold(fileId: number): void {
-    const row = prepared(this.db, 'SELECT * FROM files WHERE id = ?').get(fileId) as FileRow | undefined;
-    if (!row) return;
-    this.held.set(fileId, row);
-    this.heldIds.set(row.path, fileId);
-  }
-
   addSkips(fileId: number, skips: Map<string, SkipCount>): void {
     const stmt = prepared(this.db,
       `INSERT INTO file_skips (file_id, reason, count, sample) VALUES (?, ?, ?, ?)
@@ -132,7 +129,7 @@ export class Files {
   clearSkips(fileId: number): void {
     prepared(this.db, 'DELETE FROM file_skips WHERE file_id = ?').run(fileId);
     prepared(this.db, 'UPDATE files SET skipped = 0 WHERE id = ?').run(fileId);
-    const row = this.held.get(fileId);
+    const row = this.held.ifHeld(fileId);
     if (row) row.skipped = 0;
   }
 

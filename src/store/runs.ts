@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { HeldRows } from './heldRows.ts';
 import { prepared } from './prepared.ts';
 
 export interface RunRow {
@@ -24,11 +25,12 @@ export interface RunRow {
 }
 
 export class Runs {
-  /** The rows of the runs whose batches this store writes, held from the first and changed as each statement
-   * changes them: the engine and the ingestor read the run's row several times per live line. Honest because the
-   * store that writes a run's batches is the one that writes its row (the writer lock; the engine evaluates on it);
-   * a store that only reads, or only evaluates, holds nothing. */
-  private readonly held = new Map<number, RunRow>();
+  /** The rows of the runs whose batches this store writes (`noteBatch`, `active`): the engine and the ingestor read
+   * the run's row several times per live line. The store that writes a run's batches is the one that writes its row
+   * (the engine evaluates on it); one that only evaluates (`markLive`, `markEvaluated`) holds nothing. */
+  private readonly held = new HeldRows<RunRow>(
+    (id) => prepared(this.db, 'SELECT * FROM runs WHERE id = ?').get(id) as RunRow | undefined,
+  );
 
   constructor(
     private readonly db: Database,
@@ -49,9 +51,7 @@ export class Runs {
   }
 
   byId(id: number): RunRow | undefined {
-    const held = this.held.get(id);
-    if (held) return { ...held };
-    return prepared(this.db, 'SELECT * FROM runs WHERE id = ?').get(id) as RunRow | undefined;
+    return this.held.row(id);
   }
 
   byName(name: string): RunRow | undefined {
@@ -77,7 +77,7 @@ export class Runs {
          WHERE id = :runId`,
       )
       .run({ runId, minStep, maxStep, newSteps, at, read: read ? 1 : 0 });
-    const row = this.hold(runId);
+    const row = this.held.written(runId);
     if (!row) return;
     row.first_step = row.first_step === null ? minStep : Math.min(row.first_step, minStep);
     row.last_step = row.last_step === null ? maxStep : Math.max(row.last_step, maxStep);
@@ -91,21 +91,21 @@ export class Runs {
   active(runId: number, at: number): void {
     prepared(this.db, 'UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
       .run({ at, runId });
-    const row = this.hold(runId);
+    const row = this.held.written(runId);
     if (row) noteRead(row, at);
   }
 
   /** Its last read was of lines written while it was watched (not of what was there at start-up). */
   markLive(runId: number): void {
     prepared(this.db, 'UPDATE runs SET live_at = active_at WHERE id = ? AND live_at IS NOT active_at').run(runId);
-    const row = this.held.get(runId);
+    const row = this.held.ifHeld(runId);
     if (row) row.live_at = row.active_at;
   }
 
   /** The engine has evaluated every batch of the run committed so far (call in its transaction). */
   markEvaluated(runId: number): void {
     prepared(this.db, 'UPDATE runs SET evaluated = batches WHERE id = ?').run(runId);
-    const row = this.held.get(runId);
+    const row = this.held.ifHeld(runId);
     if (row) row.evaluated = row.batches;
   }
 
@@ -127,16 +127,7 @@ export class Runs {
 
   /** A transaction that may have written run rows rolled back, or a run was removed: read them again. */
   forget(): void {
-    this.held.clear();
-  }
-
-  /** The held row of a run whose batch this store has just written: read once after its first write (which it
-   * already shows), then changed in memory by each write after. */
-  private hold(runId: number): RunRow | undefined {
-    if (this.held.has(runId)) return this.held.get(runId);
-    const row = prepared(this.db, 'SELECT * FROM runs WHERE id = ?').get(runId) as RunRow | undefined;
-    if (row) this.held.set(runId, row);
-    return undefined;
+    this.held.forget();
   }
 }
 
