@@ -4,21 +4,10 @@
 // code splitting keeps each such import its own chunk, loaded only when that platform is configured.
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 
-// zod's classic entry re-exports every locale as `z.locales` (260 KB, more than half of zod in the bundle, parsed
-// on every command). rlwatch never uses them; the English messages are imported by zod's schemas themselves.
-const withoutZodLocales = {
-  name: 'without-zod-locales',
-  setup(b) {
-    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      args.importer.includes(`${sep}zod${sep}`) ? { path: 'zod-locales', namespace: 'empty' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'empty' }, () => ({ contents: 'export {};', loader: 'js' }));
-  },
-};
 const outdir = join(root, 'dist');
 rmSync(outdir, { recursive: true, force: true });
 await build({
@@ -41,7 +30,6 @@ await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
-  plugins: [withoutZodLocales],
   // better-sqlite3's JavaScript is bundled (its addon is loaded by path: src/store/sqliteAddon.ts); subset-font finds
   // its WebAssembly beside it, and only the chart thread loads it, once per machine (src/render/fonts.ts)
   external: ['@resvg/resvg-js', 'discord.js', '@slack/bolt', 'subset-font'],

@@ -1,16 +1,10 @@
-import './zodJitless.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { config as loadDotenv } from 'dotenv';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
-import { alertList } from './commands/alerts.ts';
-import { unreadSummary } from './commands/files.ts';
-import { outboxList, outboxRetry } from './commands/outbox.ts';
 import { COMMANDS, usage, type Args, type CommandSpec } from './commands/registry.ts';
-import { runList } from './commands/runList.ts';
-import { runStatus } from './commands/runStatus.ts';
 import type { Reply } from './commands/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
 import { UserError } from './errors.ts';
@@ -36,16 +30,16 @@ interface GlobalOpts {
   config?: string;
 }
 
-function setup(cmd: Command): { config: Config; dbPath: string } {
+async function setup(cmd: Command): Promise<{ config: Config; dbPath: string }> {
   const opts = cmd.optsWithGlobals<GlobalOpts>();
-  const { config } = loadConfig(opts.config);
+  const { config } = await loadConfig(opts.config);
   return { config, dbPath: resolveDbPath(opts.db, config) };
 }
 
 /** The store `--db` names (SQLite or PostgreSQL), for a command that reads it or changes an alert or a mute. */
 async function withStore<T>(cmd: Command, fn: (store: StoreContract, config: Config) => Promise<T>): Promise<T> {
   const opts = cmd.optsWithGlobals<GlobalOpts>();
-  const { config } = loadConfig(opts.config);
+  const { config } = await loadConfig(opts.config);
   const store = await openStore(dbLocation(opts.db, config), { reading: true });
   try {
     return await fn(store, config);
@@ -197,7 +191,7 @@ program
   )
   .action(async (dirs: string[], opts: { role: string }, cmd: Command) => {
     const global = cmd.optsWithGlobals<GlobalOpts>();
-    const { config } = loadConfig(global.config);
+    const { config } = await loadConfig(global.config);
     const db = dbLocation(global.db, config);
     const role = checkRole(opts.role, isPostgresUrl(db));
     if (isPostgresUrl(db)) return startOnPg(role, dirs, config, db);
@@ -223,7 +217,7 @@ program
   .argument('<dirs...>', 'directories holding runs')
   .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
     const roots = checkDirs(dirs);
-    const { config, dbPath } = setup(cmd);
+    const { config, dbPath } = await setup(cmd);
     // the parse worker starts up while this thread opens the database and loads the rules (an idle one never keeps
     // the process alive, should the database be refused)
     const parsing = new (await import('./ingest/parseThread.ts')).ParseThread();
@@ -231,6 +225,7 @@ program
     try {
       const t0 = performance.now();
       await runBackfill(store, config, roots, async (summary) => {
+        const { unreadSummary } = await import('./commands/files.ts');
         const unread = (await unreadSummary(new SqliteAsyncStore(store), roots)).map((line) => `  ${line}`);
         process.stdout.write(`${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`);
       }, parsing);
@@ -244,7 +239,7 @@ program
   .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, async (store) => print(await runList({ store, local: true }), opts.json)),
+    withStore(cmd, async (store) => print(await (await import('./commands/runList.ts')).runList({ store, local: true }), opts.json)),
   );
 
 const outbox = program
@@ -252,7 +247,7 @@ const outbox = program
   .description('notifications not delivered yet: pending, and set aside because a target refused them')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, async (store) => print(await outboxList({ store }), opts.json)),
+    withStore(cmd, async (store) => print(await (await import('./commands/outbox.ts')).outboxList({ store }), opts.json)),
   );
 outbox
   .command('retry')
@@ -263,7 +258,7 @@ outbox
   })
   .option('--json', 'print JSON')
   .action((id: number, opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, async (store) => print(await outboxRetry({ store }, { id }), opts.json)),
+    withStore(cmd, async (store) => print(await (await import('./commands/outbox.ts')).outboxRetry({ store }, { id }), opts.json)),
   );
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
@@ -343,8 +338,10 @@ program
     return n;
   }, 100)
   .action(async (opts: { pace: number }, cmd: Command) => {
-    const { config, dbPath } = setup(cmd);
-    const { DEMO_RUN, replayDemo } = await import('./demo.ts');
+    const { config, dbPath } = await setup(cmd);
+    const [{ DEMO_RUN, replayDemo }, { runStatus }, { alertList }] = await Promise.all([
+      import('./demo.ts'), import('./commands/runStatus.ts'), import('./commands/alerts.ts'),
+    ]);
     const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog });
     await withStore(cmd, async (store) => {
       const color = process.stdout.isTTY === true;

@@ -1,16 +1,10 @@
 import { UserError } from '../errors.ts';
 import { parseDuration } from '../engine/duration.ts';
-import { ackAlert, alertList, muteAlerts, muteList, unmute } from './alerts.ts';
-import { examples } from './examples.ts';
-import { files } from './files.ts';
 import type { StoreContract } from '../store/contract.ts';
 import type { CommandContext, Reply } from './reply.ts';
-import { rewardHistory } from './rewardHistory.ts';
-import { runList } from './runList.ts';
-import { DEFAULT_LINES, MAX_LINES, runLogs } from './runLogs.ts';
-import { runCompare } from './runCompare.ts';
-import { runReport } from './runReport.ts';
-import { runStatus } from './runStatus.ts';
+
+// Each command's implementation is imported when it runs: the CLI starts one command per process, and loading
+// them all (the report, its rules and ranges, the log formats) would cost every command their start-up.
 
 export type ArgValue = string | number | boolean | undefined;
 
@@ -70,6 +64,10 @@ const isDuration = (w: string): boolean => parseDuration(w) !== undefined;
 const SEVERITIES = ['info', 'warning', 'critical'] as const;
 const isSince = (w: string): boolean => /^\d*\.?\d+$/.test(w);
 
+/** `run logs`: lines shown by default, and at most */
+export const DEFAULT_LINES = 20;
+export const MAX_LINES = 200;
+
 /** A known run, or a word that is nothing else (so that a typo gets "unknown run", not "did not understand"). */
 const looksLikeRun = (w: string, k: Known): boolean => k.runs.includes(w) || (!k.metrics.includes(w) && !/^\d+$/.test(w));
 const runOption: OptionSpec = {
@@ -88,14 +86,14 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'latest step, epoch and the latest value of each canonical metric',
     options: [runOption],
     access: 'read',
-    run: (c, a) => runStatus(c, { run: str(a, 'run') }, c.now),
+    run: async (c, a) => (await import('./runStatus.ts')).runStatus(c, { run: str(a, 'run') }, c.now),
   },
   {
     path: ['run', 'list'],
     description: 'every run: steps, last epoch, records, last update',
     options: [],
     access: 'read',
-    run: (c) => runList(c, c.now),
+    run: async (c) => (await import('./runList.ts')).runList(c, c.now),
   },
   {
     path: ['run', 'logs'],
@@ -106,7 +104,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'file', description: 'which console log (e.g. job.err), when the run has several', type: 'string', named: true },
     ],
     access: 'read',
-    run: (c, a) => runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines'), file: str(a, 'file') }),
+    run: async (c, a) =>
+      (await import('./runLogs.ts')).runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines'), file: str(a, 'file') }),
   },
   {
     path: ['run', 'report'],
@@ -118,7 +117,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     access: 'read',
     slow: true,
     attaches: true,
-    run: (c, a) => runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
+    run: async (c, a) => (await import('./runReport.ts')).runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
   },
   {
     path: ['run', 'compare'],
@@ -130,7 +129,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'read',
     slow: true,
-    run: (c, a) => runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
+    run: async (c, a) =>
+      (await import('./runCompare.ts')).runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
   },
   {
     path: ['reward', 'history'],
@@ -142,7 +142,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'read',
     slow: true,
-    run: (c, a) => rewardHistory(c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') }),
+    run: async (c, a) =>
+      (await import('./rewardHistory.ts')).rewardHistory(c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') }),
   },
   {
     path: ['alerts'],
@@ -152,7 +153,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'all', description: 'resolved incidents too', type: 'boolean', accepts: (w) => w === 'all' },
     ],
     access: 'read',
-    run: (c, a) => alertList(c, { run: str(a, 'run'), all: a.all === true }, c.now),
+    run: async (c, a) => (await import('./alerts.ts')).alertList(c, { run: str(a, 'run'), all: a.all === true }, c.now),
   },
   {
     path: ['ack'],
@@ -162,8 +163,10 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'comment', description: 'what you are doing about it', type: 'string', rest: true },
     ],
     access: 'write',
-    run: (c, a) =>
-      ackAlert(c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now),
+    run: async (c, a) =>
+      (await import('./alerts.ts')).ackAlert(
+        c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now,
+      ),
   },
   {
     path: ['mute'],
@@ -179,8 +182,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'reason', description: 'why', type: 'string', rest: true },
     ],
     access: 'write',
-    run: (c, a) =>
-      muteAlerts(
+    run: async (c, a) =>
+      (await import('./alerts.ts')).muteAlerts(
         c,
         {
           run: str(a, 'run'),
@@ -200,14 +203,14 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'end a mute now',
     options: [{ name: 'id', description: 'mute id', type: 'integer', required: true, positional: true }],
     access: 'write',
-    run: (c, a) => unmute(c, { id: Number(a.id) }, c.now),
+    run: async (c, a) => (await import('./alerts.ts')).unmute(c, { id: Number(a.id) }, c.now),
   },
   {
     path: ['mutes'],
     description: 'the mutes in force',
     options: [],
     access: 'read',
-    run: (c) => muteList(c, c.now),
+    run: async (c) => (await import('./alerts.ts')).muteList(c, c.now),
   },
   {
     path: ['examples'],
@@ -218,14 +221,17 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'step', description: 'step (default: the latest)', type: 'integer', positional: true, accepts: (w) => /^\d+$/.test(w) },
     ],
     access: 'read',
-    run: (c, a) => examples(c, { run: str(a, 'run'), which: str(a, 'which') as 'best' | 'worst' | undefined, step: num(a, 'step') }),
+    run: async (c, a) =>
+      (await import('./examples.ts')).examples(
+        c, { run: str(a, 'run'), which: str(a, 'which') as 'best' | 'worst' | undefined, step: num(a, 'step') },
+      ),
   },
   {
     path: ['files'],
     description: "each run's files: format, offset, records, skipped lines, and the files not read",
     options: [runOption],
     access: 'read',
-    run: (c, a) => files(c, { run: str(a, 'run') }),
+    run: async (c, a) => (await import('./files.ts')).files(c, { run: str(a, 'run') }),
   },
 ];
 

@@ -1,13 +1,12 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename, relative, sep } from 'node:path';
 import { UserError } from '../errors.ts';
+import { DEFAULT_LINES, MAX_LINES } from './registry.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
 import type { FileRow } from '../store/files.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
-export const DEFAULT_LINES = 20;
-export const MAX_LINES = 200;
 /** read from the end of the file: enough for MAX_LINES lines of ordinary length */
 const TAIL_BYTES = 256 * 1024;
 const LINE_CHARS = 1000;

@@ -1,12 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { z } from 'zod';
 import { ruleBookFor } from '../engine/presets/index.ts';
 import { RuleError } from '../engine/rules.ts';
 import { UserError } from '../errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
 import { isPostgresUrl } from '../store/pg/url.ts';
+import type * as z from '../zod.ts';
 
 
 export interface LoadedConfig {
@@ -17,17 +16,11 @@ export interface LoadedConfig {
 
 /** `--config`, else RLWATCH_CONFIG, else ./rlwatch.yaml if present, else the defaults. Paths inside the
  * file are resolved against its directory. */
-export function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export async function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
   const given = explicit ?? env.RLWATCH_CONFIG;
   const file = given ? resolve(given) : existsSync('rlwatch.yaml') ? resolve('rlwatch.yaml') : null;
   if (file === null) return { config: ConfigSchema.parse({}), file: null };
-  let raw: unknown;
-  try {
-    raw = parseYaml(readFileSync(file, 'utf8'));
-  } catch (err) {
-    if (err instanceof YAMLParseError) throw new UserError(`${file}: not valid YAML: ${err.message.split('\n')[0]}`);
-    throw new UserError(`${file}: cannot read: ${(err as Error).message}`);
-  }
+  const raw = (await import('./readYaml.ts')).readYaml(file);
   const parsed = ConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) throw new UserError(`${file}: ${describeIssue(parsed.error)}`);
   const base = dirname(file);
@@ -44,7 +37,7 @@ export function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.e
 }
 
 /** The first problem, as `field.path: what was expected`. */
-function describeIssue(error: z.ZodError): string {
+function describeIssue(error: z.core.$ZodError): string {
   const issue = error.issues[0];
   if (!issue) return 'invalid configuration';
   if (issue.code === 'unrecognized_keys') {

@@ -3,55 +3,55 @@
  * zod. Fields added over time are optional, so a row written by an older rlwatch still reads (its cards are
  * rendered from what it has). JSON has no NaN: a non-finite value was written as null and reads as NaN.
  */
-import { z } from 'zod';
 import type { Notification } from '../engine/notification.ts';
+import * as z from '../zod.ts';
 
-const num = z.number().nullable().transform((v) => v ?? Number.NaN);
-const point = z.object({ step: z.number(), value: num });
+const num = z.pipe(z.nullable(z.number()), z.transform((v: number | null) => v ?? Number.NaN));
+const stepValue = z.object({ step: z.number(), value: num });
 const snippet = z.object({ reward: num, breakdown: z.record(z.string(), num), completion: z.string() });
 
 const item = z.object({
-  alertId: z.number().int(),
+  alertId: z.int(),
   kind: z.enum(['firing', 'repeat', 'resolved', 'update']),
   severity: z.string(),
   rule: z.string(),
   metric: z.string(),
   summary: z.string(),
   step: z.number(),
-  epoch: z.number().nullable(),
+  epoch: z.nullable(z.number()),
   recent: z.array(num),
-  examples: z.object({ step: z.number(), best: z.array(snippet), worst: z.array(snippet) }).nullable(),
-  evidence: z.object({ title: z.string(), lines: z.array(z.string()) }).optional(),
-  finished: z
-    .object({
-      durationMs: z.number().nullable(),
-      firstStep: z.number().nullable(),
-      lastStep: z.number().nullable(),
+  examples: z.nullable(z.object({ step: z.number(), best: z.array(snippet), worst: z.array(snippet) })),
+  evidence: z.optional(z.object({ title: z.string(), lines: z.array(z.string()) })),
+  finished: z.optional(
+    z.object({
+      durationMs: z.nullable(z.number()),
+      firstStep: z.nullable(z.number()),
+      lastStep: z.nullable(z.number()),
       records: z.number(),
-      finalReward: z.object({ step: z.number(), value: num }).nullable(),
-      bestReward: z.object({ step: z.number(), value: num }).nullable(),
+      finalReward: z.nullable(stepValue),
+      bestReward: z.nullable(stepValue),
       alerts: z.array(z.object({ rule: z.string(), severity: z.string(), incidents: z.number(), firing: z.number() })),
-    })
-    .optional(),
-  hint: z.string().optional(),
-  state: z
-    .object({
+    }),
+  ),
+  hint: z.optional(z.string()),
+  state: z.optional(
+    z.object({
       startsAt: z.number(),
-      firedStep: z.number().nullable(),
-      ack: z.object({ by: z.string(), name: z.string().nullish(), at: z.number(), comment: z.string().nullable() }).nullable(),
+      firedStep: z.nullable(z.number()),
+      ack: z.nullable(
+        z.object({ by: z.string(), name: z.nullish(z.string()), at: z.number(), comment: z.nullable(z.string()) }),
+      ),
       muted: z.boolean(),
-      resolved: z.object({ step: z.number(), at: z.number(), summary: z.string() }).nullable(),
-    })
-    .optional(),
-  chart: z.object({ points: z.array(point), threshold: z.number().nullable() }).nullable().optional(),
+      resolved: z.nullable(z.object({ step: z.number(), at: z.number(), summary: z.string() })),
+    }),
+  ),
+  chart: z.optional(z.nullable(z.object({ points: z.array(stepValue), threshold: z.nullable(z.number()) }))),
 });
 
-const NotificationSchema: z.ZodType<Notification> = z.object({
+const NotificationSchema: z.ZodMiniType<Notification> = z.object({
   run: z.string(),
   items: z.array(item),
-  report: z
-    .object({ kind: z.enum(['milestone', 'digest']), title: z.string(), lines: z.array(z.string()) })
-    .optional(),
+  report: z.optional(z.object({ kind: z.enum(['milestone', 'digest']), title: z.string(), lines: z.array(z.string()) })),
 });
 
 /** The notification in a payload; throws a short error naming what is wrong when it is none. */

@@ -1,23 +1,21 @@
-import { z } from 'zod';
 import { globMatch } from '../engine/duration.ts';
+import * as z from '../zod.ts';
 
 const Severity = z.enum(['info', 'warning', 'critical']);
 
 /** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
-export const RouteSchema = z
-  .object({
-    runs: z.string().min(1).default('*'),
-    severity: z.array(Severity).min(1).optional(),
-    channel: z.string().min(1),
-  })
-  .strict();
+export const RouteSchema = z.strictObject({
+  runs: z._default(z.string().check(z.minLength(1)), '*'),
+  severity: z.optional(z.array(Severity).check(z.minLength(1))),
+  channel: z.string().check(z.minLength(1)),
+});
 export type Route = z.infer<typeof RouteSchema>;
 
 /** The fields every platform's section has: the default destination and routes by run glob and severity. */
 export const commonSection = {
   /** where alerts go by default (a channel id, a chat id, an address, a URL name ...) */
-  channel: z.string().min(1).optional(),
-  routes: z.array(RouteSchema).default([]),
+  channel: z.optional(z.string().check(z.minLength(1))),
+  routes: z._default(z.array(RouteSchema), []),
 };
 
 /** The routing part of a platform's section. */

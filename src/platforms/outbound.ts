@@ -2,17 +2,18 @@
  * What the outbound-only channels (webhook, email, Teams, Mattermost, Feishu) share: named destinations (a URL
  * per name) and one HTTP POST whose failures say whether they can heal. Routing is every platform's `router`.
  */
-import { z } from 'zod';
 import { UserError } from '../errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
 import { commonSection, router, type Platform, type Route } from './platform.ts';
+import * as z from '../zod.ts';
+import { nonEmpty } from '../zod.ts';
 
 /** The destination name of the URL given by the environment (`WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`, ...). */
 export const DEFAULT_DESTINATION = 'default';
 
 /** `urls` in a section: more destinations by name, for routes (`channel: oncall`). */
-export const urlsField = z.record(z.string().min(1), z.string().url()).default({});
+export const urlsField = z._default(z.record(nonEmpty(), z.url()), {});
 
 /**
  * Destination name → URL: the section's `urls`, plus the environment's URL as `default`. Null when there is
@@ -82,7 +83,7 @@ export const webhookFields = {
   /** more webhook URLs by name, for routes (the default one comes from the environment) */
   urls: urlsField,
 };
-export const webhookSection = z.object(webhookFields).strict().prefault({});
+export const webhookSection = z.prefault(z.strictObject(webhookFields), {});
 
 export type WebhookSection = z.infer<typeof webhookSection>;
 /** A webhook channel's settings: its section and its destinations (name -> URL, the default name). */

@@ -3,7 +3,7 @@
  * src/platforms/ with its config section, how it reads its settings, and what it creates; one line in
  * src/platforms/index.ts registers it. Nothing outside src/platforms/ names a platform.
  */
-import type { z } from 'zod';
+import type * as z from '../zod.ts';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../log.ts';
 import type { Target } from '../notify/dispatcher.ts';
@@ -42,7 +42,7 @@ export interface Platform<Section = any, Settings = any> {
   id: string;
   /** its section of rlwatch.yaml, with its defaults (composed into the config schema); `.prefault({})` so that
    * a config without the key still gets them */
-  section: z.ZodType<Section>;
+  section: z.ZodMiniType<Section>;
   /** its settings from its section and the environment (tokens, URLs); null when it is not configured */
   settings(section: Section, env: NodeJS.ProcessEnv): Settings | null;
   /** the target names an alert of `run` with `severity` goes to, from the settings alone: a watcher that only

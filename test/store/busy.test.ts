@@ -16,7 +16,7 @@ import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 // while rlwatch's connection waits only 50 ms for it.
 const collapsed = (from: number, n: number): string =>
   Array.from({ length: n }, (_, k) => `${learningLine(from + k, { frac: 0.95 })}\n`).join('');
-const { config } = loadConfig(undefined);
+const { config } = await loadConfig(undefined);
 const quiet: Log = { info: () => {}, warn: () => {} };
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {

@@ -1,18 +1,18 @@
 /** Discord: a gateway bot (outbound only) with slash commands, buttons, and alert cards edited in place. */
-import { z } from 'zod';
+import * as z from '../../zod.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
 
-export const DiscordSection = z
-  .object({
+export const DiscordSection = z.prefault(
+  z.strictObject({
     ...commonSection,
     /** who may ack and mute: user ids and role ids; both empty = anyone in the channel */
-    allow: z
-      .object({ users: z.array(z.string()).default([]), roles: z.array(z.string()).default([]) })
-      .strict()
-      .prefault({}),
-  })
-  .strict()
-  .prefault({});
+    allow: z.prefault(
+      z.strictObject({ users: z._default(z.array(z.string()), []), roles: z._default(z.array(z.string()), []) }),
+      {},
+    ),
+  }),
+  {},
+);
 export type DiscordSection = z.infer<typeof DiscordSection>;
 
 /** From DISCORD_* variables (the channel from the config first); no DISCORD_TOKEN, no Discord. */

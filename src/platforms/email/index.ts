@@ -2,28 +2,29 @@
  * Email over SMTP (nodemailer): one mail per outbox row to the row's destination, an address or a
  * comma-separated list. Routes name addresses: `routes: [{ runs: 'prod-*', channel: oncall@example.com }]`.
  */
-import { z } from 'zod';
+import * as z from '../../zod.ts';
+import { nonEmpty, wholeFrom } from '../../zod.ts';
 import { UserError } from '../../errors.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
 import { commonSection, router, type Platform } from '../platform.ts';
 
-const section = z
-  .object({
+const section = z.prefault(
+  z.strictObject({
     ...commonSection,
     /** the SMTP server (else SMTP_HOST) */
-    host: z.string().min(1).optional(),
+    host: z.optional(nonEmpty()),
     /** default 465 when `secure`, else 587 (else SMTP_PORT) */
-    port: z.number().int().min(1).max(65535).optional(),
+    port: z.optional(wholeFrom(1, 65535)),
     /** TLS from the first byte (port 465); false: STARTTLS when the server offers it */
-    secure: z.boolean().optional(),
+    secure: z.optional(z.boolean()),
     /** the login (else SMTP_USER); the password only from SMTP_PASS */
-    user: z.string().min(1).optional(),
+    user: z.optional(nonEmpty()),
     /** the sender (else EMAIL_FROM) */
-    from: z.string().min(1).optional(),
-  })
-  .strict()
-  .prefault({});
+    from: z.optional(nonEmpty()),
+  }),
+  {},
+);
 
 type Section = z.infer<typeof section>;
 export interface EmailSettings {

@@ -1,21 +1,22 @@
 /** Slack: Bolt in Socket Mode (or its HTTP receiver), slash commands, buttons, alert messages updated in place. */
-import { z } from 'zod';
+import * as z from '../../zod.ts';
+import { wholeFrom } from '../../zod.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
 
-export const SlackSection = z
-  .object({
+export const SlackSection = z.prefault(
+  z.strictObject({
     ...commonSection,
     /** who may ack and mute: user ids and user-group ids; both empty = anyone in the channel */
-    allow: z
-      .object({ users: z.array(z.string()).default([]), groups: z.array(z.string()).default([]) })
-      .strict()
-      .prefault({}),
+    allow: z.prefault(
+      z.strictObject({ users: z._default(z.array(z.string()), []), groups: z._default(z.array(z.string()), []) }),
+      {},
+    ),
     /** socket: outbound WebSocket (no public URL); http: Bolt's HTTP receiver with the signing secret */
-    mode: z.enum(['socket', 'http']).default('socket'),
-    port: z.number().int().min(1).max(65535).default(3000),
-  })
-  .strict()
-  .prefault({});
+    mode: z._default(z.enum(['socket', 'http']), 'socket'),
+    port: z._default(wholeFrom(1, 65535), 3000),
+  }),
+  {},
+);
 export type SlackSection = z.infer<typeof SlackSection>;
 
 /** From SLACK_* variables (the channel from the config first); no SLACK_BOT_TOKEN, no Slack. */

@@ -2,21 +2,21 @@
  * Telegram (Bot API): alerts with Ack / Mute buttons, charts, and commands (/status, /alerts, /ack ID ...)
  * read by long polling, so no public URL is needed.
  */
-import { z } from 'zod';
+import * as z from '../../zod.ts';
 import { UserError } from '../../errors.ts';
 import { commonSection, router, type Platform } from '../platform.ts';
 import type { TelegramSettings } from './bot.ts';
 
-const section = z
-  .object({
+const section = z.prefault(
+  z.strictObject({
     ...commonSection,
     /** who may ack and mute: Telegram user ids; empty = anyone in the chats */
-    allow: z.object({ users: z.array(z.coerce.string()).default([]) }).strict().prefault({}),
+    allow: z.prefault(z.strictObject({ users: z._default(z.array(z.coerce.string()), []) }), {}),
     /** answer commands and buttons (getUpdates long polling); off: alerts only */
-    commands: z.boolean().default(true),
-  })
-  .strict()
-  .prefault({});
+    commands: z._default(z.boolean(), true),
+  }),
+  {},
+);
 
 type Section = z.infer<typeof section>;
 type Settings = TelegramSettings & { section: Section; fallback: string | undefined };

@@ -2,21 +2,21 @@
  * A generic webhook: each outbox row is POSTed as JSON (Alertmanager-compatible, see body.ts), signed with
  * HMAC-SHA256 when a secret is set, so anything (PagerDuty via a bridge, n8n, a custom pager) can be wired.
  */
-import { z } from 'zod';
+import * as z from '../../zod.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { router, type Platform } from '../platform.ts';
 import { destinations, post, webhookFields, type WebhookSettings } from '../outbound.ts';
 
 export const SIGNATURE_HEADER = 'X-Rlwatch-Signature';
 
-const section = z
-  .object({
+const section = z.prefault(
+  z.strictObject({
     ...webhookFields,
     /** each alert's chart as a base64 PNG in the body (adds ~30 KB per alert) */
-    charts: z.boolean().default(false),
-  })
-  .strict()
-  .prefault({});
+    charts: z._default(z.boolean(), false),
+  }),
+  {},
+);
 
 type Section = z.infer<typeof section>;
 interface Settings extends WebhookSettings<Section> {
