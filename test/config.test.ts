@@ -32,6 +32,12 @@ describe('loadConfig', () => {
     await expect(loadConfig(path, {})).rejects.toThrow(new RegExp(`^${path}: alerts\\.repeatInterval: .*at most 365d`));
   });
 
+  it("names a bad rule by its place in the file's rules", async () => {
+    const path = configFile('alerts:\n  rules:\n    - id: mode_collapse\n      value: 0.7\n    - id: mode_collapse\n      for: 0\n');
+    await expect(loadConfig(path, {})).rejects.toThrow(UserError);
+    await expect(loadConfig(path, {})).rejects.toThrow(new RegExp(`^${path}: alerts\\.rules\\[1\\]\\.for: `));
+  });
+
   it('rejects unknown fields, so a typo is not silently ignored', async () => {
     const path = configFile('watch:\n  rots: [runs]\n');
     await expect(loadConfig(path, {})).rejects.toThrow(`${path}: watch: unknown field 'rots'`);

@@ -1,7 +1,5 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ruleBookFor } from '../engine/presets/index.ts';
-import { RuleError } from '../engine/rules.ts';
 import { UserError } from '../errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
 import { isPostgresUrl } from '../store/pg/url.ts';
@@ -25,6 +23,12 @@ export async function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = pro
   if (!parsed.success) throw new UserError(`${file}: ${describeIssue(parsed.error)}`);
   const base = dirname(file);
   const config = parsed.data;
+  // the rule book is built here only to check the file's rules (the preset is parsed as it loads): a command that
+  // runs on the defaults does without it
+  const [{ ruleBookFor }, { RuleError }] = await Promise.all([
+    import('../engine/presets/index.ts'),
+    import('../engine/rules.ts'),
+  ]);
   try {
     ruleBookFor(config); // a bad rule stops start-up here, naming the rule's place in the file
   } catch (err) {
