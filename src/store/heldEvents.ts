@@ -14,9 +14,10 @@ export class HeldEvents {
     if (!held) this.runs.set(runId, (held = new Map()));
     if (!held.has(key)) held.set(key, read());
     const answer = held.get(key);
-    // nearly always none (no error since the cursor, no end of training), which needs no deep copy
-    if (answer === undefined) return answer as T;
-    if (Array.isArray(answer) && answer.length === 0) return [] as T;
+    // nearly always none (no error since the cursor, no end of training, no run facts), which needs no deep copy
+    if (answer === undefined || answer === null) return answer as T;
+    if (Array.isArray(answer)) return (answer.length === 0 ? [] : structuredClone(answer)) as T;
+    if (Object.getPrototypeOf(answer) === Object.prototype && Object.keys(answer as object).length === 0) return {} as T;
     return structuredClone(answer) as T;
   }
 
