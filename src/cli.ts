@@ -239,7 +239,10 @@ program
   .description('list the runs (the same as `rlwatch run list`)')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, async (store) => print(await (await import('./commands/runList.ts')).runList({ store, local: true }), opts.json)),
+    withStore(cmd, async (store) => {
+      const { runList } = await import('./commands/runList.ts');
+      await print(await runList({ store, local: true }), opts.json);
+    }),
   );
 
 const outbox = program
@@ -247,7 +250,10 @@ const outbox = program
   .description('notifications not delivered yet: pending, and set aside because a target refused them')
   .option('--json', 'print JSON')
   .action((opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, async (store) => print(await (await import('./commands/outbox.ts')).outboxList({ store }), opts.json)),
+    withStore(cmd, async (store) => {
+      const { outboxList } = await import('./commands/outbox.ts');
+      await print(await outboxList({ store }), opts.json);
+    }),
   );
 outbox
   .command('retry')
@@ -258,7 +264,10 @@ outbox
   })
   .option('--json', 'print JSON')
   .action((id: number, opts: { json?: boolean }, cmd: Command) =>
-    withStore(cmd, async (store) => print(await (await import('./commands/outbox.ts')).outboxRetry({ store }, { id }), opts.json)),
+    withStore(cmd, async (store) => {
+      const { outboxRetry } = await import('./commands/outbox.ts');
+      await print(await outboxRetry({ store }, { id }), opts.json);
+    }),
   );
 
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';

@@ -20,4 +20,5 @@ export const wholeFrom = (min: number, max?: number) =>
   int().check(minimum(min), ...(max === undefined ? [] : [maximum(max)]));
 
 /** A duration such as 90s, 15m, 2h or 1d (src/engine/duration.ts). */
-export const duration = () => string().check(refine((s) => parseDuration(s) !== undefined, { message: DURATION_EXPECTED }));
+export const duration = () =>
+  string().check(refine((s) => parseDuration(s) !== undefined, { message: DURATION_EXPECTED }));

@@ -117,7 +117,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     access: 'read',
     slow: true,
     attaches: true,
-    run: async (c, a) => (await import('./runReport.ts')).runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
+    run: async (c, a) =>
+      (await import('./runReport.ts')).runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
   },
   {
     path: ['run', 'compare'],
@@ -143,7 +144,9 @@ export const COMMANDS: readonly CommandSpec[] = [
     access: 'read',
     slow: true,
     run: async (c, a) =>
-      (await import('./rewardHistory.ts')).rewardHistory(c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') }),
+      (await import('./rewardHistory.ts')).rewardHistory(
+        c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') },
+      ),
   },
   {
     path: ['alerts'],

@@ -51,7 +51,9 @@ const item = z.object({
 const NotificationSchema: z.ZodMiniType<Notification> = z.object({
   run: z.string(),
   items: z.array(item),
-  report: z.optional(z.object({ kind: z.enum(['milestone', 'digest']), title: z.string(), lines: z.array(z.string()) })),
+  report: z.optional(
+    z.object({ kind: z.enum(['milestone', 'digest']), title: z.string(), lines: z.array(z.string()) }),
+  ),
 });
 
 /** The notification in a payload; throws a short error naming what is wrong when it is none. */

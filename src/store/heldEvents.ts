@@ -17,7 +17,8 @@ export class HeldEvents {
     // nearly always none (no error since the cursor, no end of training, no run facts), which needs no deep copy
     if (answer === undefined || answer === null) return answer as T;
     if (Array.isArray(answer)) return (answer.length === 0 ? [] : structuredClone(answer)) as T;
-    if (Object.getPrototypeOf(answer) === Object.prototype && Object.keys(answer as object).length === 0) return {} as T;
+    const plain = Object.getPrototypeOf(answer) === Object.prototype;
+    if (plain && Object.keys(answer as object).length === 0) return {} as T;
     return structuredClone(answer) as T;
   }
 
