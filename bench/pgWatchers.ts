@@ -63,9 +63,9 @@ export interface PgWatchersResult {
   criticalDone: number;
   criticalWaitP50Ms: number;
   criticalWaitMaxMs: number;
-  /** where a critical row's time went, p50 and max of its delivered rows: queued → its step seen committed (the
-   * watcher's transaction), → claimed (NOTIFY, wake-up, a free slot, the claim), → its card's request at the fake
-   * (render, post), → marked delivered */
+  /** where a critical row's time went, p50 and max of its delivered rows, from its first critical item: queued → its
+   * step seen committed (the watcher's transaction; only rows made for that item), → claimed (NOTIFY, wake-up, a free
+   * slot, the claim), → its card's request at the fake (render, post), → marked delivered; and committed → delivered */
   criticalStages: CriticalStages;
   /** CPU seconds per wall second of each watcher, and of the bot (1 = one core) */
   watcherCpu: number[];
@@ -340,10 +340,11 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
     `  outbox             ${r.outboxQueued} rows queued while appending, ${r.outboxDone} delivered; ` +
       `queued → delivered p50 ${ms(r.outboxWaitP50Ms)}, max ${ms(r.outboxWaitMaxMs)}`,
     `    of them critical ${r.criticalQueued} queued, ${r.criticalDone} delivered; ` +
-      `queued → delivered p50 ${ms(r.criticalWaitP50Ms)}, max ${ms(r.criticalWaitMaxMs)}`,
-    `      stages of ${r.criticalStages.rows}: queued → committed ${span(r.criticalStages.commit)}; ` +
-      `→ claimed ${span(r.criticalStages.claim)}; ` +
+      `queued (its first item) → delivered p50 ${ms(r.criticalWaitP50Ms)}, max ${ms(r.criticalWaitMaxMs)}`,
+    `      stages of ${r.criticalStages.rows} (${r.criticalStages.merged} taken into a row queued earlier): ` +
+      `queued → committed ${span(r.criticalStages.commit)}; → claimed ${span(r.criticalStages.claim)}; ` +
       `→ card request ${span(r.criticalStages.request)}; → delivered ${span(r.criticalStages.done)}`,
+    `      its step committed → delivered ${span(r.criticalStages.total)}`,
     `  CPU                watchers ${r.watcherCpu.map(pct).join(', ')} of a core; bot ${pct(r.botCpu)}; ` +
       `PostgreSQL ${pct(r.postgresCpu)}`,
     '',
@@ -352,6 +353,9 @@ export function formatPgWatchersReport(r: PgWatchersResult): string {
 
 export interface CriticalStages {
   rows: number;
+  /** rows whose critical item was merged into a row queued earlier for another item of its run (`Outbox.add`) */
+  merged: number;
+  total: { p50: number; max: number };
   commit: { p50: number; max: number };
   claim: { p50: number; max: number };
   request: { p50: number; max: number };
@@ -363,7 +367,9 @@ export interface CriticalStages {
  * their card's request found at the fake (the first request after the claim showing one of the row's critical
  * alerts: its ack button). When a row was claimed is its lease's end less the lease (the claim that delivered it);
  * queued is the watcher's clock at the enqueue, a little before its commit; committed, the start of the poll of runs'
- * last steps (every POLL_MS) that first saw the row's step.
+ * last steps (every POLL_MS) that first saw the step of the row's first critical item. A row queued for an earlier
+ * (warning) item and waiting behind its run's rows takes in the critical item when it comes: timed from its first
+ * item, as before, a storm's waiting warnings read as critical rows waiting seconds to be claimed.
  */
 async function stagesOfCritical(
   reader: pg.Client, fake: FakeDiscord, committedAt: ReadonlyMap<string, number>, from: number, to: number,
@@ -383,21 +389,29 @@ async function stagesOfCritical(
   const claim: number[] = [];
   const request: number[] = [];
   const done: number[] = [];
+  const total: number[] = [];
+  let merged = 0;
   for (const row of rows) {
     const items = (JSON.parse(row.payload) as { items: Array<{ alertId: number; severity: string; step: number }> })
       .items;
     const shown = items.filter((i) => i.severity === 'critical').map((i) => `"ack:${i.alertId}"`);
     const card = cards.find((r) => r.at >= row.claimed_at && shown.some((x) => JSON.stringify(r.body).includes(x)));
-    const committed = committedAt.get(`${row.run}:${items[0]!.step}`);
+    const first = items.find((i) => i.severity === 'critical')!;
+    const committed = committedAt.get(`${row.run}:${first.step}`);
     if (!card || committed === undefined) continue;
-    commit.push(committed - row.created_at);
+    if (items[0] === first) commit.push(committed - row.created_at);
+    else merged++;
     claim.push(row.claimed_at - committed);
     request.push(card.at - row.claimed_at);
     done.push(row.done_at - card.at);
+    total.push(row.done_at - committed);
   }
   const stat = (xs: number[]) => {
     const sorted = [...xs].sort((a, b) => a - b);
     return { p50: sorted.length ? percentile(sorted, 50) : Infinity, max: sorted.at(-1) ?? Infinity };
   };
-  return { rows: claim.length, commit: stat(commit), claim: stat(claim), request: stat(request), done: stat(done) };
+  return {
+    rows: claim.length, merged, total: stat(total),
+    commit: stat(commit), claim: stat(claim), request: stat(request), done: stat(done),
+  };
 }
