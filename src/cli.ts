@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { config as loadDotenv } from 'dotenv';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
 import { COMMANDS, usage, type Args, type CommandSpec } from './commands/registry.ts';
@@ -13,6 +13,7 @@ import type { PlatformSettings } from './app.ts';
 import type { BackfillSummary } from './ingest/backfill.ts';
 import type { ParseThread } from './ingest/parseThread.ts';
 import { silentLog, stderrLog } from './log.ts';
+import { PACKAGE_ROOT } from './paths.ts';
 import { interact } from './notify/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import type { StoreContract } from './store/contract.ts';
@@ -173,8 +174,14 @@ async function startOnPg(role: Role, dirs: readonly string[], config: Config, db
   process.exit(refused ? 1 : 0);
 }
 
+/** The version in package.json: what a bug report quotes. */
+function version(): string {
+  return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
 const program = new Command('rlwatch')
   .description('Watches GRPO/PPO fine-tuning logs, stores every metric in SQLite, and tells you when a run goes wrong.')
+  .version(version(), '-V, --version', 'print the version')
   .option('--db <path>', 'SQLite file or postgres:// URL (default: $RLWATCH_DB, the config\'s db, or ./rlwatch.db)')
   .option('--config <file>', 'YAML config (default: $RLWATCH_CONFIG or ./rlwatch.yaml)')
   .showHelpAfterError('(rlwatch --help lists the commands)');

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { learningLine, tempDir } from '../helpers.ts';
@@ -77,6 +77,16 @@ describe('the CLI', () => {
     const last = JSON.parse(rlwatch(['reward', 'history', 'grpo-a', '--metric', 'grad_norm', '--last', '2', '--json', '--db', db]).stdout);
     expect(last.points.map((p: { step: number }) => p.step)).toEqual([2, 3]);
     expect(last.metric).toBe('grad_norm');
+  });
+
+  it('prints the version of package.json with --version and -V', () => {
+    const pkg = join(import.meta.dirname, '../../package.json');
+    const { version } = JSON.parse(readFileSync(pkg, 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = rlwatch([flag]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toBe(`${version}\n`);
+    }
   });
 
   it('answers mistakes with one clear line and a non-zero exit', () => {
