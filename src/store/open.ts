@@ -2,6 +2,7 @@
  * The store a `--db` names: a `postgres://` (or `postgresql://`) URL opens PostgreSQL, anything else a SQLite file.
  * The PostgreSQL driver is imported only then, so that commands on SQLite start without it.
  */
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Config } from '../config/schema.ts';
@@ -28,7 +29,7 @@ export function runPrefix(watch: Pick<Config['watch'], 'prefix'>, where: string,
 }
 
 export interface OpenOptions {
-  /** only reads are meant: a SQLite file on a read-only path still opens (writes then fail) */
+  /** a command's: the SQLite file must exist, and on a read-only path it still opens (writes then fail) */
   reading?: boolean;
   /** rlwatch's clock (tests inject one) */
   now?: () => number;
@@ -46,5 +47,13 @@ export async function openStore(where: string, opts: OpenOptions = {}): Promise<
       throw new UserError(`cannot open ${redactUrl(where)}: ${(err as Error).message}`);
     }
   }
-  return new SqliteAsyncStore(opts.reading ? Store.openForReading(where) : Store.open(where, { now: opts.now }));
+  if (!opts.reading) return new SqliteAsyncStore(Store.open(where, { now: opts.now }));
+  // a command that queries (or acks, mutes) would otherwise make an empty database, folders and all, where a --db
+  // was mistyped, and answer "No runs yet"
+  if (!existsSync(where)) {
+    throw new UserError(
+      `${where}: no database there yet (\`rlwatch start\` or \`rlwatch backfill\` makes it; --db names another)`,
+    );
+  }
+  return new SqliteAsyncStore(Store.openForReading(where));
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { learningLine, tempDir } from '../helpers.ts';
@@ -87,6 +87,17 @@ describe('the CLI', () => {
       expect(r.status, r.stderr).toBe(0);
       expect(r.stdout).toBe(`${version}\n`);
     }
+  });
+
+  it('names a --db that does not exist instead of making an empty database there', () => {
+    const missing = join(tempDir(), 'typo', 'rlwatch.db');
+    for (const args of [['runs'], ['alerts'], ['mute', '--for', '1h']]) {
+      const r = rlwatch([...args, '--db', missing]);
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr.startsWith(`rlwatch: ${missing}: no database there yet`), r.stderr).toBe(true);
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    }
+    expect(existsSync(join(missing, '..'))).toBe(false);
   });
 
   it('answers mistakes with one clear line and a non-zero exit', () => {
