@@ -1,20 +1,21 @@
 import { globMatch } from '../engine/duration.ts';
 import * as z from '../zod.ts';
+import { nonEmpty } from '../zod.ts';
 
 const Severity = z.enum(['info', 'warning', 'critical']);
 
 /** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
 export const RouteSchema = z.strictObject({
-  runs: z._default(z.string().check(z.minLength(1)), '*'),
+  runs: z._default(nonEmpty(), '*'),
   severity: z.optional(z.array(Severity).check(z.minLength(1))),
-  channel: z.string().check(z.minLength(1)),
+  channel: nonEmpty(),
 });
 export type Route = z.infer<typeof RouteSchema>;
 
 /** The fields every platform's section has: the default destination and routes by run glob and severity. */
 export const commonSection = {
   /** where alerts go by default (a channel id, a chat id, an address, a URL name ...) */
-  channel: z.optional(z.string().check(z.minLength(1))),
+  channel: z.optional(nonEmpty()),
   routes: z._default(z.array(RouteSchema), []),
 };
 

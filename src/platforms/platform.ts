@@ -40,8 +40,8 @@ export interface PlatformInstance {
 export interface Platform<Section = any, Settings = any> {
   /** the config key, the target prefix, the name in logs: `discord`, `webhook`, ... */
   id: string;
-  /** its section of rlwatch.yaml, with its defaults (composed into the config schema); `.prefault({})` so that
-   * a config without the key still gets them */
+  /** its section of rlwatch.yaml, with its defaults (composed into the config schema); `z.prefault(..., {})` so
+   * that a config without the key still gets them */
   section: z.ZodMiniType<Section>;
   /** its settings from its section and the environment (tokens, URLs); null when it is not configured */
   settings(section: Section, env: NodeJS.ProcessEnv): Settings | null;
