@@ -15,7 +15,7 @@
  * its database), prints its figures as JSON with the load average, and exits.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -34,6 +34,7 @@ import {
   LIVE_SCALE_P99_TARGET_MS,
   runLiveScale,
 } from './liveScale.ts';
+import { bundleIsCurrent } from '../bin/bundle.mjs';
 import { formatLiveStatements, runLiveStatements } from './liveStatements.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
@@ -196,14 +197,10 @@ if (spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs')], { stdio: '
 }
 // bin/rlwatch runs the sources through tsx once a file under src/ is newer than the bundle: a source edited while the
 // bench runs would time TypeScript compiled at start-up from then on, and nothing else would show it
-const builtAt = statSync(join(REPO, 'dist', 'cli.js')).mtimeMs;
 process.on('exit', () => {
-  const edited = readdirSync(join(REPO, 'src'), { recursive: true, encoding: 'utf8' })
-    .filter((f) => statSync(join(REPO, 'src', f)).mtimeMs > builtAt);
-  if (edited.length > 0) {
-    process.stderr.write(`bench: INVALID, src/${edited[0]} changed while it ran: later figures timed the sources\n`);
-    process.exitCode = 1;
-  }
+  if (bundleIsCurrent(REPO)) return;
+  process.stderr.write('bench: INVALID, a file under src/ changed while it ran: later figures timed the sources\n');
+  process.exitCode = 1;
 });
 
 /** BENCH_PG_STATEMENTS=1: where the PostgreSQL time went, in bench/out/pg-statements.tsv (pg_stat_statements). */

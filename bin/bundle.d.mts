@@ -1,0 +1,3 @@
+// The types of bin/bundle.mjs, which bin/rlwatch imports as plain JavaScript before anything is compiled.
+export const BUNDLE: string;
+export function bundleIsCurrent(root: string): boolean;
