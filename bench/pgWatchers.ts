@@ -394,9 +394,10 @@ async function stagesOfCritical(
   for (const row of rows) {
     const items = (JSON.parse(row.payload) as { items: Array<{ alertId: number; severity: string; step: number }> })
       .items;
-    const shown = items.filter((i) => i.severity === 'critical').map((i) => `"ack:${i.alertId}"`);
+    const critical = items.filter((i) => i.severity === 'critical');
+    const shown = critical.map((i) => `"ack:${i.alertId}"`);
     const card = cards.find((r) => r.at >= row.claimed_at && shown.some((x) => JSON.stringify(r.body).includes(x)));
-    const first = items.find((i) => i.severity === 'critical')!;
+    const first = critical[0]!;
     const committed = committedAt.get(`${row.run}:${first.step}`);
     if (!card || committed === undefined) continue;
     if (items[0] === first) commit.push(committed - row.created_at);
