@@ -1,17 +1,22 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE } from '../../src/render/chart.ts';
-import { SIGNATURE_HEADER, webhook } from '../../src/platforms/webhook/index.ts';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, webhook } from '../../src/platforms/webhook/index.ts';
 import type { WebhookBody } from '../../src/platforms/webhook/body.ts';
 import { HttpReceiver } from '../fakes/httpReceiver.ts';
 import { HOSTILE, PlatformRun } from './pipeline.ts';
 
 const SECRET = 's3cret';
 
-/** What a receiver does with the header, as the README tells it to: HMAC-SHA256 of the raw body, hex. */
-function verified(raw: string, header: string | string[] | undefined): boolean {
-  const expected = Buffer.from(`sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}`);
-  const given = Buffer.from(String(header ?? ''));
+type Headers = Record<string, string | string[] | undefined>;
+
+/** What a receiver does with the headers, as the docs tell it to: the timestamp within 5 minutes of its clock, then
+ * the HMAC-SHA256 of `v1:<timestamp>:<raw body>`, hex, compared in constant time. */
+function verified(raw: string, headers: Headers, nowSeconds = Date.now() / 1000): boolean {
+  const timestamp = Number(headers[TIMESTAMP_HEADER.toLowerCase()]);
+  if (!Number.isInteger(timestamp) || Math.abs(nowSeconds - timestamp) > 300) return false;
+  const expected = Buffer.from(`v1=${createHmac('sha256', SECRET).update(`v1:${timestamp}:${raw}`).digest('hex')}`);
+  const given = Buffer.from(String(headers[SIGNATURE_HEADER.toLowerCase()] ?? ''));
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
@@ -37,7 +42,11 @@ describe('generic webhook, end to end against a local receiver', () => {
     await hook.waitFor(() => hook.received.length === 1);
     const r = hook.received[0]!;
     expect(r.headers['content-type']).toBe('application/json');
-    expect(verified(r.raw, r.headers[SIGNATURE_HEADER.toLowerCase()])).toBe(true);
+    expect(verified(r.raw, r.headers)).toBe(true);
+    // a captured body replayed: with its own timestamp it is refused once stale, and a fresh timestamp breaks the HMAC
+    const sent = Number(r.headers[TIMESTAMP_HEADER.toLowerCase()]);
+    expect(verified(r.raw, r.headers, sent + 301)).toBe(false);
+    expect(verified(r.raw, { ...r.headers, [TIMESTAMP_HEADER.toLowerCase()]: String(sent + 301) }, sent + 301)).toBe(false);
     const body = hook.json<WebhookBody>(0);
     expect(body).toMatchObject({ version: '4', status: 'firing', groupLabels: { run: 'grpo' }, truncatedAlerts: 0 });
     expect(body.alerts).toHaveLength(1);
@@ -59,7 +68,7 @@ describe('generic webhook, end to end against a local receiver', () => {
 
     await run.write(3); // frac back to 0 for 3 steps: resolved
     await hook.waitFor(() => hook.received.length === 2);
-    expect(verified(hook.received[1]!.raw, hook.received[1]!.headers['x-rlwatch-signature'])).toBe(true);
+    expect(verified(hook.received[1]!.raw, hook.received[1]!.headers)).toBe(true);
     const resolved = hook.json<WebhookBody>(1);
     expect(resolved.status).toBe('resolved');
     expect(resolved.alerts[0]).toMatchObject({ status: 'resolved', kind: 'resolved', fingerprint: a.fingerprint });
@@ -73,6 +82,7 @@ describe('generic webhook, end to end against a local receiver', () => {
     await run.write(4, { frac: 1 });
     await hook.waitFor(() => hook.received.length === 1);
     expect(hook.received[0]!.headers['x-rlwatch-signature']).toBeUndefined();
+    expect(hook.received[0]!.headers['x-rlwatch-timestamp']).toBeUndefined();
     expect(hook.json<WebhookBody>(0).alerts[0]!.chart).toBeUndefined();
   });
 

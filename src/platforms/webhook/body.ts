@@ -91,6 +91,10 @@ export async function webhookBody(n: Notification, charts: boolean): Promise<Web
   };
 }
 
-/** The signature header's value: `sha256=` and the hex HMAC-SHA256 of the raw body under the secret. */
-export const signature = (secret: string, rawBody: string): string =>
-  `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
+/**
+ * The signature header's value: `v1=` and the hex HMAC-SHA256, under the secret, of `v1:<timestamp>:<raw body>`
+ * (Slack's scheme). The timestamp (Unix seconds, sent as `X-Rlwatch-Timestamp`) is signed with the body, so a
+ * receiver that refuses old timestamps refuses a captured body replayed later.
+ */
+export const signature = (secret: string, timestamp: number, rawBody: string): string =>
+  `v1=${createHmac('sha256', secret).update(`v1:${timestamp}:${rawBody}`).digest('hex')}`;

@@ -8,6 +8,7 @@ import { router, type Platform } from '../platform.ts';
 import { destinations, post, webhookFields, type WebhookSettings } from '../outbound.ts';
 
 export const SIGNATURE_HEADER = 'X-Rlwatch-Signature';
+export const TIMESTAMP_HEADER = 'X-Rlwatch-Timestamp';
 
 const section = z.prefault(
   z.strictObject({
@@ -40,7 +41,12 @@ export const webhook: Platform<Section, Settings> = {
         const { signature, webhookBody } = await import('./body.ts');
         const raw = JSON.stringify(await webhookBody(n, settings.section.charts));
         const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'rlwatch' };
-        if (settings.secret) headers[SIGNATURE_HEADER] = signature(settings.secret, raw);
+        if (settings.secret) {
+          // signed at each attempt: a retry after an outage carries the time it was sent, not when it was queued
+          const timestamp = Math.floor(Date.now() / 1000);
+          headers[TIMESTAMP_HEADER] = String(timestamp);
+          headers[SIGNATURE_HEADER] = signature(settings.secret, timestamp, raw);
+        }
         await post(`webhook ${name}`, url, raw, headers);
       },
     }));
