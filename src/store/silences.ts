@@ -48,9 +48,11 @@ export class Silences {
       .all(now) as SilenceRow[];
   }
 
+  /** A mute holds from its creation until its end whatever the clock reads between: `starts_at` is when it was made
+   * (mutes have no future start), so a clock stepped back behind it must not lift it. */
   active(now: number): SilenceRow[] {
-    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND starts_at <= ? AND ends_at > ? ORDER BY id')
-      .all(now, now) as SilenceRow[];
+    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND ends_at > ? ORDER BY id')
+      .all(now) as SilenceRow[];
   }
 }
 

@@ -450,12 +450,9 @@ export class PgStore implements StoreContract {
 
   endSilence = async (id: number, at: number): Promise<void> =>
     void (await this.run('UPDATE silences SET ended_at = $2 WHERE id = $1', [id, at]));
+  /** From its creation until its end whatever the clock reads between (Silences.active) */
   activeSilences = (now: number): Promise<SilenceRow[]> =>
-    this.rows(
-      `SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND starts_at <= $1 AND ends_at > $1
-       ORDER BY id`,
-      [now],
-    );
+    this.rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at > $1 ORDER BY id`, [now]);
 
   silenceById = (id: number): Promise<SilenceRow | undefined> =>
     this.one(`SELECT ${silenceColumns()} FROM silences WHERE id = $1`, [id]);
