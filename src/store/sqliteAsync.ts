@@ -15,23 +15,35 @@ import { WriterLock } from './writerLock.ts';
 /** Leader locks held on in-memory databases (no file to lock; one process is all there is), per connection. */
 const memoryLeaders = new WeakMap<object, Set<string>>();
 
-/** Who may call the store now: while a transaction body runs, only it. */
+/**
+ * Who may call the store now: one transaction body at a time, and no plain call while one runs. Taking the gate is
+ * one synchronous check-and-set, and a release hands it straight to the next in line (it stays held between), so
+ * two waiters woken together never both get in.
+ */
 class Gate {
-  private open: Promise<void> | null = null;
+  private held = false;
+  private readonly waiting: Array<() => void> = [];
 
-  async wait(): Promise<void> {
-    while (this.open) await this.open;
-  }
-
+  /** `fn` holding the gate: at once when it is free, else when its turn comes. */
   async hold<T>(fn: () => Promise<T>): Promise<T> {
-    await this.wait();
-    let done!: () => void;
-    this.open = new Promise((r) => (done = r));
+    if (this.held) await new Promise<void>((turn) => this.waiting.push(turn));
+    else this.held = true;
     try {
       return await fn();
     } finally {
-      this.open = null;
-      done();
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.held = false;
+    }
+  }
+
+  /** A synchronous `fn`: run in this turn when the gate is free (nothing can come between), else in its turn. */
+  run<T>(fn: () => T): Promise<T> {
+    if (this.held) return this.hold(async () => fn());
+    try {
+      return Promise.resolve(fn());
+    } catch (err) {
+      return Promise.reject(err);
     }
   }
 }
@@ -54,14 +66,17 @@ export class SqliteAsyncStore implements StoreContract {
   }
 
   /** Runs a synchronous store call once no transaction body holds the store. */
-  private async call<T>(fn: () => T): Promise<T> {
-    if (!this.inTx) await this.gate.wait();
-    return fn();
+  private call<T>(fn: () => T): Promise<T> {
+    if (!this.inTx) return this.gate.run(fn);
+    try {
+      return Promise.resolve(fn());
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async close(): Promise<void> {
-    await this.gate.wait();
-    this.store.close();
+  close(): Promise<void> {
+    return this.gate.run(() => this.store.close());
   }
 
   ensureRun = (name: string, path: string): Promise<RunRow> => this.call(() => this.store.runs.ensure(name, path));
@@ -235,6 +250,7 @@ export class SqliteAsyncStore implements StoreContract {
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return this.gate.hold(async () => {
       const db = this.store.db;
+      // outside the try: a BEGIN that fails began nothing, and what is open then is not this caller's to roll back
       db.exec('BEGIN IMMEDIATE');
       try {
         const out = await fn(new SqliteAsyncStore(this.store, this.gate, true));
