@@ -1,7 +1,8 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, resolveDbPath } from '../src/config/load.ts';
+import { MAX_CONFIG_BYTES } from '../src/config/readYaml.ts';
 import { UserError } from '../src/errors.ts';
 import { tempDir } from './helpers.ts';
 
@@ -78,5 +79,40 @@ describe('loadConfig', () => {
       const path = configFile(`watch:\n  prefix: ${bad}\n`);
       await expect(loadConfig(path, {}), bad).rejects.toThrow(new RegExp(`^${path}: watch\\.prefix: `));
     }
+  });
+
+  it('refuses a config file over 1 MB in one line naming the file and the limit, and reads one at the limit', async () => {
+    const line = `# ${'x'.repeat(98)}\n`; // 101 bytes
+    const body = (bytes: number) => `watch:\n  poll: true\n${line.repeat(Math.ceil(bytes / line.length))}`.slice(0, bytes);
+    const over = configFile(body(MAX_CONFIG_BYTES + 1));
+    await expect(loadConfig(over, {})).rejects.toThrow(UserError);
+    await expect(loadConfig(over, {})).rejects.toThrow(`${over}: is over 1 MB, the most a config file may be`);
+    expect((await loadConfig(configFile(body(MAX_CONFIG_BYTES)), {})).config.watch.poll).toBe(true);
+  });
+
+  it('warns once when a config holding a secret is readable by others, naming the fix', async () => {
+    const secrets = [
+      'webhook:\n  urls:\n    ops: https://hooks.slack.com/services/T000/B000/XXXX\n',
+      'teams:\n  urls:\n    ops: https://example.com/workflows/1/run?api-version=1&sig=abc\n',
+      'db: postgres://u:p@db:5432/x\n',
+    ];
+    for (const text of secrets) {
+      const path = configFile(text);
+      chmodSync(path, 0o644);
+      const warned: string[] = [];
+      await loadConfig(path, {}, (l) => warned.push(l));
+      await loadConfig(path, {}, (l) => warned.push(l));
+      expect(warned, text).toEqual([
+        `warning: ${path} holds a secret and is readable by every user of this machine: chmod 600 ${path}`,
+      ]);
+    }
+    const quiet: string[] = [];
+    const mine = configFile(secrets[0]!);
+    chmodSync(mine, 0o600);
+    await loadConfig(mine, {}, (l) => quiet.push(l));
+    const plain = configFile('webhook:\n  urls:\n    ops: https://example.com/alerts\nwatch:\n  poll: true\n');
+    chmodSync(plain, 0o644);
+    await loadConfig(plain, {}, (l) => quiet.push(l));
+    expect(quiet).toEqual([]);
   });
 });

@@ -12,13 +12,25 @@ export interface LoadedConfig {
   file: string | null;
 }
 
+/** Config files warned of as readable by others: said once per process, not at each load. */
+const warnedReadable = new Set<string>();
+
 /** `--config`, else RLWATCH_CONFIG, else ./rlwatch.yaml if present, else the defaults. Paths inside the
  * file are resolved against its directory. */
-export async function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
+export async function loadConfig(
+  explicit?: string,
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<LoadedConfig> {
   const given = explicit ?? env.RLWATCH_CONFIG;
   const file = given ? resolve(given) : existsSync('rlwatch.yaml') ? resolve('rlwatch.yaml') : null;
   if (file === null) return { config: ConfigSchema.parse({}), file: null };
-  const raw = (await import('./readYaml.ts')).readYaml(file);
+  const { readYaml, holdsSecret } = await import('./readYaml.ts');
+  const { raw, mode } = readYaml(file);
+  if (mode & 0o004 && !warnedReadable.has(file) && holdsSecret(raw)) {
+    warnedReadable.add(file);
+    warn(`warning: ${file} holds a secret and is readable by every user of this machine: chmod 600 ${file}`);
+  }
   const parsed = ConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) throw new UserError(`${file}: ${describeIssue(parsed.error)}`);
   const base = dirname(file);
