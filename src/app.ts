@@ -7,6 +7,7 @@ import type { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
 import { endExpiredMutes } from './notify/cardUpdates.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
+import { redactingTarget, redactorOf } from './notify/redact.ts';
 import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
 import { sectionOf, type PlatformInstance } from './platforms/platform.ts';
@@ -17,6 +18,7 @@ import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import type { BatchResult } from './store/store.ts';
 import { Store } from './store/store.ts';
 import { walCheckpoints } from './store/walCheckpoints.ts';
+import { watchDbIdentity } from './store/dbIdentity.ts';
 import { engineFor, ingestEvents, startWatching, type Watching } from './watching.ts';
 
 /** Each configured platform's settings, by platform id (what its `settings()` returns). */
@@ -82,7 +84,7 @@ export function makeEngine(
  */
 export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
   const engine = makeEngine(store, config, { terminal: true });
-  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [target], { log });
+  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [redactingTarget(target, redactorOf(config))], { log });
   // the rules run inside each batch's transaction: one commit per batch
   const ingest = { ...config.ingest, runPrefix: runPrefix(config.watch, store.db.name) };
   const ingestor = new Ingestor(store, ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
@@ -140,7 +142,7 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
     platforms.set(p.id, await p.create(settings, ctx));
   }
   const running = [...platforms.values()];
-  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)];
+  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)].map((t) => redactingTarget(t, redactorOf(config)));
   const route = alertRoute(config, opts.platforms ?? {}, term !== null);
   const reports = new ReportSchedule(store, config, (run) => route(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
@@ -181,12 +183,16 @@ export async function startApp(opts: BotOptions & {
 }): Promise<App> {
   const store = Store.openWriter(opts.dbPath, 'start');
   const checkpoints = walCheckpoints(store.db); // off this thread: a checkpoint's disk syncs held up the lines
+  let dbLost!: (err: Error) => void;
+  const lost = new Promise<Error>((done) => (dbLost = done));
+  const identity = watchDbIdentity(store.db, (line) => dbLost(new Error(line)));
   const { config, log } = opts;
   const contract = new SqliteAsyncStore(store);
   let bot: BotSide;
   try {
     bot = await startBotSide(contract, opts);
   } catch (err) {
+    identity.stop();
     await checkpoints.stop();
     store.close();
     throw err;
@@ -209,6 +215,7 @@ export async function startApp(opts: BotOptions & {
     });
   } catch (err) {
     await bot.stop();
+    identity.stop();
     await checkpoints.stop();
     store.close();
     throw err;
@@ -220,8 +227,10 @@ export async function startApp(opts: BotOptions & {
     engine: watching.engine,
     dispatcher,
     platforms: bot.platforms,
-    failure: bot.failure,
+    // a database deleted or replaced under it stops `start` as a refused token does
+    failure: Promise.race([bot.failure, lost]),
     async stop() {
+      identity.stop();
       await watching.stop();
       clearImmediate(botTick);
       await bot.stop();
