@@ -1,10 +1,20 @@
 import { UserError } from '../errors.ts';
-import { durationMs, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
+import { durationMs, globMatch, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
 import { Severity } from '../engine/rules.ts';
 import { alertsUnder, queueCardUpdates } from '../notify/cardUpdates.ts';
 import type { AlertRow, Who } from '../store/alerts.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
 import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+
+const everyRun = (): boolean => true;
+
+/** The alert `id`, if the caller sees its run: another run's alert is answered as one that does not exist. */
+async function seenAlert(store: CommandContext['store'], id: number, seesRun: (run: string) => boolean): Promise<AlertRow> {
+  const alert = await store.alertById(id);
+  const run = alert ? (await store.runById(alert.run_id))?.name : undefined;
+  if (!alert || run === undefined || !seesRun(run)) throw new UserError(`no alert #${id} (see \`alerts --all\`)`);
+  return alert;
+}
 
 /** When an alert last changed, in the reader's terms: `fired 12 min ago`, `resolved 3 h ago`. */
 function changed(a: AlertRow, now: number): string {
@@ -14,12 +24,13 @@ function changed(a: AlertRow, now: number): string {
 
 /** `alerts [run] [--all]`: firing alerts (all incidents with --all), newest first, muted ones marked. */
 export async function alertList(
-  { store }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now(),
+  { store, seesRun = everyRun }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now(),
 ): Promise<Reply> {
-  const run = args.run ? await resolveRun(store, args.run) : undefined;
+  const run = args.run ? await resolveRun(store, args.run, seesRun) : undefined;
   const names = new Map((await store.listRuns()).map((r) => [r.id, r.name]));
   const silences = await store.activeSilences(now);
-  const rows = (await store.listAlerts({ runId: run?.id, all: args.all })).map((a) => {
+  const listed = (await store.listAlerts({ runId: run?.id, all: args.all })).filter((a) => seesRun(names.get(a.run_id) ?? ''));
+  const rows = listed.map((a) => {
     const runName = names.get(a.run_id) ?? '?';
     return {
       id: a.id,
@@ -56,12 +67,11 @@ export async function alertList(
 
 /** `ack ID [comment]`: stops repeats of an alert until it resolves; every card of it shows who acked. */
 export async function ackAlert(
-  { store }: CommandContext,
+  { store, seesRun = everyRun }: CommandContext,
   args: { id: number; by: Who; comment?: string },
   now = Date.now(),
 ): Promise<Reply> {
-  const alert = await store.alertById(args.id);
-  if (!alert) throw new UserError(`no alert #${args.id} (see \`alerts --all\`)`);
+  const alert = await seenAlert(store, args.id, seesRun);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
   await store.transaction(async (tx) => {
     await tx.ackAlert(alert.id, args.by, args.comment ?? null, now);
@@ -107,18 +117,22 @@ const silenceData = (s: SilenceRow) => ({
   reason: s.reason,
 });
 
-/** `mute [run] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted; the cards
+/** The run word of `mute all 2h`: every run (as no run matcher is); a mute needs it, a run or a rule. */
+export const ALL_RUNS = 'all';
+
+/** `mute [run|all] [rule] [severity] <duration> [reason]`: alerts matching are recorded but not posted; the cards
  * of those firing show that they are muted. */
 export async function muteAlerts(
-  { store }: CommandContext,
+  ctx: CommandContext,
   args: {
     run?: string; rule?: string; severity?: string; for: string; reason?: string; by: Who; alert?: number;
     scope?: 'run' | 'rule';
   },
   now = Date.now(),
 ): Promise<Reply> {
+  const { store, seesRun } = ctx;
   if (args.alert !== undefined) {
-    return muteAlerts({ store }, { ...args, ...(await aboutAlert(store, args)), alert: undefined }, now);
+    return muteAlerts(ctx, { ...args, ...(await aboutAlert(store, args, seesRun ?? everyRun)), alert: undefined }, now);
   }
   if (args.scope !== undefined) throw new UserError('scope goes with alert (mute --alert ID --scope rule)');
   const ms = parseDuration(args.for);
@@ -131,10 +145,15 @@ export async function muteAlerts(
   }
   const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
   if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
-  if (args.run && !args.run.includes('*') && !args.run.includes('?')) await resolveRun(store, args.run);
+  const run = args.run === ALL_RUNS ? undefined : args.run;
+  if (!isGlob(run ?? null)) await resolveRun(store, run, seesRun);
+  else if (!(await seesAllOf(store, run ?? null, seesRun))) {
+    // it would hold back alerts that go to channels this one cannot read
+    throw new UserError('from this channel, mute a run it sees by name: this mute would reach runs whose alerts go elsewhere');
+  }
   const s = await store.transaction(async (tx) => {
     const added = await tx.addSilence({
-      run: args.run ?? null,
+      run: run ?? null,
       rule: args.rule ?? null,
       severity: severity ? severity.data : null,
       starts_at: now,
@@ -154,12 +173,11 @@ export async function muteAlerts(
 async function aboutAlert(
   store: CommandContext['store'],
   args: { run?: string; rule?: string; alert?: number; scope?: string; reason?: string },
+  seesRun: (run: string) => boolean,
 ) {
   if (args.run !== undefined || args.rule !== undefined) throw new UserError('give alert, or run and rule, not both');
-  const alert = await store.alertById(args.alert as number);
-  if (!alert) throw new UserError(`no alert #${args.alert} (see \`alerts --all\`)`);
-  const run = (await store.runById(alert.run_id))?.name;
-  if (run === undefined) throw new UserError(`the run of alert #${alert.id} is gone`);
+  const alert = await seenAlert(store, args.alert as number, seesRun);
+  const run = (await store.runById(alert.run_id))?.name as string;
   return {
     run,
     rule: args.scope === 'rule' ? alert.rule : undefined,
@@ -168,9 +186,20 @@ async function aboutAlert(
   };
 }
 
+const isGlob = (run: string | null): boolean => run === null || run.includes('*') || run.includes('?');
+
+/** Whether the caller sees every run a mute reaches (all runs for a mute without a run; those a glob matches now):
+ * the mutes they may set, be shown and end. */
+async function seesAllOf(store: CommandContext['store'], run: string | null, seesRun?: (run: string) => boolean): Promise<boolean> {
+  if (!seesRun) return true;
+  if (!isGlob(run)) return seesRun(run as string);
+  return (await store.listRuns()).every((r) => (run !== null && !globMatch(run, r.name)) || seesRun(r.name));
+}
+
 /** `mutes`: the mutes in force. */
-export async function muteList({ store }: CommandContext, now = Date.now()): Promise<Reply> {
-  const active = await store.activeSilences(now);
+export async function muteList({ store, seesRun }: CommandContext, now = Date.now()): Promise<Reply> {
+  const active = [];
+  for (const s of await store.activeSilences(now)) if (await seesAllOf(store, s.run, seesRun)) active.push(s);
   return {
     title: active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
     fields: [],
@@ -182,9 +211,9 @@ export async function muteList({ store }: CommandContext, now = Date.now()): Pro
 
 /** `unmute ID`: ends a mute now; what it held back and still fires is posted on the next tick, and the cards of
  * what it matched no longer say muted (unless another mute holds them). */
-export async function unmute({ store }: CommandContext, args: { id: number }, now = Date.now()): Promise<Reply> {
+export async function unmute({ store, seesRun }: CommandContext, args: { id: number }, now = Date.now()): Promise<Reply> {
   const s = await store.silenceById(args.id);
-  if (!s || s.ended_at !== null || s.ends_at <= now) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
+  if (!s || s.ended_at !== null || s.ends_at <= now || !(await seesAllOf(store, s.run, seesRun))) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
   await store.transaction(async (tx) => {
     await tx.endSilence(s.id, now);
     await queueCardUpdates(tx, await alertsUnder(tx, s), now);

@@ -7,9 +7,9 @@ const SHOWN = 600;
 
 /** `examples [run] [best|worst] [step]`: the kept generations of a step (or the nearest earlier one). */
 export async function examples(
-  { store }: CommandContext, args: { run?: string; which?: 'best' | 'worst'; step?: number },
+  { store, seesRun }: CommandContext, args: { run?: string; which?: 'best' | 'worst'; step?: number },
 ): Promise<Reply> {
-  const run = await resolveRun(store, args.run);
+  const run = await resolveRun(store, args.run, seesRun);
   const step = args.step ?? run.last_step ?? 0;
   const kept = await store.examplesAtOrBefore(run.id, step);
   if (kept.length === 0) throw new UserError(`run '${run.name}' has no generations kept at or before step ${step}`);

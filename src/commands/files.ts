@@ -34,13 +34,15 @@ const noMetrics = (f: Pick<ReadFile, 'format' | 'lines' | 'records'>): boolean =
 const noMetricsText = (f: Pick<ReadFile, 'lines'>): string => `no metric line in ${plural(f.lines, 'line')} read`;
 
 /** What rlwatch reads of each run (or of `run`), and what it could not. */
-export async function runFiles(store: StoreContract, run?: string): Promise<RunFiles[]> {
-  const unread = (await store.unreadFiles(run)).filter((u) => existsSync(u.path));
+export async function runFiles(
+  store: StoreContract, run?: string, seesRun: (run: string) => boolean = () => true,
+): Promise<RunFiles[]> {
+  const unread = (await store.unreadFiles(run)).filter((u) => existsSync(u.path) && seesRun(u.run));
   const names = new Set(unread.map((u) => u.run));
   let runs: RunRow[];
-  if (run === undefined) runs = await store.listRuns();
+  if (run === undefined) runs = (await store.listRuns()).filter((r) => seesRun(r.name));
   else if (names.has(run) && !(await store.runByName(run))) runs = []; // only unread files: no run row, still named
-  else runs = [await resolveRun(store, run)];
+  else runs = [await resolveRun(store, run, seesRun)];
   for (const r of runs) names.add(r.name);
   const out: RunFiles[] = [];
   for (const name of [...names].sort()) {
@@ -72,8 +74,8 @@ const skipText = (f: Pick<ReadFile, 'skipped' | 'skips'>): string =>
   `${plural(f.skipped, 'line')} skipped (${f.skips.map((s) => `${s.reason} ${s.count}`).join(', ')})`;
 
 /** `files [run]`: each run's files with format, offset, records and skipped lines, and the files not read. */
-export async function files({ store }: CommandContext, args: { run?: string }): Promise<Reply> {
-  const report = await runFiles(store, args.run);
+export async function files({ store, seesRun }: CommandContext, args: { run?: string }): Promise<Reply> {
+  const report = await runFiles(store, args.run, seesRun);
   const read = report.reduce((n, r) => n + r.files.length, 0);
   const unread = report.reduce((n, r) => n + r.unread.length, 0);
   return {

@@ -55,6 +55,8 @@ export interface CommandSpec {
   slow?: boolean;
   /** the reply carries a file (Reply.attachment): the CLI writes it with `--markdown FILE` */
   attaches?: boolean;
+  /** what is wrong with arguments each valid alone (answered with the usage line), or undefined */
+  check?: (args: Args) => string | undefined;
   run(caller: Caller, args: Args): Promise<Reply>;
 }
 
@@ -175,7 +177,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     path: ['mute'],
     description: 'record but do not post matching alerts for a while',
     options: [
-      { name: 'run', description: 'run name or glob', type: 'string', autocomplete: 'run', accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never) },
+      { name: 'run', description: 'run name or glob, or all: every run', type: 'string', autocomplete: 'run', accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never) },
       { name: 'rule', description: 'rule id', type: 'string', accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never) },
       { name: 'severity', description: 'info, warning or critical', type: 'string', choices: SEVERITIES, accepts: (w) => SEVERITIES.includes(w as never) },
       { name: 'duration', description: 'how long, e.g. 30m, 2h, 1d', type: 'string', required: true, flag: 'for', accepts: isDuration },
@@ -185,6 +187,11 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'reason', description: 'why', type: 'string', rest: true },
     ],
     access: 'write',
+    // a mute of every run is said so: `/mute 2h` alone is more likely a slip than a wish to silence everything
+    check: (a) =>
+      a.run === undefined && a.rule === undefined && a.alert === undefined
+        ? 'name a run or a rule, or add all to mute every run'
+        : undefined,
     run: async (c, a) =>
       (await import('./alerts.ts')).muteAlerts(
         c,
@@ -238,8 +245,10 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
 ];
 
-export async function knownNames(store: StoreContract): Promise<Known> {
-  return { runs: (await store.listRuns()).map((r) => r.name), metrics: await store.metricNames() };
+/** The names a caller may see: runs their channel sees (`seesRun`, absent: all), every metric name. */
+export async function knownNames(store: StoreContract, seesRun?: (run: string) => boolean): Promise<Known> {
+  const runs = (await store.listRuns()).map((r) => r.name);
+  return { runs: seesRun ? runs.filter(seesRun) : runs, metrics: await store.metricNames() };
 }
 
 /** A wrong argument: answered with the command's usage line. */
@@ -275,6 +284,8 @@ export function checkArgs(spec: CommandSpec, given: Args, prefix = '/'): Args {
     }
   }
   for (const k of Object.keys(given)) if (!spec.options.some((o) => o.name === k)) fail(`unknown option '${k}'`);
+  const wrong = spec.check?.(out);
+  if (wrong !== undefined) fail(wrong);
   return out;
 }
 

@@ -42,18 +42,22 @@ export interface CommandContext {
   local?: boolean;
   /** the loaded config, where the front end has it (report ranges, rule overrides); else the defaults */
   config?: Config;
+  /** the runs the caller may read about and act on (a chat channel sees the runs routed to it); absent: all */
+  seesRun?: (run: string) => boolean;
 }
 
-/** The named run; with no name, the only run there is. */
-export async function resolveRun(store: StoreTx, name: string | undefined): Promise<RunRow> {
-  const runs = await store.listRuns();
+/** The named run; with no name, the only run there is. Only runs `seesRun` admits are found: another is answered
+ * exactly as a run that does not exist, so that its name does not leak. */
+export async function resolveRun(store: StoreTx, name: string | undefined, seesRun?: (run: string) => boolean): Promise<RunRow> {
+  const all = await store.listRuns();
+  const runs = seesRun ? all.filter((r) => seesRun(r.name)) : all;
   if (name === undefined || name === '') {
     if (runs.length === 1) return runs[0] as RunRow;
     if (runs.length === 0) throw new UserError('no runs yet: run `rlwatch backfill DIR` or `rlwatch start` first');
     throw new UserError(`which run? one of: ${runs.map((r) => r.name).join(', ')}`);
   }
   const run = await store.runByName(name);
-  if (run) return run;
+  if (run && (!seesRun || seesRun(run.name))) return run;
   const known = runs.map((r) => r.name);
   throw new UserError(
     `unknown run '${name}'` + (known.length > 0 ? ` (known: ${known.join(', ')})` : ' (no runs yet)'),

@@ -12,10 +12,10 @@ const TABLE_ROWS = 10;
  * (`SeriesDigest`: overview, extremes, newest rows, chart points), which a store makes without handing a million
  * points to JavaScript; the point-by-point list with epochs is read only when asked for (`data`, i.e. `--json`). */
 export async function rewardHistory(
-  { store }: CommandContext,
+  { store, seesRun }: CommandContext,
   args: { run?: string; metric?: string; last?: number },
 ): Promise<Reply> {
-  const run = await resolveRun(store, args.run);
+  const run = await resolveRun(store, args.run, seesRun);
   const metric = args.metric ?? 'reward';
   const known = await store.metricsOf(run.id);
   if (!known.includes(metric)) {

@@ -12,10 +12,10 @@ function line(m: MetricComparison, a: string, b: string, by: string): string {
 
 /** `run compare A B [metric]`: both runs aligned by epoch (else step), a line per metric, a chart of both. */
 export async function runCompare(
-  { store }: CommandContext, args: { a: string; b: string; metric?: string },
+  { store, seesRun }: CommandContext, args: { a: string; b: string; metric?: string },
 ): Promise<Reply> {
-  const a = await resolveRun(store, args.a);
-  const b = await resolveRun(store, args.b);
+  const a = await resolveRun(store, args.a, seesRun);
+  const b = await resolveRun(store, args.b, seesRun);
   if (a.id === b.id) throw new UserError('compare two different runs');
   const c = await compareRuns(store, a, b, args.metric);
   if (args.metric && c.metrics.length === 0) throw new UserError(`${a.name} and ${b.name} do not both log '${args.metric}'`);

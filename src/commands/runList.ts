@@ -3,9 +3,10 @@ import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
 
 /** `runs` / `run list`: every run with its step range, last epoch, record count and last update; its
  * directory only to a reader on this machine (a channel is no place for server paths). */
-export async function runList({ store, local }: CommandContext, now = Date.now()): Promise<Reply> {
+export async function runList({ store, local, seesRun }: CommandContext, now = Date.now()): Promise<Reply> {
   const runs = [];
   for (const r of await store.listRuns()) {
+    if (seesRun && !seesRun(r.name)) continue;
     const epoch = (await store.series(r.id, 'epoch', 1))[0]?.value ?? null;
     runs.push({
       name: r.name,

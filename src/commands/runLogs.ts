@@ -37,9 +37,9 @@ function tail(path: string, n: number): string[] {
  * grew last; a job whose stderr keeps growing with warnings needs `--file job.out` to see its stdout). Files are
  * named relative to the run's directory: no server path goes to chat. */
 export async function runLogs(
-  { store }: CommandContext, args: { run?: string; lines?: number; file?: string },
+  { store, seesRun }: CommandContext, args: { run?: string; lines?: number; file?: string },
 ): Promise<Reply> {
-  const run = await resolveRun(store, args.run);
+  const run = await resolveRun(store, args.run, seesRun);
   const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
   const named = (f: FileRow): string => relative(run.path, f.path).split(sep).join('/');
   const logs = (await store.filesOfRun(run.id)).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));

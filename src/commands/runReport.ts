@@ -18,9 +18,9 @@ export function parseSince(text: string | undefined): { step: number } | { epoch
 
 /** The report of one run, as `run report` builds it (also for the scheduled reports and tests). */
 export async function reportOf(
-  ctx: Pick<CommandContext, 'config'> & { store: StoreTx }, args: { run?: string; since?: string }, now = Date.now(),
+  ctx: Pick<CommandContext, 'config' | 'seesRun'> & { store: StoreTx }, args: { run?: string; since?: string }, now = Date.now(),
 ): Promise<RunReport> {
-  const run = await resolveRun(ctx.store, args.run);
+  const run = await resolveRun(ctx.store, args.run, ctx.seesRun);
   const config = ctx.config ?? ConfigSchema.parse({});
   const report = await buildReport(
     ctx.store,

@@ -16,8 +16,8 @@ function restarts(attempts: readonly AttemptRow[], now: number): string[] {
 
 /** `run status [run]`: the latest step and epoch, and the latest value of each canonical metric; times in the
  * reader's terms (`updated 12 min ago`), as ISO text in `data`. */
-export async function runStatus({ store }: CommandContext, args: { run?: string }, now = Date.now()): Promise<Reply> {
-  const run = await resolveRun(store, args.run);
+export async function runStatus({ store, seesRun }: CommandContext, args: { run?: string }, now = Date.now()): Promise<Reply> {
+  const run = await resolveRun(store, args.run, seesRun);
   const head = await store.replayingStep(run.id, run.last_step);
   // a restarted job logging its steps again: its latest values, not those the earlier attempt logged past it
   const latest: LatestValue[] = [];

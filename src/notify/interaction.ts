@@ -11,6 +11,7 @@ import type { Reply } from '../commands/reply.ts';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../log.ts';
 import type { StoreContract } from '../store/contract.ts';
+import { redactorOf } from './redact.ts';
 
 /** Who asks, and what the front end knows about them. */
 export interface Asker {
@@ -24,8 +25,14 @@ export interface Asker {
    * first name; the OS user): recorded beside `user` and shown on every platform. Untrusted text, made one
    * short line here. */
   userName: string;
-  /** whether the caller holds the ack/mute right; asked for write commands only */
+  /** whether the caller holds the ack/mute right; asked for write commands only (see `mayAct`) */
   mayWrite(): boolean | Promise<boolean>;
+  /** why no command is taken from where the caller is (a DM, another server or workspace, a channel rlwatch
+   * does not take commands from): said to the caller alone, and nothing is parsed or run */
+  refused?: string;
+  /** the runs the caller's channel may read about and act on (src/notify/routing.ts, `commandPlaces`); absent:
+   * every run (the CLI). An unseen run is answered as an unknown one. */
+  seesRun?: (run: string) => boolean;
   /** where the right is granted, for the refusal (`<platform>.allow in rlwatch.yaml`) */
   rightsHint: string;
   /** how usage lines start: `/` in chat (the default), `rlwatch ` in the CLI */
@@ -59,6 +66,7 @@ export type Answer =
 export async function interact(req: Request, asker: Asker, beforeRun?: (spec: CommandSpec) => Promise<void>): Promise<Answer> {
   const prefix = asker.prefix ?? '/';
   try {
+    if (asker.refused !== undefined) throw new UserError(asker.refused);
     const found = findCommand(req.words);
     if (!found) {
       const group = groupUsage(req.words[0] ?? '');
@@ -68,12 +76,13 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     if (spec.access === 'write' && !(await asker.mayWrite())) {
       throw new UserError(`You may not use ${prefix}${spec.path.join(' ')}: ask for the ack/mute right (${asker.rightsHint}).`);
     }
-    const bound = rest.length > 0 ? bindWords(spec, rest, await knownNames(asker.store), prefix) : {};
+    const { store, config, user, now, local, seesRun } = asker;
+    const bound = rest.length > 0 ? bindWords(spec, rest, await knownNames(store, seesRun), prefix) : {};
     const args = checkArgs(spec, { ...bound, ...req.args }, prefix);
     await beforeRun?.(spec);
-    const { store, config, user, now, local } = asker;
     const userName = displayName(asker.userName, user);
-    return { ok: true, spec, reply: await spec.run({ store, config, user, userName, now, local }, args) };
+    const reply = await spec.run({ store, config, user, userName, now, local, seesRun }, args);
+    return { ok: true, spec, reply: redactorOf(config).reply(reply) };
   } catch (err) {
     if (err instanceof UserError) return { ok: false, message: err.message };
     const ref = randomBytes(3).toString('hex');
@@ -100,8 +109,11 @@ export function displayName(name: string, id: string): string {
   return line === '' ? id : [...line].slice(0, NAME_CHARS).join('').trim();
 }
 
-/** Whether a chat user may ack and mute: listed by id or by one of their roles/groups; nobody listed means
- * anyone in the channel may. */
+/**
+ * Whether a chat user may ack and mute: listed by id or by one of their roles/groups; nobody listed means anyone
+ * who can use a channel rlwatch takes commands from (the bot answers nothing from elsewhere: `Asker.refused`), so
+ * a seat in the team's alert channel is the right, not a seat anywhere.
+ */
 export function mayAct(users: readonly string[], roles: readonly string[], userId: string, userRoles: readonly string[]): boolean {
   if (users.length === 0 && roles.length === 0) return true;
   return users.includes(userId) || userRoles.some((r) => roles.includes(r));

@@ -52,3 +52,41 @@ export function router(platform: string, section: Routed, defaultDest: string | 
     return wanted ? destinationsFor(section, defaultDest, run, severity).map((d) => targetName(platform, d)) : [];
   };
 }
+
+/** Where a chat bot takes commands from, and what each of those channels may read about. */
+export const CommandsSchema = z.prefault(
+  z.strictObject({
+    /** the channels commands are taken from; unset: the alert channel and the routes' channels */
+    channels: z.optional(z.array(nonEmpty())),
+    /** every accepted channel sees every run; off: a channel sees the runs whose alerts are routed to it */
+    all_runs: z._default(z.boolean(), false),
+  }),
+  {},
+);
+export type Commands = z.infer<typeof CommandsSchema>;
+
+/** What a command from one place may do: nothing (`refused` says why), or read about the runs `seesRun` admits. */
+export type Place = { refused: string } | { refused?: undefined; seesRun: (run: string) => boolean };
+
+/** The refusal of a command from a place rlwatch does not take commands from: it names no channel. */
+export const NOT_HERE = "rlwatch does not take commands here: use its alert channel (or a channel listed in the bot's commands.channels).";
+
+const SEVERITIES = Severity.options;
+
+/**
+ * The places a chat bot takes commands from, and the runs each sees. A command is taken only from an accepted
+ * channel: `commands.channels`, else the alert channel and the routes' channels. An accepted channel sees a run
+ * when some severity of the run's alerts is routed to it (the default channel sees every run no route takes
+ * entirely elsewhere); a channel alerts never go to (an operators' channel listed in `commands.channels`) and
+ * every channel under `commands.all_runs` see every run.
+ */
+export function commandPlaces(section: Routed & { commands?: Commands }, defaultDest: string | undefined) {
+  const destinations = allDestinations(section, defaultDest);
+  const accepted = new Set(section.commands?.channels ?? destinations);
+  const allRuns = section.commands?.all_runs === true;
+  return (channel: string): Place => {
+    if (!accepted.has(channel)) return { refused: NOT_HERE };
+    if (allRuns || !destinations.includes(channel)) return { seesRun: () => true };
+    return { seesRun: (run) => SEVERITIES.some((s) => destinationsFor(section, defaultDest, run, s).includes(channel)) };
+  };
+}

@@ -31,10 +31,19 @@ describe('the command tree', () => {
 describe('reading free text as Slack sends it', () => {
   it('skips optional options that cannot take a word', () => {
     expect(parseText(spec('mute'), ['grpo-7b', '2h'], known)).toEqual({ run: 'grpo-7b', duration: '2h' });
-    expect(parseText(spec('mute'), ['2h'], known)).toEqual({ duration: '2h' });
+    expect(parseText(spec('mute'), ['all', '2h'], known)).toEqual({ run: 'all', duration: '2h' });
     expect(parseText(spec('mute'), ['sweep-*', 'reward_trend', 'info', '1d', 'known', 'noise'], known)).toEqual({
       run: 'sweep-*', rule: 'reward_trend', severity: 'info', duration: '1d', reason: 'known noise',
     });
+  });
+
+  it('a mute of every run says so with all: a duration alone is answered with the usage line', () => {
+    expect(() => parseText(spec('mute'), ['2h'], known)).toThrow(
+      'usage: /mute [run] [rule] [info|warning|critical] <duration> [reason]: name a run or a rule, or add all to mute every run',
+    );
+    expect(() => parseText(spec('mute'), ['critical', '2h'], known)).toThrow(/add all to mute every run/);
+    expect(parseText(spec('mute'), ['all', 'critical', '2h'], known)).toEqual({ run: 'all', severity: 'critical', duration: '2h' });
+    expect(parseText(spec('mute'), ['rule=mode_collapse', '2h'], known)).toEqual({ rule: 'mode_collapse', duration: '2h' });
   });
 
   it('tells a metric from a run by the names in the store', () => {
