@@ -75,7 +75,26 @@ export const ConfigSchema = z.strictObject({
     }),
     {},
   ),
+  /** secrets are always redacted from what leaves the machine (src/notify/redact.ts); these regular expressions
+   * are redacted too, each match replaced whole */
+  redact: z.prefault(
+    z.strictObject({ patterns: z._default(z.array(z.string().check(z.superRefine(regexIssue))), []) }),
+    {},
+  ),
 });
+
+/** A pattern that is not a JavaScript regular expression, named with the reason. */
+function regexIssue(pattern: string, ctx: z.core.$RefinementCtx<string>): void {
+  let re: RegExp;
+  try {
+    re = new RegExp(pattern, 'g');
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `not a regular expression (${(err as Error).message})`, input: pattern });
+    return;
+  }
+  // one that matches nothing at all would put [redacted] between every two characters
+  if (re.test('')) ctx.addIssue({ code: 'custom', message: 'matches the empty text: it would redact everything', input: pattern });
+}
 
 export type Config = z.infer<typeof ConfigSchema>;
 

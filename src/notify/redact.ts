@@ -1,0 +1,209 @@
+/**
+ * Secrets in log text are replaced by `[redacted]` before the text leaves the process: a trainer that prints its
+ * environment before it crashes must not post its keys to every channel. Applied where notifications reach a target
+ * (`redactingTarget`) and where a command's reply is produced (src/notify/interaction.ts); the database keeps what
+ * the file held. Built-in shapes plus `redact.patterns` from the config; there is no switch to turn it off.
+ */
+import type { Reply } from '../commands/reply.ts';
+import type { Config } from '../config/schema.ts';
+import type { Notification } from '../engine/notification.ts';
+import type { Target } from './dispatcher.ts';
+
+export const REDACTED = '[redacted]';
+
+/** Tokens recognised by their shape alone, wherever they stand. */
+const BARE: readonly RegExp[] = [
+  /\bhf_[A-Za-z0-9]{30,}/g, // Hugging Face
+  /\bsk-(?=[\w-]*\d)[\w-]{20,}/g, // OpenAI (sk-, sk-proj-), Anthropic (sk-ant-): a real key holds digits
+  /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack bot, user, app-level tokens
+  /\bxapp-[A-Za-z0-9-]{10,}/g,
+  /\bgh[pousr]_[A-Za-z0-9]{36,}/g, // GitHub
+  /\bgithub_pat_[A-Za-z0-9_]{22,}/g,
+  /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, // AWS access key ids
+  /\bAIza[A-Za-z0-9_-]{35}/g, // Google API keys
+  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g, // JWTs: base64 of `{"` twice
+];
+
+/** `Bearer <token>` anywhere (a curl command, a request dump): the word kept. */
+const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/-]{8,}=*/g;
+/** An AWS secret key after its name, whatever separates them (`--aws-secret-access-key X`, `aws_secret_key = X`). */
+const AWS_SECRET = /\b(aws[\s_-]?secret[\s_-]?(?:access[\s_-]?)?key["']?\s*[:=]?\s*["']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi;
+/** The password of a URL: `https://user:[redacted]@host`. */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@'"]*:)[^\s/@'"]+@/gi;
+/**
+ * `NAME=value`, `NAME: value`, `'NAME': 'value'`, `"NAME": "value"`: the name and the separator kept, the value
+ * judged by `secretName` and `inertValue`. An unquoted value may start with an HTTP auth scheme (`Authorization:
+ * Bearer X`) and ends at a space, a quote, a comma or a bracket.
+ */
+const NAME_VALUE =
+  /(?<![\w.])(["']?)([A-Za-z_][\w.-]*)\1(\s*[:=]\s*)(?:(["'])([^\n]*?)\4|(\$\{\w+\}|(?:(?:Bearer|Basic|Token|Digest|Bot)\s+)?[^\s'",;(){}[\]<>]+))/g;
+
+/** Words of a name that make its value a secret (`HF_TOKEN`, `db_password`, `Authorization`, `apiKey`). */
+const SECRET_WORDS = new Set([
+  'token', 'secret', 'secrets', 'password', 'passwd', 'pwd', 'passphrase', 'credential', 'credentials', 'auth',
+  'authorization', 'apikey', 'privatekey',
+]);
+/** `key` is a secret's name only after one of these (`api_key`, `AWS_SECRET_ACCESS_KEY`) or in an upper-case
+ * environment name: verl's `prompt_key: prompt` and `num_key_value_heads: 2` are configuration. */
+const KEY_KINDS = new Set([
+  'api', 'access', 'secret', 'private', 'signing', 'encryption', 'master', 'client', 'app', 'account', 'license',
+  'service', 'ssh', 'deploy', 'subscription',
+]);
+/** Words of a name whose value is about a secret, not the secret (`eos_token: <|im_end|>`, `pad_token_id`,
+ * `max_token_len_per_gpu`, `hf_token_path`, `auth_url`). */
+const ABOUT_WORDS = new Set([
+  'id', 'ids', 'len', 'length', 'size', 'count', 'num', 'max', 'min', 'shape', 'type', 'path', 'file', 'dir', 'url',
+  'uri', 'name', 'names', 'prefix', 'suffix', 'env', 'field', 'mode', 'method', 'header', 'expiry', 'expires', 'ttl',
+  'timeout', 'limit', 'per', 'total', 'budget', 'ratio', 'rate', 'level', 'dim', 'index', 'idx', 'pad', 'eos', 'bos',
+  'unk', 'mask', 'sep', 'cls', 'special', 'start', 'end', 'stop', 'image', 'video', 'audio', 'vision', 'host', 'user',
+  'username', 'provider', 'enabled', 'required',
+]);
+/** Words of a name whose numeric value is still a secret (a PIN); any other name's number is a count or an id. */
+const NUMERIC_SECRET_WORDS = new Set(['password', 'passwd', 'pwd', 'passphrase', 'secret']);
+
+const NUMBER = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?$/i;
+/** Values that hold no secret: empty, none, booleans, placeholders (`<HUB_TOKEN>`, `${HF_TOKEN}`, `***`). */
+const INERT = /^(?:|none|null|nil|undefined|true|false|\*+|\[redacted\]|<[^>]*>|\$\{?\w+\}?|\[[^\]]*\])$/i;
+
+function secretName(name: string, value: string): boolean {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  if (words.some((w) => ABOUT_WORDS.has(w))) return false;
+  const named = words.some(
+    (w, i) => SECRET_WORDS.has(w) || ((w === 'key' || w === 'keys') && (/^[A-Z0-9_]+$/.test(name) || KEY_KINDS.has(words[i - 1] ?? ''))),
+  );
+  if (!named || INERT.test(value.trim())) return false;
+  return !NUMBER.test(value.trim()) || words.some((w) => NUMERIC_SECRET_WORDS.has(w));
+}
+
+/** The lines of a PEM private key: its markers are kept, its body becomes one `[redacted]` line. */
+const PEM_BEGIN = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
+const PEM_END = /-----END [A-Z0-9 ]*PRIVATE KEY-----/;
+/** A PEM key on one line (a Python repr with `\n` escapes): the text between the markers, or to the line's end. */
+const PEM_INLINE = /(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)|.+)/g;
+/** A line of a key's body (and the headers of a legacy encrypted key). */
+const PEM_BODY = /^\s*(?:[A-Za-z0-9+/]+={0,2}|(?:Proc-Type|DEK-Info):.*)?\s*$/;
+/** A line that is one long base64 blob, as the middle of a key shown without its markers (a tail cut both ends):
+ * upper and lower case and digits, so that a hex digest or a row of `=` is not one. */
+const BLOB = /^\s*(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{60,}={0,2}\s*$/;
+
+/** Multi-line PEM keys in `text`, whole or cut at either end (an evidence block starts where it was cut). */
+function redactPem(text: string): string {
+  if (!text.includes('PRIVATE KEY-----') && !/[A-Za-z0-9+/]{60}/.test(text)) return text;
+  const out: string[] = [];
+  let inBlock = false;
+  const body = (): void => {
+    if (out[out.length - 1] !== REDACTED) out.push(REDACTED);
+  };
+  for (const line of text.split('\n')) {
+    const begin = PEM_BEGIN.exec(line);
+    const end = PEM_END.exec(line);
+    if (begin && (!end || end.index < begin.index)) {
+      // the rest of the line after the marker, if any, is the key's start
+      out.push(line.slice(0, begin.index + begin[0].length));
+      inBlock = true;
+    } else if (end && !begin) {
+      if (!inBlock) {
+        // the block's start was cut off: the body lines just above are the key's
+        while (out.length > 0 && PEM_BODY.test(out[out.length - 1]!) && out[out.length - 1]!.trim() !== '') out.pop();
+      }
+      body();
+      out.push(line.slice(end.index));
+      inBlock = false;
+    } else if (inBlock && PEM_BODY.test(line)) {
+      body();
+    } else {
+      inBlock = false;
+      if (BLOB.test(line)) body();
+      else out.push(line.replace(PEM_INLINE, (_m, b: string, e?: string) => `${b}${REDACTED}${e ?? ''}`));
+    }
+  }
+  return out.join('\n');
+}
+
+/** Redacts secrets from text, notifications and replies. */
+export interface Redactor {
+  /** `text` with each secret replaced; one string may hold several lines */
+  text(text: string): string;
+  /** lines read as one text (a key may span several), so their number may shrink */
+  lines(lines: readonly string[]): string[];
+  notification(n: Notification): Notification;
+  /** the reply with its text, blocks, attachment and data redacted (data still built only when read) */
+  reply(r: Reply): Reply;
+}
+
+/** Fields of a notification that name things rlwatch made or routes by, not text from a log. */
+const STRUCTURAL = new Set(['run', 'rule', 'metric', 'severity', 'kind', 'by']);
+
+/** A redactor of the built-in shapes and `extra` (regular expressions, each match replaced whole). */
+export function makeRedactor(extra: readonly string[] = []): Redactor {
+  const own = extra.map((p) => new RegExp(p, 'g'));
+  const text = (s: string): string => {
+    let t = redactPem(s);
+    t = t.replace(URL_PASSWORD, `$1${REDACTED}@`);
+    t = t.replace(AWS_SECRET, `$1${REDACTED}`);
+    t = t.replace(NAME_VALUE, (m, q: string, name: string, sep: string, vq?: string, quoted?: string, bare?: string) => {
+      const value = quoted ?? bare ?? '';
+      if (!secretName(name, value)) return m;
+      return vq ? `${q}${name}${q}${sep}${vq}${REDACTED}${vq}` : `${q}${name}${q}${sep}${REDACTED}`;
+    });
+    t = t.replace(BEARER, `$1${REDACTED}`);
+    for (const re of BARE) t = t.replace(re, REDACTED);
+    for (const re of own) t = t.replace(re, REDACTED);
+    return t;
+  };
+  const lines = (ls: readonly string[]): string[] => (ls.length === 0 ? [] : text(ls.join('\n')).split('\n'));
+  const deep = (v: unknown, skip: ReadonlySet<string> = new Set()): unknown => {
+    if (typeof v === 'string') return text(v);
+    if (Array.isArray(v)) return v.every((x) => typeof x === 'string') ? lines(v) : v.map((x) => deep(x, skip));
+    if (v === null || typeof v !== 'object') return v;
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return v; // typed arrays, dates: no text
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, skip.has(k) ? x : deep(x, skip)]));
+  };
+  return {
+    text,
+    lines,
+    notification: (n) => deep(n, STRUCTURAL) as Notification,
+    reply(r) {
+      // every field but `data`, which is not read here
+      const rest = Object.fromEntries(Object.keys(r).filter((k) => k !== 'data').map((k) => [k, r[k as keyof Reply]]));
+      const out = {
+        ...(rest as Omit<Reply, 'data'>),
+        title: text(r.title),
+        fields: r.fields.map((f) => ({ name: f.name, value: text(f.value) })),
+        lines: lines(r.lines),
+        ...(r.blocks ? { blocks: r.blocks.map((b) => ({ ...b, title: text(b.title), code: text(b.code) })) } : {}),
+        ...(r.attachment ? { attachment: { ...r.attachment, content: text(r.attachment.content) } } : {}),
+      };
+      // `data` may be a getter that reads more from the store: still read only when asked for
+      return Object.defineProperty(out as Reply, 'data', {
+        enumerable: true,
+        get: () => {
+          const d: unknown = r.data;
+          return d instanceof Promise ? d.then((x) => deep(x)) : deep(d);
+        },
+      });
+    },
+  };
+}
+
+/** Each config's redactor, built once. */
+const built = new WeakMap<Config, Redactor>();
+const defaults = makeRedactor();
+
+/** The redactor of `config` (its `redact.patterns` added to the built-in shapes); the built-in one without one. */
+export function redactorOf(config: Config | undefined): Redactor {
+  if (!config || config.redact.patterns.length === 0) return defaults;
+  let r = built.get(config);
+  if (!r) built.set(config, (r = makeRedactor(config.redact.patterns)));
+  return r;
+}
+
+/** `target`, given every notification redacted. */
+export function redactingTarget(target: Target, r: Redactor): Target {
+  return {
+    name: target.name,
+    ...(target.edits ? { edits: true } : {}),
+    deliver: (n, key, runId, urgency) => target.deliver(r.notification(n), key, runId, urgency),
+  };
+}
