@@ -1,17 +1,18 @@
 # rlwatch: `docker build -t rlwatch .` then
 #   docker run -v /path/to/runs:/runs:ro -v rlwatch-data:/data rlwatch start /runs
 # The database lives on the /data volume; mount a config at /config/rlwatch.yaml and pass --config to use one.
-FROM node:20-bookworm-slim AS deps
+FROM node:22-bookworm-slim AS deps
 # better-sqlite3 compiles its native addon when no prebuilt binary can be fetched
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY scripts ./scripts
 COPY src ./src
-# `prepare` bundles src/ into dist/ (esbuild is a dependency): the image runs the bundle, no TypeScript compile
-RUN npm ci --omit=dev
+# `prepare` bundles src/ into dist/ (esbuild is a development dependency), then the build tools are pruned: the image
+# runs the bundle, no TypeScript compile
+RUN npm ci && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 # the alert cards' charts draw their text with DejaVu Sans (src/render/fonts.ts); the slim image has no fonts at all
 RUN apt-get update && apt-get install -y --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
@@ -22,6 +23,9 @@ COPY bin ./bin
 COPY migrations ./migrations
 COPY samples ./samples
 ENV NODE_ENV=production RLWATCH_DB=/data/rlwatch.db
+# not root: a planted file in a watched folder can then reach only what the node user can read
+RUN mkdir /data && chown node:node /data
+USER node
 VOLUME /data
 ENTRYPOINT ["/app/bin/rlwatch"]
 CMD ["start"]

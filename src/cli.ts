@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { config as loadDotenv } from 'dotenv';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
 import { COMMANDS, usage, type Args, type CommandSpec } from './commands/registry.ts';
@@ -365,11 +365,20 @@ program
       process.stdout.write(`${renderReplyText(await alertList({ store }, { run: DEMO_RUN, all: true }), color)}\n\n`);
     });
     const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
+    const self = invokedAs();
     process.stdout.write(
       `The replayed run is in ${runDir}; its data is in ${dbPath}.\n` +
-        `Try: bin/rlwatch reward history ${DEMO_RUN} --metric frac_zero_std${db}   bin/rlwatch alerts --all${db}\n`,
+        `Try: ${self} reward history ${DEMO_RUN} --metric frac_zero_std${db}   ${self} alerts --all${db}\n`,
     );
   });
+
+/** How to type rlwatch again from here: `bin/rlwatch` in a checkout, `npx rlwatch` from a project's node_modules,
+ * else `rlwatch` (on the PATH). */
+function invokedAs(): string {
+  const script = relative(process.cwd(), process.argv[1] ?? '').split(sep).join('/');
+  if (script === 'bin/rlwatch') return script;
+  return script.startsWith('node_modules/') ? 'npx rlwatch' : 'rlwatch';
+}
 
 registerMigrate(program);
 
