@@ -7,6 +7,7 @@ import type { LiveIngest } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
 import { endExpiredMutes } from './notify/cardUpdates.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';
+import { redactingTarget, redactorOf } from './notify/redact.ts';
 import { PLATFORMS } from './platforms/index.ts';
 import { terminal } from './platforms/terminal/terminal.ts';
 import { sectionOf, type PlatformInstance } from './platforms/platform.ts';
@@ -83,7 +84,7 @@ export function makeEngine(
  */
 export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
   const engine = makeEngine(store, config, { terminal: true });
-  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [target], { log });
+  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [redactingTarget(target, redactorOf(config))], { log });
   // the rules run inside each batch's transaction: one commit per batch
   const ingest = { ...config.ingest, runPrefix: runPrefix(config.watch, store.db.name) };
   const ingestor = new Ingestor(store, ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
@@ -141,7 +142,8 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
     platforms.set(p.id, await p.create(settings, ctx));
   }
   const running = [...platforms.values()];
-  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)];
+  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)]
+    .map((t) => redactingTarget(t, redactorOf(config)));
   const route = alertRoute(config, opts.platforms ?? {}, term !== null);
   const reports = new ReportSchedule(store, config, (run) => route(run, 'warning'));
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
