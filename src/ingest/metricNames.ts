@@ -75,6 +75,7 @@ const TRAINER_ALIASES: ReadonlyMap<string, string> = new Map([
  */
 const HOME_GROWN_ALIASES: ReadonlyMap<string, string> = new Map([
   ['average reward score', 'reward'],
+  ['reward_mean', 'reward'],
   ['avg reward', 'reward'],
   ['mean reward', 'reward'],
   ['kl_ref', 'kl'],
@@ -90,7 +91,18 @@ const HOME_GROWN_ALIASES: ReadonlyMap<string, string> = new Map([
   ['actor_lr', 'lr'],
   ['grad norm', 'grad_norm'],
   ['reward std', 'reward_std'],
+  // `[step 11] avg_loss=0.0002 acc=0.4773`; `avg_loss` keeps its name: loops print it as the epoch's mean beside
+  // the step's own loss
+  ['acc', 'accuracy'],
 ]);
+
+/** Debug integers a home-grown loop prints beside its metrics: lengths of token-id tensors, a step counter. */
+const COUNTER = /(?:^|_)ids?_len(?:gth)?$|^steps?_taken$/i;
+
+/** Whether a raw key is a counter rather than a measure of the run's health: not stored. */
+export function isCounter(raw: string): boolean {
+  return COUNTER.test(raw);
+}
 
 const NAMES = new Map<string, string>();
 const MAX_NAMES = 4096;

@@ -1,7 +1,7 @@
 /**
  * The generic reader of home-grown training loops: one line of `key: value` / `key=value` pairs, separated by
- * `,`, `|`, `;`, tabs or spaces, with the step from a `step` pair, a leading `Step N`, `[k/N]` or `(k/N)`, and
- * the epoch from an `epoch` pair or `Epoch:[e/E](k/N)` (minimind), after an optional logging prefix
+ * `,`, `|`, `;`, tabs or spaces, with the step from a `step` pair, a leading `Step N`, `[step N]`, `[k/N]` or
+ * `(k/N)`, and the epoch from an `epoch` pair or `Epoch:[e/E](k/N)` (minimind), after an optional logging prefix
  * (`2024-05-01 12:00:00,123 - INFO - `):
  *   Epoch:[1/1](12/9751), Reward: -1.6523, KL_ref: -0.0069, Actor Loss: 0.0000, Learning Rate: 0.00000030
  *   epoch: 0|step: 7|ppo_ep: 1|act_loss: 0.2099|cri_loss: 0.1204|unsuper_loss: 0.0
@@ -67,13 +67,27 @@ function readCounter(s: string, i: number, close: number): [number, number, numb
   return [k[0], n[0], n[1] + 1];
 }
 
+/** `step 11]` after a `[` (a loop's epoch summary `[step 11] avg_loss=0.0002 acc=0.4773`): [N, index after `]`]. */
+function readStepMarker(s: string, i: number): [number, number] | undefined {
+  if (s.slice(i, i + 4).toLowerCase() !== 'step') return undefined;
+  const j = skipSpaces(s, i + 4);
+  if (j === i + 4) return undefined;
+  const n = readInt(s, j);
+  return n && s.charCodeAt(n[1]) === 93 /* ] */ ? [n[0], n[1] + 1] : undefined;
+}
+
 const closeOf = (open: number): number => (open === 91 /* [ */ ? 93 : open === 40 /* ( */ ? 41 : -1);
 
-/** A leading `Step N`, `Step N:` or `Step N/M` (seed 002's callback, many loops), `[k/N]` or `(k/N)`. */
+/** A leading `Step N`, `Step N:` or `Step N/M` (seed 002's callback, many loops), `[step N]`, `[k/N]` or `(k/N)`. */
 function readLeadingStep(s: string, i: number, out: KeyValueLine): number {
   const c = s.charCodeAt(i);
   const close = closeOf(c);
   if (close > 0) {
+    const marked = c === 91 ? readStepMarker(s, i + 1) : undefined;
+    if (marked) {
+      out.step = marked[0];
+      return marked[1];
+    }
     const counter = readCounter(s, i + 1, close);
     if (!counter) return i;
     out.step = counter[0];
