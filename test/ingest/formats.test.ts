@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FORMATS, detectFormat } from '../../src/ingest/formats/index.ts';
+import { DICT_NOT_READ } from '../../src/ingest/formats/console.ts';
 import type { DocumentFormat, ExampleRecord, LineFormat, MetricRecord, ParseResult } from '../../src/ingest/records.ts';
 
 // ------------------------------------------------------------------------------------------- helpers
@@ -475,8 +476,8 @@ describe('console', () => {
   });
 
   it('reports a dict line it cannot read, and binary garbage', () => {
-    expect(p("{'loss': 0.1, 'grad_norm': 0.")).toEqual({ kind: 'bad', reason: 'unparseable dict line' });
-    expect(p(" 3%|▎ | 10/300 [00:20<09:40, 2.0s/it]{'loss' 0.1}")).toEqual({ kind: 'bad', reason: 'unparseable dict line' });
+    expect(p("{'loss': 0.1, 'grad_norm': 0.")).toEqual({ kind: 'bad', reason: DICT_NOT_READ });
+    expect(p(" 3%|▎ | 10/300 [00:20<09:40, 2.0s/it]{'loss' 0.1}")).toEqual({ kind: 'bad', reason: DICT_NOT_READ });
     expect(p('\u0000\u0000\u0001\u0002')).toEqual({ kind: 'bad', reason: 'binary data' });
   });
 });

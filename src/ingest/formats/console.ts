@@ -2,8 +2,9 @@
  * Training stdout captured to a file (`*.log`, `*.out`, `*.err`, `nohup.out`, `slurm-*.out`; `*.txt` once it
  * shows a metric line). One reader per file, because several shapes share one capture and some span lines:
  * - Hugging Face Trainer / TRL dict lines `{'loss': 0.0, 'reward': 0.5, 'epoch': 0.03}` (transformers 5 quotes
- *   the numbers), the global step from the tqdm counter in front (`5/50 [..]{'loss': ...}`) or from
- *   `logging_steps`; the closing `train_runtime` dict is the run's summary, not a step;
+ *   the numbers): a whole line (or behind a progress bar) naming a training quantity; a dict quoted in a message,
+ *   a logger line or a config print is not a step. The global step: see `placeTrainDict`. The closing
+ *   `train_runtime` dict is the run's summary, not a step;
  * - TRL's `log_completions` rich tables (richTable.ts) and seed 002's ComprehensiveLoggingCallback blocks
  *   (callbackLog.ts);
  * - verl / TinyZero lines `(TaskRunner pid=1) step:34 - actor/entropy:0.22 - critic/score/mean:0.5`, with a
@@ -13,7 +14,7 @@
  * Everything else (bars, warnings, banners, tracebacks) is noise here; the failure scanner reads it.
  */
 import type { FileInfo, LineFormat, LineParser, ParseResult } from '../records.ts';
-import { canonicalName, isCanonicalMetric, parseNumber } from '../metricNames.ts';
+import { canonicalName, isCanonicalMetric, isCounter, parseNumber } from '../metricNames.ts';
 import { CallbackLog } from './callbackLog.ts';
 import {
   DETECT_LIMIT,
@@ -34,14 +35,12 @@ import {
 import { readKeyValueLine } from './keyValue.ts';
 import { readPyDict } from './pyDict.ts';
 import { RichTable } from './richTable.ts';
-import { barAtEnd, episodeOf, type TqdmBar } from './tqdm.ts';
+import { barAtEnd, barAtStart, episodeOf, type TqdmBar } from './tqdm.ts';
 import { VerlEpoch } from './verlEpoch.ts';
 
 /** Optional Ray actor prefix `(TaskRunner pid=1)` / `(main_task pid=1, ip=...)`, then `step:N - k:v - ...`. */
 const VERL_LINE = /^\s*(?:\([^)]*\)\s*)?step:\s*(\d+)\s+-\s+(.*)$/;
 const DICT_START = /\{\s*['"]/;
-/** tqdm's `45%|████` or its rate `[00:20<09:40, 2.0s/it]`: a dict behind it is a Trainer log line. */
-const TQDM = /\d%\||(?:it\/s|s\/it)\]/;
 const STEP_KEY_SET: ReadonlySet<string> = new Set(STEP_KEYS);
 /** verl's start-up line, and the Trainer's `Total optimization steps = 500` banner. */
 const TOTAL_STEPS = /(?:Total training steps|Total optimization steps)\s*[:=]\s*([\d,]+)\s*$/;
@@ -49,10 +48,37 @@ const TOTAL_STEPS = /(?:Total training steps|Total optimization steps)\s*[:=]\s*
 const LOGGING_STEPS = /\blogging_steps['"]?\s*[:=]\s*(\d+)\b/;
 /** `'total_epochs': 15` in verl's printed config */
 const TOTAL_EPOCHS = /'total_epochs':\s*(\d+)\b/;
+/** the Trainer's banner `Num Epochs = 3` (Unsloth's: `Num Epochs = 4 | Total steps = 250`) */
+const NUM_EPOCHS = /\bNum Epochs\s*=\s*([\d,]+)/;
+/** Unsloth's banner puts its total mid-line: `Num examples = 80 | Num Epochs = 4 | Total steps = 250` */
+const TOTAL_STEPS_MID = /\|\s*Total steps\s*=\s*([\d,]+)/;
+/** `Step 5: loss=...`, `[step 11] acc=...`: a line that means to give a step's metrics */
+const STEP_LINE = /^\s*\[?step\b[\s:=]*\d+\]?[\s:,|-]*[A-Za-z_][\w/ .-]*\s*[:=]\s*[-+.\d]/i;
+/** Skip reasons (constant: skips are counted per reason, with one example line each). */
+export const DICT_NOT_READ = 'dict line not read (cut off or nested)';
+export const STEP_LINE_NOT_READ = 'step line not read';
 /** a lone key-value line joins the step of a metric line this few lines before it (DeepSpeed-Chat's reward) */
 const CONTINUATION_LINES = 5;
 /** Bars that count training steps: the Trainer's has no description, verl's says so. */
 const TRAIN_BAR_DESC: ReadonlySet<string> = new Set(['', 'Training Progress', 'Training']);
+/** Canonical names a training record carries (a config dict has numbers too, but none of these). */
+const TRAINING_METRICS: ReadonlySet<string> = new Set([
+  'loss', 'reward', 'reward_std', 'grad_norm', 'lr', 'kl', 'entropy', 'frac_zero_std', 'value_loss', 'clipped_ratio',
+]);
+const isTrainingMetric = (name: string): boolean => TRAINING_METRICS.has(name) || name.startsWith('rewards/');
+/** queued log steps kept at most: a bar redrawn for other messages must not grow memory */
+const MAX_LOGGED = 4096;
+
+/** Half a unit of the last digit a number was printed with: `0.01` -> 0.005, `'6.691e-03'` -> 5e-7. */
+function halfUnit(text: string): number {
+  const t = unquote(text.trim());
+  const e = t.search(/[eE]/);
+  const mantissa = e < 0 ? t : t.slice(0, e);
+  const exponent = e < 0 ? 0 : Number(t.slice(e + 1)) || 0;
+  const dot = mantissa.indexOf('.');
+  const decimals = dot < 0 ? 0 : mantissa.length - dot - 1;
+  return 0.5 * 10 ** (exponent - decimals);
+}
 
 function unquote(s: string): string {
   return s.length >= 2 && (s[0] === "'" || s[0] === '"') && s[s.length - 1] === s[0] ? s.slice(1, -1) : s;
@@ -76,15 +102,31 @@ class ConsoleReader {
   /** steps between two train logs, as seen (when `logging_steps` was not printed) */
   private interval: number | undefined;
   private lastDictStep: number | undefined;
+  /** the count of the training bar last drawn, and what it was when the last train dict was placed */
+  private counter: number | undefined;
+  private counterAtDict: number | undefined;
+  /** the count of the bar on the line before, while only tqdm's clear (a line of spaces) has followed it */
+  private barBefore: number | undefined;
+  private clearedAt: number | undefined;
+  /** Steps at which tqdm cleared the bar and drew it again with no dict between: the Trainer logged there (its
+   * tqdm.write), but block-buffered stdout (`nohup`) holds the dict back; the dicts come later in a burst, in order. */
+  private readonly logged: number[] = [];
+  /** the furthest train dict placed by exact evidence, with its epoch as printed: steps per epoch = step / epoch */
+  private anchor: { step: number; epoch: number; half: number } | undefined;
+  private numEpochs: number | undefined;
   private keyValueStep: number | undefined;
   private linesSinceKeyValue = 0;
 
   parse(raw: string): ParseResult {
     const line = cleanLine(raw);
     // a blank line (tqdm clearing its bar) leaves a table open, and ends a callback section
-    if (isBlank(line)) return (this.table.active ? NOISE : this.callback.feed(line)) ?? NOISE;
+    if (isBlank(line)) {
+      if (line.length > 0 && this.barBefore !== undefined) this.clearedAt = this.barBefore;
+      return (this.table.active ? NOISE : this.callback.feed(line)) ?? NOISE;
+    }
     if (isBinary(line)) return bad('binary data');
     this.linesSinceKeyValue++;
+    this.noteBar(line);
 
     const tabled = this.table.feed(line);
     if (tabled !== undefined) return tabled;
@@ -116,46 +158,139 @@ class ConsoleReader {
     return metricResult(values, step);
   }
 
-  private parseDict(line: string, at: number): ParseResult {
-    const entries = readPyDict(line, at);
-    const prefix = line.slice(0, at);
-    if (entries === undefined) {
-      // a dict at the start of the line or behind a progress bar was meant as a log line; elsewhere it is prose
-      return isBlank(prefix) || TQDM.test(prefix) ? bad('unparseable dict line') : this.parseFacts(line);
+  /**
+   * Watches the training bar: its count, and tqdm.write's clear-and-redraw. A bar drawn again at the count it was
+   * cleared at, with no dict behind it, marks a log whose dict stdout has not written yet.
+   */
+  private noteBar(line: string): void {
+    const lead = line.includes('%|') ? barAtStart(line) : undefined;
+    const count = lead !== undefined && this.isTrainBar(lead) ? lead.done : undefined;
+    if (count !== undefined) {
+      const dictBehind = DICT_START.test(line.slice(line.indexOf(']', line.indexOf('%|'))));
+      if (this.clearedAt === count && !dictBehind && this.logged.length < MAX_LOGGED) this.logged.push(count);
+      this.counter = count;
     }
+    this.barBefore = count;
+    this.clearedAt = undefined;
+  }
+
+  private parseDict(line: string, at: number): ParseResult {
+    const prefix = line.slice(0, at);
+    // a training record is a line of its own, or the rest of a progress bar's; a dict inside a message, a logger
+    // line or a config print (`config: {...}`, `kwargs: {...}`) is text
+    const bar = isBlank(prefix) ? undefined : barAtEnd(prefix);
+    if (!isBlank(prefix) && bar === undefined) return this.parseFacts(line);
+    const read = readPyDict(line, at);
+    if (read === undefined) return bad(DICT_NOT_READ);
+    // a dict quoted with more text after it: `{'step': 0, 'reward': 2.6} of type {...}` in an error message
+    if (!isBlank(line.slice(read.end + 1))) return this.parseFacts(line);
     const values = new Map<string, number>();
     const steps: Record<string, unknown> = {};
     const raw: Record<string, number> = {};
-    let known = false;
+    let training = false;
     let evaluation = false;
-    for (const [key, text] of entries) {
+    let epochText: string | undefined;
+    for (const [key, text] of read.entries) {
       if (STEP_KEY_SET.has(key)) {
         steps[key] = parseNumber(text) ?? unquote(text);
         continue;
       }
       const value = parseNumber(text);
-      if (value === undefined) continue;
+      if (value === undefined || isCounter(key)) continue;
       raw[key] = value;
+      if (key === 'epoch') epochText = text;
       if (key.startsWith('eval_')) evaluation = true;
-      known = isCanonicalMetric(setMetric(values, key, value)) || known;
+      training = isTrainingMetric(setMetric(values, key, value)) || training;
     }
-    const bar = barAtEnd(prefix);
     const counted = bar !== undefined && this.isTrainBar(bar) ? bar.done : undefined;
     if ('train_runtime' in raw) {
       const record = { kind: 'finished' as const, title: 'training finished', text: line, values: raw };
       return { kind: 'event', record: counted === undefined ? record : { ...record, step: counted } };
     }
+    // a config or kwargs dict has numbers too, but names no training quantity (`logging_steps` may be among them)
+    if (!training && !evaluation) return this.parseFacts(line);
     let step = readStep(steps);
-    // config and kwargs dicts are printed too: a metric line names a step, an epoch or a known metric
-    if (!known && step === undefined) return this.parseFacts(line);
-    if (step === undefined && evaluation) step = this.lastDictStep;
-    if (step === undefined) step = this.trainStep(counted);
-    if (!evaluation) this.dictLogs++;
-    if (step !== undefined && !evaluation) {
+    if (evaluation) return metricResult(values, step ?? this.logged.shift() ?? this.lastDictStep);
+    const epoch = epochText === undefined ? undefined : { value: raw['epoch']!, half: halfUnit(epochText) };
+    const exact = step !== undefined;
+    if (step === undefined) {
+      const placed = this.placeTrainDict(counted, epoch);
+      step = placed.step;
+      if (placed.exact && step !== undefined && epoch !== undefined && epoch.value > 0 &&
+        step >= (this.anchor?.step ?? 0)) this.anchor = { step, epoch: epoch.value, half: epoch.half };
+    } else if (epoch !== undefined && epoch.value > 0 && exact) {
+      this.anchor = { step, epoch: epoch.value, half: epoch.half };
+    }
+    this.dictLogs++;
+    this.counterAtDict = this.counter;
+    if (step !== undefined) {
       if (this.lastDictStep !== undefined && step > this.lastDictStep) this.interval ??= step - this.lastDictStep;
       this.lastDictStep = step;
     }
     return metricResult(values, step);
+  }
+
+  /**
+   * The global step of a train dict without one, from the best evidence before it (never after it: a live read
+   * stops anywhere): the bar's marks of logs still buffered (checked against the epoch), a progress bar in front of
+   * the dict, the bar's count when it moved since the last dict (a count that did not move while the epochs did is
+   * stale), the epoch times the steps per epoch (learned from a dict placed exactly, else the `Num Epochs` banner),
+   * the step after the last numbered line of a home-grown loop, then `logging_steps` spacing. `exact`: the step came
+   * from the bar.
+   */
+  private placeTrainDict(
+    counted: number | undefined,
+    epoch: { value: number; half: number } | undefined,
+  ): { step: number | undefined; exact: boolean } {
+    const window = this.epochWindow(epoch);
+    const last = this.lastDictStep ?? 0;
+    while (this.logged.length > 0 && (this.logged[0]! <= last || (window && this.logged[0]! < window.lo))) {
+      this.logged.shift();
+    }
+    const queued = this.logged[0];
+    if (queued !== undefined && (!window || queued <= window.hi)) return { step: this.logged.shift(), exact: true };
+    if (counted !== undefined) return { step: this.trainStep(counted), exact: true };
+    const counter = this.counter;
+    const moved = counter !== undefined && counter !== this.counterAtDict && counter > last;
+    if (moved && (!window || (counter >= window.lo && counter - (this.interval ?? 0) <= window.hi))) {
+      return { step: this.trainStep(counter), exact: true };
+    }
+    if (window) return { step: this.snapped(window), exact: false };
+    const guess = this.bannerWindow(epoch);
+    if (guess) return { step: this.snapped(guess), exact: false };
+    if (counter === undefined && epoch === undefined && this.keyValueStep !== undefined) {
+      // a home-grown loop's debug dict, printed before the line that numbers its step
+      return { step: Math.max(this.keyValueStep + 1, last + 1), exact: false };
+    }
+    return { step: this.trainStep(undefined), exact: false };
+  }
+
+  /** The steps an epoch value can mean given the anchor's steps per epoch, both as rounded as they were printed. */
+  private epochWindow(epoch: { value: number; half: number } | undefined): { lo: number; hi: number; at: number } | undefined {
+    const a = this.anchor;
+    if (!epoch || !a || epoch.value <= 0) return undefined;
+    const at = (epoch.value * a.step) / a.epoch;
+    const spread = at * (epoch.half / epoch.value + a.half / a.epoch) + 0.5;
+    return { lo: at - spread, hi: at + spread, at };
+  }
+
+  /** The same from the banner's total and `Num Epochs`: a guess (a run cut by max_steps has more steps per epoch). */
+  private bannerWindow(epoch: { value: number; half: number } | undefined): { lo: number; hi: number; at: number } | undefined {
+    const total = this.announcedTotal;
+    if (!epoch || epoch.value <= 0 || total === undefined || this.numEpochs === undefined) return undefined;
+    const at = (epoch.value * total) / this.numEpochs;
+    return { lo: at, hi: at, at };
+  }
+
+  /** The step a window points at: a multiple of the logging interval in it when there is one, after the last. */
+  private snapped(w: { lo: number; hi: number; at: number }): number | undefined {
+    const interval = this.loggingSteps ?? this.interval;
+    let step = Math.round(w.at);
+    if (interval !== undefined) {
+      const multiple = Math.round(w.at / interval) * interval;
+      if (multiple >= w.lo && multiple <= w.hi) step = multiple;
+    }
+    return step > (this.lastDictStep ?? 0) ? step : undefined;
   }
 
   /**
@@ -203,9 +338,9 @@ class ConsoleReader {
   private parseKeyValue(line: string): ParseResult | undefined {
     if (!line.includes(':') && !line.includes('=')) return undefined;
     const kv = readKeyValueLine(line, parseNumber);
-    if (kv === undefined || kv.pairs.length === 0) return undefined;
+    if (kv === undefined || kv.pairs.length === 0) return STEP_LINE.test(line) ? bad(STEP_LINE_NOT_READ) : undefined;
     const values = new Map<string, number>();
-    for (const [key, value] of kv.pairs) setMetric(values, key, value);
+    for (const [key, value] of kv.pairs) if (!isCounter(key)) setMetric(values, key, value);
     if (kv.epoch !== undefined) values.set('epoch', kv.epoch);
     let step = kv.step;
     if (step === undefined && kv.pairs.length < 2) {
@@ -233,8 +368,12 @@ class ConsoleReader {
       const m = TOTAL_EPOCHS.exec(line);
       if (m) this.verlEpoch.setTotalEpochs(Number(m[1]));
     }
+    if (line.includes('Num Epochs')) {
+      const m = NUM_EPOCHS.exec(line);
+      if (m) this.numEpochs = Number(m[1]!.replaceAll(',', '')) || undefined;
+    }
     if (line.includes('Total ')) {
-      const m = TOTAL_STEPS.exec(line);
+      const m = TOTAL_STEPS.exec(line) ?? TOTAL_STEPS_MID.exec(line);
       if (m) {
         const total = Number(m[1]!.replaceAll(',', ''));
         this.verlEpoch.setTotalSteps(total);

@@ -30,8 +30,9 @@ function skipSpace(s: string, i: number): number {
   return i;
 }
 
-/** Parses the dict whose `{` is at `start`; undefined if it is not a complete, flat-keyed dict. */
-export function readPyDict(s: string, start: number): PyDictEntries | undefined {
+/** Parses the dict whose `{` is at `start`: its entries and the index of its closing `}`; undefined if it is not a
+ * complete, flat-keyed dict. */
+export function readPyDict(s: string, start: number): { entries: PyDictEntries; end: number } | undefined {
   const entries: PyDictEntries = [];
   let i = skipSpace(s, start + 1);
   while (s.charCodeAt(i) !== CLOSE_BRACE) {
@@ -63,5 +64,5 @@ export function readPyDict(s: string, start: number): PyDictEntries | undefined 
     entries.push([key, value]);
     if (s.charCodeAt(i) === COMMA) i = skipSpace(s, i + 1);
   }
-  return entries;
+  return { entries, end: i };
 }

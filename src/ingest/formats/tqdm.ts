@@ -57,6 +57,15 @@ export function barAtEnd(s: string): TqdmBar | undefined {
   return { desc, done, total, postfix };
 }
 
+/** The bar that `s` starts with, followed by other text: a bar redrawn after tqdm.write, with a warning printed
+ * behind it before its newline (`  2%|▏   | 5/250 [02:26<1:53:51, 27.88s/it]Both \`max_new_tokens\` ...`). */
+export function barAtStart(s: string): TqdmBar | undefined {
+  const percent = s.indexOf('%|');
+  if (percent < 0) return undefined;
+  const close = s.indexOf(']', percent);
+  return close < 0 ? undefined : barAtEnd(s.slice(0, close + 1));
+}
+
 /** OpenRLHF's bar names its episode: `Train step of episode 2`, `Episode [3/10]`; 0 when it does not. */
 export function episodeOf(desc: string): { episode: number; oneBased: boolean } | undefined {
   const lower = desc.toLowerCase();
