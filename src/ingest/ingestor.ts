@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, readSync, type Stats } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
@@ -7,6 +7,7 @@ import type { LiveStore } from '../store/live.ts';
 import type { Batch, BatchResult } from '../store/store.ts';
 import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
+import { OutsideRoots, openInsideRoots } from './insideRoots.ts';
 import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './lineChunks.ts';
 import type { ParseThread } from './parseThread.ts';
 import type {
@@ -27,6 +28,8 @@ export interface IngestOptions {
   chunkBytes?: number;
   /** run names start with `<runPrefix>/` (`watch.prefix`, src/store/open.ts `runPrefix`); none when empty */
   runPrefix?: string;
+  /** distinct metric names a run may have; the store leaves out and counts values of names past it */
+  maxMetricNames?: number;
 }
 
 export type IngestEvent =
@@ -60,7 +63,6 @@ export class DatabaseFullError extends Error {
 }
 
 const HEAD_BYTES = 64 * 1024;
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 const SAMPLE_CHARS = 200;
 /** trainer_state.json is re-read whole; past this it is not a Trainer state file. */
 const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
@@ -100,10 +102,15 @@ export class Ingestor {
   async ingest(path: string, root: string): Promise<FileOutcome | null> {
     let fd: number;
     try {
-      // a FIFO blocks open() until a writer comes: regular files only, and never a blocking open
-      if (!statSync(path).isFile()) return null;
-      fd = openSync(path, OPEN_FLAGS);
+      // regular files only (a FIFO blocks open() until a writer comes), and only inside the root (insideRoots.ts)
+      const opened = openInsideRoots(path, [root]);
+      if (!opened) return null;
+      fd = opened.fd;
     } catch (err) {
+      if (err instanceof OutsideRoots) {
+        this.refused(path, root, err.reason);
+        return null;
+      }
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
@@ -126,9 +133,9 @@ export class Ingestor {
         skips: {},
       };
       if (format.kind === 'document') this.readDocument(fd, st, row, format, outcome);
-      else if (format.kind === 'records') await this.readNewRecords(fd, st, row, format, outcome);
+      else if (format.kind === 'records') await this.readNewRecords(fd, st, row, format, outcome, root);
       else if (format.kind === 'table') await this.readTable(fd, st, row, format, outcome);
-      else await this.readNewLines(fd, st, row, outcome);
+      else await this.readNewLines(fd, st, row, outcome, root);
       return outcome;
     } catch (err) {
       // the database's trouble, not the file's: the caller says so (and a backfill stops)
@@ -159,6 +166,13 @@ export class Ingestor {
     this.store.unread.forget(path);
     const run = this.store.runs.ensure(loc.name, loc.dir);
     return this.store.files.add(run.id, path, verdict.format.id);
+  }
+
+  /** Lists a file the rule refuses as not read, with why; of a symlink, its own size (nothing of where it leads). */
+  private refused(path: string, root: string, reason: string): void {
+    const { name: run, dir: run_dir, relPath: rel_path } = locateRun(root, path, this.opts.runPrefix);
+    const size = lstatSync(path, { throwIfNoEntry: false })?.size ?? 0;
+    this.store.unread.note({ path, run, run_dir, rel_path, reason, size, seen_at: Date.now() });
   }
 
   private runName(root: string, path: string): string {
@@ -194,13 +208,13 @@ export class Ingestor {
     return batch;
   }
 
-  private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome): Promise<void> {
+  private async readNewLines(fd: number, st: Stats, row: FileRow, out: FileOutcome, root: string): Promise<void> {
     let offset = row.offset;
     const groups = this.store.groupsRolledBack;
     const renamed = row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev);
     if (renamed) {
       const read: ReadFrom = (f, fst, r, from, fresh) => this.readLines(f, fst, r, from, fresh, out, groups);
-      row = await this.drainRotated(row, st, read);
+      row = await this.drainRotated(row, st, read, root);
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
     }
@@ -268,13 +282,14 @@ export class Ingestor {
     row: FileRow,
     format: RecordFormat,
     out: FileOutcome,
+    root: string,
   ): Promise<void> {
     let offset = row.offset;
     const groups = this.store.groupsRolledBack;
     const renamed = row.ino !== null && (row.ino !== st.ino || row.dev !== st.dev);
     if (renamed) {
       const read: ReadFrom = (f, fst, r, from, fresh) => this.readRecords(f, fst, r, from, fresh, format, out, groups);
-      row = await this.drainRotated(row, st, read);
+      row = await this.drainRotated(row, st, read, root);
       offset = 0;
       this.onEvent({ kind: 'restart', path: row.path, why: 'rotated' });
     } else if (st.size < offset) {
@@ -379,7 +394,7 @@ export class Ingestor {
    * path's file row with its own identity, so a restart mid-way goes on from where it stopped. Returns the row
    * as that left it.
    */
-  private async drainRotated(row: FileRow, current: Stats, read: ReadFrom): Promise<FileRow> {
+  private async drainRotated(row: FileRow, current: Stats, read: ReadFrom, root: string): Promise<FileRow> {
     const groups = this.store.groupsRolledBack;
     const { old, newer } = rotatedSince(row, current);
     const files = [...(old ? [{ file: old, from: row.offset }] : []), ...newer.map((file) => ({ file, from: 0 }))];
@@ -387,9 +402,11 @@ export class Ingestor {
       if (this.store.groupsRolledBack !== groups) break;
       let fd: number;
       try {
-        fd = openSync(file.path, OPEN_FLAGS);
+        const opened = openInsideRoots(file.path, [root]);
+        if (!opened) continue;
+        fd = opened.fd;
       } catch {
-        continue; // removed since it was listed
+        continue; // removed since it was listed, or no longer inside the root
       }
       try {
         const st = fstatSync(fd);
@@ -440,6 +457,7 @@ export class Ingestor {
   private commit(batch: Batch, out: FileOutcome, bytes: number): void {
     const inBatch = this.inBatch;
     const within = inBatch && ((r: BatchResult) => void (stored(batch, r) && inBatch(r)));
+    batch.maxMetricNames = this.opts.maxMetricNames;
     this.store.commitSoon(batch, this.opts.examplesPerStep, within, (result) => {
       if (stored(batch, result)) this.onEvent({ kind: 'batch', result });
     });

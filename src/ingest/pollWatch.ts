@@ -1,7 +1,8 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { statSync } from 'node:fs';
 import { basename, relative, sep } from 'node:path';
-import { discoverFiles, isIgnoredDir, readElsewhere } from './discover.ts';
+import { discover, isIgnoredDir } from './discover.ts';
+import { reachOf } from './insideRoots.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
 /** chokidar drops a change event that comes within 50 ms of the one it last emitted and sends no trailing event,
@@ -11,13 +12,16 @@ const TRAILING_CHECK_MS = 60;
 
 /**
  * The roots polled by chokidar (`watch.poll`: network file systems send no events): each file stat'ed and each
- * folder listed every `intervalMs`. Log files found or changed go to `onFile` (by the same rules as `TreeWatch`).
+ * folder listed every `intervalMs`. Log files found or changed go to `onFile`, links out of the roots to
+ * `onOutside` once (by the same rules as `TreeWatch`).
  */
 export class PollWatch {
   private watcher: FSWatcher | null = null;
   private readonly trailing = new Map<string, NodeJS.Timeout>();
   /** the files handed over: a listing hands over only the others */
   private readonly handed = new Set<string>();
+  /** the links out of the roots told */
+  private readonly told = new Set<string>();
   private readonly listings = new Set<NodeJS.Timeout>();
 
   constructor(
@@ -25,15 +29,18 @@ export class PollWatch {
     private readonly opts: { depth: number; ignore: readonly string[]; intervalMs: number },
     private readonly onFile: (path: string) => void,
     private readonly onError: (err: Error) => void,
+    private readonly onOutside: (path: string) => void,
   ) {}
 
   /** Resolves once every log file present has been handed over. */
   async start(): Promise<void> {
+    // chokidar follows every symlink (it gives the stats of what a link leads to): what is not where its name says
+    // is passed by, read under its real path inside a root or listed as not read (listUnseen)
     const ignored = (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }): boolean => {
       if (this.roots.includes(path)) return false;
       const name = basename(path);
-      if (stats?.isDirectory()) return isIgnoredDir(name, this.opts.ignore);
-      if (stats?.isFile()) return !CANDIDATE_FILE.test(name);
+      if (stats?.isDirectory()) return isIgnoredDir(name, this.opts.ignore) || reachOf(path, this.roots) !== 'direct';
+      if (stats?.isFile()) return !CANDIDATE_FILE.test(name) || reachOf(path, this.roots) !== 'direct';
       return isIgnoredDir(name, this.opts.ignore) && !CANDIDATE_FILE.test(name);
     };
     const watcher = watch([...this.roots], {
@@ -66,7 +73,8 @@ export class PollWatch {
     this.listings.add(t);
   }
 
-  /** Lists the trees again and hands over the log files chokidar never reported (the sweep's safety net). */
+  /** Lists the trees again and hands over the log files chokidar never reported (the sweep's safety net), and
+   * tells the links out of the roots (chokidar passes them by). */
   rescan(): void {
     for (const root of this.roots) this.listUnseen(root);
   }
@@ -86,14 +94,16 @@ export class PollWatch {
     if (root === undefined) return;
     const level = dir === root ? 0 : relative(root, dir).split(sep).length;
     if (level > this.opts.depth) return; // chokidar reports folders one below `depth`, whose files are not read
-    for (const path of discoverFiles(dir, this.opts.depth - level, this.opts.ignore)) {
-      if (!this.handed.has(path)) this.changed(path);
+    const { files, outside } = discover(dir, this.opts.depth - level, this.opts.ignore, this.roots);
+    for (const path of files) if (!this.handed.has(path)) this.changed(path);
+    for (const path of outside) {
+      if (this.told.has(path)) continue;
+      this.told.add(path);
+      this.onOutside(path);
     }
   }
 
   private changed(path: string): void {
-    // chokidar follows every link: what one leads to inside a root is read under its real path
-    if (readElsewhere(path, this.roots)) return;
     this.handed.add(path);
     this.onFile(path);
     const before = identity(path);

@@ -1,19 +1,19 @@
-import { readdirSync, realpathSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
-import { basename, join, sep } from 'node:path';
-import { isIgnoredDir, readElsewhere } from './discover.ts';
+import { readdirSync, realpathSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { join, sep } from 'node:path';
+import { isIgnoredDir, leadsOut } from './discover.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
 
 /** One watched directory: its inotify watch, how deep below its root it sits, the log files last listed in it. */
 interface Dir {
   watcher: FSWatcher | null;
   level: number;
-  /** its real path, so that a symlink cycle outside the roots ends */
+  /** its real path, so that a folder is watched once (a nested root, a bind mount) */
   real: string;
   files: Set<string>;
   /** sub-directories watched as its entries */
   subdirs: Set<string>;
-  /** symlinked log files, each with its own watch (the directory's watch does not see their target change) */
-  links: Map<string, FSWatcher>;
+  /** its symlinks that lead out of every root, told once each */
+  outside: Set<string>;
 }
 
 /**
@@ -21,7 +21,9 @@ interface Dir {
  * the file: it goes straight to `onFile`, with no stat and no directory read. A directory is read again only
  * when an entry in it is created, removed or renamed (or by `rescan`, the safety net for lost events), and a
  * log file found that way is handed to `onFile` once. Files the ingestor will not take (the wrong name, an
- * ignored or hidden folder, deeper than `depth`, reached through a link into a root) are never handed over.
+ * ignored or hidden folder, deeper than `depth`, reached through a link into a root) are never handed over. No
+ * symlink is followed: one into a root is read there, under its real path; one that leads out of every root (to a
+ * log file, or to a folder) goes to `onOutside` once, to be listed as not read.
  */
 export class TreeWatch {
   private readonly dirs = new Map<string, Dir>();
@@ -39,6 +41,7 @@ export class TreeWatch {
     private readonly opts: { depth: number; ignore: readonly string[] },
     private readonly onFile: (path: string) => void,
     private readonly onError: (err: Error) => void,
+    private readonly onOutside: (path: string) => void,
   ) {}
 
   /** Watches the trees and hands over every log file in them. */
@@ -69,8 +72,8 @@ export class TreeWatch {
     } catch {
       return;
     }
-    if (!known && this.reals.has(real)) return; // a link cycle, or a second link to one folder
-    const dir: Dir = known ?? { watcher: null, level, real, files: new Set(), subdirs: new Set(), links: new Map() };
+    if (!known && this.reals.has(real)) return; // watched already, as a nested root or through a bind mount
+    const dir: Dir = known ?? { watcher: null, level, real, files: new Set(), subdirs: new Set(), outside: new Set() };
     dir.level = Math.min(dir.level, level);
     this.dirs.set(path, dir);
     this.reals.add(real);
@@ -127,52 +130,27 @@ export class TreeWatch {
     }
     const files = new Set<string>();
     const subdirs = new Set<string>();
+    const outside = new Set<string>();
     for (const e of entries) {
       const child = join(path, e.name);
-      let isDir = e.isDirectory();
-      let isFile = e.isFile();
-      const link = e.isSymbolicLink();
-      if (link) {
-        try {
-          const st = statSync(child);
-          isDir = st.isDirectory();
-          isFile = st.isFile();
-        } catch {
-          continue; // dangling
-        }
+      const descend = dir.level < this.opts.depth && !isIgnoredDir(e.name, this.opts.ignore);
+      if (e.isSymbolicLink()) {
         // what a link leads to inside a root is read under its real path, and watched there
-        if (readElsewhere(child, this.roots)) continue;
-      }
-      if (isDir && dir.level < this.opts.depth && !isIgnoredDir(e.name, this.opts.ignore)) {
+        if (!leadsOut(child, e.name, descend, this.roots)) continue;
+        outside.add(e.name);
+        if (!dir.outside.has(e.name)) this.onOutside(child);
+      } else if (e.isDirectory() && descend) {
         subdirs.add(e.name);
         if (!this.isRoot(child)) this.add(child, dir.level + 1);
-      } else if (isFile && CANDIDATE_FILE.test(e.name)) {
+      } else if (e.isFile() && CANDIDATE_FILE.test(e.name)) {
         files.add(e.name);
-        if (link && !dir.links.has(e.name)) this.watchLink(dir, child);
         if (!dir.files.has(e.name)) this.onFile(child);
       }
     }
     for (const name of dir.subdirs) if (!subdirs.has(name)) this.dropTree(join(path, name));
-    for (const [name, w] of dir.links) {
-      if (files.has(name)) continue;
-      w.close();
-      dir.links.delete(name);
-    }
     dir.files = files;
     dir.subdirs = subdirs;
-  }
-
-  private watchLink(dir: Dir, path: string): void {
-    try {
-      const w = watch(path, { persistent: true }, () => this.closed || this.onFile(path));
-      w.on('error', () => {
-        w.close();
-        dir.links.delete(basename(path));
-      });
-      dir.links.set(basename(path), w);
-    } catch {
-      // gone already: the next listing of its folder says so
-    }
+    dir.outside = outside;
   }
 
   /** A directory's watch failed or the directory went: a root stays known (to be watched again), others go. */
@@ -185,6 +163,7 @@ export class TreeWatch {
       for (const name of dir.subdirs) this.dropTree(join(path, name));
       dir.subdirs.clear();
       dir.files.clear();
+      dir.outside.clear();
     } else this.dropTree(path);
   }
 
@@ -199,7 +178,6 @@ export class TreeWatch {
     const dir = this.dirs.get(path);
     if (!dir) return;
     dir.watcher?.close();
-    for (const w of dir.links.values()) w.close();
     this.dirs.delete(path);
     this.reals.delete(dir.real);
   }

@@ -56,13 +56,16 @@ export class LiveIngest {
       this.seen.add(path);
       this.enqueue(path);
     };
+    // a link out of the roots goes to the ingestor once (not with every sweep): it refuses it, listed as not read
+    const onOutside = (path: string): void => this.enqueue(path);
     const { depth, ignore } = this.opts;
     if (this.opts.poll) {
-      const source = new PollWatch(this.roots, { depth, ignore, intervalMs: this.opts.pollIntervalMs }, onFile, this.onError);
+      const intervalMs = this.opts.pollIntervalMs;
+      const source = new PollWatch(this.roots, { depth, ignore, intervalMs }, onFile, this.onError, onOutside);
       this.source = source;
       await source.start();
     } else {
-      const source = new TreeWatch(this.roots, { depth, ignore }, onFile, this.onError);
+      const source = new TreeWatch(this.roots, { depth, ignore }, onFile, this.onError, onOutside);
       this.source = source;
       source.start();
     }

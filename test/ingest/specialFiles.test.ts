@@ -1,11 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { runFiles } from '../../src/commands/files.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../src/ingest/watcher.ts';
+import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
@@ -25,9 +27,15 @@ beforeEach(() => {
 });
 afterEach(() => store.close());
 
-async function watchOnce(): Promise<void> {
-  const live = new LiveIngest(ingestor, [root], WATCH);
+/** Waits (up to 5 s) until `done` holds. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 250 && !done(); i++) await sleep(20);
+}
+
+async function watchOnce(poll = false, done = (): boolean => true): Promise<void> {
+  const live = new LiveIngest(ingestor, [root], { ...WATCH, poll });
   await live.start();
+  await until(done);
   await sleep(200);
   await live.idle();
   await live.stop();
@@ -52,25 +60,64 @@ describe('a named pipe in the tree', () => {
 });
 
 describe('symlinks: one rule in backfill and start', () => {
+  const SECRET = 'root:$6$pl4nted-s3cret-hash:19000:0:99999:7:::';
+  const KEY = '-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA';
   beforeEach(() => {
     writeFileSync(ensureParent(join(root, 'exp1', 'learning.log')), lines(3));
     symlinkSync(join(root, 'exp1'), join(root, 'latest')); // inside the root: read once, as exp1
-    const outside = join(tempDir(), 'elsewhere', 'exp9');
-    writeFileSync(ensureParent(join(outside, 'learning.log')), lines(2));
-    symlinkSync(outside, join(root, 'exp9')); // out of the root: followed, under the link's name
+    const outside = tempDir();
+    // what a link planted in a run folder leads to: a file and a folder out of the root, each in a format read
+    writeFileSync(join(outside, 'shadow'), `${lines(1)}${SECRET}\n`);
+    symlinkSync(join(outside, 'shadow'), join(root, 'exp1', 'shadow.log'));
+    writeFileSync(ensureParent(join(outside, 'ssh', 'worker.log')), `step:1 - actor/entropy:0.5\n${KEY}\n`);
+    symlinkSync(join(outside, 'ssh'), join(root, 'exp1', 'logs'));
+    writeFileSync(ensureParent(join(outside, 'exp9', 'learning.log')), lines(2));
+    symlinkSync(join(outside, 'exp9'), join(root, 'exp9')); // a whole run folder out of the root
     symlinkSync(join(root, 'loop'), join(root, 'loop')); // a link to itself ends
     symlinkSync(root, join(root, 'exp1', 'up')); // a cycle ends
   });
 
-  it('backfill reads a linked run folder once, by its real path', async () => {
-    await backfill(ingestor, [root], { depth: 4 });
-    expect(runNames()).toEqual(['exp1', 'exp9']);
+  const REASON = 'symlink leads out of the watched roots';
+  /** exp1's own log is read once, as exp1; the three links out are listed as not read, under the run they sit in */
+  async function expectOnlyInside(): Promise<void> {
+    expect(runNames()).toEqual(['exp1']);
     expect(store.runs.byName('exp1')?.records).toBe(3);
+    const read = store.runs.list().flatMap((r) => store.files.ofRun(r.id).map((f) => f.path));
+    expect(read).toEqual([join(root, 'exp1', 'learning.log')]);
+    const unread = (await runFiles(new SqliteAsyncStore(store))).flatMap((r) =>
+      r.unread.map((u) => ({ run: r.run, path: u.path, reason: u.reason })),
+    );
+    expect(unread).toEqual([
+      { run: 'exp1', path: 'logs', reason: REASON },
+      { run: 'exp1', path: 'shadow.log', reason: REASON },
+      { run: 'runs', path: 'exp9', reason: REASON }, // in the root itself: under the root's name
+    ]);
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    const db = readFileSync(store.db.name, 'latin1');
+    expect(db).not.toContain('pl4nted-s3cret');
+    expect(db).not.toContain('OPENSSH');
+  }
+
+  it('backfill reads a linked run folder once, by its real path, and nothing a link out of the root leads to', async () => {
+    await backfill(ingestor, [root], { depth: 4 });
+    await expectOnlyInside();
   });
 
-  it('start reads the same runs as backfill', async () => {
-    await watchOnce();
-    expect(runNames()).toEqual(['exp1', 'exp9']);
-    expect(store.runs.byName('exp1')?.records).toBe(3);
+  it.each([false, true])('start (poll: %s) reads the same as backfill', async (poll) => {
+    await watchOnce(poll, () => store.unread.list().length >= 3);
+    await expectOnlyInside();
+  });
+
+  it('start tells a link planted while it runs, once', async () => {
+    const live = new LiveIngest(ingestor, [root], { ...WATCH, depth: 4 });
+    await live.start();
+    const noted = vi.spyOn(store.unread, 'note');
+    symlinkSync(join(root, 'exp1', 'shadow.log'), join(root, 'exp1', 'job.out')); // through a link inside, out
+    await until(() => noted.mock.calls.length > 0);
+    writeFileSync(join(root, 'exp1', 'more.log'), lines(1)); // the folder is listed again
+    await until(() => store.files.byPath(join(root, 'exp1', 'more.log')) !== undefined);
+    await live.stop();
+    expect(noted.mock.calls.map(([row]) => [row.rel_path, row.reason])).toEqual([['job.out', REASON]]);
+    expect(store.files.byPath(join(root, 'exp1', 'job.out'))).toBeUndefined();
   });
 });

@@ -155,15 +155,33 @@ describe.each([
     expect(losses('exp1')).toEqual(range(1, 3));
   });
 
-  it('follows a log file linked from outside the roots: appends to what it leads to are read', async () => {
-    const target = ensureParent(join(dir, 'elsewhere', 'train.log'));
+  it('reads a log file linked from inside the root once, under its real path, appends included', async () => {
+    const target = ensureParent(join(root, 'shared', 'learning.log'));
     writeFileSync(target, lines(1, 2));
     mkdirSync(join(root, 'a'));
     symlinkSync(target, join(root, 'a', 'learning.log'));
     await watch([root], opts);
     appendFileSync(target, lines(3, 4));
-    await until(() => losses('a').length >= 4);
-    expect(losses('a')).toEqual(range(1, 4));
+    await until(() => losses('shared').length >= 4);
+    expect(runNames()).toEqual(['shared']);
+    expect(losses('shared')).toEqual(range(1, 4));
+  });
+
+  it('reads nothing of a log file linked from outside the roots, at start-up nor as it grows, and lists it', async () => {
+    const target = ensureParent(join(dir, 'elsewhere', 'train.log'));
+    writeFileSync(target, lines(1, 2));
+    writeFileSync(ensureParent(join(root, 'a', 'job.out')), lines(1, 1));
+    symlinkSync(target, join(root, 'a', 'learning.log'));
+    await watch([root], opts);
+    appendFileSync(target, lines(3, 4));
+    await until(() => store.unread.list().length > 0);
+    await sleep(300);
+    await live?.idle();
+    expect(store.unread.list().map((u) => [u.run, u.rel_path, u.reason])).toEqual([
+      ['a', 'learning.log', 'symlink leads out of the watched roots'],
+    ]);
+    expect(store.files.byPath(join(root, 'a', 'learning.log'))).toBeUndefined();
+    expect(losses('a')).toEqual([1]); // job.out's one line
   });
 
   it('reads nothing after stop()', async () => {
