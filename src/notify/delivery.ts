@@ -1,8 +1,11 @@
+import { setImmediate } from 'node:timers';
 import { isMuted, snapshotOf } from '../engine/capture.ts';
 import type { Notification, NotificationItem, ScheduledReport } from '../engine/notification.ts';
 import { reportCard } from '../report/card.ts';
 import type { ChatMessageRow, StoreContract } from '../store/contract.ts';
+import { CRITICAL_URGENCY, urgencyOf } from '../store/outbox.ts';
 import { alertCards, stateOf, type AlertCard } from './cards.ts';
+import { cut } from './limits.ts';
 import { parseNotification } from './payload.ts';
 
 /** What delivery reads and writes of a channel's own records of the messages it posted. */
@@ -10,8 +13,98 @@ export type MessageRecords = Pick<
   StoreContract, 'messagesOfAlert' | 'messageByDelivery' | 'recordMessage' | 'setMessagePayload'
 >;
 
+/**
+ * Lets timers and I/O run (a slash command, the watcher's next lines). The SQLite store answers within the turn, and
+ * a storm's rows hold hundreds of items each: worked through without a pause, a command's 3 s to answer ran out.
+ * Only big rows give way (every GIVE_WAY_EVERY items): a row of a few cards goes on as before, its platform's answer
+ * being a turn anyway.
+ */
+export const giveWay = (): Promise<void> => new Promise<void>((turn) => setImmediate(turn));
+const GIVE_WAY_EVERY = 25;
+
 /** Alerts per chat message: one row of buttons per alert, and the strictest chat allows five rows. */
 export const CARDS_PER_MESSAGE = 5;
+
+/** The id of a storm's summary card: no alert has it, so no button, chart name or reply is made for it. */
+export const SUMMARY_CARD_ID = -1;
+
+const critical = (i: NotificationItem): boolean => urgencyOf(i.severity) >= CRITICAL_URGENCY;
+
+/**
+ * The cards a message shows. Up to CARDS_PER_MESSAGE items, one card each. More (a storm: hundreds of alerts of a
+ * run in one delivery) show the most severe first, every critical one in full and the others up to
+ * CARDS_PER_MESSAGE, then one summary card of the rest (`+K more alerts on <run>: rule × count`). A storm message
+ * draws one chart, or one per critical card: a picture per summed-up warning is what filled the memory. The summary
+ * names the rules still firing, and says so once all have resolved: a resolution or ack of one of them alone
+ * changes nothing shown, so it costs no edit. A function of the payload alone: an edit renders what the post did.
+ */
+export function messageCards(n: Notification): AlertCard[] {
+  if (n.items.length <= CARDS_PER_MESSAGE) return alertCards(n);
+  const sorted = bySeverity(n.items);
+  const shownCount = Math.max(CARDS_PER_MESSAGE, sorted.filter(critical).length);
+  const shown = sorted.slice(0, shownCount);
+  const charted = shown.some(critical) ? shown.map(critical) : shown.map((_, k) => k === 0);
+  const cards = alertCards({ run: n.run, items: shown }).map((c, k) => (charted[k] ? c : { ...c, chart: null }));
+  return [...cards, summaryCard(n.run, sorted.slice(shownCount))];
+}
+
+/** The items, most severe first, in their order otherwise. */
+function bySeverity(items: readonly NotificationItem[]): NotificationItem[] {
+  return items.map((item, k) => ({ item, k, u: urgencyOf(item.severity) }))
+    .sort((a, b) => b.u - a.u || a.k - b.k)
+    .map((x) => x.item);
+}
+
+/** One card for the alerts a storm message does not show: how many, of which rules (most first), how severe. */
+function summaryCard(run: string, rest: readonly NotificationItem[]): AlertCard {
+  const perRule = new Map<string, number>();
+  for (const i of rest) perRule.set(i.rule, (perRule.get(i.rule) ?? 0) + 1);
+  const rules = [...perRule].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([r, k]) => `${r} × ${k}`);
+  const severity = bySeverity(rest)[0]?.severity ?? 'info';
+  const ids = rest.map((i) => i.alertId);
+  const resolved = rest.every((i) => stateOf(i).resolved !== null);
+  return {
+    alertId: SUMMARY_CARD_ID,
+    run,
+    title: `+${rest.length} more alerts on ${run}${resolved ? ': all resolved' : ''}`,
+    severity,
+    status: resolved ? 'resolved' : 'firing',
+    summary: cut(rules.join(', '), 900),
+    fields: [
+      { name: 'Run', value: run },
+      { name: 'Alerts', value: `${rest.length}, #${Math.min(...ids)} to #${Math.max(...ids)} (/alerts lists them)` },
+    ],
+    note: null,
+    sparkline: null,
+    examples: [],
+    evidence: null,
+    chart: null,
+    buttons: [],
+  };
+}
+
+/** A summed-up item as a message's record keeps it: what its line in the summary needs, without the numbers,
+ * generations and chart points of a card (hundreds of them per storm message). */
+function summedUp(i: NotificationItem): NotificationItem {
+  const { evidence: _e, finished: _f, ...rest } = i;
+  return { ...rest, recent: [], examples: null, chart: null };
+}
+
+/** What a delivery's new alerts are posted as: up to CARDS_PER_MESSAGE together as they came; more (a storm) in
+ * one message (`messageCards`), with further messages only for critical cards beyond its first CARDS_PER_MESSAGE,
+ * CARDS_PER_MESSAGE each: a critical alert is never summed up. */
+function messagesOf(fresh: readonly NotificationItem[]): NotificationItem[][] {
+  if (fresh.length <= CARDS_PER_MESSAGE) return fresh.length === 0 ? [] : [[...fresh]];
+  const sorted = bySeverity(fresh);
+  const criticals = sorted.filter(critical);
+  const parts: NotificationItem[][] = [];
+  for (let i = CARDS_PER_MESSAGE; i < criticals.length; i += CARDS_PER_MESSAGE) {
+    parts.push(criticals.slice(i, i + CARDS_PER_MESSAGE));
+  }
+  const first = [...criticals.slice(0, CARDS_PER_MESSAGE), ...sorted.filter((i) => !critical(i))];
+  const kept = first.length <= CARDS_PER_MESSAGE ? first : [...first.slice(0, CARDS_PER_MESSAGE), ...first.slice(CARDS_PER_MESSAGE).map(summedUp)];
+  return [kept, ...parts];
+}
 
 /** What a platform does with cards; the rest of a delivery is the same everywhere. */
 export interface CardChannel {
@@ -52,7 +145,7 @@ export async function shownNow(
 ): Promise<AlertCard[] | null> {
   const m = await messages.messageByRef(target, ref);
   const posted = m && postedOf(m);
-  return posted ? alertCards(posted) : null;
+  return posted ? messageCards(posted) : null;
 }
 
 /**
@@ -74,16 +167,17 @@ export async function recapture(
   }
   const n: Notification = { ...posted, items };
   await store.setMessagePayload(m.id, n);
-  return alertCards(n);
+  return messageCards(n);
 }
 
 /**
  * Delivers one outbox row to a chat channel: a resolution edits the messages that announced the alert
  * (each message once) and says so in the thread of the newest; an update (an ack or a mute) edits them and
  * nothing else, and a message already showing that state is left alone (the clicked one, re-rendered by its
- * button); everything else is posted, five alerts a message, before those edits. Each part is recorded under
- * `key`, so a retry of the row after a failure never posts a part twice. Reads only the channel's own records of
- * what it posted: the cards come from `n` and those messages. An edit keeps the message's charts as posted.
+ * button); everything else is posted, five alerts a message (a storm's as one message, `messageCards`), before
+ * those edits; an edit goes out only when what the message shows changed. Each part is recorded under `key`, so a
+ * retry of the row after a failure never posts a part twice. Reads only the channel's own records of what it posted:
+ * the cards come from `n` and those messages. An edit keeps the message's charts as posted.
  */
 export async function deliverCards(
   messages: MessageRecords,
@@ -96,7 +190,8 @@ export async function deliverCards(
   if (n.report) return deliverReport(messages, target, n, n.report, delivery, channel);
   const edits = new Map<string, { message: ChatMessageRow; changed: NotificationItem[]; thread: boolean }>();
   const fresh: Notification['items'] = [];
-  for (const item of n.items) {
+  for (const [k, item] of n.items.entries()) {
+    if (k > 0 && k % GIVE_WAY_EVERY === 0) await giveWay();
     const edited = item.kind === 'resolved' || item.kind === 'update';
     const showing = edited ? await messages.messagesOfAlert(item.alertId, target) : [];
     if (showing.length === 0 && item.kind !== 'update') fresh.push(item); // an update never posts
@@ -108,11 +203,12 @@ export async function deliverCards(
     });
   }
   // the new alerts first: a critical card never waits for the edits of older ones
-  for (let i = 0; i < fresh.length; i += CARDS_PER_MESSAGE) {
-    const part = `${key}/${i}`;
+  const parts = messagesOf(fresh);
+  for (let i = 0; i < parts.length; i++) {
+    const part = `${key}/${i * CARDS_PER_MESSAGE}`;
     if (await messages.messageByDelivery(target, part)) continue; // posted before a later part failed
-    const posted: Notification = { run: n.run, items: fresh.slice(i, i + CARDS_PER_MESSAGE) };
-    const cards = alertCards(posted);
+    const posted: Notification = { run: n.run, items: parts[i]! };
+    const cards = messageCards(posted);
     const ref = await channel.post(cards);
     const alertIds = posted.items.map((x) => x.alertId);
     await messages.recordMessage(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
@@ -122,11 +218,10 @@ export async function deliverCards(
     // a payload that no longer reads is replaced by the alerts being changed, so that the edit still goes out
     const posted = postedOf(message);
     const shown = withStates(posted ?? { run: n.run, items: changed }, changed);
-    const cards = alertCards(shown);
-    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted)) {
-      await channel.edit(message.ref, cards);
-      await messages.setMessagePayload(message.id, shown);
-    }
+    const cards = messageCards(shown);
+    // an edit only when what the message shows changed: a summed-up alert's own change is kept in its record
+    if (!posted || JSON.stringify(cards) !== JSON.stringify(messageCards(posted))) await channel.edit(message.ref, cards);
+    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted)) await messages.setMessagePayload(message.id, shown);
     const part = `${key}/reply/${message.id}`;
     if (!thread || !channel.replyResolved || (await messages.messageByDelivery(target, part))) continue;
     const ids = new Set(changed.filter((c) => c.kind === 'resolved').map((c) => c.alertId));

@@ -4,6 +4,7 @@ import type { Notification } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
 import type { ClaimedRow, ClaimOptions, StoreContract } from '../store/contract.ts';
 import { urgencyOf } from '../store/outbox.ts';
+import { CARDS_PER_MESSAGE, giveWay } from './delivery.ts';
 import { parseNotification } from './payload.ts';
 
 /** A place notifications go: the terminal, a chat channel, an address. */
@@ -281,6 +282,8 @@ export class Dispatcher {
       this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
       return null;
     }
+    // a storm's row took a while to read: the process's other work goes first (a slash command waits 3 s at most)
+    if (n && n.items.length > CARDS_PER_MESSAGE) await giveWay();
     if (n === null) {
       // acks and mutes only, for a target that cannot edit what it sent: nothing to send
       return this.recordDelivered(row, target, next());
