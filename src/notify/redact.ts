@@ -38,6 +38,8 @@ const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@'"]*:)[^\s/@'"]+@/gi;
 const NAME_VALUE =
   /(?<![\w.])(["']?)([A-Za-z_][\w.-]*)\1(\s*[:=]\s*)(?:(["'])([^\n]*?)\4|(\$\{\w+\}|(?:(?:Bearer|Basic|Token|Digest|Bot)\s+)?[^\s'",;(){}[\]<>]+))/g;
 
+/** What a secret's name holds somewhere: a text without it has no `NAME=value` to look at (the costly pass). */
+const SECRET_HINT = /token|secret|passw|pwd|passphrase|credential|auth|key/i;
 /** Words of a name that make its value a secret (`HF_TOKEN`, `db_password`, `Authorization`, `apiKey`). */
 const SECRET_WORDS = new Set([
   'token', 'secret', 'secrets', 'password', 'passwd', 'pwd', 'passphrase', 'credential', 'credentials', 'auth',
@@ -66,6 +68,7 @@ const NUMBER = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?$/i;
 const INERT = /^(?:|none|null|nil|undefined|true|false|\*+|\[redacted\]|<[^>]*>|\$\{?\w+\}?|\[[^\]]*\])$/i;
 
 function secretName(name: string, value: string): boolean {
+  if (!SECRET_HINT.test(name)) return false;
   const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
   if (words.some((w) => ABOUT_WORDS.has(w))) return false;
   const named = words.some(
@@ -86,9 +89,12 @@ const PEM_BODY = /^\s*(?:[A-Za-z0-9+/]+={0,2}|(?:Proc-Type|DEK-Info):.*)?\s*$/;
  * upper and lower case and digits, so that a hex digest or a row of `=` is not one. */
 const BLOB = /^\s*(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{60,}={0,2}\s*$/;
 
+/** BLOB for each line of a text (a key's middle lines, each one `[redacted]`). */
+const BLOB_LINES = /^[ \t]*(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{60,}={0,2}[ \t]*$/gm;
+
 /** Multi-line PEM keys in `text`, whole or cut at either end (an evidence block starts where it was cut). */
 function redactPem(text: string): string {
-  if (!text.includes('PRIVATE KEY-----') && !/[A-Za-z0-9+/]{60}/.test(text)) return text;
+  if (!text.includes('PRIVATE KEY-----')) return text.replace(BLOB_LINES, REDACTED);
   const out: string[] = [];
   let inBlock = false;
   const body = (): void => {
@@ -133,6 +139,7 @@ export interface Redactor {
 
 /** Fields of a notification that name things rlwatch made or routes by, not text from a log. */
 const STRUCTURAL = new Set(['run', 'rule', 'metric', 'severity', 'kind', 'by']);
+const NONE: ReadonlySet<string> = new Set();
 
 /** A redactor of the built-in shapes and `extra` (regular expressions, each match replaced whole). */
 export function makeRedactor(extra: readonly string[] = []): Redactor {
@@ -141,7 +148,7 @@ export function makeRedactor(extra: readonly string[] = []): Redactor {
     let t = redactPem(s);
     t = t.replace(URL_PASSWORD, `$1${REDACTED}@`);
     t = t.replace(AWS_SECRET, `$1${REDACTED}`);
-    t = t.replace(NAME_VALUE, (m, q: string, name: string, sep: string, vq?: string, quoted?: string, bare?: string) => {
+    if (SECRET_HINT.test(t)) t = t.replace(NAME_VALUE, (m, q: string, name: string, sep: string, vq?: string, quoted?: string, bare?: string) => {
       const value = quoted ?? bare ?? '';
       if (!secretName(name, value)) return m;
       return vq ? `${q}${name}${q}${sep}${vq}${REDACTED}${vq}` : `${q}${name}${q}${sep}${REDACTED}`;
@@ -152,13 +159,26 @@ export function makeRedactor(extra: readonly string[] = []): Redactor {
     return t;
   };
   const lines = (ls: readonly string[]): string[] => (ls.length === 0 ? [] : text(ls.join('\n')).split('\n'));
-  const deep = (v: unknown, skip: ReadonlySet<string> = new Set()): unknown => {
+  /** `v` with its strings redacted; a part without a change is `v`'s own (a long series is not copied) */
+  const deep = (v: unknown, skip: ReadonlySet<string> = NONE): unknown => {
     if (typeof v === 'string') return text(v);
-    if (Array.isArray(v)) return v.every((x) => typeof x === 'string') ? lines(v) : v.map((x) => deep(x, skip));
     if (v === null || typeof v !== 'object') return v;
+    if (Array.isArray(v)) {
+      if (v.length > 0 && v.every((x) => typeof x === 'string')) return lines(v);
+      const out = v.map((x) => deep(x, skip));
+      return out.some((x, i) => x !== v[i]) ? out : v;
+    }
     const proto: unknown = Object.getPrototypeOf(v);
     if (proto !== Object.prototype && proto !== null) return v; // typed arrays, dates: no text
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, skip.has(k) ? x : deep(x, skip)]));
+    const obj = v as Record<string, unknown>;
+    let out: Record<string, unknown> | null = null;
+    for (const k of Object.keys(obj)) {
+      const x = obj[k];
+      if ((typeof x !== 'string' && (typeof x !== 'object' || x === null)) || skip.has(k)) continue;
+      const y = deep(x, skip);
+      if (y !== x) (out ??= { ...obj })[k] = y;
+    }
+    return out ?? v;
   };
   return {
     text,

@@ -198,4 +198,14 @@ describe('notifications and replies', () => {
     expect(await out.data).toEqual({ run: 'grpo', lines: ['WANDB_API_KEY=[redacted]', 'loss=0.5'], n: 3 });
     expect(reads).toBe(1);
   });
+
+  it('data without text to change is handed on as it was, not copied (a long series stays one array)', () => {
+    const points = Array.from({ length: 1000 }, (_, i) => ({ step: i, epoch: null, value: i / 10 }));
+    const data = { run: 'grpo', metric: 'reward', points };
+    const out = r.reply({ title: 'reward of grpo', fields: [], lines: [], data }).data as typeof data;
+    expect(out).toBe(data);
+    const named = r.reply({ title: '', fields: [], lines: [], data: { ...data, note: `HF_TOKEN=${HF}` } }).data as typeof data;
+    expect(named).toEqual({ ...data, note: 'HF_TOKEN=[redacted]' });
+    expect(named.points).toBe(points);
+  });
 });
