@@ -13,6 +13,9 @@ export function evidenceOf(e: EventRow): { title: string; lines: string[] } {
   return { title: `the log up to the error (last ${lines.length} lines)`, lines };
 }
 
+/** A Ray worker's error (`(WorkerDict pid=2) TypeError: ...`): verl's driver runs as TaskRunner or main_task. */
+const WORKER = /^\((?!TaskRunner |main_task )[^)]*pid=\d+/;
+
 /** Each rule's grace in milliseconds, parsed once (it is asked after every batch of every run). */
 const graces = new WeakMap<CrashRule, number>();
 function graceOf(rule: CrashRule): number {
@@ -27,8 +30,11 @@ function graceOf(rule: CrashRule): number {
  * fires only if the run also goes quiet for `grace` within `grace` of it, on rlwatch's own clock
  * (`runs.active_at`); a run that keeps writing past the grace survived it. Evaluated after each batch and
  * on the engine's tick. A non-fatal error in history (a backfill, the backlog read at start-up: `live`
- * false) is not held: whether the job survived it cannot be told on rlwatch's clock. A finished run does
- * not crash; a crashed run that logs new steps (resumed, or it was alive after all) resolves.
+ * false) is not held: whether the job survived it cannot be told on rlwatch's clock. But the last error of a log
+ * that logged no step after it, raised by the job's own process rather than one of its Ray workers (a job that died
+ * before step 1, or whose last words were a traceback), fires once on the tick that follows (the end of a backfill,
+ * the first tick of `start`), unless the run has grown while watched since: then it is held like a live error. A
+ * finished run does not crash; a crashed run that logs new steps (resumed, or it was alive after all) resolves.
  */
 export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): void {
   const { store, runId, run } = ctx;
@@ -37,6 +43,7 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
   const cursor = store.alerts.cursor(runId, rule.id, CRASH_KEY);
   let seen = Number(cursor?.state.seen ?? 0);
   let held = cursor?.state.held as number | undefined;
+  let last = cursor?.state.last as number | undefined;
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: CRASH_KEY }, ctx.now);
   const fire = (e: EventRow, why: string): void => {
     lc.apply(e.step, {
@@ -60,7 +67,22 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
     if (e.fatal) {
       held = undefined;
       if (lc.state === null) fire(e, '');
-    } else if (lc.state === null) held = live ? e.id : undefined;
+    } else if (lc.state === null) {
+      held = live ? e.id : undefined;
+      last = live || WORKER.test(e.text) ? undefined : e.id;
+    }
+  }
+  if (last !== undefined) {
+    const e = store.events.byId(last);
+    const after = e !== undefined && run.last_step !== null && run.last_step > e.step;
+    if (!e || finished || lc.state !== null || after) last = undefined;
+    else if (live && run.live_at !== null && run.live_at > e.at) {
+      held = last; // it grew while watched: it may have survived, as a live error may
+      last = undefined;
+    } else if (live) {
+      fire(e, ' (the last thing the log says)');
+      last = undefined;
+    }
   }
   if (held !== undefined) {
     const e = store.events.byId(held);
@@ -71,5 +93,6 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
       held = undefined;
     }
   }
-  store.alerts.saveCursor(runId, rule.id, CRASH_KEY, run.last_step ?? 0, { seen, ...(held === undefined ? {} : { held }) });
+  const state = { seen, ...(held === undefined ? {} : { held }), ...(last === undefined ? {} : { last }) };
+  store.alerts.saveCursor(runId, rule.id, CRASH_KEY, run.last_step ?? 0, state);
 }
