@@ -12,9 +12,19 @@ export const CANDIDATE_FILE =
 /** The HF Trainer's TensorBoard folder, `output_dir/runs/<date>_<host>/`: its event files belong to `output_dir`. */
 const TENSORBOARD_FILE = /^events\.out\.tfevents\./;
 
+/** What would not show as itself in a card, a list or a subject line: control characters, zero-width and bidi
+ * formatting characters (U+200B, U+202E), line and paragraph separators, lone surrogates and the other
+ * default-ignorable code points. */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/gu;
+
+/** `text` with each invisible character written as `\u{200b}` (its code point in lower-case hex), so that a folder
+ * named `prod-gr\u200Bpo` does not pass for `prod-grpo`, nor a right-to-left override turn a name around. */
+export const visibleName = (text: string): string =>
+  text.replace(INVISIBLE, (c) => `\\u{${(c.codePointAt(0) as number).toString(16)}}`);
+
 export interface RunLocation {
   /** path of the run relative to its watch root; the root's basename for logs in the root itself; after
-   * `<prefix>/` when there is a prefix (`watch.prefix`) */
+   * `<prefix>/` when there is a prefix (`watch.prefix`); invisible characters written out (`visibleName`) */
   name: string;
   dir: string;
   /** the file's path inside the run directory, `/`-separated */
@@ -29,7 +39,7 @@ export function locateRun(root: string, file: string, prefix = ''): RunLocation 
   if (TENSORBOARD_FILE.test(name) && parts.length >= 2 && parts[parts.length - 2] === 'runs') parts.splice(-2);
   while (parts.length > 0 && ATTACHED_DIR.test(parts[parts.length - 1] as string)) parts.pop();
   const dir = join(root, ...parts);
-  const run = parts.length > 0 ? parts.join('/') : basename(root);
+  const run = visibleName(parts.length > 0 ? parts.join('/') : basename(root));
   return {
     name: prefix === '' ? run : `${prefix}/${run}`,
     dir,

@@ -21,6 +21,18 @@ describe('locateRun', () => {
     expect(locateRun('/r', '/r/exp1/learning.log', '').name).toBe('exp1');
   });
 
+  it('writes out the characters of a name that would not show as themselves; the path stays the real one', () => {
+    // a zero-width space, a right-to-left override, an escape and a tab; accents and CJK show as themselves
+    expect(locateRun('/r', '/r/prod-gr\u200bpo/a\u202egol/learning.log')).toEqual({
+      name: 'prod-gr\\u{200b}po/a\\u{202e}gol',
+      dir: '/r/prod-gr\u200bpo/a\u202egol',
+      relPath: 'learning.log',
+    });
+    expect(locateRun('/r', '/r/x\x1b[2Jy\tz/learning.log').name).toBe('x\\u{1b}[2Jy\\u{9}z');
+    expect(locateRun('/r', '/r/café-日本/learning.log').name).toBe('café-日本');
+    expect(locateRun('/data/grpo\u2066', '/data/grpo\u2066/learning.log', 'gpu-a').name).toBe('gpu-a/grpo\\u{2066}');
+  });
+
   it('names a root that itself holds logs by its basename', () => {
     expect(locateRun('/data/grpo_runs', '/data/grpo_runs/learning.log').name).toBe('grpo_runs');
   });
