@@ -1,9 +1,11 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
 import { basename, relative, sep } from 'node:path';
 import { UserError } from '../errors.ts';
 import { DEFAULT_LINES, MAX_LINES } from './registry.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
+import { isUnder, openInsideRoots, OutsideRoots } from '../ingest/insideRoots.ts';
+import { visibleName } from '../ingest/runLocator.ts';
 import type { FileRow } from '../store/files.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 
@@ -13,11 +15,20 @@ const LINE_CHARS = 1000;
 
 const isTextLog = (f: FileRow): boolean => FORMATS.some((x) => x.id === f.format && x.kind === 'lines' && x.textLog === true);
 
+/** The roots a run's files are read under (insideRoots.ts): the watched roots that hold its folder; where none is
+ * known (the CLI on a database without a config, `start DIR`), the run's own folder. */
+const rootsOf = (runPath: string, roots: readonly string[] = []): string[] => {
+  const holding = roots.filter((r) => isUnder(runPath, r));
+  return holding.length > 0 ? holding : [runPath];
+};
+
 /** The last `n` lines of a file, without ANSI colours or other control characters. */
-function tail(path: string, n: number): string[] {
-  const fd = openSync(path, 'r');
+function tail(path: string, n: number, roots: readonly string[]): string[] {
+  const opened = openInsideRoots(path, roots);
+  if (!opened) throw new UserError('not a regular file');
+  const { fd } = opened;
   try {
-    const size = fstatSync(fd).size;
+    const { size } = opened.st;
     const start = Math.max(0, size - TAIL_BYTES);
     const buf = Buffer.alloc(size - start);
     const got = readSync(fd, buf, 0, buf.length, start);
@@ -37,23 +48,28 @@ function tail(path: string, n: number): string[] {
  * grew last; a job whose stderr keeps growing with warnings needs `--file job.out` to see its stdout). Files are
  * named relative to the run's directory: no server path goes to chat. */
 export async function runLogs(
-  { store, seesRun }: CommandContext, args: { run?: string; lines?: number; file?: string },
+  { store, seesRun, config }: CommandContext, args: { run?: string; lines?: number; file?: string },
 ): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
   const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
-  const named = (f: FileRow): string => relative(run.path, f.path).split(sep).join('/');
+  // a file's name is shown as its run's is (runLocator.ts `visibleName`), and so asked for
+  const named = (f: FileRow): string => visibleName(relative(run.path, f.path).split(sep).join('/'));
   const logs = (await store.filesOfRun(run.id)).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
   if (logs.length === 0) throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
   const wanted = args.file;
-  const file = wanted === undefined ? logs[0] : logs.find((f) => named(f) === wanted || basename(f.path) === wanted);
+  const asked = (f: FileRow): boolean => named(f) === wanted || visibleName(basename(f.path)) === wanted;
+  const file = wanted === undefined ? logs[0] : logs.find(asked);
   if (!file) throw new UserError(`${run.name} has no console log named ${wanted}; it has ${logs.map(named).join(', ')}`);
   const rel = named(file);
   const others = logs.filter((f) => f !== file).map(named);
   let lines: string[];
   try {
-    lines = tail(file.path, n);
+    lines = tail(file.path, n, rootsOf(run.path, config?.watch.roots));
   } catch (err) {
-    throw new UserError(`cannot read ${run.name}'s ${rel}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    // a link planted where the log was, leading out of the roots: refused, and nothing of where it leads is said
+    if (err instanceof OutsideRoots) throw new UserError(`${run.name}'s ${rel} is not read: ${err.reason}`);
+    const why = err instanceof UserError ? err.message : ((err as NodeJS.ErrnoException).code ?? 'error');
+    throw new UserError(`cannot read ${run.name}'s ${rel}: ${why}`);
   }
   return {
     title: `${run.name}: the last ${lines.length} line${lines.length === 1 ? '' : 's'} of ${rel}`,

@@ -1,8 +1,11 @@
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { findCommand, parseText } from '../../src/commands/registry.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { silentLog } from '../../src/log.ts';
+import { interact } from '../../src/notify/interaction.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
@@ -72,4 +75,76 @@ describe('run logs', () => {
     await ingestor.ingest(learning, runs());
     await expect(ask('run logs grpo')).rejects.toThrow(/grpo has no console log/);
   });
+
+  describe('a symlink in the run folder', () => {
+    const SECRET = 'root:$6$pl4nted-s3cret-hash:19000:0:99999:7:::';
+    /** grpo's job.out, read by the ingest as its console log, then swapped for a link to `target` */
+    async function swapped(target: string): Promise<void> {
+      const out = ensureParent(join(runs(), 'grpo', 'job.out'));
+      writeFileSync(out, `${verl(1)}\n`);
+      await ingestor.ingest(out, runs());
+      renameSync(out, join(runs(), 'grpo', 'job.out.1'));
+      symlinkSync(target, out);
+    }
+    const secretFile = (): string => {
+      const path = join(root, 'etc', 'shadow');
+      writeFileSync(ensureParent(path), `${SECRET}\n`);
+      return path;
+    };
+    /** `run logs` as a chat front end asks it (src/notify/interaction.ts), with `config` loaded from a file */
+    const chat = async (words: string, config?: string) =>
+      interact(
+        { words: words.split(' ') },
+        {
+          store: new SqliteAsyncStore(store),
+          config: config === undefined ? undefined : (await loadConfig(config)).config,
+          log: silentLog, user: '<@1>', userName: 'ana', mayWrite: () => true, rightsHint: '',
+        },
+      );
+
+    it('leading out of the roots: a short refusal, in the CLI and in chat, never what it leads to', async () => {
+      await swapped(secretFile());
+      const refusal = "grpo's job.out is not read: symlink leads out of the watched roots";
+      await expect(ask('run logs grpo')).rejects.toThrow(refusal);
+      const config = join(root, 'rlwatch.yaml');
+      writeFileSync(config, `watch:\n  roots: [${runs()}]\n`);
+      const answer = await chat('run logs grpo', config);
+      expect(answer).toEqual({ ok: false, message: refusal });
+      expect(JSON.stringify(answer)).not.toContain('pl4nted');
+    });
+
+    it('planted beside the logs: not a console log of the run, so not served', async () => {
+      writeFileSync(ensureParent(join(runs(), 'grpo', 'job.out')), `${verl(1)}\n`);
+      symlinkSync(secretFile(), join(runs(), 'grpo', 'shadow.log'));
+      for (const name of ['job.out', 'shadow.log']) await ingestor.ingest(join(runs(), 'grpo', name), runs());
+      await expect(ask('run logs grpo file=shadow.log')).rejects.toThrow(
+        'grpo has no console log named shadow.log; it has job.out',
+      );
+    });
+
+    it('leading to another run inside the roots: served when the config names them, else refused', async () => {
+      const other = ensureParent(join(runs(), 'other', 'job.out'));
+      writeFileSync(other, `${verl(7)}\n`);
+      await swapped(other);
+      const config = join(root, 'rlwatch.yaml');
+      writeFileSync(config, `watch:\n  roots: [${runs()}]\n`);
+      const answer = await chat('run logs grpo', config);
+      expect(answer.ok && answer.reply.blocks?.[0]?.code).toBe(verl(7).replace(/\x1b\[\d+m/g, ''));
+      // with no roots known the run's own folder is the root, and the other run's log lies out of it
+      expect(await chat('run logs grpo')).toEqual({
+        ok: false, message: "grpo's job.out is not read: symlink leads out of the watched roots",
+      });
+    });
+  });
+
+  it('names files with invisible characters as it names runs, and finds them by that name', async () => {
+    const name = 'job\u202etuo.err'; // shows as "job.out" with the right-to-left override
+    mkdirSync(join(runs(), 'grpo'), { recursive: true });
+    writeFileSync(join(runs(), 'grpo', name), `${verl(3)}\n`);
+    await ingestor.ingest(join(runs(), 'grpo', name), runs());
+    const reply = await ask('run logs grpo file=job\\u{202e}tuo.err');
+    expect(reply.title).toBe('grpo: the last 1 line of job\\u{202e}tuo.err');
+    expect(JSON.stringify(reply)).not.toContain('\u202e');
+  });
 });
+

@@ -50,7 +50,7 @@ describe('openInsideRoots', () => {
     expect(readAll(openInsideRoots(join(linkedRoot, 'exp1', 'learning.log'), [linkedRoot])!.fd)).toBe('inside\n');
   });
 
-  it('refuses a symlinked file and a symlinked folder that lead out of the roots, and a chain of links that does', () => {
+  it('refuses a symlinked file and a symlinked folder leading out of the roots, and a chain of links that does', () => {
     symlinkSync(secret, join(root, 'exp1', 'shadow.log'));
     expect(refusal(() => openInsideRoots(join(root, 'exp1', 'shadow.log'), [root]))).toBe(OUT);
     symlinkSync(join(secret, '..'), join(root, 'exp1', 'logs'));

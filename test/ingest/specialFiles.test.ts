@@ -98,7 +98,7 @@ describe('symlinks: one rule in backfill and start', () => {
     expect(db).not.toContain('OPENSSH');
   }
 
-  it('backfill reads a linked run folder once, by its real path, and nothing a link out of the root leads to', async () => {
+  it('backfill reads a linked run folder once, by its real path, and nothing where a link out leads', async () => {
     await backfill(ingestor, [root], { depth: 4 });
     await expectOnlyInside();
   });
