@@ -35,6 +35,9 @@ export const ConfigSchema = z.strictObject({
       maxLineBytes: z._default(wholeFrom(1024), 8 * 1024 * 1024),
       /** best and worst generations kept per step */
       examplesPerStep: z._default(wholeFrom(0, 50), 2),
+      /** distinct metric names a run may have: values of names past it are not stored, and are counted and named
+       * among the file's skips (`rlwatch files`) */
+      maxMetricNames: z._default(wholeFrom(1), 10_000),
     }),
     {},
   ),

@@ -11,6 +11,7 @@ import { Attempts } from './attempts.ts';
 import { ChatMessages } from './chatMessages.ts';
 import { Events } from './events.ts';
 import { Examples } from './examples.ts';
+import { DEFAULT_MAX_METRIC_NAMES, guardBatch, PAST_CAP, type RunNames } from './batchGuard.ts';
 import { Files, type FileAttempt, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
 import { ShapedRows, type MetricRecords } from './metricRows.ts';
@@ -32,6 +33,8 @@ export interface Batch {
   progress: FileProgress;
   /** a document read again whole (trainer_state.json): the steps it repeats are not a restarted job */
   rewrite?: boolean;
+  /** distinct metric names the run may have (`ingest.maxMetricNames`); values of names past it are not stored */
+  maxMetricNames?: number;
 }
 
 export interface StoreOptions {
@@ -73,6 +76,8 @@ export class Store {
   private readonly inTx: (fn: () => unknown) => unknown;
   private lock: WriterLock | null = null;
   private groupRollbacks = 0;
+  /** per run, the metric names stored (`guardBatch`) */
+  private readonly runNames = new Map<number, RunNames>();
 
   constructor(
     readonly db: Database.Database,
@@ -219,6 +224,8 @@ export class Store {
    * by this store's own transactions, by a caller that ran BEGIN .. ROLLBACK itself (`SqliteAsyncStore`), and once a
    * run is removed. */
   rolledBack(runId?: number): void {
+    if (runId === undefined) this.runNames.clear();
+    else this.runNames.delete(runId);
     this.runs.forget();
     this.points.forget(runId);
     this.events.forget(runId);
@@ -243,7 +250,10 @@ export class Store {
     return (row as { pid: number; host: string; command: string; started_at: number } | undefined) ?? null;
   }
 
-  private writeBatch(b: Batch, keep: number): BatchResult {
+  private writeBatch(batch: Batch, keep: number): BatchResult {
+    let names = this.runNames.get(batch.runId);
+    if (!names) this.runNames.set(batch.runId, (names = this.namesOf(batch.runId)));
+    const b = guardBatch(batch, names, batch.maxMetricNames ?? DEFAULT_MAX_METRIC_NAMES);
     const at = this.now();
     const seen = new Set<number>();
     let minStep = Infinity;
@@ -284,6 +294,15 @@ export class Store {
       newSteps,
       events: b.events?.length ?? 0,
     };
+  }
+
+  /** The metric names the run has stored, and the reason of its values past the cap if it had any. */
+  private namesOf(runId: number): RunNames {
+    const past = prepared(this.db,
+      `SELECT reason FROM file_skips s JOIN files f ON f.id = s.file_id WHERE f.run_id = ? AND s.reason LIKE ? || '%'
+       LIMIT 1`,
+    ).pluck().get(runId, PAST_CAP) as string | undefined;
+    return { known: new Set(this.points.metricsOf(runId)), past };
   }
 
   /** Restarts (a file going back to an earlier step) and the pace of new steps, before the run's summary moves:

@@ -3,6 +3,7 @@ import { ARRIVALS_KEPT, PRUNE_EVERY } from '../arrivals.ts';
 import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';
 import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
+import { DEFAULT_MAX_METRIC_NAMES, guardBatch, PAST_CAP, type RunNames } from '../batchGuard.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
 import { attemptColumns, fileColumns } from './rows.ts';
@@ -10,6 +11,8 @@ import { attemptColumns, fileColumns } from './rows.ts';
 /** Metric ids by name, shared by a store's connections: an id never changes once given. */
 export class MetricIds {
   private readonly ids = new Map<string, number>();
+  /** per run, the metric names stored (`guardBatch`) */
+  private readonly runs = new Map<number, RunNames>();
 
   get(name: string): number | undefined {
     return this.ids.get(name);
@@ -18,6 +21,24 @@ export class MetricIds {
   /** A transaction rolled back: the names it created are gone again, and are looked up anew when next written. */
   clear(): void {
     this.ids.clear();
+    this.runs.clear();
+  }
+
+  /** The metric names `runId` has stored, read once and then held. */
+  async namesOf(db: pg.ClientBase, runId: number): Promise<RunNames> {
+    let names = this.runs.get(runId);
+    if (!names) {
+      const sql = 'SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = $1';
+      const rows = await db.query<{ name: string }>(sql, [runId]);
+      const past = await db.query<{ reason: string }>(
+        `SELECT reason FROM file_skips s JOIN files f ON f.id = s.file_id WHERE f.run_id = $1 AND starts_with(s.reason, $2)
+         LIMIT 1`,
+        [runId, PAST_CAP],
+      );
+      names = { known: new Set(rows.rows.map((r) => r.name)), past: past.rows[0]?.reason };
+      this.runs.set(runId, names);
+    }
+    return names;
   }
 
   /** The ids of `names`, creating the unknown ones. */
@@ -42,8 +63,10 @@ export class MetricIds {
  * before it, and none writes what another reads), which returns the file's row.
  */
 export async function writeBatch(
-  db: pg.ClientBase, ids: MetricIds, b: Batch, keep: number, at: number, live: LiveBatch = {},
+  db: pg.ClientBase, ids: MetricIds, batch: Batch, keep: number, at: number, live: LiveBatch = {},
 ): Promise<BatchResult> {
+  // text PostgreSQL refuses would fail the batch, and the file would never get past it
+  const b = guardBatch(batch, await ids.namesOf(db, batch.runId), batch.maxMetricNames ?? DEFAULT_MAX_METRIC_NAMES);
   const { onRunLast, onFile, heads } = live;
   let minStep = Infinity;
   let maxStep = -Infinity;

@@ -1,0 +1,165 @@
+import type { ExampleRecord, EventRecord } from '../ingest/records.ts';
+import { ShapedRows, type MetricRecords, type MetricRow } from './metricRows.ts';
+import type { Batch } from './store.ts';
+
+/** Distinct metric names a run may have when the config says nothing (`ingest.maxMetricNames`): a log with a million
+ * distinct keys took backfill to 1.33 GB and `/run status` to 6.4 s. */
+export const DEFAULT_MAX_METRIC_NAMES = 10_000;
+
+/** What no store may be handed as text: NUL (PostgreSQL's text refuses it, and the whole batch with it: the file
+ * never got past that line) and a UTF-16 half without its other half (`\ud800` in JSON; not a character). */
+const UNSTORABLE = /[\0\ud800-\udfff]/u;
+const LONE_SURROGATE = /[\ud800-\udfff]/gu;
+
+export const BAD_NAME = 'metric name holding a NUL or a broken character (value not stored)';
+export const CLEANED_TEXT = 'text holding a NUL or a broken character (cleaned)';
+/** How the skip of names past the cap starts (a store finds a run's earlier one by it). */
+export const PAST_CAP = "metric names past the run's cap";
+/** The skip of names past the cap: `rlwatch files` shows reasons, so the reason names the first few. */
+export const pastCap = (cap: number, names: string): string =>
+  `${PAST_CAP} of ${cap} (ingest.maxMetricNames), from ${names}: values not stored`;
+
+/** How many names past the cap the skip's sample names. */
+const NAMED_PAST_CAP = 5;
+
+/** The metric names a run has stored, held by the store between batches (dropped when a transaction rolls back). */
+export interface RunNames {
+  known: Set<string>;
+  /** the reason its values past the cap are counted under (`pastCap`), from its first batch past it: named once, and
+   * every later batch's counted under it */
+  past?: string;
+}
+
+const clean = (s: string): string => s.replaceAll('\0', '').replace(LONE_SURROGATE, '\ufffd');
+
+/**
+ * The batch as a store may write it, the same for SQLite and PostgreSQL, live and in backfill: a metric whose name
+ * cannot be stored, or that would take the run past `cap` distinct names, is left out; other text (generations,
+ * events, the run's config, skip samples) is cleaned of what cannot be stored. Each part left out or cleaned is
+ * counted among the file's skips (added to `b.skips`, so the reader's counts see them too). Returns `b` when nothing
+ * changed.
+ */
+export function guardBatch(b: Batch, run: RunNames, cap: number): Batch {
+  const dropped = { bad: [] as string[], past: [] as string[] };
+  const refused = new Map<string, string[]>();
+  const keep = (name: string): boolean => {
+    if (run.known.has(name)) return true;
+    if (refused.has(name)) return false;
+    if (UNSTORABLE.test(name)) refused.set(name, dropped.bad);
+    else if (run.known.size >= cap) refused.set(name, dropped.past);
+    else {
+      run.known.add(name);
+      return true;
+    }
+    return false;
+  };
+  const metrics = keepNames(b.metrics, keep, (name) => refused.get(name)!.push(name));
+  let cleaned = 0;
+  let where = '';
+  const textOf = (what: string) => (s: string): string => {
+    if (!UNSTORABLE.test(s)) return s;
+    cleaned++;
+    where ||= what;
+    return clean(s);
+  };
+  const examples = b.examples.some(exampleUnstorable)
+    ? b.examples.map((e) => cleanExample(e, textOf('a generation')))
+    : b.examples;
+  const events = b.events?.some(eventUnstorable) ? b.events.map((e) => cleanEvent(e, textOf(`a ${e.kind} event`))) : b.events;
+  for (const [reason, s] of [...b.skips]) {
+    if (!UNSTORABLE.test(reason) && !UNSTORABLE.test(s.sample)) continue;
+    b.skips.delete(reason);
+    addSkip(b, clean(reason), s.count, clean(s.sample));
+  }
+  if (dropped.bad.length > 0) addSkip(b, BAD_NAME, dropped.bad.length, clean(dropped.bad[0]!));
+  if (dropped.past.length > 0) {
+    run.past ??= pastCap(cap, [...new Set(dropped.past)].slice(0, NAMED_PAST_CAP).map(clean).join(', '));
+    addSkip(b, run.past, dropped.past.length, '');
+  }
+  if (cleaned > 0) addSkip(b, CLEANED_TEXT, cleaned, where);
+  if (metrics === b.metrics && examples === b.examples && events === b.events) return b;
+  return { ...b, metrics, examples, events };
+}
+
+function addSkip(b: Batch, reason: string, count: number, sample: string): void {
+  const s = b.skips.get(reason);
+  if (s) s.count += count;
+  else b.skips.set(reason, { count, sample });
+}
+
+/** `metrics` without the names `keep` refuses (asked once per name of a shape, or per name of a row), `drop` called
+ * for each value left out; the same object when it keeps them all. */
+function keepNames(metrics: MetricRecords, keep: (name: string) => boolean, drop: (name: string) => void): MetricRecords {
+  if (metrics instanceof ShapedRows) {
+    const kept = metrics.shapes.map((names) => names.map(keep));
+    if (kept.every((k) => k.every(Boolean))) return metrics;
+    const values: number[] = [];
+    let at = 0;
+    for (let r = 0; r < metrics.length; r++) {
+      const shape = metrics.shapeOf[r]!;
+      kept[shape]!.forEach((k, j) => {
+        if (k) values.push(metrics.values[at]!);
+        else drop(metrics.shapes[shape]![j]!);
+        at++;
+      });
+    }
+    const shapes = metrics.shapes.map((names, i) => names.filter((_, j) => kept[i]![j]));
+    return new ShapedRows(shapes, metrics.steps, metrics.shapeOf, Float64Array.from(values));
+  }
+  let out: MetricRow[] | null = null;
+  for (let r = 0; r < metrics.length; r++) {
+    const row = metrics[r]!;
+    let values: Map<string, number> | null = null;
+    for (const [name, value] of row.values) {
+      if (keep(name)) {
+        values?.set(name, value);
+        continue;
+      }
+      drop(name);
+      if (values) continue;
+      // the names before this one were kept
+      values = new Map();
+      for (const [n, v] of row.values) {
+        if (n === name) break;
+        values.set(n, v);
+      }
+    }
+    if (values) (out ??= metrics.slice())[r] = { ...row, values };
+  }
+  return out ?? metrics;
+}
+
+type Example = ExampleRecord & { step: number };
+type Event = EventRecord & { step: number };
+
+const keysUnstorable = (r: Record<string, unknown> | undefined): boolean =>
+  r !== undefined && Object.keys(r).some((k) => UNSTORABLE.test(k));
+
+function exampleUnstorable(e: Example): boolean {
+  return [e.key, e.prompt ?? '', e.completion].some((s) => UNSTORABLE.test(s)) || keysUnstorable(e.breakdown);
+}
+
+function cleanExample(e: Example, text: (s: string) => string): Example {
+  const out = { ...e, key: text(e.key), completion: text(e.completion), breakdown: cleanKeys(e.breakdown, text) };
+  if (e.prompt !== undefined) out.prompt = text(e.prompt);
+  return out;
+}
+
+function eventUnstorable(e: Event): boolean {
+  return (
+    [e.title, e.text, ...(e.context ?? []), ...Object.values(e.config ?? {})].some((s) => UNSTORABLE.test(s)) ||
+    keysUnstorable(e.values) || keysUnstorable(e.config)
+  );
+}
+
+function cleanEvent(e: Event, text: (s: string) => string): Event {
+  const out: Event = { ...e, title: text(e.title), text: text(e.text) };
+  if (e.context) out.context = e.context.map(text);
+  if (e.values) out.values = cleanKeys(e.values, text);
+  if (e.config) out.config = Object.fromEntries(Object.entries(e.config).map(([k, v]) => [text(k), text(v)]));
+  return out;
+}
+
+function cleanKeys<V>(r: Record<string, V>, text: (s: string) => string): Record<string, V> {
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [text(k), v]));
+}

@@ -1,0 +1,91 @@
+/**
+ * `ingest.maxMetricNames`: a run keeps at most that many distinct metric names; values of names past it are not
+ * stored, and are counted under one skip reason naming the first few, the same read whole (backfill) and read live
+ * in small appends. A real SQLite file, the real Ingestor, and `rlwatch backfill` / `rlwatch files` with the cap in a
+ * config file.
+ */
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import { backfill } from '../../src/ingest/backfill.ts';
+import { Ingestor } from '../../src/ingest/ingestor.ts';
+import { pastCap } from '../../src/store/batchGuard.ts';
+import { Store } from '../../src/store/store.ts';
+import { tempDir } from '../helpers.ts';
+import { rlwatch } from '../integration/cli.ts';
+
+const CAP = 50;
+const config = ConfigSchema.parse({ ingest: { maxMetricNames: CAP } });
+const name = (i: number): string => `k${String(i).padStart(3, '0')}`;
+/** 20 lines of 10 new names each: 200 distinct names, the first 50 in the first 5 lines */
+const LINES = Array.from({ length: 20 }, (_, l) =>
+  JSON.stringify({ step: l + 1, ...Object.fromEntries(Array.from({ length: 10 }, (_, k) => [name(l * 10 + k), l + k / 10])) }));
+const KEPT = Array.from({ length: CAP }, (_, i) => name(i));
+const REASON = pastCap(CAP, [50, 51, 52, 53, 54].map(name).join(', '));
+
+interface Held {
+  metrics: string[];
+  points: number;
+  skips: Array<{ reason: string; count: number }>;
+  offset: number;
+}
+
+function held(store: Store, file: string): Held {
+  const run = store.runs.list()[0]!;
+  const row = store.files.byPath(file)!;
+  return {
+    metrics: store.points.metricsOf(run.id),
+    points: store.db.prepare('SELECT count(*) FROM points').pluck().get() as number,
+    skips: store.files.skipsOf(row.id).map(({ reason, count }) => ({ reason, count })),
+    offset: row.offset,
+  };
+}
+
+function runRoot(): { root: string; file: string } {
+  const root = join(tempDir(), 'runs');
+  mkdirSync(join(root, 'r1'), { recursive: true });
+  return { root, file: join(root, 'r1', 'metrics.jsonl') };
+}
+
+describe('a cap on distinct metric names per run', () => {
+  it('keeps the first names, counts the values past the cap under one reason naming the first few: backfill and live alike', async () => {
+    const whole = runRoot();
+    writeFileSync(whole.file, LINES.map((l) => `${l}\n`).join(''));
+    const a = Store.open(join(tempDir(), 'a.db'));
+    await backfill(new Ingestor(a, config.ingest), [whole.root], config.watch);
+    const backfilled = held(a, whole.file);
+    a.close();
+
+    const live = runRoot();
+    const b = Store.open(join(tempDir(), 'b.db'));
+    const ingestor = new Ingestor(b, config.ingest);
+    for (let i = 0; i < LINES.length; i += 3) {
+      appendFileSync(live.file, LINES.slice(i, i + 3).map((l) => `${l}\n`).join(''));
+      await ingestor.ingest(live.file, live.root);
+    }
+    const appended = held(b, live.file);
+    b.close();
+
+    expect(backfilled).toEqual({
+      metrics: KEPT,
+      points: CAP,
+      skips: [{ reason: REASON, count: 200 - CAP }],
+      offset: Buffer.byteLength(LINES.map((l) => `${l}\n`).join('')),
+    });
+    expect(appended).toEqual(backfilled);
+  });
+
+  it('`rlwatch files` names the reason after a backfill with the cap set in the config file', () => {
+    const { root, file } = runRoot();
+    writeFileSync(file, LINES.map((l) => `${l}\n`).join(''));
+    const dir = tempDir();
+    const cfg = join(dir, 'rlwatch.yaml');
+    writeFileSync(cfg, `ingest:\n  maxMetricNames: ${CAP}\n`);
+    const db = join(dir, 'x.db');
+    expect(rlwatch(['backfill', root, '--config', cfg, '--db', db]).status).toBe(0);
+    const listed = rlwatch(['files', '--config', cfg, '--db', db]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain(`${REASON} ${200 - CAP}`);
+  });
+});
