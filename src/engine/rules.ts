@@ -90,7 +90,9 @@ const held = {
 /**
  * A metric against its own baseline: the median of the first `baselineWindow` records after `warmup`
  * (early), of the `baselineWindow` records before each one (rolling), or the running maximum (max).
- * Fires when the value (the median of the last `smooth` records) op factor × baseline.
+ * Fires when the value (the median of the last `smooth` records) op the line: factor × baseline, held
+ * within [floor, cap]. While an alert is open its baseline is the one it opened with (an incident does not
+ * become its own baseline).
  */
 const Relative = z.strictObject({
   ...common,
@@ -107,6 +109,15 @@ const Relative = z.strictObject({
   recover: z.optional(z.number().check(z.positive())),
   /** the value must also differ from the baseline by this much (absolute), so that tiny baselines do not fire */
   minDelta: z._default(z.number().check(z.minimum(0)), 0),
+  /** the line is never nearer than this absolute value (grad_norm: seed 000's 10); with a floor, a rolling
+   * baseline is judged from the first record on: the median of the records there are, the floor alone before any */
+  floor: z.optional(z.number()),
+  /** the line is never farther than this absolute value: beyond it the rule fires whatever the baseline */
+  cap: z.optional(z.number()),
+  /** rolling: the value's log must also be this many robust standard deviations (1.4826 × the MAD of the
+   * logs of the baseline window) from the baseline's, so that a run whose norm swings over two decades is
+   * not exploding at 10× its median; 0: no such gate */
+  logSigmas: z._default(z.number().check(z.minimum(0)), 0),
   /** ...and by this many standard errors of the smoothed value (the run's own noise; 0: no noise gate) */
   sigmas: z._default(z.number().check(z.minimum(0)), 0),
   ...held,

@@ -37,22 +37,24 @@ describe('announcing alert changes', () => {
   });
 
   it('an item carries the recent values of its metric and the epoch at its step', () => {
-    const t = spike().feed([{ grad_norm: 1, epoch: 0.1 }, { grad_norm: 2, epoch: 0.2 }, { grad_norm: 15.786, epoch: 0.3 }]);
+    const t = spike().feed([{ grad_norm: 1, epoch: 0.1 }, { grad_norm: 1, epoch: 0.2 }, { grad_norm: 15.786, epoch: 0.3 }]);
     expect(t.outbox()[0]!.notification.items[0]).toMatchObject({
       kind: 'firing',
       step: 3,
       epoch: 0.3,
-      recent: [1, 2, 15.786],
-      summary: 'grad_norm 15.79 > 10 for 1 step',
+      recent: [1, 1, 15.786],
+      // the line is 10× the median of the records before (1), the floor of 10 too
+      summary: "grad_norm 15.79 > 10× its recent median 1 (15.79×) for 1 step",
       examples: null,
     });
   });
 
   it('a resolution follows an announced firing, with the resolution summary', () => {
-    const t = spike().feed([{ grad_norm: 15.786 }]);
+    const t = spike().feed([...times(3, { grad_norm: 0.024 }), { grad_norm: 15.786 }]);
     t.feed(times(5, { grad_norm: 0.024 }));
-    expect(t.said()).toEqual([['firing grad_explosion@1'], ['resolved grad_explosion@6']]);
-    expect(t.outbox()[1]!.notification.items[0]!.summary).toBe('grad_norm 0.024: back past 10 for 5 steps');
+    expect(t.said()).toEqual([['firing grad_explosion@4'], ['resolved grad_explosion@9']]);
+    // 10× the median 0.024 is under the floor: the line was 10
+    expect(t.outbox()[1]!.notification.items[0]!.summary).toBe('grad_norm 0.024: back past 10');
   });
 
   it('live, an incident that fires and resolves within one batch is announced as both', () => {

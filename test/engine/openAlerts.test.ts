@@ -14,7 +14,7 @@ const CALM = { grad_norm: 0.024 };
 describe('the open alerts one evaluation reads', () => {
   it("see another process's ack at the next evaluation: no repeat, and the resolution's card says who acked", () => {
     const t = new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR });
-    t.feed([SPIKE]);
+    t.feed([CALM, CALM, CALM, SPIKE]);
     t.feed([{ grad_norm: 12 }]); // still firing, nothing to say: the open alerts are held as they are now
     const alert = t.alert('grad_explosion');
     const cli = rlwatch(['ack', String(alert.id), '--by', 'ana', '--db', t.dbPath, '--json']);
@@ -22,13 +22,13 @@ describe('the open alerts one evaluation reads', () => {
     expect(cli.status).toBe(0);
 
     // the ack queued an update that follows the firing row, whose card is not posted yet (src/notify/cardUpdates.ts)
-    expect(t.said()).toEqual([['firing grad_explosion@1'], ['update grad_explosion@1']]);
+    expect(t.said()).toEqual([['firing grad_explosion@4'], ['update grad_explosion@4']]);
     const posts = () => t.said().filter((row) => !row.every((i) => i.startsWith('update ')));
     // still firing two hours on: a repeat were it not acked
     t.advance(2 * HOUR).feed([{ grad_norm: 12 }]);
-    expect(posts()).toEqual([['firing grad_explosion@1']]);
+    expect(posts()).toEqual([['firing grad_explosion@4']]);
     t.feed(times(5, CALM));
-    expect(posts()).toEqual([['firing grad_explosion@1'], ['resolved grad_explosion@8']]);
+    expect(posts()).toEqual([['firing grad_explosion@4'], ['resolved grad_explosion@11']]);
     const resolved = t.outbox().find((r) => r.notification.items[0]!.kind === 'resolved')!;
     expect(resolved.notification.items[0]!.state?.ack).toMatchObject({ by: 'ana', name: 'ana' });
   });

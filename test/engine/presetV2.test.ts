@@ -71,11 +71,11 @@ describe('preset v2: KL and PPO health', () => {
     expect(firing(new Trace({ book: kl() }).feed(series('kl', [0.5, 12, 12])))).toEqual(['kl_out_of_range@3 warning']);
   });
 
-  it('kl_blowup: ten times its early median and by at least 0.05 (0.01 -> 0.2)', () => {
-    const t = new Trace({ book: kl() }).feed(series('kl', [...flat(25, 0.01), ...flat(4, 0.2)]));
-    expect(firing(t)).toEqual(['kl_blowup@29 warning']);
-    // 0.01 -> 0.05 is 5x: nothing
-    expect(new Trace({ book: kl() }).feed(series('kl', [...flat(25, 0.01), ...flat(10, 0.05)])).alerts()).toEqual([]);
+  it('kl_blowup: four times the median of the 20 records before and by at least 0.05 (0.01 -> 0.2)', () => {
+    const t = new Trace({ book: kl() }).feed(series('kl', [...flat(35, 0.01), ...flat(4, 0.2)]));
+    expect(firing(t)).toEqual(['kl_blowup@39 warning']);
+    // 0.01 -> 0.05 is 5x but only 0.04 up: nothing
+    expect(new Trace({ book: kl() }).feed(series('kl', [...flat(35, 0.01), ...flat(10, 0.05)])).alerts()).toEqual([]);
   });
 
   it('ppo_kl_out_of_bounds: ppo_kl above 0.1 for 2 records', () => {

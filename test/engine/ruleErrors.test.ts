@@ -21,11 +21,12 @@ describe('a rule that throws', () => {
     writeFileSync(path, '');
     const write = (from: number, to: number, frac: number): void => {
       for (let step = from; step <= to; step++) {
-        appendFileSync(path, `${JSON.stringify({ step, reward: 0.5, frac_reward_zero_std: frac, grad_norm: 50 })}\n`);
+        const grad_norm = step >= 9 ? 50 : 0.5;
+        appendFileSync(path, `${JSON.stringify({ step, reward: 0.5, frac_reward_zero_std: frac, grad_norm })}\n`);
       }
     };
     const store = Store.open(join(root, 'rlwatch.db'));
-    // grad_explosion's evaluation fails while `broken` (grad_norm 50 > 10 would fire it)
+    // grad_explosion's evaluation fails while `broken` (grad_norm 0.5, then 50 from step 9, would fire it)
     let broken = true;
     const cursor = store.alerts.cursor.bind(store.alerts);
     store.alerts.cursor = (runId, rule, metric) => {
@@ -63,7 +64,7 @@ describe('a rule that throws', () => {
     expect(store.runs.byId(run.id)!.last_step).toBe(12);
     expect(store.alerts.list({ runId: run.id }).find((a) => a.rule === 'grad_explosion')).toMatchObject({
       state: 'firing',
-      started_step: 1,
+      started_step: 9,
     });
     store.close();
   });

@@ -58,9 +58,9 @@ describe('RuleBook: the preset changed and extended by the config', () => {
   });
 
   it('a run-scoped value applies to matching runs only', () => {
-    const b = RuleBook.build(GRPO_PRESET, [{ id: 'grad_explosion', runs: 'big-*', value: 50 }]);
-    expect(rule(b.forRun('big-7'), 'grad_explosion')).toMatchObject({ value: 50, recoverFor: 5 });
-    expect(rule(b.forRun('small-7'), 'grad_explosion')).toMatchObject({ value: 10 });
+    const b = RuleBook.build(GRPO_PRESET, [{ id: 'grad_explosion', runs: 'big-*', floor: 50 }]);
+    expect(rule(b.forRun('big-7'), 'grad_explosion')).toMatchObject({ floor: 50, recoverFor: 5 });
+    expect(rule(b.forRun('small-7'), 'grad_explosion')).toMatchObject({ floor: 10 });
   });
 
   it('a rule disabled everywhere may be enabled again for some runs', () => {

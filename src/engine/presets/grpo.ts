@@ -52,10 +52,12 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     metric: 'kl', op: '>', value: 10, for: 2, recover: 5, recoverFor: 3,
   },
   {
-    // issue 11: KL rising 10x over its early median (and by at least 0.05: a tiny early KL is not a baseline)
+    // ours: KL against its own recent course, not its start (the policy starts as the reference: KL ~0 there
+    // by construction, so "10× the early median" was "rose by 0.05"): 4× the median of the 20 records before,
+    // none of them from the first 10, and by at least 0.05. kl_out_of_range is the absolute band
     id: 'kl_blowup', kind: 'relative', severity: 'warning',
-    metric: 'kl', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '>', factor: 10, minDelta: 0.05,
-    for: 3, recover: 5, recoverFor: 5,
+    metric: 'kl', baseline: 'rolling', warmup: 10, baselineWindow: 20, smooth: 3, op: '>', factor: 4, minDelta: 0.05,
+    for: 3, recover: 2, recoverFor: 5,
   },
   {
     // ours: the approximate KL of one PPO update (verl actor/ppo_kl, OpenRLHF ppo_kl) beyond 0.1, ten times
@@ -140,10 +142,14 @@ export const GRPO_PRESET: readonly Rule[] = [
     learn: 5,
   },
   {
-    // 000: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike (15.786)".
+    // 000: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike (15.786)": 10 is
+    // the floor. Ours: and 10× the median of the 50 records before (a large model lives at 2.5, TRL's
+    // hotpotqa run at 0.4-224 with a median of 21, ../shared/real-logs), beyond 5 robust σ of their logs (that
+    // run's one 1,927 is 2.5σ: its norms span three decades). `cap`: set it to page on any norm above a line.
     // One spike is news; spikes a few steps apart are one incident.
-    id: 'grad_explosion', kind: 'threshold', severity: 'critical',
-    metric: 'grad_norm', op: '>', value: 10, for: 1, recover: 10, recoverFor: 5,
+    id: 'grad_explosion', kind: 'relative', severity: 'critical',
+    metric: 'grad_norm', baseline: 'rolling', baselineWindow: 50, op: '>', factor: 10, floor: 10, logSigmas: 5,
+    for: 1, recoverFor: 5,
   },
   {
     // 000, "Mode Collapse Warning": "loss=0.0000  grad=0.000 ... Zero loss and grad (no learning)"
