@@ -94,7 +94,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   });
 
   it('answers a bad argument with an ephemeral one-line usage', async () => {
-    const out = await fake.command({ name: 'mute', options: { duration: 'soon' }, user: ana });
+    const out = await fake.command({ name: 'mute', options: { run: 'grpo', duration: 'soon' }, user: ana });
     expect(out.callback?.data).toMatchObject({ flags: 64 });
     expect((out.callback?.data as { content: string }).content).toBe("'soon' is not a duration: use e.g. 30m, 2h or 1d");
   });

@@ -169,8 +169,13 @@ export interface CommandOptionSpec {
 
 export type CommandOptions = Record<string, CommandOptionValue> | CommandOptionSpec[];
 
+/** Where an interaction comes from: by default the fake's channel in its guild. `dm`: the bot's DM with the user;
+ * `channelId` another channel (of the fake's guild unless `guildId` names another server). */
+export type InteractionPlace = 'dm' | { channelId?: string; guildId?: string };
+
 export interface CommandSpec {
   name: string;
+  where?: InteractionPlace;
   subcommand?: string;
   /** Subcommand group name (requires `subcommand`). */
   group?: string;
@@ -184,6 +189,7 @@ export interface CommandSpec {
 
 export interface AutocompleteSpec {
   name: string;
+  where?: InteractionPlace;
   subcommand?: string;
   group?: string;
   focused: { name: string; value: string | number };
@@ -195,6 +201,7 @@ export interface AutocompleteSpec {
 
 export interface ClickSpec {
   customId: string;
+  where?: InteractionPlace;
   messageId: string;
   user: FakeUser;
   roles?: string[];
@@ -231,6 +238,8 @@ export interface FakeDiscordOptions {
   debug?: boolean;
   /** Listen on this port (e.g. one rlwatch was pointed at before the fake came up); default: ephemeral. */
   port?: number;
+  /** What GET /gateway/bot answers instead of the fake's own gateway (e.g. a closed port). */
+  gatewayUrl?: string;
 }
 
 export interface FakeDiscord {
@@ -268,6 +277,9 @@ export interface FakeDiscord {
     method: string, pathRegex: RegExp, matches?: (r: RecordedRequest) => boolean,
   ): { arrived: Promise<RecordedRequest>; release(): void };
   setDown(down: boolean): void;
+  /** Every request to a channel (posts, edits) is answered 429 until `until` (ms since the epoch), its retry_after
+   * the time left: a channel's rate limit held for a while, as a storm meets it. */
+  rateLimitChannelsUntil(until: number): void;
   waitFor<T>(predicate: () => T | null | undefined | false, timeoutMs?: number): Promise<T>;
   /** Send a raw gateway dispatch (op 0) to every identified connection. */
   dispatch(t: string, d: unknown): void;
@@ -453,6 +465,7 @@ class FakeDiscordImpl implements FakeDiscord {
   private readonly failRules: FailRule[] = [];
   private readonly holdRules: HoldRule[] = [];
   private down = false;
+  private channelsLimitedUntil = 0;
   private closed = false;
   private readonly http: Server;
   private readonly wss: WebSocketServer;
@@ -500,7 +513,7 @@ class FakeDiscordImpl implements FakeDiscord {
     });
     this.port = (this.http.address() as AddressInfo).port;
     this.apiUrl = `http://127.0.0.1:${this.port}/api`;
-    this.gatewayUrl = `ws://127.0.0.1:${this.port}`;
+    this.gatewayUrl = this.opts.gatewayUrl ?? `ws://127.0.0.1:${this.port}`;
   }
 
   get connectedClients(): number {
@@ -959,7 +972,21 @@ class FakeDiscordImpl implements FakeDiscord {
     return options;
   }
 
-  private baseInteraction(type: 2 | 3 | 4, user: FakeUser, roleIds: string[], data: Json): Json {
+  private baseInteraction(type: 2 | 3 | 4, user: FakeUser, roleIds: string[], data: Json, where?: InteractionPlace): Json {
+    const inGuild = this.baseInGuild(type, user, roleIds, data);
+    if (where === undefined) return inGuild;
+    if (where === 'dm') {
+      // as Discord sends it from a DM: no guild, no member, the user at the top level, context 1 (BotDM)
+      const { guild_id: _g, guild: _gd, member: _m, app_permissions: _p, guild_locale: _l, ...rest } = inGuild;
+      const channel = { id: snowflake(), type: 1, last_message_id: null, flags: 0, recipients: [this.apiUser(user)] };
+      return { ...rest, user: this.apiUser(user), channel_id: channel.id, channel, context: 1, authorizing_integration_owners: { '1': user.id } };
+    }
+    const guildId = where.guildId ?? this.guildId;
+    const channel = { ...this.apiChannel(), id: where.channelId ?? snowflake(), guild_id: guildId, name: 'elsewhere' };
+    return { ...inGuild, guild_id: guildId, guild: { id: guildId, locale: 'en-US', features: [] }, channel_id: channel.id, channel, authorizing_integration_owners: { '0': guildId } };
+  }
+
+  private baseInGuild(type: 2 | 3 | 4, user: FakeUser, roleIds: string[], data: Json): Json {
     return {
       id: snowflake(),
       application_id: this.applicationId,
@@ -1003,12 +1030,13 @@ class FakeDiscordImpl implements FakeDiscord {
     extra: Json,
     timeoutMs: number,
     label: string,
+    where?: InteractionPlace,
   ): Promise<FakeInteraction> {
     if (this.connectedClients === 0) {
       return Promise.reject(new Error(`fake-discord: no identified gateway client to send ${label} to`));
     }
     const roleIds = (roles ?? []).map((r) => this.ensureRole(r).id);
-    const payload = { ...this.baseInteraction(type, user, roleIds, data), ...extra };
+    const payload = { ...this.baseInteraction(type, user, roleIds, data, where), ...extra };
     const rec: FakeInteraction = {
       id: String(payload.id),
       token: String(payload.token),
@@ -1051,7 +1079,7 @@ class FakeDiscordImpl implements FakeDiscord {
     };
     if (def?.guild_id) data.guild_id = def.guild_id;
     const label = `/${[spec.name, spec.group, spec.subcommand].filter(Boolean).join(' ')}`;
-    return this.send(2, spec.user, spec.roles, data, {}, spec.timeoutMs ?? 5000, `command ${label}`);
+    return this.send(2, spec.user, spec.roles, data, {}, spec.timeoutMs ?? 5000, `command ${label}`, spec.where);
   }
 
   async autocomplete(spec: AutocompleteSpec): Promise<Json[]> {
@@ -1071,6 +1099,7 @@ class FakeDiscordImpl implements FakeDiscord {
       {},
       spec.timeoutMs ?? 5000,
       `autocomplete /${spec.name} ${spec.focused.name}`,
+      spec.where,
     );
     return rec.choices ?? [];
   }
@@ -1097,6 +1126,7 @@ class FakeDiscordImpl implements FakeDiscord {
       { message: this.toApiMessage(msg) },
       spec.timeoutMs ?? 5000,
       `click ${spec.customId}`,
+      spec.where,
     );
   }
 
@@ -1197,6 +1227,10 @@ class FakeDiscordImpl implements FakeDiscord {
     this.down = down;
   }
 
+  rateLimitChannelsUntil(until: number): void {
+    this.channelsLimitedUntil = until;
+  }
+
   async waitFor<T>(predicate: () => T | null | undefined | false, timeoutMs = 2000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -1279,7 +1313,10 @@ class FakeDiscordImpl implements FakeDiscord {
     };
 
     if (this.down) return send(503, { message: 'Service Unavailable', code: 0 });
-    const rule = ruleFor(this.failRules, rec);
+    const limitedFor = (this.channelsLimitedUntil - Date.now()) / 1000;
+    const rule = limitedFor > 0 && path.startsWith('/channels/')
+      ? { spec: { status: 429, retryAfter: limitedFor } as FailSpec }
+      : ruleFor(this.failRules, rec);
     if (rule) {
       const spec = rule.spec;
       if (spec.status === 429) {

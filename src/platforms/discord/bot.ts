@@ -16,6 +16,9 @@ import {
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   GuildMember,
+  ApplicationIntegrationType,
+  InteractionContextType,
+  PermissionFlagsBits,
   type Interaction,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
   type SendableChannels,
@@ -34,7 +37,7 @@ import { deliverCards, recapture, shownNow } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
-import { allDestinations, targetName } from '../../notify/routing.ts';
+import { allDestinations, commandPlaces, NOT_HERE, targetName, type Place } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
@@ -63,6 +66,16 @@ const CHART_TRIES = 10;
 const CHARTS_GRACE_MS = 500;
 
 const OPTION_TYPE = { string: 3, integer: 4, boolean: 5 } as const;
+
+/** Discord waits 3 s for an interaction's first answer: one not ready by then says "thinking" first. */
+const DEFER_AFTER_MS = 2000;
+
+/** What a member needs by default to see and use a command that changes state (ack, mute, unmute): Manage
+ * Messages, which a server's moderators hold. Server admins may change it per command (Server Settings >
+ * Integrations); rlwatch's own `discord.allow` and channel checks apply on top. Reads need nothing. */
+const WRITE_PERMISSION = PermissionFlagsBits.ManageMessages.toString();
+/** Commands are a server's: not offered in DMs or group DMs, nor installed on a user's account. */
+const GUILD_ONLY = { contexts: [InteractionContextType.Guild], integration_types: [ApplicationIntegrationType.GuildInstall] };
 
 /**
  * Untrusted text (run names, log lines, summaries naming metrics) outside a code block: a masked link, a
@@ -122,15 +135,22 @@ export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBo
     }) as APIApplicationCommandOption;
   // Discord wants required options first
   const options = (spec: CommandSpec) => [...spec.options].sort((a, b) => Number(b.required === true) - Number(a.required === true)).map(option);
+  // Discord sets permissions per top-level command: a group's subcommands all share its own (all reads today)
+  const rights = (specs: readonly CommandSpec[]) =>
+    specs.some((s) => s.access === 'write') ? { default_member_permissions: WRITE_PERMISSION } : {};
   const out: RESTPostAPIChatInputApplicationCommandsJSONBody[] = [];
   for (const spec of COMMANDS) {
     if (spec.path.length === 1) {
-      out.push({ name: spec.path[0], description: cut(spec.description, 100), options: options(spec) });
+      out.push({ name: spec.path[0], description: cut(spec.description, 100), options: options(spec), ...rights([spec]), ...GUILD_ONLY });
       continue;
     }
     const [group, sub] = spec.path;
     let cmd = out.find((c) => c.name === group);
-    if (!cmd) out.push((cmd = { name: group, description: group === 'run' ? 'one run' : `${group} over time`, options: [] }));
+    const description = group === 'run' ? 'one run' : `${group} over time`;
+    if (!cmd) {
+      const rightsOfGroup = rights(COMMANDS.filter((c) => c.path[0] === group));
+      out.push((cmd = { name: group, description, options: [], ...rightsOfGroup, ...GUILD_ONLY }));
+    }
     cmd.options!.push({ type: 1, name: sub, description: cut(spec.description, 100), options: options(spec) } as APIApplicationCommandOption);
   }
   return out;
@@ -267,6 +287,10 @@ const isTokenInvalid = (err: unknown): boolean => (err as { code?: string }).cod
 export class DiscordBot {
   readonly client: Client;
   private readonly channels: string[];
+  /** where commands are taken from, and what each channel sees */
+  private readonly places: (channel: string) => Place;
+  /** the server commands are taken from: DISCORD_GUILD_ID, else the alert channel's (looked up at start) */
+  private guild: string | undefined;
   /** per channel, the posts waiting to go: see `inTurn` */
   private readonly posting = new Map<string, PQueue>();
   /** charts being attached to cards already posted (`attachCharts`) */
@@ -287,6 +311,8 @@ export class DiscordBot {
       },
     });
     this.channels = allDestinations(opts.section, opts.channel);
+    this.places = commandPlaces(opts.section, opts.channel);
+    this.guild = opts.guildId;
     this.client.on('interactionCreate', (i) => void this.onInteraction(i));
     this.client.on('error', (e) => opts.log.warn(`discord: ${e.message}`));
   }
@@ -295,15 +321,29 @@ export class DiscordBot {
   async start(): Promise<void> {
     const ready = once(this.client, 'clientReady', { signal: AbortSignal.timeout(READY_TIMEOUT_MS) });
     ready.catch(() => {}); // a failed login rejects first; this one is then of no interest
-    try {
+    // discord.js redials a gateway it cannot reach (a closed port) without a word until the ready timeout: its first
+    // drop before the bot is ready fails the attempt instead, so that the user hears of it at once
+    let dropped: () => void = () => {};
+    const unreachable = new Promise<never>((_, reject) => {
+      dropped = () => reject(new Error('its gateway closed the connection before the bot was ready'));
+      this.client.once('shardReconnecting', dropped);
+    });
+    const loggedIn = (async () => {
       await this.client.login(this.opts.token);
       await ready;
+    })();
+    loggedIn.catch(() => {}); // when the gateway failed first, destroying the client rejects it: of no interest
+    try {
+      await Promise.race([loggedIn, unreachable]);
+      this.guild ??= await this.guildOf(this.channels[0]);
       const commands = this.client.application!.commands;
       if (this.opts.guildId) await commands.set(discordCommands(), this.opts.guildId);
       else await commands.set(discordCommands());
     } catch (err) {
       await this.client.destroy(); // the next attempt logs in afresh
       throw err;
+    } finally {
+      this.client.off('shardReconnecting', dropped);
     }
     this.connected = true;
     this.opts.log.info(`discord: connected as ${this.client.user?.tag}; alerts to ${this.channels.join(', ') || 'no channel'}`);
@@ -331,6 +371,19 @@ export class DiscordBot {
       onFatal: hooks.onFatal,
       log: this.opts.log,
     });
+  }
+
+  /** The server of a channel; undefined when it cannot be looked up (a wrong channel is said on delivery): then
+   * the channel check alone decides, channel ids being unique across servers. */
+  private async guildOf(channelId: string | undefined): Promise<string | undefined> {
+    if (channelId === undefined) return undefined;
+    try {
+      const channel = await this.client.channels.fetch(channelId);
+      return channel && 'guildId' in channel ? channel.guildId : undefined;
+    } catch (err) {
+      this.opts.log.warn(`discord: cannot look up the server of channel ${channelId}: ${deliveryError(err).message}`);
+      return undefined;
+    }
   }
 
   /** logged in, commands registered */
@@ -451,12 +504,20 @@ export class DiscordBot {
     return mayAct(this.opts.section.allow.users, this.opts.section.allow.roles, i.user.id, roles ? [...roles.keys()] : []);
   }
 
+  /** What a command from where `i` comes may do: none from a DM, another server or a channel not taken from. */
+  private place(i: Interaction): Place {
+    if (!i.inGuild() || (this.guild !== undefined && i.guildId !== this.guild)) return { refused: NOT_HERE };
+    return this.places(i.channelId ?? '');
+  }
+
   /** The caller, for the shared interaction path: recorded by username, shown as the guild shows them. */
   private asker(i: ChatInputCommandInteraction | ButtonInteraction): Asker {
     const { store, config, log } = this.opts;
     const user = `@${i.user.username}`;
     const mayWrite = () => this.allowed(i);
-    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml' };
+    const place = this.place(i);
+    const where = place.refused !== undefined ? { refused: place.refused } : { seesRun: place.seesRun };
+    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml', ...where };
   }
 
   private async command(i: ChatInputCommandInteraction): Promise<void> {
@@ -465,17 +526,27 @@ export class DiscordBot {
     for (const o of i.options.data.flatMap((d) => (d.options ? [...d.options] : [d]))) {
       if (o.value !== undefined) args[o.name] = o.value;
     }
-    // Discord waits 3 s for an answer: a command that may read a long series answers "thinking" first
-    let deferred = false;
-    const answer = await interact({ words: sub ? [i.commandName, sub] : [i.commandName], args }, this.asker(i), async (spec) => {
-      if (spec.slow !== true) return;
-      deferred = true;
-      await i.deferReply();
-    });
+    // Discord waits 3 s for an answer: a command that may read a long series says "thinking" at once, any other
+    // when its answer (store reads, the reply's rendering) is not ready within DEFER_AFTER_MS
+    let deferring: Promise<unknown> | undefined;
+    const defer = (): void => void (deferring ??= i.deferReply().catch((err: Error) => this.opts.log.warn(`discord: cannot defer /${i.commandName}: ${err.message}`)));
+    const timer = setTimeout(defer, DEFER_AFTER_MS);
+    let answer: Awaited<ReturnType<typeof interact>>;
+    let message: Awaited<ReturnType<typeof replyMessage>> | undefined;
+    try {
+      answer = await interact({ words: sub ? [i.commandName, sub] : [i.commandName], args }, this.asker(i), async (spec) => {
+        if (spec.slow === true) defer();
+      });
+      if (answer.ok) message = await replyMessage(answer.reply);
+    } finally {
+      clearTimeout(timer);
+    }
+    await deferring;
+    const deferred = deferring !== undefined;
     if (changedSomething(answer)) this.opts.deliverNow?.();
     if (answer.ok) {
-      if (deferred) await i.editReply(await replyMessage(answer.reply));
-      else await i.reply(await replyMessage(answer.reply));
+      if (deferred) await i.editReply(message!);
+      else await i.reply(message!);
       return;
     }
     const content = cut(answer.message, 2000);
@@ -486,13 +557,15 @@ export class DiscordBot {
   }
 
   private async autocomplete(i: AutocompleteInteraction): Promise<void> {
+    const place = this.place(i);
+    if (place.refused !== undefined) return void (await i.respond([]));
     const focused = i.options.getFocused(true);
-    const known = await knownNames(this.opts.store);
+    const known = await knownNames(this.opts.store, place.seesRun);
     let names: readonly string[] = [];
     if (focused.name === 'run') names = known.runs;
     else if (focused.name === 'metric') {
       const run = i.options.getString('run');
-      const row = run ? await this.opts.store.runByName(run) : undefined;
+      const row = run && place.seesRun(run) ? await this.opts.store.runByName(run) : undefined;
       names = row ? await this.opts.store.metricsOf(row.id) : known.metrics;
     }
     const typed = String(focused.value).toLowerCase();

@@ -1,15 +1,18 @@
 /** Discord: a gateway bot (outbound only) with slash commands, buttons, and alert cards edited in place. */
 import * as z from '../../zod.ts';
+import { CommandsSchema } from '../../notify/routing.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
 
 export const DiscordSection = z.prefault(
   z.strictObject({
     ...commonSection,
-    /** who may ack and mute: user ids and role ids; both empty = anyone in the channel */
+    /** who may ack and mute: user ids and role ids; both empty = anyone in a channel commands are taken from */
     allow: z.prefault(
       z.strictObject({ users: z._default(z.array(z.string()), []), roles: z._default(z.array(z.string()), []) }),
       {},
     ),
+    /** where commands are taken from and which runs each channel sees (docs/security.md) */
+    commands: CommandsSchema,
   }),
   {},
 );
