@@ -14,29 +14,32 @@ export const REDACTED = '[redacted]';
 /** Tokens recognised by their shape alone, wherever they stand. */
 const BARE: readonly RegExp[] = [
   /\bhf_[A-Za-z0-9]{30,}/g, // Hugging Face
-  /\bsk-(?=[\w-]*\d)[\w-]{20,}/g, // OpenAI (sk-, sk-proj-), Anthropic (sk-ant-): a real key holds digits
   /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack bot, user, app-level tokens
   /\bxapp-[A-Za-z0-9-]{10,}/g,
   /\bgh[pousr]_[A-Za-z0-9]{36,}/g, // GitHub
   /\bgithub_pat_[A-Za-z0-9_]{22,}/g,
   /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, // AWS access key ids
   /\bAIza[A-Za-z0-9_-]{35}/g, // Google API keys
-  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g, // JWTs: base64 of `{"` twice
+  /\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]*/g, // JWTs: base64 of `{"` twice
 ];
+
+/** OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`) keys: a real one holds digits (`sk-some-long-run-name` is
+ * not one), checked on the match so that the pattern stays one pass over the text. */
+const SK = /\bsk-[\w-]{20,}/g;
 
 /** `Bearer <token>` anywhere (a curl command, a request dump): the word kept. */
 const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/-]{8,}=*/g;
 /** An AWS secret key after its name, whatever separates them (`--aws-secret-access-key X`, `aws_secret_key = X`). */
 const AWS_SECRET = /\b(aws[\s_-]?secret[\s_-]?(?:access[\s_-]?)?key["']?\s*[:=]?\s*["']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi;
 /** The password of a URL: `https://user:[redacted]@host`. */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@'"]*:)[^\s/@'"]+@/gi;
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,30}:\/\/[^\s/:@'"]{0,200}:)[^\s/@'"]{1,200}@/gi;
 /**
  * `NAME=value`, `NAME: value`, `'NAME': 'value'`, `"NAME": "value"`: the name and the separator kept, the value
- * judged by `secretName` and `inertValue`. An unquoted value may start with an HTTP auth scheme (`Authorization:
+ * judged by `secretName`. An unquoted value may start with an HTTP auth scheme (`Authorization:
  * Bearer X`) and ends at a space, a quote, a comma or a bracket.
  */
 const NAME_VALUE =
-  /(?<![\w.])(["']?)([A-Za-z_][\w.-]*)\1(\s*[:=]\s*)(?:(["'])([^\n]*?)\4|(\$\{\w+\}|(?:(?:Bearer|Basic|Token|Digest|Bot)\s+)?[^\s'",;(){}[\]<>]+))/g;
+  /(?<![\w.])(["']?)([A-Za-z_][\w.-]{0,100})\1(\s*[:=]\s*)(?:(["'])([^\n]{0,512}?)\4|(\$\{\w+\}|(?:(?:Bearer|Basic|Token|Digest|Bot)\s+)?[^\s'",;(){}[\]<>]+))/g;
 
 /** What a secret's name holds somewhere: a text without it has no `NAME=value` to look at (the costly pass). */
 const SECRET_HINT = /token|secret|passw|pwd|passphrase|credential|auth|key/i;
@@ -87,10 +90,10 @@ const PEM_INLINE = /(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:.*?(-----END [A-Z0
 const PEM_BODY = /^\s*(?:[A-Za-z0-9+/]+={0,2}|(?:Proc-Type|DEK-Info):.*)?\s*$/;
 /** A line that is one long base64 blob, as the middle of a key shown without its markers (a tail cut both ends):
  * upper and lower case and digits, so that a hex digest or a row of `=` is not one. */
-const BLOB = /^\s*(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{60,}={0,2}\s*$/;
-
-/** BLOB for each line of a text (a key's middle lines, each one `[redacted]`). */
-const BLOB_LINES = /^[ \t]*(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{60,}={0,2}[ \t]*$/gm;
+const BLOB_SOURCE = String.raw`^[ \t]*(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{60,}={0,2}[ \t]*$`;
+const BLOB = new RegExp(BLOB_SOURCE);
+/** BLOB for each line of a text (each such line becomes `[redacted]`) */
+const BLOB_LINES = new RegExp(BLOB_SOURCE, 'gm');
 
 /** Multi-line PEM keys in `text`, whole or cut at either end (an evidence block starts where it was cut). */
 function redactPem(text: string): string {
@@ -105,7 +108,8 @@ function redactPem(text: string): string {
     const end = PEM_END.exec(line);
     if (begin && (!end || end.index < begin.index)) {
       // the rest of the line after the marker, if any, is the key's start
-      out.push(line.slice(0, begin.index + begin[0].length));
+      const marker = begin.index + begin[0].length;
+      out.push(line.slice(0, marker) + (line.slice(marker).trim() === '' ? '' : REDACTED));
       inBlock = true;
     } else if (end && !begin) {
       if (!inBlock) {
@@ -154,6 +158,7 @@ export function makeRedactor(extra: readonly string[] = []): Redactor {
       return vq ? `${q}${name}${q}${sep}${vq}${REDACTED}${vq}` : `${q}${name}${q}${sep}${REDACTED}`;
     });
     t = t.replace(BEARER, `$1${REDACTED}`);
+    t = t.replace(SK, (m) => (/\d/.test(m) ? REDACTED : m));
     for (const re of BARE) t = t.replace(re, REDACTED);
     for (const re of own) t = t.replace(re, REDACTED);
     return t;

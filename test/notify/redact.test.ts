@@ -92,6 +92,7 @@ describe('what is not a secret', () => {
     'checked out 3f2a9c1d0b8e7f6a5d4c3b2a1f0e9d8c7b6a5f4e (HEAD -> main)',
     'sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
     'the bearer of news; basic usage: see https://example.com/path',
+    'run name sk-learn-baseline-with-long-suffix (no digit: not a key)',
   ])('%s', (line) => {
     expect(r.text(line)).toBe(line);
   });
