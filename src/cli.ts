@@ -93,7 +93,7 @@ function describeBackfill(s: BackfillSummary, seconds: number): string {
   const skips = Object.entries(s.skips).sort((a, b) => b[1] - a[1]);
   const skipped = skips.reduce((n, [, c]) => n + c, 0);
   if (skipped > 0) {
-    lines.push(`  skipped ${skipped} line${skipped === 1 ? '' : 's'}: ${skips.map(([r, c]) => `${r} ${c}`).join(', ')}`);
+    lines.push(`  skipped ${skipped} line${skipped === 1 ? '' : 's'}: ${skips.map(([r, c]) => `${c} × ${r}`).join('; ')}`);
   }
   return lines.join('\n');
 }

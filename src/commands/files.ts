@@ -13,8 +13,8 @@ export interface ReadFile {
   lines: number;
   records: number;
   skipped: number;
-  /** lines that parsed as nothing, by reason, most frequent first */
-  skips: Array<{ reason: string; count: number }>;
+  /** lines that parsed as nothing, by reason, most frequent first, with the last such line (cut; untrusted text) */
+  skips: Array<{ reason: string; count: number; example: string }>;
 }
 
 export interface RunFiles {
@@ -57,7 +57,7 @@ export async function runFiles(
         lines: f.lines,
         records: f.records,
         skipped: f.skipped,
-        skips: f.skipped > 0 ? (await store.skipsOf(f.id)).map(({ reason, count }) => ({ reason, count })) : [],
+        skips: f.skipped > 0 ? skipsOf(await store.skipsOf(f.id)) : [],
       });
     }
     out.push({
@@ -70,8 +70,16 @@ export async function runFiles(
 }
 
 const plural = (n: number, word: string): string => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
+/** what an example line is cut to in a one-line summary */
+const EXAMPLE_CHARS = 80;
+const skipsOf = (rows: ReadonlyArray<{ reason: string; count: number; sample: string }>): ReadFile['skips'] =>
+  rows.map(({ reason, count, sample }) => ({ reason, count, example: sample }));
+const exampleText = (example: string): string =>
+  example === '' ? '' : `, e.g. ${JSON.stringify(example.length > EXAMPLE_CHARS ? `${example.slice(0, EXAMPLE_CHARS)}…` : example)}`;
+/** `3 lines skipped (2 × dict line not read (cut off or nested), e.g. "{'loss': 0.1, 'gr"; 1 × ...)`: the count
+ * before the reason, so that it is never read as a line number */
 const skipText = (f: Pick<ReadFile, 'skipped' | 'skips'>): string =>
-  `${plural(f.skipped, 'line')} skipped (${f.skips.map((s) => `${s.reason} ${s.count}`).join(', ')})`;
+  `${plural(f.skipped, 'line')} skipped (${f.skips.map((s) => `${s.count} × ${s.reason}${exampleText(s.example)}`).join('; ')})`;
 
 /** `files [run]`: each run's files with format, offset, records and skipped lines, and the files not read. */
 export async function files({ store, seesRun }: CommandContext, args: { run?: string }): Promise<Reply> {
@@ -129,7 +137,7 @@ export async function unreadSummary(
       if (!under(f.path)) continue;
       if (noMetrics(f)) out.push(`not understood: ${run.name}/${relPath(run.path, f.path)} (${noMetricsText(f)})`);
       if (f.skipped === 0) continue;
-      const skips = (await store.skipsOf(f.id)).map(({ reason, count }) => ({ reason, count }));
+      const skips = skipsOf(await store.skipsOf(f.id));
       out.push(`unparsed lines: ${run.name}/${relPath(run.path, f.path)}: ${skipText({ skipped: f.skipped, skips })}`);
     }
   }

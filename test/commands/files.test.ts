@@ -74,7 +74,7 @@ describe('files', () => {
     for (const p of [log, notes]) await ingestor.ingest(p, runs());
     expect(await unreadSummary(db, [runs()])).toEqual([
       'not read: grpo/notes.txt (no known format in what is there yet)',
-      expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(.+ 1\)$/),
+      expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(1 × .+, e\.g\. "not a metric line"\)$/),
     ]);
     expect(await unreadSummary(db, [join(root, 'elsewhere')])).toEqual([]);
     // an empty file (a run just starting) is listed by `files` but is no warning

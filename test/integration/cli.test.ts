@@ -33,9 +33,11 @@ describe('the CLI', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(
-      /^backfill: 2 runs, 2 files, 5 records from 0\.0 MB in \d+\.\d s\n  skipped 1 line: unparseable dict line 1\n/,
+      /^backfill: 2 runs, 2 files, 5 records from 0\.0 MB in \d+\.\d s\n  skipped 1 line: 1 × dict line not read \(cut off or nested\)\n/,
     );
-    expect(r.stdout).toContain('\n  unparsed lines: trl-b/train.out: 1 line skipped (unparseable dict line 1)\n');
+    expect(r.stdout).toContain(
+      `\n  unparsed lines: trl-b/train.out: 1 line skipped (1 × dict line not read (cut off or nested), e.g. "{'loss': 0.1, 'reward': ")\n`,
+    );
   });
 
   it('lists runs as JSON', () => {
@@ -44,7 +46,7 @@ describe('the CLI', () => {
     const runs = JSON.parse(r.stdout);
     expect(runs).toHaveLength(2);
     expect(runs[0]).toMatchObject({ name: 'grpo-a', path: join(root, 'runs', 'grpo-a'), firstStep: 1, lastStep: 3, lastEpoch: 0.03, records: 3 });
-    expect(runs[1]).toMatchObject({ name: 'trl-b', firstStep: 1, lastStep: 2, lastEpoch: 0.02, records: 2 });
+    expect(runs[1]).toMatchObject({ name: 'trl-b', firstStep: 1, lastStep: 10, lastEpoch: 0.02, records: 2 });
     expect(Date.parse(runs[0].updatedAt)).toBeGreaterThan(Date.now() - 120_000);
   });
 
@@ -53,12 +55,12 @@ describe('the CLI', () => {
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
       run: 'trl-b',
-      step: 2,
+      step: 10, // the second dict comes right after the bar's 10/300
       epoch: 0.02,
       metrics: { loss: 0.06166, grad_norm: 0.7, reward: 0.5, lr: 1e-6, frac_zero_std: 0.5 },
     });
     const text = rlwatch(['run', 'status', 'trl-b', '--db', db]);
-    expect(text.stdout).toContain('trl-b: step 2, epoch 0.02');
+    expect(text.stdout).toContain('trl-b: step 10, epoch 0.02');
     expect(text.stdout).toMatch(/frac_zero_std\s+0\.5 \(step 1\)/);
   });
 
