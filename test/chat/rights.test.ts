@@ -10,10 +10,13 @@ import { NOT_HERE } from '../../src/notify/routing.ts';
 import { DiscordBot } from '../../src/platforms/discord/bot.ts';
 import { discord } from '../../src/platforms/discord/index.ts';
 import { sectionOf } from '../../src/platforms/platform.ts';
+import { SlackBot } from '../../src/platforms/slack/bot.ts';
+import { slack } from '../../src/platforms/slack/index.ts';
 import type { StoreContract } from '../../src/store/contract.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { snowflake, startFakeDiscord, type FakeDiscord, type FakeInteraction } from '../fakes/discordServer.ts';
+import { startFakeSlack, type FakeSlack, type InteractionResult } from '../fakes/slackServer.ts';
 import { tempDir } from '../helpers.ts';
 import { BIN } from '../integration/cli.ts';
 
@@ -38,6 +41,15 @@ function slowable(inner: StoreContract, ctl: { delayMs: number }): StoreContract
   });
 }
 
+/** A store with runs A and B, each with a firing collapse: their alert ids. */
+function twoRuns(store: Store): { alertA: number; alertB: number } {
+  const alertOf = (run: string): number =>
+    store.alerts.create(store.runs.ensure(run, `/runs/${run}`).id, 'mode_collapse', 'frac_zero_std', 'firing', {
+      step: 3, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {},
+    }).id;
+  return { alertA: alertOf(A), alertB: alertOf(B) };
+}
+
 const content = (i: FakeInteraction): string => String((i.callback?.data as { content?: string } | null)?.content);
 
 describe('Discord: where commands are taken from, who may write, what a channel sees (real discord.js, local fake)', () => {
@@ -54,12 +66,7 @@ describe('Discord: where commands are taken from, who may write, what a channel 
   beforeAll(async () => {
     fake = await startFakeDiscord();
     store = Store.open(join(tempDir(), 'rlwatch.db'));
-    const alertOf = (run: string): number =>
-      store.alerts.create(store.runs.ensure(run, `/runs/${run}`).id, 'mode_collapse', 'frac_zero_std', 'firing', {
-        step: 3, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {},
-      }).id;
-    alertA = alertOf(A);
-    alertB = alertOf(B);
+    ({ alertA, alertB } = twoRuns(store));
     const config = ConfigSchema.parse({
       discord: { routes: [{ runs: 'team-a/*', channel: teamA }], commands: { channels: [fake.channelId, teamA, ops] } },
     });
@@ -170,4 +177,63 @@ describe('Discord unreachable at start', () => {
       await fake.close();
     }
   }, 60_000);
+});
+
+describe('Slack: where commands are taken from, who may write, what a channel sees (real Bolt in Socket Mode, local fake)', () => {
+  let fake: FakeSlack;
+  let store: Store;
+  let bot: SlackBot;
+  let alertA: number;
+  let alertB: number;
+  const TEAM_A = 'C0TEAMA';
+  const reply = (r: InteractionResult) => r.responses[0]!.body as { response_type: string; text: string };
+
+  beforeAll(async () => {
+    fake = await startFakeSlack();
+    store = Store.open(join(tempDir(), 'rlwatch.db'));
+    ({ alertA, alertB } = twoRuns(store));
+    // no commands.channels: the alert channel and the route's are taken from
+    const config = ConfigSchema.parse({ slack: { routes: [{ runs: 'team-a/*', channel: TEAM_A }] } });
+    bot = new SlackBot({ botToken: fake.botToken, appToken: fake.appToken, apiUrl: fake.apiUrl, channel: fake.channelId, section: sectionOf(config, slack), store: new SqliteAsyncStore(store), log: silentLog, retries: 0 });
+    await bot.start();
+  }, 20_000);
+
+  afterAll(async () => {
+    await bot?.stop();
+    store?.close();
+    await fake?.close();
+  }, 20_000);
+
+  it('a command from another workspace, a DM or a channel not taken from is refused, only to the caller', async () => {
+    for (const where of [{ teamId: 'T0OTHER' }, { channelId: 'D0DIRECT' }, { channelId: 'C0ELSEWHERE' }]) {
+      const r = await fake.slashCommand({ command: '/ack', text: String(alertB), userId: 'U0ANA', waitForResponses: 1, ...where });
+      expect(reply(r)).toMatchObject({ response_type: 'ephemeral', text: NOT_HERE });
+    }
+    expect(store.alerts.byId(alertB)?.acked_by).toBeNull();
+  });
+
+  it('with an empty allow list, an ack from the alert channel and from a route\'s channel is taken', async () => {
+    const here = await fake.slashCommand({ command: '/ack', text: String(alertB), userId: 'U0ANA', waitForResponses: 1 });
+    expect(reply(here).response_type).toBe('in_channel');
+    expect(store.alerts.byId(alertB)?.acked_by).toBe('<@U0ANA>');
+    const routed = await fake.slashCommand({ command: '/ack', text: String(alertA), userId: 'U0ANA', channelId: TEAM_A, waitForResponses: 1 });
+    expect(reply(routed).response_type).toBe('in_channel');
+    expect(store.alerts.byId(alertA)?.acked_by).toBe('<@U0ANA>');
+  });
+
+  it('a channel routed only run A cannot see run B', async () => {
+    const status = await fake.slashCommand({ command: '/run', text: `status ${B}`, userId: 'U0ANA', channelId: TEAM_A, waitForResponses: 1 });
+    expect(reply(status)).toMatchObject({ response_type: 'ephemeral', text: `unknown run '${B}' (known: ${A})` });
+    const alerts = await fake.slashCommand({ command: '/alerts', text: 'all', userId: 'U0ANA', channelId: TEAM_A, waitForResponses: 1 });
+    const shown = JSON.stringify(alerts.responses[0]!.body);
+    expect(shown).toContain(`#${alertA} `);
+    expect(shown).not.toContain(B);
+  });
+
+  it('/mute 2h is answered with the usage line that says to add all, and mutes nothing', async () => {
+    const r = await fake.slashCommand({ command: '/mute', text: '2h', userId: 'U0ANA', waitForResponses: 1 });
+    expect(reply(r).response_type).toBe('ephemeral');
+    expect(reply(r).text).toMatch(/: name a run or a rule, or add all to mute every run$/);
+    expect(store.silences.active(Date.now())).toEqual([]);
+  });
 });

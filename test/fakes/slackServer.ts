@@ -232,6 +232,8 @@ export interface SlashCommandOptions {
   text?: string;
   userId?: string;
   userName?: string;
+  /** Another workspace's id (a shared channel, another install): default the fake's. */
+  teamId?: string;
   channelId?: string;
   channelName?: string;
   /** Reject if the app has not acked within this many ms (default: the fake's ackTimeoutMs, 3000). */
@@ -659,7 +661,7 @@ class FakeSlackServer implements FakeSlack {
     const channelId = opts.channelId ?? this.channelId;
     const target = this.newTarget('slash_commands', id, channelId);
     const userId = opts.userId ?? 'U0HUMAN1';
-    const payload = slashCommandPayload(this.workspace(), {
+    const payload = slashCommandPayload({ ...this.workspace(), ...(opts.teamId ? { teamId: opts.teamId } : {}) }, {
       command: opts.command,
       text: opts.text ?? '',
       userId,

@@ -1,4 +1,5 @@
-import { App, LogLevel, SocketModeReceiver, type RespondFn, type SlashCommand } from '@slack/bolt';
+import { App, HTTPModuleFunctions, HTTPReceiver, isValidSlackRequest, LogLevel, SocketModeReceiver, type RespondFn, type SlashCommand } from '@slack/bolt';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebClient } from '@slack/web-api';
 import { UserError } from '../../errors.ts';
 import { COMMANDS } from '../../commands/registry.ts';
@@ -11,7 +12,7 @@ import { deliverCards, recapture } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
-import { allDestinations, targetName } from '../../notify/routing.ts';
+import { allDestinations, commandPlaces, NOT_HERE, targetName, type Place } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
@@ -44,6 +45,53 @@ const PERMANENT = new Set([
 const TOKEN_REFUSED = new Set([
   'invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type',
 ]);
+
+/** How far ahead of the clock a request's X-Slack-Request-Timestamp may be (Bolt refuses those over 5 min old). */
+const FUTURE_S = 60;
+/** How long a signature is remembered, to refuse a replay of it: Bolt's window for a request's age, plus the future. */
+const REPLAY_WINDOW_MS = (5 * 60 + FUTURE_S) * 1000;
+/** Signatures remembered at most: past it the oldest is forgotten (10,000 requests in 6 min is not one team's use). */
+const REPLAY_MEMORY = 10_000;
+
+/**
+ * Bolt's HTTP receiver with two more refusals (401, before Bolt reads the request): a timestamp more than FUTURE_S
+ * ahead of the clock, and an exact replay of a correctly signed request within the window. A signature is
+ * remembered only once it is checked, so that forged ones cannot crowd out the real ones.
+ */
+function guardedReceiver(signingSecret: string, log: Log): HTTPReceiver {
+  const receiver = new HTTPReceiver({ signingSecret, logLevel: LogLevel.ERROR });
+  const seen = new Map<string, number>(); // signature -> when it may be forgotten
+  const bolt = receiver.requestListener;
+  const refuse = (res: ServerResponse, why: string): void => {
+    log.warn(`slack: request refused: ${why}`);
+    res.writeHead(401).end();
+  };
+  receiver.requestListener = (req: IncomingMessage, res: ServerResponse) => {
+    const signature = req.headers['x-slack-signature'];
+    const stamp = Number(req.headers['x-slack-request-timestamp']);
+    if (req.method !== 'POST' || typeof signature !== 'string') return bolt(req, res);
+    if (stamp > Date.now() / 1000 + FUTURE_S) return refuse(res, 'its timestamp is in the future');
+    void (async () => {
+      const buffered = await HTTPModuleFunctions.bufferIncomingMessage(req); // Bolt reads it from there
+      const now = Date.now();
+      const headers = { 'x-slack-signature': signature, 'x-slack-request-timestamp': stamp };
+      if (isValidSlackRequest({ signingSecret, body: buffered.rawBody.toString(), headers, nowMilliseconds: now })) {
+        // oldest first (all are kept as long): the expired, and the oldest when full, are forgotten
+        for (const [sig, until] of seen) {
+          if (until > now && seen.size < REPLAY_MEMORY) break;
+          seen.delete(sig);
+        }
+        if (seen.has(signature)) return refuse(res, 'a replay of a request already answered');
+        seen.set(signature, now + REPLAY_WINDOW_MS);
+      }
+      bolt(buffered, res);
+    })().catch((err: Error) => {
+      log.warn(`slack: request failed: ${err.message}`);
+      if (!res.headersSent) res.writeHead(400).end();
+    });
+  };
+  return receiver;
+}
 
 /** A Block Kit block, loosely typed: the layouts here are checked by the tests against what Slack accepts. */
 interface Block {
@@ -175,6 +223,10 @@ function tokenRefused(err: Error): Error | null {
 export class SlackBot {
   readonly app: App;
   private readonly channels: string[];
+  /** where commands are taken from, and what each channel sees */
+  private readonly places: (channel: string) => Place;
+  /** the workspace of the token (auth.test): commands from another are refused */
+  private team: string | undefined;
   private readonly groupCache = new Map<string, { users: string[]; at: number }>();
   /** auth.test passed: alerts can be posted */
   private connected = false;
@@ -205,16 +257,17 @@ export class SlackBot {
             clientOptions: { ...api, retryConfig: { retries: 10_000, factor: 1.5, maxTimeout: 60_000 } },
           },
         })
-      : undefined;
+      : guardedReceiver(opts.signingSecret!, opts.log);
     this.app = new App({
       token: opts.botToken,
-      ...(receiver ? { receiver } : { signingSecret: opts.signingSecret }),
+      receiver,
       logLevel: LogLevel.ERROR,
       clientOptions,
       // checked in start(), where a failure is an error we can report, not an unhandled rejection
       tokenVerificationEnabled: false,
     });
     this.channels = allDestinations(opts.section, opts.channel);
+    this.places = commandPlaces(opts.section, opts.channel);
     for (const word of new Set(COMMANDS.map((c) => c.path[0]))) {
       this.app.command(`/${word}`, async ({ command, ack, respond, client }) => {
         await ack(); // within Slack's 3 s, before any work
@@ -224,13 +277,15 @@ export class SlackBot {
     this.app.action(BUTTON_ID, async ({ ack, body, action, respond, client }) => {
       await ack();
       const b = body as {
-        user: { id: string; username?: string; name?: string };
+        user: { id: string; username?: string; name?: string; team_id?: string };
+        team?: { id: string } | null;
         channel?: { id: string };
         message?: { ts: string };
       };
       const actionId = (action as { action_id: string }).action_id;
       const user = { id: b.user.id, name: b.user.username ?? b.user.name ?? '' };
-      await this.onButton(actionId, user, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
+      const place = this.place(b.team?.id ?? b.user.team_id, b.channel?.id ?? '');
+      await this.onButton(actionId, user, place, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
         this.opts.log.warn(`slack: button failed: ${err.message}`),
       );
     });
@@ -277,6 +332,7 @@ export class SlackBot {
 
   private async checkToken(): Promise<void> {
     const auth = await this.app.client.auth.test();
+    this.team = auth.team_id;
     this.connected = true;
     this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.section.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
   }
@@ -336,17 +392,26 @@ export class SlackBot {
 
   /** The caller, for the shared interaction path: recorded as their mention, shown by the name the payload
    * carries (a slash command's `user_name`, an action's `user.username`). */
-  private asker(user: { id: string; name: string }, client: WebClient): Asker {
+  private asker(user: { id: string; name: string }, place: Place, client: WebClient): Asker {
     const { store, log } = this.opts;
     const config = this.opts.config;
     const mayWrite = () => this.allowed(user.id, client);
     const rightsHint = 'slack.allow in rlwatch.yaml';
-    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint };
+    const where = place.refused !== undefined ? { refused: place.refused } : { seesRun: place.seesRun };
+    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint, ...where };
+  }
+
+  /** What a command from `channel` of workspace `team` may do: none from another workspace, a DM or a channel not
+   * taken from. The workspace is the token's, known once auth.test has answered (before commands are heard). */
+  private place(team: string | undefined, channel: string): Place {
+    if (this.team === undefined || team !== this.team) return { refused: NOT_HERE };
+    return this.places(channel);
   }
 
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
     const words = [word, ...command.text.trim().split(/\s+/).filter(Boolean)];
-    const answer = await interact({ words }, this.asker({ id: command.user_id, name: command.user_name }, client));
+    const place = this.place(command.team_id, command.channel_id);
+    const answer = await interact({ words }, this.asker({ id: command.user_id, name: command.user_name }, place, client));
     if (changedSomething(answer)) this.opts.deliverNow?.();
     if (!answer.ok) return void (await respond({ response_type: 'ephemeral', text: cut(slackEscape(answer.message), LIMIT.section) }));
     const reply = answer.reply;
@@ -360,6 +425,7 @@ export class SlackBot {
   private async onButton(
     actionId: string,
     user: { id: string; name: string },
+    place: Place,
     channel: string,
     ts: string,
     respond: RespondFn,
@@ -367,7 +433,7 @@ export class SlackBot {
   ): Promise<void> {
     const request = buttonRequest(actionId);
     if (!request) return;
-    const answer = await interact(request, this.asker(user, client));
+    const answer = await interact(request, this.asker(user, place, client));
     if (!answer.ok) {
       return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }

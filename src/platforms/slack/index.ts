@@ -1,16 +1,19 @@
 /** Slack: Bolt in Socket Mode (or its HTTP receiver), slash commands, buttons, alert messages updated in place. */
 import * as z from '../../zod.ts';
 import { wholeFrom } from '../../zod.ts';
+import { CommandsSchema } from '../../notify/routing.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
 
 export const SlackSection = z.prefault(
   z.strictObject({
     ...commonSection,
-    /** who may ack and mute: user ids and user-group ids; both empty = anyone in the channel */
+    /** who may ack and mute: user ids and user-group ids; both empty = anyone in a channel commands are taken from */
     allow: z.prefault(
       z.strictObject({ users: z._default(z.array(z.string()), []), groups: z._default(z.array(z.string()), []) }),
       {},
     ),
+    /** where commands are taken from and which runs each channel sees (docs/security.md) */
+    commands: CommandsSchema,
     /** socket: outbound WebSocket (no public URL); http: Bolt's HTTP receiver with the signing secret */
     mode: z._default(z.enum(['socket', 'http']), 'socket'),
     port: z._default(wholeFrom(1, 65535), 3000),
