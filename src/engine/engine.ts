@@ -119,13 +119,18 @@ export class Engine {
     const attempts = this.store.attempts.list(runId);
     rewindRestarts(this.store, runId, this.now, attempts);
     const ctx = runContext(this.store, runId, run, this.now, attempts);
-    for (const rule of this.book.forRun(run.name)) {
-      if (skip.has(rule.id)) continue;
-      try {
-        this.evaluateRule(ctx, rule, announce);
-      } catch (err) {
-        if (isDatabaseError(err)) throw err;
-        throw new RuleFailed(rule.id, err);
+    // milestones last: a miss is judged knowing what the other rules made of the same records (the cause that
+    // explains it), however the records were batched
+    const rules = this.book.forRun(run.name);
+    for (const last of [false, true]) {
+      for (const rule of rules) {
+        if (skip.has(rule.id) || (rule.kind === 'milestone') !== last) continue;
+        try {
+          this.evaluateRule(ctx, rule, announce);
+        } catch (err) {
+          if (isDatabaseError(err)) throw err;
+          throw new RuleFailed(rule.id, err);
+        }
       }
     }
     this.store.alerts.flushCursors(); // in this transaction, with the points and alerts the rules read and changed

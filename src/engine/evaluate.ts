@@ -424,6 +424,8 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   const { store, runId } = ctx;
   const cursor = store.alerts.cursor(runId, rule.id, rule.metric);
   let reached = cursor?.state.reached === true;
+  // the line as judged at the epoch (in the run's range, for a `unit` milestone): its recovery is judged by it too
+  let line = typeof cursor?.state.line === 'number' ? cursor.state.line : rule.value;
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: rule.metric }, ctx.now);
   if (reached && lc.state === null) return; // judged and met: nothing more to watch
   const from = cursor?.step ?? START;
@@ -440,18 +442,30 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
         reached = true;
         watchFrom = at.step;
         const m = mean(recent, 0, recent.length);
-        if (!compare(m, rule.op, rule.value)) {
-          // one cause, one page: a run a critical alert is firing for (mode_collapse since step 5) misses its
-          // milestones because of it; they are recorded as info (terminal, digest, report), naming that alert
-          const paged = ctx.alerts.firing().find((a) => a.severity === 'critical' && a.rule !== rule.id);
-          const since = paged ? `; ${paged.rule} critical since step ${paged.fired_step ?? paged.started_step}` : '';
+        const { value: target, scaled } = targetOf(ctx, rule, at.step);
+        line = target;
+        if (!compare(m, rule.op, target)) {
+          // one cause, one page: a run a critical alert is firing for (mode_collapse since step 5), or one a rule
+          // that explains the miss is firing for (zero_signal_too_easy), misses its milestones because of it; they
+          // are recorded as info (terminal, digest, report), naming that alert
+          const paged = ctx.alerts
+            .firing()
+            .find(
+              (a) =>
+                a.rule !== rule.id &&
+                (a.severity === 'critical' || rule.explainedBy.includes(a.rule)) &&
+                (a.fired_step ?? a.started_step) <= at.step,
+            );
+          const since = paged ? `; ${paged.rule} ${paged.severity} since step ${paged.fired_step ?? paged.started_step}` : '';
+          // the preset's numbers are assumptions about the run: a miss of one is news, not a page
+          const severity = paged ? 'info' : rule.assumed && rule.severity === 'critical' ? 'warning' : rule.severity;
           lc.apply(at.step, {
             kind: 'bad',
             firing: true,
-            severity: paged ? 'info' : rule.severity,
+            severity,
             describe: () => ({
-              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(rule.value)} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})${since}`,
-              details: { ...detailsOf(at.value, m, recent.length), ...(paged && { covered: paged.rule }) },
+              summary: `${rule.metric} ${formatValue(m)} at epoch ${formatValue(at.value)}: expected ${rule.op} ${formatValue(target)}${scaled} by epoch ${formatValue(rule.epoch)} (mean of last ${recent.length})${since}`,
+              details: { ...detailsOf(at.value, m, recent.length), target, ...(paged && { covered: paged.rule }) },
             }),
           });
         }
@@ -467,16 +481,34 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
       window.push(p.value);
       if (window.length > rule.window) window.shift();
       const m = mean(window, 0, window.length);
-      if (compare(m, rule.op, rule.value)) {
+      if (compare(m, rule.op, line)) {
         const n = window.length;
         lc.apply(p.step, {
           kind: 'ok',
           recovered: true,
-          describe: () => ({ summary: `${rule.metric} ${formatValue(m)} now ${rule.op} ${formatValue(rule.value)}`, details: detailsOf(null, m, n) }),
+          describe: () => ({ summary: `${rule.metric} ${formatValue(m)} now ${rule.op} ${formatValue(line)}`, details: detailsOf(null, m, n) }),
         });
         break;
       }
     }
   }
-  store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, { reached });
+  store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, { reached, line });
+}
+
+/** The line a milestone is judged by at `step`: its value, or for a `unit` milestone on a run whose metric has
+ * left [0, 1], that fraction of the run's range up to the step (a reward in [-1, 0] or in the hundreds). */
+function targetOf(ctx: RunContext, rule: MilestoneRule, step: number): { value: number; scaled: string } {
+  if (rule.scale === 'absolute') return { value: rule.value, scaled: '' };
+  const seen = ctx.store.points.upTo(ctx.runId, rule.metric, step, Number.MAX_SAFE_INTEGER, true);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const p of seen) {
+    if (p.value < lo) lo = p.value;
+    if (p.value > hi) hi = p.value;
+  }
+  if (lo >= 0 && hi <= 1) return { value: rule.value, scaled: '' };
+  return {
+    value: lo + rule.value * (hi - lo),
+    scaled: ` (${formatValue(rule.value)} of its range ${formatValue(lo)}..${formatValue(hi)})`,
+  };
 }

@@ -165,6 +165,15 @@ const Milestone = z.strictObject({
   op: Op,
   value: z.number(),
   window: z._default(wholeFrom(1), 10),
+  /** `unit`: the value is written for a metric in [0, 1] (the seed's rewards); on a run whose metric has left
+   * [0, 1] by the epoch, it is read as that fraction of the run's range so far: min + value × (max − min) */
+  scale: z._default(z.enum(['absolute', 'unit']), 'absolute'),
+  /** the value is the preset's assumption, not a target the user set: a miss is at most a warning. A config
+   * entry that sets `value` makes it the user's target (in the metric's own units) */
+  assumed: z._default(z.boolean(), false),
+  /** rules whose firing alert explains a miss (a run whose prompts are all solved keeps frac_zero_std high):
+   * the miss is recorded as info naming it */
+  explainedBy: z._default(z.array(nonEmpty()), []),
 });
 
 /** The metrics whose first NaN or ±Inf is news (verl's and TRL's spellings map onto these names). */
@@ -313,11 +322,12 @@ export class RuleBook {
       if (at < 0) {
         base.push(parseRule(entry, where));
       } else if (head.data.runs !== undefined && base[at]?.runs === undefined) {
-        const { id, runs, ...patch } = head.data;
+        const { id, runs, ...rest } = head.data;
+        const patch = ownTarget(base[at] as Rule, rest);
         parseRule({ ...base[at], ...patch }, where); // validate now, not at evaluation time
         scoped.push({ id, runs, patch });
       } else {
-        base[at] = parseRule({ ...base[at], ...head.data }, where);
+        base[at] = parseRule({ ...base[at], ...ownTarget(base[at] as Rule, head.data) }, where);
       }
     });
     return new RuleBook(base, scoped);
@@ -348,6 +358,13 @@ export class RuleBook {
 }
 
 export class RuleError extends Error {}
+
+/** A milestone whose value the config sets is the user's own target, in the metric's units (unless the entry
+ * says otherwise). */
+function ownTarget<T extends Record<string, unknown>>(rule: Rule, patch: T): T {
+  if (rule.kind !== 'milestone' || !('value' in patch)) return patch;
+  return { assumed: false, scale: 'absolute', ...patch };
+}
 
 function parseRule(entry: unknown, where: string): Rule {
   const r = RuleSchema.safeParse(entry);

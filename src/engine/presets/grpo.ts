@@ -124,6 +124,14 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
 ];
 
 /**
+ * Seed 001's milestones are written for a reward in [0, 1] and for runs nobody told rlwatch about: on a reward
+ * on another scale they are read as fractions of the run's range, and a miss is at most a warning until the
+ * config sets the value (then it is the user's target, critical for the stop rules). frac_zero_std is in
+ * [0, 1] always; a run whose prompts are all solved (zero_signal_too_easy) keeps it high and is no stop.
+ */
+const ASSUMED = { scale: 'unit', assumed: true } as const;
+
+/**
  * The built-in GRPO preset. Each value cites the seed line it comes from (shared/seeds/):
  * 000 = learning.log metrics, 001 = training analysis (milestones, stop criteria), 002 = trend alerts.
  */
@@ -201,27 +209,27 @@ export const GRPO_PRESET: readonly Rule[] = [
   {
     // 001, "At Epoch 0.5: Mean reward > 0.20"
     id: 'milestone_reward_epoch_0.5', kind: 'milestone', severity: 'warning',
-    epoch: 0.5, metric: 'reward', op: '>', value: 0.2,
+    epoch: 0.5, metric: 'reward', op: '>', value: 0.2, ...ASSUMED,
   },
   {
     // 001, "At Epoch 0.5: frac_zero_std < 0.10"
     id: 'milestone_frac_zero_std_epoch_0.5', kind: 'milestone', severity: 'warning',
-    epoch: 0.5, metric: 'frac_zero_std', op: '<', value: 0.1,
+    epoch: 0.5, metric: 'frac_zero_std', op: '<', value: 0.1, ...ASSUMED, explainedBy: ['zero_signal_too_easy'],
   },
   {
     // 001, "At Epoch 1.0: Mean reward > 0.35"
     id: 'milestone_reward_epoch_1', kind: 'milestone', severity: 'warning',
-    epoch: 1, metric: 'reward', op: '>', value: 0.35,
+    epoch: 1, metric: 'reward', op: '>', value: 0.35, ...ASSUMED,
   },
   {
     // 001, "Stop if at Epoch 1.0: Mean reward still < 0.15"
     id: 'stop_reward_epoch_1', kind: 'milestone', severity: 'critical',
-    epoch: 1, metric: 'reward', op: '>=', value: 0.15,
+    epoch: 1, metric: 'reward', op: '>=', value: 0.15, ...ASSUMED,
   },
   {
     // 001, "Stop if at Epoch 1.0: frac_zero_std still > 0.30"
     id: 'stop_frac_zero_std_epoch_1', kind: 'milestone', severity: 'critical',
-    epoch: 1, metric: 'frac_zero_std', op: '<=', value: 0.3,
+    epoch: 1, metric: 'frac_zero_std', op: '<=', value: 0.3, ...ASSUMED, explainedBy: ['zero_signal_too_easy'],
   },
   // issue 8: what people who train with RL ask for most: "stop me when the loss is NaN", "tell me when it
   // crashes or finishes" (TRL, verl, open-r1, ms-swift threads; W&B's own alert example is a NaN loss)
