@@ -9,6 +9,7 @@ import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, type Asker } from '../../notify/interaction.ts';
+import { commandPlaces, type Place, type Route } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { PlatformContext } from '../platform.ts';
@@ -21,6 +22,9 @@ export interface TelegramSettings {
   apiUrl: string;
   /** every chat alerts may go to; commands are answered in these chats only */
   chats: string[];
+  /** the routes and default chat alerts go by: a chat's commands read about the runs routed to it */
+  routes: readonly Route[];
+  fallback: string | undefined;
   /** user ids that may ack and mute; empty: anyone in the chats */
   allow: string[];
   /** read commands and button presses (getUpdates); off: alerts only */
@@ -36,6 +40,8 @@ const shownName = (u: TgUser): string => [u.first_name, u.last_name].filter(Bool
 
 export class TelegramBot {
   private readonly api: BotApi;
+  /** what a command from each chat may read about (chats not in `chats` are ignored before) */
+  private readonly places: (chat: string) => Place;
   private readonly abort = new AbortController();
   private polling: Promise<void> | null = null;
   private refused: (err: Error) => void = () => {};
@@ -47,6 +53,7 @@ export class TelegramBot {
     private readonly ctx: PlatformContext,
   ) {
     this.api = new BotApi(s.apiUrl, s.token);
+    this.places = commandPlaces({ routes: s.routes }, s.fallback);
   }
 
   targets(): Target[] {
@@ -149,9 +156,12 @@ export class TelegramBot {
     return Promise.resolve();
   }
 
-  /** The caller as the interaction path sees them: rights from `telegram.allow` (no ids listed: anyone). */
-  private asker(from: NonNullable<TgMessage['from']>): Asker {
+  /** The caller as the interaction path sees them: rights from `telegram.allow` (no ids listed: anyone in one of
+   * the chats alerts go to, the only ones commands are read from), reading about the runs routed to `chat`. */
+  private asker(from: NonNullable<TgMessage['from']>, chat: string): Asker {
+    const place = this.places(chat);
     return {
+      ...(place.refused !== undefined ? { refused: place.refused } : { seesRun: place.seesRun }),
       store: this.ctx.store,
       log: this.ctx.log,
       user: who(from),
@@ -166,7 +176,7 @@ export class TelegramBot {
     if (!this.s.chats.includes(chat) || !m.from) return; // a chat rlwatch was not set up for
     const words = m.text!.slice(1).trim().split(/\s+/);
     words[0] = words[0]!.replace(/@\w+$/, ''); // `/status@rlwatch_bot` in groups
-    const answer = await interact({ words: commandWords(words) }, this.asker(m.from));
+    const answer = await interact({ words: commandWords(words) }, this.asker(m.from, chat));
     if (changedSomething(answer)) this.ctx.deliverNow?.();
     if (!answer.ok) return void (await this.send(chat, inert(answer.message), { reply_to_message_id: m.message_id }));
     const sent = await this.send(chat, replyHtml(answer.reply), { reply_to_message_id: m.message_id });
@@ -179,7 +189,7 @@ export class TelegramBot {
     const chat = q.message ? String(q.message.chat.id) : '';
     const request = buttonRequest(q.data ?? '');
     if (!request || !this.s.chats.includes(chat)) return;
-    const answer = await interact(request, this.asker(q.from));
+    const answer = await interact(request, this.asker(q.from, chat));
     await this.api.call('answerCallbackQuery', {
       callback_query_id: q.id,
       text: answer.ok ? answer.reply.title : answer.message,

@@ -19,7 +19,7 @@ const section = z.prefault(
 );
 
 type Section = z.infer<typeof section>;
-type Settings = TelegramSettings & { section: Section; fallback: string | undefined };
+type Settings = TelegramSettings & { section: Section };
 
 export const telegram: Platform<Section, Settings> = {
   id: 'telegram',
@@ -35,6 +35,7 @@ export const telegram: Platform<Section, Settings> = {
       token: env.TELEGRAM_BOT_TOKEN,
       apiUrl: (env.TELEGRAM_API_URL || 'https://api.telegram.org').replace(/\/+$/, ''),
       chats,
+      routes: s.routes,
       allow: s.allow.users,
       commands: s.commands,
       pollSeconds: 25,
