@@ -40,45 +40,62 @@ const clean = (s: string): string => s.replaceAll('\0', '').replace(LONE_SURROGA
  * changed.
  */
 export function guardBatch(b: Batch, run: RunNames, cap: number): Batch {
-  const dropped = { bad: [] as string[], past: [] as string[] };
-  const refused = new Map<string, string[]>();
+  // counted per record (line) a value was left out of, as the file's skips count lines
+  const dropped = { bad: new Dropped(), past: new Dropped() };
+  const refused = new Map<string, Dropped>();
   const keep = (name: string): boolean => {
     if (run.known.has(name)) return true;
     if (refused.has(name)) return false;
-    if (UNSTORABLE.test(name)) refused.set(name, dropped.bad);
-    else if (run.known.size >= cap) refused.set(name, dropped.past);
-    else {
+    const why = UNSTORABLE.test(name) ? dropped.bad : run.known.size >= cap ? dropped.past : null;
+    if (!why) {
       run.known.add(name);
       return true;
     }
+    refused.set(name, why);
+    if (why.names.length < NAMED_PAST_CAP) why.names.push(name);
     return false;
   };
-  const metrics = keepNames(b.metrics, keep, (name) => refused.get(name)!.push(name));
+  const metrics = keepNames(b.metrics, keep, (name, line) => refused.get(name)!.lines.add(line));
+  // counted per record cleaned (a generation, an event: a line of the log), the first one's kind as the sample
   let cleaned = 0;
   let where = '';
-  const textOf = (what: string) => (s: string): string => {
-    if (!UNSTORABLE.test(s)) return s;
-    cleaned++;
-    where ||= what;
-    return clean(s);
+  const cleanerOf = (what: string) => {
+    let counted = false;
+    return (s: string): string => {
+      if (!UNSTORABLE.test(s)) return s;
+      if (!counted) {
+        counted = true;
+        cleaned++;
+        where ||= what;
+      }
+      return clean(s);
+    };
   };
   const examples = b.examples.some(exampleUnstorable)
-    ? b.examples.map((e) => cleanExample(e, textOf('a generation')))
+    ? b.examples.map((e) => cleanExample(e, cleanerOf('a generation')))
     : b.examples;
-  const events = b.events?.some(eventUnstorable) ? b.events.map((e) => cleanEvent(e, textOf(`a ${e.kind} event`))) : b.events;
+  const events = b.events?.some(eventUnstorable)
+    ? b.events.map((e) => cleanEvent(e, cleanerOf(`a ${e.kind} event`)))
+    : b.events;
   for (const [reason, s] of [...b.skips]) {
     if (!UNSTORABLE.test(reason) && !UNSTORABLE.test(s.sample)) continue;
     b.skips.delete(reason);
     addSkip(b, clean(reason), s.count, clean(s.sample));
   }
-  if (dropped.bad.length > 0) addSkip(b, BAD_NAME, dropped.bad.length, clean(dropped.bad[0]!));
-  if (dropped.past.length > 0) {
-    run.past ??= pastCap(cap, [...new Set(dropped.past)].slice(0, NAMED_PAST_CAP).map(clean).join(', '));
-    addSkip(b, run.past, dropped.past.length, '');
+  if (dropped.bad.lines.size > 0) addSkip(b, BAD_NAME, dropped.bad.lines.size, clean(dropped.bad.names[0]!));
+  if (dropped.past.lines.size > 0) {
+    run.past ??= pastCap(cap, dropped.past.names.map(clean).join(', '));
+    addSkip(b, run.past, dropped.past.lines.size, '');
   }
   if (cleaned > 0) addSkip(b, CLEANED_TEXT, cleaned, where);
   if (metrics === b.metrics && examples === b.examples && events === b.events) return b;
   return { ...b, metrics, examples, events };
+}
+
+/** Names left out for one reason: the first few of them, and the records (lines) they were left out of. */
+class Dropped {
+  readonly names: string[] = [];
+  readonly lines = new Set<number>();
 }
 
 function addSkip(b: Batch, reason: string, count: number, sample: string): void {
@@ -88,8 +105,12 @@ function addSkip(b: Batch, reason: string, count: number, sample: string): void 
 }
 
 /** `metrics` without the names `keep` refuses (asked once per name of a shape, or per name of a row), `drop` called
- * for each value left out; the same object when it keeps them all. */
-function keepNames(metrics: MetricRecords, keep: (name: string) => boolean, drop: (name: string) => void): MetricRecords {
+ * for each value left out with its record's index; the same object when it keeps them all. */
+function keepNames(
+  metrics: MetricRecords,
+  keep: (name: string) => boolean,
+  drop: (name: string, record: number) => void,
+): MetricRecords {
   if (metrics instanceof ShapedRows) {
     const kept = metrics.shapes.map((names) => names.map(keep));
     if (kept.every((k) => k.every(Boolean))) return metrics;
@@ -99,7 +120,7 @@ function keepNames(metrics: MetricRecords, keep: (name: string) => boolean, drop
       const shape = metrics.shapeOf[r]!;
       kept[shape]!.forEach((k, j) => {
         if (k) values.push(metrics.values[at]!);
-        else drop(metrics.shapes[shape]![j]!);
+        else drop(metrics.shapes[shape]![j]!, r);
         at++;
       });
     }
@@ -115,7 +136,7 @@ function keepNames(metrics: MetricRecords, keep: (name: string) => boolean, drop
         values?.set(name, value);
         continue;
       }
-      drop(name);
+      drop(name, r);
       if (values) continue;
       // the names before this one were kept
       values = new Map();
