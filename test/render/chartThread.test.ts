@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE, renderLineChart, type LineChartOptions } from '../../src/render/chart.ts';
-import { chartThreadReady, renderOffThread } from '../../src/render/chartThread.ts';
+import { CHARTS_WAITING_MAX, ChartsBusy, chartThreadReady, renderOffThread } from '../../src/render/chartThread.ts';
 import { warmCardCharts } from '../../src/render/chartOnce.ts';
 import { findDejaVu } from '../../src/render/fonts.ts';
 import { tempDir } from '../helpers.ts';
@@ -64,6 +64,20 @@ describe('charts drawn on the chart thread', () => {
     ]);
     expect(done.indexOf('critical')).toBeLessThanOrEqual(1);
     expect(done.filter((n) => n !== 'critical')).toEqual(['warning 1', 'warning 2', 'warning 3', 'info']);
+  });
+
+  it('wait at most CHARTS_WAITING_MAX: a storm\'s charts beyond are refused at once, a critical card\'s never', async () => {
+    await chartThreadReady();
+    const card = optionsOf(cases[0]!);
+    const asked = Array.from({ length: CHARTS_WAITING_MAX + 4 }, (_, i) =>
+      renderOffThread({ ...card, threshold: 100 + i }, 1).then(() => 'drawn', (err: Error) => err));
+    const critical = renderOffThread({ ...card, threshold: 99 }, 2);
+    const outcomes = await Promise.all(asked);
+    expect(outcomes.slice(0, CHARTS_WAITING_MAX)).toEqual(Array(CHARTS_WAITING_MAX).fill('drawn'));
+    for (const o of outcomes.slice(CHARTS_WAITING_MAX)) expect(o).toBeInstanceOf(ChartsBusy);
+    expect((await critical).subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+    // once drawn, they are no longer waiting: the next is drawn
+    expect((await renderOffThread({ ...card, threshold: 98 }, 0)).subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
   });
 
   it('are warmed up behind any real chart: a card posted meanwhile is drawn before the warm-up ends', async () => {
