@@ -11,7 +11,7 @@
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
  * BENCH_PG_STATEMENTS=1 writes the pg-watchers section's costliest PostgreSQL statements to
  * bench/out/pg-statements.tsv.
- * BENCH_ONLY=backfill|startup|live-scale|pg-watchers|charts runs that one section (startup after a backfill of BENCH_LINES lines, for
+ * BENCH_ONLY=backfill|startup|live-scale|pg-watchers|charts|storm runs that one section (startup after a backfill of BENCH_LINES lines, for
  * its database), prints its figures as JSON with the load average, and exits.
  */
 import { spawnSync } from 'node:child_process';
@@ -221,6 +221,12 @@ if (ONLY === 'charts') {
   const { formatChartsReport, runCharts } = await import('./charts.ts');
   const r = await runCharts(envInt('BENCH_CHARTS', 200));
   process.stdout.write(`${formatChartsReport(r)}${JSON.stringify({ charts: r, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
+if (ONLY === 'storm') {
+  const { formatStormReport, runStorm } = await import('./storm.ts');
+  const r = await runStorm(join(OUT, 'storm'));
+  process.stdout.write(`${formatStormReport(r)}${JSON.stringify({ storm: r, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
 if (ONLY === 'live-scale') {
