@@ -4,7 +4,7 @@ import { join, relative, sep } from 'node:path';
 /**
  * The one rule for what may be read: a path whose real path (every symlink on the way resolved, file or folder)
  * lies inside one of the watched roots' real paths. A link planted in a run folder (`shadow.log -> /etc/shadow`,
- * `logs -> ~/.ssh`) leads out of them and is never opened: discovery lists it as not read, the ingestor and
+ * `logs -> ~/.ssh`) leads out of them and is never read: discovery lists it as not read, the ingestor and
  * `run logs` refuse it.
  */
 export const OUTSIDE_ROOTS = 'symlink leads out of the watched roots';
@@ -29,8 +29,12 @@ export const isUnder = (path: string, dir: string): boolean =>
   path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 
 /** The real paths of the roots that exist. */
-export const realRoots = (roots: readonly string[]): string[] =>
-  roots.map(realOrNull).filter((r): r is string => r !== null);
+const realRoots = (roots: readonly string[]): string[] => roots.map(realOrNull).filter((r): r is string => r !== null);
+
+/** Whether the real path `real` lies inside one of `roots`' real paths. Below a root's own path it does (a real path
+ * holds no symlink, so that root's path is its real path), without resolving the roots. */
+export const insideRoots = (real: string, roots: readonly string[]): boolean =>
+  roots.some((r) => isUnder(real, r)) || realRoots(roots).some((r) => isUnder(real, r));
 
 /**
  * How `path`, found below one of `roots`, is reached; null when it does not resolve (gone, a dangling link):
@@ -42,55 +46,54 @@ export const realRoots = (roots: readonly string[]): string[] =>
 export function reachOf(path: string, roots: readonly string[]): 'direct' | 'elsewhere' | 'outside' | null {
   const real = realOrNull(path);
   if (real === null) return null;
-  if (!realRoots(roots).some((r) => isUnder(real, r))) return 'outside';
+  if (!insideRoots(real, roots)) return 'outside';
+  if (real === path) return 'direct';
   const root = roots.find((r) => isUnder(path, r));
   const realRoot = root === undefined ? null : realOrNull(root);
   return realRoot !== null && real === join(realRoot, relative(root as string, path)) ? 'direct' : 'elsewhere';
 }
 
-/** What the check before opening found: the file's identity, and the roots' real paths it lies inside. */
+/** What the check before opening found: the file's identity, and the roots it must lie inside. */
 export interface Approval {
   dev: number;
   ino: number;
-  reals: readonly string[];
+  roots: readonly string[];
 }
 
-/**
- * Checks `path` before it is opened: its real path must lie inside `roots` (else OutsideRoots). Null when it is
- * not a regular file (a FIFO would block the open, a device may act on it). fs errors (ENOENT: gone) are thrown.
- */
+/** Checks `path` before it is opened: null when it is not a regular file (opening a FIFO or a device may act on
+ * it), OutsideRoots when that is a link out of the roots (to a folder: `logs -> ~/.ssh`). fs errors (ENOENT: gone)
+ * are thrown. */
 export function approve(path: string, roots: readonly string[]): Approval | null {
-  const real = realpathSync.native(path);
-  const reals = realRoots(roots);
-  if (!reals.some((r) => isUnder(real, r))) throw new OutsideRoots(path);
-  const st = statSync(real);
-  return st.isFile() ? { dev: st.dev, ino: st.ino, reals } : null;
+  const st = statSync(path);
+  if (st.isFile()) return { dev: st.dev, ino: st.ino, roots };
+  if (!insideRoots(realpathSync.native(path), roots)) throw new OutsideRoots(path);
+  return null;
 }
 
-/** Linux names the file an open descriptor refers to, whatever happened to the path since; null elsewhere. */
-function kernelName(fd: number): string | null {
+/** The real path of the file an open descriptor refers to: Linux names it, whatever became of the path since the
+ * open; elsewhere the path's real path, resolved after the open. */
+function realOfOpen(fd: number, path: string): string {
   try {
     return readlinkSync(`/proc/self/fd/${fd}`);
   } catch {
-    return null;
+    return realpathSync.native(path);
   }
 }
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 
 /**
- * Opens `path` (read-only, never blocking) and makes sure the descriptor is the file `approval` approved: a
- * symlink swapped in between the check and the open (a race whoever writes the runs tree can try) opens another
- * file, which is closed unread (OutsideRoots). On Linux the kernel's own name of the opened file must lie inside
- * the roots too: that holds even if the check's stat was fooled by a folder swapped back and forth.
+ * Opens `path` (read-only, never blocking), then checks the descriptor: it must be the file `approval` approved
+ * (a symlink swapped in between the check and the open, a race whoever writes the runs tree can try, opens another
+ * file), and its real path must lie inside the roots. Either failing, it is closed unread (OutsideRoots). On Linux
+ * the real path is the kernel's own name for the open file, so no later swap of a link or a folder can fool it.
  */
 export function openApproved(path: string, approval: Approval): { fd: number; st: Stats } {
   const fd = openSync(path, OPEN_FLAGS);
   try {
     const st = fstatSync(fd);
     if (st.dev !== approval.dev || st.ino !== approval.ino) throw new OutsideRoots(path, 'replaced while being opened');
-    const named = kernelName(fd);
-    if (named !== null && !approval.reals.some((r) => isUnder(named, r))) throw new OutsideRoots(path);
+    if (!insideRoots(realOfOpen(fd, path), approval.roots)) throw new OutsideRoots(path);
     return { fd, st };
   } catch (err) {
     closeSync(fd);

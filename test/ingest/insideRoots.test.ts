@@ -55,6 +55,7 @@ describe('openInsideRoots', () => {
     expect(refusal(() => openInsideRoots(join(root, 'exp1', 'shadow.log'), [root]))).toBe(OUT);
     symlinkSync(join(secret, '..'), join(root, 'exp1', 'logs'));
     expect(refusal(() => openInsideRoots(join(root, 'exp1', 'logs', 'shadow'), [root]))).toBe(OUT);
+    expect(refusal(() => openInsideRoots(join(root, 'exp1', 'logs'), [root]))).toBe(OUT); // the folder itself
     symlinkSync(join(root, 'exp1', 'shadow.log'), join(root, 'exp1', 'job.out'));
     expect(refusal(() => openInsideRoots(join(root, 'exp1', 'job.out'), [root]))).toBe(OUT);
     // `../` in the name leads out without any link: the real path is what counts
@@ -86,7 +87,7 @@ describe('the check, then the open', () => {
       const link = join(root, 'exp1', 'shadow.log');
       symlinkSync(secret, link);
       const { dev, ino } = statSync(secret);
-      expect(refusal(() => openApproved(link, { dev, ino, reals: [root] }))).toBe(OUT);
+      expect(refusal(() => openApproved(link, { dev, ino, roots: [root] }))).toBe(OUT);
     },
   );
 });
