@@ -12,6 +12,7 @@ import { LiveIngest, UNREACHABLE_RETRY_MS } from './ingest/watcher.ts';
 import type { Log } from './log.ts';
 import { isUnreachable } from './store/dbErrors.ts';
 import type { LiveStore } from './store/live.ts';
+import { OutageLog } from './store/pg/outageLog.ts';
 import { retryWhileBusy, type BatchResult } from './store/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at (and, by the process that delivers, the outbox). */
@@ -64,13 +65,15 @@ export function engineFor(
 
 /** `fn` (start-up's own reads and writes), done again every UNREACHABLE_RETRY_MS while PostgreSQL is out of reach:
  * an outage while a watcher starts is waited out as one while it watches, not the end of the process. */
-async function untilReachable(fn: () => void, log: Log): Promise<void> {
+async function untilReachable(fn: () => void, log: OutageLog): Promise<void> {
   for (;;) {
     try {
-      return fn();
+      fn();
+      return log.reached();
     } catch (err) {
       if (!isUnreachable(err)) throw err;
-      log.warn(`cannot start watching yet (${(err as Error).message}): trying again in ${UNREACHABLE_RETRY_MS / 1000} s`);
+      const line = `cannot start watching yet (${(err as Error).message}): trying again in ${UNREACHABLE_RETRY_MS / 1000} s`;
+      log.failed(err, line);
       await new Promise((done) => setTimeout(done, UNREACHABLE_RETRY_MS));
     }
   }
@@ -79,7 +82,9 @@ async function untilReachable(fn: () => void, log: Log): Promise<void> {
 /** Starts watching `opts.roots` into `store`. Resolves once the files already present have been read: that backlog
  * is history, evaluated without announcing; what still fires afterwards is announced by the first tick. */
 export async function startWatching(store: LiveStore, opts: WatchingOptions): Promise<Watching> {
-  const { config, log } = opts;
+  const { config } = opts;
+  // while PostgreSQL is out of reach every read and tick fails: the first is told, then a line a minute
+  const log = new OutageLog(opts.log);
   const engine = engineFor(store, config, opts.route);
   let catchingUp = true;
   // The rules run inside each batch's transaction (one commit per batch). That transaction has written the batch
@@ -89,6 +94,7 @@ export async function startWatching(store: LiveStore, opts: WatchingOptions): Pr
     store,
     { ...config.ingest, runPrefix: opts.prefix },
     ingestEvents(log, (r) => {
+      log.reached();
       // after the transaction that wrote its rows (a group of files' is still open here), never inside it
       if (queued > 0 && opts.onQueued) setImmediate(opts.onQueued);
       queued = 0;
@@ -98,7 +104,7 @@ export async function startWatching(store: LiveStore, opts: WatchingOptions): Pr
       queued += engine.evaluate(r.runId, !catchingUp);
     },
   );
-  const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.warn(err.message), store);
+  const live = new LiveIngest(ingestor, opts.roots, config.watch, (err) => log.failed(err, err.message), store);
   // batches a stopped process committed but never evaluated
   await untilReachable(() => engine.evaluateBehind(), log);
   await live.start();
@@ -107,12 +113,15 @@ export async function startWatching(store: LiveStore, opts: WatchingOptions): Pr
   const tick = (): void => {
     try {
       retryWhileBusy(
-        () => engine.tick(),
+        () => {
+          engine.tick();
+          log.reached();
+        },
         (err) => log.warn(`cannot look at stalls and repeats yet (${err.message}): trying again in 1 s`),
       );
     } catch (err) {
       // the database out of reach (PostgreSQL): nothing was written, and the process goes on
-      log.warn(`cannot look at stalls and repeats (${(err as Error).message}): trying again on the next tick`);
+      log.failed(err, `cannot look at stalls and repeats (${(err as Error).message}): trying again on the next tick`);
     }
     opts.afterTick?.();
   };
