@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle } from 'discord.js';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { silentLog } from '../../src/log.ts';
 import { NOT_HERE } from '../../src/notify/routing.ts';
@@ -26,13 +27,13 @@ const ana = { id: '111111111111111111', username: 'ana' };
 /** Discord's Manage Messages permission bit (1 << 13), as a registered command carries it */
 const MANAGE_MESSAGES = String(1 << 13);
 
-/** A store whose reads of the latest values take `ctl.delayMs` when set: a run whose status is slow to answer. */
-function slowable(inner: StoreContract, ctl: { delayMs: number }): StoreContract {
+/** A store whose `ctl.method` (the latest values, an alert by id) takes `ctl.delayMs` when set: a slow answer. */
+function slowable(inner: StoreContract, ctl: { delayMs: number; method: string }): StoreContract {
   return new Proxy(inner, {
     get(target, key, receiver) {
       const value = Reflect.get(target, key, receiver) as unknown;
       if (typeof value !== 'function') return value;
-      if (key !== 'latest') return value.bind(target);
+      if (key !== ctl.method) return value.bind(target);
       return async (...args: unknown[]) => {
         if (ctl.delayMs > 0) await new Promise((r) => setTimeout(r, ctl.delayMs));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
@@ -56,7 +57,7 @@ describe('Discord: where commands are taken from, who may write, what a channel 
   let fake: FakeDiscord;
   let store: Store;
   let bot: DiscordBot;
-  const slow = { delayMs: 0 };
+  const slow = { delayMs: 0, method: '' };
   /** team-a's channel (its route's) and an operators' channel opened for commands */
   const teamA = snowflake();
   const ops = snowflake();
@@ -139,12 +140,28 @@ describe('Discord: where commands are taken from, who may write, what a channel 
   });
 
   it('a command not marked slow whose answer takes longer than Discord waits says "thinking" first, then answers', async () => {
-    slow.delayMs = 3500;
+    Object.assign(slow, { delayMs: 3500, method: 'latest' });
     try {
       const out = await fake.command({ name: 'run', subcommand: 'status', options: { run: A }, user: ana, where: { channelId: teamA } });
       expect(out.callback?.type).toBe(5);
       await fake.waitFor(() => out.edits.length > 0, 10_000);
       expect(JSON.stringify(out.edits[0]!.body)).toContain(`${A}: step`);
+    } finally {
+      slow.delayMs = 0;
+    }
+  }, 20_000);
+
+  it('a button click whose answer takes longer than Discord waits is acknowledged first, then acks', async () => {
+    const channel = await bot.client.channels.fetch(fake.channelId);
+    if (!channel?.isSendable()) throw new Error('the fake channel is not sendable');
+    const button = new ButtonBuilder().setCustomId(`ack:${alertB}`).setLabel('Ack').setStyle(ButtonStyle.Primary);
+    const card = await channel.send({ content: 'card', components: [new ActionRowBuilder<ButtonBuilder>().addComponents(button)] });
+    Object.assign(slow, { delayMs: 3500, method: 'alertById' });
+    try {
+      const out = await fake.click({ customId: `ack:${alertB}`, messageId: card.id, user: { id: '333333333333333333', username: 'cy' } });
+      expect(out.callback?.type).toBe(6);
+      await fake.waitFor(() => out.edits.length > 0, 10_000);
+      expect(store.alerts.byId(alertB)?.acked_by).toBe('@cy');
     } finally {
       slow.delayMs = 0;
     }

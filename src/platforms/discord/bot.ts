@@ -520,29 +520,41 @@ export class DiscordBot {
     return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml', ...where };
   }
 
+  /**
+   * Runs `work` (an interaction's answer: store reads, rendering), saying "thinking" (`defer`) when it is not done
+   * within DEFER_AFTER_MS, or when it calls `deferNow`: Discord waits 3 s for an interaction's first answer.
+   * Whether it deferred says how the answer is then sent.
+   */
+  private async inTime<T>(
+    what: string, defer: () => Promise<unknown>, work: (deferNow: () => void) => Promise<T>,
+  ): Promise<{ value: T; deferred: boolean }> {
+    let deferring: Promise<unknown> | undefined;
+    const deferNow = (): void =>
+      void (deferring ??= defer().catch((err: Error) => this.opts.log.warn(`discord: cannot say "thinking" for ${what}: ${err.message}`)));
+    const timer = setTimeout(deferNow, DEFER_AFTER_MS);
+    let value: T;
+    try {
+      value = await work(deferNow);
+    } finally {
+      clearTimeout(timer);
+    }
+    await deferring;
+    return { value, deferred: deferring !== undefined };
+  }
+
   private async command(i: ChatInputCommandInteraction): Promise<void> {
     const sub = i.options.getSubcommand(false);
     const args: Args = {};
     for (const o of i.options.data.flatMap((d) => (d.options ? [...d.options] : [d]))) {
       if (o.value !== undefined) args[o.name] = o.value;
     }
-    // Discord waits 3 s for an answer: a command that may read a long series says "thinking" at once, any other
-    // when its answer (store reads, the reply's rendering) is not ready within DEFER_AFTER_MS
-    let deferring: Promise<unknown> | undefined;
-    const defer = (): void => void (deferring ??= i.deferReply().catch((err: Error) => this.opts.log.warn(`discord: cannot defer /${i.commandName}: ${err.message}`)));
-    const timer = setTimeout(defer, DEFER_AFTER_MS);
-    let answer: Awaited<ReturnType<typeof interact>>;
-    let message: Awaited<ReturnType<typeof replyMessage>> | undefined;
-    try {
-      answer = await interact({ words: sub ? [i.commandName, sub] : [i.commandName], args }, this.asker(i), async (spec) => {
-        if (spec.slow === true) defer();
+    // a command that may read a long series says "thinking" at once, any other when it is late
+    const { value: { answer, message }, deferred } = await this.inTime(`/${i.commandName}`, () => i.deferReply(), async (deferNow) => {
+      const answer = await interact({ words: sub ? [i.commandName, sub] : [i.commandName], args }, this.asker(i), async (spec) => {
+        if (spec.slow === true) deferNow();
       });
-      if (answer.ok) message = await replyMessage(answer.reply);
-    } finally {
-      clearTimeout(timer);
-    }
-    await deferring;
-    const deferred = deferring !== undefined;
+      return { answer, message: answer.ok ? await replyMessage(answer.reply) : undefined };
+    });
     if (changedSomething(answer)) this.opts.deliverNow?.();
     if (answer.ok) {
       if (deferred) await i.editReply(message!);
@@ -575,17 +587,25 @@ export class DiscordBot {
   private async button(i: ButtonInteraction): Promise<void> {
     const request = buttonRequest(i.customId);
     if (!request) return;
-    const answer = await interact(request, this.asker(i));
-    if (!answer.ok) {
-      return void (await i.reply({ content: cut(answer.message, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
-    }
-    // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted; then
-    // its other cards (other channels, other platforms) are edited from the outbox
+    let changed = false;
     try {
-      const cards = await recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
-      await i.update(cards ? await cardsMessage(cards, 'kept') : { allowedMentions: NO_MENTIONS });
+      // late, the click is acknowledged first ("deferred update"): the card is then edited through the interaction
+      const { value, deferred } = await this.inTime(`button ${i.customId}`, () => i.deferUpdate(), async () => {
+        const answer = await interact(request, this.asker(i));
+        if (!answer.ok) return { refused: answer.message };
+        changed = true;
+        // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted; then
+        // its other cards (other channels, other platforms) are edited from the outbox
+        const cards = await recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
+        return { message: cards ? await cardsMessage(cards, 'kept') : { allowedMentions: NO_MENTIONS } };
+      });
+      if (value.refused !== undefined) {
+        const note = { content: cut(value.refused, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS } as const;
+        return void (await (deferred ? i.followUp(note) : i.reply(note)));
+      }
+      await (deferred ? i.editReply(value.message) : i.update(value.message));
     } finally {
-      this.opts.deliverNow?.();
+      if (changed) this.opts.deliverNow?.();
     }
   }
 }
