@@ -77,9 +77,11 @@ describe('only training records are records', () => {
     ])).toEqual([]);
   });
 
-  it('a whole-line dict naming a training metric is, its debug counters left out', () => {
+  it("a whole-line dict naming a training metric is, a process's too, its debug counters left out", () => {
     expect(records(["{'prompt_id_length': 98, 'steps_taken': 240, 'reward_mean': tensor(-0.0008, device='mps:0'), 'policy_loss': -0.0015}"]))
       .toEqual([[undefined, { reward: -0.0008, loss: -0.0015 }]]);
+    expect(records(["(TrainerActor pid=7) {'loss': 0.5, 'step': 3}", "[rank0]: {'loss': 0.25, 'step': 4}"]))
+      .toEqual([[3, { loss: 0.5 }], [4, { loss: 0.25 }]]);
   });
 
   it('a verl log with config dicts and progress bars only is read, gives no record, and is named not understood', async () => {

@@ -41,6 +41,8 @@ import { VerlEpoch } from './verlEpoch.ts';
 /** Optional Ray actor prefix `(TaskRunner pid=1)` / `(main_task pid=1, ip=...)`, then `step:N - k:v - ...`. */
 const VERL_LINE = /^\s*(?:\([^)]*\)\s*)?step:\s*(\d+)\s+-\s+(.*)$/;
 const DICT_START = /\{\s*['"]/;
+/** what a launcher puts before each line of a process: Ray's `(TrainerActor pid=7)`, torchrun's `[rank0]:` */
+const PROCESS_PREFIX = /^\s*(?:(?:\([^()]*\bpid=\d+[^()]*\)|\[(?:rank|default)\d+\]:)\s*)+$/;
 const STEP_KEY_SET: ReadonlySet<string> = new Set(STEP_KEYS);
 /** verl's start-up line, and the Trainer's `Total optimization steps = 500` banner. */
 const TOTAL_STEPS = /(?:Total training steps|Total optimization steps)\s*[:=]\s*([\d,]+)\s*$/;
@@ -176,12 +178,15 @@ class ConsoleReader {
 
   private parseDict(line: string, at: number): ParseResult {
     const prefix = line.slice(0, at);
-    // a training record is a line of its own, or the rest of a progress bar's; a dict inside a message, a logger
-    // line or a config print (`config: {...}`, `kwargs: {...}`) is text
-    const bar = isBlank(prefix) ? undefined : barAtEnd(prefix);
-    if (!isBlank(prefix) && bar === undefined) return this.parseFacts(line);
+    // a training record is a line of its own (a process's, maybe), or the rest of a progress bar's; a dict inside
+    // a message, a logger line or a config print (`config: {...}`, `kwargs: {...}`) is text
+    const own = isBlank(prefix) || PROCESS_PREFIX.test(prefix);
+    const bar = own ? undefined : barAtEnd(prefix);
+    if (!own && bar === undefined) return this.parseFacts(line);
     const read = readPyDict(line, at);
-    if (read === undefined) return bad(DICT_NOT_READ);
+    // a cut-off dict on a line of its own was meant as a record; behind a process's prefix it may be a config dump
+    // printed over many lines (verl's `(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {...`)
+    if (read === undefined) return isBlank(prefix) || bar !== undefined ? bad(DICT_NOT_READ) : this.parseFacts(line);
     // a dict quoted with more text after it: `{'step': 0, 'reward': 2.6} of type {...}` in an error message
     if (!isBlank(line.slice(read.end + 1))) return this.parseFacts(line);
     const values = new Map<string, number>();
