@@ -1,3 +1,4 @@
+import { visibleName } from '../ingest/runLocator.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
 
@@ -29,7 +30,7 @@ export async function runList({ store, local, seesRun }: CommandContext, now = D
         `epoch ${r.lastEpoch === null ? '-' : formatValue(Number(r.lastEpoch))}`,
         `${r.records} records`,
         `updated ${ago(r.updatedMs, now)}`,
-        ...(local ? [r.path] : []),
+        ...(local ? [visibleName(r.path)] : []), // written out as the name is; --json has the path as it is
       ].join('  '),
     ),
     data: runs.map(({ updatedMs: _, ...r }) => r),

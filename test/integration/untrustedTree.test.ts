@@ -73,6 +73,13 @@ describe('a run folder named with invisible characters', () => {
     expect(backfilled.stdout).not.toMatch(RAW);
     const runs = rlwatch(['runs', '--json', '--db', db]);
     expect((JSON.parse(runs.stdout) as Array<{ name: string }>).map((r) => r.name).sort()).toEqual([...SHOWN].sort());
+    // on this machine the list shows each run's folder too, written out as the name is
+    const list = rlwatch(['runs', '--db', db]).stdout;
+    const lines = list.split('\n');
+    for (const shown of SHOWN) {
+      expect(lines.some((l) => l.startsWith(`  ${shown}  `) && l.endsWith(`/runs/${shown}`))).toBe(true);
+    }
+    expect(list).not.toMatch(RAW);
   });
 
   it('is found by the name shown', () => {
