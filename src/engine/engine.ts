@@ -51,6 +51,16 @@ const RECENT = 50;
 const LIVE_AT_EVERY_MS = 30_000;
 const SNIPPET_CHARS = 400;
 
+/** The rules held back by the run's firing alerts (`inhibits`), a rule never by itself. */
+function inhibitedBy(rules: readonly Rule[], alerts: readonly AlertRow[]): Set<string> {
+  const out = new Set<string>();
+  for (const a of alerts) {
+    if (a.state !== 'firing') continue;
+    for (const id of rules.find((r) => r.id === a.rule)?.inhibits ?? []) if (id !== a.rule) out.add(id);
+  }
+  return out;
+}
+
 /** An alert said once (run_finished's summary), never repeated. */
 const once = (a: AlertRow): boolean => (JSON.parse(a.details) as { once?: boolean }).once === true;
 
@@ -197,17 +207,21 @@ export class Engine {
     const mutedNow = (a: AlertRow): boolean => isMuted((silences ??= this.store.silences.active(now)), run.name, a);
     const items: NotificationItem[] = [];
     const rules = this.book.forRun(run.name);
-    for (const a of this.store.alerts.announceable(runId, firedSince)) {
+    const alerts = this.store.alerts.announceable(runId, firedSince);
+    const inhibited = inhibitedBy(rules, alerts);
+    for (const a of alerts) {
       const repeatDue = !a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a);
       // a firing alert announced already and not due a repeat stays quiet, muted or not
       if (a.state === 'firing' && a.notified_state === 'firing' && !repeatDue) continue;
       const muted = mutedNow(a);
+      // held back as a mute holds it, but not shown as muted: a symptom of a cause that is paged
+      const quiet = muted || inhibited.has(a.rule);
       let kind: NotificationItem['kind'] | null = null;
       if (a.state === 'resolved' && a.notified_state === null) {
-        if (!muted) items.push(this.item(a, 'firing', muted, rules));
-        kind = muted ? null : 'resolved';
+        if (!quiet) items.push(this.item(a, 'firing', muted, rules));
+        kind = quiet ? null : 'resolved';
       } else if (a.state === 'resolved') kind = 'resolved';
-      else if (muted) kind = null;
+      else if (quiet) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
       else if (repeatDue) kind = 'repeat';
       if (!kind) continue;

@@ -5,48 +5,108 @@ import type { NonFiniteRule } from './rules.ts';
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** What one metric's cursor keeps between evaluations. */
+interface Track {
+  lastFinite: number | null;
+  lastFiniteStep: number | null;
+  finiteRun: number;
+}
+
 /**
- * non_finite: the first NaN or ±Inf of a watched metric fires at once, saying the last finite value and
- * its step; the alert resolves after `recoverFor` finite records. One alert per metric (a NaN loss and a
- * NaN grad_norm at the same step go out together, as one notification).
+ * non_finite: the first NaN or ±Inf of a watched metric fires at once, saying the last finite value and its
+ * step. One cause, one page: the metrics that go non-finite together (a NaN loss, grad_norm and reward at one
+ * step) or while it fires are one incident, named after the first; it resolves after `recoverFor` steps with
+ * every watched metric finite. Judged step by step across the metrics, so batching changes nothing.
  */
 export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
   const { store, runId } = ctx;
+  const tracks = new Map<string, Track>();
+  // step -> the watched metrics' values logged at it
+  const bySteps = new Map<number, Array<[string, number]>>();
+  let clean = Infinity;
+  // the cursors of metrics with nothing new keep the incident's count too
+  const idle: Array<{ metric: string; step: number; state: Record<string, unknown> }> = [];
   for (const metric of rule.metrics) {
     const cursor = store.alerts.cursor(runId, rule.id, metric);
     const fresh = ctx.after(metric, cursor?.step ?? -1);
-    if (fresh.length === 0) continue;
-    let lastFinite = (cursor?.state.lastFinite as number | null | undefined) ?? null;
-    let lastFiniteStep = (cursor?.state.lastFiniteStep as number | null | undefined) ?? null;
-    let finiteRun = Number(cursor?.state.finiteRun ?? 0);
-    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now);
+    if (cursor) clean = Math.min(clean, Number(cursor.state.clean ?? cursor.state.finiteRun ?? 0));
+    if (fresh.length === 0) {
+      if (cursor) idle.push({ metric, step: cursor.step, state: cursor.state });
+      continue;
+    }
+    const s = cursor?.state;
+    const track: Track = {
+      lastFinite: (s?.lastFinite as number | null | undefined) ?? null,
+      lastFiniteStep: (s?.lastFiniteStep as number | null | undefined) ?? null,
+      finiteRun: Number(s?.finiteRun ?? 0),
+    };
+    tracks.set(metric, track);
     for (const p of fresh) {
-      if (!Number.isFinite(p.value)) {
-        finiteRun = 0;
-        const [value, last, lastStep] = [p.value, lastFinite, lastFiniteStep];
-        lc.hold(p.step, 1, 1, rule.severity, () => ({
-          summary:
-            `${metric} is ${formatValue(value)} at step ${p.step}` +
-            (last === null ? ' (never finite before)' : ` (last finite ${formatValue(last)} at step ${lastStep})`),
-          details: { value: jsonValue(value), lastFinite: last, lastFiniteStep: lastStep },
-        }));
+      const at = bySteps.get(p.step);
+      if (at) at.push([metric, p.value]);
+      else bySteps.set(p.step, [[metric, p.value]]);
+    }
+  }
+  if (tracks.size === 0) return;
+  if (clean === Infinity) clean = 0;
+  const open = ctx.alerts.firing().find((a) => a.rule === rule.id);
+  let lc = open ? new Lifecycle(ctx.alerts, { rule: rule.id, metric: open.metric }, ctx.now) : null;
+  const last = new Map<string, number>();
+  for (const step of [...bySteps.keys()].sort((a, b) => a - b)) {
+    const values = bySteps.get(step)!;
+    const bad: Array<{ metric: string; value: number; last: number | null; lastStep: number | null }> = [];
+    for (const [metric, value] of values) {
+      const t = tracks.get(metric)!;
+      last.set(metric, step);
+      if (Number.isFinite(value)) {
+        t.finiteRun++;
+        t.lastFinite = value;
+        t.lastFiniteStep = step;
       } else {
-        finiteRun++;
-        lastFinite = p.value;
-        lastFiniteStep = p.step;
-        const recovered = finiteRun >= rule.recoverFor;
-        if (!lc.wouldChange('ok', recovered)) continue;
-        const [n, value] = [finiteRun, p.value];
-        lc.apply(p.step, {
-          kind: 'ok',
-          recovered,
-          describe: () => ({
-            summary: `${metric} finite again for ${plural(n, 'step')} (${formatValue(value)})`,
-            details: { value },
-          }),
-        });
+        t.finiteRun = 0;
+        bad.push({ metric, value, last: t.lastFinite, lastStep: t.lastFiniteStep });
       }
     }
-    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { lastFinite, lastFiniteStep, finiteRun });
+    if (bad.length > 0) {
+      clean = 0;
+      lc ??= new Lifecycle(ctx.alerts, { rule: rule.id, metric: bad[0]!.metric }, ctx.now);
+      lc.hold(step, 1, 1, rule.severity, () => ({
+        summary: bad
+          .map(
+            (b) =>
+              `${b.metric} is ${formatValue(b.value)} at step ${step}` +
+              (b.last === null ? ' (never finite before)' : ` (last finite ${formatValue(b.last)} at step ${b.lastStep})`),
+          )
+          .join('; '),
+        details: {
+          value: jsonValue(bad[0]!.value),
+          lastFinite: bad[0]!.last,
+          lastFiniteStep: bad[0]!.lastStep,
+          metrics: Object.fromEntries(bad.map((b) => [b.metric, { value: jsonValue(b.value), lastFinite: b.last, lastFiniteStep: b.lastStep }])),
+        },
+      }));
+      continue;
+    }
+    clean++;
+    if (lc === null) continue;
+    const recovered = clean >= rule.recoverFor;
+    if (!lc.wouldChange('ok', recovered)) continue;
+    const [n, shown] = [clean, values.map(([m, v]) => `${m} ${formatValue(v)}`).join(', ')];
+    lc.apply(step, {
+      kind: 'ok',
+      recovered,
+      describe: () => ({ summary: `finite again for ${plural(n, 'step')} (${shown})`, details: { values: Object.fromEntries(values) } }),
+    });
+    if (lc.state === null) lc = null;
   }
+  for (const [metric, t] of tracks) {
+    store.alerts.saveCursor(runId, rule.id, metric, last.get(metric)!, {
+      lastFinite: t.lastFinite,
+      lastFiniteStep: t.lastFiniteStep,
+      finiteRun: t.finiteRun,
+      // steps of any watched metric since the last non-finite one: the incident's, the same in every cursor
+      clean,
+    });
+  }
+  for (const c of idle) if (c.state.clean !== clean) store.alerts.saveCursor(runId, rule.id, c.metric, c.step, { ...c.state, clean });
 }

@@ -19,6 +19,9 @@ const common = {
   runs: z.optional(nonEmpty()),
   enabled: z._default(z.boolean(), true),
   description: z.optional(z.string()),
+  /** rule ids this rule's firing alert holds back on the same run (Alertmanager's inhibition: one page per
+   * cause); they are recorded, and announced if still firing once this one resolves */
+  inhibits: z._default(z.array(nonEmpty()), []),
 };
 
 /** Metric op value held for `for` consecutive records; resolves after `recoverFor` records past `recover`. */

@@ -26,6 +26,8 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     id: 'truncation_no_signal', kind: 'threshold', severity: 'critical',
     metric: 'clipped_ratio', op: '>=', value: 0.9, and: [{ metric: 'frac_zero_std', op: '>=', value: 0.9 }],
     for: 3, recoverFor: 3,
+    // ours: one cause, one page: the truncation, the agreeing groups and the zero reward are its symptoms
+    inhibits: ['truncation', 'mode_collapse', 'zero_signal_too_hard'],
   },
   {
     // issue 11: "completion length down 50% from its running max" (the running max of a 5-record median)
