@@ -37,11 +37,11 @@ export function readYaml(file: string): { raw: unknown; mode: number } {
 }
 
 const SECRET_KEY = /(token|secret|password|passwd)$/i;
-/** a webhook URL is itself the credential (Slack, Discord, Feishu, Mattermost, Teams' signed URLs) */
-const WEBHOOK_URL = /^https?:\/\/[^\s]*hook/i;
+/** an incoming hook's URL is itself the credential: whoever has it may post to the channel */
+const HOOK_URL = /^https?:\/\/[^\s]*hook/i;
 const SECRET_PARAM = /^(token|access_token|key|api_key|apikey|sig|signature|secret|password)$/i;
 
-/** Whether the parsed config holds a secret: a `*token`, `*secret` or `*password` key with a value, a webhook URL,
+/** Whether the parsed config holds a secret: a `*token`, `*secret` or `*password` key with a value, a hook URL,
  * or a URL with a password or a token, key or signature in its query. */
 export function holdsSecret(value: unknown, key = ''): boolean {
   if (typeof value === 'string') return (SECRET_KEY.test(key) && value !== '') || secretUrl(value);
@@ -52,7 +52,7 @@ export function holdsSecret(value: unknown, key = ''): boolean {
 }
 
 function secretUrl(text: string): boolean {
-  if (WEBHOOK_URL.test(text)) return true;
+  if (HOOK_URL.test(text)) return true;
   let url: URL;
   try {
     url = new URL(text);
