@@ -1,4 +1,4 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
@@ -43,6 +43,16 @@ describe('symlinks planted in a run folder, leading out of the roots', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toBe('rlwatch: r1 has no console log named shadow.log; it has job.out\n');
     expect(r.stdout + r.stderr).not.toContain('pl4nted');
+  });
+
+  it('rlwatch run logs refuses a console log since swapped for one, in a line', () => {
+    const log = join(root, 'r1', 'job.out');
+    renameSync(log, `${log}.1`);
+    symlinkSync(join(root, 'r1', 'shadow.log'), log);
+    const r = rlwatch(['run', 'logs', 'r1', '--db', db]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe("rlwatch: r1's job.out is not read: symlink leads out of the watched roots\n");
+    expect(r.stdout).toBe('');
   });
 });
 
