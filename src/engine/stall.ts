@@ -41,7 +41,9 @@ function stallLimit(ctx: RunContext, rule: StallRule): { limit: number; pace: nu
 const watched = (run: RunRow, sessionStart: number, limit: number): boolean =>
   run.live_at !== null && run.live_at >= sessionStart - limit;
 
-const minutes = (ms: number): string => formatDuration(Math.floor(ms / 60_000) * 60_000 || 1000);
+/** The silence as it was: whole seconds under a minute (38 s is not "1s"), whole minutes from there. */
+const minutes = (ms: number): string =>
+  formatDuration(ms < 60_000 ? Math.max(1, Math.floor(ms / 1000)) * 1000 : Math.floor(ms / 60_000) * 60_000);
 const clock = (ms: number): string => `${new Date(ms).toISOString().slice(11, 19)} UTC`;
 
 /**

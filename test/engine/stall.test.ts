@@ -44,6 +44,13 @@ describe('stall with a fixed limit (run_stalled, after: 15m, no pace known)', ()
     });
   });
 
+  it('says the silence as it was: 38 s under a 30 s limit is "38s"', () => {
+    const t = new Trace({ book: preset('run_stalled', { after: '30s' }) });
+    t.feed(times(3, { reward: 0.3 }));
+    t.advance(38 * SEC).tick();
+    expect(t.alert('run_stalled').summary).toBe('no new record for 38s (last at step 3, 03:00:00 UTC): crashed or hung?');
+  });
+
   it('fires for a run last read (live, by the process before) shortly before this session started', () => {
     const t = stall({ now: T0 - 10 * MIN });
     t.feed(times(3, { reward: 0.3 })).tick();
