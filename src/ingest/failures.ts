@@ -111,6 +111,11 @@ function standalone(body: string): { title: string; fatal: boolean } | null {
     return { title: 'Segmentation fault', fatal: true };
   }
   if (body.includes('oom_kill event')) return { title: 'Killed by the out-of-memory killer', fatal: true };
+  // slurmstepd: `*** JOB 42 ON n1 CANCELLED AT 2025-05-01T10:00:00 DUE TO PREEMPTION ***` (or TIME LIMIT, or none)
+  if (body.includes(' CANCELLED AT ') && body.includes('***')) {
+    const why = body.includes('DUE TO PREEMPTION') ? 'preempted' : body.includes('DUE TO TIME LIMIT') ? 'time limit reached' : 'cancelled';
+    return { title: `SLURM: job ${why}`, fatal: true };
+  }
   if (body.includes(': line ')) {
     const shell = SHELL_SIGNAL.exec(body);
     if (shell) return { title: shell[1] === 'Killed' ? KILLED : 'Segmentation fault', fatal: true };

@@ -115,6 +115,16 @@ describe('run_crashed', () => {
     expect(fired('run_crashed').map((i) => i.summary)).toEqual(['torchrun: a worker process failed (ChildFailedError)']);
   });
 
+  it('a SLURM preemption or time limit pages at once, saying which', async () => {
+    const log = logOf('slurm-preempted', 'slurm-6231820.out');
+    await write(log, [verlStep(1), verlStep(2)]);
+    await write(log, ['slurmstepd: error: *** JOB 6231820 ON gpu-node-17 CANCELLED AT 2025-11-22T03:14:07 DUE TO PREEMPTION ***']);
+    const timed = logOf('slurm-timed-out', 'slurm-6231821.out');
+    await write(timed, [verlStep(1)]);
+    await write(timed, ['slurmstepd: error: *** STEP 6231821.0 ON gpu-node-3 CANCELLED AT 2025-11-22T09:00:01 DUE TO TIME LIMIT ***']);
+    expect(fired('run_crashed').map((i) => `${i.summary} @${i.step}`)).toEqual(['SLURM: job preempted @2', 'SLURM: job time limit reached @1']);
+  });
+
   it('a traceback the job survives does not page; one followed by silence does, after the grace', async () => {
     const log = logOf('verl-survives', 'verl_demo.log');
     const trace = [
