@@ -31,6 +31,11 @@ export interface RunNames {
 }
 
 const clean = (s: string): string => s.replaceAll('\0', '').replace(LONE_SURROGATE, '\ufffd');
+/** A name from a log as a skip names it: on one line, and short (a key may be as long as a line may be). */
+const shown = (name: string): string => {
+  const line = clean(name).replace(/\p{Cc}/gu, '?');
+  return line.length > 40 ? `${line.slice(0, 39)}…` : line;
+};
 
 /**
  * The batch as a store may write it, the same for SQLite and PostgreSQL, live and in backfill: a metric whose name
@@ -82,9 +87,9 @@ export function guardBatch(b: Batch, run: RunNames, cap: number): Batch {
     b.skips.delete(reason);
     addSkip(b, clean(reason), s.count, clean(s.sample));
   }
-  if (dropped.bad.lines.size > 0) addSkip(b, BAD_NAME, dropped.bad.lines.size, clean(dropped.bad.names[0]!));
+  if (dropped.bad.lines.size > 0) addSkip(b, BAD_NAME, dropped.bad.lines.size, shown(dropped.bad.names[0]!));
   if (dropped.past.lines.size > 0) {
-    run.past ??= pastCap(cap, dropped.past.names.map(clean).join(', '));
+    run.past ??= pastCap(cap, dropped.past.names.map(shown).join(', '));
     addSkip(b, run.past, dropped.past.lines.size, '');
   }
   if (cleaned > 0) addSkip(b, CLEANED_TEXT, cleaned, where);

@@ -83,6 +83,27 @@ describe('a cap on distinct metric names per run', () => {
     expect(appended).toEqual(backfilled);
   });
 
+  it('names a long or multi-line name past the cap short and on one line', () => {
+    const store = Store.open(join(tempDir(), 'c.db'));
+    const run = store.runs.ensure('r', '/runs/r');
+    const file = store.files.add(run.id, '/runs/r/m.jsonl', 'jsonlMetrics');
+    const long = `${'x'.repeat(100)}\nINJECTED`;
+    store.commit({
+      runId: run.id,
+      fileId: file.id,
+      metrics: [{ step: 1, values: new Map([['loss', 1], [long, 2], ['a\tb', 3]]) }],
+      examples: [],
+      skips: new Map(),
+      progress: { dev: 1, ino: 1, offset: 10, size: 10, mtimeMs: 0, seq: 0, lines: 1, records: 1 },
+      maxMetricNames: 1,
+    }, 2);
+    expect(store.points.metricsOf(run.id)).toEqual(['loss']);
+    expect(store.files.skipsOf(file.id).map((s) => [s.reason, s.count])).toEqual([
+      [pastCap(1, `${'x'.repeat(39)}…, a?b`), 1],
+    ]);
+    store.close();
+  });
+
   it('`rlwatch files` names the reason after a backfill with the cap set in the config file', () => {
     const { root, file } = runRoot();
     writeFileSync(file, LINES.map((l) => `${l}\n`).join(''));
