@@ -58,6 +58,13 @@ describe("the Trainer's global step of a dict without one", () => {
     expect(stepsOf(lines)).toEqual([13, 26]);
   });
 
+  it('an epoch that is no number of steps (nan, 1e300, inf) is no evidence: the next there is places the dict', () => {
+    const odd = (epoch: string): string => dict(0).replace("'epoch': 0", `'epoch': ${epoch}`);
+    // nan: the counter that moved; 1e300: nothing fits (numbered by the pipeline); inf: the spacing of the two before
+    const lines = [`${bar(2)}${dict(0.02)}`, bar(8), odd('nan'), odd('1e300'), odd('inf')];
+    expect(stepsOf(lines)).toEqual([2, 8, undefined, 14]);
+  });
+
   it("the Trainer's banner gives the steps per epoch when nothing else does", () => {
     // 400 steps over 2 epochs: 200 per epoch
     const lines = ['  Num Epochs = 2', '  Total optimization steps = 400', dict(0.05), dict(0.1)];

@@ -216,7 +216,8 @@ class ConsoleReader {
     if (!training && !evaluation) return this.parseFacts(line);
     let step = readStep(steps);
     if (evaluation) return metricResult(values, step ?? this.logged.shift() ?? this.lastDictStep);
-    const epoch = epochText === undefined ? undefined : { value: raw['epoch']!, half: halfUnit(epochText) };
+    const epochValue = raw['epoch'];
+    const epoch = epochText === undefined || !Number.isFinite(epochValue) ? undefined : { value: epochValue!, half: halfUnit(epochText) };
     const exact = step !== undefined;
     if (step === undefined) {
       const placed = this.placeTrainDict(counted, epoch);
@@ -295,7 +296,7 @@ class ConsoleReader {
       const multiple = Math.round(w.at / interval) * interval;
       if (multiple >= w.lo && multiple <= w.hi) step = multiple;
     }
-    return step > (this.lastDictStep ?? 0) ? step : undefined;
+    return Number.isSafeInteger(step) && step > (this.lastDictStep ?? 0) ? step : undefined;
   }
 
   /**
