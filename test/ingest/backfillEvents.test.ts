@@ -36,8 +36,9 @@ function firedOf(store: Store, run: string): Array<[string, string]> {
     .filter((a) => a.rule === 'run_crashed' || a.rule === 'run_finished').map((a) => [a.rule, a.summary]);
 }
 
-/** `files` (name -> bytes) under runs/<run>/, backfilled; the fired crash and finish alerts. */
-async function backfilled(run: string, files: Record<string, Buffer | string>): Promise<Array<[string, string]>> {
+/** `files` (name -> bytes) under runs/<run>/, backfilled (or, `atStart`, found by `start`: read as its backlog,
+ * caught up, then its first tick); the fired crash and finish alerts. */
+async function backfilled(run: string, files: Record<string, Buffer | string>, atStart = false): Promise<Array<[string, string]>> {
   const root = tempDir();
   for (const [name, bytes] of Object.entries(files)) writeFileSync(ensureParent(join(root, 'runs', run, name)), bytes);
   const store = Store.open(join(root, 'rlwatch.db'));
@@ -48,6 +49,7 @@ async function backfilled(run: string, files: Record<string, Buffer | string>): 
     });
     await backfill(history, [join(root, 'runs')], { depth: 4 });
     engine.evaluateBehind();
+    if (atStart) engine.caughtUp();
     engine.tick();
     return firedOf(store, run);
   } finally {
@@ -133,6 +135,37 @@ describe('small cases', () => {
       ['run_crashed', 'ValueError: no GPU left for the rollout (the last thing the log says)'],
     ]);
     expect((await watched('early', 'train.log', log, 2)).map(([rule]) => rule)).toEqual(['run_crashed']);
+    // `start` finding the log already written: its first tick after reading the backlog
+    expect((await backfilled('early', { 'train.log': log }, true)).map(([rule]) => rule)).toEqual(['run_crashed']);
+  });
+
+  it('a history that ends in a traceback but grows while `start` watches is given the grace of a live error', async () => {
+    const root = tempDir();
+    const runs = join(root, 'runs');
+    const path = ensureParent(join(runs, 'alive', 'train.log'));
+    writeFileSync(path, [config, ...trace('')].join('\n') + '\n');
+    const store = Store.open(join(root, 'rlwatch.db'));
+    try {
+      const engine = engineOf(store);
+      let catchingUp = true;
+      const ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
+        if (e.kind === 'batch') engine.evaluate(e.result.runId, !catchingUp);
+      });
+      await ingestor.ingest(path, runs);
+      catchingUp = false;
+      engine.caughtUp();
+      pass(30_000);
+      appendFileSync(path, '(main_task pid=1) retrying the rollout workers\n');
+      await ingestor.ingest(path, runs);
+      engine.tick();
+      expect(firedOf(store, 'alive')).toEqual([]);
+      // then nothing more: quiet for the grace (2m), it is taken for dead
+      pass(3 * MIN);
+      engine.tick();
+      expect(firedOf(store, 'alive').map(([rule]) => rule)).toEqual(['run_crashed']);
+    } finally {
+      store.close();
+    }
   });
 
   it("a Ray worker's traceback at the end of the history is not taken for the job's death; one with steps after it neither", async () => {
