@@ -36,10 +36,14 @@ const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,30}:\/\/[^\s/:@'"]{0,200}:)[^\s/@'"]
 /**
  * `NAME=value`, `NAME: value`, `'NAME': 'value'`, `"NAME": "value"`: the name and the separator kept, the value
  * judged by `secretName`. An unquoted value may start with an HTTP auth scheme (`Authorization:
- * Bearer X`) and ends at a space, a quote, a comma or a bracket.
+ * Bearer X`) and ends at a space, a quote, a comma, a bracket or a URL query's next `&name=`.
  */
 const NAME_VALUE =
-  /(?<![\w.])(["']?)([A-Za-z_][\w.-]{0,100})\1(\s*[:=]\s*)(?:(["'])([^\n]{0,512}?)\4|(\$\{\w+\}|(?:(?:Bearer|Basic|Token|Digest|Bot)\s+)?[^\s'",;(){}[\]<>]+))/g;
+  /(?<![\w.])(\\?["']|)([A-Za-z_][\w.-]{0,100})\1(\s*[:=]\s*)(?:(\\?["'])([^\n]{0,512}?)\4|(\$\{\w+\}|(?:(?:Bearer|Basic|Token|Digest|Bot)\s+)?(?:[^\s'",;(){}[\]<>&]|&(?![\w.-]{1,100}=)){1,256}))/g;
+
+/** A command-line flag and its value after a space (`--hub_token X`, `--password 'p w'`), as a launch script echoes
+ * them; a value starting with `-` is the next flag. */
+const FLAG_VALUE = /(?<![\w-])(--?)([A-Za-z][\w.-]{0,100})([ \t]+)(?:(["'])([^\n]{0,512}?)\4|([^\s'"-][^\s'"]{0,255}))/g;
 
 /** What a secret's name holds somewhere: a text without it has no `NAME=value` to look at (the costly pass). */
 const SECRET_HINT = /token|secret|passw|pwd|passphrase|credential|auth|key/i;
@@ -79,6 +83,40 @@ function secretName(name: string, value: string): boolean {
   );
   if (!named || INERT.test(value.trim())) return false;
   return !NUMBER.test(value.trim()) || words.some((w) => NUMERIC_SECRET_WORDS.has(w));
+}
+
+/** What continues a bare value (NAME_VALUE's and FLAG_VALUE's, the narrower) past its first 256 characters. */
+const VALUE_REST = /(?:[^\s'",;(){}[\]<>&]|&(?![\w.-]{1,100}=))*/y;
+
+/**
+ * The values of `re`'s matches (NAME_VALUE, FLAG_VALUE: groups lead, name, separator, value quote, quoted value, bare
+ * value) that `secretName` judges secret. A value that is not one is looked into, not skipped: the string value of
+ * `"msg"` may hold an escaped `\"api_key\": \"...\"`.
+ */
+function namedValues(text: string, re: RegExp): string {
+  let out = '';
+  let last = 0;
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    const [whole, lead = '', name = '', sep = '', vq, quoted, bare] = m;
+    // NAME_VALUE repeats the name's quote after it (its \1); a flag has none
+    const head = re === NAME_VALUE ? `${lead}${name}${lead}${sep}` : `${lead}${name}${sep}`;
+    const value = quoted ?? bare ?? '';
+    if (!secretName(name, value)) {
+      // looked into when a name could be in it (a quoted one may end early, at an escaped quote inside)
+      if (vq || SECRET_HINT.test(value)) re.lastIndex = m.index + head.length;
+      continue;
+    }
+    out += text.slice(last, m.index) + head + (vq ? `${vq}${REDACTED}${vq}` : REDACTED);
+    last = m.index + whole.length;
+    if (!vq) {
+      // a bare value is matched up to 256 characters: the rest of a longer one goes too
+      VALUE_REST.lastIndex = last;
+      last += VALUE_REST.exec(text)?.[0].length ?? 0;
+      re.lastIndex = last;
+    }
+  }
+  return last === 0 ? text : out + text.slice(last);
 }
 
 /** The lines of a PEM private key: its markers are kept, its body becomes one `[redacted]` line. */
@@ -152,11 +190,7 @@ export function makeRedactor(extra: readonly string[] = []): Redactor {
     let t = redactPem(s);
     t = t.replace(URL_PASSWORD, `$1${REDACTED}@`);
     t = t.replace(AWS_SECRET, `$1${REDACTED}`);
-    if (SECRET_HINT.test(t)) t = t.replace(NAME_VALUE, (m, q: string, name: string, sep: string, vq?: string, quoted?: string, bare?: string) => {
-      const value = quoted ?? bare ?? '';
-      if (!secretName(name, value)) return m;
-      return vq ? `${q}${name}${q}${sep}${vq}${REDACTED}${vq}` : `${q}${name}${q}${sep}${REDACTED}`;
-    });
+    if (SECRET_HINT.test(t)) t = namedValues(namedValues(t, NAME_VALUE), FLAG_VALUE);
     t = t.replace(BEARER, `$1${REDACTED}`);
     t = t.replace(SK, (m) => (/\d/.test(m) ? REDACTED : m));
     for (const re of BARE) t = t.replace(re, REDACTED);

@@ -47,6 +47,14 @@ describe('the built-in shapes', () => {
     ['camelCase', 'apiKey = "abc-def-ghi"', 'apiKey = "[redacted]"'],
     ['flag', '--hub_token=abcdef', '--hub_token=[redacted]'],
     [
+      'flags with their values after a space',
+      "python train.py --hub_token abc123 --lr 1e-5 --db-password 'p w' --max_tokens 512 --use_auth_token True",
+      "python train.py --hub_token [redacted] --lr 1e-5 --db-password '[redacted]' --max_tokens 512 --use_auth_token True",
+    ],
+    ['a query parameter of a URL', 'GET https://api.example.com/v1/x?api_key=abc123&page=2', 'GET https://api.example.com/v1/x?api_key=[redacted]&page=2'],
+    ['a bare value longer than the match, all of it', `secret=${'x1'.repeat(400)} next`, 'secret=[redacted] next'],
+    ['JSON escaped inside a line', '{"msg": "{\\"api_key\\": \\"abc123\\"}"}', '{"msg": "{\\"api_key\\": \\"[redacted]\\"}"}'],
+    [
       'Python dict of the environment',
       `os.environ={'OPENAI_API_KEY': '${OPENAI}', 'AWS_SECRET_ACCESS_KEY': '${AWS_SECRET}', 'HOME': '/root'}`,
       "os.environ={'OPENAI_API_KEY': '[redacted]', 'AWS_SECRET_ACCESS_KEY': '[redacted]', 'HOME': '/root'}",
