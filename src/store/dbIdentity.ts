@@ -33,10 +33,13 @@ export function watchDbIdentity(
       const now = identity(f.path);
       if (now === f.was) continue;
       clearInterval(timer);
-      const what = f.path === path ? 'the database' : "the database's write-ahead log";
+      const how = now === null ? 'deleted' : 'replaced';
       onLost(
-        `${what} ${f.path} was ${now === null ? 'deleted' : 'replaced'} while rlwatch ran: stopping, since what it ` +
-          'would write from now on would be lost (restore the database or remove what is left of it, then start again)',
+        f.path === path
+          ? `the database ${path} was ${how} while rlwatch ran: stopping, since what it wrote from now on would be ` +
+              'lost (restore the database, or `rlwatch backfill` your runs into a new one, then start again)'
+          : `the database's write-ahead log ${f.path} was ${how} while rlwatch ran: stopping, since what it wrote ` +
+              'from now on would be lost (start it again)',
       );
       return;
     }

@@ -2,6 +2,7 @@
  * The real `rlwatch start` on SQLite notices its database deleted or its -wal deleted under it, and stops with one
  * line and exit code 1 instead of writing on into unlinked files.
  */
+import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -55,7 +56,7 @@ describe('start stops when its database is deleted under it', { timeout: 90_000 
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('only the -wal deleted: one line naming it, exit code 1', async () => {
+  it('only the -wal deleted: one line naming it, exit code 1, the database sound', async () => {
     const r = await startThenDelete((db) => rmSync(`${db}-wal`));
     expect(r.code).toBe(1);
     // SQLite may make a new -wal before the next look: a different file all the same
@@ -63,5 +64,10 @@ describe('start stops when its database is deleted under it', { timeout: 90_000 
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(/^rlwatch: the database's write-ahead log \S+ was (deleted|replaced) while rlwatch ran: stopping/);
     expect(said[0]).toContain(`log ${r.db}-wal was`);
+    // stopped in time, it leaves the database sound, with the run (it used to end "malformed")
+    const db = new Database(r.db, { readonly: true });
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(db.prepare('SELECT name FROM runs').pluck().all()).toEqual(['exp1']);
+    db.close();
   });
 });
