@@ -4,7 +4,7 @@ import { UserError } from '../errors.ts';
 import { DEFAULT_LINES, MAX_LINES } from './registry.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
-import { isUnder, openInsideRoots, OutsideRoots } from '../ingest/insideRoots.ts';
+import { isUnder, openInsideRoots, OutsideRoots, ReplacedWhileOpened } from '../ingest/insideRoots.ts';
 import { visibleName } from '../ingest/runLocator.ts';
 import type { FileRow } from '../store/files.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
@@ -68,7 +68,8 @@ export async function runLogs(
   } catch (err) {
     // a link planted where the log was, leading out of the roots: refused, and nothing of where it leads is said
     if (err instanceof OutsideRoots) throw new UserError(`${run.name}'s ${rel} is not read: ${err.reason}`);
-    const why = err instanceof UserError ? err.message : ((err as NodeJS.ErrnoException).code ?? 'error');
+    const said = err instanceof UserError || err instanceof ReplacedWhileOpened;
+    const why = said ? err.message : ((err as NodeJS.ErrnoException).code ?? 'error');
     throw new UserError(`cannot read ${run.name}'s ${rel}: ${why}`);
   }
   return {

@@ -11,8 +11,17 @@ export const OUTSIDE_ROOTS = 'symlink leads out of the watched roots';
 
 /** A path the rule refuses: `reason` is what `rlwatch files` lists it with. */
 export class OutsideRoots extends Error {
-  constructor(readonly path: string, readonly reason: string = OUTSIDE_ROOTS) {
-    super(`${path}: ${reason}`);
+  readonly reason = OUTSIDE_ROOTS;
+  constructor(readonly path: string) {
+    super(`${path}: ${OUTSIDE_ROOTS}`);
+  }
+}
+
+/** What was opened is not the file checked: the path changed in between (a rotation, or a symlink swapped in).
+ * Nothing was read, and no verdict is made: the next read checks the path afresh. */
+export class ReplacedWhileOpened extends Error {
+  constructor(readonly path: string) {
+    super('replaced while being opened');
   }
 }
 
@@ -83,16 +92,17 @@ function realOfOpen(fd: number, path: string): string {
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 
 /**
- * Opens `path` (read-only, never blocking), then checks the descriptor: it must be the file `approval` approved
- * (a symlink swapped in between the check and the open, a race whoever writes the runs tree can try, opens another
- * file), and its real path must lie inside the roots. Either failing, it is closed unread (OutsideRoots). On Linux
- * the real path is the kernel's own name for the open file, so no later swap of a link or a folder can fool it.
+ * Opens `path` (read-only, never blocking), then checks the descriptor, closing it unread if either fails: it must
+ * be the file `approval` approved (ReplacedWhileOpened: a symlink swapped in between the check and the open, a race
+ * whoever writes the runs tree can try, opens another file), and its real path must lie inside the roots
+ * (OutsideRoots). On Linux the real path is the kernel's own name for the open file, so no later swap of a link or
+ * a folder can fool it.
  */
 export function openApproved(path: string, approval: Approval): { fd: number; st: Stats } {
   const fd = openSync(path, OPEN_FLAGS);
   try {
     const st = fstatSync(fd);
-    if (st.dev !== approval.dev || st.ino !== approval.ino) throw new OutsideRoots(path, 'replaced while being opened');
+    if (st.dev !== approval.dev || st.ino !== approval.ino) throw new ReplacedWhileOpened(path);
     if (!insideRoots(realOfOpen(fd, path), approval.roots)) throw new OutsideRoots(path);
     return { fd, st };
   } catch (err) {

@@ -2,7 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, readSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { approve, openApproved, openInsideRoots, OutsideRoots, reachOf } from '../../src/ingest/insideRoots.ts';
+import {
+  approve, openApproved, openInsideRoots, OutsideRoots, reachOf, ReplacedWhileOpened,
+} from '../../src/ingest/insideRoots.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 // The rule every read of a log goes through, against real files, folders and symlinks.
@@ -76,7 +78,9 @@ describe('the check, then the open', () => {
     const approval = approve(link, [root])!;
     rmSync(link);
     symlinkSync(secret, link); // what whoever writes the runs tree can do at any moment
-    expect(refusal(() => openApproved(link, approval))).toBe('replaced while being opened');
+    expect(() => openApproved(link, approval)).toThrow(ReplacedWhileOpened);
+    // checked afresh, it is what it is: a link out of the roots
+    expect(refusal(() => openInsideRoots(link, [root]))).toBe(OUT);
   });
 
   it.runIf(existsSync('/proc/self/fd'))(
