@@ -1,5 +1,6 @@
 /** Discord: a gateway bot (outbound only) with slash commands, buttons, and alert cards edited in place. */
 import * as z from '../../zod.ts';
+import { UserError } from '../../errors.ts';
 import { CommandsSchema } from '../../notify/routing.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
 
@@ -34,15 +35,20 @@ export interface DiscordSettings {
 export const discord: Platform<DiscordSection, DiscordSettings> = {
   id: 'discord',
   section: DiscordSection,
-  settings: (section, env) =>
-    env.DISCORD_TOKEN
-      ? {
-          token: env.DISCORD_TOKEN,
-          apiUrl: env.DISCORD_API_URL || undefined,
-          guildId: env.DISCORD_GUILD_ID || undefined,
-          channel: section.channel ?? (env.DISCORD_CHANNEL_ID || undefined),
-        }
-      : null,
+  settings(section, env) {
+    if (!env.DISCORD_TOKEN) return null;
+    const channel = section.channel ?? (env.DISCORD_CHANNEL_ID || undefined);
+    // a bot with nowhere to post would look connected and drop every alert
+    if (!channel && section.routes.length === 0) {
+      throw new UserError('DISCORD_TOKEN is set but no channel: set DISCORD_CHANNEL_ID or discord.channel');
+    }
+    return {
+      token: env.DISCORD_TOKEN,
+      apiUrl: env.DISCORD_API_URL || undefined,
+      guildId: env.DISCORD_GUILD_ID || undefined,
+      channel,
+    };
+  },
   route: (settings, config) => router(discord.id, sectionOf(config, discord), settings.channel),
   async create(settings, ctx) {
     // discord.js (and the chart renderer) load only when Discord is configured

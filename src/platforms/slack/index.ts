@@ -1,6 +1,7 @@
 /** Slack: Bolt in Socket Mode (or its HTTP receiver), slash commands, buttons, alert messages updated in place. */
 import * as z from '../../zod.ts';
 import { wholeFrom } from '../../zod.ts';
+import { UserError } from '../../errors.ts';
 import { CommandsSchema } from '../../notify/routing.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
 
@@ -40,16 +41,21 @@ export interface SlackSettings {
 export const slack: Platform<SlackSection, SlackSettings> = {
   id: 'slack',
   section: SlackSection,
-  settings: (section, env) =>
-    env.SLACK_BOT_TOKEN
-      ? {
-          botToken: env.SLACK_BOT_TOKEN,
-          appToken: env.SLACK_APP_TOKEN || undefined,
-          signingSecret: env.SLACK_SIGNING_SECRET || undefined,
-          apiUrl: env.SLACK_API_URL || undefined,
-          channel: section.channel ?? (env.SLACK_CHANNEL_ID || undefined),
-        }
-      : null,
+  settings(section, env) {
+    if (!env.SLACK_BOT_TOKEN) return null;
+    const channel = section.channel ?? (env.SLACK_CHANNEL_ID || undefined);
+    // a bot with nowhere to post would look connected and drop every alert
+    if (!channel && section.routes.length === 0) {
+      throw new UserError('SLACK_BOT_TOKEN is set but no channel: set SLACK_CHANNEL_ID or slack.channel');
+    }
+    return {
+      botToken: env.SLACK_BOT_TOKEN,
+      appToken: env.SLACK_APP_TOKEN || undefined,
+      signingSecret: env.SLACK_SIGNING_SECRET || undefined,
+      apiUrl: env.SLACK_API_URL || undefined,
+      channel,
+    };
+  },
   route: (settings, config) => router(slack.id, sectionOf(config, slack), settings.channel),
   async create(settings, ctx) {
     // Bolt (and the chart renderer) load only when Slack is configured
