@@ -1,6 +1,9 @@
 import type { AlertRow } from '../store/alerts.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { LiveStore } from '../store/live.ts';
+import type { RunContext } from './evaluate.ts';
+import { Lifecycle } from './lifecycle.ts';
+import type { RestartRule } from './rules.ts';
 
 /**
  * A restarted job logs its steps again from an earlier step (the store records each attempt). Before the run's
@@ -31,4 +34,32 @@ export function attemptNote(store: LiveStore, alert: AlertRow): string {
     .filter((t) => t.at <= alert.started_at)
     .pop();
   return during && during.attempt > 1 ? ` (attempt ${during.attempt}, resumed at step ${during.resumed_step})` : '';
+}
+
+/** Where the restart rule keeps the last attempt it told of: before every step, so that no rewind clears it. */
+const TOLD_AT = -1;
+
+/**
+ * restart: the run's newest attempt, once, as an info alert (said once, never repeated): "the job restarted at
+ * step 40 (attempt 2; attempt 1 ended at step 100)". The next restart ends it with the run's other open alerts.
+ */
+export function evaluateRestart(ctx: RunContext, rule: RestartRule): void {
+  const { store, runId } = ctx;
+  const attempts = store.attempts.list(runId);
+  const latest = attempts[attempts.length - 1];
+  const cursor = store.alerts.cursor(runId, rule.id, 'attempt');
+  if (!latest || latest.attempt <= Number(cursor?.state.attempt ?? 1)) return;
+  const ended = attempts.find((p) => p.attempt === latest.attempt - 1);
+  const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: 'attempt' }, ctx.now);
+  const was = ended ? `; attempt ${ended.attempt} ended at step ${ended.last_step}` : '';
+  lc.apply(latest.resumed_step, {
+    kind: 'bad',
+    firing: true,
+    severity: rule.severity,
+    describe: () => ({
+      summary: `the job restarted at step ${latest.resumed_step} (attempt ${latest.attempt}${was})`,
+      details: { once: true, attempt: latest.attempt, resumedStep: latest.resumed_step, endedStep: ended?.last_step ?? null },
+    }),
+  });
+  store.alerts.saveCursor(runId, rule.id, 'attempt', TOLD_AT, { attempt: latest.attempt });
 }

@@ -6,7 +6,7 @@ import type { SilenceRow } from '../store/silences.ts';
 import type { LiveStore } from '../store/live.ts';
 import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
-import { attemptNote, rewindRestarts } from './attempts.ts';
+import { attemptNote, evaluateRestart, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
 import { evaluateDivergence } from './divergence.ts';
 import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
@@ -161,6 +161,7 @@ export class Engine {
     else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
     else if (rule.kind === 'divergence') evaluateDivergence(ctx, rule);
     else if (rule.kind === 'saturation') evaluateSaturation(ctx, rule);
+    else if (rule.kind === 'restart') evaluateRestart(ctx, rule);
   }
 
   /** At start-up: evaluates the runs with batches committed but never evaluated (the process stopped between a
@@ -268,7 +269,8 @@ export class Engine {
       severity: a.severity,
       rule: a.rule,
       metric: a.metric,
-      summary: summary + attemptNote(this.store, a),
+      // a restart's own card names its attempt already
+      summary: summary + (rules.find((r) => r.id === a.rule)?.kind === 'restart' ? '' : attemptNote(this.store, a)),
       step,
       epoch,
       recent,

@@ -194,6 +194,9 @@ const NonFinite = z.strictObject({
  * for `grace` (measured on rlwatch's own clock). */
 const Crash = z.strictObject({ ...common, kind: z.literal('crash'), grace: z._default(duration(), '2m') });
 
+/** A job that logs its steps again from an earlier step (restarted from a checkpoint): one info card per restart. */
+const Restart = z.strictObject({ ...common, kind: z.literal('restart') });
+
 /** The end of training: one summary card. */
 const Finished = z.strictObject({ ...common, kind: z.literal('finished') });
 
@@ -241,6 +244,7 @@ export const RuleSchema = z.discriminatedUnion('kind', [
   NonFinite,
   Crash,
   Finished,
+  Restart,
   TrainerWarning,
   Relative,
   Anomaly,
@@ -255,6 +259,7 @@ export type MilestoneRule = Extract<Rule, { kind: 'milestone' }>;
 export type NonFiniteRule = Extract<Rule, { kind: 'non_finite' }>;
 export type CrashRule = Extract<Rule, { kind: 'crash' }>;
 export type FinishedRule = Extract<Rule, { kind: 'finished' }>;
+export type RestartRule = Extract<Rule, { kind: 'restart' }>;
 export type TrainerWarningRule = Extract<Rule, { kind: 'trainer_warning' }>;
 export type RelativeRule = Extract<Rule, { kind: 'relative' }>;
 export type AnomalyRule = Extract<Rule, { kind: 'anomaly' }>;

@@ -42,6 +42,21 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
     ]);
   });
 
+  it('a restart from a checkpoint is announced once, as info; the next restart ends that card', () => {
+    const t = new Trace({ book: presetOnly('mode_collapse', 'run_restarted'), repeatIntervalMs: HOUR });
+    t.feed(times(100, healthy));
+    expect(summaries(t)).toEqual([]);
+    t.advance(5 * MIN).resumeAt(40).feed(times(10, healthy)); // attempt 2: steps 40..49
+    expect(t.alert('run_restarted')).toMatchObject({ severity: 'info', state: 'firing', fired_step: 40 });
+    t.advance(2 * HOUR).feed(times(5, healthy)); // no repeat of news
+    t.advance(5 * MIN).resumeAt(50).feed(times(3, healthy)); // attempt 3 from step 50
+    expect(summaries(t)).toEqual([
+      'firing run_restarted@40: the job restarted at step 40 (attempt 2; attempt 1 ended at step 100)',
+      'resolved run_restarted@54: attempt 2 ended at step 54: the job restarted at step 50',
+      'firing run_restarted@50: the job restarted at step 50 (attempt 3; attempt 2 ended at step 54)',
+    ]);
+  });
+
   it('steps an earlier attempt logged past the resume point are not evaluated as the new attempt\'s', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed([...times(60, healthy), ...times(40, collapsed)]); // collapsed 61..100

@@ -238,6 +238,8 @@ export const GRPO_PRESET: readonly Rule[] = [
   { id: 'non_finite', kind: 'non_finite', severity: 'critical', recoverFor: 5 },
   { id: 'run_crashed', kind: 'crash', severity: 'critical', grace: '2m' },
   { id: 'run_finished', kind: 'finished', severity: 'info' },
+  // ours: a job restarted from a checkpoint (preempted, requeued) is news, not a problem
+  { id: 'run_restarted', kind: 'restart', severity: 'info' },
   { id: 'trainer_warning', kind: 'trainer_warning', severity: 'warning', quietSteps: 20 },
   ...PRESET_V2,
 ].map((r) => RuleSchema.parse(r));
