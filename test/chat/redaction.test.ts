@@ -5,7 +5,7 @@
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { platformsFromEnv, startApp, type App } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { silentLog } from '../../src/log.ts';
@@ -85,7 +85,7 @@ describe('secrets in a crashing job\'s log, end to end', () => {
     appendFileSync(log, `${crash.join('\n')}\n`);
     await hook.waitFor(() => hook.received.some((r) => r.raw.includes('run_crashed')), 15_000);
     await discord.waitFor(() => discord.channelMessages().find((m) => JSON.stringify(m.embeds).includes('run_crashed')), 15_000);
-    await hook.waitFor(() => terminal.includes('run_crashed'), 15_000);
+    await vi.waitFor(() => expect(terminal).toContain('run_crashed'), { timeout: 15_000, interval: 20 });
   }, 40_000);
 
   afterAll(async () => {
@@ -141,5 +141,21 @@ describe('secrets in a crashing job\'s log, end to end', () => {
     // not redacted at ingest: the evidence stored with the error event is the file's text
     const stored = app.store.db.prepare("SELECT context FROM events WHERE kind = 'error'").all() as Array<{ context: string }>;
     expect(stored.map((e) => e.context).join('\n')).toContain(HF);
+  });
+
+  it('rlwatch examples --json shows a generation that leaked a key redacted, prompt and completion', async () => {
+    const completions = join(runDir, 'reward_logs', 'completions.jsonl');
+    mkdirSync(join(runDir, 'reward_logs'), { recursive: true });
+    const kept = (reward: number, text: string) =>
+      JSON.stringify({ problem_id: 'p0', step: 5, reward, prompt: `Use the key ${OPENAI}`, completion: text });
+    writeFileSync(completions, `${kept(0.9, `export HF_TOKEN=${HF}`)}\n${kept(0.1, 'no idea')}\n`);
+    const stored = () => (app.store.db.prepare('SELECT count(*) AS n FROM examples').get() as { n: number }).n;
+    await vi.waitFor(() => expect(stored()).toBe(2), { timeout: 10_000, interval: 20 });
+    const out = rlwatch(['examples', 'grpo', '--step', '5', '--db', db, '--json']);
+    expect(out.status, out.stderr).toBe(0);
+    for (const s of [OPENAI, HF]) expect(out.stdout).not.toContain(s);
+    const shown = JSON.parse(out.stdout) as { examples: Array<{ prompt: string; completion: string }> };
+    expect(shown.examples.map((e) => e.completion)).toEqual(['export HF_TOKEN=[redacted]', 'no idea']);
+    expect(shown.examples[0]!.prompt).toBe('Use the key [redacted]');
   });
 });
