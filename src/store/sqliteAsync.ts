@@ -48,6 +48,15 @@ class Gate {
   }
 }
 
+/** The gate of each Store: every async wrapper of one connection takes turns through the same one. */
+const gates = new WeakMap<Store, Gate>();
+
+function gateOf(store: Store): Gate {
+  let gate = gates.get(store);
+  if (!gate) gates.set(store, (gate = new Gate()));
+  return gate;
+}
+
 /**
  * The async store contract over the synchronous SQLite `Store`, which keeps its speed: each call is one synchronous
  * call (a batch stays one synchronous transaction); only the answer is a promise.
@@ -58,7 +67,7 @@ export class SqliteAsyncStore implements StoreContract {
 
   constructor(
     readonly store: Store,
-    private readonly gate = new Gate(),
+    private readonly gate = gateOf(store),
     /** this object is the body of a transaction: it never waits for the gate it holds */
     private readonly inTx = false,
   ) {

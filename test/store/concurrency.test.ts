@@ -56,6 +56,19 @@ describe('concurrent writes through the async SQLite store', () => {
     expect(store.db.inTransaction).toBe(false);
   });
 
+  it('two async wrappers of one store take turns through one gate', async () => {
+    const { store, ids } = world(20);
+    const [a, b] = [new SqliteAsyncStore(store), new SqliteAsyncStore(store)];
+    const by = { id: '@ana', name: 'Ana' };
+    const settled = await Promise.allSettled(ids.flatMap((id, i) => [
+      ackAlert({ store: a }, { id, by }, NOW + i),
+      muteAlerts({ store: b }, { run: 'grpo-7b', rule: `rule_${i}`, for: '1h', by }, NOW + i),
+    ]));
+    expect(settled.filter((s) => s.status === 'rejected')).toEqual([]);
+    expect(count(store, 'SELECT count(*) AS n FROM alerts WHERE acked_by IS NOT NULL')).toBe(20);
+    expect(count(store, 'SELECT count(*) AS n FROM silences')).toBe(20);
+  });
+
   it('a transaction that fails rolls back its own writes only, never those of one running beside it', async () => {
     const { store, async, ids } = world(2);
     const failing = async.transaction(async (tx) => {
