@@ -14,7 +14,7 @@ export const REDACTED = '[redacted]';
 /** Tokens recognised by their shape alone, wherever they stand. */
 const BARE: readonly RegExp[] = [
   /\bhf_[A-Za-z0-9]{30,}/g, // Hugging Face
-  /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack bot, user, app-level tokens
+  /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // chat bot and user tokens (xoxb-, xoxp-), and app-level ones
   /\bxapp-[A-Za-z0-9-]{10,}/g,
   /\bgh[pousr]_[A-Za-z0-9]{36,}/g, // GitHub
   /\bgithub_pat_[A-Za-z0-9_]{22,}/g,
