@@ -177,6 +177,12 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
     actions: ['evaluate the final checkpoint'],
     hint: 'evaluate the final checkpoint',
   },
+  run_restarted: {
+    meaning: 'the job logs its steps again from an earlier step: it restarted from a checkpoint',
+    causes: ['preempted or requeued by the scheduler', 'a crash resumed by hand or by a supervisor'],
+    actions: ['check why the attempt before ended (rlwatch run logs)', 'check that it resumed from the checkpoint meant'],
+    hint: 'check why the attempt before ended (rlwatch run logs)',
+  },
   trainer_warning: {
     meaning: 'the trainer printed a warning that bears on the training',
     causes: ['a configuration the trainer considers risky'],
