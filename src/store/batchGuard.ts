@@ -31,6 +31,10 @@ export interface RunNames {
 }
 
 const clean = (s: string): string => s.replaceAll('\0', '').replace(LONE_SURROGATE, '\ufffd');
+
+/** A query parameter as PostgreSQL's text takes it: a string cleaned of NUL and lone halves (a mute's reason, an ack's
+ * comment, a display name from chat), anything else as it is. */
+export const storable = (v: unknown): unknown => (typeof v === 'string' && UNSTORABLE.test(v) ? clean(v) : v);
 /** A name from a log as a skip names it: on one line, and short (a key may be as long as a line may be). */
 const shown = (name: string): string => {
   const line = clean(name).replace(/\p{Cc}/gu, '?');

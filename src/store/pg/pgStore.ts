@@ -12,6 +12,7 @@ import { ARRIVALS_KEPT } from '../arrivals.ts';
 import { CRITICAL_URGENCY, handOutOrder, mergeable, type RankedRow } from '../outbox.ts';
 import { replayingStep } from '../attempts.ts';
 import { LOCK_CLASS, migratePg, newClient, newPool } from './connect.ts';
+import { storable } from '../batchGuard.ts';
 import { MetricIds, writeBatch } from './batch.ts';
 import { CRITICAL_NOTICE, listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
@@ -126,8 +127,9 @@ export class PgStore implements StoreContract {
     await this.pool?.end();
   }
 
+  // every statement of this store but a batch's (writeBatch, guarded as a whole) is sent from here
   private async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return (await this.db.query(sql, params)).rows as T[];
+    return (await this.db.query(sql, params.map(storable))).rows as T[];
   }
 
   private async one<T>(sql: string, params: unknown[] = []): Promise<T | undefined> {
@@ -135,7 +137,7 @@ export class PgStore implements StoreContract {
   }
 
   private async run(sql: string, params: unknown[] = []): Promise<number> {
-    return (await this.db.query(sql, params)).rowCount ?? 0;
+    return (await this.db.query(sql, params.map(storable))).rowCount ?? 0;
   }
 
   /** A run's name is unique: a name taken by another path gets a numeric suffix (as in SQLite). Its path is unique

@@ -15,6 +15,7 @@ import { Ingestor } from '../../../src/ingest/ingestor.ts';
 import { BAD_NAME, CLEANED_TEXT } from '../../../src/store/batchGuard.ts';
 import type { LiveStore } from '../../../src/store/live.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import { PgStore } from '../../../src/store/pg/pgStore.ts';
 import { Store } from '../../../src/store/store.ts';
 import { tempDir } from '../../helpers.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
@@ -131,5 +132,22 @@ describe('text PostgreSQL refuses, in a log', () => {
       sqlite.close();
     }
     expect(sqliteRowsOf(path)).toEqual(got);
+  });
+
+  it("stores a mute's reason and an ack's comment from chat without the NUL, instead of failing the command", async () => {
+    const store = await PgStore.open(await freshPgDatabase());
+    try {
+      const run = await store.ensureRun('grpo', '/runs/grpo');
+      const change = { step: 1, at: NOW, severity: 'critical', summary: 'x', details: {} };
+      const alert = await store.createAlert(run.id, 'grad_explosion', 'grad_norm', 'firing', change);
+      await store.ackAlert(alert.id, { id: '<@U1>', name: 'A\u0000na' }, 'on it\u0000\ud800', NOW);
+      const mute = await store.addSilence({
+        run: 'grpo', rule: null, severity: null, starts_at: NOW, ends_at: NOW + 60_000, author: '<@U1>', reason: 'noisy\u0000',
+      });
+      expect(await store.alertById(alert.id)).toMatchObject({ acked_by_name: 'Ana', ack_comment: 'on it\ufffd' });
+      expect(mute.reason).toBe('noisy');
+    } finally {
+      await store.close();
+    }
   });
 });
