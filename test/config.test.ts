@@ -106,6 +106,12 @@ describe('loadConfig', () => {
         `warning: ${path} holds a secret and is readable by every user of this machine: chmod 600 ${path}`,
       ]);
     }
+    // a token where no field takes it: refused by the schema, and warned of all the same
+    const stray = configFile('slack:\n  bot_token: abc\n');
+    chmodSync(stray, 0o644);
+    const warned: string[] = [];
+    await expect(loadConfig(stray, {}, (l) => warned.push(l))).rejects.toThrow(/unknown field 'bot_token'/);
+    expect(warned).toEqual([`warning: ${stray} holds a secret and is readable by every user of this machine: chmod 600 ${stray}`]);
     const quiet: string[] = [];
     const mine = configFile(secrets[0]!);
     chmodSync(mine, 0o600);

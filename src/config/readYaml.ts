@@ -36,15 +36,20 @@ export function readYaml(file: string): { raw: unknown; mode: number } {
   }
 }
 
-const SECRET_KEY = /(token|secret|password|passwd)$/i;
+const SECRET_KEY = /(token|secret|password|passwd|api_?key)$/i;
+/** a chat bot's or app's token, by its own prefix */
+const TOKEN_VALUE = /^xox[abeprs]-|^xapp-/;
 /** an incoming hook's URL is itself the credential: whoever has it may post to the channel */
 const HOOK_URL = /^https?:\/\/[^\s]*hook/i;
 const SECRET_PARAM = /^(token|access_token|key|api_key|apikey|sig|signature|secret|password)$/i;
 
-/** Whether the parsed config holds a secret: a `*token`, `*secret` or `*password` key with a value, a hook URL,
- * or a URL with a password or a token, key or signature in its query. */
+/** Whether the parsed config holds a secret: a `*token`, `*secret`, `*password` or `*api_key` key with a value, a
+ * token by its prefix, a hook URL, or a URL with a password or a token, key or signature in its query. Keys no field
+ * has count too: the file holds the secret whether or not the schema then refuses it. */
 export function holdsSecret(value: unknown, key = ''): boolean {
-  if (typeof value === 'string') return (SECRET_KEY.test(key) && value !== '') || secretUrl(value);
+  if (typeof value === 'string') {
+    return (SECRET_KEY.test(key) && value !== '') || TOKEN_VALUE.test(value) || secretUrl(value);
+  }
   if (typeof value === 'number') return SECRET_KEY.test(key);
   if (Array.isArray(value)) return value.some((v) => holdsSecret(v, key));
   if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => holdsSecret(v, k));
