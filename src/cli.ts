@@ -372,6 +372,21 @@ program
     );
   });
 
+program
+  .command('notify')
+  .description('send a test card (with a chart) to every configured chat target, or those of PLATFORM, and say how each went')
+  .argument('[platform]', 'only this platform (its key in rlwatch.yaml)')
+  .option('--test', 'the test card (the one thing notify sends)')
+  .action(async (only: string | undefined, opts: { test?: boolean }, cmd: Command) => {
+    if (!opts.test) throw new UserError('notify sends only the test card: rlwatch notify --test [PLATFORM]');
+    const { config } = await setup(cmd);
+    const { describeResults, notifyTest } = await import('./notifyTest.ts');
+    const results = await notifyTest({ config, log: stderrLog, only });
+    process.stdout.write(`${describeResults(results)}\n`);
+    // a bot's client may hold sockets open a moment after its stop: the answer is given
+    process.exit(results.every((r) => r.ok) ? 0 : 1);
+  });
+
 /** How to type rlwatch again from here: `bin/rlwatch` in a checkout, `npx rlwatch` from a project's node_modules,
  * else `rlwatch` (on the PATH). */
 function invokedAs(): string {

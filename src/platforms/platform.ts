@@ -35,6 +35,8 @@ export interface PlatformInstance {
   stop?(): Promise<void>;
   /** rejects never; resolves with an error the platform can never recover from (a refused token) */
   failure?: Promise<Error>;
+  /** resolves when the work its deliveries left running has ended (a chart attached to a card after its post) */
+  settled?(): Promise<void>;
 }
 
 export interface Platform<Section = any, Settings = any> {
@@ -50,6 +52,9 @@ export interface Platform<Section = any, Settings = any> {
   route(settings: Settings, config: Config): (run: string, severity: string) => string[];
   /** heavy client libraries are imported here, lazily: a run without the platform never loads them */
   create(settings: Settings, ctx: PlatformContext): Promise<PlatformInstance>;
+  /** what to do about a delivery error of its targets (an unknown channel, a missing permission), in one
+   * sentence; undefined when the error says it already (`rlwatch notify --test` prints it) */
+  advice?(err: Error): string | undefined;
 }
 
 /** A platform's parsed section of the config (composed in by its id). */

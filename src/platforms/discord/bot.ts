@@ -398,6 +398,11 @@ export class DiscordBot {
     await this.client.destroy();
   }
 
+  /** resolves once the charts being attached to cards already posted have landed (or failed) */
+  async settled(): Promise<void> {
+    await Promise.all(this.charting);
+  }
+
   /** One delivery target per channel alerts may be routed to. */
   targets(): Target[] {
     return this.channels.map((channel) => ({

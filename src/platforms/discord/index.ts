@@ -3,6 +3,7 @@ import * as z from '../../zod.ts';
 import { UserError } from '../../errors.ts';
 import { CommandsSchema } from '../../notify/routing.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
+import { discordAdvice } from './advice.ts';
 
 export const DiscordSection = z.prefault(
   z.strictObject({
@@ -65,6 +66,8 @@ export const discord: Platform<DiscordSection, DiscordSettings> = {
       start: () => bot.connect({ onUp: ctx.wake, onFatal: refused }),
       stop: () => bot.stop(),
       failure,
+      settled: () => bot.settled(),
     };
   },
+  advice: discordAdvice,
 };

@@ -4,6 +4,7 @@ import { wholeFrom } from '../../zod.ts';
 import { UserError } from '../../errors.ts';
 import { CommandsSchema } from '../../notify/routing.ts';
 import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
+import { slackAdvice } from './advice.ts';
 
 export const SlackSection = z.prefault(
   z.strictObject({
@@ -74,4 +75,5 @@ export const slack: Platform<SlackSection, SlackSettings> = {
       failure,
     };
   },
+  advice: slackAdvice,
 };
