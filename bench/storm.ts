@@ -51,6 +51,8 @@ export interface StormResult {
   commandP50Ms: number;
   /** commands that got no answer within Discord's 3 s */
   commandsLate: number;
+  /** when the late ones were asked (seconds after the storm's lines were appended), and how long they took */
+  commandsLateAt: string[];
   /** the first few commands that got no answer at all, and why */
   commandFailures: string[];
   deliveredSeconds: number;
@@ -136,6 +138,7 @@ export async function runStorm(dir: string): Promise<StormResult> {
     let peak = 0;
     const latencies: number[] = [];
     const failures: string[] = [];
+    const late: string[] = [];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
@@ -149,7 +152,9 @@ export async function runStorm(dir: string): Promise<StormResult> {
         const run = `run${String(k % runs).padStart(2, '0')}`;
         try {
           await fake.command({ name: 'run', subcommand: 'status', options: { run }, user: ASKER, timeoutMs: 30_000 });
-          latencies.push(performance.now() - at);
+          const took = performance.now() - at;
+          latencies.push(took);
+          if (took >= STORM_COMMAND_TARGET_MS) late.push(`${((at - t0) / 1000).toFixed(0)} s in: ${took.toFixed(0)} ms`);
         } catch (err) {
           latencies.push(Infinity);
           failures.push(`${((at - t0) / 1000).toFixed(0)} s into the storm: ${(err as Error).message}`);
@@ -192,6 +197,7 @@ export async function runStorm(dir: string): Promise<StormResult> {
       commandP50Ms: sorted[sorted.length >> 1] ?? Infinity,
       commandsLate: latencies.filter((l) => l >= STORM_COMMAND_TARGET_MS).length,
       commandFailures: failures.slice(0, 5),
+      commandsLateAt: late,
       deliveredSeconds,
       pass: {
         messages: posts + edits <= 200,
