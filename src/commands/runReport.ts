@@ -18,7 +18,9 @@ export function parseSince(text: string | undefined): { step: number } | { epoch
 
 /** The report of one run, as `run report` builds it (also for the scheduled reports and tests). */
 export async function reportOf(
-  ctx: Pick<CommandContext, 'config' | 'seesRun'> & { store: StoreTx }, args: { run?: string; since?: string }, now = Date.now(),
+  ctx: Pick<CommandContext, 'config' | 'seesRun'> & { store: StoreTx },
+  args: { run?: string; since?: string; until?: number },
+  now = Date.now(),
 ): Promise<RunReport> {
   const run = await resolveRun(ctx.store, args.run, ctx.seesRun);
   const config = ctx.config ?? ConfigSchema.parse({});
@@ -31,6 +33,7 @@ export async function reportOf(
       ranges: rangesFor(config),
       rules: ruleBookFor(config).forRun(run.name),
       now,
+      until: args.until,
     },
     formatValue,
   );

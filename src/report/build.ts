@@ -8,7 +8,7 @@ import type { AlertRow, RunRow, StoreTx } from '../store/contract.ts';
 import { rangeRow } from './judge.ts';
 import { type ExpectedRange } from './ranges.ts';
 import { direction, finite, mean, range } from './stats.ts';
-import { statusOf, stopVerdict } from './verdict.ts';
+import { endedBy, statusOf, stopVerdict } from './verdict.ts';
 import { valuesIn, windowOf, type Window } from './window.ts';
 import { readOnce } from './readOnce.ts';
 
@@ -94,7 +94,8 @@ export interface RunReport {
   findings: Finding[];
   actions: string[];
   milestones: MilestoneItem[];
-  stop: { verdict: 'stop' | 'continue'; why: string[] };
+  /** ended: the job no longer trains (it crashed, stalled or finished) */
+  stop: { verdict: 'stop' | 'continue' | 'ended'; why: string[] };
   components: ComponentRow[];
   best: Generation[];
   worst: Generation[];
@@ -107,14 +108,17 @@ export interface ReportOptions {
   ranges: readonly ExpectedRange[];
   /** the rules in force for the run: milestones come from them */
   rules: readonly Rule[];
+  /** the report as of this step (a scheduled report, at the step that triggered it): nothing logged or fired later */
+  until?: number;
   now: number;
 }
 
 const ACTIONS_SHOWN = 8;
 const GENERATIONS_SHOWN = 2;
 
-/** A milestone as the engine judges it (evaluateMilestone): at the first record at or past the epoch. */
-async function milestone(store: StoreTx, runId: number, rule: MilestoneRule): Promise<MilestoneItem> {
+/** A milestone as the engine judges it (evaluateMilestone): at the first record at or past the epoch, if it is
+ * at or before `until`. */
+async function milestone(store: StoreTx, runId: number, rule: MilestoneRule, until: number): Promise<MilestoneItem> {
   const base = {
     rule: rule.id, epoch: rule.epoch, metric: rule.metric, op: rule.op, value: rule.value,
     stop: rule.severity === 'critical',
@@ -122,7 +126,7 @@ async function milestone(store: StoreTx, runId: number, rule: MilestoneRule): Pr
   if (!(await store.metricsOf(runId)).includes(rule.metric)) {
     return { ...base, state: 'unlogged', actual: null, atEpoch: null };
   }
-  const at = (await store.series(runId, 'epoch')).find((p) => p.value >= rule.epoch - 1e-9);
+  const at = (await store.series(runId, 'epoch')).find((p) => p.value >= rule.epoch - 1e-9 && p.step <= until);
   const recent = at ? (await store.upTo(runId, rule.metric, at.step, rule.window, true)).map((p) => p.value) : [];
   if (!at || recent.length === 0) return { ...base, state: 'pending', actual: null, atEpoch: null };
   const m = mean(recent);
@@ -192,9 +196,14 @@ async function components(store: StoreTx, runId: number, w: Window): Promise<Com
   return rows.sort((a, b) => b.gap - a.gap);
 }
 
-async function progress(store: StoreTx, run: RunRow): Promise<RunReport['progress']> {
+async function progress(store: StoreTx, run: RunRow, until: number | undefined): Promise<RunReport['progress']> {
   const meta = await store.runMeta(run.id);
   const totalSteps = meta.total_steps ?? meta.max_steps ?? null;
+  if (until !== undefined && until !== run.last_step) {
+    // as of an earlier step: the run's clock is read at its last step only, so no pace is told
+    const epoch = (await store.upTo(run.id, 'epoch', until, 1))[0]?.value ?? null;
+    return { step: until, epoch, totalSteps, elapsedMs: null, etaMs: null };
+  }
   const epoch = (await store.latest(run.id)).find((l) => l.metric === 'epoch')?.value ?? null;
   const span = run.started_at !== null && run.updated_at !== null ? run.updated_at - run.started_at : null;
   // a log read at once (backfill) has no pace to speak of: under a second is no elapsed time
@@ -219,17 +228,23 @@ export async function buildReport(
     const row = await rangeRow(store, run.id, r, w, opts.rules);
     if (row.n > 0) ranges.push(row);
   }
-  const firing = (await store.listAlerts({ runId: run.id })).reverse();
-  // alerts of the window: firing now, or fired in it and resolved since
-  const recent = (await store.listAlerts({ runId: run.id, all: true }))
+  const until = opts.until ?? Number.MAX_SAFE_INTEGER;
+  const fired = (await store.listAlerts({ runId: run.id, all: true }))
     .reverse()
-    .filter((a) => a.state === 'firing' || (a.fired_step !== null && a.fired_step >= w.from && a.fired_step <= w.to));
+    .filter((a): a is AlertRow & { fired_step: number } => a.fired_step !== null && a.fired_step <= until);
+  // firing at `until` (now, without one): fired by then, and not resolved by then
+  const firing = fired.filter(
+    (a) => a.state === 'firing' || (opts.until !== undefined && a.resolved_step !== null && a.resolved_step > until),
+  );
+  // alerts of the window: firing then, or fired in it and resolved since
+  const recent = fired.filter((a) => firing.includes(a) || (a.fired_step >= w.from && a.fired_step <= w.to));
   const milestones: MilestoneItem[] = [];
-  for (const r of opts.rules) if (r.kind === 'milestone') milestones.push(await milestone(store, run.id, r));
+  for (const r of opts.rules) if (r.kind === 'milestone') milestones.push(await milestone(store, run.id, r, until));
   const rewardDir = direction(await valuesIn(store, run.id, 'reward', w));
   const reward = rewardDir ? { first: rewardDir.first, last: rewardDir.second, trend: rewardDir.way } : null;
   const zeroStd = direction(await valuesIn(store, run.id, 'frac_zero_std', w));
-  const stop = stopVerdict(milestones, firing, reward, zeroStd, fmt);
+  const kinds = new Map(opts.rules.map((r) => [r.id, r.kind]));
+  const stop = stopVerdict(milestones, firing, reward, zeroStd, fmt, endedBy(firing, (rule) => kinds.get(rule)));
   const rank = { critical: 0, warning: 1, info: 2 } as const;
   const findings = [
     ...recent.map(alertFinding),
@@ -268,11 +283,11 @@ export async function buildReport(
       records: w.steps.length,
     },
     status: statusOf(stop, firing, ranges, milestones, fmt),
-    progress: await progress(store, run),
+    progress: await progress(store, run, opts.until),
     config: {
       ...numbersAsText(await store.runMeta(run.id)),
       ...(await store.runConfig(run.id)),
-      ...(await loggedLr(store, run.id)),
+      ...(await loggedLr(store, run.id, until)),
     },
     ranges,
     reward,
@@ -297,7 +312,7 @@ function distinct(actions: readonly string[]): string[] {
 }
 
 /** The learning rate the run logs now (seed 001: "currently running at ~3.55e-6 due to warmup"). */
-async function loggedLr(store: StoreTx, runId: number): Promise<Record<string, string>> {
-  const lr = (await store.upTo(runId, 'lr', Number.MAX_SAFE_INTEGER, 1, true))[0];
+async function loggedLr(store: StoreTx, runId: number, until: number): Promise<Record<string, string>> {
+  const lr = (await store.upTo(runId, 'lr', until, 1, true))[0];
   return lr ? { 'lr (logged now)': `${lr.value.toExponential(2)} at step ${lr.step}` } : {};
 }

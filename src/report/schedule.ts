@@ -73,10 +73,12 @@ export class ReportSchedule {
     let written = 0;
     for (const e of due) {
       if (epoch < e - 1e-9) continue;
+      // the report tells the run as it was at the step that reached the epoch, not as it went on after it
+      const reached = (await this.store.series(run.id, 'epoch')).find((p) => p.value >= e - 1e-9)?.step;
       written += await this.store.transaction(async (tx) => {
         if (!(await tx.markReport(run.id, `epoch:${e}`, this.now()))) return 0;
         if (run.live_at === null || (await this.muted(tx, run.name, 'report'))) return 0;
-        const report = await reportOf({ store: tx, config: this.config }, { run: run.name }, this.now());
+        const report = await reportOf({ store: tx, config: this.config }, { run: run.name, until: reached }, this.now());
         const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
         const sent = { kind: 'milestone' as const, title, lines: summaryLines(report) };
         return this.send(tx, run.id, run.name, this.route(run.name), sent);
@@ -126,7 +128,8 @@ export class ReportSchedule {
 
   private async digestLine(tx: StoreTx, run: RunRow, now: number): Promise<string> {
     const report = await reportOf({ store: tx, config: this.config }, { run: run.name }, now);
-    const firing = (await tx.listAlerts({ runId: run.id })).map((a) => a.rule);
+    // info alerts (a run finished) are events, not trouble: told in the info line below
+    const firing = (await tx.listAlerts({ runId: run.id })).filter((a) => a.severity !== 'info').map((a) => a.rule);
     const rewardAt = async (step: number | null): Promise<number | null> => {
       if (step === null) return null;
       const v = finite((await tx.upTo(run.id, 'reward', step, REWARD_RECORDS, true)).map((p) => p.value));

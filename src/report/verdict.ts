@@ -3,13 +3,38 @@ import type { AlertRow } from '../store/alerts.ts';
 import type { MilestoneItem, RangeRow, RunReport } from './build.ts';
 import type { direction } from './stats.ts';
 
-/** Stop criteria (seed 001): judged at epoch 1.0; before, green lights and red flags say how it goes. */
+/** What a firing alert of each of these rule kinds says of the job: it no longer trains. */
+const ENDED: Readonly<Record<string, string>> = {
+  crash: 'the run crashed',
+  stall: 'the run stopped logging',
+  finished: 'the run finished',
+};
+
+export interface Ended {
+  alert: AlertRow;
+  /** `the run crashed` */
+  what: string;
+}
+
+/** The firing alerts that say the job no longer trains (a crash, a stall, its end), as `kindOf` knows their rules. */
+export function endedBy(firing: readonly AlertRow[], kindOf: (rule: string) => string | undefined): Ended[] {
+  return firing.flatMap((alert) => {
+    const what = ENDED[kindOf(alert.rule) ?? ''];
+    return what === undefined ? [] : [{ alert, what }];
+  });
+}
+
+/**
+ * Stop criteria (seed 001): judged at epoch 1.0; before, green lights and red flags say how it goes. A job that no
+ * longer trains (`ended`: a crash, a stall, its end) is never told to continue: what it met is past.
+ */
 export function stopVerdict(
   milestones: readonly MilestoneItem[],
   firing: readonly AlertRow[],
   trend: RunReport['reward'],
   frac: ReturnType<typeof direction>,
   fmt: (v: number) => string,
+  ended: readonly Ended[] = [],
 ): RunReport['stop'] {
   const why: string[] = [];
   const missed = milestones.filter((m) => m.stop && m.state === 'missed');
@@ -19,6 +44,9 @@ export function stopVerdict(
   }
   for (const a of dead) why.push(`${a.rule} firing: ${a.summary}`);
   if (why.length > 0) return { verdict: 'stop', why };
+  if (ended.length > 0) {
+    return { verdict: 'ended', why: ended.map(({ alert: a, what }) => `${what}: ${a.rule} firing (#${a.id}): ${a.summary}`) };
+  }
   const stops = milestones.filter((m) => m.stop);
   const pending = stops.filter((m) => m.state === 'pending');
   const epochs = [...new Set(pending.map((m) => m.epoch))];

@@ -11,7 +11,10 @@ export interface Window {
 }
 
 export async function windowOf(store: StoreTx, run: RunRow, opts: ReportOptions): Promise<Window> {
-  const all = await store.steps(run.id);
+  const logged = await store.steps(run.id);
+  const until = opts.until;
+  // as of `until`: the steps logged after it are not there yet
+  const all = until === undefined ? logged : logged.filter((s) => s <= until);
   let steps: number[];
   if (opts.since && 'step' in opts.since) {
     const from = opts.since.step;
@@ -22,7 +25,8 @@ export async function windowOf(store: StoreTx, run: RunRow, opts: ReportOptions)
     steps = first ? all.filter((s) => s >= first.step) : [];
   } else steps = all.slice(-opts.window);
   const to = steps[steps.length - 1] ?? -1;
-  return { steps, from: steps[0] ?? 0, to, examplesTo: to === all[all.length - 1] ? Number.MAX_SAFE_INTEGER : to };
+  const toTheEnd = to === logged[logged.length - 1];
+  return { steps, from: steps[0] ?? 0, to, examplesTo: toTheEnd ? Number.MAX_SAFE_INTEGER : to };
 }
 
 /** The values of a metric over the window, by step (reward_cv derived per record). */
