@@ -49,13 +49,18 @@ export async function alertList(
       muted: a.state !== 'resolved' && silences.some((s) => silenceMatches(s, { run: runName, rule: a.rule, severity: a.severity })),
     };
   });
-  const what = (args.all ? 'alert' : 'firing alert') + (rows.length === 1 ? '' : 's');
+  // an info alert (a run finished) is an event, not trouble: listed, not counted as firing
+  const info = args.all ? 0 : rows.filter((r) => r.severity === 'info').length;
+  const n = rows.length - info;
+  const what = (args.all ? 'alert' : 'firing alert') + (n === 1 ? '' : 's');
+  const forRun = run ? ` for ${run.name}` : '';
   return {
-    title: rows.length === 0 ? `No ${what}${run ? ` for ${run.name}` : ''}` : `${rows.length} ${what}${run ? ` for ${run.name}` : ''}`,
+    title: `${n === 0 ? 'No' : n} ${what}${forRun}${info > 0 ? ` (and ${info} info)` : ''}`,
     fields: [],
+    // one line each, its parts told apart by separators: chat fonts are proportional, spaces align nothing there
     lines: rows.map(
       (r) =>
-        `#${r.id} ${r.severity.padEnd(8)} ${r.state.padEnd(8)} ${r.run} ${r.rule} step ${r.step}: ${r.summary}` +
+        `#${r.id} ${r.severity} · ${r.state} · ${r.run} · ${r.rule} at step ${r.step}: ${r.summary}` +
         ` · ${r.changed}` +
         (r.ackedByName ? ` [acked by ${r.ackedByName}]` : '') +
         (r.muted ? ' [muted]' : ''),

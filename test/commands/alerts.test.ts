@@ -62,6 +62,23 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
     expect(later.ok && later.reply.lines[0]).toContain('fired 1 d ago');
   });
 
+  it('counts warnings and criticals as firing, an info alert (a run finished) apart; lines need no fixed-width font', async () => {
+    const { store, collapse } = world();
+    const run = store.runs.byName('grpo-7b')!;
+    const finished = store.alerts.create(run.id, 'run_finished', 'run', 'firing', {
+      step: 50, at: T + 30 * MIN, severity: 'info', summary: 'training finished', details: {},
+    });
+    const a = await interact({ words: ['alerts'] }, slackAna(store, T + HOUR));
+    if (!a.ok) throw new Error(a.message);
+    expect(a.reply.title).toBe('1 firing alert (and 1 info)');
+    expect(a.reply.lines.map((l) => l.split(':')[0])).toEqual([
+      `#${finished.id} info · firing · grpo-7b · run_finished at step 50`,
+      `#${collapse.id} critical · firing · grpo-7b · mode_collapse at step 33`,
+    ]);
+    // no column padding: a proportional font would collapse it
+    for (const l of a.reply.lines) expect(l).not.toMatch(/ {2}/);
+  });
+
   it('a pending alert says when it was first seen', async () => {
     const { store } = world();
     const run = store.runs.byName('grpo-7b')!;

@@ -24,17 +24,19 @@ describe('reward history of a long series', () => {
     const lines = [
       sparkline(means, 60),
       `min ${formatValue(Math.min(...finite))}  max ${formatValue(Math.max(...finite))}  last ${formatValue(s.values[5999]!)}`,
-      ...rows,
     ];
     expect(lines[1]).toBe(`min -4.25  max 9.5  last ${formatValue(s.values[5999]!)}`);
 
     // the one-shot CLI (SQLite sums the series up) and a long-lived store (the series kept in memory)
     const cli = rlwatch(['reward', 'history', 'r', '--db', path]);
     expect(cli.stderr).toBe('');
-    expect(cli.stdout).toBe(`reward of r: 6000 points, steps 1..6000\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
+    const table = ['  the last 10 points', ...rows.map((r) => `    ${r}`)];
+    expect(cli.stdout).toBe(`reward of r: 6000 points, steps 1..6000\n${[...lines.map((l) => `  ${l}`), ...table].join('\n')}\n`);
     const kept = Store.open(path);
     const reply = await rewardHistory({ store: new SqliteAsyncStore(kept) }, { run: 'r' });
     expect(reply.lines).toEqual(lines);
+    // the aligned table is a code block (fixed-width in chat), never lines a proportional font collapses
+    expect(reply.blocks).toEqual([{ title: 'the last 10 points', code: rows.join('\n') }]);
     expect(reply.chart!.points).toContainEqual({ step: 4500, value: 9.5 });
     expect(reply.chart!.points.length).toBeLessThanOrEqual(1200);
     for (const p of reply.chart!.points) expect(s.values[p.step - 1]).toBe(p.value);

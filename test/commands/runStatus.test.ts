@@ -33,6 +33,17 @@ describe('run status', () => {
     });
   });
 
+  it('points a chat user at a command chat takes for the other metrics, and only the CLI at --json', async () => {
+    const t = new Trace({ book: presetOnly('mode_collapse') });
+    t.feed(times(3, { reward: 0.2, 'actor/pg_clipfrac': 0.1, 'perf/mfu': 0.4 })); // two names outside the canonical ones
+    const store = new SqliteAsyncStore(t.store);
+    const chat = await runStatus({ store }, { run: 'r1' }, t.now);
+    const cli = await runStatus({ store, local: true }, { run: 'r1' }, t.now);
+    expect(chat.lines.at(-1)).toBe('2 more metrics logged: see one with `reward history metric=NAME`');
+    expect(cli.lines.at(-1)).toBe('2 more metrics logged: see --json or `reward history --metric NAME`');
+    expect(JSON.stringify(chat)).not.toContain('--json');
+  });
+
   it('says nothing of attempts for a run that never restarted; a fresh update is "just now"', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(3, { reward: 0.2 }));
