@@ -13,7 +13,11 @@ import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 const TAIL_BYTES = 256 * 1024;
 const LINE_CHARS = 1000;
 
-const isTextLog = (f: FileRow): boolean => FORMATS.some((x) => x.id === f.format && x.kind === 'lines' && x.textLog === true);
+const TEXT_NAME = /\.(log|out|err|txt)$/i;
+/** A console-like log: captured stdout/stderr (a `textLog` format), or any other file of lines named as a log is
+ * (`learning.log`, whose format reads its metric lines but is a trainer's console all the same). */
+const isTextLog = (f: FileRow): boolean =>
+  FORMATS.some((x) => x.id === f.format && x.kind === 'lines' && (x.textLog === true || TEXT_NAME.test(f.path)));
 
 /** The roots a run's files are read under (insideRoots.ts): the watched roots that hold its folder; where none is
  * known (the CLI on a database without a config, `start DIR`), the run's own folder. */

@@ -204,7 +204,8 @@ export class Ingestor {
     batch.examples = keepExtremes(examples, this.opts.examplesPerStep);
     for (const [reason, skip] of chunk.skips) batch.skips.set(reason, skip);
     batch.progress.lines = chunk.lines;
-    batch.progress.records = batch.metrics.length;
+    // a generation is a record its file gave (completions.jsonl gives no metric), counted before any is pruned
+    batch.progress.records = batch.metrics.length + chunk.examples.length;
     return batch;
   }
 

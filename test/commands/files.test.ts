@@ -57,6 +57,18 @@ describe('files', () => {
     await expect(files({ store: db }, { run: 'nope' })).rejects.toThrow(/unknown run 'nope'/);
   });
 
+  it('counts the generations a file gave as its records, those kept and those pruned alike', async () => {
+    // three generations per step, two steps: examplesPerStep 2 keeps the best and the worst two of each step
+    const gens = [1, 2].flatMap((step) => [0.1, 0.5, 0.9].map((reward, k) =>
+      JSON.stringify({ step, problem_id: `p${k}`, reward, completion: `answer ${step}.${k}` })));
+    const path = file('grpo/reward_logs/completions.jsonl', `${gens.join('\n')}\n`);
+    await ingestor.ingest(path, runs());
+    expect((await db.examplesBetween((await db.runByName('grpo'))!.id, 0, 10)).length).toBeGreaterThan(0);
+    const reply = await files({ store: db }, { run: 'grpo' });
+    expect(reply.blocks?.[0]?.code).toMatch(new RegExp(`^reward_logs/completions\\.jsonl  completions  .*  ${gens.length} records$`));
+    expect(reply.lines).toEqual([`grpo: 1 file, ${gens.length} records, 0 lines skipped, 0 not read`]);
+  });
+
   it('forgets a file once a format recognises it', async () => {
     // captured stdout (*.log, *.out, *.err) is claimed by its name; a *.txt needs a metric line first
     const path = file('grpo/train.txt', 'Loading model\n');

@@ -69,10 +69,20 @@ describe('run logs', () => {
     await expect(ask('run logs grpo file=nohup.out')).rejects.toThrow('grpo has no console log named nohup.out; it has job.err, job.out');
   });
 
-  it('says so when the run has no console log', async () => {
+  it("serves the trainer's learning.log, a console log whose lines are also metrics", async () => {
     const learning = ensureParent(join(runs(), 'grpo', 'learning.log'));
-    writeFileSync(learning, `${learningLine(1)}\n`);
+    writeFileSync(learning, `${learningLine(1)}\nWARNING: reward function slow\n${learningLine(2)}\n`);
     await ingestor.ingest(learning, runs());
+    const reply = await ask('run logs grpo');
+    expect(reply.title).toBe('grpo: the last 3 lines of learning.log');
+    // the ± of the seed format is kept: only control characters are replaced
+    expect(reply.blocks?.[0]?.code.split('\n')).toEqual([learningLine(1), 'WARNING: reward function slow', learningLine(2)]);
+  });
+
+  it('says so when the run has no console log', async () => {
+    const metrics = ensureParent(join(runs(), 'grpo', 'batch_metrics.jsonl'));
+    writeFileSync(metrics, '{"pass_at_1": 0.25, "pass_at_all": 0.5}\n');
+    await ingestor.ingest(metrics, runs());
     await expect(ask('run logs grpo')).rejects.toThrow(/grpo has no console log/);
   });
 
