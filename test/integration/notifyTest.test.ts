@@ -153,6 +153,18 @@ describe('rlwatch notify --test', () => {
     expect(r.status).toBe(1);
   });
 
+  it("Telegram's refused token is named with its fix; exit 1", async () => {
+    const tg = await FakeTelegram.start();
+    open.push(tg);
+    const r = await rlwatch(['notify', '--test'], { TELEGRAM_BOT_TOKEN: '1:wrong', TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: '42' });
+    expect(r.stdout).toBe(
+      'FAILED  telegram:42: telegram sendMessage: 401 Unauthorized. Fix: the token was refused: copy it again from ' +
+        'BotFather (/mybots > API Token) into TELEGRAM_BOT_TOKEN\n0 of 1 target reached\n',
+    );
+    expect(r.status).toBe(1);
+    expect(tg.messages).toEqual([]);
+  });
+
   it('PLATFORM limits the test to that platform: the others are not touched', async () => {
     const [discord, slack] = await Promise.all([startFakeDiscord(), startFakeSlack()]);
     open.push(discord, slack);

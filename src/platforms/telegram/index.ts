@@ -6,6 +6,7 @@ import * as z from '../../zod.ts';
 import { UserError } from '../../errors.ts';
 import { commonSection, router, type Platform } from '../platform.ts';
 import type { TelegramSettings } from './bot.ts';
+import { telegramAdvice } from './advice.ts';
 
 const section = z.prefault(
   z.strictObject({
@@ -51,4 +52,5 @@ export const telegram: Platform<Section, Settings> = {
       failure: bot.failure,
     };
   },
+  advice: telegramAdvice,
 };
