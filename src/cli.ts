@@ -382,9 +382,8 @@ program
     const { config } = await setup(cmd);
     const { describeResults, notifyTest } = await import('./notifyTest.ts');
     const results = await notifyTest({ config, log: stderrLog, only });
-    process.stdout.write(`${describeResults(results)}\n`);
-    // a bot's client may hold sockets open a moment after its stop: the answer is given
-    process.exit(results.every((r) => r.ok) ? 0 : 1);
+    // a bot's client may hold sockets open a moment after its stop: the answer given, the process ends
+    process.stdout.write(`${describeResults(results)}\n`, () => process.exit(results.every((r) => r.ok) ? 0 : 1));
   });
 
 /** How to type rlwatch again from here: `bin/rlwatch` in a checkout, `npx rlwatch` from a project's node_modules,
