@@ -6,7 +6,7 @@ import { finishedAt } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { OpenAlerts } from './openAlerts.ts';
 import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
-import { mean, median } from './stats.ts';
+import { longRunFactor, mean, median, windowDiffSe } from './stats.ts';
 import {
   alternatives,
   compare,
@@ -219,6 +219,9 @@ function turned(lc: Lifecycle, up: boolean): boolean {
   return d !== undefined && d !== 'flat' && d !== (up ? 'up' : 'down');
 }
 
+/** The records a trend's autocorrelation is measured over: φ is a property of the run, and ~120 records
+ * estimate it to ±0.2 (an AR(1) φ of 0.6 read as 0 to 0.95), 400 to about ±0.1. */
+const PHI_RECORDS = 400;
 /** How many windows the noise of a trend is measured over (the two compared and those before them). */
 const NOISE_WINDOWS = 8;
 /** A plateau is flat by this many standard errors of the difference of its window means beyond the noise of
@@ -232,7 +235,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const w = rule.window;
   const span = NOISE_WINDOWS * w;
   const breaks = rule.breakSigmas > 0;
-  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0);
+  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0, PHI_RECORDS);
   for (const metric of ctx.expand(rule.metrics)) {
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
@@ -257,14 +260,19 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     const flatRule = rule.direction === 'flat';
     // one closure for the loop, judging a break against the record's scale
     let scale = 0;
+    let inflate = 1;
     const accept = (b: Break): boolean => moved(b, rule, scale);
     for (let i = Math.max(history.length, 2 * w - 1); i < values.length; i++) {
       const before = sums.mean(i - 2 * w + 1, i - w + 1);
       const after = sums.mean(i - w + 1, i + 1);
       const delta = after - before;
-      // the noise: k standard errors of the difference of two window means
+      // the noise: k standard errors of the difference of two window means, the records read as AR(1): a
+      // batch-mean reward meanders (data order, curriculum), and neighbours that move together make window
+      // means swing more than independent records would (stats.ts: windowDiffSe)
       const sd = sums.sd(Math.max(0, i - span + 1), i + 1);
-      const noise = rule.sigmas * sd * root2w;
+      const phi = sums.phi(values, Math.max(0, i - PHI_RECORDS + 1), i + 1);
+      inflate = longRunFactor(phi);
+      const noise = rule.sigmas * sd * (phi > 0 ? windowDiffSe(phi, w) : root2w);
       const real = Math.abs(delta) > noise;
       // a positive level well above its noise: change in % of the level; else (near or below 0, as
       // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
@@ -272,7 +280,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const range = onLevel ? 0 : spread(values, Math.max(0, i - span + 1), i + 1);
       scale = onLevel ? before : range;
       const rel = ratio(delta, scale);
-      const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, accept) : null;
+      const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, accept, inflate) : null;
       const brkDelta = brk ? brk.observed - brk.before : 0;
       const brkRel = ratio(brkDelta, scale);
       const broke = brk !== null;

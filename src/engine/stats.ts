@@ -53,3 +53,28 @@ export function range(values: ArrayLike<number>): { min: number; max: number } {
   }
   return { min, max };
 }
+
+/** The largest lag-1 autocorrelation credited: beyond it the window means carry too little to say. */
+export const MAX_PHI = 0.95;
+
+/**
+ * The standard error of the difference of two adjacent means of w records of an AR(1) series with lag-1
+ * correlation φ, in units of σ_d, the noise from successive differences (σ_d² = σ²(1 − φ), σ² the series'
+ * variance). With S the sum of w records:
+ *   Var(S) = σ² [w(1 + φ)/(1 − φ) − 2φ(1 − φʷ)/(1 − φ)²]      (the long-run variance of the window mean, × w²)
+ *   Cov(S_A, S_B) = σ² φ(1 − φʷ)²/(1 − φ)²                     (adjacent windows)
+ *   se = √(2 Var(S) − 2 Cov) / w.  For φ = 0 it is σ_d · √(2/w): independent records.
+ */
+export function windowDiffSe(phi: number, w: number): number {
+  if (phi <= 0) return Math.sqrt(2 / w);
+  const q = 1 - phi;
+  const tail = 1 - phi ** w;
+  const varSum = (w * (1 + phi)) / q - (2 * phi * tail) / (q * q);
+  const cov = (phi * tail * tail) / (q * q);
+  // σ² = σ_d² / (1 − φ)
+  return Math.sqrt(Math.max(0, (2 * varSum - 2 * cov) / q)) / w;
+}
+
+/** How much wider the noise of a mean of records is under AR(1) than σ_d says for independent ones: the
+ * long-run σ, σ·√((1 + φ)/(1 − φ)), over σ_d = σ·√(1 − φ). */
+export const longRunFactor = (phi: number): number => Math.sqrt(1 + phi) / (1 - phi);
