@@ -41,35 +41,51 @@ export function handOutOrder(
 
 /** Items a row gathers at most by merging (`Outbox.add`): as many cards as one chat message holds. */
 export const ROW_ITEMS_MAX = 5;
+/** Items a row of edits only (resolutions, acks, mutes) gathers at most: they post nothing, and the edits of one
+ * message waiting in several rows go out as one, of the last state (src/notify/delivery.ts). */
+export const EDIT_ITEMS_MAX = 2000;
+
+/** Whether an item only changes cards already posted (or waiting to be). */
+const edits = (i: { kind?: unknown }): boolean => i.kind === 'resolved' || i.kind === 'update';
 
 /** What of a payload a waiting row may take in, or add to the rows that may (`Outbox.add`): the payload's JSON
- * (`text`), its items' JSON without the brackets, their alert ids, and how many items a row may hold before them
- * (`room`); null for anything but a plain `{ run, items }` notification (a report, a foreign shape). Such a payload's
+ * (`text`), its items' JSON without the brackets, their alert ids, how many items a row may hold before them
+ * (`room`), and, for items that are all edits, how many a row of edits only may hold before them (`editRoom`, else
+ * -1); null for anything but a plain `{ run, items }` notification (a report, a foreign shape). Such a payload's
  * JSON ends with its items (`]}`), where more are appended; they are cut from the one JSON text. */
-export function mergeable(payload: unknown): { text: string; items: string; ids: string; room: number } | null {
+export function mergeable(
+  payload: unknown,
+): { text: string; items: string; ids: string; room: number; editRoom: number } | null {
   if (typeof payload !== 'object' || payload === null) return null;
   const { run, items } = payload as { run?: unknown; items?: unknown };
   const keys = Object.keys(payload);
   if (keys.length !== 2 || keys[0] !== 'run' || keys[1] !== 'items' || typeof run !== 'string') return null;
-  if (!Array.isArray(items) || items.length === 0 || items.length >= ROW_ITEMS_MAX) return null;
+  if (!Array.isArray(items) || items.length === 0) return null;
+  const editRoom = items.every(edits) ? EDIT_ITEMS_MAX - items.length : -1;
+  if (items.length >= ROW_ITEMS_MAX && editRoom < 0) return null;
   const ids = items.map((i: { alertId?: unknown }) => i.alertId);
   if (!ids.every((id) => Number.isSafeInteger(id))) return null;
   const text = JSON.stringify(payload);
   const head = `{"run":${JSON.stringify(run)},"items":[`.length;
-  return { text, items: text.slice(head, -2), ids: JSON.stringify(ids), room: ROW_ITEMS_MAX - items.length };
+  return { text, items: text.slice(head, -2), ids: JSON.stringify(ids), room: ROW_ITEMS_MAX - items.length, editRoom };
 }
 
 /**
  * Appends the items to the run's newest waiting row of the target when it may take them (`merge_alerts`, migration
- * 020: never claimed), none of its alerts is among them (a card and its resolution stay two rows, in order) and
- * they fit ROW_ITEMS_MAX.
+ * 020: never claimed): they fit ROW_ITEMS_MAX and none of their alerts is among its own (a card and its resolution
+ * stay two rows, in order); or they and the row are all edits, together at most EDIT_ITEMS_MAX (an alert's later
+ * state comes after its earlier one, and delivery shows the last).
  */
 const MERGE = `UPDATE outbox SET payload = substr(payload, 1, length(payload) - 2) || ',' || :items || ']}',
     merge_alerts = substr(merge_alerts, 1, length(merge_alerts) - 1) || ',' || substr(:ids, 2)
   WHERE id = (SELECT max(id) FROM outbox WHERE target = :target AND run_id = :run AND done_at IS NULL
               AND dead_at IS NULL)
-    AND merge_alerts IS NOT NULL AND json_array_length(merge_alerts) <= :room
-    AND NOT EXISTS (SELECT 1 FROM json_each(merge_alerts) WHERE value IN (SELECT value FROM json_each(:ids)))`;
+    AND merge_alerts IS NOT NULL
+    AND ((json_array_length(merge_alerts) <= :room
+          AND NOT EXISTS (SELECT 1 FROM json_each(merge_alerts) WHERE value IN (SELECT value FROM json_each(:ids))))
+      OR (json_array_length(merge_alerts) <= :editRoom
+          AND NOT EXISTS (SELECT 1 FROM json_each(payload, '$.items')
+                          WHERE json_extract(value, '$.kind') NOT IN ('resolved', 'update'))))`;
 
 /** Notifications waiting for delivery, per target, in the order they were written. */
 export class Outbox {
@@ -82,7 +98,7 @@ export class Outbox {
    */
   add(runId: number, target: string, payload: unknown, at: number): void {
     const m = mergeable(payload);
-    const merge = m && { items: m.items, ids: m.ids, target, run: runId, room: m.room };
+    const merge = m && { items: m.items, ids: m.ids, target, run: runId, room: m.room, editRoom: m.editRoom };
     if (merge && prepared(this.db, MERGE).run(merge).changes === 1) return;
     prepared(this.db, 'INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts) VALUES (?, ?, ?, ?, ?)')
       .run(at, runId, target, m?.text ?? JSON.stringify(payload), m?.ids ?? null);

@@ -68,16 +68,19 @@ export const claimStatement = (before: string): string =>
    RETURNING o.id, o.created_at, o.run_id, o.target, o.payload, o.attempts, o.next_attempt_at, kept.rank`;
 
 /**
- * As SQLite's (src/store/outbox.ts): `enqueue`'s $2 run and $3 target; $5 the new items' alert ids, $6 their JSON
- * and $7 the row's room, as `mergeable` gives them. A row a claim takes meanwhile is checked again once its claim
- * commits (READ COMMITTED), and no longer merges.
+ * As SQLite's (src/store/outbox.ts): `enqueue`'s $2 run and $3 target; $5 the new items' alert ids, $6 their JSON,
+ * $7 the row's room and $8 its room for edits, as `mergeable` gives them. A row a claim takes meanwhile is checked
+ * again once its claim commits (READ COMMITTED), and no longer merges.
  */
 const MERGE = `UPDATE outbox o SET payload = left(o.payload, -2) || ',' || $6 || ']}',
     merge_alerts = left(o.merge_alerts, -1) || ',' || substr($5::text, 2)
   WHERE o.id = (SELECT max(id) FROM outbox WHERE target = $3 AND run_id = $2 AND done_at IS NULL AND dead_at IS NULL)
-    AND o.merge_alerts IS NOT NULL AND jsonb_array_length(o.merge_alerts::jsonb) <= $7::int
-    AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(o.merge_alerts::jsonb) a, jsonb_array_elements($5::text::jsonb) b
-                    WHERE a = b)
+    AND o.merge_alerts IS NOT NULL
+    AND ((jsonb_array_length(o.merge_alerts::jsonb) <= $7::int
+          AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(o.merge_alerts::jsonb) a,
+                            jsonb_array_elements($5::text::jsonb) b WHERE a = b))
+      OR (jsonb_array_length(o.merge_alerts::jsonb) <= $8::int
+          AND NOT jsonb_path_exists(o.payload::jsonb, '$.items[*] ? (@.kind != "resolved" && @.kind != "update")')))
   RETURNING o.urgency`;
 
 /** The `alert_events` row of an alert's change, in the statement that makes the change (one statement: a watcher
@@ -472,7 +475,7 @@ export class PgStore implements StoreContract {
          SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM merged) RETURNING urgency)
        SELECT pg_notify('${OUTBOX_CHANNEL}', CASE WHEN urgency >= ${CRITICAL_URGENCY} THEN '${CRITICAL_NOTICE}' ELSE ''
          END) FROM (SELECT urgency FROM merged UNION ALL SELECT urgency FROM added) AS changed`,
-      m ? [at, runId, target, m.text, m.ids, m.items, m.room] : [at, runId, target, JSON.stringify(payload), null],
+      m ? [at, runId, target, m.text, m.ids, m.items, m.room, m.editRoom] : [at, runId, target, JSON.stringify(payload), null],
     ));
   };
 
