@@ -109,6 +109,22 @@ describe('email over SMTP, end to end against a local smtp-server', () => {
     expect(run.rows()[0]).toMatchObject({ target: 'email:pager@lab.example', dead_at: null });
   }, 30_000);
 
+  it("a run's milestone report arrives as its card: the title as subject, its lines in both parts", async () => {
+    const { server, run } = await setUp();
+    run.engine.caughtUp(); // watched live: reports are sent for what is reached from here on
+    await run.write(55); // learning.log's epoch is the line's number / 100: line 50 reaches epoch 0.5
+    expect(await run.reports()).toBe(1);
+    // the lines may also have raised an alert, mailed apart
+    const report = () => server.mails.find((m) => m.mail.subject?.includes('reached epoch'));
+    await waitFor(() => report() !== undefined);
+    const { mail } = report()!;
+    expect(mail.subject).toMatch(/^\[rlwatch\] grpo reached epoch 0\.5: \S/);
+    const text = mail.text ?? '';
+    expect(text).toContain('step 50, epoch 0.5'); // as of the step that reached it, not the 55th
+    expect(text).toMatch(/^verdict: \w+/m);
+    expect(mail.html || '').toContain('step 50, epoch 0.5');
+  });
+
   it('is off without SMTP_HOST; a missing sender or recipient is a config error naming it', () => {
     const parse = (s: unknown) => email.section.parse(s);
     expect(email.settings(parse({}), {})).toBeNull();

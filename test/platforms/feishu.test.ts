@@ -63,6 +63,20 @@ describe('Feishu/Lark custom bot, end to end against a local bot that checks the
     expect(bot.json<Json>(1).card.header).toMatchObject({ template: 'green', title: { content: 'CRITICAL · mode_collapse resolved · grpo' } });
   }, 30_000);
 
+  it("a run's milestone report is posted as its card, as of the step that reached the epoch", async () => {
+    const { bot, run } = await setUp(SECRET);
+    run.engine.caughtUp(); // watched live: reports are sent for what is reached from here on
+    await run.write(55); // learning.log's epoch is the line's number / 100: line 50 reaches epoch 0.5
+    expect(await run.reports()).toBe(1);
+    // the lines may also have raised an alert, posted apart
+    const at = (): number => bot.received.findIndex((r) => r.raw.includes('reached epoch 0.5'));
+    await bot.waitFor(() => at() >= 0);
+    const body = bot.json<Json>(at());
+    expect(body.card.header).toEqual({ title: { tag: 'plain_text', content: expect.stringMatching(/^grpo reached epoch 0\.5: \S/) }, template: 'blue' });
+    const texts = [...tagged(body.card)].filter((t) => t.tag === 'plain_text').map((t) => t.content as string);
+    expect(texts.some((t) => t.includes('step 50, epoch 0.5'))).toBe(true);
+  }, 30_000);
+
   it('a wrong secret is refused by the bot (code 19021) and set aside; a rate limit (9499) is retried', async () => {
     const wrong = await setUp('not-the-secret');
     await wrong.run.write(30);

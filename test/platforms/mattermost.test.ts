@@ -48,6 +48,22 @@ describe('Mattermost incoming webhook, end to end against a local receiver', () 
     expect(hook.json<Json>(1).attachments[0]).toMatchObject({ title: 'CRITICAL · mode\\_collapse resolved · grpo', color: '#2a9d8f' });
   }, 30_000);
 
+  it("a run's milestone report is posted as its card, as of the step that reached the epoch", async () => {
+    const hook = await HttpReceiver.start();
+    const run = await PlatformRun.of(mattermost, {}, { MATTERMOST_WEBHOOK_URL: hook.url('/hooks/xyz') });
+    open.push(hook, run);
+    run.engine.caughtUp(); // watched live: reports are sent for what is reached from here on
+    await run.write(55); // learning.log's epoch is the line's number / 100: line 50 reaches epoch 0.5
+    expect(await run.reports()).toBe(1);
+    // the lines may also have raised an alert, posted apart
+    const at = (): number => hook.received.findIndex((r) => r.raw.includes('reached epoch 0.5'));
+    await hook.waitFor(() => at() >= 0);
+    const body = hook.json<Json>(at());
+    expect(body.attachments).toHaveLength(1);
+    expect(body.attachments[0].title).toMatch(/^grpo reached epoch 0\.5: \S/);
+    expect(body.attachments[0].text).toContain('step 50, epoch 0.5');
+  }, 30_000);
+
   it('a summary or run name cannot mention: @channel in plain text is broken by a zero-width space', async () => {
     const { mdEscape } = await import('../../src/platforms/mattermost/message.ts');
     expect(mdEscape('run @channel [x](y) **b**')).toBe('run @\u200bchannel \\[x\\]\\(y\\) \\*\\*b\\*\\*');

@@ -12,6 +12,7 @@ import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { silentLog } from '../../src/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
+import { ReportSchedule } from '../../src/report/schedule.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
@@ -75,6 +76,15 @@ export class PlatformRun {
     const lines = items.map((g, i) => JSON.stringify({ problem_id: `p${i}`, step: this.step, ...g }));
     appendFileSync(this.completions, `${lines.join('\n')}\n`);
     await this.ingestor.ingest(this.completions, this.runs);
+  }
+
+  /** What the report schedule has due (the milestone report of a run past epoch 0.5), to this platform's targets;
+   * then drains the outbox. */
+  async reports(): Promise<number> {
+    const targets = this.instance.targets.map((t) => t.name);
+    const written = await new ReportSchedule(new SqliteAsyncStore(this.store), this.config, () => targets).tick();
+    await this.dispatcher.kick();
+    return written;
   }
 
   rows(): OutboxRow[] {

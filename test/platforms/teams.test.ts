@@ -66,6 +66,27 @@ describe('Microsoft Teams Workflows webhook, end to end against a local receiver
     expect(resolved).toMatchObject({ text: 'CRITICAL · mode_collapse resolved · grpo', color: 'Good' });
   }, 30_000);
 
+  it("a run's milestone report is posted as its card, as of the step that reached the epoch", async () => {
+    const hook = await HttpReceiver.start();
+    hook.fallback = (r) => {
+      const wrong = checkShape(JSON.parse(r.raw) as Json);
+      return wrong ? { status: 400, body: wrong } : { status: 202 };
+    };
+    const run = await PlatformRun.of(teams, {}, { TEAMS_WEBHOOK_URL: hook.url('/workflows/abc') });
+    open.push(hook, run);
+    run.engine.caughtUp(); // watched live: reports are sent for what is reached from here on
+    await run.write(55); // learning.log's epoch is the line's number / 100: line 50 reaches epoch 0.5
+    expect(await run.reports()).toBe(1);
+    // the lines may also have raised an alert, posted apart
+    const at = (): number => hook.received.findIndex((r) => r.raw.includes('reached epoch 0.5'));
+    await hook.waitFor(() => at() >= 0);
+    const body = hook.json<Json>(at());
+    expect(checkShape(body)).toBeNull();
+    const texts = [...elements(body)].filter((e) => e.type === 'TextRun').map((e) => e.text as string);
+    expect(texts[0]).toMatch(/^grpo reached epoch 0\.5: \S/);
+    expect(texts.some((t) => t.includes('step 50, epoch 0.5'))).toBe(true);
+  }, 30_000);
+
   it('a refused card (400) is set aside; routes pick a named Workflows URL', async () => {
     const hook = await HttpReceiver.start();
     hook.answers.push({ status: 400, body: 'bad card' });

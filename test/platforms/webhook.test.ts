@@ -76,6 +76,23 @@ describe('generic webhook, end to end against a local receiver', () => {
     expect(run.rows().every((row) => row.done_at !== null)).toBe(true);
   }, 30_000);
 
+  it("a run's milestone report is a body of its own kind, never Alertmanager's (no status an Alertmanager receiver reads)", async () => {
+    const { hook, run } = await setUp();
+    run.engine.caughtUp(); // watched live: reports are sent for what is reached from here on
+    await run.write(55); // learning.log's epoch is the line's number / 100: line 50 reaches epoch 0.5
+    expect(await run.reports()).toBe(1);
+    // the lines may also have raised an alert: its body is Alertmanager's, the report's is not
+    const at = (): number => hook.received.findIndex((r) => (JSON.parse(r.raw) as { kind?: string }).kind === 'report');
+    await hook.waitFor(() => at() >= 0);
+    expect(verified(hook.received[at()]!.raw, hook.received[at()]!.headers)).toBe(true);
+    const body = hook.json<Record<string, any>>(at());
+    expect(Object.keys(body).sort()).toEqual(['kind', 'receiver', 'report', 'run']);
+    expect(body).toMatchObject({ kind: 'report', receiver: 'rlwatch', run: 'grpo', report: { kind: 'milestone' } });
+    expect(body.report.title).toMatch(/^grpo reached epoch 0\.5: \S/);
+    expect(body.report.lines[1]).toBe('step 50, epoch 0.5');
+    expect(body.report.lines.at(-1)).toMatch(/^verdict: \w+/);
+  });
+
   it('without a secret there is no signature header; charts are off by default', async () => {
     const { hook, run } = await setUp({}, { WEBHOOK_SECRET: '' });
     await run.write(30);

@@ -3,6 +3,7 @@
  * (a cid attachment), a plain-text part saying the same, and a References header per alert for threading.
  */
 import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { reportCard } from '../../report/card.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 import { urgencyOf } from '../../store/outbox.ts';
@@ -33,7 +34,8 @@ function cardHtml(c: AlertCard, cid: string | null): string {
   return [
     `<div style="border-left:6px solid ${hex(COLORS[c.status])};padding:4px 12px;margin-bottom:24px;font-family:sans-serif">`,
     `<h2 style="margin:4px 0">${escapeHtml(c.title)}</h2>`,
-    `<p>${escapeHtml(c.summary)}</p>`,
+    // a report's summary is several lines: kept as lines
+    `<p style="white-space:pre-line">${escapeHtml(c.summary)}</p>`,
     ...(c.note ? [`<p><b>${escapeHtml(c.note)}</b></p>`] : []),
     `<table>${rows}</table>`,
     ...(c.evidence ? [`<p>${escapeHtml(c.evidence.title)}</p>`, pre(c.evidence.lines.join('\n'))] : []),
@@ -58,7 +60,8 @@ function cardText(c: AlertCard): string {
 
 /** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain). */
 export async function alertMail(n: Notification, domain: string): Promise<AlertMail> {
-  const cards = alertCards(n);
+  // a scheduled report has no alert behind it: its own card, never an empty message
+  const cards = n.report ? [reportCard(n.run, n.report)] : alertCards(n);
   const attachments: AlertMail['attachments'] = [];
   const parts: string[] = [];
   for (const c of cards) {

@@ -4,6 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { alertCards, type AlertCard } from '../../notify/cards.ts';
+import { reportCard } from '../../report/card.ts';
 import { cut } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
 
@@ -29,9 +30,10 @@ function cardElements(c: AlertCard, withTitle: boolean): Element[] {
 
 /** The `card` of an `interactive` message: the first alert's title as header, the rest below it. */
 export function feishuCard(n: Notification): Element {
-  const cards = alertCards(n);
+  // a scheduled report has no alert behind it: its own card, never an empty message
+  const cards = n.report ? [reportCard(n.run, n.report)] : alertCards(n);
   const first = cards[0]!;
-  const severityColour = first.severity === 'warning' ? 'orange' : 'red';
+  const severityColour = first.severity === 'warning' ? 'orange' : first.severity === 'info' ? 'blue' : 'red';
   return {
     config: { wide_screen_mode: true },
     header: {

@@ -5,6 +5,7 @@
  * and generations and log lines sit in fenced code blocks, where Mattermost reads neither.
  */
 import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { reportCard } from '../../report/card.ts';
 import { codeBlock, cut, tailBlock } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
 
@@ -37,7 +38,8 @@ function attachment(c: AlertCard): Record<string, unknown> {
 
 /** The webhook body: a one-line text for notifications, one attachment per alert. */
 export function mattermostMessage(n: Notification): Record<string, unknown> {
-  const cards = alertCards(n);
+  // a scheduled report has no alert behind it: its own card, never an empty message
+  const cards = n.report ? [reportCard(n.run, n.report)] : alertCards(n);
   return {
     username: 'rlwatch',
     text: cards.map((c) => mdEscape(`${c.title}: ${cut(c.summary, 200)}`)).join('\n'),

@@ -4,6 +4,7 @@
  * markdown in a TextRun, and `<at>` only mentions someone with msteams entities, which this card never has.
  */
 import { alertCards, type AlertCard } from '../../notify/cards.ts';
+import { reportCard } from '../../report/card.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { cut } from '../../notify/limits.ts';
 
@@ -33,7 +34,8 @@ function cardElements(c: AlertCard): Element[] {
 
 /** The Workflows webhook body: a message with one Adaptive Card attachment. */
 export function teamsMessage(n: Notification): Element {
-  const cards = alertCards(n);
+  // a scheduled report has no alert behind it: its own card, never an empty message
+  const cards = n.report ? [reportCard(n.run, n.report)] : alertCards(n);
   return {
     type: 'message',
     attachments: [

@@ -4,7 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { alertCards, stateOf } from '../../notify/cards.ts';
-import type { Notification, NotificationItem } from '../../engine/notification.ts';
+import type { Notification, NotificationItem, ScheduledReport } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 import { urgencyOf } from '../../store/outbox.ts';
 
@@ -44,11 +44,24 @@ export interface WebhookBody {
   alerts: WebhookAlert[];
 }
 
+/**
+ * A scheduled report (a run reaching a milestone epoch, the daily digest): a body of its own kind, with no
+ * Alertmanager `status` or `alerts`, so that a receiver written for Alertmanager never reads it as a resolution.
+ */
+export interface WebhookReport {
+  kind: 'report';
+  receiver: 'rlwatch';
+  /** the run it is about; '' for the digest, which covers every run */
+  run: string;
+  report: ScheduledReport;
+}
+
 const ZERO_TIME = '0001-01-01T00:00:00Z';
 const iso = (ms: number | null | undefined): string => (ms ? new Date(ms).toISOString() : ZERO_TIME);
 
 /** The body for one outbox row: every alert of the burst, its card's state, optionally its chart. */
-export async function webhookBody(n: Notification, charts: boolean): Promise<WebhookBody> {
+export async function webhookBody(n: Notification, charts: boolean): Promise<WebhookBody | WebhookReport> {
+  if (n.report) return { kind: 'report', receiver: 'rlwatch', run: n.run, report: n.report };
   const cards = alertCards(n);
   const alerts = await Promise.all(
     n.items.map(async (item, i): Promise<WebhookAlert> => {
