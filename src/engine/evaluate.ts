@@ -140,7 +140,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, cursor?.state ?? {});
       continue;
     }
-    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: first.metric }, ctx.now);
+    const quiet = { quietFor: rule.quietFor, quiet: Number(cursor?.state.quiet ?? 0) };
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: first.metric }, ctx.now, quiet);
     // plain loops and one reused array: this runs for every step of every threshold rule in a backfill
     const values: Array<number | undefined> = new Array<number | undefined>(conds.length);
     for (const p of main) {
@@ -185,7 +186,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         });
       }
     }
-    const state = gate === undefined ? { streak, recovering, early } : { streak, recovering, gate };
+    const held = rule.quietFor > 1 ? { quiet: lc.quiet } : {};
+    const state = gate === undefined ? { streak, recovering, early, ...held } : { streak, recovering, gate, ...held };
     store.alerts.saveCursor(runId, rule.id, first.metric, main[main.length - 1]!.step, state);
   }
 }

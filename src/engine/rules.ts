@@ -39,6 +39,10 @@ const Threshold = z.strictObject({
   /** hysteresis: firing until the metric is back past this value (default: the threshold itself) */
   recover: z.optional(z.number()),
   recoverFor: z._default(wholeFrom(1), 1),
+  /** the quiet period: the alert resolves once it has stayed recovered for this many records in a row (1: at
+   * once), so that a condition that returns within them continues the same incident (Prometheus'
+   * keep_firing_for) */
+  quietFor: z._default(wholeFrom(1), 1),
   /** learning period: nothing fires before this many records of the first metric; then the rule applies
    * only if their median is on the good side of the line (a model that lives below seed 000's entropy
    * line is not collapsing). 0: judged from the first record */

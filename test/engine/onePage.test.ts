@@ -4,6 +4,7 @@
  * which are recorded and announced only if still firing once it resolves.
  */
 import { describe, expect, it } from 'vitest';
+import { RuleBook } from '../../src/engine/rules.ts';
 import { Trace, presetOnly, times } from './trace.ts';
 
 describe('non_finite: one incident per cause', () => {
@@ -73,5 +74,29 @@ describe('truncation_no_signal inhibits its symptoms', () => {
   it('(control: without the cause, the symptoms page as before)', () => {
     const t = new Trace({ book: book() }).feed(times(10, { clipped_ratio: 0.5, frac_zero_std: 1, reward: 0 }));
     expect(t.said().flat().sort()).toEqual(['firing mode_collapse@3', 'firing truncation@3', 'firing zero_signal_too_hard@5']);
+  });
+});
+
+describe('the quiet period: a condition that clears and returns within it is the same incident', () => {
+  const book = () => presetOnly('ppo_kl_out_of_bounds');
+  const high = { ppo_kl: 0.2 };
+  const low = { ppo_kl: 0.01 };
+
+  it('ppo_kl that comes and goes every 10 records is one incident, not a page each time', () => {
+    // 2 high (fires: for 2), 10 low (recovered after 3; 8 more quiet records, under the 20), 2 high, ...
+    const rows = Array.from({ length: 5 }, () => [...times(2, high), ...times(10, low)]).flat();
+    const t = new Trace({ book: book() }).feed(rows);
+    expect(t.alerts().map((a) => `${a.state} ${a.fired_step}`)).toEqual(['firing 2']);
+    expect(t.said()).toEqual([['firing ppo_kl_out_of_bounds@2']]);
+    // then it stays away: the last high records are 49-50; recovered at the 3rd low one (53), which is the first
+    // of the 20 recovered records in a row it takes to resolve: 53 + 19
+    t.feed(times(22, low));
+    expect(t.alert('ppo_kl_out_of_bounds')).toMatchObject({ state: 'resolved', resolved_step: 72 });
+  });
+
+  it('(control: with no quiet period, each return is a new incident)', () => {
+    const noQuiet = RuleBook.build(book().all(), [{ id: 'ppo_kl_out_of_bounds', quietFor: 1 }]);
+    const rows = Array.from({ length: 5 }, () => [...times(2, high), ...times(10, low)]).flat();
+    expect(new Trace({ book: noQuiet }).feed(rows).alerts()).toHaveLength(5);
   });
 });

@@ -47,6 +47,7 @@ describe('RuleBook: the preset changed and extended by the config', () => {
       for: 1,
       recoverFor: 1,
       learn: 0,
+      quietFor: 1,
       inhibits: [],
     });
     expect(ids(book.forRun('sweep-1'))).toContain('kl_high');

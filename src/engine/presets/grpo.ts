@@ -66,6 +66,8 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     // the usual target_kl of 0.01 (OpenAI Spinning Up PPO)
     id: 'ppo_kl_out_of_bounds', kind: 'threshold', severity: 'warning',
     metric: 'ppo_kl', op: '>', value: 0.1, for: 2, recover: 0.05, recoverFor: 3,
+    // ours: an update KL that comes and goes is one incident while it returns within 20 records (it flapped)
+    quietFor: 20,
   },
   {
     // issue 11: pg_clipfrac anomalies (robust z over 50 records; a jump of at least 0.05 of the tokens)
