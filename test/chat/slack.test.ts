@@ -33,7 +33,7 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(fake.openSockets).toBe(1);
   });
 
-  it('posts a collapse as Block Kit with fields and buttons, and uploads its chart in the channel', async () => {
+  it("posts a collapse as Block Kit with fields and buttons, and uploads its chart into the alert's thread", async () => {
     run.write(4, { frac: 1 });
     const msg = await fake.waitFor(() => alertPosts('mode_collapse')[0], 10_000);
     const blocks = msg.blocks as Array<{ type: string; text?: { text: string }; fields?: Array<{ text: string }>; elements?: Array<{ action_id: string; text: { text: string } }> }>;
@@ -42,15 +42,15 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(blocks.find((b) => b.type === 'section' && b.fields)?.fields?.map((f) => f.text.split('\n')[0])).toEqual(['*Run*', '*Metric*', '*Step*', '*Epoch*', '*Alert*', '*Try*']);
     const actions = blocks.find((b) => b.type === 'actions')!;
     expect(actions.elements!.map((e) => e.text.text)).toEqual(['Ack', 'Mute run 1h', 'Mute rule 24h']);
-    // in the channel, right under the alert, not in its thread: readable without opening the thread
+    // in the alert's thread: one post per alert in the channel, not two
     const upload = await fake.waitFor(() => fake.uploads.find((u) => u.completed && u.filename.startsWith('chart-')), 10_000);
     expect(upload.bytes?.subarray(0, 8).equals(PNG)).toBe(true);
     expect(upload.channelId).toBe(fake.channelId);
-    expect(upload.threadTs).toBeUndefined();
+    expect(upload.threadTs).toBe(msg.ts);
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
     expect(upload.initialComment).toBe(`Chart of #${alert.id} frac_zero_std · grpo`);
     const shared = [...fake.messages.values()].find((m) => m.files.includes(upload.fileId))!;
-    expect(shared).toMatchObject({ channel: fake.channelId, threadTs: undefined, source: 'files.completeUploadExternal' });
+    expect(shared).toMatchObject({ channel: fake.channelId, threadTs: msg.ts, source: 'files.completeUploadExternal' });
     expect(Number(shared.ts)).toBeGreaterThan(Number(msg.ts));
   });
 
@@ -94,12 +94,26 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     const refused = await fake.blockAction({ actionId: `ack:${alert.id}`, value: `ack:${alert.id}`, userId: BO, messageTs: msg.ts, waitForResponses: 1 });
     expect(refused.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', replace_original: false });
     expect(app.store.alerts.byId(alert.id)?.acked_by).toBeNull();
-    await fake.blockAction({ actionId: `ack:${alert.id}`, value: `ack:${alert.id}`, userId: ANA, messageTs: msg.ts });
+    const acked = await fake.blockAction({ actionId: `ack:${alert.id}`, value: `ack:${alert.id}`, userId: ANA, messageTs: msg.ts, waitForResponses: 1 });
+    // the clicker is told what the click did, and only they are
+    expect(acked.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', replace_original: false });
+    expect((acked.responses[0]!.body as { text: string }).text).toMatch(new RegExp(`^Acked #${alert.id} mode_collapse \\(frac_zero_std\\) by `));
     const edited = await fake.waitFor(() => (json(fake.messages.get(msg.ts)!).includes(`Acked by <@${ANA}>`) ? fake.messages.get(msg.ts) : null), 10_000);
     expect(app.store.alerts.byId(alert.id)?.acked_by).toBe(`<@${ANA}>`);
     // the Ack button is gone once acked; the mutes remain
     expect(json(edited!)).not.toContain(`"action_id":"ack:${alert.id}"`);
     expect(json(edited!)).toContain(`"action_id":"muteRun:${alert.id}"`);
+  });
+
+  it('a Mute rule 24h click is answered to the clicker with the mute it set', async () => {
+    const msg = alertPosts('mode_collapse')[0]!;
+    const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
+    const r = await fake.blockAction({ actionId: `muteRule:${alert.id}`, value: `muteRule:${alert.id}`, userId: ANA, messageTs: msg.ts, waitForResponses: 1 });
+    const mute = app.store.silences.active(Date.now()).find((m) => m.rule === 'mode_collapse')!;
+    expect(mute).toMatchObject({ run: 'grpo', rule: 'mode_collapse' });
+    expect(r.responses[0]!.body).toMatchObject({ response_type: 'ephemeral', replace_original: false });
+    expect((r.responses[0]!.body as { text: string }).text).toMatch(new RegExp(`^Muted for 1d\\n#${mute.id} run grpo, rule mode_collapse ending in 1 d by `));
+    app.store.silences.end(mute.id, Date.now()); // the alerts below go on unmuted
   });
 
   it('the resolution updates the same message, not a new one', async () => {

@@ -359,7 +359,7 @@ export class SlackBot {
         // an edit never touches the charts: they were uploaded once, with the post
         edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
         post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
-        afterPost: (_ts, cards) => this.uploadCharts(channel, cards, urgency),
+        afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards, urgency),
         replyResolved: async (ts, cards) =>
           String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),
       });
@@ -368,10 +368,9 @@ export class SlackBot {
     }
   }
 
-  /** The burst's charts, rendered once, as one message in the channel right under the alert (a thread
-   * hides them from whoever reads the channel). Charts that cannot be uploaded are not worth re-posting the
-   * alert for: they are logged and skipped. */
-  private async uploadCharts(channel: string, cards: readonly AlertCard[], urgency: number): Promise<void> {
+  /** The burst's charts, rendered once, as one message in the alert's thread: in the channel every alert was two
+   * posts. Charts that cannot be uploaded are not worth re-posting the alert for: they are logged and skipped. */
+  private async uploadCharts(channel: string, ts: string, cards: readonly AlertCard[], urgency: number): Promise<void> {
     const charted = cards.filter((c) => c.chart);
     if (charted.length === 0) return;
     try {
@@ -383,7 +382,7 @@ export class SlackBot {
       })));
       const names = charted.map((c) => `#${c.alertId} ${c.chart!.title}`).join(', ');
       const initial_comment = slackEscape(`${charted.length > 1 ? 'Charts' : 'Chart'} of ${names}`);
-      await this.app.client.files.uploadV2({ channel_id: channel, initial_comment, file_uploads });
+      await this.app.client.files.uploadV2({ channel_id: channel, thread_ts: ts, initial_comment, file_uploads });
     } catch (err) {
       const ids = charted.map((c) => `#${c.alertId}`).join(', ');
       this.opts.log.warn(`slack: charts of alerts ${ids} not uploaded: ${(err as Error).message}`);
@@ -437,8 +436,11 @@ export class SlackBot {
     if (!answer.ok) {
       return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
     }
-    // the click changed the alert: its card is captured anew and re-rendered, its chart left as uploaded; then
-    // its other cards (other channels, other platforms) are edited from the outbox
+    // the clicker hears what their click did (the card's change is for everyone, and a mute changes no card
+    // that is already muted); then the card is captured anew and re-rendered, its chart left as uploaded, and its
+    // other cards (other channels, other platforms) are edited from the outbox
+    const done = [answer.reply.title, ...answer.reply.lines].join('\n');
+    await respond({ response_type: 'ephemeral', replace_original: false, text: cut(slackEscape(done), LIMIT.section) });
     try {
       const cards = await recapture(this.opts.store, targetName('slack', channel), ts);
       if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
