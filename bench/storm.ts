@@ -157,7 +157,8 @@ export async function runStorm(dir: string): Promise<StormResult> {
           if (took >= STORM_COMMAND_TARGET_MS) late.push(`${((at - t0) / 1000).toFixed(0)} s in: ${took.toFixed(0)} ms`);
         } catch (err) {
           latencies.push(Infinity);
-          failures.push(`${((at - t0) / 1000).toFixed(0)} s into the storm: ${(err as Error).message}`);
+          const said = stderr.split('\n').filter((l) => /interaction|discord/i.test(l)).slice(-2).join(' / ');
+          failures.push(`${((at - t0) / 1000).toFixed(0)} s into the storm: ${(err as Error).message}; rlwatch: ${said}`);
         }
         await sleep(1000);
       }

@@ -34,9 +34,9 @@ const critical = (i: NotificationItem): boolean => urgencyOf(i.severity) >= CRIT
  * The cards a message shows. Up to CARDS_PER_MESSAGE items, one card each. More (a storm: hundreds of alerts of a
  * run in one delivery) show the most severe first, every critical one in full and the others up to
  * CARDS_PER_MESSAGE, then one summary card of the rest (`+K more alerts on <run>: rule × count`). A storm message
- * draws one chart, or one per critical card: a picture per summed-up warning is what filled the memory. The summary
- * names the rules still firing, and says so once all have resolved: a resolution or ack of one of them alone
- * changes nothing shown, so it costs no edit. A function of the payload alone: an edit renders what the post did.
+ * draws one chart, or one per critical card, not one per card of hundreds. The summary counts the alerts by rule as
+ * posted, and says when all have resolved: a resolution or ack of one of them alone changes nothing shown, so it
+ * costs no edit. A function of the payload alone: an edit renders what the post did.
  */
 export function messageCards(n: Notification): AlertCard[] {
   if (n.items.length <= CARDS_PER_MESSAGE) return alertCards(n);
@@ -45,7 +45,8 @@ export function messageCards(n: Notification): AlertCard[] {
   const shown = sorted.slice(0, shownCount);
   const charted = shown.some(critical) ? shown.map(critical) : shown.map((_, k) => k === 0);
   const cards = alertCards({ run: n.run, items: shown }).map((c, k) => (charted[k] ? c : { ...c, chart: null }));
-  return [...cards, summaryCard(n.run, sorted.slice(shownCount))];
+  const rest = sorted.slice(shownCount);
+  return rest.length > 0 ? [...cards, summaryCard(n.run, rest)] : cards;
 }
 
 /** The items, most severe first, in their order otherwise. */
@@ -102,7 +103,7 @@ function messagesOf(fresh: readonly NotificationItem[]): NotificationItem[][] {
     parts.push(criticals.slice(i, i + CARDS_PER_MESSAGE));
   }
   const first = [...criticals.slice(0, CARDS_PER_MESSAGE), ...sorted.filter((i) => !critical(i))];
-  const kept = first.length <= CARDS_PER_MESSAGE ? first : [...first.slice(0, CARDS_PER_MESSAGE), ...first.slice(CARDS_PER_MESSAGE).map(summedUp)];
+  const kept = [...first.slice(0, CARDS_PER_MESSAGE), ...first.slice(CARDS_PER_MESSAGE).map(summedUp)];
   return [kept, ...parts];
 }
 

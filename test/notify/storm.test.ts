@@ -195,4 +195,32 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     }
     store.close();
   }, 60_000);
+
+  it('a storm of critical alerts is never summed up: five critical cards a message, the warnings summed up', async () => {
+    const store = Store.open(join(tempDir(), 'rlwatch.db'));
+    const async = new SqliteAsyncStore(store);
+    const run = store.runs.ensure('exp/hot', '/runs/exp/hot');
+    const items: NotificationItem[] = [];
+    // warnings first, criticals interleaved: the order the engine wrote them in, not the order they are shown in
+    for (let k = 0; k < 42; k++) {
+      const severity = k % 3 === 2 ? 'critical' : 'warning';
+      const rule = severity === 'critical' ? 'grad_explosion' : 'reward_saturated';
+      const { id } = store.alerts.create(run.id, rule, `m${k}`, 'firing', { step: 1, at: 1, severity, summary: rule, details: {} });
+      items.push({ alertId: id, kind: 'firing', severity, rule, metric: `m${k}`, summary: rule, step: 1, epoch: null, recent: [], examples: null });
+    }
+    const sent: Sent[] = [];
+    const ch = channel(sent, { limited: false, refused: 0 });
+    await deliverCards(async, TARGET, { run: 'exp/hot', items }, { key: '1', runId: run.id }, ch);
+    const criticals = items.filter((i) => i.severity === 'critical').map((i) => i.alertId);
+    const warnings = items.length - criticals.length;
+    expect(sent.map((s) => s.kind)).toEqual(Array(Math.ceil(criticals.length / 5)).fill('post'));
+    const cards = sent.flatMap((s) => s.cards);
+    expect(cards.filter((c) => c.severity === 'critical').map((c) => c.alertId).sort((a, b) => a - b)).toEqual(criticals);
+    // the first message: its five critical cards, then the warnings as one summary
+    const summary = sent[0]!.cards.at(-1)!;
+    expect(SUMMARY.exec(summary.title)?.[1]).toBe(String(warnings));
+    expect(summary.summary).toBe(`reward_saturated × ${warnings}`);
+    expect(sent.slice(1).every((s) => s.cards.every((c) => c.severity === 'critical'))).toBe(true);
+    store.close();
+  });
 });
