@@ -6,6 +6,9 @@
  * - low (TRL names): entropy ~0.02, reward 0.3 -> 0.7 in [0, 1], two reward functions, epoch to 1.2
  * - mid (verl names): entropy ~0.22 slowly down, score 0.3 -> 0.7, PPO with a critic
  * - rising (OpenRLHF names): entropy rising 0.3 -> 0.5, reward in [-3, 0] rising -2.5 -> -1.0, PPO
+ * - untuned (TRL names): what nobody tuned for: reward in [-1, 0] rising -0.8 -> -0.2 under AR(1) noise (φ 0.6),
+ *   a large model's grad norm (median 2.5, log-normal σ 0.6: past 10 now and then), KL from 0 (the policy starts
+ *   as the reference) to 0.06 in 40 records, epoch to 1.2
  */
 import { rng } from './generate.ts';
 import type { Expectation, Scenario } from './scenarioTraces.ts';
@@ -14,10 +17,10 @@ const N = 300;
 const ONSET = 150;
 
 type Values = Record<string, number>;
-type Model = 'low' | 'mid' | 'rising';
+type Model = 'low' | 'mid' | 'rising' | 'untuned';
 type Trainer = 'trl' | 'verl' | 'openrlhf';
 
-const TRAINER_OF: Record<Model, Trainer> = { low: 'trl', mid: 'verl', rising: 'openrlhf' };
+const TRAINER_OF: Record<Model, Trainer> = { low: 'trl', mid: 'verl', rising: 'openrlhf', untuned: 'trl' };
 
 /** canonical -> the trainer's own key (the inverse of the aliases in src/ingest/metricNames.ts) */
 const NAMES: Record<Trainer, Record<string, string>> = {
@@ -66,7 +69,8 @@ const r4 = (v: number): number => Math.round(v * 1e4) / 1e4;
 function healthy(model: Model, seed: number): Values[] {
   const rand = rng(seed);
   const g = gaussian(rand);
-  return Array.from({ length: N }, (_, i) => {
+  let meander = 0; // the untuned model's AR(1) reward noise
+  return Array.from({ length: N }, (_, i): Values => {
     const t = (i + 1) / N;
     const common = { grad_norm: clamp(Math.exp(Math.log(0.3) + 0.4 * g()), 0.05, 2), loss: 0.02 * g() };
     if (model === 'low') {
@@ -88,6 +92,21 @@ function healthy(model: Model, seed: number): Values[] {
         kl: clamp(lerp(0.001, 0.01, t) + 0.0005 * g(), 0, 1),
         pg_clipfrac: clamp(0.002 + 0.001 * g(), 0, 1),
         step_time: 12 + g(),
+      };
+    }
+    if (model === 'untuned') {
+      meander = 0.6 * meander + Math.sqrt(1 - 0.36) * 0.05 * g();
+      return {
+        epoch: 1.2 * t,
+        grad_norm: 2.5 * Math.exp(0.6 * g()),
+        loss: 0.02 * g(),
+        reward: clamp(lerp(-0.8, -0.2, t) + meander, -1, 0),
+        reward_std: clamp(0.3 + 0.02 * g(), 0.05, 0.5),
+        frac_zero_std: clamp(0.05 + 0.02 * g(), 0, 1),
+        entropy: 0.3 + 0.02 * g(),
+        completion_length: 300 + 20 * g(),
+        clipped_ratio: clamp(0.01 + 0.005 * g(), 0, 1),
+        kl: Math.max(0, 0.06 * Math.min(1, (i + 1) / 40) * (1 + 0.25 * g())),
       };
     }
     if (model === 'mid') {
@@ -176,6 +195,13 @@ const FAILURES: Record<string, Failure> = {
     friends: [],
     patch: (v) => ({ ...v, step_time: 3.5 * (v.step_time as number) }),
   },
+  grad: {
+    name: 'grad-spike',
+    description: 'one grad norm of 30 at the onset: 12x the median of 2.5 (the fixed line of 10 is crossed by healthy records)',
+    expected: { rule: 'grad_explosion', metric: 'grad_norm', severities: ['critical'] },
+    friends: [],
+    patch: (v, s) => (s === ONSET ? { ...v, grad_norm: 30 } : v),
+  },
   hacking: {
     name: 'reward-hacking',
     description: 'format reward 0.7 -> 0.95 while accuracy 0.4 -> 0.1 over 20 steps (open-r1 issue pattern)',
@@ -195,12 +221,13 @@ const CASES: Record<Model, Array<keyof typeof FAILURES>> = {
   low: ['length', 'truncation', 'slow', 'hacking'],
   mid: ['entropy', 'truncation', 'length', 'kl', 'value', 'slow'],
   rising: ['entropy', 'length', 'kl', 'value'],
+  untuned: ['grad', 'entropy', 'length'],
 };
 
 /** The v2 suite: a healthy run of each model, then each failure on the models that log its metric. */
 export function buildModelScenarios(seedOffset = 0): Scenario[] {
   const out: Scenario[] = [];
-  const models: Model[] = ['low', 'mid', 'rising'];
+  const models: Model[] = ['low', 'mid', 'rising', 'untuned'];
   models.forEach((model, m) => {
     const seed = 9001 + 100 * m + seedOffset;
     const trainer = TRAINER_OF[model];

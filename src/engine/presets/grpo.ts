@@ -156,11 +156,11 @@ export const GRPO_PRESET: readonly Rule[] = [
   {
     // 000: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike (15.786)": 10 is
     // the floor. Ours: and 10× the median of the 50 records before (a large model lives at 2.5, TRL's
-    // hotpotqa run at 0.4-224 with a median of 21, ../shared/real-logs), beyond 5 robust σ of their logs (that
+    // hotpotqa run at 0.4-224 with a median of 21, ../shared/real-logs), beyond 4 robust σ of their logs (that
     // run's one 1,927 is 2.5σ: its norms span three decades). `cap`: set it to page on any norm above a line.
     // One spike is news; spikes a few steps apart are one incident.
     id: 'grad_explosion', kind: 'relative', severity: 'critical',
-    metric: 'grad_norm', baseline: 'rolling', baselineWindow: 50, op: '>', factor: 10, floor: 10, logSigmas: 5,
+    metric: 'grad_norm', baseline: 'rolling', baselineWindow: 50, op: '>', factor: 10, floor: 10, logSigmas: 4,
     for: 1, recoverFor: 5,
   },
   {
