@@ -6,7 +6,6 @@
  * it was drawing fail (their cards go out again with the outbox's retry) and the next chart starts another.
  */
 import type { Worker } from 'node:worker_threads';
-import { CRITICAL_URGENCY } from '../store/outbox.ts';
 import { spawnWorker } from '../workerThread.ts';
 import { renderLineChart, type LineChartOptions } from './chart.ts';
 import type { ChartDone, ChartJob } from './chartWorker.ts';
@@ -23,30 +22,12 @@ let cannotStart = false;
 const whenReady: Array<() => void> = [];
 const waiting = new Map<number, Waiting>();
 let lastId = 0;
-/** charts being drawn on this thread (before the chart thread is ready, or when it cannot start) */
-let drawingHere = 0;
-
-/**
- * Charts waiting to be drawn at most. A storm's cards asked for thousands at once: each wait held its options and
- * then its PNG until its message could be edited. Beyond this, a chart less urgent than a critical card's is refused
- * at once (`ChartsBusy`: its card stays without one); a critical card's is always drawn.
- */
-export const CHARTS_WAITING_MAX = 16;
-
-export class ChartsBusy extends Error {
-  constructor() {
-    super(`${CHARTS_WAITING_MAX} charts are waiting to be drawn: this one is left out`);
-  }
-}
 
 /** `renderLineChart(opts)`, drawn on the chart thread; the most `urgent` waiting first. */
 export function renderOffThread(opts: LineChartOptions, urgency = 0): Promise<Buffer> {
-  if (waiting.size + drawingHere >= CHARTS_WAITING_MAX && urgency < CRITICAL_URGENCY) {
-    return Promise.reject(new ChartsBusy());
-  }
-  if (cannotStart) return here(opts);
+  if (cannotStart) return renderLineChart(opts);
   const thread = worker ?? start();
-  if (!ready) return here(opts);
+  if (!ready) return renderLineChart(opts);
   const id = ++lastId;
   return new Promise<Buffer>((resolve, reject) => {
     // options that cannot be copied throw here: a rejection
@@ -54,11 +35,6 @@ export function renderOffThread(opts: LineChartOptions, urgency = 0): Promise<Bu
     if (waiting.size === 0) thread.ref(); // a chart on its way holds the process open, as a render in Node did
     waiting.set(id, { resolve, reject });
   });
-}
-
-function here(opts: LineChartOptions): Promise<Buffer> {
-  drawingHere++;
-  return renderLineChart(opts).finally(() => drawingHere--);
 }
 
 /** Resolves once charts are drawn on the thread (started if it is not), or here for good (it could not start). */

@@ -7,6 +7,10 @@ import { deliverCards, type CardChannel } from '../../src/notify/delivery.ts';
 import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
+import { alertMail } from '../../src/platforms/email/message.ts';
+import { feishuCard } from '../../src/platforms/feishu/card.ts';
+import { mattermostMessage } from '../../src/platforms/mattermost/message.ts';
+import { teamsMessage } from '../../src/platforms/teams/card.ts';
 import { tempDir } from '../helpers.ts';
 
 const RUNS = 20;
@@ -222,5 +226,23 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     expect(summary.summary).toBe(`reward_saturated × ${warnings}`);
     expect(sent.slice(1).every((s) => s.cards.every((c) => c.severity === 'critical'))).toBe(true);
     store.close();
+  });
+
+  it('a storm row to a platform that cannot edit (Teams, Mattermost, Feishu, email) is five cards and a summary', async () => {
+    const items: NotificationItem[] = Array.from({ length: 500 }, (_, k) => ({
+      alertId: k + 1, kind: 'firing', severity: 'warning', rule: k < 400 ? 'reward_saturated' : 'reward_trend',
+      metric: `rewards/fn${k}`, summary: `fn${k}`, step: 40, epoch: null, recent: [], examples: null,
+    }));
+    const n: Notification = { run: 'exp/wide', items };
+    const summed = '+495 more alerts on exp/wide';
+    const text = (v: unknown): string => JSON.stringify(v);
+    expect(text(teamsMessage(n))).toContain(summed);
+    const mm = mattermostMessage(n) as { attachments: unknown[] };
+    expect(mm.attachments).toHaveLength(6);
+    expect(text(mm)).toContain('reward_saturated × 395, reward_trend × 100');
+    expect(text(feishuCard(n))).toContain('500 alerts · exp/wide');
+    const mail = await alertMail(n, 'example.org');
+    expect(mail.subject).toBe('[rlwatch] 500 alerts · exp/wide');
+    expect(mail.text.split('\n\n----\n\n')).toHaveLength(6);
   });
 });

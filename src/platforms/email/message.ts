@@ -2,7 +2,8 @@
  * An alert burst as an email: an HTML body (every untrusted string escaped) with each alert's chart inline
  * (a cid attachment), a plain-text part saying the same, and a References header per alert for threading.
  */
-import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { COLORS, type AlertCard } from '../../notify/cards.ts';
+import { messageCards } from '../../notify/delivery.ts';
 import { reportCard } from '../../report/card.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
@@ -61,7 +62,7 @@ function cardText(c: AlertCard): string {
 /** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain). */
 export async function alertMail(n: Notification, domain: string): Promise<AlertMail> {
   // a scheduled report has no alert behind it: its own card, never an empty message
-  const cards = n.report ? [reportCard(n.run, n.report)] : alertCards(n);
+  const cards = n.report ? [reportCard(n.run, n.report)] : messageCards(n); // a storm's row: five cards and a '+K more' one
   const attachments: AlertMail['attachments'] = [];
   const parts: string[] = [];
   for (const c of cards) {
@@ -72,7 +73,7 @@ export async function alertMail(n: Notification, domain: string): Promise<AlertM
     }
     parts.push(cardHtml(c, cid));
   }
-  const subject = cards.length === 1 ? cards[0]!.title : `${cards.length} alerts · ${n.run}`;
+  const subject = cards.length === 1 ? cards[0]!.title : `${n.report ? cards.length : n.items.length} alerts · ${n.run}`;
   return {
     // one line: a run name cannot add header lines (nodemailer encodes, this keeps the subject readable)
     subject: `[rlwatch] ${subject}`.replace(/[\r\n\t]+/g, ' '),

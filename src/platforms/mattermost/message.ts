@@ -4,7 +4,8 @@
  * (markdown punctuation backslashed, `@` followed by a zero-width space so `@channel` and `@all` ping nobody),
  * and generations and log lines sit in fenced code blocks, where Mattermost reads neither.
  */
-import { alertCards, COLORS, type AlertCard } from '../../notify/cards.ts';
+import { COLORS, type AlertCard } from '../../notify/cards.ts';
+import { messageCards } from '../../notify/delivery.ts';
 import { reportCard } from '../../report/card.ts';
 import { codeBlock, cut, tailBlock } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
@@ -39,7 +40,7 @@ function attachment(c: AlertCard): Record<string, unknown> {
 /** The webhook body: a one-line text for notifications, one attachment per alert. */
 export function mattermostMessage(n: Notification): Record<string, unknown> {
   // a scheduled report has no alert behind it: its own card, never an empty message
-  const cards = n.report ? [reportCard(n.run, n.report)] : alertCards(n);
+  const cards = n.report ? [reportCard(n.run, n.report)] : messageCards(n); // a storm's row: five cards and a '+K more' one
   return {
     username: 'rlwatch',
     text: cards.map((c) => mdEscape(`${c.title}: ${cut(c.summary, 200)}`)).join('\n'),
