@@ -193,8 +193,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
 }
 
 /** `rewards/*` matches every logged metric under `rewards/` except the `/std` series. A pattern that finds
- * a single metric beside named ones is dropped: one reward function is the reward itself (seed 000's
- * `syntax_rew` equals `reward`), and the same alert twice is noise. */
+ * a single metric beside named ones is dropped: one reward function is the reward itself (in the OCaml GRPO
+ * trainer's learning.log `syntax_rew` equals `reward`), and the same alert twice is noise. */
 export function expandMetrics(patterns: readonly string[], logged: readonly string[]): string[] {
   const named = patterns.filter((p) => !p.endsWith('*') && logged.includes(p));
   const out = new Set<string>(named);

@@ -44,8 +44,8 @@ const Threshold = z.strictObject({
    * keep_firing_for) */
   quietFor: z._default(wholeFrom(1), 1),
   /** learning period: nothing fires before this many records of the first metric; then the rule applies
-   * only if their median is on the good side of the line (a model that lives below seed 000's entropy
-   * line is not collapsing). 0: judged from the first record */
+   * only if their median is on the good side of the line (a model that lives below the learning.log metrics
+   * guide's entropy line is not collapsing). 0: judged from the first record */
   learn: z._default(wholeFrom(0), 0),
 }).check(
   z.refine((r) => r.any !== undefined || (r.metric !== undefined && r.op !== undefined && r.value !== undefined), {
@@ -116,8 +116,9 @@ const Relative = z.strictObject({
   recover: z.optional(z.number().check(z.positive())),
   /** the value must also differ from the baseline by this much (absolute), so that tiny baselines do not fire */
   minDelta: z._default(z.number().check(z.minimum(0)), 0),
-  /** the line is never nearer than this absolute value (grad_norm: seed 000's 10); with a floor, a rolling
-   * baseline is judged from the first record on: the median of the records there are, the floor alone before any */
+  /** the line is never nearer than this absolute value (grad_norm: the learning.log guide's 10); with a floor, a
+   * rolling baseline is judged from the first record on: the median of the records there are, the floor alone
+   * before any */
   floor: z.optional(z.number()),
   /** the line is never farther than this absolute value: beyond it the rule fires whatever the baseline */
   cap: z.optional(z.number()),
@@ -172,8 +173,9 @@ const Milestone = z.strictObject({
   op: Op,
   value: z.number(),
   window: z._default(wholeFrom(1), 10),
-  /** `unit`: the value is written for a metric in [0, 1] (the seed's rewards); on a run whose metric has left
-   * [0, 1] by the epoch, it is read as that fraction of the run's range so far: min + value × (max − min) */
+  /** `unit`: the value is written for a metric in [0, 1] (the rewards of a GRPO training analysis); on a run whose
+   * metric has left [0, 1] by the epoch, it is read as that fraction of the run's range so far:
+   * min + value × (max − min) */
   scale: z._default(z.enum(['absolute', 'unit']), 'absolute'),
   /** the value is the preset's assumption, not a target the user set: a miss is at most a warning. A config
    * entry that sets `value` makes it the user's target (in the metric's own units) */

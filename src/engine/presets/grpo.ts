@@ -1,17 +1,20 @@
 import { RuleSchema, type Rule } from '../rules.ts';
 
-/** Reward given to completions that hit max length without the END marker (seed 000, "Runaway Completions"). */
+/**
+ * Reward given to completions that hit max length without the END marker (the learning.log metrics guide of an
+ * OCaml GRPO trainer, "Runaway Completions").
+ */
 export const RUNAWAY_REWARD_CAP = 0.05;
 
 /**
- * Preset v2 (issue 11): rules that hold on any model and trainer, on the canonical names TRL, verl and
- * OpenRLHF logs map onto (src/ingest/metricNames.ts). Baselines come from the run itself (`relative`,
- * `anomaly`); each rule cites where its number comes from: a document, the issue, or "ours".
+ * Preset v2: rules that hold on any model and trainer, on the canonical names TRL, verl and OpenRLHF logs map
+ * onto (src/ingest/metricNames.ts). Baselines come from the run itself (`relative`, `anomaly`); each rule cites
+ * where its number comes from: a document, or "ours".
  */
 const PRESET_V2: readonly Record<string, unknown>[] = [
   {
-    // issue 11: "entropy below 25% of its early median" (verl runs live at ~0.2, Qwen3's entropy rises:
-    // a fixed line does not transfer); `entropy_collapse` (seed 000's 0.04) stays as the floor
+    // ours: entropy below 25% of its early median (verl runs live at ~0.2, Qwen3's entropy rises: a fixed
+    // line does not transfer); `entropy_collapse` (the learning.log guide's 0.04) stays as the floor
     id: 'entropy_drop', kind: 'relative', severity: 'warning',
     metric: 'entropy', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '<', factor: 0.25,
     for: 3, recover: 0.4, recoverFor: 5,
@@ -22,7 +25,7 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     metric: 'clipped_ratio', op: '>', value: 0.1, for: 3, recover: 0.05, recoverFor: 5,
   },
   {
-    // issue 11: nearly every completion truncated while nearly every group has one reward (no signal left)
+    // ours: nearly every completion truncated while nearly every group has one reward (no signal left)
     id: 'truncation_no_signal', kind: 'threshold', severity: 'critical',
     metric: 'clipped_ratio', op: '>=', value: 0.9, and: [{ metric: 'frac_zero_std', op: '>=', value: 0.9 }],
     for: 3, recoverFor: 3,
@@ -30,7 +33,7 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     inhibits: ['truncation', 'mode_collapse', 'zero_signal_too_hard'],
   },
   {
-    // issue 11: "completion length down 50% from its running max" (the running max of a 5-record median)
+    // ours: completion length down 50% from its running max (the running max of a 5-record median)
     id: 'length_collapse', kind: 'relative', severity: 'warning',
     metric: 'completion_length', baseline: 'max', warmup: 5, smooth: 5, op: '<', factor: 0.5,
     // ours: beyond 4 standard errors too (a small batch's mean length swings 60-500 with no trend: minimind)
@@ -70,12 +73,12 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     quietFor: 20,
   },
   {
-    // issue 11: pg_clipfrac anomalies (robust z over 50 records; a jump of at least 0.05 of the tokens)
+    // ours: pg_clipfrac anomalies (robust z over 50 records; a jump of at least 0.05 of the tokens)
     id: 'pg_clipfrac_spike', kind: 'anomaly', severity: 'warning',
     metric: 'pg_clipfrac', window: 50, warmup: 20, z: 6, minDelta: 0.05, recoverFor: 10,
   },
   {
-    // issue 11: value loss spikes (verl critic/vf_loss, OpenRLHF critic_loss): robust z over 50 records
+    // ours: value loss spikes (verl critic/vf_loss, OpenRLHF critic_loss): robust z over 50 records
     id: 'value_loss_spike', kind: 'anomaly', severity: 'warning',
     metric: 'value_loss', window: 50, warmup: 20, z: 8, recoverFor: 10,
   },
@@ -95,19 +98,19 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     metric: 'rollout_corr/rollout_is_eff_sample_size', op: '<', value: 0.3, for: 2, recover: 0.35, recoverFor: 3,
   },
   {
-    // issue 11 (an open-r1 issue: format reward 0.48 -> 0.86 while accuracy 0.16 -> 0.06): one reward
+    // ours (an open-r1 report: format reward 0.48 -> 0.86 while accuracy 0.16 -> 0.06): one reward
     // component rising while another falls over the same 15-record windows, each by 0.05 and beyond its noise
     id: 'reward_hacking', kind: 'divergence', severity: 'warning',
     metrics: ['rewards/*'], window: 15, minDelta: 0.05, sigmas: 5, quietFor: 15,
   },
   {
-    // issue 11: "a component saturated at its max with zero std (no signal)": every completion gets the
+    // ours: a component saturated at its max with zero std (no signal): every completion gets the
     // component's best score; with reward_hacking, the other half of the reward-hacking signature
     id: 'reward_saturated', kind: 'saturation', severity: 'warning',
     metrics: ['rewards/*'], for: 3, recoverFor: 3,
   },
   {
-    // issue 11: zero-signal groups split by the reward: most groups agree and the reward is near its top
+    // ours: zero-signal groups split by the reward: most groups agree and the reward is near its top
     // (all correct: the prompts are too easy) or near 0 (all wrong: too hard); on a 0..1 reward; info only
     id: 'zero_signal_too_easy', kind: 'threshold', severity: 'info',
     metric: 'frac_zero_std', op: '>=', value: 0.75, and: [{ metric: 'reward', op: '>=', value: 0.9 }],
@@ -120,7 +123,7 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     for: 5, recoverFor: 5,
   },
   {
-    // issue 11: "step time over 3x its median" (slow node, length blow-up): against the median of the 50 before
+    // ours: step time over 3x its median (slow node, length blow-up): against the median of the 50 before
     id: 'slow_steps', kind: 'relative', severity: 'warning',
     metric: 'step_time', baseline: 'rolling', baselineWindow: 50, smooth: 3, op: '>', factor: 3,
     for: 2, recover: 2, recoverFor: 5,
@@ -128,49 +131,53 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
 ];
 
 /**
- * Seed 001's milestones are written for a reward in [0, 1] and for runs nobody told rlwatch about: on a reward
- * on another scale they are read as fractions of the run's range, and a miss is at most a warning until the
- * config sets the value (then it is the user's target, critical for the stop rules). frac_zero_std is in
- * [0, 1] always; a run whose prompts are all solved (zero_signal_too_easy) keeps it high and is no stop.
+ * The milestones of a GRPO training analysis (Qwen2.5-Coder-1.5B on OCaml problems) are written for a reward in
+ * [0, 1] and for runs nobody told rlwatch about: on a reward on another scale they are read as fractions of the run's
+ * range, and a miss is at most a warning until the config sets the value (then it is the user's target, critical for
+ * the stop rules). frac_zero_std is in [0, 1] always; a run whose prompts are all solved (zero_signal_too_easy) keeps
+ * it high and is no stop.
  */
 const ASSUMED = { scale: 'unit', assumed: true } as const;
 
 /**
- * The built-in GRPO preset. Each value cites the seed line it comes from (shared/seeds/):
- * 000 = learning.log metrics, 001 = training analysis (milestones, stop criteria), 002 = trend alerts.
+ * The built-in GRPO preset. Each value cites the line it comes from: "learning.log guide" is the learning.log
+ * metrics guide of an OCaml GRPO trainer, "training analysis" the GRPO training analysis above (milestones, stop
+ * criteria), "logging guide" the R1-Zero GRPO logging guide's ComprehensiveLoggingCallback (trend alerts).
  */
 export const GRPO_PRESET: readonly Rule[] = [
   {
-    // 000: "frac_reward_zero_std ... Values > 0.8: Strong sign of mode collapse"; "> 0.5: converging too strongly"
+    // learning.log guide: "frac_reward_zero_std ... Values > 0.8: Strong sign of mode collapse"; "> 0.5:
+    // converging too strongly"
     id: 'mode_collapse', kind: 'threshold', severity: 'critical',
     metric: 'frac_zero_std', op: '>', value: 0.8, for: 3, recover: 0.5, recoverFor: 3,
   },
   {
-    // 000: "Detect mode collapse: Watch for ... entropy < 0.04"; "Low entropy (<0.05): ... deterministic"
+    // learning.log guide: "Detect mode collapse: Watch for ... entropy < 0.04"; "Low entropy (<0.05): ...
+    // deterministic"
     id: 'entropy_collapse', kind: 'threshold', severity: 'warning',
     metric: 'entropy', op: '<', value: 0.04, for: 3, recover: 0.05, recoverFor: 3,
-    // ours (issue 11): the floor holds for runs whose first 5 records sat above it; a model that lives at
-    // 0.02-0.04 (verl PPO GSM8K in ../shared/real-logs, Qwen-class models) is judged by entropy_drop
+    // ours: the floor holds for runs whose first 5 records sat above it; a model that lives at
+    // 0.02-0.04 (a public verl PPO GSM8K log, Qwen-class models) is judged by entropy_drop
     learn: 5,
   },
   {
-    // 000: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike (15.786)": 10 is
-    // the floor. Ours: and 10× the median of the 50 records before (a large model lives at 2.5, TRL's
-    // hotpotqa run at 0.4-224 with a median of 21, ../shared/real-logs), beyond 4 robust σ of their logs (that
-    // run's one 1,927 is 2.5σ: its norms span three decades). `cap`: set it to page on any norm above a line.
+    // learning.log guide: "grad_norm ... Values > 10: Potential gradient explosion"; "Sudden grad_norm spike
+    // (15.786)": 10 is the floor. Ours: and 10× the median of the 50 records before (a large model lives at 2.5,
+    // a public TRL GRPO log (hotpotqa agent) at 0.4-224 with a median of 21), beyond 4 robust σ of their logs
+    // (that run's one 1,927 is 2.5σ: its norms span three decades). `cap`: set it to page on any norm above a line.
     // One spike is news; spikes a few steps apart are one incident.
     id: 'grad_explosion', kind: 'relative', severity: 'critical',
     metric: 'grad_norm', baseline: 'rolling', baselineWindow: 50, op: '>', factor: 10, floor: 10, logSigmas: 4,
     for: 1, recoverFor: 5,
   },
   {
-    // 000, "Mode Collapse Warning": "loss=0.0000  grad=0.000 ... Zero loss and grad (no learning)"
+    // learning.log guide, "Mode Collapse Warning": "loss=0.0000  grad=0.000 ... Zero loss and grad (no learning)"
     id: 'no_learning', kind: 'threshold', severity: 'critical',
     metric: 'loss', op: '==', value: 0, and: [{ metric: 'grad_norm', op: '==', value: 0 }], for: 3, recoverFor: 2,
   },
   {
-    // 000, "Runaway Completions": "reward=0.050±0.000 ... Reward capped at 0.05 (RUNAWAY_REWARD_CAP)": the
-    // reward pinned at the cap with no spread. Not a reward of 0 with no spread (every answer wrong:
+    // learning.log guide, "Runaway Completions": "reward=0.050±0.000 ... Reward capped at 0.05 (RUNAWAY_REWARD_CAP)":
+    // the reward pinned at the cap with no spread. Not a reward of 0 with no spread (every answer wrong:
     // zero_signal_too_hard), and not a high clip ratio alone: verl runs start healthy at 0.79 (real logs), which
     // `truncation` (warning) and `truncation_no_signal` (critical, with frac_zero_std near 1) judge.
     id: 'runaway_completions', kind: 'threshold', severity: 'critical',
@@ -178,26 +185,26 @@ export const GRPO_PRESET: readonly Rule[] = [
     for: 3, recoverFor: 3,
   },
   {
-    // 000: "reward ... Plateau at < 0.3: Model stuck in low-quality local optimum"
+    // learning.log guide: "reward ... Plateau at < 0.3: Model stuck in low-quality local optimum"
     id: 'reward_plateau', kind: 'trend', severity: 'warning',
-    // ours (issue 11): 10-record windows, flat by more than their own noise (caught 20 records into a
+    // ours: 10-record windows, flat by more than their own noise (caught 20 records into a
     // plateau); one plateau is one incident, however its noise wanders
     metrics: ['reward'], direction: 'flat', window: 10, change: 0.05, below: 0.3,
     quietFor: 30,
   },
   {
-    // 002: "Alert System: Warnings for significant reward changes (>10%)";
+    // logging guide: "Alert System: Warnings for significant reward changes (>10%)";
     // "Trend Alert Step 150: accuracy ↗️ +15.3% (0.654 → 0.754)". A rise is info, a fall a warning.
     id: 'reward_trend', kind: 'trend', severity: 'info',
     metrics: ['reward', 'rewards/*'], direction: 'any', window: 15, change: 0.1, minDelta: 0.02,
     rise: 'info', fall: 'warning',
-    // ours (issue 11): a change beyond 5 standard errors of the difference of the window means (stationary
+    // ours: a change beyond 5 standard errors of the difference of the window means (stationary
     // noise raises none in 100,000 steps, bench/noise.ts); one that returns within a window is the same incident
     sigmas: 6, quietFor: 15,
-    // ours (issue 11): held for 5 records (a third of a window): a noisy PPO reward (deepspeed-chat-ppo in
-    // ../shared/real-logs) brushes 6 standard errors for a record or four in a dip that passes
+    // ours: held for 5 records (a third of a window): a noisy PPO reward (a public DeepSpeed-Chat PPO log)
+    // brushes 6 standard errors for a record or four in a dip that passes
     for: 5,
-    // ours (issue 11): a fall from the course the reward was on (a climb that turns into a 20% drop): the last
+    // ours: a fall from the course the reward was on (a climb that turns into a 20% drop): the last
     // 5-20 records against the line of the 100 before them, beyond 6 standard errors (README: trend)
     breakSigmas: 6, breakFit: 100,
   },
@@ -211,31 +218,31 @@ export const GRPO_PRESET: readonly Rule[] = [
     id: 'run_stuck_at_start', kind: 'stall', phase: 'start', severity: 'warning', after: '30m',
   },
   {
-    // 001, "At Epoch 0.5: Mean reward > 0.20"
+    // training analysis, "At Epoch 0.5: Mean reward > 0.20"
     id: 'milestone_reward_epoch_0.5', kind: 'milestone', severity: 'warning',
     epoch: 0.5, metric: 'reward', op: '>', value: 0.2, ...ASSUMED,
   },
   {
-    // 001, "At Epoch 0.5: frac_zero_std < 0.10"
+    // training analysis, "At Epoch 0.5: frac_zero_std < 0.10"
     id: 'milestone_frac_zero_std_epoch_0.5', kind: 'milestone', severity: 'warning',
     epoch: 0.5, metric: 'frac_zero_std', op: '<', value: 0.1, ...ASSUMED, explainedBy: ['zero_signal_too_easy'],
   },
   {
-    // 001, "At Epoch 1.0: Mean reward > 0.35"
+    // training analysis, "At Epoch 1.0: Mean reward > 0.35"
     id: 'milestone_reward_epoch_1', kind: 'milestone', severity: 'warning',
     epoch: 1, metric: 'reward', op: '>', value: 0.35, ...ASSUMED,
   },
   {
-    // 001, "Stop if at Epoch 1.0: Mean reward still < 0.15"
+    // training analysis, "Stop if at Epoch 1.0: Mean reward still < 0.15"
     id: 'stop_reward_epoch_1', kind: 'milestone', severity: 'critical',
     epoch: 1, metric: 'reward', op: '>=', value: 0.15, ...ASSUMED,
   },
   {
-    // 001, "Stop if at Epoch 1.0: frac_zero_std still > 0.30"
+    // training analysis, "Stop if at Epoch 1.0: frac_zero_std still > 0.30"
     id: 'stop_frac_zero_std_epoch_1', kind: 'milestone', severity: 'critical',
     epoch: 1, metric: 'frac_zero_std', op: '<=', value: 0.3, ...ASSUMED, explainedBy: ['zero_signal_too_easy'],
   },
-  // issue 8: what people who train with RL ask for most: "stop me when the loss is NaN", "tell me when it
+  // what people who train with RL ask for most: "stop me when the loss is NaN", "tell me when it
   // crashes or finishes" (TRL, verl, open-r1, ms-swift threads; W&B's own alert example is a NaN loss)
   { id: 'non_finite', kind: 'non_finite', severity: 'critical', recoverFor: 5 },
   { id: 'run_crashed', kind: 'crash', severity: 'critical', grace: '2m' },

@@ -1,8 +1,10 @@
 /**
  * What each rule of the preset means, what usually causes it and what to try: data kept next to the rule book,
- * read by the run report, the alert cards (the `hint`: one line) and the README table. Sources: seeds 000/001
- * (shared/seeds), the TRL GRPO/PPO docs, verl's best practices and rollout-correction docs. A test checks that
- * every preset rule has an entry.
+ * read by the run report, the alert cards (the `hint`: one line) and the README table. Sources: the learning.log
+ * metrics guide of an OCaml GRPO trainer, a GRPO training analysis (Qwen2.5-Coder-1.5B on OCaml problems, epoch
+ * 0.28-0.29), the R1-Zero GRPO logging guide, the TRL GRPO/PPO docs, verl's best practices and rollout-correction
+ * docs. Each text names its source in words a user reading a card understands. A test checks that every preset
+ * rule has an entry.
  */
 export interface RuleKnowledge {
   /** what the condition means for the run, in one sentence */
@@ -19,21 +21,23 @@ export interface RuleKnowledge {
 const MODE_COLLAPSE: RuleKnowledge = {
   meaning:
     'many prompts get the same reward for every generation: GRPO learns from the differences within a group, so ' +
-    'those prompts give no learning signal (seed 001)',
+    'those prompts give no learning signal (a GRPO training analysis)',
   causes: [
-    'sampling temperature too low for early GRPO training (seed 001: 0.9 was too low)',
+    'sampling temperature too low for early GRPO training (a GRPO training analysis: 0.9 was too low)',
     'too few generations per prompt to see different outcomes',
     'the model converged on a few "safe" patterns that earn a mediocre reward',
   ],
   actions: [
-    'raise the sampling temperature (seed 001: 0.9 -> 1.1)',
-    'more generations per prompt (seed 001: num_generations 6 -> 8)',
+    'raise the sampling temperature (a GRPO training analysis: 0.9 -> 1.1)',
+    'more generations per prompt (a GRPO training analysis: num_generations 6 -> 8)',
   ],
   hint: 'raise the temperature (e.g. 0.9 -> 1.1) and the generations per prompt (e.g. 6 -> 8)',
 };
 
 const ENTROPY_LOW: RuleKnowledge = {
-  meaning: 'the policy is nearly deterministic: it stopped exploring, so groups collapse to one answer (seed 000)',
+  meaning:
+    'the policy is nearly deterministic: it stopped exploring, so groups collapse to one answer (the learning.log ' +
+    'metrics guide)',
   causes: [
     'sampling temperature too low',
     'learning rate too high for the KL or entropy regularisation in use',
@@ -48,15 +52,17 @@ const ENTROPY_LOW: RuleKnowledge = {
 };
 
 const MILESTONE_REWARD: RuleKnowledge = {
-  meaning: 'the reward is behind the trajectory seed 001 expects of a run that is learning (> 0.20 by epoch 0.5)',
+  meaning:
+    'the reward is behind the trajectory a GRPO training analysis expects of a run that is learning (> 0.20 by ' +
+    'epoch 0.5)',
   causes: [
     'the learning rate is conservative (or still in warmup) and the reward climbs slowly',
     'completions cut off before they finish (check clipped_ratio / the end marker)',
     'the task is too hard for the base model: most generations score nothing',
   ],
   actions: [
-    'raise the learning rate (seed 001: 5e-6 -> 8e-6)',
-    'raise the max completion length (seed 001: 512 -> 600) if completions are cut off',
+    'raise the learning rate (a GRPO training analysis: 5e-6 -> 8e-6)',
+    'raise the max completion length (a GRPO training analysis: 512 -> 600) if completions are cut off',
     'if nothing improves by epoch 1.0: curriculum (easier rewards first) or a stronger base model',
   ],
   hint: 'raise the learning rate (e.g. 5e-6 -> 8e-6); longer completions if they are cut off',
@@ -64,16 +70,20 @@ const MILESTONE_REWARD: RuleKnowledge = {
 
 const MILESTONE_FRAC: RuleKnowledge = {
   ...MODE_COLLAPSE,
-  meaning: 'too many groups still have zero reward spread at the milestone (seed 001: frac_zero_std < 0.10 by epoch 0.5)',
+  meaning:
+    'too many groups still have zero reward spread at the milestone (a GRPO training analysis: frac_zero_std < 0.10 ' +
+    'by epoch 0.5)',
 };
 
 const STOP: RuleKnowledge = {
-  meaning: "one of seed 001's stop criteria holds at epoch 1.0: more of the same training is unlikely to help",
+  meaning:
+    'one of the stop criteria of a GRPO training analysis holds at epoch 1.0: more of the same training is unlikely ' +
+    'to help',
   causes: ['the base model cannot solve the task yet', 'the reward gives no partial credit to learn from'],
   actions: [
     'stop and change the setup rather than train on',
-    'curriculum: weight the easier reward components first (seed 001, option A)',
-    'check the base model on a few problems; consider a stronger one (seed 001, option B)',
+    'curriculum: weight the easier reward components first (a GRPO training analysis, option A)',
+    'check the base model on a few problems; consider a stronger one (a GRPO training analysis, option B)',
   ],
   hint: 'stop: change the setup (curriculum, stronger base model) before training on',
 };
@@ -94,13 +104,15 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
   entropy_collapse: ENTROPY_LOW,
   entropy_drop: { ...ENTROPY_LOW, meaning: 'entropy fell below a quarter of its early level: the policy stopped exploring' },
   grad_explosion: {
-    meaning: 'a gradient norm far above its usual range (> 10): one update can undo much of the training (seed 000)',
+    meaning:
+      'a gradient norm far above its usual range (> 10): one update can undo much of the training (the learning.log ' +
+      'metrics guide)',
     causes: ['learning rate too high', 'a batch with extreme advantages or rewards', 'no or a loose gradient clipping'],
     actions: ['lower the learning rate', 'clip gradients (max_grad_norm 1.0)', 'check the reward scale for outliers'],
     hint: 'lower the learning rate; clip gradients (max_grad_norm 1.0)',
   },
   no_learning: {
-    meaning: 'loss and gradient are both exactly zero: the optimiser receives nothing (seed 000)',
+    meaning: 'loss and gradient are both exactly zero: the optimiser receives nothing (the learning.log metrics guide)',
     causes: ['every group has one reward (frac_zero_std 1): no advantage', 'frozen parameters or a broken LoRA setup'],
     actions: [
       'raise the temperature and the generations per prompt so groups differ',
@@ -109,23 +121,28 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
     hint: 'restore group diversity (temperature, generations); check trainable params',
   },
   runaway_completions: {
-    meaning: 'the reward is pinned at the runaway cap with no spread: completions hit max length without the END marker',
+    meaning:
+      'the reward is pinned at the runaway cap with no spread: completions hit max length without the END marker',
     causes: ['completions never reach the end marker', 'max completion length too short'],
     actions: ['raise the max completion length', 'reward the end marker / penalise rambling (length penalty)'],
     hint: 'raise the max completion length; reward finishing (end marker)',
   },
   reward_plateau: {
-    meaning: 'a low reward (< 0.3) that stopped moving: the model sits in a low-quality local optimum (seed 000)',
+    meaning:
+      'a low reward (< 0.3) that stopped moving: the model sits in a low-quality local optimum (the learning.log ' +
+      'metrics guide)',
     causes: ['learning rate too low', 'too little exploration', 'the task is too hard for the model at this stage'],
     actions: [
-      'raise the learning rate (seed 001: 5e-6 -> 8e-6)',
+      'raise the learning rate (a GRPO training analysis: 5e-6 -> 8e-6)',
       'raise the temperature for more exploration',
-      'curriculum: easier reward components first (seed 001, option A)',
+      'curriculum: easier reward components first (a GRPO training analysis, option A)',
     ],
     hint: 'raise the learning rate or the temperature; consider a curriculum',
   },
   reward_trend: {
-    meaning: 'the reward (or a component) moved by more than 10% between windows (seed 002): a fall is a regression',
+    meaning:
+      'the reward (or a component) moved by more than 10% between windows (the R1-Zero GRPO logging guide): a fall ' +
+      'is a regression',
     causes: ['a fall: too high a learning rate, a policy drifting from the reference', 'a rise: the run is learning'],
     actions: ['on a fall: compare with the KL and the components; lower the learning rate if the KL rose too'],
     hint: 'a fall: check the KL and reward components; lower the learning rate if the KL rose',
@@ -156,9 +173,18 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
   },
   'milestone_reward_epoch_0.5': MILESTONE_REWARD,
   'milestone_frac_zero_std_epoch_0.5': MILESTONE_FRAC,
-  milestone_reward_epoch_1: { ...MILESTONE_REWARD, meaning: 'the reward is below 0.35 at epoch 1.0 (seed 001)' },
-  stop_reward_epoch_1: { ...STOP, meaning: 'the reward is still below 0.15 at epoch 1.0: seed 001 says stop' },
-  stop_frac_zero_std_epoch_1: { ...STOP, meaning: 'frac_zero_std still above 0.30 at epoch 1.0: seed 001 says stop' },
+  milestone_reward_epoch_1: {
+    ...MILESTONE_REWARD,
+    meaning: 'the reward is below 0.35 at epoch 1.0 (a GRPO training analysis)',
+  },
+  stop_reward_epoch_1: {
+    ...STOP,
+    meaning: 'the reward is still below 0.15 at epoch 1.0: a GRPO training analysis says stop',
+  },
+  stop_frac_zero_std_epoch_1: {
+    ...STOP,
+    meaning: 'frac_zero_std still above 0.30 at epoch 1.0: a GRPO training analysis says stop',
+  },
   non_finite: {
     meaning: 'a NaN or infinite loss, gradient, reward, KL or entropy: the weights may already be corrupted',
     causes: ['learning rate too high', 'fp16 overflow', 'a reward function returning nan/inf'],
@@ -293,17 +319,23 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
   // the report's own findings (expected ranges), not rules
   reward_low: MILESTONE_REWARD,
   reward_cv: {
-    meaning: 'the reward varies a lot relative to its mean (seed 001: healthy CV < 0.30): an unstable learning signal',
+    meaning:
+      'the reward varies a lot relative to its mean (a GRPO training analysis: healthy CV < 0.30): an unstable ' +
+      'learning signal',
     causes: ['output quality inconsistent: a few generations score, most do not', 'low mean reward early in training'],
     actions: ['more generations per prompt for a better advantage estimate', 'partial credit in the reward'],
     hint: 'more generations per prompt; partial credit in the reward',
   },
   entropy_range: {
     ...ENTROPY_LOW,
-    meaning: 'entropy outside 0.10-0.20 (seed 001, code): too low is no exploration, too high is random guessing',
+    meaning:
+      'entropy outside 0.10-0.20 (a GRPO training analysis, for code): too low is no exploration, too high is ' +
+      'random guessing',
   },
   grad_norm_range: {
-    meaning: 'gradient norm outside 0.01-0.5 (seed 001): updates too small to learn or large enough to destabilise',
+    meaning:
+      'gradient norm outside 0.01-0.5 (a GRPO training analysis): updates too small to learn or large enough to ' +
+      'destabilise',
     causes: ['learning rate too low (small) or too high (large)', 'no gradient clipping'],
     actions: ['adjust the learning rate', 'clip gradients (max_grad_norm 1.0)'],
     hint: 'adjust the learning rate; clip gradients',
