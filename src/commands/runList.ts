@@ -1,24 +1,13 @@
-import { UserError } from '../errors.ts';
 import { visibleName } from '../ingest/runLocator.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
-import type { Level } from '../report/build.ts';
-import { LEVEL_LABEL } from '../report/markdown.ts';
-import type { RunRow } from '../store/contract.ts';
 import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
 
-/** A run's health as its report tells it (the same status, decided the same way); null before its first record. */
-async function healthOf(ctx: CommandContext, run: RunRow, now: number): Promise<Level | null> {
-  const { reportOf } = await import('./runReport.ts');
-  try {
-    return (await reportOf(ctx, { run: run.name }, now)).status.level;
-  } catch (err) {
-    if (err instanceof UserError) return null;
-    throw err;
-  }
-}
-
-/** `runs` / `run list`: every run with its health, its firing warnings and criticals, step range, last epoch, record
- * count and last update; its directory only to a reader on this machine (a channel is no place for server paths). */
+/**
+ * `runs` / `run list`: every run with its health as its firing alerts tell it (criticals, warnings), step range, last
+ * epoch, record count and last update; its directory only to a reader on this machine (a channel is no place for
+ * server paths). The report's fuller status (ranges, milestones, stop criteria) is `run report`'s: built for every
+ * run here, it cost 14.6 s and 1.5 GB on a run of 1,000,000 steps, where the list takes half a second.
+ */
 export async function runList(ctx: CommandContext, now = Date.now()): Promise<Reply> {
   const { store, local, seesRun } = ctx;
   const runs = [];
@@ -29,7 +18,6 @@ export async function runList(ctx: CommandContext, now = Date.now()): Promise<Re
     runs.push({
       name: r.name,
       path: r.path,
-      health: await healthOf(ctx, r, now),
       critical: firing.filter((a) => a.severity === 'critical').length,
       warning: firing.filter((a) => a.severity === 'warning').length,
       firstStep: r.first_step,
@@ -47,7 +35,6 @@ export async function runList(ctx: CommandContext, now = Date.now()): Promise<Re
     lines: runs.map((r) =>
       [
         r.name,
-        r.health === null ? 'no records yet' : LEVEL_LABEL[r.health],
         firingText(r.critical, r.warning),
         `steps ${r.firstStep ?? '-'}..${r.lastStep ?? '-'}`,
         `epoch ${r.lastEpoch === null ? '-' : formatValue(Number(r.lastEpoch))}`,
@@ -65,5 +52,6 @@ function firingText(critical: number, warning: number): string {
     ...(critical > 0 ? [`${critical} critical`] : []),
     ...(warning > 0 ? [`${warning} warning${warning === 1 ? '' : 's'}`] : []),
   ];
-  return parts.length === 0 ? 'nothing firing' : `firing: ${parts.join(', ')}`;
+  const mark = critical > 0 ? '🔴' : warning > 0 ? '🟡' : '🟢';
+  return `${mark} ${parts.length === 0 ? 'nothing firing' : `firing: ${parts.join(', ')}`}`;
 }

@@ -70,8 +70,8 @@ describe('a run that crashed', () => {
     expect(lines.join('\n')).not.toContain('continue');
 
     const runs = await runList({ store: db }, T0);
-    expect(runs.lines[0]).toMatch(/^grpo-demo · 🟠 Struggling: requires intervention · firing: 1 critical · steps /);
-    expect(runs.data).toMatchObject([{ name: 'grpo-demo', health: 'struggling', critical: 1, warning: 0 }]);
+    expect(runs.lines[0]).toMatch(/^grpo-demo · 🔴 firing: 1 critical · steps /);
+    expect(runs.data).toMatchObject([{ name: 'grpo-demo', critical: 1, warning: 0 }]);
   });
 });
 
