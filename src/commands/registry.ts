@@ -111,7 +111,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     path: ['run', 'report'],
-    description: 'status, ranges against expected, issues, actions, milestones, stop verdict (seed 001)',
+    description: 'status, ranges against expected, issues, actions, milestones, stop verdict',
     options: [
       { ...runOption, accepts: (w, k) => !isSince(w) && looksLikeRun(w, k) },
       { name: 'since', description: 'window start: a step (120) or an epoch (0.5); default the last records', type: 'string', accepts: isSince },

@@ -54,7 +54,7 @@ export const ConfigSchema = z.strictObject({
     }),
     {},
   ),
-  /** `run report` (issue 12): expected ranges replacing or adding to the preset's (src/report/ranges.ts) */
+  /** `run report`: expected ranges replacing or adding to the preset's (src/report/ranges.ts) */
   report: z.prefault(
     z.strictObject({
       ranges: z._default(

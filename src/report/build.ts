@@ -1,6 +1,7 @@
 /**
- * The run report (issue 12, seed 001): every number a careful engineer reads off a run's logs, computed from
- * the store over a window of steps. Plain data: the Markdown, the chat summary and `--json` render it.
+ * The run report, after a GRPO training analysis (Qwen2.5-Coder-1.5B on OCaml problems): every number a careful
+ * engineer reads off a run's logs, computed from the store over a window of steps. Plain data: the Markdown, the chat
+ * summary and `--json` render it.
  */
 import { knowledgeOf, knowledgeOfAlert } from '../engine/presets/knowledge.ts';
 import { compare, type MilestoneRule, type Rule } from '../engine/rules.ts';
@@ -304,14 +305,16 @@ export async function buildReport(
 const numbersAsText = (o: Record<string, number>): Record<string, string> =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]));
 
-/** Actions once each: `raise the temperature (seed 001: 0.9 -> 1.1)` and `raise the temperature` are one. */
+/** Actions once each: `raise the temperature (a GRPO training analysis: 0.9 -> 1.1)` and `raise the temperature`
+ * are one. */
 function distinct(actions: readonly string[]): string[] {
   const key = (a: string): string => a.replace(/\s*\(.*\)\s*$/, '').trim();
   const seen = new Set<string>();
   return actions.filter((a) => !seen.has(key(a)) && seen.add(key(a)) !== undefined);
 }
 
-/** The learning rate the run logs now (seed 001: "currently running at ~3.55e-6 due to warmup"). */
+/** The learning rate the run logs now (the training analysis: "currently running at ~3.55e-6 due to
+ * warmup"). */
 async function loggedLr(store: StoreTx, runId: number, until: number): Promise<Record<string, string>> {
   const lr = (await store.upTo(runId, 'lr', until, 1, true))[0];
   return lr ? { 'lr (logged now)': `${lr.value.toExponential(2)} at step ${lr.step}` } : {};

@@ -1,6 +1,6 @@
 /**
- * Two runs side by side (issue 12): each metric both log, aligned by epoch when both log one (runs with other
- * batch sizes reach the same data at other steps), else by step, and compared where both have got to.
+ * Two runs side by side: each metric both log, aligned by epoch when both log one (runs with other batch sizes reach
+ * the same data at other steps), else by step, and compared where both have got to.
  */
 import type { RunRow, StoreTx } from '../store/contract.ts';
 import { finite, mean } from './stats.ts';

@@ -1,7 +1,7 @@
 /**
- * Reports nobody asked for (issue 12): one when a watched run reaches each milestone epoch (0.5 and 1.0 by
- * default), and a daily digest per channel (each run's status line, firing alerts, reward since yesterday, and
- * the info alerts of the last 24 h, which go nowhere else but the terminal: issue 11).
+ * Reports nobody asked for: one when a watched run reaches each milestone epoch (0.5 and 1.0 by default), and a daily
+ * digest per channel (each run's status line, firing alerts, reward since yesterday, and the info alerts of the last
+ * 24 h, which go nowhere else but the terminal).
  * Written to the outbox like alerts; muted like alerts by a mute on rule `report` or `digest`.
  */
 import type { Config } from '../config/schema.ts';

@@ -25,8 +25,9 @@ export function endedBy(firing: readonly AlertRow[], kindOf: (rule: string) => s
 }
 
 /**
- * Stop criteria (seed 001): judged at epoch 1.0; before, green lights and red flags say how it goes. A job that no
- * longer trains (`ended`: a crash, a stall, its end) is never told to continue: what it met is past.
+ * The stop criteria of a GRPO training analysis (Qwen2.5-Coder-1.5B on OCaml problems): judged at epoch 1.0; before,
+ * green lights and red flags say how it goes. A job that no longer trains (`ended`: a crash, a stall, its end) is
+ * never told to continue: what it met is past.
  */
 export function stopVerdict(
   milestones: readonly MilestoneItem[],

@@ -81,7 +81,8 @@ export function foldAttempts(
   }
   let advanced = 0;
   for (const step of steps) {
-    // the same step again is more of that step (seed 002's blocks, DeepSpeed's reward line), not a restart
+    // the same step again is more of that step (the R1-Zero GRPO logging guide's callback blocks, DeepSpeed's
+    // reward line), not a restart
     if (prev !== null && step < prev) restart(step);
     if (attempt === newest.attempt && step > newest.last_step) {
       newest.last_step = step;

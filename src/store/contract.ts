@@ -73,7 +73,7 @@ export interface PostedMessage {
 }
 
 /**
- * The store as the app will use it once it can be PostgreSQL as well as SQLite (issue 13): asynchronous, and
+ * The store as the app will use it once it can be PostgreSQL as well as SQLite: asynchronous, and
  * nothing outside `store/` touches SQL or a driver. Methods are those the engine, ingestor, dispatcher, commands
  * and bots call on today's synchronous `Store` and its table modules, under one name each; rows have the same
  * shapes. Implemented by `sqliteAsync.ts` (over the synchronous Store) and `pg/pgStore.ts`.
