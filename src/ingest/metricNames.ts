@@ -18,7 +18,7 @@ export const CANONICAL_METRICS: ReadonlySet<string> = new Set([
   'clipped_ratio',
   'pass_at_1',
   'pass_at_all',
-  // PPO health and speed (issue 11): the preset's rules on any trainer
+  // PPO health and speed: the preset's rules on any trainer
   'pg_clipfrac',
   'ppo_kl',
   'value_loss',
@@ -44,14 +44,14 @@ const ALIASES: ReadonlyMap<string, string> = new Map([
   ['actor/kl_loss', 'kl'],
   ['response_length/mean', 'completion_length'],
   ['response_length/clip_ratio', 'clipped_ratio'],
-  // seed 000 learning.log
+  // the OCaml GRPO trainer's learning.log
   ['grad', 'grad_norm'],
   ['syntax_rew', 'rewards/syntax_aware_reward'],
 ]);
 
-/** verl, TRL and OpenRLHF names of the quantities the preset's PPO, length and speed rules watch (issue 11). */
+/** verl, TRL and OpenRLHF names of the quantities the preset's PPO, length and speed rules watch. */
 const TRAINER_ALIASES: ReadonlyMap<string, string> = new Map([
-  // verl (seed 004; verl's console as in ../shared/real-logs/verl-ppo-qwen3-slurm)
+  // verl (TinyZero's metrics reference; verl's console as in a public verl PPO log of Qwen3 under Slurm)
   ['actor/pg_clipfrac', 'pg_clipfrac'],
   ['actor/ppo_kl', 'ppo_kl'],
   ['critic/vf_loss', 'value_loss'],
@@ -70,8 +70,9 @@ const TRAINER_ALIASES: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * Home-grown loops (minimind, DeepSpeed-Chat, seed 002's callback, OpenRLHF's tqdm postfix), looked up in lower
- * case because these loops print `Reward`, `KL_ref`, `Actor Loss`. Canonical names in any case match too.
+ * Home-grown loops (minimind, DeepSpeed-Chat, the R1-Zero GRPO logging guide's callback, OpenRLHF's tqdm postfix),
+ * looked up in lower case because these loops print `Reward`, `KL_ref`, `Actor Loss`. Canonical names in any case
+ * match too.
  */
 const HOME_GROWN_ALIASES: ReadonlyMap<string, string> = new Map([
   ['average reward score', 'reward'],

@@ -1,6 +1,6 @@
 /**
- * Seed 002's ComprehensiveLoggingCallback: a `Step N | Loss: .. | LR: .. | Epoch: ..` line, then blocks that
- * belong to that step until the next one:
+ * The R1-Zero GRPO logging guide's ComprehensiveLoggingCallback: a `Step N | Loss: .. | LR: .. | Epoch: ..` line,
+ * then blocks that belong to that step until the next one:
  *            GRPO | Policy: 1.2340 | Value: 0.5670 | Entropy: 0.0890
  *   Reward Breakdown:
  *     accuracy       :  0.750 ± 0.433 [ 0.000,  1.000]      -> rewards/accuracy, /std, /min, /max

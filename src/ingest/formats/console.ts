@@ -5,8 +5,8 @@
  *   the numbers): a whole line (or behind a progress bar) naming a training quantity; a dict quoted in a message,
  *   a logger line or a config print is not a step. The global step: see `placeTrainDict`. The closing
  *   `train_runtime` dict is the run's summary, not a step;
- * - TRL's `log_completions` rich tables (richTable.ts) and seed 002's ComprehensiveLoggingCallback blocks
- *   (callbackLog.ts);
+ * - TRL's `log_completions` rich tables (richTable.ts) and the R1-Zero GRPO logging guide's
+ *   ComprehensiveLoggingCallback blocks (callbackLog.ts);
  * - verl / TinyZero lines `(TaskRunner pid=1) step:34 - actor/entropy:0.22 - critic/score/mean:0.5`, with a
  *   fractional epoch derived from the integer `training/epoch` (verlEpoch.ts);
  * - OpenRLHF's tqdm postfix `pg=0.12, rm=0.5, ...` (tqdm.ts);

@@ -78,7 +78,10 @@ function readStepMarker(s: string, i: number): [number, number] | undefined {
 
 const closeOf = (open: number): number => (open === 91 /* [ */ ? 93 : open === 40 /* ( */ ? 41 : -1);
 
-/** A leading `Step N`, `Step N:` or `Step N/M` (seed 002's callback, many loops), `[step N]`, `[k/N]` or `(k/N)`. */
+/**
+ * A leading `Step N`, `Step N:` or `Step N/M` (the R1-Zero GRPO logging guide's callback, many loops), `[step N]`,
+ * `[k/N]` or `(k/N)`.
+ */
 function readLeadingStep(s: string, i: number, out: KeyValueLine): number {
   const c = s.charCodeAt(i);
   const close = closeOf(c);

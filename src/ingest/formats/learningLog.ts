@@ -1,5 +1,5 @@
 /**
- * `learning.log` of the OCaml GRPO trainer (seed 000):
+ * `learning.log` of the OCaml GRPO trainer (as its learning-metrics guide describes it):
  * `[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102±0.077  syntax_rew=0.102±0.078 ...`
  * No step numbers: the pipeline numbers the records.
  */
@@ -55,8 +55,8 @@ const isControl = (c: number): boolean => (c < 32 && c !== 9 && c !== 10 && c !=
  * `/([A-Za-z_][\w/.-]*)=(\S+)/` finds it, the leftmost `=` preceded by a name and followed by a value. That regex
  * retried from every letter of a long run of name characters without `=`, which made one 160 KB line cost seconds.
  * The value's mean ends at `meanEnd` and its std begins at `stdStart` (both the token's end when it has none):
- * `0.102±0.077`, `±` mis-encoded as `Â±` (UTF-8 read as Latin-1, seed 001), or the ASCII spellings `+-` and `+/-`;
- * the first `±` first, else the first `+-`, else the first `+/-`.
+ * `0.102±0.077`, `±` mis-encoded as `Â±` (UTF-8 read as Latin-1, as in the sample lines of a GRPO training analysis),
+ * or the ASCII spellings `+-` and `+/-`; the first `±` first, else the first `+-`, else the first `+/-`.
  */
 function scanToken(s: string, from: number): number {
   let run = -1; // first letter or `_` of the current run of name characters, before the pair's `=`
