@@ -1,4 +1,4 @@
--- Scheduled reports (issue 12): which milestone reports and daily digests were sent (or passed over), so that
+-- Scheduled reports: which milestone reports and daily digests were sent (or passed over), so that
 -- each goes once. run_id 0 is the digest (every run of a channel).
 CREATE TABLE report_marks (
   run_id  INTEGER NOT NULL,

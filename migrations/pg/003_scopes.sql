@@ -1,4 +1,4 @@
--- Watchers on several hosts write one database (issue 13): two hosts may both have /data/runs/grpo-7/train.log.
+-- Watchers on several hosts write one database: two hosts may both have /data/runs/grpo-7/train.log.
 -- A run belongs to a scope (the watcher's run prefix, `watch.prefix`: the host name unless configured; '' for what
 -- `rlwatch migrate` copies from SQLite and for the store contract), and runs, files and unread files are unique by
 -- path within their scope only. A file's scope is its run's, kept on its row so that a watcher finds its files by
