@@ -21,7 +21,7 @@ import { SqliteAsyncStore } from '../src/store/sqliteAsync.ts';
 import { Store, type Batch } from '../src/store/store.ts';
 import { startFakeDiscord, type RecordedRequest } from '../test/fakes/discordServer.ts';
 import { rng } from './generate.ts';
-import { learningLine } from '../test/seedLines.ts';
+import { learningLine } from '../test/learningLines.ts';
 import { percentile } from './live.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));

@@ -1,5 +1,5 @@
 /**
- * Many hosts, one PostgreSQL (issue 13), as users run it: WATCHERS `rlwatch start --role watcher` processes (the real
+ * Many hosts, one PostgreSQL, as users run it: WATCHERS `rlwatch start --role watcher` processes (the real
  * bin/rlwatch, each with its own prefix and run root) and one `--role bot` posting to a local fake Discord, on a
  * throwaway embedded PostgreSQL (fsync off: test/pg/embedded.ts). RUNS runs in all grow at PER_SEC lines/s each. Once
  * a second one run's line carries a gradient spike: its alert's card reaching the fake is line → chat. Line → commit
@@ -17,7 +17,7 @@ import pg from 'pg';
 import { LEASE_MS } from '../src/notify/dispatcher.ts';
 import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../test/fakes/discordServer.ts';
 import { startPostgres } from '../test/pg/embedded.ts';
-import { learningLine } from '../test/seedLines.ts';
+import { learningLine } from '../test/learningLines.ts';
 import { percentile } from './live.ts';
 import { bareEnv, cpuSeconds, cpuSecondsOfAll } from './proc.ts';
 

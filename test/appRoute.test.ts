@@ -43,7 +43,7 @@ function routed(config: unknown): Record<string, string[]> {
   return out;
 }
 
-describe('routing of info alerts (issue 11)', () => {
+describe('routing of info alerts', () => {
   it('info goes to the terminal only; warnings go to the chat channel too', () => {
     expect(routed({ alerts: { preset: 'grpo' } })).toEqual({
       console: ['mode_collapse critical', 'truncation warning', 'zero_signal_too_easy info'],

@@ -22,7 +22,7 @@ export function ensureParent(path: string): string {
   return path;
 }
 
-export { learningLine, learningLines } from './seedLines.ts';
+export { learningLine, learningLines } from './learningLines.ts';
 
 /**
  * `../shared/real-logs` beside the checkout: real training logs others published, read (never copied) by the

@@ -50,7 +50,7 @@ export class WatchedRun {
     writeFileSync(this.log, '');
   }
 
-  /** Appends `n` seed-000 lines (grad and frac_zero_std as given). */
+  /** Appends `n` learning.log lines (grad and frac_zero_std as given). */
   write(n: number, extra: { grad?: number; frac?: number } = {}): void {
     for (let i = 0; i < n; i++) appendFileSync(this.log, `${learningLine(++this.step, extra)}\n`);
   }

@@ -75,7 +75,7 @@ describe('run logs', () => {
     await ingestor.ingest(learning, runs());
     const reply = await ask('run logs grpo');
     expect(reply.title).toBe('grpo: the last 3 lines of learning.log');
-    // the ± of the seed format is kept: only control characters are replaced
+    // the ± of the learning.log format is kept: only control characters are replaced
     expect(reply.blocks?.[0]?.code.split('\n')).toEqual([learningLine(1), 'WARNING: reward function slow', learningLine(2)]);
   });
 

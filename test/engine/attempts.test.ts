@@ -136,7 +136,7 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
 });
 
 describe('not a restart', () => {
-  it('a step logged again (one step over several lines: seed 002 blocks, the DeepSpeed reward line)', () => {
+  it('a step logged again (one step over several lines: the logging callback\'s blocks, the DeepSpeed reward line)', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     for (let step = 1; step <= 30; step++) t.resumeAt(step).feed([healthy]).resumeAt(step).feed([healthy]);
     expect(t.store.attempts.list(t.run.id).map((a) => a.attempt)).toEqual([1]);

@@ -1,6 +1,6 @@
 /**
- * Baselines that mean something: grad_explosion against the run's own rolling median (with seed 000's 10 as the
- * floor), kl_blowup against KL's own recent course after its warm-up, never against the first records (where KL is
+ * Baselines that mean something: grad_explosion against the run's own rolling median (with the learning.log
+ * metrics guide's 10 as the floor), kl_blowup against KL's own recent course after its warm-up, never against the first records (where KL is
  * ~0 by construction). Series drawn from a seeded PRNG; the expected steps are where the test puts the failure.
  */
 import { describe, expect, it } from 'vitest';
@@ -39,7 +39,7 @@ describe('grad_explosion: a multiple of the run own rolling median, 10 at least'
     const t = new Trace({ book: book() }).feed(series('grad_norm', values));
     const steps = t.alerts().map((a) => a.fired_step!);
     expect(steps).not.toContain(201);
-    // the first record has no median before it: seed 000's 10 is its line (a page there resolves once the
+    // the first record has no median before it: the guide's 10 is its line (a page there resolves once the
     // median is known); any other page is a draw far out in the run's own tail: over 10× its median and 3.5 σ of
     // its logs (the gate is 4 σ of the σ estimated from the 50 records before)
     expect(steps.includes(1)).toBe(values[0]! > 10);

@@ -1,5 +1,5 @@
 /**
- * Milestones and stop rules in the reward's own scale: seed 001's numbers are written for a reward in [0, 1]; on
+ * Milestones and stop rules in the reward's own scale: the numbers of a GRPO training analysis are written for a reward in [0, 1]; on
  * another scale they are read as fractions of the run's range, a miss of the preset's assumption is at most a
  * warning (critical only once the config sets the target), and a run whose prompts are all solved is no stop.
  * Series drawn from a seeded PRNG; the lines the test expects are computed here from the series.
@@ -38,7 +38,7 @@ describe('milestones on a reward in [-1, 0]', () => {
 
   it('a healthy climb from -0.8 to -0.2 misses no milestone and gets no stop (0.15 of its range, not 0.15)', () => {
     const { mean, lo, hi } = atEpoch1(rising);
-    expect(mean).toBeLessThan(0.15); // the seed's number as written: a critical stop on a healthy run
+    expect(mean).toBeLessThan(0.15); // the analysis' number as written: a critical stop on a healthy run
     expect(mean).toBeGreaterThan(lo + 0.35 * (hi - lo)); // the highest of the fractions, milestone_reward_epoch_1
     const t = new Trace().feed(rising);
     expect(named(t)).toEqual([]);

@@ -38,7 +38,7 @@ describe('preset v2: relative entropy, truncation, length', () => {
   });
 
   it('length_collapse stays silent on a noisy but level length, and still catches a collapse out of that noise', () => {
-    // minimind's `Avg Response Len` (../shared/real-logs) swings 60-500 from step to step with no trend: its
+    // minimind's `Avg Response Len` (its public GRPO log) swings 60-500 from step to step with no trend: its
     // 5-record median dips under half its running max by chance; the noise gate (4 standard errors) holds it
     let seed = 7;
     const uniform = (lo: number, hi: number): number => {

@@ -1,30 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import { GRPO_PRESET, RUNAWAY_REWARD_CAP } from '../../src/engine/presets/grpo.ts';
 import { RuleBook } from '../../src/engine/rules.ts';
-import { Trace, presetOnly, seedLine, times } from './trace.ts';
+import { Trace, learningLogValues, presetOnly, times } from './trace.ts';
 
-// seed 000 ("Interpreting Common Patterns"), verbatim
+// the learning.log metrics guide of an OCaml GRPO trainer ("Interpreting Common Patterns"), verbatim
 const HEALTHY = [
   '[Epoch 0.10]  loss=-0.0311  grad=0.028  lr=2.00e-06  reward=0.207±0.006  syntax_rew=0.207±0.012  entropy=0.055  frac_zero_std=0.75',
   '[Epoch 0.20]  loss=-0.0415  grad=0.035  lr=1.95e-06  reward=0.315±0.015  syntax_rew=0.315±0.018  entropy=0.068  frac_zero_std=0.50',
   '[Epoch 0.30]  loss=-0.0520  grad=0.042  lr=1.90e-06  reward=0.428±0.022  syntax_rew=0.428±0.025  entropy=0.074  frac_zero_std=0.25',
-].map(seedLine);
+].map(learningLogValues);
 const COLLAPSE = [
   '[Epoch 0.50]  loss=0.0000  grad=0.000  lr=1.85e-06  reward=0.210±0.000  syntax_rew=0.210±0.000  entropy=0.044  frac_zero_std=1.00',
   '[Epoch 0.51]  loss=0.0000  grad=0.000  lr=1.84e-06  reward=0.210±0.000  syntax_rew=0.210±0.000  entropy=0.044  frac_zero_std=1.00',
-].map(seedLine);
-const RUNAWAY = seedLine(
+].map(learningLogValues);
+const RUNAWAY = learningLogValues(
   '[Epoch 0.25]  loss=-0.0311  grad=0.028  lr=1.98e-06  reward=0.050±0.000  syntax_rew=0.050±0.000  entropy=0.055  frac_zero_std=1.00',
 );
 const SPIKE = [
   '[Epoch 0.35]  loss=0.0947  grad=15.786  lr=1.90e-06  reward=0.207±0.012  entropy=0.103  frac_zero_std=0.75',
   '[Epoch 0.36]  loss=-0.0312  grad=0.024  lr=1.89e-06  reward=0.207±0.006  entropy=0.080  frac_zero_std=0.75',
-].map(seedLine);
+].map(learningLogValues);
 
 const firing = (t: Trace) =>
   t.alerts().filter((a) => a.state === 'firing').map((a) => `${a.rule}@${a.fired_step}`).sort();
 
-describe('GRPO preset on the seed 000 patterns', () => {
+describe('GRPO preset on the learning.log guide\'s patterns', () => {
   it('has the rule ids of the design', () => {
     expect(GRPO_PRESET.map((r) => r.id)).toEqual(
       expect.arrayContaining([
@@ -89,7 +89,7 @@ describe('GRPO preset on the seed 000 patterns', () => {
     expect(t.alert('grad_explosion')).toMatchObject({
       severity: 'critical',
       metric: 'grad_norm',
-      // 10× the median of the records before (0.035) is under the floor: the line is seed 000's 10
+      // 10× the median of the records before (0.035) is under the floor: the line is the guide's 10
       summary: 'grad_norm 15.79 > 10 (451× its recent median) for 1 step',
     });
     t.feed(times(4, SPIKE[1]!));
@@ -134,7 +134,7 @@ describe('GRPO preset on the seed 000 patterns', () => {
   });
 
   it('clipped_ratio 0.8 held for 3 records is truncation (a warning), not a critical runaway', () => {
-    // verl-ppo-qwen3-slurm starts a healthy run at clip_ratio 0.79 (../shared/real-logs): no critical for that
+    // a public verl PPO log (Qwen3-0.6B under Slurm) starts a healthy run at clip_ratio 0.79: no critical for that
     const t = new Trace().feed(times(3, { reward: 0.4, reward_std: 0.1, clipped_ratio: 0.8 }));
     expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.severity} ${a.state} ${a.fired_step}`)).toEqual([
       'truncation clipped_ratio warning firing 3',

@@ -1,7 +1,7 @@
 /**
  * The whole GRPO preset over every run in ../shared/real-logs, backfilled as `rlwatch backfill` does (the real
  * ingestor into a real SQLite file, history evaluated without announcing, then one tick). What a practitioner
- * would want from each run (issue 11): runs that trained normally get no critical; a run with no learning
+ * would want from each run: runs that trained normally get no critical; a run with no learning
  * signal gets one page for that one cause; a noisy PPO reward that dips and recovers is no warning, a fall that
  * holds is.
  */

@@ -18,7 +18,7 @@ describe('saturation (reward_saturated): a component at its max with zero std', 
     });
   });
 
-  it('at the max with spread, below the max with std 0 (seed 000 collapse at 0.21), or pinned at 0: nothing', () => {
+  it('at the max with spread, below the max with std 0 (the learning.log guide\'s collapse at 0.21), or pinned at 0: nothing', () => {
     expect(new Trace({ book: book() }).feed(rows([[1, 0.1], [1, 0.1], [1, 0.1]])).alerts()).toEqual([]);
     expect(new Trace({ book: book() }).feed(rows([[0.35, 0.1], [0.21, 0], [0.21, 0], [0.21, 0]])).alerts()).toEqual([]);
     expect(new Trace({ book: book() }).feed(rows([[0, 0], [0, 0], [0, 0], [0, 0]])).alerts()).toEqual([]);

@@ -29,8 +29,8 @@ export const times = (n: number, v: Values): Values[] => Array.from({ length: n 
 /** One metric over several records: `series('x', [1, 2])` = `[{ x: 1 }, { x: 2 }]`. */
 export const series = (metric: string, values: readonly number[]): Values[] => values.map((v) => ({ [metric]: v }));
 
-/** The values of one seed 000 learning.log line, read by the real parser (`grad` -> grad_norm, ...). */
-export function seedLine(line: string): Values {
+/** The values of one learning.log line (the OCaml GRPO trainer's), read by the real parser (`grad` -> grad_norm, ...). */
+export function learningLogValues(line: string): Values {
   const parsed = learningLog.open({ relPath: 'learning.log' })(line);
   if (parsed.kind !== 'metric') throw new Error(`not a metric line: ${line}`);
   return Object.fromEntries(parsed.record.values);

@@ -41,9 +41,9 @@ const detectId = (relPath: string, head: string) => {
 // ---------------------------------------------------------------------------------------- learning.log
 
 describe('learningLog', () => {
-  const seedLine =
+  const guideLine =
     '[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102±0.077  syntax_rew=0.102±0.078  entropy=0.155  frac_zero_std=0.00';
-  const seedValues = {
+  const guideValues = {
     epoch: 0.28,
     loss: -0.0469,
     grad_norm: 0.0838,
@@ -56,13 +56,13 @@ describe('learningLog', () => {
     frac_zero_std: 0,
   };
 
-  it('reads a seed 000 line: canonical names, ± split into mean and std, epoch, no step', () => {
-    const r = metric(parse('learningLog', seedLine));
-    expect(r).toEqual({ epoch: 0.28, values: seedValues });
+  it('reads a learning.log line: canonical names, ± split into mean and std, epoch, no step', () => {
+    const r = metric(parse('learningLog', guideLine));
+    expect(r).toEqual({ epoch: 0.28, values: guideValues });
     expect(r.step).toBeUndefined();
   });
 
-  it('reads ± mis-encoded as Â± (seed 001), and a CRLF leftover', () => {
+  it('reads ± mis-encoded as Â± (as in a GRPO training analysis), and a CRLF leftover', () => {
     const line =
       '[Epoch 0.29]  loss=0.0111   grad=0.0406  lr=3.57e-06  reward=0.115Â±0.065  syntax_rew=0.115Â±0.082  entropy=0.165  frac_zero_std=0.25\r';
     expect(metric(parse('learningLog', line)).values).toEqual({

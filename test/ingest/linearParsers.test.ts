@@ -23,7 +23,7 @@ describe('learning.log pairs', () => {
     }
   });
 
-  it('reads a seed-000 line unchanged', () => {
+  it('reads a learning.log line unchanged', () => {
     const r = learningLog.open({ relPath: 'learning.log' })('[Epoch 0.28]  loss=-0.0469  grad=0.0838  reward=0.102±0.077');
     expect(r.kind).toBe('metric');
     if (r.kind !== 'metric') return;

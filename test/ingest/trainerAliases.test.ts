@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalName, isCanonicalMetric } from '../../src/ingest/metricNames.ts';
 
-describe('verl, TRL and OpenRLHF names of the PPO, length and speed quantities (issue 11)', () => {
+describe('verl, TRL and OpenRLHF names of the PPO, length and speed quantities', () => {
   it.each([
     ['actor/pg_clipfrac', 'pg_clipfrac'],
     ['actor/ppo_kl', 'ppo_kl'],

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { learningLine, tempDir } from '../helpers.ts';
 import { rlwatch } from './cli.ts';
 
-/** Two runs: a seed-000 learning.log and a TRL stdout capture with a tqdm bar and a broken dict line. */
+/** Two runs: an OCaml GRPO trainer's learning.log and a TRL stdout capture with a tqdm bar and a broken dict line. */
 function makeRuns(): { root: string; db: string } {
   const root = tempDir();
   const a = join(root, 'runs', 'grpo-a');

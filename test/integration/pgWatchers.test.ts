@@ -1,5 +1,5 @@
 /**
- * Issue 13's whole shape, as users run it: two `rlwatch start --role watcher` processes (two hosts, each with its
+ * Many hosts, one PostgreSQL, as users run it: two `rlwatch start --role watcher` processes (two hosts, each with its
  * own `watch.prefix` and run root) and one `--role bot` process, the real bin/rlwatch each, on one PostgreSQL, posting
  * to the fake Discord. Lines are appended while they run; the bot is killed mid-stream (SIGKILL: no clean release)
  * and a new one started. Every line is stored once, and every alert posted once.

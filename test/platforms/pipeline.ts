@@ -1,5 +1,5 @@
 /**
- * One platform instance behind the real pipeline, wired as src/app.ts wires it: a seed-000 log and a
+ * One platform instance behind the real pipeline, wired as src/app.ts wires it: a learning.log and a
  * completions file on disk → Ingestor → SQLite store → Engine (routing with the platform's `route`) → outbox →
  * Dispatcher (the instance's targets). Alerts are what the real rules make of the lines written.
  */
@@ -64,7 +64,7 @@ export class PlatformRun {
     return new PlatformRun(root, store, await platform.create(settings, ctx), platform.route(settings, ctx.config));
   }
 
-  /** Appends `n` seed-000 lines; then ingests them and drains the outbox. */
+  /** Appends `n` learning.log lines; then ingests them and drains the outbox. */
   async write(n: number, extra: { grad?: number; frac?: number } = {}): Promise<void> {
     for (let i = 0; i < n; i++) appendFileSync(this.log, `${learningLine(++this.step, extra)}\n`);
     await this.ingestor.ingest(this.log, this.runs);

@@ -12,7 +12,7 @@ import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 
-/** A seed-000 learning.log of `n` lines: reward and frac_zero_std as functions of the line number. */
+/** A learning.log (the OCaml GRPO trainer's) of `n` lines: reward and frac_zero_std as functions of the line number. */
 function learningLog(n: number, perEpoch: number, reward: (i: number) => number, frac: (i: number) => number): string {
   return Array.from({ length: n }, (_, k) => {
     const i = k + 1;

@@ -1,6 +1,7 @@
 /**
  * The run report on real files read by the real pipeline (ingest, store, engine): its numbers are checked
- * against values the test computes itself, from the log lines (seed 001, the demo sample) or from the stored
+ * against values the test computes itself, from the log lines (the sample lines of a GRPO training analysis of
+ * Qwen2.5-Coder-1.5B on OCaml problems, the demo sample) or from the stored
  * points (the real-log corpus), never against a snapshot of the report.
  */
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { Store } from '../../src/store/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
 /** Reads the files (real Ingestor), then the engine evaluates what was read, as at start-up (unless `alerts` is
- * false: the seed 002 sample's 3,000 restarts make the engine take ~30 s on it, a problem reported apart). */
+ * false: the logging callback sample's 3,000 restarts make the engine take ~30 s on it, a problem reported apart). */
 async function ingest(roots: string[], config: Config = ConfigSchema.parse({}), alerts = true): Promise<Store> {
   const store = Store.open(join(tempDir(), 'r.db'));
   await backfill(new Ingestor(store, config.ingest), roots, config.watch);
@@ -25,7 +26,7 @@ async function ingest(roots: string[], config: Config = ConfigSchema.parse({}), 
   return store;
 }
 
-/** The numbers of a seed 000 learning.log line, read by a regex of the test's own. */
+/** The numbers of a learning.log line (the OCaml GRPO trainer's), read by a regex of the test's own. */
 function parseLine(line: string): Record<string, number> {
   const out: Record<string, number> = {};
   const epoch = /\[Epoch ([\d.]+)\]/.exec(line);
@@ -45,8 +46,8 @@ const median = (xs: number[]): number => {
 };
 const row = (r: RunReport, metric: string) => r.ranges.find((x) => x.metric === metric);
 
-// seed 001, "Sample Log Metrics (Epoch 0.28-0.29)", verbatim (with the mis-encoded ± of the file)
-const SEED_001 = [
+// the training analysis, "Sample Log Metrics (Epoch 0.28-0.29)", verbatim (with the mis-encoded ± of the file)
+const ANALYSIS_LINES = [
   '[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102Â±0.077  syntax_rew=0.102Â±0.078  entropy=0.155  frac_zero_std=0.00',
   '[Epoch 0.28]  loss=-0.0333  grad=0.0362  lr=3.58e-06  reward=0.066Â±0.072  syntax_rew=0.066Â±0.069  entropy=0.090  frac_zero_std=0.00',
   '[Epoch 0.29]  loss=0.0111   grad=0.0406  lr=3.57e-06  reward=0.115Â±0.065  syntax_rew=0.115Â±0.082  entropy=0.165  frac_zero_std=0.25',
@@ -55,7 +56,7 @@ const SEED_001 = [
   '[Epoch 0.29]  loss=-0.0109  grad=0.0380  lr=3.55e-06  reward=0.113Â±0.066  syntax_rew=0.113Â±0.084  entropy=0.110  frac_zero_std=0.25',
 ];
 
-/** The run before the seed's lines: epochs 0.01-0.27, low reward, some groups without spread, warmup lr. */
+/** The run before the analysis' lines: epochs 0.01-0.27, low reward, some groups without spread, warmup lr. */
 function leadIn(): string[] {
   return Array.from({ length: 27 }, (_, i) => {
     const e = (i + 1) / 100;
@@ -68,16 +69,16 @@ function leadIn(): string[] {
   });
 }
 
-describe('run report: seed 001 at epoch 0.28-0.29', () => {
-  it('reaches the seed\'s verdict (struggling, continue with changes) and its actions', async () => {
+describe('run report: the training analysis at epoch 0.28-0.29', () => {
+  it('reaches the analysis\' verdict (struggling, continue with changes) and its actions', async () => {
     const root = tempDir();
     mkdirSync(join(root, 'ocaml-grpo'));
-    writeFileSync(join(root, 'ocaml-grpo', 'learning.log'), `${[...leadIn(), ...SEED_001].join('\n')}\n`);
+    writeFileSync(join(root, 'ocaml-grpo', 'learning.log'), `${[...leadIn(), ...ANALYSIS_LINES].join('\n')}\n`);
     const store = await ingest([root]);
     const r = await reportOf(ctx(store), { run: 'ocaml-grpo', since: '0.28' });
 
-    // the window is the seed's six lines
-    const lines = SEED_001.map(parseLine);
+    // the window is the analysis' six lines
+    const lines = ANALYSIS_LINES.map(parseLine);
     expect(r.window.records).toBe(6);
     expect([r.window.fromEpoch, r.window.toEpoch]).toEqual([0.28, 0.29]);
 
@@ -87,15 +88,15 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     expect([row(r, 'frac_zero_std')!.min, row(r, 'frac_zero_std')!.max]).toEqual([0, 0.5]);
     expect(row(r, 'frac_zero_std')!.above).toBe(lines.filter((l) => l.frac_zero_std! > 0.1).length); // 4
     expect(row(r, 'frac_zero_std')!.mark).toBe('bad');
-    expect(row(r, 'grad_norm')!.mark).toBe('ok'); // seed: ✅ healthy
+    expect(row(r, 'grad_norm')!.mark).toBe('ok'); // the analysis: ✅ healthy
     const lowEntropy = lines.filter((l) => l.entropy! < 0.1 || l.entropy! > 0.2).length; // 2 of 6
     expect(row(r, 'entropy')!.below + row(r, 'entropy')!.above).toBe(lowEntropy);
-    expect(row(r, 'entropy')!.mark).toBe('warn'); // seed: ⚠️
-    // reward CV per line (std / mean): 0.57-1.09, all above 0.30 (seed: "50-70% CV", 🔴)
+    expect(row(r, 'entropy')!.mark).toBe('warn'); // the analysis: ⚠️
+    // reward CV per line (std / mean): 0.57-1.09, all above 0.30 (the analysis: "50-70% CV", 🔴)
     const cv = lines.map((l) => l.reward_std! / l.reward!);
     expect(row(r, 'reward_cv')!.median).toBeCloseTo(median(cv), 12);
     expect(row(r, 'reward_cv')!.mark).toBe('bad');
-    // every reward below the line to the epoch 0.5 milestone (0.2 * epoch / 0.5): seed "🔴 very low"
+    // every reward below the line to the epoch 0.5 milestone (0.2 * epoch / 0.5): the analysis' "🔴 very low"
     expect(row(r, 'reward')!.below).toBe(lines.filter((l) => l.reward! < (0.2 * l.epoch!) / 0.5).length);
     expect(row(r, 'reward')!.mark).toBe('bad');
 
@@ -106,9 +107,9 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     expect(r.stop.why[0]).toMatch(/judged at epoch 1/);
     expect(r.milestones.every((m) => m.state === 'pending')).toBe(true);
     expect(r.findings[0]!.id).toBe('mode_collapse');
-    expect(r.config['lr (logged now)']).toBe(`${lines[5]!.lr!.toExponential(2)} at step 33`); // seed: ~3.55e-6
+    expect(r.config['lr (logged now)']).toBe(`${lines[5]!.lr!.toExponential(2)} at step 33`); // the analysis: ~3.55e-6
 
-    // the seed's actions, in its order: temperature and generations first, then learning rate and completion length
+    // the analysis' actions, in its order: temperature and generations first, then learning rate and completion length
     const at = (re: RegExp) => r.actions.findIndex((a) => re.test(a));
     expect(at(/temperature/)).toBe(0);
     expect(at(/generations per prompt/)).toBe(1);
@@ -123,7 +124,7 @@ describe('run report: seed 001 at epoch 0.28-0.29', () => {
     store.close();
   });
 
-  it('says stop at epoch 1.0 when the reward is still below 0.15 (seed 001 stop criteria)', async () => {
+  it('says stop at epoch 1.0 when the reward is still below 0.15 (the training analysis\' stop criteria)', async () => {
     const root = tempDir();
     mkdirSync(join(root, 'stuck'));
     const lines = Array.from({ length: 110 }, (_, i) => {
@@ -157,7 +158,7 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     const cv = last.map((l) => l.reward_std! / l.reward!);
     expect(row(r, 'reward_cv')!.median).toBeCloseTo(median(cv), 12);
     expect(row(r, 'reward_cv')!.max).toBeCloseTo(Math.max(...cv), 12);
-    // milestones as seed 001 defines them: mean of the last 10 rewards at the first line at epoch >= 0.5
+    // milestones as the training analysis defines them: mean of the last 10 rewards at the first line at epoch >= 0.5
     const all = readFileSync('samples/grpo-demo/learning.log', 'utf8').trim().split('\n').map(parseLine);
     const at = all.findIndex((l) => l.epoch! >= 0.5);
     const m = all.slice(at - 9, at + 1).reduce((a, l) => a + l.reward!, 0) / 10;
@@ -217,7 +218,7 @@ describe('run report: untrusted text stays inert', () => {
   });
 });
 
-describe('run report on the seed 002 sample (samples/grpo-callback)', () => {
+describe('run report on the logging callback sample (samples/grpo-callback)', () => {
   it('reward components: each logged rewards/<fn> over the window, the largest loss first', async () => {
     const store = await ingest([resolve('samples/grpo-callback')], ConfigSchema.parse({}), false);
     const run = store.runs.byName('grpo-callback')!;
@@ -271,7 +272,7 @@ describe('run report on the real-log corpus', () => {
           expect(x.baseline).toBeCloseTo(median(early), 12);
         }
       }
-      // entropy and grad norm: seed 001's absolute range unless the run's own start lies outside it
+      // entropy and grad norm: the training analysis' absolute range unless the run's own start lies outside it
       for (const metric of ['entropy', 'grad_norm']) {
         const x = r.ranges.find((y) => y.metric === metric);
         const early = store.points.series(run.id, metric).slice(0, 20).map((p) => p.value).filter(Number.isFinite);

@@ -1,5 +1,6 @@
 /**
- * samples/grpo-callback/train.log (seed 002's ComprehensiveLoggingCallback output, generated) through the real
+ * samples/grpo-callback/train.log (the output of the R1-Zero GRPO logging guide's ComprehensiveLoggingCallback,
+ * generated) through the real
  * Ingestor into SQLite, compared with the generator's own numbers.
  */
 import { readFileSync } from 'node:fs';
@@ -28,7 +29,7 @@ beforeAll(async () => {
 
 const series = (metric: string) => new Map(store.points.series(runId, metric).map((p) => [p.step, p.value]));
 
-describe('the seed 002 callback sample', () => {
+describe('the logging callback sample', () => {
   it('is what the generator writes (regenerate with scripts/make-callback-sample.ts)', () => {
     expect(readFileSync(DEFAULT_FILE, 'utf8')).toBe(text);
   });

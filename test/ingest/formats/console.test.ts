@@ -137,7 +137,7 @@ describe('console: TRL rich completion tables', () => {
   });
 });
 
-describe('console: seed 002 ComprehensiveLoggingCallback', () => {
+describe('console: the R1-Zero GRPO logging guide\'s ComprehensiveLoggingCallback', () => {
   it('files every block line under the Step line above it; reads ± as printed on any platform', () => {
     const rs = feed(
       [

@@ -30,10 +30,10 @@ describe('canonicalName', () => {
     ['response_length/mean', 'completion_length'],
     ['response_length/clip_ratio', 'clipped_ratio'],
     ['critic/score/max', 'critic/score/max'],
-    // seed 000
+    // the OCaml GRPO trainer's learning.log
     ['grad', 'grad_norm'],
     ['syntax_rew', 'rewards/syntax_aware_reward'],
-    // home-grown loops (minimind, DeepSpeed-Chat, seed 002), in any case
+    // home-grown loops (minimind, DeepSpeed-Chat, the R1-Zero GRPO logging callback), in any case
     ['Reward', 'reward'],
     ['average reward score', 'reward'],
     ['KL_ref', 'kl'],

@@ -15,7 +15,7 @@ import { Ingestor } from '../../../src/ingest/ingestor.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
 import { tempDir } from '../../helpers.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
-import { learningLine } from '../../seedLines.ts';
+import { learningLine } from '../../learningLines.ts';
 
 const config = ConfigSchema.parse({});
 

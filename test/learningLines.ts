@@ -1,6 +1,6 @@
-/** Seed-000 log lines for tests and the benchmark (kept free of vitest, so the benchmark can import it). */
+/** Lines of an OCaml GRPO trainer's learning.log for tests and the benchmark (kept free of vitest, so the benchmark can import it). */
 
-/** A learning.log line in the seed 000 format; `i` makes the values distinct. */
+/** A learning.log line as that trainer writes it; `i` makes the values distinct. */
 export function learningLine(i: number, extra: Partial<{ grad: number; frac: number }> = {}): string {
   const epoch = (i / 100).toFixed(2);
   const reward = (0.1 + i / 1000).toFixed(3);
