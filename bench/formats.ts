@@ -1,7 +1,7 @@
 /**
- * Parse throughput of the stdout readers on generated files, without SQLite: the generic key-value reader
- * (minimind and DeepSpeed-Chat lines), TRL dict lines behind tqdm bars, verl lines, and seed 002 callback
- * blocks, each read by the console format as the tailer hands it lines. Plus the worst case: one 1 MB line
+ * Parse throughput of the stdout readers on generated files, without SQLite: the generic key-value reader (minimind
+ * and DeepSpeed-Chat lines), TRL dict lines behind tqdm bars, verl lines, and the R1-Zero GRPO logging guide's
+ * callback blocks, each read by the console format as the tailer hands it lines. Plus the worst case: one 1 MB line
  * without a separator, which every reader must get through in linear time.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -122,11 +122,11 @@ export function runFormatsBench(opts: { outDir: string; mbPerShape: number }): F
     writeShape(path, make, opts.mbPerShape * MB);
     figures.push(timeConsole(shape, path));
   }
-  // seed 002 callback blocks: the generated sample run, repeated to size
+  // the logging callback's blocks: the generated sample run, repeated to size
   const block = callbackRun().text;
   const copies = Math.max(1, Math.round((opts.mbPerShape * MB) / Buffer.byteLength(block)));
   writeFileSync(path, block.repeat(copies));
-  figures.push(timeConsole('console: seed 002 callback blocks', path));
+  figures.push(timeConsole('console: logging callback blocks', path));
   rmSync(path, { force: true });
   return { figures, worstLineMs: worstLine(), seconds: (performance.now() - t0) / 1000 };
 }

@@ -1,7 +1,8 @@
 /**
- * Stationary noise through the GRPO preset: 100,000 steps of a reward that never changes its level, in several
- * shapes and levels, committed to a fresh Store in batches and evaluated as `rlwatch backfill` would. A
- * monitor that raises trends on such a series is noise itself (issue 11: 23,066 incidents on 200,000 steps).
+ * Stationary noise through the GRPO preset: 100,000 steps of a reward that never changes its level, in several shapes
+ * and levels, committed to a fresh Store in batches and evaluated as `rlwatch backfill` would. A monitor that raises
+ * trends on such a series is noise itself (a trend rule on the 10% change alone raised 23,066 incidents on 200,000
+ * steps).
  * Target: 0 trend incidents and at most 1 plateau incident per series. Writes bench/out/noise.json.
  *
  * A report, not a test. Alone: `node --import tsx bench/noise.ts`; also run by `npm run bench`.

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL ingest (issue 13): the same points committed in the same batches through the PostgreSQL store
+ * PostgreSQL ingest: the same points committed in the same batches through the PostgreSQL store
  * (`PgStore.commit`), through a bare `COPY` into a table shaped like its points table (the limit), and through
  * the SQLite store beside them; and the bytes each database takes per 1M points. Runs on a throwaway embedded
  * PostgreSQL with fsync off (test/pg/embedded.ts): the ratio is fair, the absolute figures flatter a real server.

@@ -299,7 +299,7 @@ say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}
 const liveStatements = await runLiveStatements(join(OUT, 'live-statements'));
 say(`  ${liveStatements.perLine.toFixed(1)} SQL statements per live line (bench/liveStatements.ts lists them)`);
 
-// 4b. stationary noise: no trend may fire (issue 11)
+// 4b. stationary noise: no trend may fire
 say('stationary noise: 6 series of 100,000 steps through the preset');
 const noiseT0 = performance.now();
 const noise = runNoise();
@@ -330,7 +330,7 @@ say(`  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 $
 say('tfevents: a Trainer-style events file, decoded and backfilled');
 const tfevents = await runTfeventsBench({ outDir: OUT });
 say(`  ${tfevents.backfill.mbPerSec.toFixed(1)} MB/s, ${tfevents.backfill.pointsPerSec.toFixed(0)} points/s`);
-// 8. stdout readers: generic key-value, TRL, verl, seed 002 callback blocks (parse only)
+// 8. stdout readers: generic key-value, TRL, verl, the R1-Zero GRPO logging callback's blocks (parse only)
 say('stdout readers: parse throughput on generated files, and a 1 MB line without separators');
 const formats = runFormatsBench({ outDir: OUT, mbPerShape: envInt('BENCH_FORMATS_MB', 20) });
 say(`  ${formats.seconds.toFixed(1)} s`);

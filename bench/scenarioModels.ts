@@ -1,5 +1,5 @@
 /**
- * Scenario traces of preset v2 (issue 11): healthy runs of three "models" logged by three trainers, and the
+ * Scenario traces of preset v2: healthy runs of three "models" logged by three trainers, and the
  * failures practitioners watch, each under the trainer's own metric names (the store maps them through
  * `canonicalName`, as the ingestor does).
  *

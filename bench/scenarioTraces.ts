@@ -1,9 +1,10 @@
 /**
  * Labelled, deterministic learning.log traces for the alert-scenario suite (bench/scenarios.ts).
  *
- * Every trace is built on a healthy run that follows the trajectory of seed 001 ("Expected Training
- * Trajectory (After Fixes)"), with the noise seen in the seed 001 sample lines; an incident trace replaces
- * values from its onset step with the pattern seed 000 describes for that failure. Values are rounded as
+ * Every trace is built on a healthy run that follows the trajectory of a GRPO training analysis (Qwen2.5-Coder-1.5B
+ * on OCaml problems: "Expected Training Trajectory (After Fixes)"), with the noise seen in its sample lines; an
+ * incident trace replaces values from its onset step with the pattern the learning.log metrics guide describes for
+ * that failure. Values are rounded as
  * learning.log prints them (`loss=%.4f grad=%.4f lr=%.2e reward=%.3f±%.3f ... frac_zero_std=%.2f`),
  * under the canonical names the learning.log parser gives them.
  */
@@ -88,7 +89,10 @@ function gaussian(rand: () => number): () => number {
   };
 }
 
-/** Binomial(n, p) / n: frac_zero_std of a batch of 4 prompt groups is a multiple of 0.25 (seed 001 lines). */
+/**
+ * Binomial(n, p) / n: frac_zero_std of a batch of 4 prompt groups is a multiple of 0.25 (the training analysis'
+ * lines).
+ */
 function fracOf(rand: () => number, groups: number, p: number): number {
   let k = 0;
   for (let i = 0; i < groups; i++) if (rand() < p) k++;
@@ -97,7 +101,7 @@ function fracOf(rand: () => number, groups: number, p: number): number {
 
 export const epochOf = (step: number): number => (FINAL_EPOCH * step) / TOTAL_STEPS;
 
-/** Seed 001: rewards 0.05 → 0.15 (epoch 0.3) → 0.35 (0.6) → 0.55 (1.0) → 0.70+ later. */
+/** The training analysis: rewards 0.05 → 0.15 (epoch 0.3) → 0.35 (0.6) → 0.55 (1.0) → 0.70+ later. */
 const REWARD_KNOTS: ReadonlyArray<readonly [number, number]> = [
   [0, 0.05],
   [0.3, 0.15],
@@ -114,24 +118,24 @@ export function rewardTrajectory(epoch: number): number {
   return REWARD_KNOTS[REWARD_KNOTS.length - 1]![1];
 }
 
-/** Seed 001: frac_zero_std "drops from 0.50 → 0.10" over epoch 0-0.3, "< 0.10" at 0.5 and after. */
+/** The training analysis: frac_zero_std "drops from 0.50 → 0.10" over epoch 0-0.3, "< 0.10" at 0.5 and after. */
 export function fracTrajectory(epoch: number): number {
   return Math.max(0.01, 0.5 * Math.exp((-Math.log(5) / 0.3) * epoch));
 }
 
-/** within-batch reward std as a fraction of the mean: seed 001 sees 50-70% early, "< 0.30" is healthy */
+/** within-batch reward std as a fraction of the mean: the training analysis sees 50-70% early, "< 0.30" is healthy */
 const cvOf = (epoch: number): number => 0.7 - (0.4 * Math.min(epoch, 1.2)) / 1.2;
 
-/** Peak 5e-6 (seed 001 GRPO_LEARNING_RATE) after 10 warm-up steps, then linear decay. */
+/** Peak 5e-6 (the training analysis' GRPO_LEARNING_RATE) after 10 warm-up steps, then linear decay. */
 const lrOf = (step: number): number =>
   step <= 10 ? (5e-6 * step) / 10 : 5e-6 - (4.5e-6 * (step - 10)) / (TOTAL_STEPS - 10);
 
 // ------------------------------------------------------------------------------------------ healthy
 
 /**
- * A healthy run of `n` steps: reward on seed 001's trajectory, with batch-to-batch noise of ~0.3× the
- * within-batch std (seed 001: 0.066-0.115 around 0.09 with std 0.044-0.081); loss oscillating within
- * -0.19..+0.12, grad_norm log-normal around 0.04 (seed 001: 0.015-0.087; expected 0.01-0.5), entropy
+ * A healthy run of `n` steps: reward on the training analysis' trajectory, with batch-to-batch noise of ~0.3× the
+ * within-batch std (the analysis: 0.066-0.115 around 0.09 with std 0.044-0.081); loss oscillating within
+ * -0.19..+0.12, grad_norm log-normal around 0.04 (the analysis: 0.015-0.087; expected 0.01-0.5), entropy
  * 0.10-0.20 slowly decreasing, frac_zero_std a multiple of 0.25 following `fracTrajectory`.
  */
 export function healthySteps(seed: number, n = TOTAL_STEPS): StepValues[] {
@@ -153,7 +157,7 @@ export function healthySteps(seed: number, n = TOTAL_STEPS): StepValues[] {
       lr: sig3(lrOf(step)),
       reward: round(reward, 3),
       reward_std: round(rewardStd, 3),
-      // one reward function: its mean is the reward; its std is computed a little differently (seed 001)
+      // one reward function: its mean is the reward; its std is computed a little differently (the training analysis)
       'rewards/syntax_aware_reward': round(reward, 3),
       'rewards/syntax_aware_reward/std': round(syntaxStd, 3),
       entropy: round(clamp(0.16 - 0.03 * t + 0.015 * g(), 0.1, 0.2), 3),
@@ -180,7 +184,7 @@ function patchFrom(
 export function buildScenarios(seedOffset = 0): Scenario[] {
   const healthy = (name: string, seed: number): Scenario => ({
     name,
-    description: "healthy run on seed 001's expected trajectory",
+    description: "healthy run on the training analysis' expected trajectory",
     seed,
     onset: null,
     expected: null,
@@ -191,7 +195,8 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
 
   const milestones = ['milestone_reward_epoch_1', 'stop_reward_epoch_1', 'stop_frac_zero_std_epoch_1'];
 
-  // seed 000 "Mode Collapse Warning": loss=0.0000 grad=0.000 reward=0.210±0.000 syntax_rew=0.210±0.000
+  // the learning.log guide's "Mode Collapse Warning":
+  // loss=0.0000 grad=0.000 reward=0.210±0.000 syntax_rew=0.210±0.000
   // entropy=0.044 frac_zero_std=1.00 (here entropy ~0.035: "Sudden drops to ~0.04")
   const collapseSeed = 2001 + seedOffset;
   const collapse: Scenario = {
@@ -214,7 +219,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     stall: false,
   };
 
-  // seed 000 "Runaway Completions": loss=-0.0311 grad=0.028 reward=0.050±0.000 syntax_rew=0.050±0.000
+  // the learning.log guide's "Runaway Completions": loss=-0.0311 grad=0.028 reward=0.050±0.000 syntax_rew=0.050±0.000
   // entropy=0.055 frac_zero_std=1.00
   const runawaySeed = 3001 + seedOffset;
   const runaway: Scenario = {
@@ -235,11 +240,11 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     stall: false,
   };
 
-  // seed 000 "Gradient Instability": loss=0.0947 grad=15.786 ... entropy=0.103, then back to normal
+  // the learning.log guide's "Gradient Instability": loss=0.0947 grad=15.786 ... entropy=0.103, then back to normal
   const spikeSeed = 4001 + seedOffset;
   const spike: Scenario = {
     name: 'grad-spike',
-    description: 'single grad_norm spike of 15.786 at step 150 (seed 000), healthy otherwise',
+    description: 'single grad_norm spike of 15.786 at step 150 (the learning.log guide), healthy otherwise',
     seed: spikeSeed,
     onset: ONSET,
     expected: { rule: 'grad_explosion', metric: 'grad_norm', severities: ['critical'] },
@@ -250,7 +255,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     stall: false,
   };
 
-  // seed 000: "Plateau at < 0.3: Model stuck in low-quality local optimum"
+  // the learning.log guide: "Plateau at < 0.3: Model stuck in low-quality local optimum"
   const plateauSeed = 5001 + seedOffset;
   const plateau: Scenario = {
     name: 'plateau',
@@ -272,7 +277,8 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     stall: false,
   };
 
-  // seed 002: "Warnings for significant reward changes (>10%)"; "format ↘️ -12.1% (0.923 → 0.811)"
+  // the R1-Zero GRPO logging guide: "Warnings for significant reward changes (>10%)";
+  // "format ↘️ -12.1% (0.923 → 0.811)"
   const dropSeed = 6001 + seedOffset;
   const dropLevel = 0.8 * rewardTrajectory(epochOf(ONSET));
   const drop: Scenario = {
@@ -302,7 +308,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     stall: true,
   };
 
-  // issue 8.4: hang detection fitted to the run's pace, on fast and slow steps
+  // hang detection fitted to the run's pace, on fast and slow steps
   const hang = (name: string, seed: number, stepMs: number, pace: string): Scenario => ({
     name,
     description: `${pace} steps, healthy until step 150, then no more lines (the job hung)`,

@@ -25,7 +25,10 @@ import { buildScenarios, learningLogLine, type Scenario, type StepValues } from 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const OUT = join(BENCH_DIR, 'out');
 
-/** 2025-12-10 03:00 UTC (seed 001's date; the 3 a.m. of the product's promise) */
+/**
+ * 2025-12-10 03:00 UTC (the date of a GRPO training analysis of Qwen2.5-Coder-1.5B; the 3 a.m. of the product's
+ * promise)
+ */
 const T0 = Date.UTC(2025, 11, 10, 3, 0, 0);
 /** one GRPO step (4 prompts × 6 generations of ≤ 512 tokens, then the update) every 30 s */
 const STEP_MS = 30_000;
@@ -37,7 +40,7 @@ const REPEAT_MS = 4 * 3_600_000;
 const STALL_WATCH_MS = 60 * 60_000;
 
 export const TARGET_DELAY_STEPS = 20;
-/** issue 8.4: a hang is caught in under 6 × the median step interval; the preset's floor is 10 min (+ one tick) */
+/** ours: a hang is caught in under 6 × the median step interval; the preset's floor is 10 min (+ one tick) */
 export const TARGET_STALL_INTERVALS = 6;
 const STALL_FLOOR_MS = 10 * 60_000;
 export const stallTargetMinutes = (stepMs: number): number =>
