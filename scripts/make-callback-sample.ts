@@ -1,6 +1,7 @@
 /**
- * Writes samples/grpo-callback/train.log: the captured stdout of a 400-step GRPO run that uses seed 002's
- * ComprehensiveLoggingCallback (a block every 2 steps, GENERATION EXAMPLES every 50), with a mode collapse.
+ * Writes samples/grpo-callback/train.log: the captured stdout of a 400-step GRPO run that uses the
+ * ComprehensiveLoggingCallback of the DeepSeek-R1-Zero GRPO logging guide (a block every 2 steps, GENERATION EXAMPLES
+ * every 50), with a mode collapse.
  *
  *   node --import tsx scripts/make-callback-sample.ts [file]
  *

@@ -1,6 +1,7 @@
 /**
- * Writes the bundled sample run (samples/grpo-demo): a 300-step GRPO run on OCaml problems, in the
- * file layout of the seed project: healthy learning, a gradient spike, a mode collapse and its recovery.
+ * Writes the bundled sample run (samples/grpo-demo): a 300-step GRPO run on OCaml problems, in the file layout of the
+ * OCaml GRPO trainer whose learning.log the learning-metrics guide describes: healthy learning, a gradient spike, a
+ * mode collapse and its recovery.
  *
  *   node --import tsx scripts/make-sample-run.ts [dir]      (npm run sample)
  *
@@ -375,7 +376,7 @@ const COLLAPSE_ERROR = 'Error: This expression has type int but an expression wa
 
 const END = '\nEND';
 const TESTS_PER_PROBLEM = 5;
-/** Seed 000: completions that run to max length without END are capped (RUNAWAY_REWARD_CAP). */
+/** The learning.log metrics guide: completions that run to max length without END are capped (RUNAWAY_REWARD_CAP). */
 const RUNAWAY_REWARD_CAP = 0.05;
 const STYLE_RULES: Array<{ re: RegExp; reason: string }> = [
   { re: /\bref\b/, reason: 'uses mutable ref' },
@@ -399,8 +400,8 @@ interface Generation {
   styleReasons: string[];
 }
 
-/** Seed 001 reward: END marker 0.05, type check 0.20 (graduated by error count), compile 0.10 (0.01 for
- * trying), tests 0.65 (only if it compiles). */
+/** The reward of a GRPO training analysis (Qwen2.5-Coder-1.5B on OCaml problems): END marker 0.05, type check 0.20
+ * (graduated by error count), compile 0.10 (0.01 for trying), tests 0.65 (only if it compiles). */
 function score(problemId: string, completion: string, v: Variant, passed: number, degenerate: boolean): Generation {
   const structural = completion.trimEnd().endsWith('END') ? 0.05 : 0;
   const typeCheck = Math.max(0, 0.2 - 0.05 * v.errors);
@@ -456,7 +457,7 @@ function sampleGeneration(rng: Rng, step: number, problemId: string, task: Task,
   return score(problemId, prefix + chosen.v.code + (withEnd ? END : ''), chosen.v, chosen.passed, false);
 }
 
-/** Share of generations passing every test. Seed 001: first passes around reward 0.3, 20-30 % of samples
+/** Share of generations passing every test. The training analysis: first passes around reward 0.3, 20-30 % of samples
  * by reward 0.5. */
 function passProbability(m: StepMetrics): number {
   return clamp(0.9 * (m.reward - 0.2), 0, 0.45);
