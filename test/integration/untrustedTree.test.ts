@@ -87,7 +87,7 @@ describe('a run folder named with invisible characters', () => {
     const list = rlwatch(['runs', '--db', db]).stdout;
     const lines = list.split('\n');
     for (const shown of SHOWN) {
-      expect(lines.some((l) => l.startsWith(`  ${shown}  `) && l.endsWith(`/runs/${shown}`))).toBe(true);
+      expect(lines.some((l) => l.startsWith(`  ${shown} · `) && l.endsWith(`/runs/${shown}`))).toBe(true);
     }
     expect(list).not.toMatch(RAW);
   });
