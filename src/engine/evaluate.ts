@@ -443,8 +443,15 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
   if (epochs.length === 0) return;
   const detailsOf = (epoch: number | null, m: number, n: number) => ({ epoch, mean: m, window: n });
   let watchFrom = from; // recovery is watched on the metric's own steps after this one
+  // a `unit` milestone's range of the metric so far, carried in the cursor from the run's first record (a cursor
+  // saved without it: undefined, read from the store at the epoch)
+  let range: Range | null | undefined = cursor ? (cursor.state.range as Range | null | undefined) : null;
   if (!reached) {
     const at = epochs.find((e) => e.value >= rule.epoch - 1e-9);
+    if (rule.scale === 'unit' && range !== undefined) {
+      const upTo = (at ?? epochs[epochs.length - 1]!).step;
+      range = widen(range, ctx.after(rule.metric, from), upTo);
+    }
     if (at) {
       const recent = store.points.upTo(runId, rule.metric, at.step, rule.window, true).map((p) => p.value);
       // a run that does not log the metric yet is judged when it first does, at a later epoch record
@@ -452,7 +459,7 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
         reached = true;
         watchFrom = at.step;
         const m = mean(recent, 0, recent.length);
-        const { value: target, scaled } = targetOf(ctx, rule, at.step);
+        const { value: target, scaled } = targetOf(ctx, rule, at.step, range);
         line = target;
         if (!compare(m, rule.op, target)) {
           // one cause, one page: a run a critical alert is firing for (mode_collapse since step 5), or one a rule
@@ -502,20 +509,33 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
       }
     }
   }
-  store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, { reached, line });
+  const state = rule.scale === 'unit' && !reached && range !== undefined ? { reached, line, range } : { reached, line };
+  store.alerts.saveCursor(runId, rule.id, rule.metric, epochs[epochs.length - 1]!.step, state);
+}
+
+/** The lowest and highest finite value of a series so far. */
+type Range = [lo: number, hi: number];
+
+/** `r` widened by the finite values of `points` at or before `upTo`. */
+function widen(r: Range | null, points: ReadonlyArray<{ step: number; value: number }>, upTo: number): Range | null {
+  let [lo, hi] = r ?? [Infinity, -Infinity];
+  for (const { step, value } of points) {
+    if (step > upTo || !Number.isFinite(value)) continue;
+    if (value < lo) lo = value;
+    if (value > hi) hi = value;
+  }
+  return lo <= hi ? [lo, hi] : null;
 }
 
 /** The line a milestone is judged by at `step`: its value, or for a `unit` milestone on a run whose metric has
- * left [0, 1], that fraction of the run's range up to the step (a reward in [-1, 0] or in the hundreds). */
-function targetOf(ctx: RunContext, rule: MilestoneRule, step: number): { value: number; scaled: string } {
+ * left [0, 1], that fraction of the run's range up to the step (a reward in [-1, 0] or in the hundreds): `range`
+ * as the evaluations carried it, else (a cursor from before they did) read from the store. */
+function targetOf(
+  ctx: RunContext, rule: MilestoneRule, step: number, range: Range | null | undefined,
+): { value: number; scaled: string } {
   if (rule.scale === 'absolute') return { value: rule.value, scaled: '' };
-  const seen = ctx.store.points.upTo(ctx.runId, rule.metric, step, Number.MAX_SAFE_INTEGER, true);
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const p of seen) {
-    if (p.value < lo) lo = p.value;
-    if (p.value > hi) hi = p.value;
-  }
+  const r = range !== undefined ? range : widen(null, ctx.store.points.upTo(ctx.runId, rule.metric, step, Number.MAX_SAFE_INTEGER, true), step);
+  const [lo, hi] = r ?? [Infinity, -Infinity];
   if (lo >= 0 && hi <= 1) return { value: rule.value, scaled: '' };
   return {
     value: lo + rule.value * (hi - lo),
