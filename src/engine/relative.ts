@@ -2,7 +2,7 @@ import { formatValue } from '../render/numbers.ts';
 import { resume, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { compare, type RelativeRule } from './rules.ts';
-import { median, medianOf } from './stats.ts';
+import { median, medianOf, SlidingMedian } from './stats.ts';
 
 /** What a relative rule remembers between evaluations (its rule cursor's state). */
 interface RelativeState {
@@ -48,9 +48,13 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   const hold = { quietFor: rule.recoverFor, quiet: st.quiet };
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, hold);
   const scratch: number[] = [];
+  // the rolling baseline's window moves by one record at each record: kept sorted from one to the next
+  const rollingMedian = new SlidingMedian();
+  let offset = 0; // values shifted out of `values` so far
   for (const p of fresh) {
     values.push(p.value);
-    if (values.length > keep + 1) values.shift();
+    const gone = values.length > keep + 1 ? values.shift() : undefined;
+    if (gone !== undefined) offset++;
     st.seen++;
     if (st.last !== null) {
       st.ssd += (p.value - st.last) ** 2;
@@ -78,7 +82,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
         if (rule.floor === undefined) continue;
       } else {
         window = [start, end];
-        base = holding ? st.held : medianOf(values, start, end, scratch);
+        base = holding ? st.held : rollingMedian.at(values, offset, offset + start, offset + end, gone);
       }
     } else {
       base = st.max;

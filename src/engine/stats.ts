@@ -24,6 +24,49 @@ export function median(values: readonly number[]): number {
   return n % 2 === 1 ? (s[n >> 1] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
 }
 
+/**
+ * The median of a window that slides along a series, kept sorted from one position to the next: when the window
+ * moved by one value, one value leaves and one enters (a binary search and a short move each), instead of a window
+ * sorted afresh at every record. `at` gives the median of values[from, to) of the series, whose positions are
+ * counted from its start (`offset`: how many values of it `values` no longer holds; `gone`: the last of them).
+ */
+export class SlidingMedian {
+  private readonly sorted: number[] = [];
+  private from = NaN;
+  private to = NaN;
+
+  at(values: readonly number[], offset: number, from: number, to: number, gone: number | undefined): number {
+    const s = this.sorted;
+    if (this.from === from - 1 && this.to === to - 1 && to > from) {
+      const leaving = from - 1 >= offset ? (values[from - 1 - offset] as number) : (gone as number);
+      s.splice(lowerBound(s, leaving), 1);
+      const entering = values[to - 1 - offset] as number;
+      s.splice(lowerBound(s, entering), 0, entering);
+    } else if (this.from !== from || this.to !== to) {
+      s.length = 0;
+      for (let i = from; i < to; i++) s.push(values[i - offset] as number);
+      s.sort((a, b) => a - b);
+    }
+    this.from = from;
+    this.to = to;
+    const n = s.length;
+    if (n === 0) return NaN;
+    return n % 2 === 1 ? (s[n >> 1] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
+  }
+}
+
+/** The index of the first of the ascending `sorted` not below `v`. */
+function lowerBound(sorted: readonly number[], v: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((sorted[mid] as number) < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** The median of values[from, to), as `median` of that slice gives it, sorted in `scratch` rather than in two new
  * arrays: a rule takes the median of a short window at every record of a backfill. */
 export function medianOf(values: readonly number[], from: number, to: number, scratch: number[]): number {
