@@ -21,8 +21,8 @@ interface Track {
 export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
   const { store, runId } = ctx;
   const tracks = new Map<string, Track>();
-  // step -> the watched metrics' values logged at it
-  const bySteps = new Map<number, Array<[string, number]>>();
+  // each watched metric's fresh points (ascending by step), merged step by step below: no map of every step built
+  const streams: Array<{ metric: string; track: Track; points: ReadonlyArray<{ step: number; value: number }>; i: number }> = [];
   let clean = Infinity;
   // the cursors of metrics with nothing new keep the incident's count too
   const idle: Array<{ metric: string; step: number; state: Record<string, unknown> }> = [];
@@ -41,37 +41,46 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
       finiteRun: Number(s?.finiteRun ?? 0),
     };
     tracks.set(metric, track);
-    for (const p of fresh) {
-      const at = bySteps.get(p.step);
-      if (at) at.push([metric, p.value]);
-      else bySteps.set(p.step, [[metric, p.value]]);
-    }
+    streams.push({ metric, track, points: fresh, i: 0 });
   }
   if (tracks.size === 0) return;
   if (clean === Infinity) clean = 0;
   const open = ctx.alerts.firing().find((a) => a.rule === rule.id);
   let lc = open ? new Lifecycle(ctx.alerts, { rule: rule.id, metric: open.metric }, ctx.now) : null;
   const last = new Map<string, number>();
-  for (const step of [...bySteps.keys()].sort((a, b) => a - b)) {
-    const values = bySteps.get(step)!;
-    const bad: Array<{ metric: string; value: number; last: number | null; lastStep: number | null }> = [];
-    for (const [metric, value] of values) {
-      const t = tracks.get(metric)!;
-      last.set(metric, step);
-      if (Number.isFinite(value)) {
-        t.finiteRun++;
-        t.lastFinite = value;
-        t.lastFiniteStep = step;
-      } else {
-        t.finiteRun = 0;
-        bad.push({ metric, value, last: t.lastFinite, lastStep: t.lastFiniteStep });
+  // the watched metrics' values at the step, in the rules' order (reused from step to step)
+  const names: string[] = [];
+  const nums: number[] = [];
+  for (;;) {
+    let step = Infinity;
+    for (const m of streams) if (m.i < m.points.length && m.points[m.i]!.step < step) step = m.points[m.i]!.step;
+    if (step === Infinity) break;
+    names.length = 0;
+    nums.length = 0;
+    let bad: Array<{ metric: string; value: number; last: number | null; lastStep: number | null }> | null = null;
+    for (const m of streams) {
+      for (; m.i < m.points.length && m.points[m.i]!.step === step; m.i++) {
+        const { metric, track: t } = m;
+        const value = m.points[m.i]!.value;
+        names.push(metric);
+        nums.push(value);
+        last.set(metric, step);
+        if (Number.isFinite(value)) {
+          t.finiteRun++;
+          t.lastFinite = value;
+          t.lastFiniteStep = step;
+        } else {
+          t.finiteRun = 0;
+          (bad ??= []).push({ metric, value, last: t.lastFinite, lastStep: t.lastFiniteStep });
+        }
       }
     }
-    if (bad.length > 0) {
+    if (bad !== null) {
+      const all = bad;
       clean = 0;
-      lc ??= new Lifecycle(ctx.alerts, { rule: rule.id, metric: bad[0]!.metric }, ctx.now);
+      lc ??= new Lifecycle(ctx.alerts, { rule: rule.id, metric: all[0]!.metric }, ctx.now);
       lc.hold(step, 1, 1, rule.severity, () => ({
-        summary: bad
+        summary: all
           .map(
             (b) =>
               `${b.metric} is ${formatValue(b.value)} at step ${step}` +
@@ -79,10 +88,10 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
           )
           .join('; '),
         details: {
-          value: jsonValue(bad[0]!.value),
-          lastFinite: bad[0]!.last,
-          lastFiniteStep: bad[0]!.lastStep,
-          metrics: Object.fromEntries(bad.map((b) => [b.metric, { value: jsonValue(b.value), lastFinite: b.last, lastFiniteStep: b.lastStep }])),
+          value: jsonValue(all[0]!.value),
+          lastFinite: all[0]!.last,
+          lastFiniteStep: all[0]!.lastStep,
+          metrics: Object.fromEntries(all.map((b) => [b.metric, { value: jsonValue(b.value), lastFinite: b.last, lastFiniteStep: b.lastStep }])),
         },
       }));
       continue;
@@ -91,6 +100,7 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
     if (lc === null) continue;
     const recovered = clean >= rule.recoverFor;
     if (!lc.wouldChange('ok', recovered)) continue;
+    const values = names.map((m, k): [string, number] => [m, nums[k]!]);
     const [n, shown] = [clean, values.map(([m, v]) => `${m} ${formatValue(v)}`).join(', ')];
     lc.apply(step, {
       kind: 'ok',
