@@ -112,7 +112,8 @@ export interface FailureReport {
   date: string;
   live: LiveFailureResult[];
   grace: { crashMs: number | null; survivedPages: number };
-  realLogs: { runs: number; criticalFromFailureRules: string[] };
+  /** the runs that died without their run_crashed, and the critical alerts of the failure rules beside those */
+  realLogs: { runs: number; crashesMissed: string[]; criticalFromFailureRules: string[] };
   pass: boolean;
 }
 
@@ -224,9 +225,13 @@ async function graceOnClock(dir: string, tickClock: () => void): Promise<Failure
   return { crashMs, survivedPages };
 }
 
-/** Every run of ../shared/real-logs backfilled as `rlwatch backfill` does: no critical alert from the failure rules. */
+/** The corpus's runs whose job really died (its SOURCES.md): a verl job that failed before its first step. */
+const CRASHED_RUNS = ['logic-rl-verl-crash'];
+
+/** Every run of ../shared/real-logs backfilled as `rlwatch backfill` does: run_crashed on each run that died, and no
+ * other critical alert from the failure rules. */
 async function realLogs(dir: string): Promise<FailureReport['realLogs']> {
-  if (!existsSync(REAL_LOGS)) return { runs: 0, criticalFromFailureRules: ['../shared/real-logs not found'] };
+  if (!existsSync(REAL_LOGS)) return { runs: 0, crashesMissed: [], criticalFromFailureRules: ['../shared/real-logs not found'] };
   const store = Store.open(join(dir, 'real.db'));
   const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 3_600_000, targets: ['console'] });
   const ingestor = new Ingestor(store, { maxLineBytes: 1 << 23, examplesPerStep: 2 }, (e) => {
@@ -234,12 +239,17 @@ async function realLogs(dir: string): Promise<FailureReport['realLogs']> {
   });
   const summary = await backfill(ingestor, [REAL_LOGS], { depth: 8 });
   engine.tick();
-  const bad = store.alerts
+  const pages = store.alerts
     .list({ all: true })
     .filter((a) => FAILURE_RULES.has(a.rule) && a.severity === 'critical')
-    .map((a) => `${store.runs.byId(a.run_id)?.name}: ${a.rule} ${a.summary}`);
+    .map((a) => ({ run: store.runs.byId(a.run_id)?.name ?? '?', rule: a.rule, summary: a.summary }));
   store.close();
-  return { runs: summary.runs.length, criticalFromFailureRules: bad };
+  const expected = (p: { run: string; rule: string }) => p.rule === 'run_crashed' && CRASHED_RUNS.includes(p.run);
+  return {
+    runs: summary.runs.length,
+    crashesMissed: CRASHED_RUNS.filter((run) => !pages.some((p) => p.run === run && expected(p))),
+    criticalFromFailureRules: pages.filter((p) => !expected(p)).map((p) => `${p.run}: ${p.rule} ${p.summary}`),
+  };
 }
 
 export async function runFailureBench(opts: { outDir: string }): Promise<FailureReport> {
@@ -255,6 +265,7 @@ export async function runFailureBench(opts: { outDir: string }): Promise<Failure
     graceResult.crashMs !== null &&
     graceResult.crashMs <= TARGET_GRACE_MS &&
     graceResult.survivedPages === 0 &&
+    real.crashesMissed.length === 0 &&
     real.criticalFromFailureRules.length === 0;
   const report: FailureReport = { date: new Date().toISOString(), live: liveResults, grace: graceResult, realLogs: real, pass };
   writeFileSync(join(opts.outDir, 'failures.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -272,7 +283,11 @@ export function formatFailureReport(r: FailureReport): string {
     `  crash (traceback, then silence): ${g.crashMs === null ? 'never' : `${(g.crashMs / 1000).toFixed(0)} s`} on the injected clock ` +
       `(grace 2 min + tick, ≤ ${TARGET_GRACE_MS / 1000} s); the same traceback survived: ${g.survivedPages} pages`,
   );
-  out.push(`  real logs: ${r.realLogs.runs} runs backfilled, critical alerts from the failure rules: ${r.realLogs.criticalFromFailureRules.length}`);
+  out.push(
+    `  real logs: ${r.realLogs.runs} runs backfilled; the ${CRASHED_RUNS.length} that died raised run_crashed: ` +
+      `${r.realLogs.crashesMissed.length === 0 ? 'yes' : `no (${r.realLogs.crashesMissed.join(', ')})`}; ` +
+      `other critical alerts from the failure rules: ${r.realLogs.criticalFromFailureRules.length}`,
+  );
   for (const b of r.realLogs.criticalFromFailureRules) out.push(`    ${b}`);
   out.push(`  ${r.pass ? 'PASS' : 'FAIL'}`);
   return out.join('\n');

@@ -541,4 +541,7 @@ process.stdout.write(await (await import('./postgres.ts')).pgBenchReport()); // 
 const { formatPgWatchersReport, runPgWatchers } = await import('./pgWatchers.ts');
 const pgWatchers = await runPgWatchers(pgWatchersOptions());
 process.stdout.write(formatPgWatchersReport(pgWatchers));
+// an alert storm against the real rlwatch start and a fake Discord that answers 429 for a while (bench/storm.ts)
+const { formatStormReport, runStorm } = await import('./storm.ts');
+process.stdout.write(`\n${formatStormReport(await runStorm(join(OUT, 'storm')))}`);
 process.exit(0);
