@@ -1,6 +1,6 @@
 /**
  * A team moving to PostgreSQL: the history `rlwatch start` wrote into SQLite is migrated, and the same host then
- * watches the same runs into PostgreSQL with `watch.prefix: ""` (README, PostgreSQL). The runs go on under their
+ * watches the same runs into PostgreSQL with `watch.prefix: ""` (docs/postgres.md). The runs go on under their
  * names, each file from the offset SQLite had reached: nothing read twice, nothing lost.
  */
 import pg from 'pg';

@@ -21,8 +21,8 @@ describe('the knowledge base next to the rule book', () => {
     for (const r of GRPO_RANGES) for (const id of [r.low, r.high]) if (id) expect(KNOWLEDGE[id], `${r.metric}: ${id}`).toBeDefined();
   });
 
-  it('is the README table: every preset rule is a row with its hint', () => {
-    const readme = readFileSync('README.md', 'utf8');
-    for (const r of GRPO_PRESET) expect(readme, r.id).toContain(`| \`${r.id}\` | ${KNOWLEDGE[r.id]!.hint} |`);
+  it("is the table of docs/alerts.md's 'What to try': every preset rule is a row with its hint", () => {
+    const page = readFileSync('docs/alerts.md', 'utf8');
+    for (const r of GRPO_PRESET) expect(page, r.id).toContain(`| \`${r.id}\` | ${KNOWLEDGE[r.id]!.hint} |`);
   });
 });
