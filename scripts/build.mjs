@@ -11,12 +11,12 @@ const root = join(import.meta.dirname, '..');
 const outdir = join(root, 'dist');
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  // the backfill's parser runs in a worker thread of its own entry (src/ingest/parseThread.ts finds it beside it), and
-  // so does a PostgreSQL watcher's connection (src/store/pg/pgLiveStore.ts), and `start`'s WAL checkpoints
+  // the backfill's parser runs in a worker thread of its own entry (src/ingest/threads/parseThread.ts finds it beside
+  // it), and so does a PostgreSQL watcher's connection (src/store/pg/pgLiveStore.ts), and `start`'s WAL checkpoints
   // (src/store/walCheckpoints.ts), and the bot's charts (src/render/chartThread.ts)
   entryPoints: {
     cli: join(root, 'src', 'cli.ts'),
-    parseWorker: join(root, 'src', 'ingest', 'parseWorker.ts'),
+    parseWorker: join(root, 'src', 'ingest', 'threads', 'parseWorker.ts'),
     liveWorker: join(root, 'src', 'store', 'pg', 'liveWorker.ts'),
     checkpointWorker: join(root, 'src', 'store', 'checkpointWorker.ts'),
     chartWorker: join(root, 'src', 'render', 'chartWorker.ts'),

@@ -3,7 +3,7 @@ import { unreadSummary } from './commands/files.ts';
 import type { Engine } from './engine/engine.ts';
 import { ReportSchedule } from './report/schedule.ts';
 import { Ingestor } from './ingest/ingestor.ts';
-import type { LiveIngest } from './ingest/watcher.ts';
+import type { LiveIngest } from './ingest/discover/watcher.ts';
 import type { Log } from './log.ts';
 import { endExpiredMutes } from './notify/cardUpdates.ts';
 import { Dispatcher, type DispatcherOptions, type Target } from './notify/dispatcher.ts';

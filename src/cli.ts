@@ -11,7 +11,7 @@ import { UserError } from './errors.ts';
 import type { Config } from './config/schema.ts';
 import type { PlatformSettings } from './app.ts';
 import type { BackfillSummary } from './ingest/backfill.ts';
-import type { ParseThread } from './ingest/parseThread.ts';
+import type { ParseThread } from './ingest/threads/parseThread.ts';
 import { silentLog, stderrLog } from './log.ts';
 import { PACKAGE_ROOT } from './paths.ts';
 import { interact } from './notify/interaction.ts';
@@ -227,7 +227,7 @@ program
     const { config, dbPath } = await setup(cmd);
     // the parse worker starts up while this thread opens the database and loads the rules (an idle one never keeps
     // the process alive, should the database be refused)
-    const parsing = new (await import('./ingest/parseThread.ts')).ParseThread();
+    const parsing = new (await import('./ingest/threads/parseThread.ts')).ParseThread();
     const store = Store.openWriter(dbPath, 'backfill');
     try {
       const t0 = performance.now();

@@ -8,7 +8,7 @@ import { parseDuration } from './engine/duration.ts';
 import { Engine } from './engine/engine.ts';
 import { ruleBookFor } from './engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
-import { LiveIngest, UNREACHABLE_RETRY_MS } from './ingest/watcher.ts';
+import { LiveIngest, UNREACHABLE_RETRY_MS } from './ingest/discover/watcher.ts';
 import type { Log } from './log.ts';
 import { isUnreachable } from './store/dbErrors.ts';
 import type { LiveStore } from './store/live.ts';

@@ -1,4 +1,4 @@
-import { visibleName } from '../ingest/runLocator.ts';
+import { visibleName } from '../ingest/discover/runLocator.ts';
 import { formatValue, jsonValue } from '../render/numbers.ts';
 import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
 

@@ -4,8 +4,8 @@ import { UserError } from '../errors.ts';
 import { DEFAULT_LINES, MAX_LINES } from './registry.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
-import { isUnder, openInsideRoots, OutsideRoots, ReplacedWhileOpened } from '../ingest/insideRoots.ts';
-import { visibleName } from '../ingest/runLocator.ts';
+import { isUnder, openInsideRoots, OutsideRoots, ReplacedWhileOpened } from '../ingest/discover/insideRoots.ts';
+import { visibleName } from '../ingest/discover/runLocator.ts';
 import type { FileRow } from '../store/files.ts';
 import { resolveRun, type CommandContext, type Reply } from './reply.ts';
 

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
-import { discoverFiles, readElsewhere } from './discover.ts';
+import { discoverFiles, readElsewhere } from './discover/discover.ts';
 import { DatabaseError } from '../store/dbErrors.ts';
 import { DatabaseFullError, type FileOutcome, type Ingestor } from './ingestor.ts';
-import { ParseThread } from './parseThread.ts';
+import { ParseThread } from './threads/parseThread.ts';
 
 export interface BackfillSummary {
   runs: string[];

@@ -7,9 +7,9 @@ import type { LiveStore } from '../store/live.ts';
 import type { Batch, BatchResult } from '../store/store.ts';
 import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
-import { OutsideRoots, openInsideRoots } from './insideRoots.ts';
-import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './lineChunks.ts';
-import type { ParseThread } from './parseThread.ts';
+import { OutsideRoots, openInsideRoots } from './discover/insideRoots.ts';
+import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './tail/lineChunks.ts';
+import type { ParseThread } from './threads/parseThread.ts';
 import type {
   DocumentFormat,
   ExampleRecord,
@@ -18,8 +18,8 @@ import type {
   RecordFormat,
   TableFormat,
 } from './records.ts';
-import { rotatedSince } from './rotation.ts';
-import { locateRun, type RunLocation } from './runLocator.ts';
+import { rotatedSince } from './tail/rotation.ts';
+import { locateRun, type RunLocation } from './discover/runLocator.ts';
 
 export interface IngestOptions {
   maxLineBytes: number;

@@ -13,7 +13,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { makeEngine } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
-import { discoverFiles } from '../../src/ingest/discover.ts';
+import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { rowsOf, ruleQueries } from '../store/tableRows.ts';

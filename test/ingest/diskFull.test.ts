@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { LiveIngest } from '../../src/ingest/watcher.ts';
+import { LiveIngest } from '../../src/ingest/discover/watcher.ts';
 import { DatabaseError } from '../../src/store/dbErrors.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';

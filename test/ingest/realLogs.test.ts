@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { unreadSummary } from '../../src/commands/files.ts';
-import { discoverFiles } from '../../src/ingest/discover.ts';
+import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { cleanLine } from '../../src/ingest/formats/common.ts';
 import { consoleLog } from '../../src/ingest/formats/console.ts';
 import { readKeyValueLine } from '../../src/ingest/formats/keyValue.ts';

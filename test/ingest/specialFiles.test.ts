@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runFiles } from '../../src/commands/files.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { LiveIngest } from '../../src/ingest/watcher.ts';
+import { LiveIngest } from '../../src/ingest/discover/watcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';

@@ -3,11 +3,11 @@
  * a worker while the main thread writes): the metric values of a chunk are one Float64Array, grouped by line shape
  * (the metric names of a line, in order), not a Map per line. The same code parses in-thread and in the worker.
  */
-import type { SkipCount } from '../store/files.ts';
-import { failureScanner, type FailureScanner } from './failures.ts';
-import { FORMATS } from './formats/index.ts';
+import type { SkipCount } from '../../store/files.ts';
+import { failureScanner, type FailureScanner } from '../failures.ts';
+import { FORMATS } from '../formats/index.ts';
 import { readLines } from './lineReader.ts';
-import type { EventRecord, ExampleRecord, LineParser, ShapedLineParser } from './records.ts';
+import type { EventRecord, ExampleRecord, LineParser, ShapedLineParser } from '../records.ts';
 
 /** What one chunk of lines parsed to. Steps still to be filed under the run's latest step are left open: only
  * the writer knows the run. */

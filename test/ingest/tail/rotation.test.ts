@@ -2,11 +2,11 @@ import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
-import { LiveIngest } from '../../src/ingest/watcher.ts';
-import { Store } from '../../src/store/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
-import { eventRecord, versionRecord } from '../tfeventsWriter.ts';
+import { Ingestor, type IngestEvent } from '../../../src/ingest/ingestor.ts';
+import { LiveIngest } from '../../../src/ingest/discover/watcher.ts';
+import { Store } from '../../../src/store/store.ts';
+import { ensureParent, tempDir } from '../../helpers.ts';
+import { eventRecord, versionRecord } from '../../tfeventsWriter.ts';
 
 let root: string;
 let dbPath: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CANDIDATE_FILE, locateRun } from '../../src/ingest/runLocator.ts';
+import { CANDIDATE_FILE, locateRun } from '../../../src/ingest/discover/runLocator.ts';
 
 describe('locateRun', () => {
   it('names a run by its path below the root', () => {

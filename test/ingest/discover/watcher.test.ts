@@ -2,10 +2,10 @@ import { appendFileSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSy
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
-import { LiveIngest, type WatchOptions } from '../../src/ingest/watcher.ts';
-import { Store } from '../../src/store/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+import { Ingestor, type IngestEvent } from '../../../src/ingest/ingestor.ts';
+import { LiveIngest, type WatchOptions } from '../../../src/ingest/discover/watcher.ts';
+import { Store } from '../../../src/store/store.ts';
+import { ensureParent, tempDir } from '../../helpers.ts';
 
 // The live watcher against real files and real file-system events: what it reads, and when.
 let dir: string;

@@ -2,9 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { learningLog } from '../../src/ingest/formats/learningLog.ts';
-import { fileParser, parsedChunks, type ParsedChunk } from '../../src/ingest/lineChunks.ts';
-import { tempDir } from '../helpers.ts';
+import { learningLog } from '../../../src/ingest/formats/learningLog.ts';
+import { fileParser, parsedChunks, type ParsedChunk } from '../../../src/ingest/tail/lineChunks.ts';
+import { tempDir } from '../../helpers.ts';
 
 const LINES = [
   '[Epoch 0.10]  loss=0.5  grad=1.5  reward=0.2±0.1',
@@ -83,7 +83,7 @@ describe('what the parser keeps between chunks', () => {
       `[Epoch 0.1]  loss=0.5  a_rather_long_metric_name_${Math.floor(i / 120)}=1  reward=0.2  ${'pad '.repeat(20)}`,
     );
     writeFileSync(path, `${lines.join('\n')}\n`);
-    const lineChunks = resolve(import.meta.dirname, '../../src/ingest/lineChunks.ts');
+    const lineChunks = resolve(import.meta.dirname, '../../../src/ingest/tail/lineChunks.ts');
     const script = `
       const { closeSync, openSync, statSync } = await import('node:fs');
       const { fileParser, parsedChunks } = await import(${JSON.stringify(lineChunks)});

@@ -2,7 +2,7 @@ import { closeSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readLines, type LineChunk } from '../../src/ingest/lineReader.ts';
+import { readLines, type LineChunk } from '../../../src/ingest/tail/lineReader.ts';
 
 function readAll(content: string | Buffer, opts: { start?: number; max?: number; chunk?: number } = {}): LineChunk[] {
   const path = join(mkdtempSync(join(tmpdir(), 'rlw-lines-')), 'f.log');

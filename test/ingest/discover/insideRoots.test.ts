@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   approve, openApproved, openInsideRoots, OutsideRoots, reachOf, ReplacedWhileOpened,
-} from '../../src/ingest/insideRoots.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+} from '../../../src/ingest/discover/insideRoots.ts';
+import { ensureParent, tempDir } from '../../helpers.ts';
 
 // The rule every read of a log goes through, against real files, folders and symlinks.
 let root: string;

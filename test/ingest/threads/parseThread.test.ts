@@ -1,9 +1,9 @@
 import { closeSync, openSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fileParser, parsedChunks, type LineRange, type ParsedChunk } from '../../src/ingest/lineChunks.ts';
-import { ParseThread } from '../../src/ingest/parseThread.ts';
-import { learningLine, tempDir } from '../helpers.ts';
+import { fileParser, parsedChunks, type LineRange, type ParsedChunk } from '../../../src/ingest/tail/lineChunks.ts';
+import { ParseThread } from '../../../src/ingest/threads/parseThread.ts';
+import { learningLine, tempDir } from '../../helpers.ts';
 
 /** A learning.log of `n` records with a malformed line every 50 and an overlong one at 120. */
 function logFile(n: number): string {
