@@ -1,4 +1,5 @@
 import { formatValue } from '../render/numbers.ts';
+import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { LiveStore } from '../store/live.ts';
 import type { RunContext } from './evaluate.ts';
@@ -52,7 +53,7 @@ export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
       const step = run.last_step;
       const summary = `the run logged step ${step}: training resumed`;
       lc.apply(step, { kind: 'ok', recovered: true, describe: () => ({ summary, details: {} }) });
-    }
+    } else if (open) refresh(ctx, open);
     return;
   }
   const at = ctx.finishedAt();
@@ -67,6 +68,21 @@ export function evaluateFinished(ctx: RunContext, rule: FinishedRule): void {
     describe: () => ({ summary: describe(summary), details: { once: true, finished: summary } }),
   });
   store.alerts.saveCursor(runId, rule.id, REWARD, at, {});
+}
+
+/**
+ * The summary as the records now say it: the rest of the last step's record (a console log's reward breakdown
+ * lines after its `Step 400` line) or the trainer's closing `train_runtime` dict may be read after the step that
+ * finished the run. The alert keeps its step and time; only what it says follows the records, however they were
+ * batched.
+ */
+function refresh(ctx: RunContext, open: AlertRow): void {
+  const summary = finishedSummary(ctx.store, ctx.runId, ctx.run);
+  const text = describe(summary);
+  const details = { once: true, finished: summary };
+  if (text === open.summary && JSON.stringify(details) === open.details) return;
+  const step = open.fired_step ?? open.started_step;
+  ctx.alerts.fire(open, { step, at: open.fired_at ?? open.started_at, severity: open.severity, summary: text, details });
 }
 
 /** 612300 -> `10m 12s`; 7500000 -> `2h 5m` */
