@@ -19,7 +19,8 @@ const shown = (m: Move, arrow: string): string => `${m.metric} ${arrow} ${format
 /**
  * Divergence (reward hacking): at each step, each metric's mean of the last `window` records against the
  * `window` before; the rule fires while one metric has risen and another fallen, both for real (past
- * `minDelta` and the noise). A metric without a record at a step keeps its last judgement.
+ * `minDelta` and the noise). A metric without a record at a step keeps its last judgement. A step is judged once
+ * each metric has logged it or a later one is logged.
  */
 export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void {
   const { store, runId } = ctx;
@@ -36,7 +37,13 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
     const steps = points.map((p) => p.step);
     return { metric, steps, values: points.map((p) => p.value), firstFresh: history.length, at: -1 };
   });
-  const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))].sort((a, b) => a - b);
+  // the newest step, unless every metric has logged it, waits for a later one: its record may not be whole yet (a
+  // console log's step spreads over lines that can land in two reads), and a step judged without one of its metrics
+  // is not judged again when it comes
+  const lasts = series.map((s) => s.steps[s.steps.length - 1] ?? -Infinity);
+  const newest = Math.max(...lasts);
+  const upTo = lasts.every((l) => l === newest) ? newest : newest - 1;
+  const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))].filter((t) => t <= upTo).sort((a, b) => a - b);
   if (steps.length === 0) return;
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: key }, ctx.now, {
     quietFor: rule.quietFor,
