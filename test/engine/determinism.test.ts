@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../scripts/rng.ts';
 import { makeEngine } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
+import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
@@ -64,6 +65,8 @@ interface Seen {
   summary: string;
 }
 
+const ON_THE_CLOCK = new Set(GRPO_PRESET.filter((r) => r.kind === 'stall' || r.kind === 'crash').map((r) => r.id));
+
 function alertsOf(store: Store): Seen[] {
   const names = new Map(store.runs.list().map((r) => [r.id, r.name]));
   return store.alerts
@@ -71,7 +74,7 @@ function alertsOf(store: Store): Seen[] {
     // judged on rlwatch's clock, not on the records: stall (the silence since the file last grew), and run_crashed
     // of an error that is not fatal (read live it is held for a grace to see whether the job survives; read as
     // history it fires only when it is the log's last word from the job's own process)
-    .filter((a) => a.rule !== 'stall' && a.rule !== 'run_crashed')
+    .filter((a) => !ON_THE_CLOCK.has(a.rule))
     .map((a) => ({
       run: names.get(a.run_id) ?? '?',
       rule: a.rule,
@@ -109,42 +112,57 @@ async function readByBackfill(files: Files): Promise<Seen[]> {
 }
 
 /**
- * The files as a live watcher reads them while a trainer writes: each file grows by pieces of 1 to `maxPiece`
- * bytes (cut mid-line and mid-character), the files taking turns at random, a read after each piece whose batches
- * are evaluated and announced at once; the reader's own buffer is random too.
+ * The files as `start` reads them while a trainer writes: each file grows by pieces of 1 to `maxPiece` bytes (cut
+ * mid-line and mid-character), the files taking turns at random, a read after each piece whose batches are evaluated
+ * and announced at once; the reader's own buffer is random too. With `restarts`, after a piece the process stops
+ * at that rate (the store closed, nothing else kept) and a new one reads what is there as history, then live.
  */
-async function readLive(files: Files, seed: number, maxPiece: number): Promise<Seen[]> {
+async function readLive(files: Files, seed: number, maxPiece: number, restarts = 0): Promise<Seen[]> {
   const rand = mulberry32(seed);
   const root = tempDir('rlw-det-');
   const runs = join(root, 'runs');
   let now = NOW;
-  const store = Store.open(join(root, 'rlwatch.db'), { now: () => now });
-  try {
+  const chunkBytes = 256 + Math.floor(rand() * 4096);
+  const left = [...files].map(([rel, bytes]) => ({ path: join(runs, rel), bytes, at: 0 }));
+  for (const f of left) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(f.path, '');
+  }
+  let announce = true;
+  const startProcess = () => {
+    const store = Store.open(join(root, 'rlwatch.db'), { now: () => now });
     const engine = makeEngine(store, config, { terminal: true, now: () => now });
-    const chunkBytes = 256 + Math.floor(rand() * 4096);
     const ingestor = new Ingestor(store, { ...config.ingest, chunkBytes }, (e) => {
-      if (e.kind === 'batch') engine.evaluate(e.result.runId);
+      if (e.kind === 'batch') engine.evaluate(e.result.runId, announce);
     });
-    const left = [...files].map(([rel, bytes]) => ({ path: join(runs, rel), bytes, at: 0 }));
-    for (const f of left) {
-      mkdirSync(dirname(f.path), { recursive: true });
-      writeFileSync(f.path, '');
-    }
+    return { store, engine, ingestor };
+  };
+  let p = startProcess();
+  p.engine.caughtUp();
+  try {
     while (left.length > 0) {
       const k = Math.floor(rand() * left.length);
       const f = left[k]!;
       const end = Math.min(f.bytes.length, f.at + 1 + Math.floor(rand() * maxPiece));
       appendFileSync(f.path, f.bytes.subarray(f.at, end));
       f.at = end;
-      await ingestor.ingest(f.path, runs);
+      await p.ingestor.ingest(f.path, runs);
       if (f.at === f.bytes.length) left.splice(k, 1);
+      if (rand() < restarts) {
+        p.store.close();
+        p = startProcess();
+        announce = false;
+        for (const g of files.keys()) await p.ingestor.ingest(join(runs, g), runs);
+        announce = true;
+        p.engine.caughtUp();
+      }
     }
     // an error read live is held for run_crashed's grace on rlwatch's clock (the job may survive it): let it pass
     now += HOUR;
-    engine.tick();
-    return alertsOf(store);
+    p.engine.tick();
+    return alertsOf(p.store);
   } finally {
-    store.close();
+    if (p.store.db.open) p.store.close();
   }
 }
 
@@ -185,5 +203,14 @@ describe('the same bytes give the same alerts, however they are read', () => {
     const expected = whole.get(name)!;
     for (const seed of [1, 2, 3]) expect(await readLive(files, seed, 400), `small pieces, seed ${seed}`).toEqual(expected);
     for (const seed of [4, 5]) expect(await readLive(files, seed, 200_000), `large pieces, seed ${seed}`).toEqual(expected);
+  }, 300_000);
+
+  // A process that stops in the middle of a console log's multi-line step, or of its reader's working out of steps
+  // (tqdm marks, steps per epoch), starts again without that context: these runs' records themselves differ after a
+  // restart (points lost or placed at other steps by the reader), so their alerts cannot be compared here.
+  const recordsLostOnRestart = new Set(['grpo-demo', 'deepspeed-chat-ppo', 'homegrown-ppo-gemma-lora', 'trl-grpo-hotpotqa-nohup', 'unsloth-grpo-chaos-economy-tf5']);
+  it.each(all.map(([name]) => name).filter((n) => !recordsLostOnRestart.has(n)))('%s: live reads with the process restarted now and then', async (name) => {
+    const files = all.find(([n]) => n === name)![1];
+    for (const seed of [6, 7]) expect(await readLive(files, seed, 2000, 0.05), `restarts, seed ${seed}`).toEqual(whole.get(name));
   }, 300_000);
 });
