@@ -227,8 +227,10 @@ const PHI_RECORDS = 400;
 /** How many windows the noise of a trend is measured over (the two compared and those before them). */
 const NOISE_WINDOWS = 8;
 /** A plateau is flat by this many standard errors of the difference of its window means beyond the noise of
- * those two windows alone (measured there, so that a noisy climb just before it does not hide it). */
-const FLAT_SIGMAS = 1.5;
+ * those two windows alone (measured there, so that a noisy climb just before it does not hide it). One: the se
+ * read as AR(1) is already wider than independent records' (30 seeded plateaus at 0.15 under AR(1) noise, φ 0.6:
+ * with 1.5, 4 were caught 63-93 records in and 1 missed; with 1, all 28-64 records in). */
+const FLAT_SIGMAS = 1;
 
 /** Trend: the mean of the last `window` records against the mean of the `window` before them, and (with
  * `breakSigmas`) the last records against the line the metric was on (breaks.ts). */
@@ -296,7 +298,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const down = downWindows || (broke && brkDelta < 0);
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
-      const flat = flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, root2w, rootW);
+      const flat =
+        flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, phi > 0 ? windowDiffSe(phi, w) : root2w, inflate / rootW);
       const step = steps[i]!;
       const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
       held = (flatRule ? flat : upWindows || downWindows) ? held + 1 : 0;
@@ -389,14 +392,17 @@ function columnsOf(
 
 /** A plateau at record i (on a positive level): the two windows' means differ by less than `change` of the level,
  * beyond the noise of those two windows alone, and the level is below `below` beyond the noise of a window mean
- * (else a noisy level above it dips in). `root2w` and `rootW` are √(2/w) and √w. */
+ * (else a noisy level above it dips in). The noise is σ_d of the two windows read as AR(1), as the trend's gate:
+ * `diffSe` is the se of the difference of the window means and `meanSe` that of one window mean, both in units of
+ * σ_d (windowDiffSe; longRunFactor / √w): a meandering reward's windows agree by chance more often than
+ * independent records' would, and that is no plateau. */
 function isFlat(
-  sums: Sums, i: number, w: number, delta: number, scale: number, after: number, rule: TrendRule, root2w: number,
-  rootW: number,
+  sums: Sums, i: number, w: number, delta: number, scale: number, after: number, rule: TrendRule, diffSe: number,
+  meanSe: number,
 ): boolean {
   const localSd = sums.sd(i - 2 * w + 1, i + 1);
-  const margin = (rule.sigmas / 2) * (localSd / rootW);
-  const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * root2w;
+  const margin = (rule.sigmas / 2) * localSd * meanSe;
+  const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * diffSe;
   return flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
 }
 

@@ -146,13 +146,13 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
     expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'truncation clipped_ratio']);
   });
 
-  it('reward ~0.2 flat for 20 records fires reward_plateau at the 20th (two 10-record windows)', () => {
-    const flat = Array.from({ length: 20 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
-    const t = new Trace().feed(flat.slice(0, 19));
+  it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th (two 30-record windows)', () => {
+    const flat = Array.from({ length: 60 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
+    const t = new Trace().feed(flat.slice(0, 59));
     expect(t.alerts()).toEqual([]);
-    t.feed(flat.slice(19));
-    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 20 });
-    expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 10 steps\), below 0\.3$/);
+    t.feed(flat.slice(59));
+    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 60 });
+    expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 30 steps\), below 0\.3$/);
   });
 
   it('a noisy climb at ~0.2 is no plateau: flat means flat beyond the noise of the two windows', () => {
@@ -232,7 +232,7 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
 
   it('the plateau resolves once the reward has moved again for 30 records (quietFor)', () => {
     const t = new Trace().feed(times(60, { reward: 0.2 }));
-    // 30 records at 0.3: within a few the 10-record windows move by > 10%, then the reward is past 0.3; 30 such
+    // 30 records at 0.3: within 7 the 30-record windows move by > 10%, then the reward is past 0.3; 30 such
     // records in a row (quietFor) end the plateau
     t.feed(times(30, { reward: 0.3 }));
     expect(t.alert('reward_plateau').state).toBe('firing');

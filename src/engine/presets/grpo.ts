@@ -187,9 +187,9 @@ export const GRPO_PRESET: readonly Rule[] = [
   {
     // learning.log guide: "reward ... Plateau at < 0.3: Model stuck in low-quality local optimum"
     id: 'reward_plateau', kind: 'trend', severity: 'warning',
-    // ours: 10-record windows, flat by more than their own noise (caught 20 records into a
-    // plateau); one plateau is one incident, however its noise wanders
-    metrics: ['reward'], direction: 'flat', window: 10, change: 0.05, below: 0.3,
+    // ours: 30-record windows, flat by more than their noise read as AR(1) (10-record windows called a slow
+    // climb under meandering noise flat; a plateau is caught 30-65 records in); one plateau is one incident
+    metrics: ['reward'], direction: 'flat', window: 30, change: 0.05, below: 0.3,
     quietFor: 30,
   },
   {
