@@ -128,9 +128,17 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     if (!first) continue;
     const cursor = store.alerts.cursor(runId, rule.id, first.metric);
     const from = cursor?.step ?? START;
-    const main = ctx.after(first.metric, from);
+    const logged = ctx.after(first.metric, from);
+    if (logged.length === 0) continue;
+    const otherPoints = rest.map((c) => ctx.after(c.metric, from));
+    // the newest step, unless every other metric has logged it or a later one, waits for a later step: its record
+    // may not be whole yet (a console log's step spreads over lines that can land in two reads), and a step
+    // judged without a metric is not judged again when it comes
+    const newest = logged[logged.length - 1]!.step;
+    const whole = otherPoints.every((o) => o.length > 0 && o[o.length - 1]!.step >= newest);
+    const main = whole ? logged : logged.slice(0, -1);
     if (main.length === 0) continue;
-    const others = rest.length === 0 ? NO_LOOKUPS : rest.map((c) => new StepLookup(ctx.after(c.metric, from)));
+    const others = rest.length === 0 ? NO_LOOKUPS : otherPoints.map((o) => new StepLookup(o));
     let streak = Number(cursor?.state.streak ?? 0);
     let recovering = Number(cursor?.state.recovering ?? 0);
     // `learn`: the first records of the run, and whether their median leaves the line to be judged at all

@@ -11,11 +11,13 @@ import { mulberry32 } from '../../scripts/rng.ts';
 import { makeEngine } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
+import type { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/store.ts';
 import { realLogsDir, tempDir } from '../helpers.ts';
+import { Trace, presetOnly, times, type Values } from './trace.ts';
 
 const config = ConfigSchema.parse({});
 /** one fixed clock for every route: the wall clock is no part of what is compared */
@@ -213,4 +215,36 @@ describe('the same bytes give the same alerts, however they are read', () => {
     const files = all.find(([n]) => n === name)![1];
     for (const seed of [6, 7]) expect(await readLive(files, seed, 2000, 0.05), `restarts, seed ${seed}`).toEqual(whole.get(name));
   }, 300_000);
+});
+
+describe('a step whose record lands in two reads', () => {
+  /** Each record committed and evaluated in two halves at the same step (the first key, then the rest), as the
+   * lines of one console step read in two pieces; `whole` commits each record at once. */
+  function split(book: RuleBook, rows: readonly Values[], whole: boolean): string[] {
+    const t = new Trace({ book });
+    rows.forEach((row, i) => {
+      const [head, ...tail] = Object.entries(row);
+      if (whole || tail.length === 0) return void t.feed([row]);
+      t.feed([Object.fromEntries([head!])]);
+      t.resumeAt(i + 1).feed([Object.fromEntries(tail)]);
+    });
+    return t.alerts().map((a) => `${a.rule} ${a.state} ${a.started_step} ${a.fired_step} ${a.resolved_step} ${a.summary}`);
+  }
+
+  it('a rule of two metrics (no_learning: loss 0 and grad_norm 0 for 3) judges each step with both', () => {
+    const rows = [...times(5, { loss: 0.1, grad_norm: 0.5 }), ...times(4, { loss: 0, grad_norm: 0 }), ...times(5, { loss: 0.1, grad_norm: 0.5 })];
+    const whole = split(presetOnly('no_learning'), rows, true);
+    expect(whole.length).toBe(1);
+    expect(split(presetOnly('no_learning'), rows, false)).toEqual(whole);
+  });
+
+  it('reward_hacking judges each step with every reward function', () => {
+    const fill = (n: number, v: number): number[] => Array<number>(n).fill(v);
+    const format = [...fill(15, 0.48), ...fill(30, 0.86)];
+    const accuracy = [...fill(15, 0.16), ...fill(30, 0.06)];
+    const rows = format.map((f, i) => ({ 'rewards/format': f, 'rewards/accuracy': accuracy[i]! }));
+    const whole = split(presetOnly('reward_hacking'), rows, true);
+    expect(whole.length).toBe(1);
+    expect(split(presetOnly('reward_hacking'), rows, false)).toEqual(whole);
+  });
 });
