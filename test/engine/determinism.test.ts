@@ -238,6 +238,14 @@ describe('a step whose record lands in two reads', () => {
     expect(split(presetOnly('no_learning'), rows, false)).toEqual(whole);
   });
 
+  it('non_finite counts a step once towards its recovery (recoverFor 5), whichever of its metrics comes first', () => {
+    const ok = { loss: 0.1, grad_norm: 0.5, reward: 0.3 };
+    const rows = [...times(3, ok), { loss: NaN, grad_norm: Infinity, reward: 0.3 }, ...times(8, ok)];
+    const whole = split(presetOnly('non_finite'), rows, true);
+    expect(whole.length).toBe(1);
+    expect(split(presetOnly('non_finite'), rows, false)).toEqual(whole);
+  });
+
   it('reward_hacking judges each step with every reward function', () => {
     const fill = (n: number, v: number): number[] => Array<number>(n).fill(v);
     const format = [...fill(15, 0.48), ...fill(30, 0.86)];
