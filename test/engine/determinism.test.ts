@@ -11,7 +11,7 @@ import { mulberry32 } from '../../scripts/rng.ts';
 import { makeEngine } from '../../src/app.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
-import type { RuleBook } from '../../src/engine/rules.ts';
+import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
@@ -220,16 +220,47 @@ describe('the same bytes give the same alerts, however they are read', () => {
 describe('a step whose record lands in two reads', () => {
   /** Each record committed and evaluated in two halves at the same step (the first key, then the rest), as the
    * lines of one console step read in two pieces; `whole` commits each record at once. */
-  function split(book: RuleBook, rows: readonly Values[], whole: boolean): string[] {
+  function split(book: RuleBook, rows: readonly Values[], whole: boolean, rand?: () => number): string[] {
     const t = new Trace({ book });
     rows.forEach((row, i) => {
-      const [head, ...tail] = Object.entries(row);
-      if (whole || tail.length === 0) return void t.feed([row]);
-      t.feed([Object.fromEntries([head!])]);
-      t.resumeAt(i + 1).feed([Object.fromEntries(tail)]);
+      const entries = Object.entries(row);
+      if (whole || entries.length < 2) return void t.feed([row]);
+      // the first key alone, or (with `rand`) a random share of the keys in their order
+      const at = rand ? 1 + Math.floor(rand() * (entries.length - 1)) : 1;
+      t.feed([Object.fromEntries(entries.slice(0, at))]);
+      t.resumeAt(i + 1).feed([Object.fromEntries(entries.slice(at))]);
     });
-    return t.alerts().map((a) => `${a.rule} ${a.state} ${a.started_step} ${a.fired_step} ${a.resolved_step} ${a.summary}`);
+    // in no particular order: which alert is made first within a step follows which metric came first
+    return t.alerts().map((a) => `${a.rule} ${a.state} ${a.started_step} ${a.fired_step} ${a.resolved_step} ${a.summary}`).sort();
   }
+
+  it('the whole preset over a seeded run that collapses and recovers, each record cut in two at random', () => {
+    const rand = mulberry32(11);
+    const noise = (scale: number): number => (rand() + rand() + rand() - 1.5) * scale;
+    const rows: Values[] = Array.from({ length: 400 }, (_, i) => {
+      const collapsed = i >= 200 && i < 280;
+      const reward = collapsed ? 0.1 + noise(0.03) : 0.25 + 0.4 * (1 - Math.exp(-i / 120)) + noise(0.05);
+      return {
+        epoch: (i + 1) / 100,
+        loss: noise(0.05),
+        grad_norm: collapsed && i % 17 === 0 ? 40 : 0.5 + Math.abs(noise(0.2)),
+        reward,
+        reward_std: collapsed ? 0.01 : 0.2 + noise(0.05),
+        'rewards/format': collapsed ? 0.95 : 0.5 + noise(0.1),
+        'rewards/accuracy': collapsed ? 0.02 : reward,
+        entropy: collapsed ? 0.02 : 0.4 + noise(0.05),
+        frac_zero_std: collapsed ? 0.95 : Math.max(0, 0.2 + noise(0.1)),
+        kl: collapsed ? 0.5 : 0.01 + Math.abs(noise(0.005)),
+        clipped_ratio: collapsed ? 0.9 : Math.max(0, 0.05 + noise(0.05)),
+        completion_length: collapsed ? 1024 : 300 + noise(60),
+      };
+    });
+    const cut = mulberry32(12);
+    const shuffled = rows.map((r) => Object.fromEntries(Object.entries(r).sort(() => cut() - 0.5)));
+    const whole = split(RuleBook.build(GRPO_PRESET, []), shuffled, true);
+    expect(whole.length).toBeGreaterThan(3);
+    expect(split(RuleBook.build(GRPO_PRESET, []), shuffled, false, cut)).toEqual(whole);
+  });
 
   it('a rule of two metrics (no_learning: loss 0 and grad_norm 0 for 3) judges each step with both', () => {
     const rows = [...times(5, { loss: 0.1, grad_norm: 0.5 }), ...times(4, { loss: 0, grad_norm: 0 }), ...times(5, { loss: 0.1, grad_norm: 0.5 })];
