@@ -48,6 +48,8 @@ export interface Scenario {
   steps: Array<Record<string, number>>;
   /** the records stop after the last step: evaluate the stall by the clock */
   stall: boolean;
+  /** a slow failure (a plateau): significant only after a while, so judged by the gradual delay target */
+  gradual?: boolean;
   /** one step every this many ms (default: the suite's 30 s) */
   stepMs?: number;
   /** an evaluation every `every` steps: no record for `ms`, a progress line every `printEveryMs` */
@@ -262,6 +264,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     description: 'reward stuck at ~0.20 (noise σ 0.01) from step 100',
     seed: plateauSeed,
     onset: PLATEAU_ONSET,
+    gradual: true,
     expected: { rule: 'reward_plateau', metric: 'reward', severities: ['warning'] },
     friends: ['milestone_reward_epoch_0.5', ...milestones],
     steps: patchFrom(healthySteps(plateauSeed), PLATEAU_ONSET, plateauSeed, (_v, step, g) => {
