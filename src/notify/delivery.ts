@@ -49,6 +49,13 @@ export function messageCards(n: Notification): AlertCard[] {
   return rest.length > 0 ? [...cards, summaryCard(n.run, rest)] : cards;
 }
 
+/** The cards of a notification sent whole, by a platform that posts and never edits: a scheduled report (no alert
+ * behind it) as its own card, never an empty message; alerts as `messageCards` (a storm: five cards and a '+K more'
+ * one). */
+export function notificationCards(n: Notification): AlertCard[] {
+  return n.report ? [reportCard(n.run, n.report)] : messageCards(n);
+}
+
 /** The items, most severe first, in their order otherwise. */
 function bySeverity(items: readonly NotificationItem[]): NotificationItem[] {
   return items.map((item, k) => ({ item, k, u: urgencyOf(item.severity) }))

@@ -3,8 +3,7 @@
  * (a cid attachment), a plain-text part saying the same, and a References header per alert for threading.
  */
 import { COLORS, type AlertCard } from '../../notify/cards.ts';
-import { messageCards } from '../../notify/delivery.ts';
-import { reportCard } from '../../report/card.ts';
+import { notificationCards } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { alertChartPng } from '../../render/chartOnce.ts';
 import { urgencyOf } from '../../store/outbox.ts';
@@ -61,8 +60,7 @@ function cardText(c: AlertCard): string {
 
 /** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain). */
 export async function alertMail(n: Notification, domain: string): Promise<AlertMail> {
-  // a scheduled report has no alert behind it: its own card, never an empty message
-  const cards = n.report ? [reportCard(n.run, n.report)] : messageCards(n); // a storm's row: five cards and a '+K more' one
+  const cards = notificationCards(n);
   const attachments: AlertMail['attachments'] = [];
   const parts: string[] = [];
   for (const c of cards) {
@@ -73,7 +71,7 @@ export async function alertMail(n: Notification, domain: string): Promise<AlertM
     }
     parts.push(cardHtml(c, cid));
   }
-  const subject = cards.length === 1 ? cards[0]!.title : `${n.report ? cards.length : n.items.length} alerts · ${n.run}`;
+  const subject = cards.length === 1 ? cards[0]!.title : `${n.items.length} alerts · ${n.run}`;
   return {
     // one line: a run name cannot add header lines (nodemailer encodes, this keeps the subject readable)
     subject: `[rlwatch] ${subject}`.replace(/[\r\n\t]+/g, ' '),

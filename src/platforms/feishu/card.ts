@@ -4,8 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { AlertCard } from '../../notify/cards.ts';
-import { messageCards } from '../../notify/delivery.ts';
-import { reportCard } from '../../report/card.ts';
+import { notificationCards } from '../../notify/delivery.ts';
 import { cut } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
 
@@ -31,14 +30,13 @@ function cardElements(c: AlertCard, withTitle: boolean): Element[] {
 
 /** The `card` of an `interactive` message: the first alert's title as header, the rest below it. */
 export function feishuCard(n: Notification): Element {
-  // a scheduled report has no alert behind it: its own card, never an empty message
-  const cards = n.report ? [reportCard(n.run, n.report)] : messageCards(n); // a storm's row: five cards and a '+K more' one
+  const cards = notificationCards(n);
   const first = cards[0]!;
   const severityColour = first.severity === 'warning' ? 'orange' : first.severity === 'info' ? 'blue' : 'red';
   return {
     config: { wide_screen_mode: true },
     header: {
-      title: plain(cards.length === 1 ? first.title : `${n.report ? cards.length : n.items.length} alerts · ${n.run}`),
+      title: plain(cards.length === 1 ? first.title : `${n.items.length} alerts · ${n.run}`),
       template: first.status === 'firing' ? severityColour : TEMPLATE[first.status],
     },
     elements: cards.flatMap((c, i) => [...(i > 0 ? [{ tag: 'hr' }] : []), ...cardElements(c, cards.length > 1)]),

@@ -5,8 +5,7 @@
  * and generations and log lines sit in fenced code blocks, where Mattermost reads neither.
  */
 import { COLORS, type AlertCard } from '../../notify/cards.ts';
-import { messageCards } from '../../notify/delivery.ts';
-import { reportCard } from '../../report/card.ts';
+import { notificationCards } from '../../notify/delivery.ts';
 import { codeBlock, cut, tailBlock } from '../../notify/limits.ts';
 import type { Notification } from '../../engine/notification.ts';
 
@@ -39,8 +38,7 @@ function attachment(c: AlertCard): Record<string, unknown> {
 
 /** The webhook body: a one-line text for notifications, one attachment per alert. */
 export function mattermostMessage(n: Notification): Record<string, unknown> {
-  // a scheduled report has no alert behind it: its own card, never an empty message
-  const cards = n.report ? [reportCard(n.run, n.report)] : messageCards(n); // a storm's row: five cards and a '+K more' one
+  const cards = notificationCards(n);
   return {
     username: 'rlwatch',
     text: cards.map((c) => mdEscape(`${c.title}: ${cut(c.summary, 200)}`)).join('\n'),

@@ -4,8 +4,7 @@
  * markdown in a TextRun, and `<at>` only mentions someone with msteams entities, which this card never has.
  */
 import type { AlertCard } from '../../notify/cards.ts';
-import { messageCards } from '../../notify/delivery.ts';
-import { reportCard } from '../../report/card.ts';
+import { notificationCards } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { cut } from '../../notify/limits.ts';
 
@@ -35,8 +34,7 @@ function cardElements(c: AlertCard): Element[] {
 
 /** The Workflows webhook body: a message with one Adaptive Card attachment. */
 export function teamsMessage(n: Notification): Element {
-  // a scheduled report has no alert behind it: its own card, never an empty message
-  const cards = n.report ? [reportCard(n.run, n.report)] : messageCards(n); // a storm's row: five cards and a '+K more' one
+  const cards = notificationCards(n);
   return {
     type: 'message',
     attachments: [
