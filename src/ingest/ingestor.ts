@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, lstatSync, readSync, type Stats } from 'node:fs';
+import { closeSync, lstatSync, readSync, type Stats } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
@@ -100,12 +100,10 @@ export class Ingestor {
 
   /** Reads what is new in `path` (a file under the watch root `root`). Null when it is not a log file. */
   async ingest(path: string, root: string): Promise<FileOutcome | null> {
-    let fd: number;
+    let opened: { fd: number; st: Stats } | null;
     try {
       // regular files only (a FIFO blocks open() until a writer comes), and only inside the root (insideRoots.ts)
-      const opened = openInsideRoots(path, [root]);
-      if (!opened) return null;
-      fd = opened.fd;
+      opened = openInsideRoots(path, [root]);
     } catch (err) {
       if (err instanceof OutsideRoots) {
         this.refused(path, root, err.reason);
@@ -115,10 +113,11 @@ export class Ingestor {
       if (code !== 'ENOENT') this.onEvent({ kind: 'unreadable', path, error: String((err as Error).message) });
       return null;
     }
+    if (!opened) return null;
+    // the descriptor's own stat, of the regular file checked before the open
+    const { fd, st } = opened;
     let outcome: FileOutcome | undefined;
     try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) return null;
       const row = this.fileRow(fd, st, path, root);
       if (!row) return null;
       const format = FORMATS.find((f) => f.id === row.format);
@@ -401,16 +400,15 @@ export class Ingestor {
     const files = [...(old ? [{ file: old, from: row.offset }] : []), ...newer.map((file) => ({ file, from: 0 }))];
     for (const { file, from } of files) {
       if (this.store.groupsRolledBack !== groups) break;
-      let fd: number;
+      let opened: { fd: number; st: Stats } | null;
       try {
-        const opened = openInsideRoots(file.path, [root]);
-        if (!opened) continue;
-        fd = opened.fd;
+        opened = openInsideRoots(file.path, [root]);
       } catch {
         continue; // removed since it was listed, or no longer inside the root
       }
+      if (!opened) continue;
+      const { fd, st } = opened;
       try {
-        const st = fstatSync(fd);
         // another file put at that name since it was listed, or nothing past what was read
         if (st.ino !== file.ino || st.dev !== file.dev || st.size <= from) continue;
         await read(fd, st, row, from, from === 0);
