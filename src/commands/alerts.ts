@@ -8,12 +8,15 @@ import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } fr
 
 const everyRun = (): boolean => true;
 
-/** The alert `id`, if the caller sees its run: another run's alert is answered as one that does not exist. */
-async function seenAlert(store: CommandContext['store'], id: number, seesRun: (run: string) => boolean): Promise<AlertRow> {
+/** The alert `id` and its run's name, if the caller sees that run: another run's alert is answered as one that does
+ * not exist. */
+async function seenAlert(
+  store: CommandContext['store'], id: number, seesRun: (run: string) => boolean,
+): Promise<{ alert: AlertRow; run: string }> {
   const alert = await store.alertById(id);
   const run = alert ? (await store.runById(alert.run_id))?.name : undefined;
   if (!alert || run === undefined || !seesRun(run)) throw new UserError(`no alert #${id} (see \`alerts --all\`)`);
-  return alert;
+  return { alert, run };
 }
 
 /** When an alert last changed, in the reader's terms: `fired 12 min ago`, `resolved 3 h ago`. */
@@ -76,7 +79,7 @@ export async function ackAlert(
   args: { id: number; by: Who; comment?: string },
   now = Date.now(),
 ): Promise<Reply> {
-  const alert = await seenAlert(store, args.id, seesRun);
+  const { alert } = await seenAlert(store, args.id, seesRun);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
   await store.transaction(async (tx) => {
     await tx.ackAlert(alert.id, args.by, args.comment ?? null, now);
@@ -181,8 +184,7 @@ async function aboutAlert(
   seesRun: (run: string) => boolean,
 ) {
   if (args.run !== undefined || args.rule !== undefined) throw new UserError('give alert, or run and rule, not both');
-  const alert = await seenAlert(store, args.alert as number, seesRun);
-  const run = (await store.runById(alert.run_id))?.name as string;
+  const { alert, run } = await seenAlert(store, args.alert as number, seesRun);
   return {
     run,
     rule: args.scope === 'rule' ? alert.rule : undefined,
