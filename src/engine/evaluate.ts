@@ -272,7 +272,6 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     const flatRule = rule.direction === 'flat';
     // one closure for the loop, judging a break against the record's scale
     let scale = 0;
-    let inflate = 1;
     const accept = (b: Break): boolean => moved(b, rule, scale);
     for (let i = Math.max(history.length, 2 * w - 1); i < values.length; i++) {
       const before = sums.mean(i - 2 * w + 1, i - w + 1);
@@ -283,8 +282,9 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       // means swing more than independent records would (stats.ts: windowDiffSe)
       const sd = sums.sd(Math.max(0, i - span + 1), i + 1);
       const phi = sums.phi(values, Math.max(0, i - PHI_RECORDS + 1), i + 1);
-      inflate = longRunFactor(phi);
-      const noise = rule.sigmas * sd * (phi > 0 ? windowDiffSe(phi, w) : root2w);
+      const inflate = longRunFactor(phi);
+      const diffSe = phi > 0 ? windowDiffSe(phi, w) : root2w;
+      const noise = rule.sigmas * sd * diffSe;
       const real = Math.abs(delta) > noise;
       // a positive level well above its noise: change in % of the level; else (near or below 0, as
       // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
@@ -307,7 +307,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
       const flat =
-        flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, phi > 0 ? windowDiffSe(phi, w) : root2w, inflate / rootW);
+        flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, diffSe, inflate / rootW);
       const step = steps[i]!;
       const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
       held = (flatRule ? flat : upWindows || downWindows) ? held + 1 : 0;
