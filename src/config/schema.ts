@@ -1,4 +1,5 @@
 import { PLATFORMS } from '../platforms/index.ts';
+import { DEFAULT_MAX_METRIC_NAMES } from '../store/batchGuard.ts';
 import * as z from '../zod.ts';
 import { duration, nonEmpty, wholeFrom } from '../zod.ts';
 
@@ -37,7 +38,7 @@ export const ConfigSchema = z.strictObject({
       examplesPerStep: z._default(wholeFrom(0, 50), 2),
       /** distinct metric names a run may have: values of names past it are not stored, and are counted and named
        * among the file's skips (`rlwatch files`) */
-      maxMetricNames: z._default(wholeFrom(1), 10_000),
+      maxMetricNames: z._default(wholeFrom(1), DEFAULT_MAX_METRIC_NAMES),
     }),
     {},
   ),
