@@ -520,9 +520,7 @@ export class DiscordBot {
     const { store, config, log } = this.opts;
     const user = `@${i.user.username}`;
     const mayWrite = () => this.allowed(i);
-    const place = this.place(i);
-    const where = place.refused !== undefined ? { refused: place.refused } : { seesRun: place.seesRun };
-    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml', ...where };
+    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml', ...this.place(i) };
   }
 
   /**

@@ -396,8 +396,7 @@ export class SlackBot {
     const config = this.opts.config;
     const mayWrite = () => this.allowed(user.id, client);
     const rightsHint = 'slack.allow in rlwatch.yaml';
-    const where = place.refused !== undefined ? { refused: place.refused } : { seesRun: place.seesRun };
-    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint, ...where };
+    return { store, config, log, user: `<@${user.id}>`, userName: user.name, mayWrite, rightsHint, ...place };
   }
 
   /** What a command from `channel` of workspace `team` may do: none from another workspace, a DM or a channel not

@@ -159,9 +159,8 @@ export class TelegramBot {
   /** The caller as the interaction path sees them: rights from `telegram.allow` (no ids listed: anyone in one of
    * the chats alerts go to, the only ones commands are read from), reading about the runs routed to `chat`. */
   private asker(from: NonNullable<TgMessage['from']>, chat: string): Asker {
-    const place = this.places(chat);
     return {
-      ...(place.refused !== undefined ? { refused: place.refused } : { seesRun: place.seesRun }),
+      ...this.places(chat), // refused, or the runs it sees
       store: this.ctx.store,
       log: this.ctx.log,
       user: who(from),
