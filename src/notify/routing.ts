@@ -43,7 +43,7 @@ export function allDestinations(section: Routed, defaultDest: string | undefined
 
 /**
  * A platform's router: the target names of an alert. Info (trends up, too-easy groups) stays on the terminal
- * unless a route names `info` itself (ours): a channel people read is for what needs doing.
+ * unless a route names `info` itself: a channel people read is for what needs doing.
  */
 export function router(platform: string, section: Routed, defaultDest: string | undefined) {
   return (run: string, severity: string): string[] => {
