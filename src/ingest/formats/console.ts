@@ -218,13 +218,12 @@ class ConsoleReader {
     if (evaluation) return metricResult(values, step ?? this.logged.shift() ?? this.lastDictStep);
     const epochValue = raw['epoch'];
     const epoch = epochText === undefined || !Number.isFinite(epochValue) ? undefined : { value: epochValue!, half: halfUnit(epochText) };
-    const exact = step !== undefined;
     if (step === undefined) {
       const placed = this.placeTrainDict(counted, epoch);
       step = placed.step;
       if (placed.exact && step !== undefined && epoch !== undefined && epoch.value > 0 &&
         step >= (this.anchor?.step ?? 0)) this.anchor = { step, epoch: epoch.value, half: epoch.half };
-    } else if (epoch !== undefined && epoch.value > 0 && exact) {
+    } else if (epoch !== undefined && epoch.value > 0) {
       this.anchor = { step, epoch: epoch.value, half: epoch.half };
     }
     this.dictLogs++;
