@@ -39,12 +39,16 @@ class Gate {
 
   /** A synchronous `fn`: run in this turn when the gate is free (nothing can come between), else in its turn. */
   run<T>(fn: () => T): Promise<T> {
-    if (this.held) return this.hold(async () => fn());
-    try {
-      return Promise.resolve(fn());
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return this.held ? this.hold(async () => fn()) : settled(fn);
+  }
+}
+
+/** `fn` called now, its result or its throw as a promise. */
+function settled<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
 
@@ -76,12 +80,7 @@ export class SqliteAsyncStore implements StoreContract {
 
   /** Runs a synchronous store call once no transaction body holds the store. */
   private call<T>(fn: () => T): Promise<T> {
-    if (!this.inTx) return this.gate.run(fn);
-    try {
-      return Promise.resolve(fn());
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return this.inTx ? settled(fn) : this.gate.run(fn);
   }
 
   close(): Promise<void> {
