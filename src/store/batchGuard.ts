@@ -43,12 +43,13 @@ const shown = (name: string): string => {
 
 /**
  * The batch as a store may write it, the same for SQLite and PostgreSQL, live and in backfill: a metric whose name
- * cannot be stored, or that would take the run past `cap` distinct names, is left out; other text (generations,
- * events, the run's config, skip samples) is cleaned of what cannot be stored. Each part left out or cleaned is
- * counted among the file's skips (added to `b.skips`, so the reader's counts see them too). Returns `b` when nothing
- * changed.
+ * cannot be stored, or that would take the run past its cap of distinct names (`b.maxMetricNames`, else
+ * DEFAULT_MAX_METRIC_NAMES), is left out; other text (generations, events, the run's config, skip samples) is cleaned
+ * of what cannot be stored. Each part left out or cleaned is counted among the file's skips (added to `b.skips`, so
+ * the reader's counts see them too). Returns `b` when nothing changed.
  */
-export function guardBatch(b: Batch, run: RunNames, cap: number): Batch {
+export function guardBatch(b: Batch, run: RunNames): Batch {
+  const cap = b.maxMetricNames ?? DEFAULT_MAX_METRIC_NAMES;
   // counted per record (line) a value was left out of, as the file's skips count lines
   const dropped = { bad: new Dropped(), past: new Dropped() };
   const refused = new Map<string, Dropped>();

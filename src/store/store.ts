@@ -11,7 +11,7 @@ import { Attempts } from './attempts.ts';
 import { ChatMessages } from './chatMessages.ts';
 import { Events } from './events.ts';
 import { Examples } from './examples.ts';
-import { DEFAULT_MAX_METRIC_NAMES, guardBatch, PAST_CAP, type RunNames } from './batchGuard.ts';
+import { guardBatch, PAST_CAP, type RunNames } from './batchGuard.ts';
 import { Files, type FileAttempt, type FileProgress, type SkipCount } from './files.ts';
 import { Points } from './points.ts';
 import { ShapedRows, type MetricRecords } from './metricRows.ts';
@@ -253,7 +253,7 @@ export class Store {
   private writeBatch(batch: Batch, keep: number): BatchResult {
     let names = this.runNames.get(batch.runId);
     if (!names) this.runNames.set(batch.runId, (names = this.namesOf(batch.runId)));
-    const b = guardBatch(batch, names, batch.maxMetricNames ?? DEFAULT_MAX_METRIC_NAMES);
+    const b = guardBatch(batch, names);
     const at = this.now();
     const seen = new Set<number>();
     let minStep = Infinity;

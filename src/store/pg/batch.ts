@@ -3,7 +3,7 @@ import { ARRIVALS_KEPT, PRUNE_EVERY } from '../arrivals.ts';
 import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';
 import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
-import { DEFAULT_MAX_METRIC_NAMES, guardBatch, PAST_CAP, type RunNames } from '../batchGuard.ts';
+import { guardBatch, PAST_CAP, type RunNames } from '../batchGuard.ts';
 import type { Batch, BatchResult } from '../store.ts';
 import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
 import { attemptColumns, fileColumns } from './rows.ts';
@@ -66,7 +66,7 @@ export async function writeBatch(
   db: pg.ClientBase, ids: MetricIds, batch: Batch, keep: number, at: number, live: LiveBatch = {},
 ): Promise<BatchResult> {
   // text PostgreSQL refuses would fail the batch, and the file would never get past it
-  const b = guardBatch(batch, await ids.namesOf(db, batch.runId), batch.maxMetricNames ?? DEFAULT_MAX_METRIC_NAMES);
+  const b = guardBatch(batch, await ids.namesOf(db, batch.runId));
   const { onRunLast, onFile, heads } = live;
   let minStep = Infinity;
   let maxStep = -Infinity;
