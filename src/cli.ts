@@ -386,6 +386,48 @@ program
     process.stdout.write(`${describeResults(results)}\n`, () => process.exit(results.every((r) => r.ok) ? 0 : 1));
   });
 
+program
+  .command('init')
+  .description('write a commented rlwatch.yaml, and a .env with the variables of the chat platforms named')
+  .option('--discord', 'alerts to Discord')
+  .option('--slack', 'alerts to Slack')
+  .option('--telegram', 'alerts to Telegram')
+  .option('--email', 'alerts by email (SMTP)')
+  .option('--webhook', 'alerts POSTed to a URL')
+  .option('--dir <dir>', 'where to write them', '.')
+  .option('--force', 'replace files that exist')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const { INIT_PLATFORMS, init } = await import('./app/init.ts');
+    const { createInterface } = await import('node:readline/promises');
+    // a terminal is asked which platforms (none named) and whether to replace a file; a script is asked nothing
+    const rl = process.stdin.isTTY ? createInterface({ input: process.stdin, output: process.stdout }) : null;
+    try {
+      const { lines, kept } = await init({
+        dir: String(opts.dir),
+        platforms: INIT_PLATFORMS.filter((p) => opts[p] === true),
+        force: opts.force === true,
+        ...(rl ? { ask: (q: string) => rl.question(q) } : {}),
+      });
+      process.stdout.write(`${lines.join('\n')}\n`);
+      if (kept.length > 0) process.exitCode = 1;
+    } finally {
+      rl?.close();
+    }
+  });
+
+program
+  .command('doctor')
+  .description('check what start depends on (config, database, watch roots, each chat platform) and say how to fix each failure')
+  .option('--json', 'print the checks as JSON: [{check, status, detail, fix}]')
+  .action(async (opts: { json?: boolean }, cmd: Command) => {
+    const global = cmd.optsWithGlobals<GlobalOpts>();
+    const { describeChecks, doctor } = await import('./app/doctor.ts');
+    const checks = await doctor({ config: global.config, db: global.db });
+    const text = opts.json ? JSON.stringify(checks, null, 2) : describeChecks(checks);
+    // an HTTP client may keep an idle connection open a while: the answer given, the process ends
+    process.stdout.write(`${text}\n`, () => process.exit(checks.some((c) => c.status === 'fail') ? 1 : 0));
+  });
+
 /** How to type rlwatch again from here: `bin/rlwatch` in a checkout, `npx rlwatch` from a project's node_modules,
  * else `rlwatch` (on the PATH). */
 function invokedAs(): string {

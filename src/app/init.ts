@@ -1,0 +1,202 @@
+/**
+ * `rlwatch init`: a commented rlwatch.yaml (watch roots, database, the chosen platforms' sections, a rule change to
+ * copy) and a .env holding the chosen platforms' variables, empty, each with where to get it. The .env is the
+ * user's alone (mode 600): it is where the tokens go. A file that exists is replaced only with --force or a yes.
+ */
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { UserError } from '../errors.ts';
+
+export const INIT_PLATFORMS = ['discord', 'slack', 'telegram', 'email', 'webhook'] as const;
+export type InitPlatform = (typeof INIT_PLATFORMS)[number];
+
+export interface InitOptions {
+  dir: string;
+  /** the platforms named by flags; none: asked on a terminal, else the terminal-only config */
+  platforms: InitPlatform[];
+  force: boolean;
+  /** asks a question on the terminal; absent when stdin is not one */
+  ask?: (question: string) => Promise<string>;
+}
+
+export interface InitResult {
+  /** what was written, one line each, and what to do next */
+  lines: string[];
+  /** the files that exist and were not replaced */
+  kept: string[];
+}
+
+const YAML_HEAD = `# rlwatch's config, written by \`rlwatch init\`. Every field is described in rlwatch.example.yaml and
+# docs/configuration.md. Relative paths are resolved against this file's folder. Tokens, passwords and hook
+# URLs go in .env, never here.
+
+db: ./rlwatch.db                # the SQLite file (or a postgres:// URL); --db and RLWATCH_DB take precedence
+
+watch:
+  roots:                        # the folders your trainers write their runs under: every folder below a root
+    - ./runs                    # that holds a recognised log is a run (docs/formats.md lists the files)
+  poll: false                   # true on NFS / Lustre, where file-system events never arrive
+
+alerts:
+  preset: grpo                  # the built-in GRPO rules (docs/alerts.md); none for none
+  rules: []                     # changes to built-in rules, by id, and rules of your own
+  # rules:                      # for instance, mode_collapse when 90% of the batch has zero reward spread:
+  #   - { id: mode_collapse, value: 0.9 }
+`;
+
+const YAML_SECTIONS: Record<InitPlatform, string> = {
+  discord: `
+discord:                        # the token and the channel come from .env (DISCORD_TOKEN, DISCORD_CHANNEL_ID)
+  # channel: '123456789012345678'   # the alert channel, here instead of DISCORD_CHANNEL_ID
+  allow:                        # who may ack and mute; both empty = anyone in the channel
+    users: []                   # user ids
+    roles: []                   # role ids
+`,
+  slack: `
+slack:                          # the tokens and the channel come from .env (SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_CHANNEL_ID)
+  mode: socket                  # socket: rlwatch dials out, no public URL needed; http: Slack calls slack.port
+  allow:                        # who may ack and mute; both empty = anyone in the channel
+    users: []                   # user ids (U...)
+    groups: []                  # user-group ids (S...)
+`,
+  telegram: `
+telegram:                       # the token and the chat come from .env (TELEGRAM_BOT_TOKEN, TELEGRAM_CHAT_ID)
+  allow:
+    users: []                   # user ids that may ack and mute; empty = anyone in the chat
+`,
+  email: `
+email: {}                       # the server, the login and the addresses come from .env (SMTP_*, EMAIL_*)
+`,
+  webhook: `
+webhook:                        # the URL comes from .env (WEBHOOK_URL)
+  urls: {}                      # more URLs by name, for routes (docs/platforms.md)
+`,
+};
+
+const TERMINAL_ONLY = `
+# No chat platform: alerts are printed by \`rlwatch start\`. To post them to Slack, Discord, Telegram, email or a
+# webhook, see docs/first-hour.md (rlwatch init --slack, for one, writes the section and the .env).
+`;
+
+const ENV_HEAD = `# rlwatch reads these from the environment, or from this file in the folder you run rlwatch from.
+# It holds tokens: keep it to yourself (rlwatch init wrote it with mode 600) and out of version control.
+# Every variable rlwatch reads is in .env.example.
+`;
+
+const ENV_SECTIONS: Record<InitPlatform, string> = {
+  discord: `
+# --- Discord (step by step: docs/platforms/discord.md) ---
+# The bot's token: https://discord.com/developers/applications > your application > Bot > Reset Token
+DISCORD_TOKEN=
+# The alert channel's id: User Settings > Advanced > Developer Mode on, then right-click the channel > Copy Channel ID
+DISCORD_CHANNEL_ID=
+# The server's id (right-click the server > Copy Server ID): slash commands show there at once, not within an hour
+DISCORD_GUILD_ID=
+`,
+  slack: `
+# --- Slack (step by step: docs/platforms/slack.md; create the app from slack-app-manifest.yaml) ---
+# The Bot User OAuth Token (xoxb-...): your app at https://api.slack.com/apps > OAuth & Permissions
+SLACK_BOT_TOKEN=
+# The app-level token (xapp-...) for Socket Mode: Basic Information > App-Level Tokens, with connections:write
+SLACK_APP_TOKEN=
+# The alert channel's id (C...): the channel's name > About, at the bottom; then /invite @rlwatch in the channel
+SLACK_CHANNEL_ID=
+`,
+  telegram: `
+# --- Telegram ---
+# The bot's token: talk to @BotFather, /newbot (or /mybots > your bot > API Token)
+TELEGRAM_BOT_TOKEN=
+# The chat alerts go to: add the bot to the group, post there, and read chat.id in
+# https://api.telegram.org/bot<token>/getUpdates (a group's id starts with -)
+TELEGRAM_CHAT_ID=
+`,
+  email: `
+# --- Email over SMTP: your provider's SMTP settings ---
+# The server and port (587 with STARTTLS, or 465 with SMTP_SECURE=true)
+SMTP_HOST=
+SMTP_PORT=587
+SMTP_SECURE=false
+# The login (many providers want an app password here, not your own)
+SMTP_USER=
+SMTP_PASS=
+# The sender, and where alerts go
+EMAIL_FROM=
+EMAIL_TO=
+`,
+  webhook: `
+# --- Webhook: rlwatch POSTs each alert as JSON to this URL ---
+# The URL of the service that receives them
+WEBHOOK_URL=
+# Optional: a secret of your choosing; each body is then signed with it (X-Rlwatch-Signature)
+WEBHOOK_SECRET=
+`,
+};
+
+/** The config's text for `platforms` (in their order in INIT_PLATFORMS). */
+export function configText(platforms: readonly InitPlatform[]): string {
+  const chosen = INIT_PLATFORMS.filter((p) => platforms.includes(p));
+  return YAML_HEAD + (chosen.length === 0 ? TERMINAL_ONLY : chosen.map((p) => YAML_SECTIONS[p]).join(''));
+}
+
+/** The .env's text for `platforms`. */
+export function envText(platforms: readonly InitPlatform[]): string {
+  return ENV_HEAD + INIT_PLATFORMS.filter((p) => platforms.includes(p)).map((p) => ENV_SECTIONS[p]).join('');
+}
+
+/** `answer` read as platform names: commas or spaces between them; unknown names are a UserError. */
+export function platformsFrom(answer: string): InitPlatform[] {
+  const names = answer.toLowerCase().split(/[\s,]+/).filter(Boolean);
+  const unknown = names.filter((n) => !(INIT_PLATFORMS as readonly string[]).includes(n));
+  if (unknown.length > 0) throw new UserError(`no platform ${unknown.map((n) => `'${n}'`).join(', ')}: one of ${INIT_PLATFORMS.join(', ')}`);
+  return names as InitPlatform[];
+}
+
+async function choosePlatforms(opts: InitOptions): Promise<InitPlatform[]> {
+  if (opts.platforms.length > 0 || !opts.ask) return opts.platforms;
+  const question = `Which chat platforms should alerts go to? ${INIT_PLATFORMS.join(', ')} ` +
+    '(several with commas; Enter for the terminal only): ';
+  for (let asked = question; ;) {
+    try {
+      return platformsFrom(await opts.ask(asked));
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      asked = `${err.message}. ${question}`;
+    }
+  }
+}
+
+/** Writes the files; a file that exists is replaced with --force or a yes on the terminal, else kept. */
+export async function init(opts: InitOptions): Promise<InitResult> {
+  const platforms = await choosePlatforms(opts);
+  const dir = resolve(opts.dir);
+  mkdirSync(dir, { recursive: true });
+  const files: Array<{ path: string; text: string; secret: boolean; what: string }> = [{
+    path: join(dir, 'rlwatch.yaml'),
+    text: configText(platforms),
+    secret: false,
+    what: `the watch roots (./runs), the database (./rlwatch.db)${platforms.length > 0 ? `, ${platforms.join(', ')}` : ', the terminal only'}`,
+  }];
+  if (platforms.length > 0) {
+    const names = envText(platforms).split('\n').filter((l) => /^[A-Z_]+=$/.test(l)).map((l) => l.slice(0, -1));
+    files.push({ path: join(dir, '.env'), text: envText(platforms), secret: true, what: `fill in ${names.join(', ')}` });
+  }
+  const lines: string[] = [];
+  const kept: string[] = [];
+  for (const f of files) {
+    if (existsSync(f.path) && !opts.force) {
+      const yes = opts.ask ? /^y(es)?$/i.test((await opts.ask(`${f.path} exists: replace it? [y/N] `)).trim()) : false;
+      if (!yes) {
+        kept.push(f.path);
+        continue;
+      }
+    }
+    // mode 600 from the first byte, and again for a file that existed with another
+    writeFileSync(f.path, f.text, f.secret ? { mode: 0o600 } : {});
+    if (f.secret) chmodSync(f.path, 0o600);
+    lines.push(`wrote ${f.path}${f.secret ? ' (mode 600)' : ''}: ${f.what}`);
+  }
+  for (const path of kept) lines.push(`kept ${path}: it exists (rlwatch init --force replaces it)`);
+  const here = relative(process.cwd(), dir);
+  lines.push(`next: ${here === '' ? '' : `cd ${here} && `}rlwatch doctor   (it checks the config, the database, the roots and each platform)`);
+  return { lines, kept };
+}
