@@ -1,0 +1,128 @@
+/**
+ * Scores `rlwatch alerts --all --json` against the suite's labels. A notification is an incident that reaches the
+ * channel: severity warning or critical (an info incident, and a milestone explained by a firing critical, which
+ * rlwatch records as info, reach the terminal only), and not held back by an inhibiting rule while it fired.
+ * The JSON does not say which incidents were held back: the documented inhibition (`truncation_no_signal` holds back
+ * `truncation`, `mode_collapse` and `zero_signal_too_hard`) is applied from the incidents' own times.
+ */
+import type { Label } from './runs.ts';
+
+export interface Incident {
+  run: string;
+  rule: string;
+  severity: string;
+  state: string;
+  step: number;
+  summary?: string;
+  startedAt: string | null;
+  resolvedAt: string | null;
+}
+
+export const SUDDEN_TARGET = 20;
+export const GRADUAL_TARGET = 60;
+export const MAX_NOTIFICATIONS_AFTER = 1;
+
+const INHIBITS: Record<string, readonly string[]> = {
+  truncation_no_signal: ['truncation', 'mode_collapse', 'zero_signal_too_hard'],
+};
+
+export interface Page {
+  rule: string;
+  step: number;
+  severity: string;
+}
+
+export interface RunScore {
+  run: string;
+  kind: string;
+  onset?: number;
+  sudden?: boolean;
+  /** the first notification of a right rule at or after the onset */
+  detectedBy?: Page;
+  delay?: number;
+  target?: number;
+  inTime: boolean;
+  /** notifications before the onset (every notification of a healthy run) */
+  falseAlarms: Page[];
+  /** notifications at or after the onset, and those of them by a rule that does not name the cause */
+  after: Page[];
+  wrongCause: Page[];
+  pass: boolean;
+}
+
+/** Held back: an inhibiting incident of the same run fired at or before it, and still fired when it resolved. */
+function heldBack(i: Incident, all: readonly Incident[]): boolean {
+  return all.some(
+    (j) =>
+      j.run === i.run &&
+      INHIBITS[j.rule]?.includes(i.rule) === true &&
+      j.step <= i.step &&
+      (j.state !== 'resolved' || (i.resolvedAt !== null && j.resolvedAt !== null && i.resolvedAt <= j.resolvedAt)),
+  );
+}
+
+export function notifications(all: readonly Incident[]): Incident[] {
+  return all.filter((i) => (i.severity === 'warning' || i.severity === 'critical') && !heldBack(i, all));
+}
+
+const page = (i: Incident): Page => ({ rule: i.rule, step: i.step, severity: i.severity });
+
+export function scoreRun(run: string, label: Label, incidents: readonly Incident[]): RunScore {
+  const mine = incidents.filter((i) => i.run === run);
+  const sent = notifications(mine).sort((a, b) => a.step - b.step);
+  if (label.onset === undefined) {
+    const falseAlarms = sent.map(page);
+    return { run, kind: label.kind, inTime: true, falseAlarms, after: [], wrongCause: [], pass: falseAlarms.length === 0 };
+  }
+  const onset = label.onset;
+  const target = label.sudden ? SUDDEN_TARGET : GRADUAL_TARGET;
+  const right = new Set(label.rules);
+  const before = sent.filter((i) => i.step < onset).map(page);
+  const after = sent.filter((i) => i.step >= onset).map(page);
+  const hit = after.find((p) => right.has(p.rule));
+  const delay = hit ? hit.step - onset : undefined;
+  const inTime = delay !== undefined && delay <= target;
+  const wrongCause = after.filter((p) => !right.has(p.rule));
+  return {
+    run,
+    kind: label.kind,
+    onset,
+    sudden: label.sudden,
+    detectedBy: hit,
+    delay,
+    target,
+    inTime,
+    falseAlarms: before,
+    after,
+    wrongCause,
+    pass: inTime && before.length === 0 && after.length <= MAX_NOTIFICATIONS_AFTER,
+  };
+}
+
+export interface SuiteTotals {
+  failures: number;
+  /** detected by a right rule within the target */
+  caught: number;
+  detected: number;
+  healthy: number;
+  healthyWithPages: number;
+  /** notifications before onset on failure runs plus every notification of a healthy run */
+  falseAlarms: number;
+  wrongCause: number;
+  pass: boolean;
+}
+
+export function totals(scores: readonly RunScore[]): SuiteTotals {
+  const failures = scores.filter((s) => s.onset !== undefined);
+  const healthy = scores.filter((s) => s.onset === undefined);
+  return {
+    failures: failures.length,
+    caught: failures.filter((s) => s.inTime).length,
+    detected: failures.filter((s) => s.detectedBy !== undefined).length,
+    healthy: healthy.length,
+    healthyWithPages: healthy.filter((s) => s.falseAlarms.length > 0).length,
+    falseAlarms: scores.reduce((n, s) => n + s.falseAlarms.length, 0),
+    wrongCause: failures.reduce((n, s) => n + s.wrongCause.length, 0),
+    pass: scores.every((s) => s.pass),
+  };
+}
