@@ -240,6 +240,8 @@ export interface FakeDiscordOptions {
   port?: number;
   /** What GET /gateway/bot answers instead of the fake's own gateway (e.g. a closed port). */
   gatewayUrl?: string;
+  /** The channel's `permission_overwrites` (e.g. one denying @everyone, id = the guild's, Embed Links). */
+  overwrites?: Json[];
 }
 
 export interface FakeDiscord {
@@ -563,7 +565,7 @@ class FakeDiscordImpl implements FakeDiscord {
       guild_id: this.guildId,
       name: this.channelName,
       position: 0,
-      permission_overwrites: [],
+      permission_overwrites: this.opts.overwrites ?? [],
       parent_id: null,
       topic: null,
       nsfw: false,
@@ -1432,6 +1434,11 @@ class FakeDiscordImpl implements FakeDiscord {
         delete g[k];
       }
       return { status: 200, json: g };
+    }
+    if (is('GET', 'guilds', '*', 'members', '*')) {
+      if (seg[1] !== this.guildId) throw new HttpError(404, 10004, 'Unknown Guild');
+      if (seg[3] !== this.botUserId) throw new HttpError(404, 10007, 'Unknown Member');
+      return { status: 200, json: (this.apiGuild().members as Json[])[0] };
     }
     if (is('GET', 'guilds', '*', 'channels')) {
       if (seg[1] !== this.guildId) throw new HttpError(404, 10004, 'Unknown Guild');

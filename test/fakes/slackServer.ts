@@ -134,6 +134,8 @@ export interface FakeSlackOptions {
   /** The tokens the fake accepts (default: random ones), for a client configured before the fake is up. */
   botToken?: string;
   appToken?: string;
+  /** The bot token's scopes, sent as Slack does in the `x-oauth-scopes` header of each answer to it (default: none). */
+  scopes?: string[];
 }
 
 export interface RecordedCall {
@@ -409,8 +411,10 @@ class FakeSlackServer implements FakeSlack {
   private tsCounter = 0;
   private readonly tsBase = Math.floor(Date.now() / 1000);
   private fileCounter = 0;
+  private readonly scopes: string[] | undefined;
 
   constructor(opts: FakeSlackOptions) {
+    this.scopes = opts.scopes;
     this.botToken = opts.botToken ?? `xoxb-0000000000-0000000000000-${randomBytes(12).toString('hex')}`;
     this.appToken = opts.appToken ?? `xapp-1-A0000000000-0000000000000-${randomBytes(16).toString('hex')}`;
     this.channelId = opts.channelId ?? 'C0RLWATCH';
@@ -859,7 +863,8 @@ class FakeSlackServer implements FakeSlack {
       res.end(text);
       return;
     }
-    this.sendJson(res, result.status ?? 200, result.body, result.headers);
+    const scopes: Record<string, string> = this.scopes && token === this.botToken ? { 'x-oauth-scopes': this.scopes.join(',') } : {};
+    this.sendJson(res, result.status ?? 200, result.body, { ...result.headers, ...scopes });
   }
 
   private checkToken(method: string, token: string | undefined): string | undefined {

@@ -1,0 +1,252 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { doctor, type Check } from '../../src/app/doctor.ts';
+import { snowflake, startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
+import { HttpReceiver } from '../fakes/httpReceiver.ts';
+import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
+import { learningLine, tempDir } from '../helpers.ts';
+import { BIN, type CliResult } from '../integration/cli.ts';
+
+/** Every platform's variables, so that none of the developer's leaks into a case. */
+const PLATFORM_VARS = /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/;
+const bare = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.keys(process.env).filter((k) => PLATFORM_VARS.test(k)).map((k) => [k, undefined]));
+
+/** A folder as a user has it after `init`: an rlwatch.yaml watching ./runs, which holds one run's learning.log. */
+function project(yaml = 'watch:\n  roots: [./runs]\n'): string {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'runs', 'grpo-a'), { recursive: true });
+  writeFileSync(join(dir, 'runs', 'grpo-a', 'learning.log'), `${[1, 2].map((i) => learningLine(i)).join('\n')}\n`);
+  writeFileSync(join(dir, 'rlwatch.yaml'), yaml);
+  return dir;
+}
+
+/** `bin/rlwatch doctor --json` in `cwd`, in the background: the fakes answer from this process meanwhile. */
+function doctorCli(cwd: string, env: Record<string, string>, json = true): Promise<CliResult & { checks: Check[] }> {
+  const child = spawn(BIN, ['doctor', ...(json ? ['--json'] : [])], {
+    cwd,
+    env: { ...process.env, RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, ...bare(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((done) => child.once('close', (status) =>
+    done({ status, stdout, stderr, checks: json ? (JSON.parse(stdout) as Check[]) : [] })));
+}
+
+const byName = (checks: readonly Check[], name: string): Check | undefined => checks.find((c) => c.check === name);
+const failed = (checks: readonly Check[]): string[] => checks.filter((c) => c.status === 'fail').map((c) => c.check);
+
+let open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const o of open.reverse()) await o.close();
+  open = [];
+});
+
+const discordEnv = (fake: FakeDiscord, channel = fake.channelId) => ({
+  DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, DISCORD_CHANNEL_ID: channel,
+});
+const slackEnv = (fake: FakeSlack) => ({
+  SLACK_BOT_TOKEN: fake.botToken, SLACK_APP_TOKEN: fake.appToken, SLACK_API_URL: fake.apiUrl, SLACK_CHANNEL_ID: fake.channelId,
+});
+
+/** Discord's permission bits (discord.com/developers/docs/topics/permissions): Embed Links is 1 << 14. */
+const EMBED_LINKS = 1n << 14n;
+
+describe('rlwatch doctor: Discord', () => {
+  it('a good setup passes, posts nothing, and prints the invite link with the rights rlwatch needs', async () => {
+    const fake = await startFakeDiscord();
+    open.push(fake);
+    const r = await doctorCli(project(), discordEnv(fake));
+    expect(failed(r.checks)).toEqual([]);
+    expect(r.status).toBe(0);
+    expect(byName(r.checks, 'config')?.status).toBe('ok');
+    expect(byName(r.checks, 'database')?.status).toBe('ok');
+    expect(r.checks.find((c) => c.check.startsWith('watch root'))?.detail).toMatch(/^1 run, 1 file named like logs, 2 directories$/);
+    expect(byName(r.checks, 'discord token')).toMatchObject({ status: 'ok' });
+    expect(byName(r.checks, `discord channel ${fake.channelId}`)).toMatchObject({ status: 'ok' });
+    // nothing registered them yet: `start` does, so it is a warning, not a failure
+    expect(byName(r.checks, 'discord commands')).toMatchObject({ status: 'warn', fix: expect.stringContaining('rlwatch start registers them') });
+    // View Channel, Send Messages, Embed Links, Attach Files, Read Message History, Use Application Commands: the
+    // number .env.example and docs/platforms/discord.md give
+    expect(byName(r.checks, 'discord invite')?.detail).toBe(
+      `https://discord.com/oauth2/authorize?client_id=${fake.applicationId}&scope=bot%20applications.commands&permissions=2147601408`,
+    );
+    expect(fake.requests.filter((q) => q.method !== 'GET')).toEqual([]);
+    expect(r.stdout).not.toContain(fake.token);
+  });
+
+  it('slash commands registered in the server are said to be', async () => {
+    const fake = await startFakeDiscord();
+    open.push(fake);
+    const { COMMANDS } = await import('../../src/commands/registry.ts');
+    const names = [...new Set(COMMANDS.map((c) => c.path[0]))];
+    const put = await fetch(`${fake.apiUrl}/v10/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`, {
+      method: 'PUT',
+      headers: { authorization: `Bot ${fake.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(names.map((name) => ({ name, description: name, type: 1 }))),
+    });
+    expect(put.status).toBe(200);
+    const r = await doctorCli(project(), discordEnv(fake));
+    expect(byName(r.checks, 'discord commands')).toMatchObject({ status: 'ok', detail: `the ${names.length} slash commands are registered in the server` });
+  });
+
+  it('a wrong token is named, shown by its first 4 characters at most, with its fix; exit 1', async () => {
+    const fake = await startFakeDiscord();
+    open.push(fake);
+    const wrong = 'MTIzwrong-token-that-is-secret';
+    const r = await doctorCli(project(), { ...discordEnv(fake), DISCORD_TOKEN: wrong }, false);
+    expect(r.status).toBe(1);
+    const lines = r.stdout.trimEnd().split('\n');
+    const at = lines.findIndex((l) => /^FAIL {2}discord token +Discord refused DISCORD_TOKEN \(MTIz…\)$/.test(l));
+    expect(at).toBeGreaterThan(-1);
+    expect(lines[at + 1]).toMatch(/^ {6}fix: copy the bot token again from the Developer Portal .*into DISCORD_TOKEN in \.env$/);
+    expect(r.stdout).not.toContain('wrong-token');
+    expect(lines.at(-1)).toBe('1 failed, 0 warnings: fix the failures above, then run rlwatch doctor again');
+  });
+
+  it('a channel id that names no channel is named with its fix; exit 1', async () => {
+    const fake = await startFakeDiscord();
+    open.push(fake);
+    const wrong = snowflake();
+    const r = await doctorCli(project(), discordEnv(fake, wrong));
+    expect(r.status).toBe(1);
+    expect(failed(r.checks)).toEqual([`discord channel ${wrong}`]);
+    expect(byName(r.checks, `discord channel ${wrong}`)).toMatchObject({
+      detail: 'no channel has this id (Unknown Channel)',
+      fix: expect.stringContaining('Copy Channel ID) into DISCORD_CHANNEL_ID or discord.channel'),
+    });
+  });
+
+  it("a permission the channel's overwrites take from @everyone is named with its fix; exit 1", async () => {
+    // the @everyone overwrite's id is the guild's own
+    const guildId = snowflake();
+    const denied = await startFakeDiscord({ guildId, overwrites: [{ id: guildId, type: 0, allow: '0', deny: EMBED_LINKS.toString() }] });
+    open.push(denied);
+    const r = await doctorCli(project(), discordEnv(denied));
+    expect(r.status).toBe(1);
+    expect(failed(r.checks)).toEqual([`discord channel ${denied.channelId}`]);
+    const check = byName(r.checks, `discord channel ${denied.channelId}`)!;
+    expect(check.detail).toBe('the bot lacks Embed Links in #alerts');
+    expect(check.fix).toMatch(/^give the bot's role Embed Links in #alerts \(Edit Channel > Permissions\), or invite the bot/);
+  });
+});
+
+describe('rlwatch doctor: Slack', () => {
+  const MANIFEST_SCOPES = ['chat:write', 'files:write', 'commands', 'usergroups:read'];
+
+  it('a token with every scope the manifest asks for, and the app in the channel, passes', async () => {
+    const fake = await startFakeSlack({ scopes: MANIFEST_SCOPES });
+    open.push(fake);
+    const r = await doctorCli(project(), slackEnv(fake));
+    expect(failed(r.checks)).toEqual([]);
+    expect(r.status).toBe(0);
+    expect(r.checks.filter((c) => c.check.startsWith('slack')).map((c) => [c.check, c.status])).toEqual([
+      ['slack token', 'ok'], ['slack scopes', 'ok'], [`slack channel ${fake.channelId}`, 'ok'], ['slack app token', 'ok'],
+    ]);
+    // nothing posted
+    expect(fake.calls.map((c) => c.method).sort()).toEqual(['apps.connections.open', 'auth.test', 'conversations.info']);
+  });
+
+  it('a wrong bot token is named with its fix; exit 1', async () => {
+    const fake = await startFakeSlack({ scopes: MANIFEST_SCOPES });
+    open.push(fake);
+    const r = await doctorCli(project(), { ...slackEnv(fake), SLACK_BOT_TOKEN: 'xoxb-not-the-one' });
+    expect(r.status).toBe(1);
+    expect(failed(r.checks)).toEqual(['slack token']);
+    expect(byName(r.checks, 'slack token')).toMatchObject({
+      detail: 'Slack refused SLACK_BOT_TOKEN (xoxb…): invalid_auth',
+      fix: expect.stringContaining('into SLACK_BOT_TOKEN in .env'),
+    });
+    expect(r.stdout).not.toContain('not-the-one');
+  });
+
+  it('a scope the token lacks is named with its fix; exit 1', async () => {
+    const fake = await startFakeSlack({ scopes: ['chat:write', 'commands', 'usergroups:read', 'channels:read'] });
+    open.push(fake);
+    const r = await doctorCli(project(), slackEnv(fake));
+    expect(r.status).toBe(1);
+    expect(failed(r.checks)).toEqual(['slack scopes']);
+    expect(byName(r.checks, 'slack scopes')).toMatchObject({
+      detail: 'the bot token lacks files:write',
+      fix: expect.stringContaining('then reinstall the app to the workspace'),
+    });
+  });
+});
+
+/** A port nothing listens on: one the kernel gave and took back. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+describe('rlwatch doctor: webhooks', () => {
+  it('a URL on a closed port fails with its fix; one that answers passes, asked with a HEAD and nothing posted', async () => {
+    const hooks = await HttpReceiver.start();
+    open.push(hooks);
+    hooks.fallback = () => ({ status: 405 }); // a hook that takes only POST still answers: the host is reached
+    const port = await closedPort();
+    const r = await doctorCli(project(), {
+      WEBHOOK_URL: `http://127.0.0.1:${port}/hook?token=s3cret`,
+      TEAMS_WEBHOOK_URL: hooks.url('/teams/s3cret'),
+    });
+    expect(r.status).toBe(1);
+    expect(failed(r.checks)).toEqual(['webhook default']);
+    expect(byName(r.checks, 'webhook default')).toMatchObject({
+      detail: `127.0.0.1:${port} does not answer: ECONNREFUSED`,
+      fix: expect.stringContaining('check the URL in WEBHOOK_URL'),
+    });
+    expect(byName(r.checks, 'teams default')).toMatchObject({ status: 'ok', detail: expect.stringContaining('HTTP 405') });
+    expect(hooks.received.map((q) => q.path)).toEqual(['/teams/s3cret']);
+    expect(hooks.received[0]!.raw).toBe('');
+    expect(r.stdout).not.toContain('s3cret');
+  });
+});
+
+describe('rlwatch doctor: config, database, roots', () => {
+  it('a field the config does not have is named; nothing else is checked against it; exit 1', async () => {
+    const r = await doctorCli(project('watch:\n  rots: [./runs]\n'), {});
+    expect(r.status).toBe(1);
+    expect(r.checks).toHaveLength(1);
+    expect(r.checks[0]).toMatchObject({ check: 'config', status: 'fail', detail: expect.stringContaining("watch: unknown field 'rots'") });
+  });
+
+  it('a missing root fails with its fix; no platform is a warning', async () => {
+    const dir = project('watch:\n  roots: [./runs, ./elsewhere]\n');
+    const r = await doctorCli(dir, {});
+    expect(r.status).toBe(1);
+    expect(failed(r.checks)).toEqual([`watch root ${join(dir, 'elsewhere')}`]);
+    expect(byName(r.checks, `watch root ${join(dir, 'elsewhere')}`)?.fix).toContain(`mkdir -p ${join(dir, 'elsewhere')}`);
+    expect(byName(r.checks, 'chat')).toMatchObject({ status: 'warn', detail: 'no chat platform configured: alerts go to the terminal only' });
+  });
+
+  it('a database file that is not one fails', async () => {
+    const dir = project('db: ./rlwatch.db\nwatch:\n  roots: [./runs]\n');
+    writeFileSync(join(dir, 'rlwatch.db'), 'not a database, at all: some text long enough to be read as a header'.repeat(20));
+    const r = await doctorCli(dir, {});
+    expect(failed(r.checks)).toEqual(['database']);
+    expect(byName(r.checks, 'database')?.detail).toContain('is not an rlwatch database or is damaged');
+  });
+
+  it('more directories than the inotify budget fail, unless watch.poll is on', async () => {
+    const dir = project(); // runs/ and runs/grpo-a
+    const limit = join(dir, 'max_user_watches');
+    writeFileSync(limit, '1\n');
+    const checks = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
+    expect(byName(checks, 'inotify')).toMatchObject({
+      status: 'fail', detail: '2 directories to watch, over fs.inotify.max_user_watches (1)', fix: expect.stringContaining('watch.poll: true'),
+    });
+    writeFileSync(join(dir, 'rlwatch.yaml'), 'watch:\n  roots: [./runs]\n  poll: true\n');
+    const polling = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
+    expect(byName(polling, 'inotify')?.status).toBe('ok');
+  });
+});
