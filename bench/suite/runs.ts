@@ -66,8 +66,9 @@ const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.m
 
 /** The last step a run logged before it failed and stopped: its arrays cut after it. */
 function cutAfter(g: Generated, lastIndex: number): void {
-  g.steps.length = lastIndex + 1;
-  for (const v of g.metrics.values()) v.length = lastIndex + 1;
+  const n = Math.min(g.steps.length, lastIndex + 1);
+  g.steps.length = n;
+  for (const v of g.metrics.values()) v.length = n;
 }
 
 const col = (g: Generated, name: string): number[] => {
