@@ -11,7 +11,7 @@
  * BENCH_CPU_PROF=1 writes V8 CPU profiles of the backfill and live-scale children to bench/out/prof/.
  * BENCH_PG_STATEMENTS=1 writes the pg-watchers section's costliest PostgreSQL statements to
  * bench/out/pg-statements.tsv.
- * BENCH_ONLY=backfill|startup|live-scale|pg-watchers|charts|storm runs that one section (startup after a backfill of BENCH_LINES lines, for
+ * BENCH_ONLY=backfill|startup|live-scale|pg-watchers|charts|storm|suite runs that one section (startup after a backfill of BENCH_LINES lines, for
  * its database), prints its figures as JSON with the load average, and exits.
  */
 import { spawnSync } from 'node:child_process';
@@ -39,6 +39,7 @@ import { formatLiveStatements, runLiveStatements } from './liveStatements.ts';
 import { formatFailureReport, runFailureBench } from './failures.ts';
 import { formatNoiseReport, runNoise } from './noise.ts';
 import { formatScenarioReport, runScenarios } from './scenarios.ts';
+import { formatSuiteReport, runSuite, writeSuiteJson } from './suite/index.ts';
 import { jsonOfChild } from './proc.ts';
 import { formatTfeventsReport, runTfeventsBench } from './tfevents.ts';
 import { formatWorstCaseReport, runWorstCase } from './worstCase.ts';
@@ -229,6 +230,12 @@ if (ONLY === 'storm') {
   process.stdout.write(`${formatStormReport(r)}${JSON.stringify({ storm: r, load: loadavg() }, null, 2)}\n`);
   process.exit(0);
 }
+if (ONLY === 'suite') {
+  const r = runSuite(join(OUT, 'suite'));
+  writeSuiteJson(OUT, r);
+  process.stdout.write(`${formatSuiteReport(r)}${JSON.stringify({ suite: r.totals, seconds: r.seconds, load: loadavg() }, null, 2)}\n`);
+  process.exit(0);
+}
 if (ONLY === 'live-scale') {
   say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
   const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
@@ -311,6 +318,12 @@ say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, rewar
 const scenarios = runScenarios({ outDir: OUT });
 say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
 
+// 5a. the independent labelled suite: 24 runs backfilled by bin/rlwatch, scored from `alerts --all --json`
+say('independent labelled suite: 10 healthy runs and 14 failures in three formats');
+const suite = runSuite(join(OUT, 'suite'));
+writeSuiteJson(OUT, suite);
+say(`  ${suite.totals.caught} of ${suite.totals.failures} caught in time, ${suite.totals.falseAlarms} false alarms, ${suite.seconds.total.toFixed(1)} s`);
+
 // 5b. failure events: crash, OOM, NCCL, NaN, finish, live through `rlwatch start`; the real logs backfilled
 say('failure events: OOM, NCCL timeout, ChildFailedError, Killed, NaN, finish, crash after the grace, real logs');
 const failures = await runFailureBench({ outDir: OUT });
@@ -353,6 +366,7 @@ const targets = {
   idleRss: { target: `< ${IDLE_RSS_TARGET_MB} MB`, value: liveScale.idle.rssMB, pass: liveScale.idle.rssMB < IDLE_RSS_TARGET_MB },
   rewardHistory1M: { target: `< ${HISTORY_TARGET_MS} ms`, value: chat.history.medianTotalMs, pass: chat.history.pass },
   alertP99: { target: `< ${ALERT_P99_TARGET_MS} ms`, value: chat.alert.p99Ms, pass: chat.alert.pass },
+  suite: { target: 'every failure caught in time, no false alarm', value: suite.totals, pass: suite.totals.pass },
 };
 
 const results = {
@@ -524,6 +538,7 @@ const out = [
   '',
   formatScenarioReport(scenarios),
   '',
+  formatSuiteReport(suite),
   formatFailureReport(failures),
   '',
   formatChatReport(chat),
