@@ -131,14 +131,16 @@ export function generateHealthy(p: HealthyParams): Generated {
     put('loss', 0.04 * kl + 0.02 * W * studentT(r, p.df));
     const lr = i < warm ? (p.peakLr * (i + 1)) / warm : p.peakLr * (0.1 + 0.45 * (1 + Math.cos((Math.PI * (i - warm)) / (n - warm))));
     put('lr', lr);
-    const len = p.length0 * (1 + p.lengthDrift * (i / n)) * (1 + 0.15 * (drift - 1)) + (0.5 * p.length0 / Math.sqrt(p.batch)) * W * noiseL[i]!;
+    // a mean of lengths whose spread is about half their mean, multiplicative so that it stays positive
+    const len = p.length0 * (1 + p.lengthDrift * (i / n)) * (1 + 0.15 * (drift - 1)) * Math.exp((0.5 / Math.sqrt(p.batch)) * W * noiseL[i]!);
     put('completion_length', len);
     // share of completions cut at the max length: a tail of the length distribution, rare at healthy lengths
     put('clipped_ratio', binomialShare(r, p.batch, clamp(5 * Math.exp((-3.5 * p.maxLength) / Math.max(1, len)), 0, 1)));
     put('step_time', p.stepTime * (len / p.length0) * (1 + 0.04 * noiseS[i]!) * (r() < 0.01 ? 1.4 : 1));
     if (p.critic) {
-      // a critic's loss on small batches swings over a decade from step to step (verl's GSM8K PPO: 0.002 to 0.1)
-      put('value_loss', (0.03 + 0.8 * Math.exp(-i / (0.15 * n))) * drift * Math.exp(0.8 * noiseV[i]!));
+      // a critic's loss swings over a decade from step to step, mostly below its usual level: verl's GSM8K PPO
+      // logs 0.002 to 0.105 around a median of 0.034 (down to 1/17 of it, up to 3×)
+      put('value_loss', (0.03 + 0.8 * Math.exp(-i / (0.15 * n))) * drift * 4 * Math.exp(-1.1 * Math.abs(noiseV[i]!)));
     }
     // PPO-clip statistics: a few tokens clipped, the policy a hair from the one that sampled
     // a mean over ~10^5 tokens: smooth, drifting up slowly (verl PPO on Qwen3: 0.0021 to 0.0037 over 47 steps)
