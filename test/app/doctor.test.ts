@@ -3,10 +3,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { doctor, type Check } from '../../src/app/doctor.ts';
 import { snowflake, startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { HttpReceiver } from '../fakes/httpReceiver.ts';
+import { FakeTelegram } from '../fakes/telegramServer.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 import { BIN, type CliResult } from '../integration/cli.ts';
@@ -176,6 +178,60 @@ describe('rlwatch doctor: Slack', () => {
     expect(byName(r.checks, 'slack scopes')).toMatchObject({
       detail: 'the bot token lacks files:write',
       fix: expect.stringContaining('then reinstall the app to the workspace'),
+    });
+  });
+});
+
+describe('rlwatch doctor: Telegram and email', () => {
+  it("Telegram: the token accepted and the chat found pass; a chat the bot is not in fails with its fix", async () => {
+    const tg = await FakeTelegram.start();
+    open.push(tg);
+    tg.unknownChats.add(-100222);
+    const r = await doctorCli(project('watch:\n  roots: [./runs]\ntelegram:\n  routes: [{ runs: "b-*", channel: "-100222" }]\n'), {
+      TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: '-100111',
+    });
+    expect(r.status).toBe(1);
+    expect(r.checks.filter((c) => c.check.startsWith('telegram')).map((c) => [c.check, c.status])).toEqual([
+      ['telegram token', 'ok'], ['telegram chat -100111', 'ok'], ['telegram chat -100222', 'fail'],
+    ]);
+    expect(byName(r.checks, 'telegram chat -100222')).toMatchObject({
+      detail: 'Telegram: Bad Request: chat not found', fix: expect.stringContaining('add the bot to the chat'),
+    });
+    expect(tg.calls).not.toContain('sendMessage');
+    expect(r.stdout).not.toContain(tg.token.slice(4));
+  });
+
+  it('Telegram: a wrong token fails with its fix', async () => {
+    const tg = await FakeTelegram.start();
+    open.push(tg);
+    const r = await doctorCli(project(), { TELEGRAM_BOT_TOKEN: '999:not-it', TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: '-100111' });
+    expect(r.status).toBe(1);
+    expect(byName(r.checks, 'telegram token')).toMatchObject({
+      status: 'fail', detail: 'Telegram refused TELEGRAM_BOT_TOKEN (999:…): HTTP 401', fix: expect.stringContaining('@BotFather'),
+    });
+  });
+
+  it('email: a login the SMTP server takes passes; a wrong password fails with its fix', async () => {
+    const server = new SMTPServer({
+      allowInsecureAuth: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      onAuth(auth, _session, done) {
+        if (auth.username === 'rlwatch' && auth.password === 'pw') done(null, { user: 'rlwatch' });
+        else done(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
+      },
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    open.push({ close: () => new Promise<void>((done) => server.close(() => done())) });
+    const port = (server.server.address() as AddressInfo).port;
+    const env = { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(port), SMTP_USER: 'rlwatch', SMTP_PASS: 'pw', EMAIL_FROM: 'a@lab.example', EMAIL_TO: 'b@lab.example' };
+    const good = await doctor({ config: join(project(), 'rlwatch.yaml'), env });
+    expect(byName(good, 'email')).toMatchObject({ status: 'ok', detail: `127.0.0.1:${port} accepts a connection and the login of rlwatch` });
+    const bad = await doctor({ config: join(project(), 'rlwatch.yaml'), env: { ...env, SMTP_PASS: 'wrong' } });
+    expect(byName(bad, 'email')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(new RegExp(`^127\\.0\\.0\\.1:${port} refused the login of rlwatch: 535 Invalid username or password`)),
+      fix: expect.stringContaining('check SMTP_USER and SMTP_PASS'),
     });
   });
 });

@@ -44,6 +44,8 @@ export class FakeTelegram {
   private wake: Array<() => void> = [];
   /** the next answers to sendMessage, in order, instead of success (e.g. a 429) */
   readonly failSend: Array<{ status: number; body: Record<string, unknown> }> = [];
+  /** chats getChat does not find (the bot was never added, or was removed); any other id is a group */
+  readonly unknownChats = new Set<number>();
 
   private constructor(private readonly server: Server) {}
 
@@ -109,6 +111,8 @@ export class FakeTelegram {
     switch (method) {
       case 'getMe':
         return ok({ id: 42, is_bot: true, first_name: 'rlwatch', username: 'rlwatch_bot' });
+      case 'getChat':
+        return this.unknownChats.has(Number(p.chat_id)) ? bad('chat not found') : ok({ id: Number(p.chat_id), type: 'supergroup', title: 'rlwatch alerts' });
       case 'sendMessage': {
         const fail = this.failSend.shift();
         if (fail) return fail;
