@@ -27,8 +27,8 @@ describe('rlwatch doctor: PostgreSQL', () => {
     } finally {
       await pool.end();
     }
-    const [{ v }] = await pgRows<{ v: number }>(url, 'SELECT max(version) AS v FROM schema_migrations');
-    expect(await databaseCheck(url)).toMatchObject({ status: 'ok', detail: `${shown}: schema current (version ${v})` });
+    const [latest] = await pgRows<{ v: number }>(url, 'SELECT max(version) AS v FROM schema_migrations');
+    expect(await databaseCheck(url)).toMatchObject({ status: 'ok', detail: `${shown}: schema current (version ${latest!.v})` });
 
     await pgRows(url, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '999_future.sql', 0)");
     expect(await databaseCheck(url)).toMatchObject({
