@@ -133,18 +133,18 @@ WEBHOOK_SECRET=
 };
 
 /** The config's text for `platforms` (in their order in INIT_PLATFORMS). */
-export function configText(platforms: readonly InitPlatform[]): string {
+function configText(platforms: readonly InitPlatform[]): string {
   const chosen = INIT_PLATFORMS.filter((p) => platforms.includes(p));
   return YAML_HEAD + (chosen.length === 0 ? TERMINAL_ONLY : chosen.map((p) => YAML_SECTIONS[p]).join(''));
 }
 
 /** The .env's text for `platforms`. */
-export function envText(platforms: readonly InitPlatform[]): string {
+function envText(platforms: readonly InitPlatform[]): string {
   return ENV_HEAD + INIT_PLATFORMS.filter((p) => platforms.includes(p)).map((p) => ENV_SECTIONS[p]).join('');
 }
 
 /** `answer` read as platform names: commas or spaces between them; unknown names are a UserError. */
-export function platformsFrom(answer: string): InitPlatform[] {
+function platformsFrom(answer: string): InitPlatform[] {
   const names = answer.toLowerCase().split(/[\s,]+/).filter(Boolean);
   const unknown = names.filter((n) => !(INIT_PLATFORMS as readonly string[]).includes(n));
   if (unknown.length > 0) throw new UserError(`no platform ${unknown.map((n) => `'${n}'`).join(', ')}: one of ${INIT_PLATFORMS.join(', ')}`);
