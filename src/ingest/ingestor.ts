@@ -8,7 +8,7 @@ import type { Batch, BatchResult } from '../store/store.ts';
 import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { OutsideRoots, openInsideRoots } from './discover/insideRoots.ts';
-import { fileParser, parsedChunks, type FileParser, type ParsedChunk } from './tail/lineChunks.ts';
+import { parsedChunks, resumedParser, type FileParser, type LineRange, type ParsedChunk } from './tail/lineChunks.ts';
 import type { ParseThread } from './threads/parseThread.ts';
 import type {
   DocumentFormat,
@@ -182,9 +182,13 @@ export class Ingestor {
     return name;
   }
 
-  private parserFor(row: FileRow): FileParser {
-    let parser = this.parsers.get(row.id);
-    if (!parser) this.parsers.set(row.id, (parser = fileParser(row.format, this.runOf(row).relPath)));
+  /** The file's parser as it stood at the range's start: the one kept when it stopped there (a live read goes on
+   * from its last), else one that read the lines before again. */
+  private parserFor(row: FileRow, range: LineRange): FileParser {
+    const kept = this.parsers.get(row.id);
+    if (kept?.at === range.start) return kept;
+    const parser = resumedParser(row.format, this.runOf(row).relPath, range);
+    this.parsers.set(row.id, parser);
     return parser;
   }
 
@@ -262,7 +266,7 @@ export class Ingestor {
     } else {
       // a plain loop, not `for await`: live, an append's one chunk commits before the first await, inside the
       // watcher's group transaction (commitGroup.ts); the file's parser is made once, not its run looked up per read
-      for (const chunk of parsedChunks(range, this.parserFor(row))) {
+      for (const chunk of parsedChunks(range, this.parserFor(row, range))) {
         // the group this read began in rolled back (Store.group): its first chunk with it; read again from there
         if (this.store.groupsRolledBack !== groups) return start;
         take(chunk);

@@ -86,6 +86,8 @@ export interface LineFormat {
   openShaped?(file: FileInfo): ShapedLineParser;
   /** captured stdout/stderr of the training job: where tracebacks, OOMs and trainer warnings appear */
   textLog?: boolean;
+  /** each line's records depend on that line alone: a reader that starts mid-file needs none of the lines before */
+  independentLines?: boolean;
 }
 
 /** A format whose file is rewritten whole (trainer_state.json): re-read from the start on each change. */

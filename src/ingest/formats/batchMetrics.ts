@@ -8,4 +8,5 @@ export const batchMetrics: LineFormat = {
   detect: (file, head) =>
     baseName(file.relPath) === 'batch_metrics.jsonl' ? detectJsonl(head, () => true) : 'no',
   open: () => jsonLines(metricFromObject),
+  independentLines: true,
 };

@@ -26,4 +26,5 @@ export const completions: LineFormat = {
       ? detectJsonl(head, (obj) => textOf(obj['completion']) !== undefined, true)
       : 'no',
   open: exampleLines(FIELDS),
+  independentLines: true,
 };

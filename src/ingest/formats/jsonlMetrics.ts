@@ -32,4 +32,5 @@ export const jsonlMetrics: LineFormat = {
     return detectJsonl(head, isMetricLog);
   },
   open: () => jsonLines(metricFromObject),
+  independentLines: true,
 };

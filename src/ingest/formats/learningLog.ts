@@ -323,4 +323,5 @@ export const learningLog: LineFormat = {
   detect,
   open: () => withMaps(new LearningLogParser()),
   openShaped: () => new LearningLogParser(),
+  independentLines: true,
 };

@@ -27,4 +27,5 @@ export const rewardBreakdown: LineFormat = {
       ? detectJsonl(head, (obj) => FIELDS.completion.some((k) => textOf(obj[k]) !== undefined), true)
       : 'no',
   open: exampleLines(FIELDS),
+  independentLines: true,
 };

@@ -26,4 +26,5 @@ export const verlRollout: LineFormat = {
       ? detectJsonl(head, (obj) => typeof obj['output'] === 'string', true)
       : 'no',
   open: exampleLines(FIELDS),
+  independentLines: true,
 };

@@ -7,7 +7,7 @@ import type { SkipCount } from '../../store/files.ts';
 import { failureScanner, type FailureScanner } from '../failures.ts';
 import { FORMATS } from '../formats/index.ts';
 import { readLines } from './lineReader.ts';
-import type { EventRecord, ExampleRecord, LineParser, ShapedLineParser } from '../records.ts';
+import type { EventRecord, ExampleRecord, LineFormat, LineParser, ShapedLineParser } from '../records.ts';
 
 /** What one chunk of lines parsed to. Steps still to be filed under the run's latest step are left open: only
  * the writer knows the run. */
@@ -34,11 +34,14 @@ export interface ParsedChunk {
 }
 
 /** What reads the lines of one file: its format's parser and, for captured stdout, the failure scanner. Both may
- * keep state from line to line, so one file keeps one of these while it is read on. */
+ * keep state from line to line (steps per epoch, the bar's marks, a block still open), so one file keeps one of these
+ * while it is read on, and it is good only for a read that starts where it stopped. */
 export interface FileParser {
   /** the format's parser, without a Map per metric line where the format has one */
   parse: LineParser | ShapedLineParser;
   scan?: FailureScanner;
+  /** the byte offset just past the last line it has read */
+  at: number;
 }
 
 /** How many chunks a parse worker reads ahead of the thread that writes them (parseWorker.ts); that thread gives as
@@ -47,11 +50,39 @@ export const CHUNKS_AHEAD = 4;
 
 const SAMPLE_CHARS = 200;
 
-export function fileParser(formatId: string, relPath: string): FileParser {
+function lineFormat(formatId: string): LineFormat {
   const format = FORMATS.find((f) => f.id === formatId);
   if (!format || format.kind !== 'lines') throw new Error(`no line format ${formatId}`);
+  return format;
+}
+
+export function fileParser(formatId: string, relPath: string): FileParser {
+  const format = lineFormat(formatId);
   const parse = format.openShaped?.({ relPath }) ?? format.open({ relPath });
-  return { parse, scan: format.textLog ? failureScanner() : undefined };
+  return { parse, scan: format.textLog ? failureScanner() : undefined, at: 0 };
+}
+
+/**
+ * A parser to read `range` with when none stopped where it starts: a new one that first reads the lines before the
+ * range and drops what they give (they are stored). A process that starts again, a read after a backfill's thread,
+ * or a read after a rolled-back commit thus goes on with the context (steps per epoch, the bar's marks, a step's
+ * lines begun before) it would have had reading the file in one go: the same bytes give the same records however
+ * many processes read them.
+ */
+export function resumedParser(formatId: string, relPath: string, range: LineRange): FileParser {
+  const parser = fileParser(formatId, relPath);
+  parser.at = range.start;
+  if (lineFormat(formatId).independentLines) return parser;
+  const { parse, scan } = parser;
+  const read = typeof parse === 'function' ? parse : (line: string) => parse.read(line);
+  // [0, start) ends at a line's end: a last `\r` there is a whole terminator, not half of a `\r\n`
+  for (const chunk of readLines(range.fd, 0, range.start, range.maxLineBytes, range.chunkBytes, true)) {
+    for (const line of chunk.lines) {
+      scan?.(line);
+      read(line);
+    }
+  }
+  return parser;
 }
 
 /** Where to read and how: the same request in-thread and in the worker. */
@@ -74,6 +105,7 @@ export function* parsedChunks(range: LineRange, parser: FileParser): Generator<P
     parsed.end = chunk.end;
     parsed.lines = chunk.lines.length + chunk.tooLong;
     seq = parsed.seq;
+    parser.at = chunk.end;
     yield parsed;
   }
 }

@@ -13,10 +13,11 @@ const CR = 0x0d;
 const EMPTY = Buffer.alloc(0);
 
 /** Index just past the last line terminator (`\n`, `\r\n` or tqdm's lone `\r`), or 0 if there is none.
- * A `\r` as the very last byte may be the first half of `\r\n`, so it does not end a line yet. */
-function completeEnd(data: Buffer): number {
+ * A `\r` as the very last byte may be the first half of `\r\n`, so it does not end a line yet, unless `atEnd`
+ * says the bytes stop at a line's end. */
+function completeEnd(data: Buffer, atEnd: boolean): number {
   let from = data.length - 1;
-  if (from >= 0 && data[from] === CR) from--;
+  if (from >= 0 && data[from] === CR && !atEnd) from--;
   if (from < 0) return 0;
   return Math.max(data.lastIndexOf(LF, from), data.lastIndexOf(CR, from)) + 1;
 }
@@ -33,6 +34,7 @@ function firstTerminator(data: Buffer): number {
  * Reads the complete lines of [start, size) in chunks. A last line without its terminator is left for
  * the next read. A line longer than `maxLineBytes` is skipped (and counted) without ever being held in
  * memory whole; while it is being skipped, `end` stays at its start, so a restart rescans it.
+ * `lineEnd`: `size` is known to be a line's end (an offset read before), so a `\r` just before it ends a line.
  */
 export function* readLines(
   fd: number,
@@ -40,6 +42,7 @@ export function* readLines(
   size: number,
   maxLineBytes: number,
   chunkBytes = 256 * 1024,
+  lineEnd = false,
 ): Generator<LineChunk> {
   // no bigger than what is there to read: live, a read is one appended line, and a buffer of `chunkBytes` per read
   // (outside Node's pool) was 128 MB/s of garbage at 500 reads/s, collected by GCs it forced
@@ -67,7 +70,7 @@ export function* readLines(
       data = data.subarray(t + 1);
       dataPos += t + 1;
     }
-    const end = completeEnd(data);
+    const end = completeEnd(data, lineEnd && readPos === size);
     let lines: string[] = [];
     if (end > 0) {
       lines = data.toString('utf8', 0, end).split(/\r\n|\r|\n/);

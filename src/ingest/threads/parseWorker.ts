@@ -5,7 +5,7 @@
  * process: the worker reads the main thread's own, which stays open until the worker has said it stopped.
  */
 import { parentPort } from 'node:worker_threads';
-import { CHUNKS_AHEAD, fileParser, parsedChunks, type FileParser, type LineRange, type ParsedChunk } from '../tail/lineChunks.ts';
+import { CHUNKS_AHEAD, parsedChunks, resumedParser, type FileParser, type LineRange, type ParsedChunk } from '../tail/lineChunks.ts';
 
 export type ToWorker =
   | { kind: 'read'; id: number; fileId: number; format: string; relPath: string; fresh: boolean; range: LineRange }
@@ -26,9 +26,11 @@ let reading: { id: number; chunks: Generator<ParsedChunk>; credit: number } | nu
 
 port.on('message', (m: ToWorker) => {
   if (m.kind === 'read') {
-    let parser = m.fresh ? undefined : parsers.get(m.fileId);
+    let parser: FileParser;
     try {
-      if (!parser) parsers.set(m.fileId, (parser = fileParser(m.format, m.relPath)));
+      const kept = m.fresh ? undefined : parsers.get(m.fileId);
+      parser = kept?.at === m.range.start ? kept : resumedParser(m.format, m.relPath, m.range);
+      parsers.set(m.fileId, parser);
     } catch (err) {
       post({ id: m.id, kind: 'error', message: (err as Error).message });
       return;
