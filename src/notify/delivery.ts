@@ -7,6 +7,7 @@ import { CRITICAL_URGENCY, urgencyOf } from '../store/outbox.ts';
 import { alertCards, stateOf, type AlertCard } from './cards.ts';
 import { cut } from './limits.ts';
 import { parseNotification } from './payload.ts';
+import { QUIET_SUMMARY } from './quietHours.ts';
 
 /** What delivery reads and writes of a channel's own records of the messages it posted. */
 export type MessageRecords = Pick<
@@ -39,12 +40,12 @@ const critical = (i: NotificationItem): boolean => urgencyOf(i.severity) >= CRIT
  * costs no edit. A function of the payload alone: an edit renders what the post did.
  */
 export function messageCards(n: Notification): AlertCard[] {
-  if (n.items.length <= CARDS_PER_MESSAGE) return alertCards(n);
+  if (n.items.length <= CARDS_PER_MESSAGE) return cardsOf(n);
   const sorted = bySeverity(n.items);
   const shownCount = Math.max(CARDS_PER_MESSAGE, sorted.filter(critical).length);
   const shown = sorted.slice(0, shownCount);
   const charted = shown.some(critical) ? shown.map(critical) : shown.map((_, k) => k === 0);
-  const cards = alertCards({ run: n.run, items: shown }).map((c, k) => (charted[k] ? c : { ...c, chart: null }));
+  const cards = cardsOf({ run: n.run, items: shown }).map((c, k) => (charted[k] ? c : { ...c, chart: null }));
   const rest = sorted.slice(shownCount);
   return rest.length > 0 ? [...cards, summaryCard(n.run, rest)] : cards;
 }
@@ -53,7 +54,27 @@ export function messageCards(n: Notification): AlertCard[] {
  * behind it) as its own card, never an empty message; alerts as `messageCards` (a storm: five cards and a '+K more'
  * one). */
 export function notificationCards(n: Notification): AlertCard[] {
-  return n.report ? [reportCard(n.run, n.report)] : messageCards(n);
+  return n.report ? [scheduledCard(n.run, n.report)] : messageCards(n);
+}
+
+/** A report's card; the summary of alerts held in quiet hours has no note (muting the digest does not mute it). */
+function scheduledCard(run: string, r: ScheduledReport): AlertCard {
+  const card = reportCard(run, r);
+  return r.title.startsWith(QUIET_SUMMARY) ? { ...card, note: null } : card;
+}
+
+/** `2026-03-01 03:12 UTC` */
+const utc = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/** The items' cards; a repeat of an alert nobody acked says so, and since when it fires: what a page at the
+ * repeat interval is for. */
+function cardsOf(n: Notification): AlertCard[] {
+  return alertCards(n).map((c, k) => {
+    const item = n.items[k]!;
+    if (item.kind !== 'repeat' || c.status !== 'firing') return c;
+    const since = item.state && item.state.startsAt > 0 ? `, since ${utc(item.state.startsAt)}` : '';
+    return { ...c, note: [`Still firing, not acked${since}`, c.note].filter(Boolean).join(' · ') };
+  });
 }
 
 /** The items, most severe first, in their order otherwise. */
@@ -252,7 +273,7 @@ async function deliverReport(
 ): Promise<void> {
   const part = `${delivery.key}/0`;
   if (await messages.messageByDelivery(target, part)) return;
-  const ref = await channel.post([reportCard(n.run, r)]);
+  const ref = await channel.post([scheduledCard(n.run, r)]);
   const m = { runId: delivery.runId, alertIds: [], payload: n, delivery: part };
   await messages.recordMessage(target, ref, m, Date.now());
 }

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Notification } from '../engine/notification.ts';
+import { isMuted } from '../engine/capture.ts';
+import type { Notification, NotificationItem } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
 import type { ClaimedRow, ClaimOptions, StoreContract } from '../store/contract.ts';
 import { urgencyOf } from '../store/outbox.ts';
 import { CARDS_PER_MESSAGE, giveWay } from './delivery.ts';
 import { parseNotification } from './payload.ts';
+import { heldTarget, holds, isQuiet, quietSummary, type Held, type Quiet } from './quietHours.ts';
 
 /** A place notifications go: the terminal, a chat channel, an address. */
 export interface Target {
@@ -17,6 +19,8 @@ export interface Target {
   /** it edits the cards it posted in place: 'update' items (an ack or a mute) are for it. A target without
    * this never sees them (a message it sent cannot change): their rows are done unsent. */
   edits?: boolean;
+  /** the quiet hours of the alerts of a run and severity here (their route's): what `Dispatcher` holds back */
+  quiet?: (run: string, severity: string) => Quiet | undefined;
 }
 
 /** What of `n` a target is given: all of it, or, for a target that does not edit, all but the updates (null
@@ -72,6 +76,8 @@ export interface DispatcherOptions {
 export const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 export const LEASE_MS = 2 * 60_000;
+/** How often a target's held alerts are looked at for a quiet interval that ended: the outbox's open rows are read. */
+const HELD_LOOK_EVERY_MS = 30_000;
 
 /** One target's drain: its own loop, its own wait, its own failure count. */
 interface Lane {
@@ -93,6 +99,9 @@ interface Lane {
   failures: number;
   unlogged: number;
   loggedAt: number;
+  /** alerts may be held for the target's quiet hours (at start: a previous process may have held some) */
+  held: boolean;
+  heldLookedAt: number;
 }
 
 /**
@@ -125,7 +134,7 @@ export class Dispatcher {
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
-      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0,
+      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: target.quiet !== undefined, heldLookedAt: -Infinity,
     }));
   }
 
@@ -208,6 +217,7 @@ export class Dispatcher {
   private async drain(lane: Lane): Promise<void> {
     const { target, owner } = lane;
     if (lane.timer) return; // waiting out a failure
+    if (!(await this.flushHeld(lane))) return;
     const inFlight = new Set<Promise<void>>();
     // rows being delivered: a settled delivery's promise leaves `inFlight` a few microtasks after its next row started
     let delivering = 0;
@@ -284,8 +294,9 @@ export class Dispatcher {
     }
     // a storm's row took a while to read: the process's other work goes first (a slash command waits 3 s at most)
     if (n && n.items.length > CARDS_PER_MESSAGE) await giveWay();
+    if (n && target.quiet) n = await this.hold(lane, row, n);
     if (n === null) {
-      // acks and mutes only, for a target that cannot edit what it sent: nothing to send
+      // acks and mutes only, for a target that cannot edit what it sent, or all held: nothing to send
       return this.recordDelivered(row, target, next());
     }
     try {
@@ -314,6 +325,113 @@ export class Dispatcher {
     const claimed = await this.recordDelivered(row, target, next());
     this.noteSuccess(lane);
     return claimed;
+  }
+
+  /**
+   * What of `n` goes out now. During the quiet hours of its route, an alert that would post (firing, or a repeat) is
+   * held: written under the target's held name (`heldTarget`), which no lane claims, so it survives a restart and
+   * holds back none of the target's other rows. So is the resolution of an alert held (its card was never posted);
+   * a resolution or an update of a card posted earlier is an edit, and goes out. Criticals are held only under
+   * `criticals: hold`. Null when nothing is left to send.
+   */
+  private async hold(lane: Lane, row: ClaimedRow, n: Notification): Promise<Notification | null> {
+    const quiet = lane.target.quiet!;
+    const now = this.now();
+    const quietNow = (i: NotificationItem): boolean => {
+      const q = quiet(n.run, i.severity);
+      return q !== undefined && holds(q, i.severity) && isQuiet(q, now);
+    };
+    if (!n.items.some(quietNow)) return n;
+    const held: NotificationItem[] = [];
+    const heldIds = new Set<number>();
+    let earlier: Set<number> | undefined; // the alerts held before: read only for a resolution
+    for (const i of n.items) {
+      if (!quietNow(i)) continue;
+      if (i.kind === 'resolved' && !heldIds.has(i.alertId)) {
+        earlier ??= new Set((await this.heldRows(lane)).flatMap(({ n: h }) => h.items.map((x) => x.alertId)));
+        if (!earlier.has(i.alertId)) continue;
+      } else if (i.kind !== 'firing' && i.kind !== 'repeat' && i.kind !== 'resolved') continue;
+      held.push(i);
+      heldIds.add(i.alertId);
+    }
+    if (held.length === 0) return n;
+    await this.store.enqueue(row.run_id, heldTarget(lane.target.name), { run: n.run, items: held }, now);
+    lane.held = true;
+    const rest = n.items.filter((i) => !held.includes(i));
+    return rest.length > 0 || n.report ? { ...n, items: rest } : null;
+  }
+
+  /** The target's held rows, oldest first, with their notifications (a row that does not read is set aside). */
+  private async heldRows(lane: Lane): Promise<Array<{ id: number; runId: number; n: Notification }>> {
+    const name = heldTarget(lane.target.name);
+    const out: Array<{ id: number; runId: number; n: Notification }> = [];
+    for (const r of await this.store.openOutbox()) {
+      if (r.target !== name || r.dead_at !== null) continue;
+      try {
+        out.push({ id: r.id, runId: r.run_id, n: parseNotification(r.payload) });
+      } catch (err) {
+        await this.store.setAside(r.id, `outbox row #${r.id}: ${(err as Error).message}`, this.now());
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Once the quiet hours of held alerts have ended: those still firing (not acked, resolved or muted) go out as one
+   * summary message, the held rows are done. False when the target failed (the lane then waits, as after any
+   * failure). Looked at every HELD_LOOK_EVERY_MS at most, while alerts may be held.
+   */
+  private async flushHeld(lane: Lane): Promise<boolean> {
+    const { target } = lane;
+    const now = this.now();
+    if (!target.quiet || !lane.held || now - lane.heldLookedAt < HELD_LOOK_EVERY_MS) return true;
+    lane.heldLookedAt = now;
+    const rows = await this.heldRows(lane);
+    if (rows.length === 0) {
+      lane.held = false;
+      return true;
+    }
+    const ended = (run: string, i: NotificationItem): boolean => {
+      const q = target.quiet!(run, i.severity);
+      return q === undefined || !isQuiet(q, now);
+    };
+    const due = rows.filter(({ n }) => n.items.every((i) => ended(n.run, i)));
+    if (due.length === 0) return true;
+    // each alert's latest held item, in the order they were first held
+    const latest = new Map<number, Held>();
+    for (const { n } of due) {
+      for (const item of n.items) latest.set(item.alertId, { run: n.run, item, quiet: target.quiet(n.run, item.severity) });
+    }
+    const silences = await this.store.activeSilences(now);
+    const firing: Held[] = [];
+    for (const h of latest.values()) {
+      if (h.item.kind === 'resolved') continue;
+      const a = await this.store.alertById(h.item.alertId);
+      if (a?.state === 'firing' && a.acked_by === null && !isMuted(silences, h.run, a)) firing.push(h);
+    }
+    if (firing.length > 0) {
+      const first = due[0]!;
+      const summary = quietSummary(firing);
+      try {
+        await target.deliver(summary, `held/${first.id}`, first.runId, Math.max(...firing.map((h) => urgencyOf(h.item.severity))));
+      } catch (err) {
+        const e = err as Error;
+        this.opts.onError?.(target.name, e);
+        if (e instanceof DeliveryError && e.permanent) {
+          for (const { id } of due) await this.store.setAside(id, e.message, now);
+          this.opts.log?.warn(`${target.name}: the summary of the alerts held in quiet hours cannot be delivered: ${e.message}`);
+          return true;
+        }
+        const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined ? e.retryAfterMs : this.base;
+        lane.heldLookedAt = -Infinity;
+        this.noteFailure(lane, e, delay);
+        this.retryLater(lane, delay);
+        return false;
+      }
+    }
+    for (const { id } of due) await this.store.delivered(id, now);
+    lane.held = due.length < rows.length;
+    return true;
   }
 
   /** Marks the row delivered, claiming for its slot in the same statement unless `claim` is null. */

@@ -263,6 +263,7 @@ export function redactingTarget(target: Target, r: Redactor): Target {
   return {
     name: target.name,
     ...(target.edits ? { edits: true } : {}),
+    ...(target.quiet ? { quiet: target.quiet } : {}),
     deliver: (n, key, runId, urgency) => target.deliver(r.notification(n), key, runId, urgency),
   };
 }

@@ -1,27 +1,56 @@
 import { globMatch } from '../engine/duration.ts';
 import * as z from '../zod.ts';
 import { nonEmpty } from '../zod.ts';
+import { QuietSchema, type Quiet } from './quietHours.ts';
 
-const Severity = z.enum(['info', 'warning', 'critical']);
+export const Severity = z.enum(['info', 'warning', 'critical']);
 
-/** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
-export const RouteSchema = z.strictObject({
+const routeShape = {
   runs: z._default(nonEmpty(), '*'),
   severity: z.optional(z.array(Severity).check(z.minLength(1))),
   channel: nonEmpty(),
-});
+  /** the section's quiet hours, replaced for this route's alerts */
+  quiet: z.optional(QuietSchema),
+};
+
+/** Alerts of matching runs (and severities) go to `channel` (a platform's destination id) instead of the default. */
+export const RouteSchema = z.strictObject(routeShape);
 export type Route = z.infer<typeof RouteSchema>;
 
-/** The fields every platform's section has: the default destination and routes by run glob and severity. */
+/** The fields every platform's section has: the default destination, routes by run glob and severity, quiet hours. */
 export const commonSection = {
   /** where alerts go by default (a channel id, a chat id, an address, a URL name ...) */
   channel: z.optional(nonEmpty()),
   routes: z._default(z.array(RouteSchema), []),
+  /** when new alerts are held rather than posted (src/notify/quietHours.ts) */
+  quiet: z.optional(QuietSchema),
 };
+
+/** `commonSection` with a platform's `mention` (src/notify/mentions.ts), on the section and on each route. */
+export function pagingSection<M extends z.ZodMiniType>(mention: M) {
+  return {
+    ...commonSection,
+    routes: z._default(z.array(z.strictObject({ ...routeShape, mention: z.optional(mention) })), []),
+    /** who is notified of the alerts that page (critical ones unless `mention.severity` says more) */
+    mention: z.optional(mention),
+  };
+}
 
 /** The routing part of a platform's section. */
 export interface Routed {
   routes: readonly Route[];
+  quiet?: Quiet;
+}
+
+/** The first route an alert of `run` with `severity` takes to `dest`; undefined when none does (the default
+ * destination's alerts): the section's own settings then apply. */
+export function routeTo<R extends Route>(routes: readonly R[], dest: string, run: string, severity: string): R | undefined {
+  return routes.find((r) => r.channel === dest && globMatch(r.runs, run) && (r.severity?.includes(severity as never) ?? true));
+}
+
+/** The quiet hours of the alerts of a run and severity at `dest`: their route's, else the section's. */
+export function quietOf(section: Routed, dest: string): (run: string, severity: string) => Quiet | undefined {
+  return (run, severity) => routeTo(section.routes, dest, run, severity)?.quiet ?? section.quiet;
 }
 
 /** Target names: `console`, `<platform id>:<destination>`. */
