@@ -5,6 +5,7 @@
 import { UserError } from '../errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
+import { quietOf } from '../notify/routing.ts';
 import { commonSection, router, type Platform, type Route } from './platform.ts';
 import * as z from '../zod.ts';
 import { nonEmpty } from '../zod.ts';
@@ -118,6 +119,7 @@ export function jsonWebhookPlatform(
       return {
         targets: [...settings.urls].map(([name, url]) => ({
           name: `${id}:${name}`,
+          quiet: quietOf(settings.section, name),
           async deliver(n: Notification) {
             await post(`${id} ${name}`, url, JSON.stringify(message(n)), { 'content-type': 'application/json' });
           },

@@ -37,12 +37,13 @@ import { deliverCards, recapture, shownNow } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
-import { allDestinations, commandPlaces, NOT_HERE, targetName, type Place } from '../../notify/routing.ts';
+import { mentionOf } from '../../notify/mentions.ts';
+import { allDestinations, commandPlaces, NOT_HERE, quietOf, targetName, type Place } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
-import type { DiscordSection, DiscordSettings } from './index.ts';
+import type { DiscordMention, DiscordSection, DiscordSettings } from './index.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
 const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100, embedsTotal: 6000 };
@@ -209,6 +210,19 @@ export function contentLine(cards: readonly AlertCard[]): string {
 }
 
 /**
+ * A message's content and allowed mentions: the configured mention first, and only its ids allowed to ping. `here`
+ * needs `parse: ['everyone']`, which would also let an `@everyone` or `@here` of the untrusted text ping: those are
+ * broken by a zero-width space then.
+ */
+export function paged(text: string, m: DiscordMention | null) {
+  if (!m) return { content: text, allowedMentions: NO_MENTIONS };
+  const who = [...m.roles.map((id) => `<@&${id}>`), ...m.users.map((id) => `<@${id}>`), ...(m.here ? ['@here'] : [])];
+  const allowedMentions = { parse: m.here ? (['everyone'] as const) : NO_MENTIONS.parse, roles: m.roles, users: m.users };
+  const shown = m.here ? text.replace(/@(everyone|here)/g, '@\u200b$1') : text;
+  return { content: `${who.join(' ')}\n${shown}`, allowedMentions };
+}
+
+/**
  * What a message does with its cards' charts: draws and attaches them (`attach`: a post, or the edit that adds them
  * to a card posted without), leaves them out (`later`: a card goes out at once, its charts follow), or keeps
  * those posted (`kept`: an edit sends no files and no `attachments` list, so Discord keeps the ones posted and each
@@ -218,7 +232,9 @@ export type Charts = 'attach' | 'later' | 'kept';
 
 /** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each card's
  * chart as an image (see `Charts`). */
-export async function cardsMessage(cards: readonly AlertCard[], charts: Charts = 'attach', urgency = 0) {
+export async function cardsMessage(
+  cards: readonly AlertCard[], charts: Charts = 'attach', urgency = 0, mention: DiscordMention | null = null,
+) {
   const embeds: EmbedBuilder[] = [];
   const files: AttachmentBuilder[] = [];
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
@@ -249,8 +265,8 @@ export async function cardsMessage(cards: readonly AlertCard[], charts: Charts =
       ),
     );
   }
-  // log lines and run names are untrusted: nothing in a card may ping anyone
-  const message = { content: contentLine(cards), embeds, components, allowedMentions: NO_MENTIONS };
+  // log lines and run names are untrusted: nothing in a card may ping anyone but the configured mention
+  const message = { ...paged(contentLine(cards), mention), embeds, components };
   return charts === 'kept' ? message : { ...message, files, attachments: [] };
 }
 
@@ -409,6 +425,7 @@ export class DiscordBot {
       name: targetName('discord', channel),
       deliver: (n, key, runId, urgency) => this.deliver(channel, n, key, runId, urgency),
       edits: true,
+      quiet: quietOf(this.opts.section, channel),
     }));
   }
 
@@ -425,9 +442,10 @@ export class DiscordBot {
       // a card goes out as soon as its numbers are ready, and its delivery ends there: its chart is drawn after and
       // attached by an edit, so neither its push nor its run's next card (maybe critical) waits for a picture
       await deliverCards(this.opts.store, target, n, { key, runId }, {
-        edit: async (ref, cards) => void (await channel.messages.edit(ref, await cardsMessage(cards, 'kept'))),
+        edit: async (ref, cards) =>
+          void (await channel.messages.edit(ref, await cardsMessage(cards, 'kept', 0, this.mention(channelId, cards)))),
         post: async (cards) => {
-          const message = await cardsMessage(cards, 'later');
+          const message = await cardsMessage(cards, 'later', 0, this.mention(channelId, cards));
           return this.inTurn(channelId, urgency, async () => (await channel.send(message)).id);
         },
         afterPost: async (ref, cards) => void this.charted(this.attachCharts(channel, target, ref, cards, urgency)),
@@ -437,6 +455,11 @@ export class DiscordBot {
     } catch (err) {
       throw deliveryError(err);
     }
+  }
+
+  /** The mention of cards posted to a channel (edits keep it while the alert is firing: an edit pings nobody). */
+  private mention(channelId: string, cards: readonly AlertCard[]): DiscordMention | null {
+    return mentionOf(this.opts.section, channelId, cards);
   }
 
   /**
@@ -470,7 +493,7 @@ export class DiscordBot {
     const ids = posted.map((c) => `#${c.alertId}`).join(', ');
     let charted: Awaited<ReturnType<typeof cardsMessage>>;
     try {
-      charted = await cardsMessage(posted, 'attach', urgency);
+      charted = await cardsMessage(posted, 'attach', urgency, this.mention(channel.id, posted));
     } catch (err) {
       return this.opts.log.warn(`discord: chart of alerts ${ids} not drawn: ${(err as Error).message}`);
     }
@@ -481,7 +504,7 @@ export class DiscordBot {
         attached = true;
         const now = await shownNow(this.opts.store, target, ref);
         if (now && JSON.stringify(now) !== JSON.stringify(posted)) {
-          await channel.messages.edit(ref, await cardsMessage(now, 'kept'));
+          await channel.messages.edit(ref, await cardsMessage(now, 'kept', 0, this.mention(channel.id, now)));
         }
         return;
       } catch (err) {

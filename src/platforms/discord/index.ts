@@ -1,13 +1,25 @@
 /** Discord: a gateway bot (outbound only) with slash commands, buttons, and alert cards edited in place. */
 import * as z from '../../zod.ts';
 import { UserError } from '../../errors.ts';
-import { CommandsSchema } from '../../notify/routing.ts';
-import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
+import { mentionSchema } from '../../notify/mentions.ts';
+import { CommandsSchema, pagingSection } from '../../notify/routing.ts';
+import { router, sectionOf, type Platform } from '../platform.ts';
 import { discordAdvice } from './advice.ts';
+
+/** A Discord id (a snowflake), quoted in YAML: unquoted, a number that long loses its last digits. */
+const snowflake = z.string().check(z.regex(/^\d{15,21}$/, { message: 'expected a Discord id in quotes (digits)' }));
+
+/** Who a paging alert notifies: roles and users by id, or everyone online in the channel (`here`). */
+export const DiscordMention = mentionSchema({
+  roles: z._default(z.array(snowflake), []),
+  users: z._default(z.array(snowflake), []),
+  here: z._default(z.boolean(), false),
+});
+export type DiscordMention = z.infer<typeof DiscordMention>;
 
 export const DiscordSection = z.prefault(
   z.strictObject({
-    ...commonSection,
+    ...pagingSection(DiscordMention),
     /** who may ack and mute: user ids and role ids; both empty = anyone in a channel commands are taken from */
     allow: z.prefault(
       z.strictObject({ users: z._default(z.array(z.string()), []), roles: z._default(z.array(z.string()), []) }),

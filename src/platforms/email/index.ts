@@ -7,11 +7,20 @@ import { nonEmpty, wholeFrom } from '../../zod.ts';
 import { UserError } from '../../errors.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
-import { commonSection, router, type Platform } from '../platform.ts';
+import { mentionOf, mentionSchema } from '../../notify/mentions.ts';
+import { pagingSection, quietOf } from '../../notify/routing.ts';
+import { router, type Platform } from '../platform.ts';
+
+/** One address, nothing a header could be made of around it. */
+const address = z.string().check(z.regex(/^[^\s@,;<>"]+@[^\s@,;<>"]+$/, { message: 'expected one address such as oncall@example.com' }));
+
+/** Who a paging alert's mail goes to as well (Cc): extra addresses. */
+export const EmailMention = mentionSchema({ to: z._default(z.array(address), []) });
+export type EmailMention = z.infer<typeof EmailMention>;
 
 const section = z.prefault(
   z.strictObject({
-    ...commonSection,
+    ...pagingSection(EmailMention),
     /** the SMTP server (else SMTP_HOST) */
     host: z.optional(nonEmpty()),
     /** default 465 when `secure`, else 587 (else SMTP_PORT) */
@@ -83,10 +92,11 @@ export const email: Platform<Section, EmailSettings> = {
     return {
       targets: destinations.map((to) => ({
         name: `email:${to}`,
+        quiet: quietOf(settings.section, to),
         async deliver(n: Notification) {
           // the message builder draws charts (vega, resvg): loaded on the first mail, not with the config
           const { alertMail } = await import('./message.ts');
-          const mail = await alertMail(n, domain);
+          const mail = await alertMail(n, domain, (cards) => mentionOf(settings.section, to, cards)?.to ?? []);
           try {
             await transport.sendMail({ from: settings.from, to, ...mail });
           } catch (err) {

@@ -15,6 +15,8 @@ export interface AlertMail {
   attachments: Array<{ filename: string; content: Buffer; cid: string; contentType: string }>;
   /** every mail of an alert refers to the same id: mail clients that thread by References group them */
   references: string[];
+  /** the configured recipients its paging alerts add */
+  cc?: string[];
 }
 
 /** HTML's five: enough for text content and double-quoted attribute values. */
@@ -58,9 +60,13 @@ function cardText(c: AlertCard): string {
   ].join('\n');
 }
 
-/** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain). */
-export async function alertMail(n: Notification, domain: string): Promise<AlertMail> {
+/** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain); `paged` gives the addresses
+ * the cards' paging alerts add. */
+export async function alertMail(
+  n: Notification, domain: string, paged: (cards: readonly AlertCard[]) => readonly string[] = () => [],
+): Promise<AlertMail> {
   const cards = notificationCards(n);
+  const cc = paged(cards);
   const attachments: AlertMail['attachments'] = [];
   const parts: string[] = [];
   for (const c of cards) {
@@ -79,5 +85,6 @@ export async function alertMail(n: Notification, domain: string): Promise<AlertM
     text: cards.map(cardText).join('\n\n----\n\n'),
     attachments,
     references: n.items.map((i) => threadId(i.alertId, domain)),
+    ...(cc.length > 0 ? { cc: [...cc] } : {}),
   };
 }

@@ -5,6 +5,7 @@
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
 import { destinations, post, webhookSection, type WebhookSection, type WebhookSettings } from '../outbound.ts';
+import { quietOf } from '../../notify/routing.ts';
 import { router, type Platform } from '../platform.ts';
 import { feishuCard, feishuSign } from './card.ts';
 
@@ -43,6 +44,7 @@ export const feishu: Platform<WebhookSection, Settings> = {
     return {
       targets: [...settings.urls].map(([name, url]) => ({
         name: `feishu:${name}`,
+        quiet: quietOf(settings.section, name),
         async deliver(n: Notification) {
           const timestamp = String(Math.floor(Date.now() / 1000));
           const signed = settings.secret ? { timestamp, sign: feishuSign(timestamp, settings.secret) } : {};

@@ -9,15 +9,16 @@ import type { Log } from '../../log.ts';
 import { BUTTON_ID, buttonRequest, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
+import { mentionOf } from '../../notify/mentions.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, mayAct, type Asker } from '../../notify/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
-import { allDestinations, commandPlaces, NOT_HERE, targetName, type Place } from '../../notify/routing.ts';
+import { allDestinations, commandPlaces, NOT_HERE, quietOf, targetName, type Place } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
-import type { SlackSection, SlackSettings } from './index.ts';
+import type { SlackMention, SlackSection, SlackSettings } from './index.ts';
 import { slackEscape } from './mrkdwn.ts';
 
 /** Block Kit's limits (https://api.slack.com/reference/block-kit/blocks). */
@@ -180,6 +181,22 @@ export const resolvedText = (cards: readonly AlertCard[]): string =>
 
 /** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
 export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
+
+/** The control sequences of a configured mention: the only ones a message's text and blocks hold unescaped. */
+export function mentionText(m: SlackMention): string {
+  return [
+    ...m.users.map((id) => `<@${id}>`), ...m.groups.map((id) => `<!subteam^${id}>`),
+    ...(m.here ? ['<!here>'] : []), ...(m.channel ? ['<!channel>'] : []),
+  ].join(' ');
+}
+
+/** A message's text and blocks with the mention, when one pages: first in the text (the push notification) and as a
+ * block of its own above the cards (what the channel shows). */
+export function pagedMessage(cards: readonly AlertCard[], m: SlackMention | null): { text: string; blocks: Block[] } {
+  if (!m) return { text: fallback(cards), blocks: cardBlocks(cards) };
+  const who = mentionText(m);
+  return { text: `${who} ${fallback(cards)}`, blocks: [mrkdwn(who), ...cardBlocks(cards)].slice(0, LIMIT.blocks) };
+}
 
 interface WebApiError {
   code?: string;
@@ -348,17 +365,19 @@ export class SlackBot {
       name: targetName('slack', channel),
       deliver: (n, key, runId, urgency) => this.deliver(channel, n, key, runId, urgency),
       edits: true,
+      quiet: quietOf(this.opts.section, channel),
     }));
   }
 
   private async deliver(channel: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Slack yet');
     const client = this.app.client;
+    const paging = (cards: readonly AlertCard[]): SlackMention | null => mentionOf(this.opts.section, channel, cards);
     try {
       await deliverCards(this.opts.store, targetName('slack', channel), n, { key, runId }, {
         // an edit never touches the charts: they were uploaded once, with the post
-        edit: async (ts, cards) => void (await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) })),
-        post: async (cards) => String((await client.chat.postMessage({ channel, text: fallback(cards), blocks: cardBlocks(cards) })).ts),
+        edit: async (ts, cards) => void (await client.chat.update({ channel, ts, ...pagedMessage(cards, paging(cards)) })),
+        post: async (cards) => String((await client.chat.postMessage({ channel, ...pagedMessage(cards, paging(cards)) })).ts),
         afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards, urgency),
         replyResolved: async (ts, cards) =>
           String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),

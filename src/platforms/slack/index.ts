@@ -2,13 +2,24 @@
 import * as z from '../../zod.ts';
 import { wholeFrom } from '../../zod.ts';
 import { UserError } from '../../errors.ts';
-import { CommandsSchema } from '../../notify/routing.ts';
-import { commonSection, router, sectionOf, type Platform } from '../platform.ts';
+import { mentionSchema } from '../../notify/mentions.ts';
+import { CommandsSchema, pagingSection } from '../../notify/routing.ts';
+import { router, sectionOf, type Platform } from '../platform.ts';
 import { slackAdvice } from './advice.ts';
+
+/** Who a paging alert notifies: users (U…, W…) and user groups (S…) by id, or the channel (`here`: those active,
+ * `channel`: every member). */
+export const SlackMention = mentionSchema({
+  users: z._default(z.array(z.string().check(z.regex(/^[UW][A-Z0-9]{2,}$/, { message: 'expected a Slack user id (U…)' }))), []),
+  groups: z._default(z.array(z.string().check(z.regex(/^S[A-Z0-9]{2,}$/, { message: 'expected a Slack user-group id (S…)' }))), []),
+  here: z._default(z.boolean(), false),
+  channel: z._default(z.boolean(), false),
+});
+export type SlackMention = z.infer<typeof SlackMention>;
 
 export const SlackSection = z.prefault(
   z.strictObject({
-    ...commonSection,
+    ...pagingSection(SlackMention),
     /** who may ack and mute: user ids and user-group ids; both empty = anyone in a channel commands are taken from */
     allow: z.prefault(
       z.strictObject({ users: z._default(z.array(z.string()), []), groups: z._default(z.array(z.string()), []) }),

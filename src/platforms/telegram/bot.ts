@@ -9,13 +9,16 @@ import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, type Asker } from '../../notify/interaction.ts';
-import { commandPlaces, type Place, type Route } from '../../notify/routing.ts';
+import { mentionOf } from '../../notify/mentions.ts';
+import type { Quiet } from '../../notify/quietHours.ts';
+import { commandPlaces, quietOf, type Place, type Route } from '../../notify/routing.ts';
 import { renderLineChart } from '../../render/chart.ts';
 import { alertChartPng, warmCardCharts } from '../../render/chartOnce.ts';
 import type { PlatformContext } from '../platform.ts';
 import { BotApi, type TgMessage, type TgUpdate, type TgUser } from './api.ts';
 import { commandWords } from './interact.ts';
-import { cardsHtml, inert, keyboard, replyHtml, resolvedHtml } from './render.ts';
+import type { TelegramMention } from './index.ts';
+import { inert, keyboard, pagedHtml, replyHtml, resolvedHtml } from './render.ts';
 
 export interface TelegramSettings {
   token: string;
@@ -23,8 +26,11 @@ export interface TelegramSettings {
   /** every chat alerts may go to; commands are answered in these chats only */
   chats: string[];
   /** the routes and default chat alerts go by: a chat's commands read about the runs routed to it */
-  routes: readonly Route[];
+  routes: ReadonlyArray<Route & { mention?: TelegramMention }>;
   fallback: string | undefined;
+  /** who paging alerts notify, and the quiet hours, of the chats without a route of their own */
+  mention?: TelegramMention;
+  quiet?: Quiet;
   /** user ids that may ack and mute; empty: anyone in the chats */
   allow: string[];
   /** read commands and button presses (getUpdates); off: alerts only */
@@ -61,6 +67,7 @@ export class TelegramBot {
       name: `telegram:${chat}`,
       deliver: (n, key, runId, urgency) => this.deliver(chat, n, key, runId, urgency),
       edits: true,
+      quiet: quietOf(this.s, chat),
     }));
   }
 
@@ -90,7 +97,10 @@ export class TelegramBot {
   private async deliver(chat: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
     await deliverCards(this.ctx.store, `telegram:${chat}`, n, { key, runId }, {
       edit: (ref, cards) => this.edit(chat, ref, cards),
-      post: async (cards) => String((await this.send(chat, cardsHtml(cards), { reply_markup: keyboard(cards) })).message_id),
+      post: async (cards) => {
+        const html = pagedHtml(cards, mentionOf(this.s, chat, cards));
+        return String((await this.send(chat, html, { reply_markup: keyboard(cards) })).message_id);
+      },
       afterPost: (ref, cards) => this.charts(chat, ref, cards, urgency),
       replyResolved: async (ref, cards) =>
         String((await this.send(chat, resolvedHtml(cards), { reply_to_message_id: Number(ref) })).message_id),
@@ -105,7 +115,8 @@ export class TelegramBot {
   private async edit(chat: string, ref: string, cards: AlertCard[]): Promise<void> {
     try {
       const message = { chat_id: chat, message_id: Number(ref) };
-      await this.api.call('editMessageText', { ...message, text: cardsHtml(cards), parse_mode: 'HTML', reply_markup: keyboard(cards) });
+      const text = pagedHtml(cards, mentionOf(this.s, chat, cards));
+      await this.api.call('editMessageText', { ...message, text, parse_mode: 'HTML', reply_markup: keyboard(cards) });
     } catch (err) {
       if (!(err instanceof DeliveryError && /message is not modified/.test(err.message))) throw err;
     }

@@ -4,13 +4,21 @@
  */
 import * as z from '../../zod.ts';
 import { UserError } from '../../errors.ts';
-import { commonSection, router, type Platform } from '../platform.ts';
+import { mentionSchema } from '../../notify/mentions.ts';
+import { pagingSection } from '../../notify/routing.ts';
+import { router, type Platform } from '../platform.ts';
 import type { TelegramSettings } from './bot.ts';
 import { telegramAdvice } from './advice.ts';
 
+/** Who a paging alert notifies: Telegram usernames, `@name`. */
+export const TelegramMention = mentionSchema({
+  users: z._default(z.array(z.string().check(z.regex(/^@[A-Za-z0-9_]{4,32}$/, { message: 'expected a Telegram username such as @ana_oncall' }))), []),
+});
+export type TelegramMention = z.infer<typeof TelegramMention>;
+
 const section = z.prefault(
   z.strictObject({
-    ...commonSection,
+    ...pagingSection(TelegramMention),
     /** who may ack and mute: Telegram user ids; empty = anyone in the chats */
     allow: z.prefault(z.strictObject({ users: z._default(z.array(z.coerce.string()), []) }), {}),
     /** answer commands and buttons (getUpdates long polling); off: alerts only */
@@ -37,6 +45,8 @@ export const telegram: Platform<Section, Settings> = {
       apiUrl: (env.TELEGRAM_API_URL || 'https://api.telegram.org').replace(/\/+$/, ''),
       chats,
       routes: s.routes,
+      mention: s.mention,
+      quiet: s.quiet,
       allow: s.allow.users,
       commands: s.commands,
       pollSeconds: 25,

@@ -34,6 +34,10 @@ export function cardsHtml(cards: readonly AlertCard[]): string {
   return cards.map((c) => cutHtml(cardHtml(c), share)).join('\n\n');
 }
 
+/** A post's text: the configured usernames first, plain `@name`s (the untrusted text's `@` are broken by `inert`). */
+export const pagedHtml = (cards: readonly AlertCard[], m: { users: readonly string[] } | null): string =>
+  m && m.users.length > 0 ? `${m.users.join(' ')}\n${cardsHtml(cards)}` : cardsHtml(cards);
+
 /** The reply to a resolved alert's card: plain words, nothing to tap. */
 export const resolvedHtml = (cards: readonly AlertCard[]): string =>
   cards.map((c) => inert(resolvedReply(c))).join('\n');

@@ -4,6 +4,7 @@
  */
 import * as z from '../../zod.ts';
 import type { Notification } from '../../engine/notification.ts';
+import { quietOf } from '../../notify/routing.ts';
 import { router, type Platform } from '../platform.ts';
 import { destinations, post, webhookFields, type WebhookSettings } from '../outbound.ts';
 
@@ -36,6 +37,7 @@ export const webhook: Platform<Section, Settings> = {
   async create(settings, ctx) {
     const targets = [...settings.urls].map(([name, url]) => ({
       name: `webhook:${name}`,
+      quiet: quietOf(settings.section, name),
       async deliver(n: Notification) {
         // the body draws charts (vega, resvg): loaded on the first post, not with the config
         const { signature, webhookBody } = await import('./body.ts');
