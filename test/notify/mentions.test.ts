@@ -9,7 +9,7 @@ import type { NotificationItem } from '../../src/engine/notification.ts';
 import { messageCards } from '../../src/notify/delivery.ts';
 import { mentionOf } from '../../src/notify/mentions.ts';
 import { paged } from '../../src/platforms/discord/bot.ts';
-import type { DiscordMention } from '../../src/platforms/discord/index.ts';
+import { discord, type DiscordMention } from '../../src/platforms/discord/index.ts';
 
 const ROLE = '123456789012345678';
 const ONCALL = '223456789012345678';
@@ -22,7 +22,7 @@ const item = (alertId: number, severity: string, state: Partial<NonNullable<Noti
 });
 const cards = (run: string, ...items: NotificationItem[]) => messageCards({ run, items });
 
-const discordSection = (section: unknown) => ConfigSchema.parse({ discord: section }).discord;
+const discordSection = (section: unknown) => discord.section.parse(section);
 
 describe('mentionOf', () => {
   const section = discordSection({

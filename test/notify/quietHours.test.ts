@@ -12,6 +12,7 @@ import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { isQuiet, QuietSchema } from '../../src/notify/quietHours.ts';
 import { quietOf, router } from '../../src/notify/routing.ts';
+import { webhook } from '../../src/platforms/webhook/index.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
@@ -63,17 +64,18 @@ afterEach(async () => {
 
 /** A webhook destination `ops` with quiet hours, its alerts written by the engine on an injected clock. */
 function setUp(quiet: Record<string, unknown>) {
-  const config = ConfigSchema.parse({ webhook: { channel: 'ops', quiet, urls: { ops: 'http://127.0.0.1:9/' } } });
+  const config = ConfigSchema.parse({});
+  const section = webhook.section.parse({ channel: 'ops', quiet, urls: { ops: 'http://127.0.0.1:9/' } });
   const store = Store.open(join(tempDir('rlw-quiet-'), 'a.db'));
   stores.push(store);
   const clock = { now: 0 };
   const engine = new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: 4 * 3600_000, targets: [], route: router('webhook', config.webhook, 'ops'), now: () => clock.now,
+    repeatIntervalMs: 4 * 3600_000, targets: [], route: router('webhook', section, 'ops'), now: () => clock.now,
   });
   const delivered: Array<{ n: Notification; key: string }> = [];
   const target: Target = {
     name: 'webhook:ops',
-    quiet: quietOf(config.webhook, 'ops'),
+    quiet: quietOf(section, 'ops'),
     deliver: async (n, key) => void delivered.push({ n, key }),
   };
   const dispatcher = (): Dispatcher => {
