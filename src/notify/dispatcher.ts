@@ -99,7 +99,8 @@ interface Lane {
   failures: number;
   unlogged: number;
   loggedAt: number;
-  /** alerts may be held for the target's quiet hours (at start: a previous process may have held some) */
+  /** alerts may be held for the target's quiet hours (at start: a previous process, maybe of another config, may
+   * have held some) */
   held: boolean;
   heldLookedAt: number;
 }
@@ -134,7 +135,7 @@ export class Dispatcher {
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
-      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: target.quiet !== undefined, heldLookedAt: -Infinity,
+      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: true, heldLookedAt: -Infinity,
     }));
   }
 
@@ -379,12 +380,13 @@ export class Dispatcher {
   /**
    * Once the quiet hours of held alerts have ended: those still firing (not acked, resolved or muted) go out as one
    * summary message, the held rows are done. False when the target failed (the lane then waits, as after any
-   * failure). Looked at every HELD_LOOK_EVERY_MS at most, while alerts may be held.
+   * failure). Looked at every HELD_LOOK_EVERY_MS at most, while alerts may be held. A target without quiet hours
+   * now (the config changed) sums up what an earlier start held for it.
    */
   private async flushHeld(lane: Lane): Promise<boolean> {
     const { target } = lane;
     const now = this.now();
-    if (!target.quiet || !lane.held || now - lane.heldLookedAt < HELD_LOOK_EVERY_MS) return true;
+    if (!lane.held || now - lane.heldLookedAt < HELD_LOOK_EVERY_MS) return true;
     lane.heldLookedAt = now;
     const rows = await this.heldRows(lane);
     if (rows.length === 0) {
@@ -392,7 +394,7 @@ export class Dispatcher {
       return true;
     }
     const ended = (run: string, i: NotificationItem): boolean => {
-      const q = target.quiet!(run, i.severity);
+      const q = target.quiet?.(run, i.severity);
       return q === undefined || !isQuiet(q, now);
     };
     const due = rows.filter(({ n }) => n.items.every((i) => ended(n.run, i)));
@@ -400,7 +402,7 @@ export class Dispatcher {
     // each alert's latest held item, in the order they were first held
     const latest = new Map<number, Held>();
     for (const { n } of due) {
-      for (const item of n.items) latest.set(item.alertId, { run: n.run, item, quiet: target.quiet(n.run, item.severity) });
+      for (const item of n.items) latest.set(item.alertId, { run: n.run, item, quiet: target.quiet?.(n.run, item.severity) });
     }
     const silences = await this.store.activeSilences(now);
     const firing: Held[] = [];

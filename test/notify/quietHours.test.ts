@@ -11,6 +11,7 @@ import type { Notification } from '../../src/engine/notification.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { isQuiet, QuietSchema } from '../../src/notify/quietHours.ts';
+import { redactingTarget, redactorOf } from '../../src/notify/redact.ts';
 import { quietOf, router } from '../../src/notify/routing.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
@@ -73,13 +74,15 @@ function setUp(quiet: Record<string, unknown>) {
     repeatIntervalMs: 4 * 3600_000, targets: [], route: router('webhook', section, 'ops'), now: () => clock.now,
   });
   const delivered: Array<{ n: Notification; key: string }> = [];
-  const target: Target = {
+  // wrapped as the app wraps every target: the wrapper must pass the quiet hours on
+  const target: Target = redactingTarget({
     name: 'webhook:ops',
     quiet: quietOf(section, 'ops'),
     deliver: async (n, key) => void delivered.push({ n, key }),
-  };
-  const dispatcher = (): Dispatcher => {
-    const d = new Dispatcher(new SqliteAsyncStore(store), [target], { now: () => clock.now });
+  }, redactorOf(config));
+  const dispatcher = (quiet = true): Dispatcher => {
+    const { quiet: _q, ...unquiet } = target;
+    const d = new Dispatcher(new SqliteAsyncStore(store), [quiet ? target : unquiet], { now: () => clock.now });
     dispatchers.push(d);
     return d;
   };
@@ -147,5 +150,20 @@ describe('quiet hours in the dispatcher', () => {
     const titles = delivered.map((x) => x.n.report?.title ?? x.n.items.map((i) => i.alertId));
     expect(titles).toEqual(['While quiet (22:00-07:00): 1 critical on 1 run', [warn]]);
     expect(delivered[0]!.n.report?.lines[0]).toContain(`(#${crit}, step 7)`);
+  });
+
+  it('what was held for a destination whose quiet hours left the config is summed up at the next start', async () => {
+    const { store, clock, delivered, dispatcher, fire } = setUp({ hours: '22:00-07:00' });
+    clock.now = at('2026-01-15T23:00:00Z');
+    const held = dispatcher();
+    const warn = fire('grpo-a', 'slow_steps', 'warning');
+    await held.kick();
+    await held.stop(0);
+    expect(delivered).toEqual([]);
+    clock.now += 60_000; // still night, but no quiet hours any more
+    await dispatcher(false).kick();
+    expect(delivered.map((d) => d.n.report?.title)).toEqual(['While quiet: 1 warning on 1 run']);
+    expect(delivered[0]!.n.report?.lines).toEqual([`WARNING · slow_steps · grpo-a: slow_steps of grpo-a (#${warn}, step 7)`]);
+    expect(store.outbox.open()).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import { telegramAdvice } from './advice.ts';
 
 /** Who a paging alert notifies: Telegram usernames, `@name`. */
 export const TelegramMention = mentionSchema({
-  users: z._default(z.array(z.string().check(z.regex(/^@[A-Za-z0-9_]{4,32}$/, { message: 'expected a Telegram username such as @ana_oncall' }))), []),
+  users: z._default(z.array(z.string().check(z.regex(/^@[A-Za-z0-9_]{5,32}$/, { message: 'expected a Telegram username such as @ana_oncall' }))), []),
 });
 export type TelegramMention = z.infer<typeof TelegramMention>;
 
