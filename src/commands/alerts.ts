@@ -43,6 +43,7 @@ export async function alertList(
       severity: a.severity,
       state: a.state,
       step: a.fired_step ?? a.started_step,
+      resolvedStep: a.resolved_step,
       summary: a.summary,
       startedAt: isoTime(a.fired_at ?? a.started_at),
       resolvedAt: isoTime(a.resolved_at),

@@ -2,25 +2,30 @@ import { formatValue } from '../render/numbers.ts';
 import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { DivergenceRule } from './rules.ts';
-import { mean, successiveSd } from './stats.ts';
+import { Sums } from './breaks.ts';
+import { longRunFactor, windowDiffSe } from './stats.ts';
 
 /** How many windows the noise of each metric is measured over. */
 const NOISE_WINDOWS = 4;
+/** The records the autocorrelation of a long window's metric is read over (as the trend's). */
+const PHI_RECORDS = 400;
 
 interface Move {
   metric: string;
   before: number;
   after: number;
   delta: number;
+  window: number;
 }
 
 const shown = (m: Move, arrow: string): string => `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
 
 /**
  * Divergence (reward hacking): at each step, each metric's mean of the last `window` records against the
- * `window` before; the rule fires while one metric has risen and another fallen, both for real (past
- * `minDelta` and the noise). A metric without a record at a step keeps its last judgement. A step is judged once
- * each metric has logged it or a later one is logged.
+ * `window` before (and the same over `longWindow`); the rule fires while one metric has risen and another fallen
+ * over the same windows, both for real (past `minDelta` and the noise, read as AR(1) as the trend's). A metric
+ * without a record at a step keeps its last judgement. A step is judged once each metric has logged it or a later
+ * one is logged.
  */
 export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void {
   const { store, runId } = ctx;
@@ -30,12 +35,14 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
   const cursor = store.alerts.cursor(runId, rule.id, key);
   const from = cursor?.step ?? -1;
   const w = rule.window;
-  const span = NOISE_WINDOWS * w;
+  const windows = rule.longWindow > w ? [w, rule.longWindow] : [w];
+  const span = Math.max(NOISE_WINDOWS * windows[windows.length - 1]!, rule.longWindow > w ? PHI_RECORDS : 0);
   const series = metrics.map((metric) => {
     const history = cursor ? store.points.upTo(runId, metric, from, span - 1, true) : [];
     const points = [...history, ...ctx.after(metric, from).filter((p) => Number.isFinite(p.value))];
     const steps = points.map((p) => p.step);
-    return { metric, steps, values: points.map((p) => p.value), firstFresh: history.length, at: -1 };
+    const values = points.map((p) => p.value);
+    return { metric, steps, values, sums: new Sums(values), firstFresh: history.length, at: -1 };
   });
   // the newest step, unless every metric has logged it, waits for a later one: its record may not be whole yet (a
   // console log's step spreads over lines that can land in two reads), and a step judged without one of its metrics
@@ -49,26 +56,39 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
     quietFor: rule.quietFor,
     quiet: Number(cursor?.state.quiet ?? 0),
   });
-  const moveOf = (s: (typeof series)[number]): Move | null => {
+  const moveOf = (s: (typeof series)[number], w: number): Move | null => {
     const i = s.at;
     if (i + 1 < 2 * w) return null;
-    const before = mean(s.values, i - 2 * w + 1, i - w + 1);
-    const after = mean(s.values, i - w + 1, i + 1);
+    const before = s.sums.mean(i - 2 * w + 1, i - w + 1);
+    const after = s.sums.mean(i - w + 1, i + 1);
     const delta = after - before;
-    const noise = rule.sigmas * successiveSd(s.values, Math.max(0, i - span + 1), i + 1) * Math.sqrt(2 / w);
-    return Math.abs(delta) > rule.minDelta && Math.abs(delta) > noise ? { metric: s.metric, before, after, delta } : null;
+    if (!(Math.abs(delta) > rule.minDelta)) return null;
+    const from = Math.max(0, i - NOISE_WINDOWS * w + 1);
+    // a long window's means meander with the records' autocorrelation (a batch-mean reward's): its se read as AR(1)
+    const phi = w > rule.window ? s.sums.phi(s.values, Math.max(0, i - PHI_RECORDS + 1), i + 1) : 0;
+    const noise = rule.sigmas * s.sums.sd(from, i + 1) * windowDiffSe(phi, w);
+    return Math.abs(delta) > noise ? { metric: s.metric, before, after, delta, window: w } : null;
+  };
+  /** one metric up and another down over the same windows, the short ones first */
+  const diverging = (): { up: Move; down: Move } | null => {
+    for (const win of windows) {
+      const moves = series.map((s) => moveOf(s, win)).filter((m): m is Move => m !== null);
+      const up = moves.find((m) => m.delta > 0);
+      const down = moves.find((m) => m.delta < 0);
+      if (up && down) return { up, down };
+    }
+    return null;
   };
   for (const step of steps) {
     for (const s of series) while (s.at + 1 < s.steps.length && (s.steps[s.at + 1] as number) <= step) s.at++;
-    const moves = series.map(moveOf).filter((m): m is Move => m !== null);
-    const up = moves.find((m) => m.delta > 0);
-    const down = moves.find((m) => m.delta < 0);
-    if (up && down) {
+    const found = diverging();
+    if (found) {
+      const { up, down } = found;
       lc.hold(step, 1, 1, rule.severity, () => ({
         summary:
-          `${shown(up, '↗')} while ${shown(down, '↘')} over ${w}-step windows: ` +
+          `${shown(up, '↗')} while ${shown(down, '↘')} over ${up.window}-step windows: ` +
           "one reward rising at another's expense (reward hacking?)",
-        details: { rising: up, falling: down, window: w },
+        details: { rising: up, falling: down, window: up.window },
       }));
     } else if (lc.wouldChange('ok', true)) {
       const describe = () => ({ summary: 'the rewards move together again', details: { window: w } });

@@ -8,6 +8,7 @@ import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
 import { attemptNote, evaluateRestart, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
+import { globMatch } from './duration.ts';
 import { evaluateDivergence } from './divergence.ts';
 import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
 import { evaluateFinished } from './finished.ts';
@@ -51,14 +52,21 @@ const RECENT = 50;
 const LIVE_AT_EVERY_MS = 30_000;
 const SNIPPET_CHARS = 400;
 
-/** The rules held back by the run's firing alerts (`inhibits`), a rule never by itself. */
-function inhibitedBy(rules: readonly Rule[], alerts: readonly AlertRow[]): Set<string> {
-  const out = new Set<string>();
-  for (const a of alerts) {
-    if (a.state !== 'firing') continue;
-    for (const id of rules.find((r) => r.id === a.rule)?.inhibits ?? []) if (id !== a.rule) out.add(id);
-  }
-  return out;
+/** Whether an alert is held back by another of the run's firing alerts whose rule `inhibits` its rule (an id or a
+ * glob): a symptom of a cause that is paged. An alert that fired later never holds back one that fired before it;
+ * at the same step the inhibitor wins, and of two rules that hold each other back (entropy_drop and
+ * entropy_collapse) the older alert: one page either way. */
+function inhibitor(rules: readonly Rule[], alerts: readonly AlertRow[]): (a: AlertRow) => boolean {
+  const inhibitsOf = (rule: string): readonly string[] => rules.find((r) => r.id === rule)?.inhibits ?? [];
+  const holds = (a: AlertRow, b: AlertRow): boolean => a.rule !== b.rule && inhibitsOf(a.rule).some((p) => globMatch(p, b.rule));
+  const sources = alerts.filter((a) => a.state === 'firing' && inhibitsOf(a.rule).length > 0);
+  if (sources.length === 0) return () => false;
+  const order = (a: AlertRow): number => a.fired_step ?? a.started_step;
+  return (b) =>
+    sources.some(
+      (a) =>
+        holds(a, b) && (order(a) < order(b) || (order(a) === order(b) && (!holds(b, a) || a.id < b.id))),
+    );
 }
 
 /** An alert said once (run_finished's summary), never repeated. */
@@ -209,14 +217,14 @@ export class Engine {
     const items: NotificationItem[] = [];
     const rules = this.book.forRun(run.name);
     const alerts = this.store.alerts.announceable(runId, firedSince);
-    const inhibited = inhibitedBy(rules, alerts);
+    const inhibited = inhibitor(rules, alerts);
     for (const a of alerts) {
       const repeatDue = !a.acked_by && now - (a.notified_at ?? 0) >= this.opts.repeatIntervalMs && !once(a);
       // a firing alert announced already and not due a repeat stays quiet, muted or not
       if (a.state === 'firing' && a.notified_state === 'firing' && !repeatDue) continue;
       const muted = mutedNow(a);
       // held back as a mute holds it, but not shown as muted: a symptom of a cause that is paged
-      const quiet = muted || inhibited.has(a.rule);
+      const quiet = muted || inhibited(a);
       let kind: NotificationItem['kind'] | null = null;
       if (a.state === 'resolved' && a.notified_state === null) {
         if (!quiet) items.push(this.item(a, 'firing', muted, rules));

@@ -6,6 +6,7 @@ import { finishedAt } from './finished.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { OpenAlerts } from './openAlerts.ts';
 import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
+import { type Drawdown, drawdown, PeakWindow } from './drawdown.ts';
 import { longRunFactor, mean, median, windowDiffSe } from './stats.ts';
 import {
   alternatives,
@@ -240,14 +241,17 @@ const NOISE_WINDOWS = 8;
  * with 1.5, 4 were caught 63-93 records in and 1 missed; with 1, all 28-64 records in). */
 const FLAT_SIGMAS = 1;
 
-/** Trend: the mean of the last `window` records against the mean of the `window` before them, and (with
- * `breakSigmas`) the last records against the line the metric was on (breaks.ts). */
+/** Trend: the mean of the last `window` records against the mean of the `window` before them, (with
+ * `breakSigmas`) the last records against the line the metric was on (breaks.ts), and (with `declineSigmas`) the
+ * last records against the best level of the horizon before them (drawdown.ts): one alert a metric. */
 export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const { store, runId } = ctx;
   const w = rule.window;
   const span = NOISE_WINDOWS * w;
   const breaks = rule.breakSigmas > 0;
-  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0, PHI_RECORDS);
+  const declines = rule.declineSigmas > 0 && rule.direction !== 'flat' && rule.direction !== 'up';
+  const dw = rule.declineWindow;
+  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0, PHI_RECORDS, declines ? rule.declineHorizon + dw : 0);
   for (const metric of ctx.expand(rule.metrics)) {
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
@@ -273,7 +277,13 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     // one closure for the loop, judging a break against the record's scale
     let scale = 0;
     const accept = (b: Break): boolean => moved(b, rule, scale);
-    for (let i = Math.max(history.length, 2 * w - 1); i < values.length; i++) {
+    // the run's records before the history read here (a cursor saved before they were counted: past any warm-up)
+    const seen = cursor ? Number(cursor.state.seen ?? Number.MAX_SAFE_INTEGER / 2) : 0;
+    const earlier = seen - history.length;
+    // nothing is judged in the warm-up: the learning rate ramps, and a few records tell nothing of the noise
+    const first = Math.max(history.length, 2 * w - 1, rule.warmup - earlier);
+    const peaks = declines ? new PeakWindow(sums, 2 * dw, dw, rule.declineHorizon, 0, first) : null;
+    for (let i = first; i < values.length; i++) {
       const before = sums.mean(i - 2 * w + 1, i - w + 1);
       const after = sums.mean(i - w + 1, i + 1);
       const delta = after - before;
@@ -302,15 +312,19 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       const upWindows = rel > rule.change && delta > rule.minDelta && real;
       const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
+      const dd = peaks && i >= 3 * dw - 1 ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS) : null;
+      const ddScale = onLevel && dd ? dd.peak : scale;
+      const ddRel = dd ? ratio(dd.now - dd.peak, ddScale) : 0;
+      const declined = dd !== null && fell(dd, ddRel, rule);
       const up = upWindows || (broke && brkDelta > 0);
-      const down = downWindows || (broke && brkDelta < 0);
+      const down = downWindows || declined || (broke && brkDelta < 0);
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
       const flat =
         flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, diffSe, inflate / rootW);
       const step = steps[i]!;
       const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
-      held = (flatRule ? flat : upWindows || downWindows) ? held + 1 : 0;
+      held = (flatRule ? flat : upWindows || downWindows || declined) ? held + 1 : 0;
       // a break fires at once: it is judged once (the line is learnt again after it)
       const firing = broke || held >= rule.for;
       // hysteresis both ways: a trend settles once the change is back under half the threshold or within
@@ -319,7 +333,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const settled =
         rule.direction === 'flat'
           ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
-          : Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2;
+          : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) && !(dd !== null && fell(dd, ddRel, rule, 2));
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
       if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
       const of = onLevel ? '' : ' of its range';
@@ -333,6 +347,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
         noise,
         scale: onLevel ? 'level' : 'range',
         ...(brk && { line: { ...brk } }),
+        ...(declined && { best: { mean: dd.peak, step: steps[dd.peakEnd], window: dw, z: dd.z } }),
       };
       let bad: { severity: string; direction: string; summary: () => string } | null = null;
       if (rule.direction === 'flat') {
@@ -351,10 +366,13 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
           severity: up ? rule.rise : rule.fall,
           direction: up ? 'up' : 'down',
           summary: () =>
-            byWindows || !brk
+            byWindows || (!brk && !declined)
               ? `${metric} ${arrow} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)}) over ${w}-step windows`
-              : `${metric} ${arrow} ${pct(brkRel)} (${formatValue(brk.before)} → ${formatValue(brk.observed)} over ${brk.m}-step windows; ` +
-                `${Math.abs(brk.z).toFixed(1)}σ off its course of ${rule.breakFit} steps)`,
+              : brk
+                ? `${metric} ${arrow} ${pct(brkRel)} (${formatValue(brk.before)} → ${formatValue(brk.observed)} over ${brk.m}-step windows; ` +
+                  `${Math.abs(brk.z).toFixed(1)}σ off its course of ${rule.breakFit} steps)`
+                : `${metric} ${arrow} ${pct(ddRel)} from its best ${dw}-step mean of the last ${rule.declineHorizon} steps ` +
+                  `(${formatValue(dd!.peak)} to step ${steps[dd!.peakEnd]} → ${formatValue(dd!.now)} now)`,
         };
       }
       if (bad && lc.state !== null && lc.details.direction !== undefined && lc.details.direction !== bad.direction) {
@@ -375,7 +393,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
     }
     const learnt = breaks ? { breakFrom } : {};
-    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt });
+    const counted = { seen: seen + fresh.length };
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt, ...counted });
   }
 }
 
@@ -410,8 +429,16 @@ function isFlat(
 ): boolean {
   const localSd = sums.sd(i - 2 * w + 1, i + 1);
   const margin = (rule.sigmas / 2) * localSd * meanSe;
-  const flatBy = Math.abs(delta) + FLAT_SIGMAS * localSd * diffSe;
+  // or the window means' own spread, where they show a meander wider than φ says (Sums.batchSe)
+  const se = Math.max(localSd * diffSe, Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS));
+  const flatBy = Math.abs(delta) + FLAT_SIGMAS * se;
   return flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
+}
+
+/** A fall from the best level beyond `declineSigmas` standard errors, `change` and `minDelta` (each over `by`: a
+ * decline has settled once it is back within half of them). */
+function fell(dd: Drawdown, rel: number, rule: TrendRule, by = 1): boolean {
+  return dd.z > rule.declineSigmas / by && -rel > rule.change / by && dd.peak - dd.now > rule.minDelta / by;
 }
 
 /** A change in units of `scale` (a level or a range); from 0 it is infinite. */
@@ -488,8 +515,9 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
                 (a.fired_step ?? a.started_step) <= at.step,
             );
           const since = paged ? `; ${paged.rule} ${paged.severity} since step ${paged.fired_step ?? paged.started_step}` : '';
-          // the preset's numbers are assumptions about the run: a miss of one is news, not a page
-          const severity = paged ? 'info' : rule.assumed && rule.severity === 'critical' ? 'warning' : rule.severity;
+          // the preset's numbers are assumptions about the run (one GRPO analysis' rewards at its epochs): a miss of
+          // one is news for the report, not a page; the user's own target pages
+          const severity = paged || rule.assumed ? 'info' : rule.severity;
           lc.apply(at.step, {
             kind: 'bad',
             firing: true,

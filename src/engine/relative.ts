@@ -43,7 +43,8 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     ...(cursor?.state as Partial<RelativeState>),
   };
   const rolling = rule.baseline === 'rolling' ? rule.baselineWindow : 0;
-  const keep = rule.smooth - 1 + rolling;
+  const lag = rule.baseline === 'rolling' ? rule.lag : 0;
+  const keep = rule.smooth - 1 + lag + rolling;
   const values = cursor && keep > 0 ? store.points.upTo(runId, metric, from, keep, true).map((p) => p.value) : [];
   const hold = { quietFor: rule.recoverFor, quiet: st.quiet };
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, hold);
@@ -75,9 +76,12 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
       }
       base = st.baseline;
     } else if (rule.baseline === 'rolling') {
-      // the records before the smoothed ones, none of them from the warm-up (a KL is ~0 there by construction)
-      const end = values.length - rule.smooth;
-      const start = Math.max(0, values.length - (st.seen - rule.warmup));
+      // the records before the smoothed ones (`lag` records before), none of them from the warm-up (a KL is ~0
+      // there by construction)
+      // (early in a run, the lag is what the records since the warm-up leave: a jump is judged from the first records)
+      const lagNow = Math.max(0, Math.min(lag, st.seen - rule.warmup - rule.smooth - rolling));
+      const end = values.length - rule.smooth - lagNow;
+      const start = Math.max(0, values.length - (st.seen - rule.warmup), end - rolling);
       if (end - start < (rule.floor === undefined ? rolling : 1)) {
         if (rule.floor === undefined) continue;
       } else {

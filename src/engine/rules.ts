@@ -84,6 +84,14 @@ const Trend = z.strictObject({
    * 0 turns it off */
   breakSigmas: z._default(z.number().check(z.minimum(0)), 0),
   breakFit: z._default(wholeFrom(10), 100),
+  /** decline test (src/engine/drawdown.ts): the mean of the last `declineWindow` records against the best such mean
+   * of the `declineHorizon` records before them fires (as a fall) beyond this many standard errors of a window mean
+   * (and `change`, `minDelta`); 0 turns it off */
+  declineSigmas: z._default(z.number().check(z.minimum(0)), 0),
+  /** the run's first records that are not judged (a learning-rate warm-up: its rewards jump about) */
+  warmup: z._default(wholeFrom(0), 0),
+  declineWindow: z._default(wholeFrom(2), 30),
+  declineHorizon: z._default(wholeFrom(10), 300),
 });
 
 const Comparison = z.enum(['<', '>']);
@@ -109,6 +117,9 @@ const Relative = z.strictObject({
   /** records skipped before the early baseline is learnt (the first steps of a run are not its level) */
   warmup: z._default(wholeFrom(0), 0),
   baselineWindow: z._default(wholeFrom(1), 20),
+  /** rolling: records between the baseline window and the value (a slow rise is judged against where the metric
+   * was this long ago, not against its own last steps) */
+  lag: z._default(wholeFrom(0), 0),
   smooth: z._default(wholeFrom(1), 1),
   op: Comparison,
   factor: z.number().check(z.positive()),
@@ -225,6 +236,9 @@ const Divergence = z.strictObject({
   /** metric names or prefix patterns such as `rewards/*` (the `/std` series are left out) */
   metrics: z.array(nonEmpty()).check(z.minLength(1)),
   window: z._default(wholeFrom(2), 15),
+  /** the same judged over windows this long too (a divergence over a few hundred steps moves two 15-record windows
+   * by less than `minDelta`); 0: off */
+  longWindow: z._default(wholeFrom(0), 0),
   minDelta: z._default(z.number().check(z.minimum(0)), 0.05),
   sigmas: z._default(z.number().check(z.minimum(0)), 5),
   quietFor: z._default(wholeFrom(1), 15),

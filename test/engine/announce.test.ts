@@ -5,8 +5,13 @@ import { HOUR, MIN, Trace, presetOnly, times } from './trace.ts';
 const BAD = { frac_zero_std: 1, entropy: 0.03, grad_norm: 15.786 };
 const GOOD = { frac_zero_std: 0.1, entropy: 0.08, grad_norm: 0.05 };
 /** mode_collapse (critical, for 3), entropy_collapse (warning, for 3, judged from the first record: the
- * preset's learns over 5), grad_explosion (critical, for 1) */
-const burstBook = RuleBook.build(presetOnly('mode_collapse', 'entropy_collapse', 'grad_explosion').all(), [{ id: 'entropy_collapse', learn: 0 }]);
+ * preset's learns over 5), grad_explosion (critical, for 1); without their inhibitions (an entropy collapse is a
+ * symptom of both: test/engine/onePage.test.ts), as three independent alerts */
+const burstBook = RuleBook.build(presetOnly('mode_collapse', 'entropy_collapse', 'grad_explosion').all(), [
+  { id: 'entropy_collapse', learn: 0 },
+  { id: 'mode_collapse', inhibits: [] },
+  { id: 'grad_explosion', inhibits: [] },
+]);
 const burst = (opts: { run?: string; targets?: string[] } = {}) => new Trace({ book: burstBook, repeatIntervalMs: HOUR, ...opts });
 const spike = () => new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR });
 

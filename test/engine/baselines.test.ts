@@ -99,7 +99,7 @@ describe('kl_blowup: KL against its own recent course after the warm-up', () => 
     expect(fired(new Trace({ book: book() }).feed(series('kl', run(0.06))))).toEqual([]);
   });
 
-  it('never judged against the first 10 records: a jump there has no baseline', () => {
+  it('never judged against the first 50 records: a jump there has no baseline', () => {
     const values = [0, 0, 0.2, 0.2, 0.2, ...Array<number>(40).fill(0.2)];
     expect(fired(new Trace({ book: book() }).feed(series('kl', values)))).toEqual([]);
   });
@@ -108,5 +108,5 @@ describe('kl_blowup: KL against its own recent course after the warm-up', () => 
 it('the preset books both rules as relative rules with the floor and warm-up described above', () => {
   const rule = (id: string) => GRPO_PRESET.find((r) => r.id === id);
   expect(rule('grad_explosion')).toMatchObject({ kind: 'relative', baseline: 'rolling', factor: 10, floor: 10 });
-  expect(rule('kl_blowup')).toMatchObject({ kind: 'relative', baseline: 'rolling', warmup: 10 });
+  expect(rule('kl_blowup')).toMatchObject({ kind: 'relative', baseline: 'rolling', warmup: 50, lag: 100 });
 });

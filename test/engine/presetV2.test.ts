@@ -71,11 +71,27 @@ describe('preset v2: KL and PPO health', () => {
     expect(firing(new Trace({ book: kl() }).feed(series('kl', [0.5, 12, 12])))).toEqual(['kl_out_of_range@3 warning']);
   });
 
-  it('kl_blowup: four times the median of the 20 records before and by at least 0.05 (0.01 -> 0.2)', () => {
-    const t = new Trace({ book: kl() }).feed(series('kl', [...flat(35, 0.01), ...flat(4, 0.2)]));
-    expect(firing(t)).toEqual(['kl_blowup@39 warning']);
-    // 0.01 -> 0.05 is 5x but only 0.04 up: nothing
-    expect(new Trace({ book: kl() }).feed(series('kl', [...flat(35, 0.01), ...flat(10, 0.05)])).alerts()).toEqual([]);
+  it('kl_blowup: four times the median of the records before and by at least 0.02 (0.01 -> 0.2), after the first 50', () => {
+    // (the baseline: 20 records after the 50 of the warm-up)
+    const t = new Trace({ book: kl() }).feed(series('kl', [...flat(80, 0.01), ...flat(4, 0.2)]));
+    expect(firing(t)).toEqual(['kl_blowup@84 warning']);
+    // 0.004 -> 0.02 is 5x but only 0.016 up: nothing
+    expect(new Trace({ book: kl() }).feed(series('kl', [...flat(80, 0.004), ...flat(10, 0.02)])).alerts()).toEqual([]);
+    // the same jump within the first 50 records is the KL leaving 0 as the policy leaves the reference: nothing
+    expect(new Trace({ book: kl() }).feed(series('kl', [...flat(35, 0.01), ...flat(10, 0.2)])).alerts()).toEqual([]);
+  });
+
+  it('kl_blowup: a KL that grows ×100 over 250 records (never 4× its last 20) against where it was 100 records before', () => {
+    // 0.002 for 300 records, then ×100^(k/250): ×1.2 over any 20 records, ×6.3 over 100
+    const grow = Array.from({ length: 250 }, (_, k) => 0.002 * 100 ** ((k + 1) / 250));
+    const t = new Trace({ book: kl() }).feed(series('kl', [...flat(300, 0.002), ...grow]));
+    const at = t.alert('kl_blowup').fired_step!;
+    // it fires once KL is 4× (and 0.02 over) the median of the 20 records ending 100 before: by an independent
+    // count of the same condition on the series
+    const values = [...flat(300, 0.002), ...grow];
+    const expected = values.findIndex((v, i) => i >= 300 && v > 4 * values[i - 100 - 3]! && v - values[i - 100 - 3]! > 0.02);
+    expect(at).toBeGreaterThan(300);
+    expect(Math.abs(at - (expected + 1))).toBeLessThanOrEqual(5);
   });
 
   it('ppo_kl_out_of_bounds: ppo_kl above 0.1 for 2 records', () => {

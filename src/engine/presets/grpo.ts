@@ -18,11 +18,16 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     id: 'entropy_drop', kind: 'relative', severity: 'warning',
     metric: 'entropy', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '<', factor: 0.25,
     for: 3, recover: 0.4, recoverFor: 5,
+    // ours: one collapse, one page: whichever of the two entropy rules fires first holds the other back
+    inhibits: ['entropy_collapse'],
   },
   {
     // verl best practices: "values above 0.1 often mean you are truncating too much" (response_length/clip_ratio)
     id: 'truncation', kind: 'threshold', severity: 'warning',
     metric: 'clipped_ratio', op: '>', value: 0.1, for: 3, recover: 0.05, recoverFor: 5,
+    // ours: completions cut at the limit score less and grow longer: the reward's fall and the length's rise are
+    // its symptoms
+    inhibits: ['length_explosion', 'reward_trend'],
   },
   {
     // ours: nearly every completion truncated while nearly every group has one reward (no signal left)
@@ -44,6 +49,7 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     id: 'length_explosion', kind: 'relative', severity: 'warning',
     metric: 'completion_length', baseline: 'early', warmup: 5, baselineWindow: 20, smooth: 3, op: '>', factor: 3,
     sigmas: 4, for: 3, recover: 2, recoverFor: 5,
+    inhibits: ['truncation', 'reward_trend'],
   },
   {
     // TRL PPOTrainer warns "KL divergence is starting to become negative ... might be a precursor for failed
@@ -57,12 +63,14 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     metric: 'kl', op: '>', value: 10, for: 2, recover: 5, recoverFor: 3,
   },
   {
-    // ours: KL against its own recent course, not its start (the policy starts as the reference: KL ~0 there
-    // by construction, so "10× the early median" was "rose by 0.05"): 4× the median of the 20 records before,
-    // none of them from the first 10, and by at least 0.05. kl_out_of_range is the absolute band
+    // ours: KL against its own course, not its start (the policy starts as the reference: KL ~0 there by
+    // construction, so "10× the early median" was "rose by 0.05"): 4× the median of 20 records 100 records
+    // before (a KL that grows ×100 over 250 steps is never 4× its last 20 records), none of them from the first 50
+    // (a real PPO LoRA run's KL rose 0.005 → 0.03 over its first 35 steps, healthy), and by at least 0.02 (a real
+    // GRPO run's 5e-5 → 0.01 is nothing). kl_out_of_range is the absolute band
     id: 'kl_blowup', kind: 'relative', severity: 'warning',
-    metric: 'kl', baseline: 'rolling', warmup: 10, baselineWindow: 20, smooth: 3, op: '>', factor: 4, minDelta: 0.05,
-    for: 3, recover: 2, recoverFor: 5,
+    metric: 'kl', baseline: 'rolling', warmup: 50, baselineWindow: 20, lag: 100, smooth: 3, op: '>', factor: 4,
+    minDelta: 0.02, for: 3, recover: 2, recoverFor: 5,
   },
   {
     // ours: the approximate KL of one PPO update (verl actor/ppo_kl, OpenRLHF ppo_kl) beyond 0.1, ten times
@@ -102,6 +110,9 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     // component rising while another falls over the same 15-record windows, each by 0.05 and beyond its noise
     id: 'reward_hacking', kind: 'divergence', severity: 'warning',
     metrics: ['rewards/*'], window: 15, minDelta: 0.05, sigmas: 5, quietFor: 15,
+    // ours: and over 60-record windows (format 0.17 → 0.62 while accuracy 0.38 → 0.10 over 200 steps moves two
+    // 15-record windows by 0.02-0.03)
+    longWindow: 60,
   },
   {
     // ours: a component saturated at its max with zero std (no signal): every completion gets the
@@ -150,6 +161,18 @@ export const GRPO_PRESET: readonly Rule[] = [
     // converging too strongly"
     id: 'mode_collapse', kind: 'threshold', severity: 'critical',
     metric: 'frac_zero_std', op: '>', value: 0.8, for: 3, recover: 0.5, recoverFor: 3,
+    // ours: the entropy, the reward and the zero-std milestones follow the collapse: one page
+    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*', 'zero_std_rising'],
+  },
+  {
+    // learning.log guide: "frac_reward_zero_std ... > 0.5: converging too strongly": the early warning, before
+    // mode_collapse's 0.8; judged on runs whose first 20 records sat below it (a run that starts on prompts it cannot
+    // tell apart is not converging), with the reward below 0.9 (above, the groups agree because every answer is
+    // right: zero_signal_too_easy)
+    id: 'zero_std_rising', kind: 'threshold', severity: 'warning',
+    metric: 'frac_zero_std', op: '>', value: 0.5, and: [{ metric: 'reward', op: '<', value: 0.9 }],
+    for: 5, recover: 0.3, recoverFor: 5, learn: 20,
+    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*'],
   },
   {
     // learning.log guide: "Detect mode collapse: Watch for ... entropy < 0.04"; "Low entropy (<0.05): ...
@@ -169,6 +192,8 @@ export const GRPO_PRESET: readonly Rule[] = [
     id: 'grad_explosion', kind: 'relative', severity: 'critical',
     metric: 'grad_norm', baseline: 'rolling', baselineWindow: 50, op: '>', factor: 10, floor: 10, logSigmas: 4,
     for: 1, recoverFor: 5,
+    // ours: what an exploding update does to the reward, the KL, the entropy and the losses is its symptom
+    inhibits: ['reward_*', 'kl_*', 'entropy_*', 'length_*', 'pg_clipfrac_spike', 'value_loss_spike', 'ppo_kl_out_of_bounds'],
   },
   {
     // learning.log guide, "Mode Collapse Warning": "loss=0.0000  grad=0.000 ... Zero loss and grad (no learning)"
@@ -207,6 +232,13 @@ export const GRPO_PRESET: readonly Rule[] = [
     // ours: a fall from the course the reward was on (a climb that turns into a 20% drop): the last
     // 5-20 records against the line of the 100 before them, beyond 6 standard errors (README: trend)
     breakSigmas: 6, breakFit: 100,
+    // ours: a slow decline (25% over 300 steps moves two adjacent windows by 1%): the last 30 records' mean
+    // against the best 60-record mean of the 300 before, beyond 6 standard errors of their difference (read as
+    // AR(1), or from the window means themselves if they spread wider; about 1.5 of it is the best one's own bias)
+    declineSigmas: 6, declineWindow: 30, declineHorizon: 300,
+    // ours: the first 100 records are the warm-up (the learning rate ramps; a reward with an AR(1) φ of 0.9 fell
+    // 42% in its first 100 records of a healthy run)
+    warmup: 100,
   },
   {
     // the product's promise: a crashed or hung job at 3 a.m. is noticed; fitted to the run's pace (a 20 s step
@@ -244,7 +276,8 @@ export const GRPO_PRESET: readonly Rule[] = [
   },
   // what people who train with RL ask for most: "stop me when the loss is NaN", "tell me when it
   // crashes or finishes" (TRL, verl, open-r1, ms-swift threads; W&B's own alert example is a NaN loss)
-  { id: 'non_finite', kind: 'non_finite', severity: 'critical', recoverFor: 5 },
+  // ours: a NaN leaves every later number meaningless: it holds back the run's other alerts
+  { id: 'non_finite', kind: 'non_finite', severity: 'critical', recoverFor: 5, inhibits: ['*'] },
   { id: 'run_crashed', kind: 'crash', severity: 'critical', grace: '2m' },
   { id: 'run_finished', kind: 'finished', severity: 'info' },
   // ours: a job restarted from a checkpoint (preempted, requeued) is news, not a problem
