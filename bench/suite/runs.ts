@@ -12,6 +12,9 @@ export interface Label {
   /** the first step of the failure (for a crash: the last step logged) */
   onset?: number;
   sudden?: boolean;
+  /** a gradual failure: the first step at which it has the size that makes it a failure (a decline of 10%, the
+   * size a trend must have; KL ×10; frac_zero_std past 0.5); the delay target counts from there */
+  significant?: number;
   /** rule ids that name the cause */
   rules: readonly string[];
 }
@@ -85,6 +88,8 @@ interface Failure {
   /** 0-based index of the onset */
   onset: number;
   sudden: boolean;
+  /** records after the onset at which a gradual failure is significant (Label.significant); default 0 */
+  significantAfter?: number;
   rules: readonly string[];
   apply: (g: Generated, o: number, r: Rng, p: HealthyParams) => readonly string[] | void;
 }
@@ -171,7 +176,8 @@ const failures: Failure[] = [
   },
   {
     name: 'fail-reward-decline', format: 'jsonl', kind: 'reward_decline', p: { steps: 1500, batch: 256, phi: 0.8, df: 3.5 },
-    onset: 900, sudden: false, rules: ['reward_trend'],
+    // 10% down (the size a trend must have) 120 records in
+    onset: 900, sudden: false, significantAfter: 120, rules: ['reward_trend'],
     apply: (g, o) => {
       const reward = col(g, 'reward');
       for (let i = o; i < g.steps.length; i++) reward[i] = reward[i]! * (1 - 0.25 * Math.min(1, (i - o) / 300));
@@ -222,8 +228,9 @@ const failures: Failure[] = [
   {
     // every generation of a group the same: the groups' rewards stop varying, the advantage (and grad) vanish
     name: 'fail-mode-collapse', format: 'trl', kind: 'mode_collapse', p: { steps: 1000, batch: 256, fns: ['accuracy_reward'], epochs: 1 },
-    onset: 500, sudden: false,
-    rules: ['mode_collapse', 'milestone_frac_zero_std_epoch_0.5', 'stop_frac_zero_std_epoch_1', 'no_learning', 'zero_signal_too_easy', 'zero_signal_too_hard', 'entropy_collapse', 'entropy_drop'],
+    // past 0.5 (the learning-metrics guide's "converging too strongly") 98 records in
+    onset: 500, sudden: false, significantAfter: 98,
+    rules: ['mode_collapse', 'zero_std_rising', 'milestone_frac_zero_std_epoch_0.5', 'stop_frac_zero_std_epoch_1', 'no_learning', 'zero_signal_too_easy', 'zero_signal_too_hard', 'entropy_collapse', 'entropy_drop'],
     apply: (g, o, r, p) => {
       const fzs = col(g, 'frac_zero_std');
       const groups = Math.round(p.batch / p.group);
@@ -238,7 +245,8 @@ const failures: Failure[] = [
   {
     // the policy walks away from the reference: KL ×100 over 250 steps
     name: 'fail-kl-blowup', format: 'jsonl', kind: 'kl_blowup', p: { steps: 1300, batch: 256, kl0: 5e-4, klGrowth: 4, phi: 0.5 },
-    onset: 800, sudden: false, rules: ['kl_blowup', 'kl_out_of_range'],
+    // ×10 (an order of magnitude) 125 records in
+    onset: 800, sudden: false, significantAfter: 125, rules: ['kl_blowup', 'kl_out_of_range'],
     apply: (g, o) => {
       const kl = col(g, 'kl');
       for (let i = o; i < g.steps.length; i++) kl[i] = kl[i]! * 100 ** Math.min(1, (i - o) / 250);
@@ -304,7 +312,15 @@ export function buildSuite(opts: { scale?: number } = {}): SuiteRun[] {
     out.push({
       name: f.name,
       format: f.format,
-      label: { kind: f.kind, onset: data.steps[Math.min(o, data.steps.length - 1)]!, sudden: f.sudden, rules: f.rules },
+      label: {
+        kind: f.kind,
+        onset: data.steps[Math.min(o, data.steps.length - 1)]!,
+        sudden: f.sudden,
+        ...(f.significantAfter !== undefined && {
+          significant: data.steps[Math.min(o + Math.round(f.significantAfter * scale), data.steps.length - 1)]!,
+        }),
+        rules: f.rules,
+      },
       params,
       data,
       tail,

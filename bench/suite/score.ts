@@ -2,17 +2,22 @@
  * Scores `rlwatch alerts --all --json` against the suite's labels. A notification is an incident that reaches the
  * channel: severity warning or critical (an info incident, and a milestone explained by a firing critical, which
  * rlwatch records as info, reach the terminal only), and not held back by an inhibiting rule while it fired.
- * The JSON does not say which incidents were held back: the documented inhibition (`truncation_no_signal` holds back
- * `truncation`, `mode_collapse` and `zero_signal_too_hard`) is applied from the incidents' own times.
+ * The JSON does not say which incidents were held back: the preset's documented inhibitions (`inhibits`, ids or
+ * globs) are applied from the incidents' own steps, as the engine applies them (docs/alerts.md, "One cause, one
+ * page"): an incident that fired first, and was still firing, holds back a later one of a rule it names.
  */
+import { globMatch } from '../../src/engine/duration.ts';
+import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import type { Label } from './runs.ts';
 
 export interface Incident {
+  id: number;
   run: string;
   rule: string;
   severity: string;
   state: string;
   step: number;
+  resolvedStep: number | null;
   summary?: string;
   startedAt: string | null;
   resolvedAt: string | null;
@@ -22,9 +27,8 @@ export const SUDDEN_TARGET = 20;
 export const GRADUAL_TARGET = 60;
 export const MAX_NOTIFICATIONS_AFTER = 1;
 
-const INHIBITS: Record<string, readonly string[]> = {
-  truncation_no_signal: ['truncation', 'mode_collapse', 'zero_signal_too_hard'],
-};
+const INHIBITS = new Map(GRPO_PRESET.map((r) => [r.id, r.inhibits]));
+const inhibits = (a: string, b: string): boolean => a !== b && (INHIBITS.get(a) ?? []).some((p) => globMatch(p, b));
 
 export interface Page {
   rule: string;
@@ -50,14 +54,15 @@ export interface RunScore {
   pass: boolean;
 }
 
-/** Held back: an inhibiting incident of the same run fired at or before it, and still fired when it resolved. */
+/** Held back: an incident of the same run whose rule inhibits this one's fired before it (at the same step: the
+ * inhibitor, or of two that inhibit each other the older) and had not resolved when this one fired. */
 function heldBack(i: Incident, all: readonly Incident[]): boolean {
   return all.some(
     (j) =>
       j.run === i.run &&
-      INHIBITS[j.rule]?.includes(i.rule) === true &&
-      j.step <= i.step &&
-      (j.state !== 'resolved' || (i.resolvedAt !== null && j.resolvedAt !== null && i.resolvedAt <= j.resolvedAt)),
+      inhibits(j.rule, i.rule) &&
+      (j.step < i.step || (j.step === i.step && (!inhibits(i.rule, j.rule) || j.id < i.id))) &&
+      (j.resolvedStep === null || j.resolvedStep > i.step),
   );
 }
 
@@ -80,7 +85,9 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
   const before = sent.filter((i) => i.step < onset).map(page);
   const after = sent.filter((i) => i.step >= onset).map(page);
   const hit = after.find((p) => right.has(p.rule));
-  const delay = hit ? hit.step - onset : undefined;
+  // a gradual failure is due from the step it is significant (a 25% decline over 300 steps is no failure 10 steps in)
+  const due = Math.max(onset, label.significant ?? onset);
+  const delay = hit ? hit.step - due : undefined;
   const inTime = delay !== undefined && delay <= target;
   const wrongCause = after.filter((p) => !right.has(p.rule));
   return {

@@ -73,12 +73,15 @@ describe('the suite generator: rlwatch reads what it meant to write', () => {
 });
 
 describe('the suite scorer', () => {
+  let ids = 0;
   const incident = (rule: string, step: number, severity = 'warning', more: Partial<Incident> = {}): Incident => ({
+    id: ++ids,
     run: 'r',
     rule,
     severity,
     state: 'resolved',
     step,
+    resolvedStep: step + 10,
     startedAt: '2026-01-01T00:00:00.000Z',
     resolvedAt: '2026-01-01T00:00:01.000Z',
     ...more,
@@ -118,11 +121,27 @@ describe('the suite scorer', () => {
 
   it('an incident held back by truncation_no_signal while it fired is not a notification', () => {
     const all = [
-      incident('truncation_no_signal', 110, 'critical', { state: 'firing', resolvedAt: null }),
+      incident('truncation_no_signal', 110, 'critical', { state: 'firing', resolvedAt: null, resolvedStep: null }),
       incident('truncation', 120),
       incident('truncation', 90),
     ];
     expect(notifications(all).map((i) => `${i.rule}@${i.step}`)).toEqual(['truncation_no_signal@110', 'truncation@90']);
+  });
+
+  it('an inhibitor holds back only while it fires, and of two rules that hold each other back the first pages', () => {
+    // entropy_drop and entropy_collapse hold each other back (the preset): the first to fire pages
+    const both = [incident('entropy_collapse', 130), incident('entropy_drop', 120), incident('entropy_drop', 200)];
+    // the drop at 120 resolved at 130: the collapse firing at 130 is no longer held; the drop at 200 fired after
+    // the collapse resolved (140)
+    expect(notifications(both).map((i) => `${i.rule}@${i.step}`)).toEqual(['entropy_collapse@130', 'entropy_drop@120', 'entropy_drop@200']);
+    const held = [incident('entropy_collapse', 125), incident('entropy_drop', 120)];
+    expect(notifications(held).map((i) => `${i.rule}@${i.step}`)).toEqual(['entropy_drop@120']);
+  });
+
+  it('a gradual failure is due from the step it is significant', () => {
+    const slow: Label = { ...gradual, significant: 220 };
+    expect(scoreRun('r', slow, [incident('kl_blowup', 250)])).toMatchObject({ delay: 30, inTime: true });
+    expect(scoreRun('r', slow, [incident('kl_blowup', 290)])).toMatchObject({ delay: 70, inTime: false });
   });
 
   it('every page of a healthy run is a false alarm, and the totals count runs and pages', () => {
