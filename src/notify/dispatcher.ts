@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { isMuted } from '../engine/capture.ts';
 import type { Notification, NotificationItem } from '../engine/notification.ts';
 import type { Log } from '../log.ts';
-import type { ClaimedRow, ClaimOptions, StoreContract } from '../store/contract.ts';
+import type { ClaimedRow, ClaimOptions, OpenOutboxRow, StoreContract } from '../store/contract.ts';
 import { urgencyOf } from '../store/outbox.ts';
 import { CARDS_PER_MESSAGE, giveWay } from './delivery.ts';
 import { parseNotification } from './payload.ts';
@@ -76,7 +76,8 @@ export interface DispatcherOptions {
 export const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 export const LEASE_MS = 2 * 60_000;
-/** How often a target's held alerts are looked at for a quiet interval that ended: the outbox's open rows are read. */
+/** How often a target's held alerts are looked at for a quiet interval that ended (the outbox's open rows are read
+ * only when one of theirs did). */
 const HELD_LOOK_EVERY_MS = 30_000;
 
 /** One target's drain: its own loop, its own wait, its own failure count. */
@@ -99,9 +100,9 @@ interface Lane {
   failures: number;
   unlogged: number;
   loggedAt: number;
-  /** alerts may be held for the target's quiet hours (at start: a previous process, maybe of another config, may
-   * have held some) */
-  held: boolean;
+  /** the alerts held for the target's quiet hours, as last read and held since: each one's run and severity; null
+   * until the outbox was first looked at (a previous process, maybe of another config, may have held some) */
+  held: Map<number, { run: string; severity: string }> | null;
   heldLookedAt: number;
 }
 
@@ -123,6 +124,8 @@ export class Dispatcher {
   private readonly base: number;
   private readonly max: number;
   private readonly now: () => number;
+  /** the open outbox as read at start, for every lane's first look at what is held */
+  private firstLook: Promise<OpenOutboxRow[]> | null = null;
 
   constructor(
     private readonly store: StoreContract,
@@ -135,7 +138,7 @@ export class Dispatcher {
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
-      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: true, heldLookedAt: -Infinity,
+      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: null, heldLookedAt: -Infinity,
     }));
   }
 
@@ -343,30 +346,33 @@ export class Dispatcher {
       return q !== undefined && holds(q, i.severity) && isQuiet(q, now);
     };
     if (!n.items.some(quietNow)) return n;
+    const known = (lane.held ??= new Map());
     const held: NotificationItem[] = [];
-    const heldIds = new Set<number>();
-    let earlier: Set<number> | undefined; // the alerts held before: read only for a resolution
     for (const i of n.items) {
       if (!quietNow(i)) continue;
-      if (i.kind === 'resolved' && !heldIds.has(i.alertId)) {
-        earlier ??= new Set((await this.heldRows(lane)).flatMap(({ n: h }) => h.items.map((x) => x.alertId)));
-        if (!earlier.has(i.alertId)) continue;
-      } else if (i.kind !== 'firing' && i.kind !== 'repeat' && i.kind !== 'resolved') continue;
+      const posts = i.kind === 'firing' || i.kind === 'repeat';
+      if (!posts && !(i.kind === 'resolved' && (known.has(i.alertId) || held.some((h) => h.alertId === i.alertId)))) continue;
       held.push(i);
-      heldIds.add(i.alertId);
     }
     if (held.length === 0) return n;
     await this.store.enqueue(row.run_id, heldTarget(lane.target.name), { run: n.run, items: held }, now);
-    lane.held = true;
+    for (const i of held) known.set(i.alertId, { run: n.run, severity: i.severity });
     const rest = n.items.filter((i) => !held.includes(i));
     return rest.length > 0 || n.report ? { ...n, items: rest } : null;
   }
 
-  /** The target's held rows, oldest first, with their notifications (a row that does not read is set aside). */
+  /** The target's held rows, oldest first, with their notifications (a row that does not read is set aside). A
+   * lane's first look shares the one read of the outbox made at start. */
   private async heldRows(lane: Lane): Promise<Array<{ id: number; runId: number; n: Notification }>> {
     const name = heldTarget(lane.target.name);
     const out: Array<{ id: number; runId: number; n: Notification }> = [];
-    for (const r of await this.store.openOutbox()) {
+    const open = lane.held === null
+      ? (this.firstLook ??= this.store.openOutbox().catch((err: Error) => {
+          this.firstLook = null; // the next look reads again
+          throw err;
+        }))
+      : this.store.openOutbox();
+    for (const r of await open) {
       if (r.target !== name || r.dead_at !== null) continue;
       try {
         out.push({ id: r.id, runId: r.run_id, n: parseNotification(r.payload) });
@@ -380,24 +386,27 @@ export class Dispatcher {
   /**
    * Once the quiet hours of held alerts have ended: those still firing (not acked, resolved or muted) go out as one
    * summary message, the held rows are done. False when the target failed (the lane then waits, as after any
-   * failure). Looked at every HELD_LOOK_EVERY_MS at most, while alerts may be held. A target without quiet hours
-   * now (the config changed) sums up what an earlier start held for it.
+   * failure). The outbox is read at the lane's first drain, then only when the quiet hours of an alert held have
+   * ended, HELD_LOOK_EVERY_MS apart at most. A target without quiet hours now (the config changed) sums up what an
+   * earlier start held for it.
    */
   private async flushHeld(lane: Lane): Promise<boolean> {
     const { target } = lane;
     const now = this.now();
-    if (!lane.held || now - lane.heldLookedAt < HELD_LOOK_EVERY_MS) return true;
-    lane.heldLookedAt = now;
-    const rows = await this.heldRows(lane);
-    if (rows.length === 0) {
-      lane.held = false;
-      return true;
-    }
-    const ended = (run: string, i: NotificationItem): boolean => {
-      const q = target.quiet?.(run, i.severity);
+    const ended = (run: string, severity: string): boolean => {
+      const q = target.quiet?.(run, severity);
       return q === undefined || !isQuiet(q, now);
     };
-    const due = rows.filter(({ n }) => n.items.every((i) => ended(n.run, i)));
+    if (lane.held !== null) {
+      if (lane.held.size === 0 || now - lane.heldLookedAt < HELD_LOOK_EVERY_MS) return true;
+      if (![...lane.held.values()].some((h) => ended(h.run, h.severity))) return true;
+    }
+    lane.heldLookedAt = now;
+    const rows = await this.heldRows(lane);
+    const due = rows.filter(({ n }) => n.items.every((i) => ended(n.run, i.severity)));
+    // what stays held: the rows not due
+    lane.held = new Map(rows.filter((r) => !due.includes(r))
+      .flatMap(({ n }) => n.items.map((i) => [i.alertId, { run: n.run, severity: i.severity }] as const)));
     if (due.length === 0) return true;
     // each alert's latest held item, in the order they were first held
     const latest = new Map<number, Held>();
@@ -425,6 +434,8 @@ export class Dispatcher {
           return true;
         }
         const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined ? e.retryAfterMs : this.base;
+        // looked at again once the wait is over
+        for (const { n } of due) for (const i of n.items) lane.held.set(i.alertId, { run: n.run, severity: i.severity });
         lane.heldLookedAt = -Infinity;
         this.noteFailure(lane, e, delay);
         this.retryLater(lane, delay);
@@ -432,7 +443,6 @@ export class Dispatcher {
       }
     }
     for (const { id } of due) await this.store.delivered(id, now);
-    lane.held = due.length < rows.length;
     return true;
   }
 

@@ -4,12 +4,13 @@
  * interval ends (after a restart too), a critical posted at once, a held alert that resolved or was acked left out.
  */
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
-import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
+import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { isQuiet, QuietSchema } from '../../src/notify/quietHours.ts';
 import { redactingTarget, redactorOf } from '../../src/notify/redact.ts';
 import { quietOf, router } from '../../src/notify/routing.ts';
@@ -74,15 +75,20 @@ function setUp(quiet: Record<string, unknown>) {
     repeatIntervalMs: 4 * 3600_000, targets: [], route: router('webhook', section, 'ops'), now: () => clock.now,
   });
   const delivered: Array<{ n: Notification; key: string }> = [];
+  const refusals: Error[] = []; // the next deliveries fail with these
   // wrapped as the app wraps every target: the wrapper must pass the quiet hours on
   const target: Target = redactingTarget({
     name: 'webhook:ops',
     quiet: quietOf(section, 'ops'),
-    deliver: async (n, key) => void delivered.push({ n, key }),
+    deliver: async (n, key) => {
+      const refused = refusals.shift();
+      if (refused) throw refused;
+      delivered.push({ n, key });
+    },
   }, redactorOf(config));
   const dispatcher = (quiet = true): Dispatcher => {
     const { quiet: _q, ...unquiet } = target;
-    const d = new Dispatcher(new SqliteAsyncStore(store), [quiet ? target : unquiet], { now: () => clock.now });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [quiet ? target : unquiet], { now: () => clock.now, baseBackoffMs: 20 });
     dispatchers.push(d);
     return d;
   };
@@ -92,7 +98,7 @@ function setUp(quiet: Record<string, unknown>) {
     engine.announce(r.id);
     return a.id;
   };
-  return { store, clock, engine, delivered, dispatcher, fire };
+  return { store, clock, engine, delivered, refusals, dispatcher, fire };
 }
 
 describe('quiet hours in the dispatcher', () => {
@@ -150,6 +156,24 @@ describe('quiet hours in the dispatcher', () => {
     const titles = delivered.map((x) => x.n.report?.title ?? x.n.items.map((i) => i.alertId));
     expect(titles).toEqual(['While quiet (22:00-07:00): 1 critical on 1 run', [warn]]);
     expect(delivered[0]!.n.report?.lines[0]).toContain(`(#${crit}, step 7)`);
+  });
+
+  it('a summary the destination refused is tried again after the wait, and posted once', async () => {
+    const { store, clock, delivered, refusals, dispatcher, fire } = setUp({ hours: '22:00-07:00' });
+    clock.now = at('2026-01-15T23:00:00Z');
+    const d = dispatcher();
+    fire('grpo-a', 'slow_steps', 'warning');
+    await d.kick();
+    clock.now = at('2026-01-16T07:30:00Z');
+    refusals.push(new DeliveryError('HTTP 503'));
+    await d.kick();
+    expect(delivered).toEqual([]);
+    expect(store.outbox.open().map((r) => r.target)).toEqual(['held:webhook:ops']);
+    for (let i = 0; i < 500 && delivered.length === 0; i++) await sleep(10); // the lane's retry timer
+    expect(delivered.map((x) => x.n.report?.title)).toEqual(['While quiet (22:00-07:00): 1 warning on 1 run']);
+    expect(store.outbox.open()).toEqual([]);
+    await d.kick();
+    expect(delivered).toHaveLength(1);
   });
 
   it('what was held for a destination whose quiet hours left the config is summed up at the next start', async () => {
