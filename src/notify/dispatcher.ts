@@ -366,13 +366,17 @@ export class Dispatcher {
   private async heldRows(lane: Lane): Promise<Array<{ id: number; runId: number; n: Notification }>> {
     const name = heldTarget(lane.target.name);
     const out: Array<{ id: number; runId: number; n: Notification }> = [];
-    const open = lane.held === null
+    const first = lane.held === null;
+    const open = first
       ? (this.firstLook ??= this.store.openOutbox().catch((err: Error) => {
           this.firstLook = null; // the next look reads again
           throw err;
         }))
       : this.store.openOutbox();
-    for (const r of await open) {
+    const rows = await open;
+    // once every lane has had its first look, the read is let go (a backlog's payloads are not kept)
+    if (first && this.lanes.every((l) => l === lane || l.held !== null)) this.firstLook = null;
+    for (const r of rows) {
       if (r.target !== name || r.dead_at !== null) continue;
       try {
         out.push({ id: r.id, runId: r.run_id, n: parseNotification(r.payload) });
