@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
+import { INIT_HELP } from './platforms/index.ts';
 import { COMMANDS, usage, type Args, type CommandSpec } from './commands/registry.ts';
 import type { Reply } from './commands/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
@@ -386,14 +387,12 @@ program
     process.stdout.write(`${describeResults(results)}\n`, () => process.exit(results.every((r) => r.ok) ? 0 : 1));
   });
 
-program
+const initCmd = program
   .command('init')
-  .description('write a commented rlwatch.yaml, and a .env with the variables of the chat platforms named')
-  .option('--discord', 'alerts to Discord')
-  .option('--slack', 'alerts to Slack')
-  .option('--telegram', 'alerts to Telegram')
-  .option('--email', 'alerts by email (SMTP)')
-  .option('--webhook', 'alerts POSTed to a URL')
+  .description('write a commented rlwatch.yaml, and a .env with the variables of the chat platforms named');
+// one flag per platform init offers (named in src/platforms/, like every platform)
+for (const [id, help] of Object.entries(INIT_HELP)) initCmd.option(`--${id}`, help);
+initCmd
   .option('--dir <dir>', 'where to write them', '.')
   .option('--force', 'replace files that exist')
   .action(async (opts: Record<string, string | boolean | undefined>) => {

@@ -10,3 +10,6 @@ import { telegram } from './telegram/index.ts';
 import { webhook } from './webhook/index.ts';
 
 export const PLATFORMS: readonly Platform[] = [discord, slack, telegram, email, webhook, teams, mattermost, feishu];
+
+export { fail, ok, platformChecks, warn, type Check, type Status } from './doctor.ts';
+export { ENV_SECTIONS, INIT_HELP, INIT_PLATFORMS, YAML_SECTIONS, type InitPlatform } from './initTemplates.ts';
