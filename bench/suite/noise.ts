@@ -3,19 +3,12 @@
  * Everything a run draws comes from one `Rng`, so a run is the same bytes on every machine.
  */
 
+import { mulberry32 } from '../../scripts/rng.ts';
+
 export type Rng = () => number;
 
-/** mulberry32: small, fast, and good enough for noise (not for secrets). */
-export function rng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The repository's mulberry32: small, fast, and good enough for noise (not for secrets). */
+export const rng: (seed: number) => Rng = mulberry32;
 
 export function normal(r: Rng): number {
   // Box-Muller; 1 - r() keeps the log's argument in (0, 1]
