@@ -37,6 +37,8 @@ export class Sums {
   private readonly s1: Float64Array;
   private readonly d2: Float64Array;
   private readonly e2: Float64Array;
+  /** batchSe's second differences, one array reused */
+  private readonly scratch: number[] = [];
 
   constructor(values: readonly number[]) {
     const n = values.length;
@@ -92,21 +94,26 @@ export class Sums {
   }
 
   /** The standard error of a mean of w records, from the means B of the consecutive w-record blocks ending at
-   * index i within `reach` records, by their second differences (a steady trend cancels out):
-   * √(Σ (B_k − 2B_k+1 + B_k+2)² / 6(K − 2)); 0 with fewer than 5 blocks. Batch means see a meander as it is where
-   * an AR(1) φ read from 400 records falls short (0.9 read as 0.7 halves its long-run factor). */
+   * index i within `reach` records, by their second differences (a steady trend cancels out), robustly: the median
+   * of |B_k − 2B_k+1 + B_k+2| over 0.6745 · √6 (a step of the level touches two of them, not the median); 0 with
+   * fewer than 5 blocks. Batch means see a meander as it is where an AR(1) φ read from 400 records falls short
+   * (0.9 read as 0.7 halves its long-run factor). */
   batchSe(i: number, w: number, reach: number): number {
     const blocks = Math.min(Math.floor(reach / w), Math.floor((i + 1) / w));
     if (blocks < 5) return 0;
     const block = (k: number): number => this.mean(i - (k + 1) * w + 1, i - k * w + 1);
-    let ss = 0;
+    const seconds = this.scratch;
+    seconds.length = 0;
     let [a, b] = [block(0), block(1)];
     for (let k = 2; k < blocks; k++) {
       const c = block(k);
-      ss += (a - 2 * b + c) ** 2;
+      seconds.push(Math.abs(a - 2 * b + c));
       [a, b] = [b, c];
     }
-    return Math.sqrt(ss / (6 * (blocks - 2)));
+    seconds.sort((x, y) => x - y);
+    const n = seconds.length;
+    const median = n % 2 === 1 ? (seconds[n >> 1] as number) : ((seconds[n / 2 - 1] as number) + (seconds[n / 2] as number)) / 2;
+    return median / (0.6745 * Math.sqrt(6));
   }
 
   /** σ from successive differences over values[from, to), as `successiveSd` (stats.ts) */

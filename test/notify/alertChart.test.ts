@@ -23,9 +23,11 @@ describe("an alert card's chart", () => {
 
   it('a rule without a line (a trend, a plateau) draws none', () => {
     const t = new Trace();
-    t.feed(series('reward', Array.from({ length: 90 }, (_, i) => (i < 30 ? 0.5 : 0.2) + (i % 3) * 0.001)));
+    // 120 records at 0.5, past the trend's warm-up of 100, then a fall to 0.2
+    t.feed(series('reward', Array.from({ length: 240 }, (_, i) => (i < 120 ? 0.5 : 0.2) + (i % 3) * 0.001)));
     const items = t.outbox().flatMap((r) => r.notification.items).filter((i) => i.chart);
-    // the fall is a trend; the flat 60 records after it are a plateau (30-record windows): neither has a line
+    // the fall is a trend; the flat records after it are a plateau (30-record windows, once the fall has left the
+    // window means' noise reading): neither has a line
     expect(new Set(items.map((i) => i.rule))).toEqual(new Set(['reward_trend', 'reward_plateau']));
     for (const i of items) expect(i.chart!.threshold).toBeNull();
   });

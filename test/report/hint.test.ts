@@ -32,7 +32,8 @@ describe('the "try:" hint on alert cards', () => {
 
 describe('a hint fits what the alert says', () => {
   const book = () =>
-    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, for: 1 }]);
+    // from the run's first records (the preset's warm-up is not what this is about)
+    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, for: 1, warmup: 0 }]);
   const trend = (): Trace => new Trace({ book: book() });
   const itemOf = (t: Trace) => t.outbox().flatMap((r) => r.notification.items).find((i) => i.rule === 'reward_trend')!;
 

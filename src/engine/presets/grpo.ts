@@ -161,8 +161,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     // converging too strongly"
     id: 'mode_collapse', kind: 'threshold', severity: 'critical',
     metric: 'frac_zero_std', op: '>', value: 0.8, for: 3, recover: 0.5, recoverFor: 3,
-    // ours: the entropy, the reward and the zero-std milestones follow the collapse: one page
-    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*', 'zero_std_rising'],
+    // ours: the entropy, the reward, the zero-std milestones and a zero loss and grad (no advantage left) follow
+    // the collapse: one page
+    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*', 'zero_std_rising', 'no_learning'],
   },
   {
     // learning.log guide: "frac_reward_zero_std ... > 0.5: converging too strongly": the early warning, before
@@ -171,7 +172,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     // right: zero_signal_too_easy)
     id: 'zero_std_rising', kind: 'threshold', severity: 'warning',
     metric: 'frac_zero_std', op: '>', value: 0.5, and: [{ metric: 'reward', op: '<', value: 0.9 }],
-    for: 5, recover: 0.3, recoverFor: 5, learn: 20,
+    // it resolves as mode_collapse does (below 0.5 for 3): held back while the collapse fires, it would otherwise
+    // outlive it by a few records and be announced as news of its own
+    for: 5, recoverFor: 3, learn: 20,
     inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*'],
   },
   {
