@@ -18,20 +18,20 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { startApp } from '../src/app.ts';
+import { startApp } from '../src/app/start.ts';
 import { ConfigSchema } from '../src/config/schema.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { GRPO_PRESET } from '../src/engine/presets/grpo.ts';
 import { RuleBook } from '../src/engine/rules.ts';
 import { backfill } from '../src/ingest/backfill.ts';
 import { Ingestor } from '../src/ingest/ingestor.ts';
-import { silentLog } from '../src/log.ts';
+import { silentLog } from '../src/lib/log.ts';
 import { Store } from '../src/store/store.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REAL_LOGS = join(BENCH_DIR, '../../shared/real-logs');
 export const TARGET_FATAL_MS = 1000;
-/** the preset's grace plus what the app's tick (src/app.ts, 10 s) may add */
+/** the preset's grace plus what the app's tick (src/app/start.ts, 10 s) may add */
 export const TARGET_GRACE_MS = 2 * 60_000 + 10_000;
 const FAILURE_RULES = new Set(['run_crashed', 'non_finite', 'run_finished', 'trainer_warning']);
 const ESC = '\x1b';

@@ -32,7 +32,7 @@ const OUT = join(BENCH_DIR, 'out');
 const T0 = Date.UTC(2025, 11, 10, 3, 0, 0);
 /** one GRPO step (4 prompts × 6 generations of ≤ 512 tokens, then the update) every 30 s */
 const STEP_MS = 30_000;
-/** what `rlwatch start` ticks at (src/app.ts TICK_MS) */
+/** what `rlwatch start` ticks at (src/app/start.ts TICK_MS) */
 const TICK_MS = 10_000;
 /** the config default (`alerts.repeatInterval: 4h`) */
 const REPEAT_MS = 4 * 3_600_000;

@@ -1,6 +1,6 @@
 // `npm run build` (and `prepare`, so `npm ci` leaves it built): bundles the CLI into dist/ so that bin/rlwatch
 // starts without compiling TypeScript. Dependencies are bundled too (fewer files to resolve and read at start-up),
-// except native addons and the chat platforms' SDKs, which stay lazy: app.ts imports the bots on demand, and
+// except native addons and the chat platforms' SDKs, which stay lazy: src/app/start.ts imports the bots on demand, and
 // code splitting keeps each such import its own chunk, loaded only when that platform is configured.
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';

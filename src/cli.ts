@@ -5,24 +5,24 @@ import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
 import { INIT_HELP } from './platforms/index.ts';
-import { COMMANDS, usage, type Args, type CommandSpec } from './commands/registry.ts';
-import type { Reply } from './commands/reply.ts';
+import { COMMANDS, usage, type Args, type CommandSpec } from './interact/registry.ts';
+import type { Reply } from './interact/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
-import { UserError } from './errors.ts';
+import { UserError } from './lib/errors.ts';
 import type { Config } from './config/schema.ts';
-import type { PlatformSettings } from './app.ts';
+import type { PlatformSettings } from './app/start.ts';
 import type { BackfillSummary } from './ingest/backfill.ts';
 import type { ParseThread } from './ingest/threads/parseThread.ts';
-import { silentLog, stderrLog } from './log.ts';
-import { PACKAGE_ROOT } from './paths.ts';
-import { interact } from './notify/interaction.ts';
+import { silentLog, stderrLog } from './lib/log.ts';
+import { PACKAGE_ROOT } from './lib/paths.ts';
+import { interact } from './interact/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import type { StoreContract } from './store/contract.ts';
 import { dbLocation, isPostgresUrl, openStore } from './store/open.ts';
 import { redactUrl } from './store/pg/url.ts';
 import { SqliteAsyncStore } from './store/sqliteAsync.ts';
 import { Store } from './store/store.ts';
-import { registerMigrate } from './migrateCommand.ts';
+import { registerMigrate } from './app/migrate.ts';
 
 // The pipeline (app, ingest, engine, watcher), the demo and the progress bar are imported where `start`,
 // `backfill` and `demo` use them: the reading commands (`runs`, `run status`, ...) start without them.
@@ -60,7 +60,7 @@ async function runBackfill(
   store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => Promise<void>, parsing: ParseThread,
 ): Promise<void> {
   const [{ backfillPipeline }, { backfill }, { SingleBar }] = await Promise.all([
-    import('./app.ts'),
+    import('./app/start.ts'),
     import('./ingest/backfill.ts'),
     import('cli-progress'),
   ]);
@@ -140,7 +140,7 @@ function rootsOf(dirs: readonly string[], config: Config): string[] {
 /** The chat platforms configured in `config` and the environment (settings by id); `delivering`: this process posts
  * alerts, so none configured is worth a line. */
 async function configuredPlatforms(config: Config, delivering: boolean): Promise<PlatformSettings> {
-  const platforms = (await import('./app.ts')).platformsFromEnv(config);
+  const platforms = (await import('./app/start.ts')).platformsFromEnv(config);
   if (delivering && Object.keys(platforms).length === 0) {
     stderrLog.info('no chat platform configured (see README): alerts go to the terminal only');
   }
@@ -163,7 +163,7 @@ function untilStopped(failure: Promise<Error>): Promise<Error | null> {
  */
 async function startOnPg(role: Role, dirs: readonly string[], config: Config, db: string): Promise<void> {
   const roots = role === 'bot' ? [] : rootsOf(dirs, config);
-  const [{ startBot }, { startWatcher }] = await Promise.all([import('./bot.ts'), import('./watcherRole.ts')]);
+  const [{ startBot }, { startWatcher }] = await Promise.all([import('./app/bot.ts'), import('./app/watcherRole.ts')]);
   // a watcher delivers nothing: the platforms' settings only route what it queues
   const platforms = await configuredPlatforms(config, role !== 'watcher');
   const watcher = role === 'bot' ? null : await startWatcher({ config, db, roots, log: stderrLog, platforms });
@@ -204,7 +204,7 @@ program
     const role = checkRole(opts.role, isPostgresUrl(db));
     if (isPostgresUrl(db)) return startOnPg(role, dirs, config, db);
     const roots = rootsOf(dirs, config);
-    const { startApp } = await import('./app.ts');
+    const { startApp } = await import('./app/start.ts');
     const platforms = await configuredPlatforms(config, true);
     const app = await startApp({ config, dbPath: db, roots, log: stderrLog, platforms });
     stderrLog.info(`watching ${roots.join(', ')} (${config.watch.poll ? 'polling' : 'fs events'}); database ${db}`);
@@ -357,7 +357,7 @@ program
   .action(async (opts: { pace: number }, cmd: Command) => {
     const { config, dbPath } = await setup(cmd);
     const [{ DEMO_RUN, replayDemo }, { runStatus }, { alertList }] = await Promise.all([
-      import('./demo.ts'), import('./commands/runStatus.ts'), import('./commands/alerts.ts'),
+      import('./app/demo.ts'), import('./commands/runStatus.ts'), import('./commands/alerts.ts'),
     ]);
     const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog });
     await withStore(cmd, async (store) => {
@@ -381,7 +381,7 @@ program
   .action(async (only: string | undefined, opts: { test?: boolean }, cmd: Command) => {
     if (!opts.test) throw new UserError('notify sends only the test card: rlwatch notify --test [PLATFORM]');
     const { config } = await setup(cmd);
-    const { describeResults, notifyTest } = await import('./notifyTest.ts');
+    const { describeResults, notifyTest } = await import('./app/notifyTest.ts');
     const results = await notifyTest({ config, log: stderrLog, only });
     // a bot's client may hold sockets open a moment after its stop: the answer given, the process ends
     process.stdout.write(`${describeResults(results)}\n`, () => process.exit(results.every((r) => r.ok) ? 0 : 1));

@@ -7,10 +7,10 @@ import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathS
 import { dirname, join } from 'node:path';
 import { loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { discover, isIgnoredDir } from '../ingest/discover/discover.ts';
 import { locateRun, visibleName } from '../ingest/discover/runLocator.ts';
-import { MIGRATIONS_DIR, PACKAGE_ROOT } from '../paths.ts';
+import { MIGRATIONS_DIR, PACKAGE_ROOT } from '../lib/paths.ts';
 import { fail, ok, PLATFORMS, platformChecks, warn, type Check, type Status } from '../platforms/index.ts';
 import { databaseError } from '../store/dbErrors.ts';
 import { dbLocation, isPostgresUrl } from '../store/open.ts';

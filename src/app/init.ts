@@ -5,7 +5,7 @@
  */
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { ENV_SECTIONS, INIT_HELP, INIT_PLATFORMS, YAML_SECTIONS, type InitPlatform } from '../platforms/index.ts';
 
 export { INIT_HELP, INIT_PLATFORMS, type InitPlatform };

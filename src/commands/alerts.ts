@@ -1,10 +1,10 @@
-import { UserError } from '../errors.ts';
-import { durationMs, globMatch, MAX_DURATION, parseDuration, formatDuration } from '../engine/duration.ts';
+import { UserError } from '../lib/errors.ts';
+import { durationMs, globMatch, MAX_DURATION, parseDuration, formatDuration } from '../lib/duration.ts';
 import { Severity } from '../engine/rules.ts';
 import { alertsUnder, queueCardUpdates } from '../notify/cardUpdates.ts';
 import type { AlertRow, Who } from '../store/alerts.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
-import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
 
 const everyRun = (): boolean => true;
 

@@ -1,6 +1,6 @@
-import { UserError } from '../errors.ts';
-import { formatValue } from '../render/numbers.ts';
-import { resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { UserError } from '../lib/errors.ts';
+import { formatValue } from '../lib/numbers.ts';
+import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
 
 /** Characters of each generation shown: the start is what tells a collapse or a runaway apart. */
 const SHOWN = 600;

@@ -1,7 +1,7 @@
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { compareRuns, type MetricComparison } from '../report/compare.ts';
-import { formatValue } from '../render/numbers.ts';
-import { resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { formatValue } from '../lib/numbers.ts';
+import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
 
 function line(m: MetricComparison, a: string, b: string, by: string): string {
   const values = `${a} ${formatValue(m.a)}, ${b} ${formatValue(m.b)} at ${by} ${formatValue(m.at)}`;

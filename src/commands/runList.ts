@@ -1,6 +1,6 @@
 import { visibleName } from '../ingest/discover/runLocator.ts';
-import { formatValue, jsonValue } from '../render/numbers.ts';
-import { ago, isoTime, type CommandContext, type Reply } from './reply.ts';
+import { formatValue, jsonValue } from '../lib/numbers.ts';
+import { ago, isoTime, type CommandContext, type Reply } from '../interact/reply.ts';
 
 /**
  * `runs` / `run list`: every run with its health as its firing alerts tell it (criticals, warnings), step range, last

@@ -1,12 +1,12 @@
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { ConfigSchema } from '../config/schema.ts';
 import { ruleBookFor } from '../engine/presets/index.ts';
 import { buildReport, type RunReport } from '../report/build.ts';
 import { expected, LEVEL_LABEL, MARK, reportMarkdown, summaryLines } from '../report/markdown.ts';
 import { rangesFor } from '../report/ranges.ts';
-import { formatValue } from '../render/numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 import type { StoreTx } from '../store/contract.ts';
-import { resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
 
 /** `--since 120` is a step, `--since 0.5` an epoch (a number with a decimal point). */
 export function parseSince(text: string | undefined): { step: number } | { epoch: number } | undefined {

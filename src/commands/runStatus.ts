@@ -1,7 +1,7 @@
 import { isCanonicalMetric } from '../ingest/metricNames.ts';
-import { formatValue, jsonValue } from '../render/numbers.ts';
+import { formatValue, jsonValue } from '../lib/numbers.ts';
 import type { AttemptRow, LatestValue } from '../store/contract.ts';
-import { ago, isoTime, resolveRun, type CommandContext, type Reply } from './reply.ts';
+import { ago, isoTime, resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
 
 /** `attempt 2 (now): resumed at step 40 12 min ago, ...` per attempt when there are several: a job that
  * restarted. */

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
 import { isPostgresUrl } from '../store/pg/url.ts';
-import type * as z from '../zod.ts';
+import type * as z from '../lib/zod.ts';
 
 
 export interface LoadedConfig {

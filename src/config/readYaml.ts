@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parse, YAMLParseError } from 'yaml';
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 
 /** Largest config file read: a config is a few KB; parsing tens of MB takes seconds and gigabytes. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 import { PLATFORMS } from '../platforms/index.ts';
 import { DEFAULT_MAX_METRIC_NAMES } from '../store/batchGuard.ts';
-import * as z from '../zod.ts';
-import { duration, nonEmpty, wholeFrom } from '../zod.ts';
+import * as z from '../lib/zod.ts';
+import { duration, nonEmpty, wholeFrom } from '../lib/zod.ts';
 
 const platformSections: Record<string, z.ZodMiniType> = Object.fromEntries(PLATFORMS.map((p) => [p.id, p.section]));
 

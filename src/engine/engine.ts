@@ -1,4 +1,4 @@
-import { stderrLog, type Log } from '../log.ts';
+import { stderrLog, type Log } from '../lib/log.ts';
 import { isDatabaseError } from '../store/dbErrors.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
@@ -8,7 +8,7 @@ import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
 import { attemptNote, evaluateRestart, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
-import { globMatch } from './duration.ts';
+import { globMatch } from '../lib/duration.ts';
 import { evaluateDivergence } from './divergence.ts';
 import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
 import { evaluateFinished } from './finished.ts';

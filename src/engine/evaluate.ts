@@ -1,4 +1,4 @@
-import { formatValue } from '../render/numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 import { replayingStep, type AttemptRow } from '../store/attempts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { LiveStore } from '../store/live.ts';

@@ -1,4 +1,4 @@
-import { formatValue, jsonValue } from '../render/numbers.ts';
+import { formatValue, jsonValue } from '../lib/numbers.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';

@@ -1,6 +1,6 @@
-import * as z from '../zod.ts';
-import { duration, nonEmpty, wholeFrom } from '../zod.ts';
-import { globMatch } from './duration.ts';
+import * as z from '../lib/zod.ts';
+import { duration, nonEmpty, wholeFrom } from '../lib/zod.ts';
+import { globMatch } from '../lib/duration.ts';
 import { MIN_INTERVALS } from './stall.ts';
 
 export const Severity = z.enum(['info', 'warning', 'critical']);

@@ -1,4 +1,4 @@
-import { formatValue } from '../render/numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 import { resume, StepLookup, type RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { SaturationRule } from './rules.ts';

@@ -1,5 +1,5 @@
 import type { RunRow } from '../store/runs.ts';
-import { formatDuration, parseDuration } from './duration.ts';
+import { formatDuration, parseDuration } from '../lib/duration.ts';
 import type { RunContext } from './evaluate.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { StallRule } from './rules.ts';

@@ -1,9 +1,9 @@
 import type { AlertSnapshot, Notification, NotificationItem } from '../engine/notification.ts';
-import { formatValue } from '../render/numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 import { finishedFields } from '../render/finished.ts';
 import { sparkline } from '../render/sparkline.ts';
-import type { ChartSpec } from '../commands/reply.ts';
-import type { Request } from './interaction.ts';
+import type { ChartSpec } from '../interact/reply.ts';
+import type { Request } from '../interact/interaction.ts';
 
 /** One alert as a chat card, whatever the platform: built from the notification item and the state it
  * carries, so that an ack, a mute or a resolution re-renders the same card with its new state. */
@@ -44,7 +44,7 @@ export const COLORS: Record<AlertCard['status'] | 'info' | 'warning' | 'critical
 
 /**
  * Custom ids of the buttons: `<action>:<alertId>`. A button is a command with its arguments filled in, run
- * through the same path as typed commands (src/notify/interaction.ts).
+ * through the same path as typed commands (src/interact/interaction.ts).
  */
 export const BUTTON_ID = /^(ack|muteRun|muteRule):(\d+)$/;
 export function buttonRequest(id: string): Request | null {

@@ -1,4 +1,4 @@
-import type { Log } from '../log.ts';
+import type { Log } from '../lib/log.ts';
 
 /** What the app hears from a bot connecting in the background. */
 export interface ConnectHooks {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isMuted } from '../engine/capture.ts';
 import type { Notification, NotificationItem } from '../engine/notification.ts';
-import type { Log } from '../log.ts';
+import type { Log } from '../lib/log.ts';
 import type { ClaimedRow, ClaimOptions, OpenOutboxRow, StoreContract } from '../store/contract.ts';
 import { urgencyOf } from '../store/outbox.ts';
 import { CARDS_PER_MESSAGE, giveWay } from './delivery.ts';

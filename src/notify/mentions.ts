@@ -4,7 +4,7 @@
  * that post an alert of a paging severity: critical ones unless `severity` says more. The mention is built from the
  * config alone: nothing of a log line, a run name or a generation can make anyone be paged.
  */
-import * as z from '../zod.ts';
+import * as z from '../lib/zod.ts';
 import type { AlertCard } from './cards.ts';
 import { routeTo, Severity, type Route } from './routing.ts';
 

@@ -4,7 +4,7 @@
  * rendered from what it has). JSON has no NaN: a non-finite value was written as null and reads as NaN.
  */
 import type { Notification } from '../engine/notification.ts';
-import * as z from '../zod.ts';
+import * as z from '../lib/zod.ts';
 
 const num = z.pipe(z.nullable(z.number()), z.transform((v: number | null) => v ?? Number.NaN));
 const stepValue = z.object({ step: z.number(), value: num });

@@ -4,7 +4,7 @@
  * they end, the held ones still firing go out as one summary message per destination (src/notify/dispatcher.ts).
  */
 import type { Notification, NotificationItem } from '../engine/notification.ts';
-import * as z from '../zod.ts';
+import * as z from '../lib/zod.ts';
 
 const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 const HOURS = /^(?:([01]\d|2[0-3]):([0-5]\d))-(?:([01]\d|2[0-3]):([0-5]\d))$/;

@@ -1,10 +1,10 @@
 /**
  * Secrets in log text are replaced by `[redacted]` before the text leaves the process: a trainer that prints its
  * environment before it crashes must not post its keys to every channel. Applied where notifications reach a target
- * (`redactingTarget`) and where a command's reply is produced (src/notify/interaction.ts); the database keeps what
+ * (`redactingTarget`) and where a command's reply is produced (src/interact/interaction.ts); the database keeps what
  * the file held. Built-in shapes plus `redact.patterns` from the config; there is no switch to turn it off.
  */
-import type { Reply } from '../commands/reply.ts';
+import type { Reply } from '../interact/reply.ts';
 import type { Config } from '../config/schema.ts';
 import type { Notification } from '../engine/notification.ts';
 import type { Target } from './dispatcher.ts';

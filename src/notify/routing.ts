@@ -1,6 +1,6 @@
-import { globMatch } from '../engine/duration.ts';
-import * as z from '../zod.ts';
-import { nonEmpty } from '../zod.ts';
+import { globMatch } from '../lib/duration.ts';
+import * as z from '../lib/zod.ts';
+import { nonEmpty } from '../lib/zod.ts';
 import { QuietSchema, type Quiet } from './quietHours.ts';
 
 export const Severity = z.enum(['info', 'warning', 'critical']);

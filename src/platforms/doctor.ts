@@ -5,10 +5,10 @@
  */
 
 import type { Config } from '../config/schema.ts';
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../paths.ts';
+import { PACKAGE_ROOT } from '../lib/paths.ts';
 import { sectionOf, type Platform, type Route } from './platform.ts';
 
 export type Status = 'ok' | 'warn' | 'fail';
@@ -191,7 +191,7 @@ async function discordProbe(s: DiscordSettings, config: Config, t: number, secti
 }
 
 async function discordCommandsCheck(get: (path: string) => Promise<Answer>, appId: string, guildId: string | undefined, reinvite: string): Promise<Check> {
-  const { COMMANDS } = await import('../commands/registry.ts');
+  const { COMMANDS } = await import('../interact/registry.ts');
   const expected = [...new Set(COMMANDS.map((c) => c.path[0]))];
   const r = await get(guildId ? `/applications/${appId}/guilds/${guildId}/commands` : `/applications/${appId}/commands`);
   if (r.status === 403 && guildId) return fail('discord commands', `the bot is not in the server DISCORD_GUILD_ID names (${guildId})`, `copy the server's id again (right-click the server > Copy Server ID), or ${reinvite}`);

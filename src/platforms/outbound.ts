@@ -2,13 +2,13 @@
  * What the outbound-only channels (webhook, email, Teams, Mattermost, Feishu) share: named destinations (a URL
  * per name) and one HTTP POST whose failures say whether they can heal. Routing is every platform's `router`.
  */
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { DeliveryError } from '../notify/dispatcher.ts';
 import { quietOf } from '../notify/routing.ts';
 import { commonSection, router, type Platform, type Route } from './platform.ts';
-import * as z from '../zod.ts';
-import { nonEmpty } from '../zod.ts';
+import * as z from '../lib/zod.ts';
+import { nonEmpty } from '../lib/zod.ts';
 
 /** The destination name of the URL given by the environment (`WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`, ...). */
 export const DEFAULT_DESTINATION = 'default';

@@ -3,9 +3,9 @@
  * src/platforms/ with its config section, how it reads its settings, and what it creates; one line in
  * src/platforms/index.ts registers it. Nothing outside src/platforms/ names a platform.
  */
-import type * as z from '../zod.ts';
+import type * as z from '../lib/zod.ts';
 import type { Config } from '../config/schema.ts';
-import type { Log } from '../log.ts';
+import type { Log } from '../lib/log.ts';
 import type { Target } from '../notify/dispatcher.ts';
 import type { StoreContract } from '../store/contract.ts';
 
@@ -29,7 +29,7 @@ export interface PlatformInstance {
   targets: Target[];
   /** connected and answering commands (tests wait for it) */
   ready?(): boolean;
-  /** connects in the background: never holds up ingest (see src/chat/connect.ts) */
+  /** connects in the background: never holds up ingest (see src/notify/connect.ts) */
   start?(): void;
   /** within about a second, whatever the platform's state */
   stop?(): Promise<void>;

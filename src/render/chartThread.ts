@@ -6,7 +6,7 @@
  * it was drawing fail (their cards go out again with the outbox's retry) and the next chart starts another.
  */
 import type { Worker } from 'node:worker_threads';
-import { spawnWorker } from '../workerThread.ts';
+import { spawnWorker } from '../lib/workerThread.ts';
 import { renderLineChart, type LineChartOptions } from './chart.ts';
 import type { ChartDone, ChartJob } from './chartWorker.ts';
 

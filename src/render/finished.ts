@@ -1,6 +1,6 @@
 import { humanDuration } from '../engine/finished.ts';
 import type { FinishedSummary } from '../engine/notification.ts';
-import { formatValue } from './numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 
 /** A finished run's summary as name/value pairs: the fields of its card, the lines of the terminal. */
 export function finishedFields(s: FinishedSummary): Array<{ name: string; value: string }> {

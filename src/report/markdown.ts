@@ -1,5 +1,5 @@
 /** The run report as Markdown (the "full report" file) and as a short summary (the chat card, the terminal). */
-import { formatValue } from '../render/numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 import type { Level, Mark, RangeRow, RunReport } from './build.ts';
 import { describeRange } from './ranges.ts';
 

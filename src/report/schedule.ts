@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config/schema.ts';
 import type { Notification, ScheduledReport } from '../engine/notification.ts';
-import { formatValue } from '../render/numbers.ts';
+import { formatValue } from '../lib/numbers.ts';
 import type { RunRow, StoreContract, StoreTx } from '../store/contract.ts';
 import { silenceMatches } from '../store/silences.ts';
 import { reportOf } from '../commands/runReport.ts';

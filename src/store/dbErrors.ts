@@ -1,4 +1,4 @@
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 
 export type DatabaseProblem = 'damaged' | 'readonly' | 'full' | 'busy' | 'io' | 'outdated' | 'in use';
 

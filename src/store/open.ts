@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Config } from '../config/schema.ts';
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import type { StoreContract } from './contract.ts';
 import { isConnectionError, isPostgresUrl, redactUrl } from './pg/url.ts';
 import { SqliteAsyncStore } from './sqliteAsync.ts';

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { globMatch } from '../engine/duration.ts';
+import { globMatch } from '../lib/duration.ts';
 import { prepared } from './prepared.ts';
 
 export interface SilenceRow {

@@ -87,7 +87,7 @@ describe('rlwatch doctor: Discord', () => {
   it('slash commands registered in the server are said to be', async () => {
     const fake = await startFakeDiscord();
     open.push(fake);
-    const { COMMANDS } = await import('../../src/commands/registry.ts');
+    const { COMMANDS } = await import('../../src/interact/registry.ts');
     const names = [...new Set(COMMANDS.map((c) => c.path[0]))];
     const put = await fetch(`${fake.apiUrl}/v10/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`, {
       method: 'PUT',

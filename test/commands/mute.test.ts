@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { muteAlerts, muteList } from '../../src/commands/alerts.ts';
-import { findCommand, parseText, UsageError } from '../../src/commands/registry.ts';
-import { UserError } from '../../src/errors.ts';
-import { parseDuration } from '../../src/engine/duration.ts';
+import { findCommand, parseText, UsageError } from '../../src/interact/registry.ts';
+import { UserError } from '../../src/lib/errors.ts';
+import { parseDuration } from '../../src/lib/duration.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';

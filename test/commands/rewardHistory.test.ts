@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rewardHistory } from '../../src/commands/rewardHistory.ts';
-import { formatValue } from '../../src/render/numbers.ts';
+import { formatValue } from '../../src/lib/numbers.ts';
 import { sparkline } from '../../src/render/sparkline.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';

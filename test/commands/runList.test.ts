@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ago } from '../../src/commands/reply.ts';
-import { interact } from '../../src/notify/interaction.ts';
-import { silentLog } from '../../src/log.ts';
+import { ago } from '../../src/interact/reply.ts';
+import { interact } from '../../src/interact/interaction.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';

@@ -1,11 +1,11 @@
 import { appendFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { findCommand, parseText } from '../../src/commands/registry.ts';
+import { findCommand, parseText } from '../../src/interact/registry.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { silentLog } from '../../src/log.ts';
-import { interact } from '../../src/notify/interaction.ts';
+import { silentLog } from '../../src/lib/log.ts';
+import { interact } from '../../src/interact/interaction.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
@@ -101,7 +101,7 @@ describe('run logs', () => {
       writeFileSync(ensureParent(path), `${SECRET}\n`);
       return path;
     };
-    /** `run logs` as a chat front end asks it (src/notify/interaction.ts), with `config` loaded from a file */
+    /** `run logs` as a chat front end asks it (src/interact/interaction.ts), with `config` loaded from a file */
     const chat = async (words: string, config?: string) =>
       interact(
         { words: words.split(' ') },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { COMMANDS, parseText } from '../../src/commands/registry.ts';
+import { COMMANDS, parseText } from '../../src/interact/registry.ts';
 import { parseSince } from '../../src/commands/runReport.ts';
 
 const spec = COMMANDS.find((c) => c.path.join(' ') === 'run report')!;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLog } from '../../src/log.ts';
-import { interact, type Asker } from '../../src/notify/interaction.ts';
+import { silentLog } from '../../src/lib/log.ts';
+import { interact, type Asker } from '../../src/interact/interaction.ts';
 import { commandPlaces, CommandsSchema, NOT_HERE, type Route } from '../../src/notify/routing.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';

@@ -8,7 +8,7 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../scripts/rng.ts';
-import { makeEngine } from '../../src/app.ts';
+import { makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { RuleBook } from '../../src/engine/rules.ts';

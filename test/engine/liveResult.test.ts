@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { makeEngine } from '../../src/app.ts';
+import { makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';

@@ -5,12 +5,12 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { backfillPipeline, makeEngine, startApp } from '../../src/app.ts';
+import { backfillPipeline, makeEngine, startApp } from '../../src/app/start.ts';
 import type { Target } from '../../src/notify/dispatcher.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';
 

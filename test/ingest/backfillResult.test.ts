@@ -10,7 +10,7 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { makeEngine } from '../../src/app.ts';
+import { makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';

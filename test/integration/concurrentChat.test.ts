@@ -4,10 +4,10 @@
  * and stored. They used to race for the store's gate: 5 of 6 simultaneous /mute answered "Sorry, that failed".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
-import { WatchedRun } from '../chat/watchedRun.ts';
+import { WatchedRun } from '../interact/watchedRun.ts';
 
 const ana = { id: '111111111111111111', username: 'ana', globalName: 'Ana Lima' };
 const content = (i: { callback: { data?: unknown } | null }): string => JSON.stringify(i.callback?.data ?? null);

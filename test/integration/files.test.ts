@@ -2,7 +2,7 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { startApp } from '../../src/app.ts';
+import { startApp } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 import { eventRecord, trainerEvents } from '../tfeventsWriter.ts';

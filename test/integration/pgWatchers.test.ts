@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { globMatch } from '../../src/engine/duration.ts';
+import { globMatch } from '../../src/lib/duration.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';

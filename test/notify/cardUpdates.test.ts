@@ -3,7 +3,7 @@ import { ackAlert, muteAlerts, unmute } from '../../src/commands/alerts.ts';
 import { outboxRetry } from '../../src/commands/outbox.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { endExpiredMutes } from '../../src/notify/cardUpdates.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';

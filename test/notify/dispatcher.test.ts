@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
-import type { Log } from '../../src/log.ts';
+import type { Log } from '../../src/lib/log.ts';
 import { deliverCards } from '../../src/notify/delivery.ts';
 import { DeliveryError, Dispatcher, IN_FLIGHT, type Target } from '../../src/notify/dispatcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';

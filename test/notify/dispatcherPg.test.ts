@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { discord } from '../../src/platforms/discord/index.ts';
 import type { PlatformInstance } from '../../src/platforms/platform.ts';

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { COMMANDS } from '../../src/commands/registry.ts';
-import type { Log } from '../../src/log.ts';
+import { COMMANDS } from '../../src/interact/registry.ts';
+import type { Log } from '../../src/lib/log.ts';
 import { buttonRequest } from '../../src/notify/cards.ts';
-import { displayName, interact, type Asker } from '../../src/notify/interaction.ts';
+import { displayName, interact, type Asker } from '../../src/interact/interaction.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';

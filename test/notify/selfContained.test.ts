@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';

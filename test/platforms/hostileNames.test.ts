@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/commands/reply.ts';
-import { silentLog } from '../../src/log.ts';
+import type { Reply } from '../../src/interact/reply.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
-import { interact } from '../../src/notify/interaction.ts';
+import { interact } from '../../src/interact/interaction.ts';
 import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, replyBlocks } from '../../src/platforms/slack/bot.ts';
 import { cardsHtml, replyHtml } from '../../src/platforms/telegram/render.ts';

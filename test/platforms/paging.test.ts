@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { discord } from '../../src/platforms/discord/index.ts';
 import { email } from '../../src/platforms/email/index.ts';

@@ -1,16 +1,16 @@
 /**
- * One platform instance behind the real pipeline, wired as src/app.ts wires it: a learning.log and a
+ * One platform instance behind the real pipeline, wired as src/app/start.ts wires it: a learning.log and a
  * completions file on disk → Ingestor → SQLite store → Engine (routing with the platform's `route`) → outbox →
  * Dispatcher (the instance's targets). Alerts are what the real rules make of the lines written.
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { parseDuration } from '../../src/engine/duration.ts';
+import { parseDuration } from '../../src/lib/duration.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';

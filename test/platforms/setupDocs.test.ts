@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { COMMANDS } from '../../src/commands/registry.ts';
+import { COMMANDS } from '../../src/interact/registry.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');

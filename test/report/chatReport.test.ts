@@ -3,10 +3,10 @@
  * discord.js and Bolt against the local fakes, on a run being watched by `start`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/app/start.ts';
 import type { FakeDiscord } from '../fakes/discordServer.ts';
 import type { FakeSlack } from '../fakes/slackServer.ts';
-import { startBothChats, stopBothChats, WatchedRun } from '../chat/watchedRun.ts';
+import { startBothChats, stopBothChats, WatchedRun } from '../interact/watchedRun.ts';
 
 describe('/run report in chat: a summary with the full report attached', () => {
   let discord: FakeDiscord;

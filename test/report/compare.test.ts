@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCompare } from '../../src/commands/runCompare.ts';
-import { COMMANDS, parseText } from '../../src/commands/registry.ts';
+import { COMMANDS, parseText } from '../../src/interact/registry.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';

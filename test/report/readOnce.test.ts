@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeEngine } from '../../src/app.ts';
+import { makeEngine } from '../../src/app/start.ts';
 import { reportOf } from '../../src/commands/runReport.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';

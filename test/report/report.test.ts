@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeEngine } from '../../src/app.ts';
+import { makeEngine } from '../../src/app/start.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { reportOf, runReport } from '../../src/commands/runReport.ts';
 import { ConfigSchema, type Config } from '../../src/config/schema.ts';

@@ -3,12 +3,12 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startApp } from '../../src/app.ts';
+import { startApp } from '../../src/app/start.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import type { Log } from '../../src/log.ts';
+import type { Log } from '../../src/lib/log.ts';
 import { retryWhileBusy, Store } from '../../src/store/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 

@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Log } from '../../src/log.ts';
+import type { Log } from '../../src/lib/log.ts';
 import { ackAlert, muteAlerts } from '../../src/commands/alerts.ts';
-import { interact, type Asker } from '../../src/notify/interaction.ts';
+import { interact, type Asker } from '../../src/interact/interaction.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { tempDir } from '../helpers.ts';

@@ -6,7 +6,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeEngine } from '../../src/app.ts';
+import { makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';

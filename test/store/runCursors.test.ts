@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
-import { MIGRATIONS_DIR } from '../../src/paths.ts';
+import { MIGRATIONS_DIR } from '../../src/lib/paths.ts';
 import type { StoreContract } from '../../src/store/contract.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { migratePg, newPool, PG_MIGRATIONS_DIR } from '../../src/store/pg/connect.ts';

@@ -3,7 +3,7 @@
  * while this thread commits the last one and runs the rules on it. One file at a time, as the Ingestor reads them.
  */
 import type { Worker } from 'node:worker_threads';
-import { spawnWorker } from '../../workerThread.ts';
+import { spawnWorker } from '../../lib/workerThread.ts';
 import { CHUNKS_AHEAD, type LineRange, type ParsedChunk } from '../tail/lineChunks.ts';
 import type { FromWorker, ToWorker } from './parseWorker.ts';
 

@@ -1,6 +1,6 @@
 /** Discord: a gateway bot (outbound only) with slash commands, buttons, and alert cards edited in place. */
-import * as z from '../../zod.ts';
-import { UserError } from '../../errors.ts';
+import * as z from '../../lib/zod.ts';
+import { UserError } from '../../lib/errors.ts';
 import { mentionSchema } from '../../notify/mentions.ts';
 import { CommandsSchema, pagingSection } from '../../notify/routing.ts';
 import { router, sectionOf, type Platform } from '../platform.ts';

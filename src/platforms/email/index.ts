@@ -2,9 +2,9 @@
  * Email over SMTP (nodemailer): one mail per outbox row to the row's destination, an address or a
  * comma-separated list. Routes name addresses: `routes: [{ runs: 'prod-*', channel: oncall@example.com }]`.
  */
-import * as z from '../../zod.ts';
-import { nonEmpty, wholeFrom } from '../../zod.ts';
-import { UserError } from '../../errors.ts';
+import * as z from '../../lib/zod.ts';
+import { nonEmpty, wholeFrom } from '../../lib/zod.ts';
+import { UserError } from '../../lib/errors.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { DeliveryError } from '../../notify/dispatcher.ts';
 import { mentionOf, mentionSchema } from '../../notify/mentions.ts';

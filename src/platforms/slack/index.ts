@@ -1,7 +1,7 @@
 /** Slack: Bolt in Socket Mode (or its HTTP receiver), slash commands, buttons, alert messages updated in place. */
-import * as z from '../../zod.ts';
-import { wholeFrom } from '../../zod.ts';
-import { UserError } from '../../errors.ts';
+import * as z from '../../lib/zod.ts';
+import { wholeFrom } from '../../lib/zod.ts';
+import { UserError } from '../../lib/errors.ts';
 import { mentionSchema } from '../../notify/mentions.ts';
 import { CommandsSchema, pagingSection } from '../../notify/routing.ts';
 import { router, sectionOf, type Platform } from '../platform.ts';

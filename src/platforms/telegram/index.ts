@@ -2,8 +2,8 @@
  * Telegram (Bot API): alerts with Ack / Mute buttons, charts, and commands (/status, /alerts, /ack ID ...)
  * read by long polling, so no public URL is needed.
  */
-import * as z from '../../zod.ts';
-import { UserError } from '../../errors.ts';
+import * as z from '../../lib/zod.ts';
+import { UserError } from '../../lib/errors.ts';
 import { mentionSchema } from '../../notify/mentions.ts';
 import { pagingSection } from '../../notify/routing.ts';
 import { router, type Platform } from '../platform.ts';

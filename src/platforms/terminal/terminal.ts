@@ -1,7 +1,7 @@
-import type { Reply } from '../../commands/reply.ts';
+import type { Reply } from '../../interact/reply.ts';
 import type { ExampleSnippet, Notification } from '../../engine/notification.ts';
 import type { Target } from '../../notify/dispatcher.ts';
-import { formatValue } from '../../render/numbers.ts';
+import { formatValue } from '../../lib/numbers.ts';
 import { finishedFields } from '../../render/finished.ts';
 import { sparkline } from '../../render/sparkline.ts';
 

@@ -2,7 +2,7 @@
  * A generic webhook: each outbox row is POSTed as JSON (Alertmanager-compatible, see body.ts), signed with
  * HMAC-SHA256 when a secret is set, so anything (PagerDuty via a bridge, n8n, a custom pager) can be wired.
  */
-import * as z from '../../zod.ts';
+import * as z from '../../lib/zod.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { quietOf } from '../../notify/routing.ts';
 import { router, type Platform } from '../platform.ts';

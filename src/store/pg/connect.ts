@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MIGRATIONS_DIR } from '../../paths.ts';
+import { MIGRATIONS_DIR } from '../../lib/paths.ts';
 
 /** PostgreSQL's own schema changes: `migrations/pg/NNN_name.sql`, separate from SQLite's. */
 export const PG_MIGRATIONS_DIR = join(MIGRATIONS_DIR, 'pg');

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type pg from 'pg';
-import { UserError } from '../../errors.ts';
+import { UserError } from '../../lib/errors.ts';
 import { migratePg } from './connect.ts';
 
 /**

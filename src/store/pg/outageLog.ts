@@ -1,4 +1,4 @@
-import type { Log } from '../../log.ts';
+import type { Log } from '../../lib/log.ts';
 import { isUnreachable } from '../dbErrors.ts';
 
 /** How often, while the database stays out of reach, one line sums up the failures since the last. */

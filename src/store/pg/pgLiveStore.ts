@@ -21,7 +21,7 @@
  * and `files.byPath` see that scope only, so a watcher evaluates, ticks and reads its own runs and no other's.
  */
 import type { Worker } from 'node:worker_threads';
-import { spawnWorker } from '../../workerThread.ts';
+import { spawnWorker } from '../../lib/workerThread.ts';
 import { newAlertRow, type AlertChange, type AlertRow, type RuleIncidents } from '../alerts.ts';
 import type { AttemptRow } from '../attempts.ts';
 import { PostgresError } from '../dbErrors.ts';

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlackBot } from '../../../src/platforms/slack/bot.ts';
 import { ConfigSchema } from '../../../src/config/schema.ts';
-import type { Log } from '../../../src/log.ts';
+import type { Log } from '../../../src/lib/log.ts';
 import { slack } from '../../../src/platforms/slack/index.ts';
 import { sectionOf } from '../../../src/platforms/platform.ts';
 import { SqliteAsyncStore } from '../../../src/store/sqliteAsync.ts';

@@ -13,7 +13,7 @@ import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../../src/config/schema.ts';
-import { parseDuration } from '../../../src/engine/duration.ts';
+import { parseDuration } from '../../../src/lib/duration.ts';
 import { Engine } from '../../../src/engine/engine.ts';
 import { ruleBookFor } from '../../../src/engine/presets/index.ts';
 import { backfill } from '../../../src/ingest/backfill.ts';
@@ -83,7 +83,7 @@ function engineOn(store: LiveStore): Engine {
   });
 }
 
-/** The backfill route, as `rlwatch backfill` (app.ts backfillPipeline): rules in each batch, no announcements,
+/** The backfill route, as `rlwatch backfill` (src/app/start.ts backfillPipeline): rules in each batch, no announcements,
  * then what is behind evaluated and one tick. */
 async function backfillRoute(store: LiveStore, root: string): Promise<void> {
   for (const [path, lines] of logs()) {

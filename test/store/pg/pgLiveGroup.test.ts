@@ -8,7 +8,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { ConfigSchema } from '../../../src/config/schema.ts';
-import { parseDuration } from '../../../src/engine/duration.ts';
+import { parseDuration } from '../../../src/lib/duration.ts';
 import { Engine } from '../../../src/engine/engine.ts';
 import { ruleBookFor } from '../../../src/engine/presets/index.ts';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';

@@ -2,11 +2,11 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startApp } from './app.ts';
-import type { Config } from './config/schema.ts';
-import type { Log } from './log.ts';
-import { SAMPLES_DIR } from './paths.ts';
-import { Store } from './store/store.ts';
+import { startApp } from './start.ts';
+import type { Config } from '../config/schema.ts';
+import type { Log } from '../lib/log.ts';
+import { SAMPLES_DIR } from '../lib/paths.ts';
+import { Store } from '../store/store.ts';
 
 export const SAMPLE_RUN = join(SAMPLES_DIR, 'grpo-demo');
 export const DEMO_RUN = 'grpo-demo';

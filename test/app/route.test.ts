@@ -1,12 +1,12 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeEngine } from '../src/app.ts';
-import { ConfigSchema } from '../src/config/schema.ts';
-import { discord } from '../src/platforms/discord/index.ts';
-import { sectionOf } from '../src/platforms/platform.ts';
-import type { Notification } from '../src/engine/notification.ts';
-import { Store } from '../src/store/store.ts';
-import { tempDir } from './helpers.ts';
+import { makeEngine } from '../../src/app/start.ts';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import { discord } from '../../src/platforms/discord/index.ts';
+import { sectionOf } from '../../src/platforms/platform.ts';
+import type { Notification } from '../../src/engine/notification.ts';
+import { Store } from '../../src/store/store.ts';
+import { tempDir } from '../helpers.ts';
 
 const stores: Store[] = [];
 afterEach(() => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { startFakeSlack, type FakeMessage, type FakeSlack } from '../fakes/slackServer.ts';
 import { WatchedRun } from './watchedRun.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatValue, jsonValue } from '../src/render/numbers.ts';
-import { sparkline } from '../src/render/sparkline.ts';
+import { formatValue, jsonValue } from '../../src/lib/numbers.ts';
+import { sparkline } from '../../src/render/sparkline.ts';
 
 describe('sparkline', () => {
   it('scales the last values between the lowest and highest bar, with gaps for nan', () => {

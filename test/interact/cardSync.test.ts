@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/app/start.ts';
 import type { FakeDiscord, FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
 import type { FakeSlack } from '../fakes/slackServer.ts';
 import { BIN } from '../integration/cli.ts';

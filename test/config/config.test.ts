@@ -1,10 +1,10 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, resolveDbPath } from '../src/config/load.ts';
-import { MAX_CONFIG_BYTES } from '../src/config/readYaml.ts';
-import { UserError } from '../src/errors.ts';
-import { tempDir } from './helpers.ts';
+import { loadConfig, resolveDbPath } from '../../src/config/load.ts';
+import { MAX_CONFIG_BYTES } from '../../src/config/readYaml.ts';
+import { UserError } from '../../src/lib/errors.ts';
+import { tempDir } from '../helpers.ts';
 
 function configFile(text: string): string {
   const path = join(tempDir(), 'rlwatch.yaml');

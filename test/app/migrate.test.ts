@@ -7,14 +7,14 @@ import pg from 'pg';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PgStore } from '../src/store/pg/pgStore.ts';
-import { Store } from '../src/store/store.ts';
-import { TABLES } from '../src/store/pg/fromSqlite.ts';
-import { rlwatch } from './integration/cli.ts';
-import { tempDir } from './helpers.ts';
-import { freshPgDatabase } from './pg/pgTest.ts';
+import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { Store } from '../../src/store/store.ts';
+import { TABLES } from '../../src/store/pg/fromSqlite.ts';
+import { rlwatch } from '../integration/cli.ts';
+import { tempDir } from '../helpers.ts';
+import { freshPgDatabase } from '../pg/pgTest.ts';
 
-const SAMPLES = join(import.meta.dirname, '../samples');
+const SAMPLES = join(import.meta.dirname, '../../samples');
 
 let sqlitePath = '';
 beforeAll(() => {

@@ -6,15 +6,15 @@
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startBot as startBotInProcess } from '../src/bot.ts';
-import { ConfigSchema } from '../src/config/schema.ts';
-import { silentLog } from '../src/log.ts';
-import { PgStore } from '../src/store/pg/pgStore.ts';
-import { startFakeDiscord, type FakeDiscord } from './fakes/discordServer.ts';
-import { tempDir } from './helpers.ts';
-import { exited, rlwatch, startWithDiscord } from './integration/cli.ts';
-import { discordOf, enqueueAlerts, postedPerAlert } from './pg/alertRows.ts';
-import { freshPgDatabase } from './pg/pgTest.ts';
+import { startBot as startBotInProcess } from '../../src/app/bot.ts';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import { silentLog } from '../../src/lib/log.ts';
+import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
+import { tempDir } from '../helpers.ts';
+import { exited, rlwatch, startWithDiscord } from '../integration/cli.ts';
+import { discordOf, enqueueAlerts, postedPerAlert } from '../pg/alertRows.ts';
+import { freshPgDatabase } from '../pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

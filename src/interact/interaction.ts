@@ -5,13 +5,13 @@
  * the answer.
  */
 import { randomBytes } from 'node:crypto';
-import { UserError } from '../errors.ts';
-import { bindWords, checkArgs, findCommand, groupUsage, knownNames, type Args, type CommandSpec } from '../commands/registry.ts';
-import type { Reply } from '../commands/reply.ts';
+import { UserError } from '../lib/errors.ts';
+import { bindWords, checkArgs, findCommand, groupUsage, knownNames, type Args, type CommandSpec } from './registry.ts';
+import type { Reply } from './reply.ts';
 import type { Config } from '../config/schema.ts';
-import type { Log } from '../log.ts';
+import type { Log } from '../lib/log.ts';
 import type { StoreContract } from '../store/contract.ts';
-import { redactorOf } from './redact.ts';
+import { redactorOf } from '../notify/redact.ts';
 
 /** Who asks, and what the front end knows about them. */
 export interface Asker {

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App, PlatformSettings } from '../../src/app.ts';
+import type { App, PlatformSettings } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import type { Log } from '../../src/log.ts';
+import type { Log } from '../../src/lib/log.ts';
 import { startFakeDiscord, type FakeDiscord, type FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
 import { rlwatch } from '../integration/cli.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActionRowBuilder, ButtonBuilder, ButtonStyle } from 'discord.js';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { NOT_HERE } from '../../src/notify/routing.ts';
 import { DiscordBot } from '../../src/platforms/discord/bot.ts';
 import { discord } from '../../src/platforms/discord/index.ts';

@@ -4,7 +4,7 @@
 // tree-shakes), so that this runs first.
 import { config, int, maximum, minimum, minLength, refine, string } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
-import { DURATION_EXPECTED, parseDuration } from './engine/duration.ts';
+import { DURATION_EXPECTED, parseDuration } from './duration.ts';
 
 // English messages (classic zod sets them itself), and no fast paths compiled with new Function: each schema
 // parses a handful of times, so compiling them would only cost start-up

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/app/start.ts';
 import type { FakeDiscord, FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
 import type { FakeSlack } from '../fakes/slackServer.ts';
 import { startBothChats, stopBothChats, WatchedRun } from './watchedRun.ts';

@@ -3,17 +3,17 @@
  * same process delivers what it queues; on PostgreSQL a watcher (`--role watcher`) only queues, and the bot process
  * (`--role bot`) delivers what every watcher queued.
  */
-import type { Config } from './config/schema.ts';
-import { parseDuration } from './engine/duration.ts';
-import { Engine } from './engine/engine.ts';
-import { ruleBookFor } from './engine/presets/index.ts';
-import { Ingestor, type IngestEvent } from './ingest/ingestor.ts';
-import { LiveIngest, UNREACHABLE_RETRY_MS } from './ingest/discover/watcher.ts';
-import type { Log } from './log.ts';
-import { isUnreachable } from './store/dbErrors.ts';
-import type { LiveStore } from './store/live.ts';
-import { OutageLog } from './store/pg/outageLog.ts';
-import { retryWhileBusy, type BatchResult } from './store/store.ts';
+import type { Config } from '../config/schema.ts';
+import { parseDuration } from '../lib/duration.ts';
+import { Engine } from '../engine/engine.ts';
+import { ruleBookFor } from '../engine/presets/index.ts';
+import { Ingestor, type IngestEvent } from '../ingest/ingestor.ts';
+import { LiveIngest, UNREACHABLE_RETRY_MS } from '../ingest/discover/watcher.ts';
+import type { Log } from '../lib/log.ts';
+import { isUnreachable } from '../store/dbErrors.ts';
+import type { LiveStore } from '../store/live.ts';
+import { OutageLog } from '../store/pg/outageLog.ts';
+import { retryWhileBusy, type BatchResult } from '../store/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at (and, by the process that delivers, the outbox). */
 export const TICK_MS = 10_000;

@@ -4,16 +4,16 @@
  * Each target's result is kept: ok, or the platform's error and what to do about it.
  */
 import { hostname } from 'node:os';
-import type { Config } from './config/schema.ts';
-import type { Notification } from './engine/notification.ts';
-import { UserError } from './errors.ts';
-import type { Log } from './log.ts';
-import { redactingTarget, redactorOf } from './notify/redact.ts';
-import { PLATFORMS } from './platforms/index.ts';
-import { sectionOf, type Platform, type PlatformInstance } from './platforms/platform.ts';
-import { urgencyOf } from './store/outbox.ts';
-import { SqliteAsyncStore } from './store/sqliteAsync.ts';
-import { Store } from './store/store.ts';
+import type { Config } from '../config/schema.ts';
+import type { Notification } from '../engine/notification.ts';
+import { UserError } from '../lib/errors.ts';
+import type { Log } from '../lib/log.ts';
+import { redactingTarget, redactorOf } from '../notify/redact.ts';
+import { PLATFORMS } from '../platforms/index.ts';
+import { sectionOf, type Platform, type PlatformInstance } from '../platforms/platform.ts';
+import { urgencyOf } from '../store/outbox.ts';
+import { SqliteAsyncStore } from '../store/sqliteAsync.ts';
+import { Store } from '../store/store.ts';
 
 /** The run and rule the test card names: no real run or rule is called so. */
 export const TEST_RUN = 'rlwatch-test';

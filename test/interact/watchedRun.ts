@@ -1,9 +1,9 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startApp, type App, type PlatformSettings } from '../../src/app.ts';
+import { startApp, type App, type PlatformSettings } from '../../src/app/start.ts';
 import { ConfigSchema, type Config } from '../../src/config/schema.ts';
-import { silentLog, type Log } from '../../src/log.ts';
+import { silentLog, type Log } from '../../src/lib/log.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
 import { learningLine, tempDir } from '../helpers.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { COMMANDS, findCommand, parseText, UsageError, usage, type CommandSpec } from '../../src/commands/registry.ts';
+import { COMMANDS, findCommand, parseText, UsageError, usage, type CommandSpec } from '../../src/interact/registry.ts';
 
 const known = { runs: ['grpo-7b', 'sweep-1'], metrics: ['reward', 'entropy', 'frac_zero_std'] };
 const spec = (path: string): CommandSpec => {

@@ -6,9 +6,9 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { platformsFromEnv, startApp, type App } from '../../src/app.ts';
+import { platformsFromEnv, startApp, type App } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { silentLog } from '../../src/log.ts';
+import { silentLog } from '../../src/lib/log.ts';
 import { consoleTarget } from '../../src/platforms/terminal/terminal.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { HttpReceiver } from '../fakes/httpReceiver.ts';

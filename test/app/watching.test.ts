@@ -7,12 +7,12 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../src/config/schema.ts';
-import type { Log } from '../src/log.ts';
-import { PostgresError } from '../src/store/dbErrors.ts';
-import { Store } from '../src/store/store.ts';
-import { startWatching, type Watching } from '../src/watching.ts';
-import { ensureParent, learningLines as lines, tempDir } from './helpers.ts';
+import { ConfigSchema } from '../../src/config/schema.ts';
+import type { Log } from '../../src/lib/log.ts';
+import { PostgresError } from '../../src/store/dbErrors.ts';
+import { Store } from '../../src/store/store.ts';
+import { startWatching, type Watching } from '../../src/app/watching.ts';
+import { ensureParent, learningLines as lines, tempDir } from '../helpers.ts';
 
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {

@@ -4,9 +4,9 @@
  * lock `bot`); the others stand by and take over when the leader's session ends (its process died, or the server
  * ended it). Outbox rows are claimed with leases, so a row is delivered once even while two overlap.
  */
-import { startBotSide, type BotOptions, type BotSide } from './app.ts';
-import type { Leadership } from './store/contract.ts';
-import { openStore } from './store/open.ts';
+import { startBotSide, type BotOptions, type BotSide } from './start.ts';
+import type { Leadership } from '../store/contract.ts';
+import { openStore } from '../store/open.ts';
 import { TICK_MS } from './watching.ts';
 
 /** How often a standing-by process asks for the lock. The leader ticks as a watcher does (TICK_MS): reports, mutes,

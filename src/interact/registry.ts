@@ -1,5 +1,5 @@
-import { UserError } from '../errors.ts';
-import { parseDuration } from '../engine/duration.ts';
+import { UserError } from '../lib/errors.ts';
+import { parseDuration } from '../lib/duration.ts';
 import type { StoreContract } from '../store/contract.ts';
 import type { CommandContext, Reply } from './reply.ts';
 
@@ -88,14 +88,14 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'latest step, epoch and the latest value of each canonical metric',
     options: [runOption],
     access: 'read',
-    run: async (c, a) => (await import('./runStatus.ts')).runStatus(c, { run: str(a, 'run') }, c.now),
+    run: async (c, a) => (await import('../commands/runStatus.ts')).runStatus(c, { run: str(a, 'run') }, c.now),
   },
   {
     path: ['run', 'list'],
     description: 'every run: steps, last epoch, records, last update',
     options: [],
     access: 'read',
-    run: async (c) => (await import('./runList.ts')).runList(c, c.now),
+    run: async (c) => (await import('../commands/runList.ts')).runList(c, c.now),
   },
   {
     path: ['run', 'logs'],
@@ -107,7 +107,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'read',
     run: async (c, a) =>
-      (await import('./runLogs.ts')).runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines'), file: str(a, 'file') }),
+      (await import('../commands/runLogs.ts')).runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines'), file: str(a, 'file') }),
   },
   {
     path: ['run', 'report'],
@@ -120,7 +120,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     slow: true,
     attaches: true,
     run: async (c, a) =>
-      (await import('./runReport.ts')).runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
+      (await import('../commands/runReport.ts')).runReport(c, { run: str(a, 'run'), since: str(a, 'since') }, c.now),
   },
   {
     path: ['run', 'compare'],
@@ -133,7 +133,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     access: 'read',
     slow: true,
     run: async (c, a) =>
-      (await import('./runCompare.ts')).runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
+      (await import('../commands/runCompare.ts')).runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
   },
   {
     path: ['reward', 'history'],
@@ -146,7 +146,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     access: 'read',
     slow: true,
     run: async (c, a) =>
-      (await import('./rewardHistory.ts')).rewardHistory(
+      (await import('../commands/rewardHistory.ts')).rewardHistory(
         c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') },
       ),
   },
@@ -158,7 +158,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'all', description: 'resolved incidents too', type: 'boolean', accepts: (w) => w === 'all' },
     ],
     access: 'read',
-    run: async (c, a) => (await import('./alerts.ts')).alertList(c, { run: str(a, 'run'), all: a.all === true }, c.now),
+    run: async (c, a) => (await import('../commands/alerts.ts')).alertList(c, { run: str(a, 'run'), all: a.all === true }, c.now),
   },
   {
     path: ['ack'],
@@ -169,7 +169,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'write',
     run: async (c, a) =>
-      (await import('./alerts.ts')).ackAlert(
+      (await import('../commands/alerts.ts')).ackAlert(
         c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now,
       ),
   },
@@ -193,7 +193,7 @@ export const COMMANDS: readonly CommandSpec[] = [
         ? 'name a run or a rule, or add all to mute every run'
         : undefined,
     run: async (c, a) =>
-      (await import('./alerts.ts')).muteAlerts(
+      (await import('../commands/alerts.ts')).muteAlerts(
         c,
         {
           run: str(a, 'run'),
@@ -213,14 +213,14 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'end a mute now',
     options: [{ name: 'id', description: 'mute id', type: 'integer', required: true, positional: true }],
     access: 'write',
-    run: async (c, a) => (await import('./alerts.ts')).unmute(c, { id: Number(a.id) }, c.now),
+    run: async (c, a) => (await import('../commands/alerts.ts')).unmute(c, { id: Number(a.id) }, c.now),
   },
   {
     path: ['mutes'],
     description: 'the mutes in force',
     options: [],
     access: 'read',
-    run: async (c) => (await import('./alerts.ts')).muteList(c, c.now),
+    run: async (c) => (await import('../commands/alerts.ts')).muteList(c, c.now),
   },
   {
     path: ['examples'],
@@ -232,7 +232,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     access: 'read',
     run: async (c, a) =>
-      (await import('./examples.ts')).examples(
+      (await import('../commands/examples.ts')).examples(
         c, { run: str(a, 'run'), which: str(a, 'which') as 'best' | 'worst' | undefined, step: num(a, 'step') },
       ),
   },
@@ -241,7 +241,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: "each run's files: format, offset, records, skipped lines, and the files not read",
     options: [runOption],
     access: 'read',
-    run: async (c, a) => (await import('./files.ts')).files(c, { run: str(a, 'run') }),
+    run: async (c, a) => (await import('../commands/files.ts')).files(c, { run: str(a, 'run') }),
   },
 ];
 

@@ -3,16 +3,16 @@
  * notifications written to the database every watcher and the one bot share. It delivers nothing: the bot process
  * (`--role bot`, or a `--role all` that wins the bot lock) posts what it queues, at once (LISTEN/NOTIFY).
  */
-import { alertRoute, type PlatformSettings } from './app.ts';
-import { unreadSummary } from './commands/files.ts';
-import type { Config } from './config/schema.ts';
-import { UserError } from './errors.ts';
-import type { Log } from './log.ts';
-import { isUnreachable } from './store/dbErrors.ts';
-import { openStore, runPrefix } from './store/open.ts';
-import { PgLiveStore } from './store/pg/pgLiveStore.ts';
-import { isConnectionError } from './store/pg/url.ts';
-import type { BatchResult } from './store/store.ts';
+import { alertRoute, type PlatformSettings } from './start.ts';
+import { unreadSummary } from '../commands/files.ts';
+import type { Config } from '../config/schema.ts';
+import { UserError } from '../lib/errors.ts';
+import type { Log } from '../lib/log.ts';
+import { isUnreachable } from '../store/dbErrors.ts';
+import { openStore, runPrefix } from '../store/open.ts';
+import { PgLiveStore } from '../store/pg/pgLiveStore.ts';
+import { isConnectionError } from '../store/pg/url.ts';
+import type { BatchResult } from '../store/store.ts';
 import { startWatching, type Watching } from './watching.ts';
 
 export interface WatcherApp {

@@ -1,4 +1,4 @@
-import { UserError } from '../errors.ts';
+import { UserError } from '../lib/errors.ts';
 import type { Config } from '../config/schema.ts';
 import type { RunRow, StoreContract, StoreTx } from '../store/contract.ts';
 
