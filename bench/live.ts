@@ -3,9 +3,9 @@ import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startApp } from '../src/app.ts';
+import { startApp } from '../src/app/start.ts';
 import { ConfigSchema } from '../src/config/schema.ts';
-import { silentLog } from '../src/log.ts';
+import { silentLog } from '../src/lib/log.ts';
 import { learningLogLine, rng, writeLearningLog } from './generate.ts';
 
 export interface LiveResult {

@@ -6,7 +6,7 @@
  * globs) are applied from the incidents' own steps, as the engine applies them (docs/alerts.md, "One cause, one
  * page"): an incident that fired first, and was still firing, holds back a later one of a rule it names.
  */
-import { globMatch } from '../../src/engine/duration.ts';
+import { globMatch } from '../../src/lib/duration.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import type { Label } from './runs.ts';
 
