@@ -21,7 +21,8 @@ function cardHtml(c: AlertCard): string {
     `<b>${inert(c.title)}</b>`,
     inert(c.summary),
     ...(c.note ? [`<i>${inert(c.note)}</i>`] : []),
-    c.fields.map((f) => `${inert(f.name)}: ${inert(f.value)}`).join('\n'),
+    // a report's card has none: no empty line for them
+    ...c.fields.map((f) => `${inert(f.name)}: ${inert(f.value)}`),
     ...(c.evidence ? [inert(c.evidence.title), pre(c.evidence.lines.join('\n'))] : []),
     ...(c.sparkline ? [pre(c.sparkline)] : []),
     ...c.examples.flatMap((e) => [inert(e.title), pre(e.code)]),
