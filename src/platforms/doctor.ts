@@ -8,6 +8,8 @@ import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+// static: a dynamic import of this CommonJS package, in the bundle, yields only its default export
+import { parse } from 'yaml';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
 import { sectionOf, type Platform, type Route } from './platform.ts';
 
@@ -208,8 +210,7 @@ async function discordCommandsCheck(get: (path: string) => Promise<Answer>, appI
 interface SlackSettings { botToken: string; appToken?: string; signingSecret?: string; apiUrl?: string; channel?: string }
 
 /** The bot scopes slack-app-manifest.yaml asks for. */
-async function manifestScopes(): Promise<string[]> {
-  const { parse } = await import('yaml');
+function manifestScopes(): string[] {
   const manifest = parse(readFileSync(join(PACKAGE_ROOT, 'slack-app-manifest.yaml'), 'utf8')) as { oauth_config: { scopes: { bot: string[] } } };
   return manifest.oauth_config.scopes.bot;
 }
@@ -239,7 +240,7 @@ async function slackProbe(s: SlackSettings, config: Config, t: number, section: 
     checks.push(warn('slack scopes', 'Slack did not list the token\'s scopes', 'rlwatch notify --test slack posts a card and an upload, which need them'));
   } else {
     const have = new Set(granted.split(',').map((x) => x.trim()));
-    const missing = (await manifestScopes()).filter((x) => !have.has(x));
+    const missing = manifestScopes().filter((x) => !have.has(x));
     checks.push(missing.length > 0
       ? fail('slack scopes', `the bot token lacks ${missing.join(', ')}`, 'add them under OAuth & Permissions > Bot Token Scopes (slack-app-manifest.yaml lists every scope rlwatch uses), then reinstall the app to the workspace')
       : ok('slack scopes', `the bot token has every scope slack-app-manifest.yaml asks for (${have.size} in all)`));

@@ -2,10 +2,12 @@
  * The npm package as a user installs it: `npm pack` of this checkout, `npm install <tarball>` into an empty folder,
  * then the installed `rlwatch` runs the bundle it ships (no TypeScript, no tsx, no sources).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { startFakeSlack } from '../fakes/slackServer.ts';
 import { tempDir } from '../helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -38,6 +40,21 @@ beforeAll(() => {
 
 const installed = (args: string[]) =>
   spawnSync(join(app, 'node_modules', '.bin', 'rlwatch'), args, { cwd: app, encoding: 'utf8', timeout: 60_000 });
+
+/** The installed `rlwatch ARGS` in the background, with no platform variable but `env`'s: a fake answers meanwhile. */
+function installedAsync(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const platformVars = Object.keys(process.env).filter((k) => /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/.test(k));
+  const child = spawn(join(app, 'node_modules', '.bin', 'rlwatch'), args, {
+    cwd: app,
+    env: { ...process.env, ...Object.fromEntries(platformVars.map((k) => [k, undefined])), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((done) => child.once('close', (status) => done({ status, stdout, stderr })));
+}
 
 describe('the npm package', () => {
   it('ships the bundle, the migrations, the samples and the docs, and no sources, tests or bench', () => {
@@ -73,4 +90,22 @@ describe('the npm package', () => {
     const runs = JSON.parse(installed(['runs', '--db', db, '--json']).stdout) as Array<{ name: string }>;
     expect(runs.map((r) => r.name)).toEqual(['grpo-demo']);
   }, 120_000);
+
+  it("doctor reads the Slack app's scopes from the manifest it ships, and names the one the token lacks", async () => {
+    const manifest = parse(readFileSync(join(ROOT, 'slack-app-manifest.yaml'), 'utf8')) as { oauth_config: { scopes: { bot: string[] } } };
+    const scopes = manifest.oauth_config.scopes.bot;
+    expect(scopes).toContain('files:write');
+    const slack = await startFakeSlack({ scopes: scopes.filter((x) => x !== 'files:write') });
+    try {
+      const r = await installedAsync(['doctor', '--json'], {
+        SLACK_BOT_TOKEN: slack.botToken, SLACK_APP_TOKEN: slack.appToken, SLACK_API_URL: slack.apiUrl, SLACK_CHANNEL_ID: slack.channelId,
+      });
+      expect(r.stderr).toBe('');
+      const checks = JSON.parse(r.stdout) as Array<{ check: string; status: string; detail: string }>;
+      expect(checks.find((c) => c.check === 'slack scopes')).toMatchObject({ status: 'fail', detail: 'the bot token lacks files:write' });
+      expect(r.status).toBe(1);
+    } finally {
+      await slack.close();
+    }
+  }, 60_000);
 });
