@@ -253,8 +253,13 @@ export interface BlockActionOptions {
   value?: string;
   userId?: string;
   userName?: string;
-  /** ts of the message holding the button; its current text/blocks (from `messages`) go into the payload. */
-  messageTs: string;
+  /** ts of the message holding the button; its current text/blocks (from `messages`) go into the payload.
+   * Unused with `ephemeral`. */
+  messageTs?: string;
+  /** The button is on this private answer (a response_url post with `response_type: 'ephemeral'`) instead: as
+   * Slack does, the payload's container says `is_ephemeral` and no `message` is sent (the app gets only the
+   * button's value back). */
+  ephemeral?: FakeResponse;
   /** Default: the message's channel if known, else `fake.channelId`. */
   channelId?: string;
   /** Default: the block holding `actionId` in the message, else 'actions'. */
@@ -684,11 +689,12 @@ class FakeSlackServer implements FakeSlack {
 
   async blockAction(opts: BlockActionOptions): Promise<InteractionResult> {
     const id = newEnvelopeId();
-    const msg = this.messages.get(opts.messageTs);
+    const messageTs = opts.messageTs ?? this.nextTs();
+    const msg = opts.ephemeral ? undefined : this.messages.get(messageTs);
     const channelId = opts.channelId ?? msg?.channel ?? this.channelId;
-    const target = this.newTarget('interactive', id, channelId, opts.messageTs);
+    const target = this.newTarget('interactive', id, channelId, messageTs);
     const userId = opts.userId ?? 'U0HUMAN1';
-    const found = locateAction(msg?.blocks ?? [], opts.actionId);
+    const found = locateAction(opts.ephemeral ? arr(opts.ephemeral.body['blocks']) : (msg?.blocks ?? []), opts.actionId);
     const payload = blockActionPayload(this.workspace(), {
       actionId: opts.actionId,
       blockId: opts.blockId ?? found.blockId ?? 'actions',
@@ -699,7 +705,7 @@ class FakeSlackServer implements FakeSlack {
       userName: opts.userName ?? this.userName(userId),
       channelId,
       channelName: channelId === this.channelId ? this.channelName : channelId.toLowerCase(),
-      messageTs: opts.messageTs,
+      messageTs,
       message: {
         text: msg?.text ?? '',
         blocks: msg?.blocks ?? [],
@@ -709,6 +715,10 @@ class FakeSlackServer implements FakeSlack {
       },
       responseUrl: target.url,
     });
+    if (opts.ephemeral) {
+      payload['container'] = { ...(payload['container'] as object), is_ephemeral: true };
+      delete payload['message'];
+    }
     const ack = await this.pushWithId(id, 'interactive', payload, {
       acceptsResponsePayload: false,
       ackTimeoutMs: opts.ackTimeoutMs,

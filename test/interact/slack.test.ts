@@ -54,19 +54,20 @@ describe('Slack, end to end: the real Bolt App in Socket Mode against a local fa
     expect(Number(shared.ts)).toBeGreaterThan(Number(msg.ts));
   });
 
-  it('answers /run status within 3 s, in the channel', async () => {
+  it('answers /run status within 3 s, to the caller alone', async () => {
     const r = await fake.slashCommand({ command: '/run', text: 'status grpo', userId: BO, waitForResponses: 1 });
     expect(r.ack.ms).toBeLessThan(3000);
     const body = r.responses[0]!.body as { response_type: string; text: string };
-    expect(body.response_type).toBe('in_channel');
+    expect(body.response_type).toBe('ephemeral');
     expect(body.text).toBe(`grpo: step ${run.step}, epoch ${Number((run.step / 100).toFixed(2))}`);
     expect(JSON.stringify(r.responses[0]!.body)).toContain('*frac_zero_std*\\n1');
   });
 
-  it('answers /reward history and uploads a valid PNG chart', async () => {
+  it('answers /reward history and, posted to the channel, uploads a valid PNG chart', async () => {
     const uploads = fake.uploads.length;
     const r = await fake.slashCommand({ command: '/reward', text: 'history grpo', userId: BO, waitForResponses: 1 });
     expect((r.responses[0]!.body as { text: string }).text).toBe(`reward of grpo: ${run.step} points, steps 1..${run.step}`);
+    await fake.blockAction({ actionId: 'share', ephemeral: r.responses[0]!, userId: BO });
     const upload = await fake.waitFor(() => fake.uploads.slice(uploads).find((u) => u.completed && u.filename === 'chart.png'), 10_000);
     expect(upload.bytes?.subarray(0, 8).equals(PNG)).toBe(true);
   });

@@ -47,10 +47,11 @@ describe('/run report in chat: a summary with the full report attached', () => {
     expect(JSON.stringify(onSlack.blocks)).not.toContain('"actions"');
   });
 
-  it('Slack: the answer is the summary; the report is uploaded as a file', async () => {
+  it('Slack: the answer is the summary; posted to the channel, the report is uploaded as a file', async () => {
     const uploads = slack.uploads.length;
     const r = await slack.slashCommand({ command: '/run', text: 'report grpo', userId: 'U0BO', waitForResponses: 1 });
     expect((r.responses[0]!.body as { text: string }).text).toBe('grpo: 🟠 Struggling: requires intervention');
+    await slack.blockAction({ actionId: 'share', ephemeral: r.responses[0]!, userId: 'U0BO' });
     const upload = await slack.waitFor(() => slack.uploads.slice(uploads).find((u) => u.completed && u.filename === 'grpo-report.md'), 10_000);
     expect(upload.bytes?.toString('utf8')).toMatch(/^# Training report: grpo\n/);
   });

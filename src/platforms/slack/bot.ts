@@ -8,7 +8,7 @@ import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../lib/log.ts';
 import { BUTTON_ID, buttonRequest, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
-import { deliverCards, recapture } from '../../notify/delivery.ts';
+import { deliverCards, recapture, shownNow } from '../../notify/delivery.ts';
 import { mentionOf } from '../../notify/mentions.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
 import { changedSomething, interact, mayAct, type Asker } from '../../interact/interaction.ts';
@@ -20,6 +20,8 @@ import type { Config } from '../../config/schema.ts';
 import type { StoreContract } from '../../store/contract.ts';
 import type { SlackMention, SlackSection, SlackSettings } from './index.ts';
 import { slackEscape } from './mrkdwn.ts';
+import { slackAdvice } from './advice.ts';
+import { HeldReplies, HOLD_MS, SHARE_ID, withWhat } from './share.ts';
 
 /** Block Kit's limits (https://api.slack.com/reference/block-kit/blocks). */
 const LIMIT = { header: 150, section: 3000, fields: 10, field: 2000, blocks: 50, context: 2000 };
@@ -99,6 +101,26 @@ interface Block {
   type: string;
   [key: string]: unknown;
 }
+/** A button click, as the handlers need it. */
+interface Click {
+  actionId: string;
+  value: string;
+  user: { id: string; name: string };
+  place: Place;
+  channel: string;
+  /** the message the button is on (none for a private answer's) */
+  ts: string;
+  respond: RespondFn;
+  client: WebClient;
+}
+
+/** Show examples on an alert card: `examples:<alertId>` */
+const EXAMPLES_ID = /^examples:(\d+)$/;
+
+/** Says `text` (mrkdwn, escaped by the caller) to the clicker alone, leaving the message clicked as it is. */
+const whisper = async (respond: RespondFn, text: string): Promise<void> =>
+  void (await respond({ response_type: 'ephemeral', replace_original: false, text: cut(text, LIMIT.section) }));
+
 const mrkdwn = (text: string): Block => ({ type: 'section', text: { type: 'mrkdwn', text: cut(text, LIMIT.section) } });
 
 /** A Reply as Block Kit: header, fields, text, code blocks. */
@@ -156,13 +178,19 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
     ];
     const elements = context.map((e) => ({ ...e, text: cut(e.text, LIMIT.context) }));
     if (elements.length > 0) blocks.push({ type: 'context', elements });
-    for (const e of c.examples) blocks.push(mrkdwn(`${cut(slackEscape(e.title), 300)}\n${codeBlock(slackEscape(e.code), 900)}`));
+    // the generations are behind a button (two code blocks per alert are a screen of scrolling on a phone): the
+    // card says they exist, with their rewards
+    if (c.examples.length > 0) {
+      const line = `Generations: ${c.examples.map((e) => e.title).join(' · ')}`;
+      blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: cut(slackEscape(line), LIMIT.context) }] });
+    }
     const live = c.buttons.filter((b) => !b.disabled);
-    if (live.length > 0) {
+    const show = c.examples.length > 0 ? [{ id: `examples:${c.alertId}`, label: 'Show examples' }] : [];
+    if (live.length + show.length > 0) {
       blocks.push({
         type: 'actions',
         block_id: `alert-${c.alertId}`,
-        elements: live.map((b) => ({
+        elements: [...live, ...show].map((b) => ({
           type: 'button',
           action_id: b.id,
           value: b.id,
@@ -173,6 +201,30 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
     }
   }
   return blocks.slice(0, LIMIT.blocks);
+}
+
+/** A card's generations, for the one who pressed Show examples. */
+export function exampleBlocks(c: AlertCard): Block[] {
+  return c.examples.map((e) => mrkdwn(`${cut(slackEscape(e.title), 300)}\n${codeBlock(slackEscape(e.code), 1500)}`));
+}
+
+/** A read command's answer, to the caller alone, with the button that posts it to the channel. */
+export function privateBlocks(reply: Reply, token: string): Block[] {
+  const note = `Only you can see this. Post to channel shows it to everyone${withWhat(reply)}.`;
+  return [
+    ...replyBlocks(reply).slice(0, LIMIT.blocks - 2),
+    { type: 'context', elements: [{ type: 'mrkdwn', text: note }] },
+    {
+      type: 'actions',
+      block_id: 'share',
+      elements: [{ type: 'button', action_id: SHARE_ID, value: token, text: { type: 'plain_text', text: 'Post to channel' } }],
+    },
+  ];
+}
+
+/** The answer as posted for everyone, saying who shared it (`<@U…>`, Slack's id of the clicker). */
+export function sharedBlocks(reply: Reply, userId: string): Block[] {
+  return [...replyBlocks(reply).slice(0, LIMIT.blocks - 1), { type: 'context', elements: [{ type: 'mrkdwn', text: `shared by <@${userId}>` }] }];
 }
 
 /** The reply in a resolved alert's thread, escaped: a run name or summary pings no one. */
@@ -249,6 +301,8 @@ export class SlackBot {
   private connected = false;
   private listening = false;
   private connector: Connector | null = null;
+  /** read commands' private answers, until posted to the channel */
+  private readonly held = new HeldReplies();
 
   constructor(private readonly opts: SlackOptions) {
     const api = opts.apiUrl ? { slackApiUrl: opts.apiUrl } : {};
@@ -291,21 +345,9 @@ export class SlackBot {
         await this.onCommand(word, command, respond, client).catch((err: Error) => this.opts.log.warn(`slack: /${word} failed: ${err.message}`));
       });
     }
-    this.app.action(BUTTON_ID, async ({ ack, body, action, respond, client }) => {
-      await ack();
-      const b = body as {
-        user: { id: string; username?: string; name?: string; team_id?: string };
-        team?: { id: string } | null;
-        channel?: { id: string };
-        message?: { ts: string };
-      };
-      const actionId = (action as { action_id: string }).action_id;
-      const user = { id: b.user.id, name: b.user.username ?? b.user.name ?? '' };
-      const place = this.place(b.team?.id ?? b.user.team_id, b.channel?.id ?? '');
-      await this.onButton(actionId, user, place, b.channel?.id ?? '', b.message?.ts ?? '', respond, client).catch((err: Error) =>
-        this.opts.log.warn(`slack: button failed: ${err.message}`),
-      );
-    });
+    this.onClick(BUTTON_ID, (click) => this.onButton(click));
+    this.onClick(EXAMPLES_ID, (click) => this.onExamples(click));
+    this.onClick(SHARE_ID, (click) => this.onShare(click));
     this.app.error(async (err) => this.opts.log.warn(`slack: ${err.message}`));
   }
 
@@ -432,39 +474,104 @@ export class SlackBot {
     if (changedSomething(answer)) this.opts.deliverNow?.();
     if (!answer.ok) return void (await respond({ response_type: 'ephemeral', text: cut(slackEscape(answer.message), LIMIT.section) }));
     const reply = answer.reply;
-    await respond({ response_type: 'in_channel', text: slackEscape(reply.title), blocks: replyBlocks(reply) });
-    if (reply.chart) {
-      await client.files.uploadV2({ channel_id: command.channel_id, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
+    if (answer.spec.access === 'read') {
+      // to the caller alone; the button posts it for everyone
+      const token = this.held.keep({ reply, user: command.user_id, channel: command.channel_id });
+      return void (await respond({ response_type: 'ephemeral', text: slackEscape(reply.title), blocks: privateBlocks(reply, token) }));
     }
-    if (reply.attachment) await client.files.uploadV2({ channel_id: command.channel_id, file: Buffer.from(reply.attachment.content), filename: reply.attachment.name, title: 'full report' });
+    // an ack or a mute is said where it was asked: the team sees who silenced what
+    await respond({ response_type: 'in_channel', text: slackEscape(reply.title), blocks: replyBlocks(reply) });
+    await this.uploadFiles(client, command.channel_id, reply);
   }
 
-  private async onButton(
-    actionId: string,
-    user: { id: string; name: string },
-    place: Place,
-    channel: string,
-    ts: string,
-    respond: RespondFn,
-    client: WebClient,
-  ): Promise<void> {
+  /** A reply's chart and report file, in `thread` when given. */
+  private async uploadFiles(client: WebClient, channel: string, reply: Reply, thread?: string): Promise<void> {
+    const where = thread ? { channel_id: channel, thread_ts: thread } : { channel_id: channel };
+    if (reply.chart) {
+      await client.files.uploadV2({ ...where, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
+    }
+    if (reply.attachment) await client.files.uploadV2({ ...where, file: Buffer.from(reply.attachment.content), filename: reply.attachment.name, title: 'full report' });
+  }
+
+  /** Button clicks of `actionId`s matching `pattern`: acked at once; a click that fails is said to the clicker. */
+  private onClick(pattern: RegExp | string, handle: (click: Click) => Promise<void>): void {
+    this.app.action(pattern, async ({ ack, body, action, respond, client }) => {
+      await ack();
+      const b = body as {
+        user: { id: string; username?: string; name?: string; team_id?: string };
+        team?: { id: string } | null;
+        channel?: { id: string };
+        message?: { ts: string };
+      };
+      const a = action as { action_id: string; value?: string };
+      const channel = b.channel?.id ?? '';
+      const click: Click = {
+        actionId: a.action_id,
+        value: a.value ?? '',
+        user: { id: b.user.id, name: b.user.username ?? b.user.name ?? '' },
+        place: this.place(b.team?.id ?? b.user.team_id, channel),
+        channel,
+        ts: b.message?.ts ?? '',
+        respond,
+        client,
+      };
+      await handle(click).catch(async (err: Error) => {
+        this.opts.log.warn(`slack: button ${a.action_id} failed: ${err.message}`);
+        await whisper(respond, "Sorry, that click failed on rlwatch's side; its log says why.").catch(() => {});
+      });
+    });
+  }
+
+  private async onButton({ actionId, user, place, channel, ts, respond, client }: Click): Promise<void> {
     const request = buttonRequest(actionId);
     if (!request) return;
     const answer = await interact(request, this.asker(user, place, client));
-    if (!answer.ok) {
-      return void (await respond({ response_type: 'ephemeral', replace_original: false, text: slackEscape(answer.message) }));
-    }
+    if (!answer.ok) return whisper(respond, slackEscape(answer.message));
     // the clicker hears what their click did (the card's change is for everyone, and a mute changes no card
     // that is already muted); then the card is captured anew and re-rendered, its chart left as uploaded, and its
     // other cards (other channels, other platforms) are edited from the outbox
-    const done = [answer.reply.title, ...answer.reply.lines].join('\n');
-    await respond({ response_type: 'ephemeral', replace_original: false, text: cut(slackEscape(done), LIMIT.section) });
+    await whisper(respond, slackEscape([answer.reply.title, ...answer.reply.lines].join('\n')));
     try {
       const cards = await recapture(this.opts.store, targetName('slack', channel), ts);
       if (cards) await client.chat.update({ channel, ts, text: fallback(cards), blocks: cardBlocks(cards) });
     } finally {
       this.opts.deliverNow?.();
     }
+  }
+
+  /** Show examples: the card's generations, as posted (redacted), to the clicker alone. */
+  private async onExamples({ actionId, place, channel, ts, respond }: Click): Promise<void> {
+    if (place.refused !== undefined) return whisper(respond, slackEscape(place.refused));
+    const id = Number(EXAMPLES_ID.exec(actionId)?.[1]);
+    const card = (await shownNow(this.opts.store, targetName('slack', channel), ts))?.find((c) => c.alertId === id);
+    if (!card || card.examples.length === 0 || !place.seesRun(card.run)) {
+      return whisper(respond, 'This card no longer holds its generations: /examples reads them from the run.');
+    }
+    const text = slackEscape(`Generations of alert #${id} (${card.run})`);
+    await respond({ response_type: 'ephemeral', replace_original: false, text, blocks: exampleBlocks(card) });
+  }
+
+  /** Post to channel: the held answer, for everyone, attributed; its chart and file in the post's thread. */
+  private async onShare({ value, user, channel, respond, client }: Click): Promise<void> {
+    const held = this.held.get(value);
+    // the answer went to its asker alone, in one channel: anything else is not a click on it
+    if (!held || held.user !== user.id || held.channel !== channel || !/^[UW][A-Z0-9]+$/.test(user.id)) {
+      return whisper(respond, `This answer is no longer held (for ${HOLD_MS / 60_000} min, and not across a restart): ask again.`);
+    }
+    const { reply } = held;
+    let ts: string;
+    try {
+      const text = `${slackEscape(reply.title)} (shared by <@${user.id}>)`;
+      ts = String((await client.chat.postMessage({ channel, text, blocks: sharedBlocks(reply, user.id) })).ts);
+    } catch (err) {
+      const e = deliveryError(err);
+      const advice = slackAdvice(e);
+      return whisper(respond, slackEscape(`Not posted: ${e.message}${advice ? `: ${advice}` : ''}`));
+    }
+    this.held.drop(value);
+    // the private answer becomes the acknowledgement: no button left to post it twice
+    await respond({ response_type: 'ephemeral', replace_original: true, text: 'Posted to the channel.' });
+    await this.uploadFiles(client, channel, reply, ts);
   }
 
   /** Listed by user id, or a member of a listed user group (looked up, and cached for a few minutes). */

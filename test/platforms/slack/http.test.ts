@@ -80,7 +80,7 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret; requests fro
     const res = await post(command('list'));
     expect(res.status).toBe(200);
     for (let i = 0; i < 100 && answered.length === 0; i++) await sleep(20);
-    expect(answered[0]).toMatchObject({ response_type: 'in_channel', text: '1 run' });
+    expect(answered[0]).toMatchObject({ response_type: 'ephemeral', text: '1 run' });
   });
 
   it('refuses a request whose signature does not match', async () => {
