@@ -26,8 +26,13 @@ describe('rlwatch init', () => {
     expect(r.stdout.trimEnd().split('\n')).toEqual([
       `wrote ${dir}/rlwatch.yaml: the watch roots (./runs), the database (./rlwatch.db), discord, slack`,
       `wrote ${dir}/.env (mode 600): fill in DISCORD_TOKEN, DISCORD_CHANNEL_ID, DISCORD_GUILD_ID, SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_CHANNEL_ID`,
-      'next: cd proj && rlwatch doctor   (it checks the config, the database, the roots and each platform)',
+      `guides (docs/first-hour.md, docs/platforms/), rlwatch.example.yaml and slack-app-manifest.yaml: in ${ROOT}`,
+      'next: fill in proj/.env, then cd proj && rlwatch doctor   (it checks the config, the database, the roots and each platform)',
     ]);
+    // the folder named holds what the files' comments name (installed from npm, nothing else says where it is)
+    for (const f of ['docs/first-hour.md', 'docs/platforms/slack.md', 'docs/platforms/discord.md', 'docs/configuration.md', 'rlwatch.example.yaml', 'slack-app-manifest.yaml', '.env.example']) {
+      expect(existsSync(join(ROOT, f)), f).toBe(true);
+    }
     expect(mode(join(dir, '.env'))).toBe(0o600);
 
     const { config, file } = await loadConfig(join(dir, 'rlwatch.yaml'), {});
