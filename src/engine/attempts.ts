@@ -1,7 +1,7 @@
 import type { AlertRow } from '../store/alerts.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { LiveStore } from '../store/live.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { RestartRule } from './rules.ts';
 

@@ -1,6 +1,6 @@
 import type { EventRow } from '../store/events.ts';
 import { formatDuration, parseDuration } from '../lib/duration.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { CrashRule } from './rules.ts';
 

@@ -1,5 +1,5 @@
 import { formatValue } from '../lib/numbers.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { DivergenceRule } from './rules.ts';
 import { Sums } from './breaks.ts';

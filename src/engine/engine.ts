@@ -10,17 +10,20 @@ import { attemptNote, evaluateRestart, rewindRestarts } from './attempts.ts';
 import { evaluateCrash } from './crash.ts';
 import { globMatch } from '../lib/duration.ts';
 import { evaluateDivergence } from './divergence.ts';
-import { evaluateMilestone, evaluateThreshold, evaluateTrend, runContext } from './evaluate.ts';
+import { runContext } from './context.ts';
 import { evaluateFinished } from './finished.ts';
+import { evaluateMilestone } from './milestone.ts';
 import { evaluateNonFinite } from './nonFinite.ts';
 import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
 import { knowledgeOfAlert } from './presets/knowledge.ts';
 import { evaluateRelative } from './relative.ts';
 import { evaluateSaturation } from './saturation.ts';
 import { evaluateStall } from './stall.ts';
+import { evaluateThreshold } from './threshold.ts';
 import { evaluateTrainerWarning } from './trainerWarning.ts';
+import { evaluateTrend } from './trend.ts';
 import type { Rule, RuleBook } from './rules.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 
 export interface EngineOptions {
   repeatIntervalMs: number;

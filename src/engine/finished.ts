@@ -2,7 +2,7 @@ import { formatValue } from '../lib/numbers.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { LiveStore } from '../store/live.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { FinishedSummary } from './notification.ts';
 import type { FinishedRule } from './rules.ts';

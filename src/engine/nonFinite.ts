@@ -1,6 +1,6 @@
 import { formatValue, jsonValue } from '../lib/numbers.ts';
 import type { AlertRow } from '../store/alerts.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { NonFiniteRule } from './rules.ts';
 

@@ -1,5 +1,5 @@
 import { formatValue } from '../lib/numbers.ts';
-import { resume, type RunContext } from './evaluate.ts';
+import { resume, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { compare, type RelativeRule } from './rules.ts';
 import { median, medianOf, SlidingMedian } from './stats.ts';

@@ -1,5 +1,5 @@
 import { formatValue } from '../lib/numbers.ts';
-import { resume, StepLookup, type RunContext } from './evaluate.ts';
+import { resume, StepLookup, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { SaturationRule } from './rules.ts';
 

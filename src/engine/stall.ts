@@ -1,6 +1,6 @@
 import type { RunRow } from '../store/runs.ts';
 import { formatDuration, parseDuration } from '../lib/duration.ts';
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { StallRule } from './rules.ts';
 

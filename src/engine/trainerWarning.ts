@@ -1,4 +1,4 @@
-import type { RunContext } from './evaluate.ts';
+import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { TrainerWarningRule } from './rules.ts';
 

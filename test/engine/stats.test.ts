@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StepLookup } from '../../src/engine/evaluate.ts';
+import { StepLookup } from '../../src/engine/context.ts';
 import { median, medianOf, SlidingMedian } from '../../src/engine/stats.ts';
 import { mulberry32 } from '../../scripts/rng.ts';
 

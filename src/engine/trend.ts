@@ -1,0 +1,252 @@
+import { formatValue } from '../lib/numbers.ts';
+import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
+import { resume, START, type RunContext } from './context.ts';
+import { type Drawdown, drawdown, PeakWindow } from './drawdown.ts';
+import { Lifecycle } from './lifecycle.ts';
+import type { TrendRule } from './rules.ts';
+import { longRunFactor, windowDiffSe } from './stats.ts';
+
+/** A firing trend alert whose direction differs from the current one (a rise turned into a fall). */
+function turned(lc: Lifecycle, up: boolean): boolean {
+  const d = lc.details.direction;
+  return d !== undefined && d !== 'flat' && d !== (up ? 'up' : 'down');
+}
+
+/** The records a trend's autocorrelation is measured over: φ is a property of the run, and ~120 records
+ * estimate it to ±0.2 (an AR(1) φ of 0.6 read as 0 to 0.95), 400 to about ±0.1. */
+const PHI_RECORDS = 400;
+/** How many windows the noise of a trend is measured over (the two compared and those before them). */
+const NOISE_WINDOWS = 8;
+/** A plateau is flat by this many standard errors of the difference of its window means beyond the noise of
+ * those two windows alone (measured there, so that a noisy climb just before it does not hide it). One: the se
+ * read as AR(1) is already wider than independent records' (30 seeded plateaus at 0.15 under AR(1) noise, φ 0.6:
+ * with 1.5, 4 were caught 63-93 records in and 1 missed; with 1, all 28-64 records in). */
+const FLAT_SIGMAS = 1;
+
+/** Trend: the mean of the last `window` records against the mean of the `window` before them, (with
+ * `breakSigmas`) the last records against the line the metric was on (breaks.ts), and (with `declineSigmas`) the
+ * last records against the best level of the horizon before them (drawdown.ts): one alert a metric. */
+export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
+  const { store, runId } = ctx;
+  const w = rule.window;
+  const span = NOISE_WINDOWS * w;
+  const breaks = rule.breakSigmas > 0;
+  const declines = rule.declineSigmas > 0 && rule.direction !== 'flat' && rule.direction !== 'up';
+  const dw = rule.declineWindow;
+  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0, PHI_RECORDS, declines ? rule.declineHorizon + dw : 0);
+  for (const metric of ctx.expand(rule.metrics)) {
+    const { cursor, from, fresh } = resume(ctx, rule.id, metric);
+    if (fresh.length === 0) continue;
+    const history = cursor ? store.points.upTo(runId, metric, from, reach - 1, true) : [];
+    // the history, then the fresh records, as columns (no array of both built, then mapped)
+    const { steps, values } = columnsOf(history, fresh);
+    const sums = new Sums(values);
+    // the line is learnt again after each break (a fit across one would bend towards it): from this step on
+    let breakFrom = Number(cursor?.state.breakFrom ?? START);
+    let lineFrom = 0;
+    while (lineFrom < steps.length && steps[lineFrom]! < breakFrom) lineFrom++;
+    if (lineFrom === steps.length) lineFrom = 0; // no step that far on yet: as findIndex's -1
+    // records in a row the windows' change (or the plateau) has held: it fires after `for` of them
+    let held = Number(cursor?.state.held ?? 0);
+    const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric }, ctx.now, {
+      quietFor: rule.quietFor,
+      quiet: Number(cursor?.state.quiet ?? 0),
+    });
+    // the same for every record: worked out once (the loop runs for every record of a backfill)
+    const root2w = Math.sqrt(2 / w);
+    const rootW = Math.sqrt(w);
+    const flatRule = rule.direction === 'flat';
+    // one closure for the loop, judging a break against the record's scale
+    let scale = 0;
+    const accept = (b: Break): boolean => moved(b, rule, scale);
+    // the run's records before the history read here (a cursor saved before they were counted: past any warm-up)
+    const seen = cursor ? Number(cursor.state.seen ?? Number.MAX_SAFE_INTEGER / 2) : 0;
+    const earlier = seen - history.length;
+    // nothing is judged in the warm-up: the learning rate ramps, and a few records tell nothing of the noise
+    const first = Math.max(history.length, 2 * w - 1, rule.warmup - earlier);
+    const peaks = declines ? new PeakWindow(sums, 2 * dw, dw, rule.declineHorizon, 0, first) : null;
+    for (let i = first; i < values.length; i++) {
+      const before = sums.mean(i - 2 * w + 1, i - w + 1);
+      const after = sums.mean(i - w + 1, i + 1);
+      const delta = after - before;
+      // the noise: k standard errors of the difference of two window means, the records read as AR(1): a
+      // batch-mean reward meanders (data order, curriculum), and neighbours that move together make window
+      // means swing more than independent records would (stats.ts: windowDiffSe)
+      const sd = sums.sd(Math.max(0, i - span + 1), i + 1);
+      const phi = sums.phi(values, Math.max(0, i - PHI_RECORDS + 1), i + 1);
+      const inflate = longRunFactor(phi);
+      const diffSe = phi > 0 ? windowDiffSe(phi, w) : root2w;
+      const noise = rule.sigmas * sd * diffSe;
+      const real = Math.abs(delta) > noise;
+      // a positive level well above its noise: change in % of the level; else (near or below 0, as
+      // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
+      const onLevel = before > 0 && before >= 3 * sd;
+      const range = onLevel ? 0 : spread(values, Math.max(0, i - span + 1), i + 1);
+      scale = onLevel ? before : range;
+      const rel = ratio(delta, scale);
+      const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, accept, inflate) : null;
+      const brkDelta = brk ? brk.observed - brk.before : 0;
+      const brkRel = ratio(brkDelta, scale);
+      const broke = brk !== null;
+      if (broke) {
+        lineFrom = i - brk.m + 1;
+        breakFrom = steps[lineFrom]!;
+      }
+      const upWindows = rel > rule.change && delta > rule.minDelta && real;
+      const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
+      const dd = peaks && i >= 3 * dw - 1 ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS) : null;
+      const ddScale = onLevel && dd ? dd.peak : scale;
+      const ddRel = dd ? ratio(dd.now - dd.peak, ddScale) : 0;
+      const declined = dd !== null && fell(dd, ddRel, rule);
+      const up = upWindows || (broke && brkDelta > 0);
+      const down = downWindows || declined || (broke && brkDelta < 0);
+      // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
+      // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
+      const flat =
+        flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, diffSe, inflate / rootW);
+      const step = steps[i]!;
+      const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
+      held = (flatRule ? flat : upWindows || downWindows || declined) ? held + 1 : 0;
+      // a break fires at once: it is judged once (the line is learnt again after it)
+      const firing = broke || held >= rule.for;
+      // hysteresis both ways: a trend settles once the change is back under half the threshold or within
+      // half the noise; a plateau ends once the metric really moves (twice the threshold, beyond the noise)
+      // or climbs past `below` (else it flaps at the edge)
+      const settled =
+        rule.direction === 'flat'
+          ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
+          : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) && !(dd !== null && fell(dd, ddRel, rule, 2));
+      // most steps change nothing: skip the words (and, while firing, the direction check) for those
+      if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
+      const of = onLevel ? '' : ' of its range';
+      const pct = (r: number): string =>
+        Number.isFinite(r) ? `${r >= 0 ? '+' : ''}${(r * 100).toFixed(1)}%${of}` : 'from 0';
+      const details = {
+        from: before,
+        to: after,
+        change: rel,
+        window: w,
+        noise,
+        scale: onLevel ? 'level' : 'range',
+        ...(brk && { line: { ...brk } }),
+        ...(declined && { best: { mean: dd.peak, step: steps[dd.peakEnd], window: dw, z: dd.z } }),
+      };
+      let bad: { severity: string; direction: string; summary: () => string } | null = null;
+      if (rule.direction === 'flat') {
+        if (flat) {
+          bad = {
+            severity: rule.severity,
+            direction: 'flat',
+            summary: () => `${metric} flat at ${formatValue(after)} (${pct(rel)} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
+          };
+        }
+      } else if ((up && rule.direction !== 'down') || (down && rule.direction !== 'up')) {
+        const arrow = up ? '↗' : '↘';
+        // the windows' numbers when they show it; else the line's (a fall from a climb)
+        const byWindows = up ? upWindows : downWindows;
+        bad = {
+          severity: up ? rule.rise : rule.fall,
+          direction: up ? 'up' : 'down',
+          summary: () =>
+            byWindows || (!brk && !declined)
+              ? `${metric} ${arrow} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)}) over ${w}-step windows`
+              : brk
+                ? `${metric} ${arrow} ${pct(brkRel)} (${formatValue(brk.before)} → ${formatValue(brk.observed)} over ${brk.m}-step windows; ` +
+                  `${Math.abs(brk.z).toFixed(1)}σ off its course of ${rule.breakFit} steps)`
+                : `${metric} ${arrow} ${pct(ddRel)} from its best ${dw}-step mean of the last ${rule.declineHorizon} steps ` +
+                  `(${formatValue(dd!.peak)} to step ${steps[dd!.peakEnd]} → ${formatValue(dd!.now)} now)`,
+        };
+      }
+      if (bad && lc.state !== null && lc.details.direction !== undefined && lc.details.direction !== bad.direction) {
+        // a rise that turns into a fall is a new incident
+        const turned = bad.direction;
+        const describe = () => ({ summary: `${metric} turned ${turned}`, details });
+        lc.apply(step, { kind: 'ok', recovered: true, final: true, describe });
+      }
+      if (bad) {
+        const { summary, direction } = bad;
+        lc.apply(step, { kind: 'bad', firing, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
+      } else {
+        lc.apply(step, {
+          kind: 'ok',
+          recovered: settled,
+          describe: () => ({ summary: `${metric} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)})`, details }),
+        });
+      }
+    }
+    const learnt = breaks ? { breakFrom } : {};
+    const counted = { seen: seen + fresh.length };
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt, ...counted });
+  }
+}
+
+/** The records before the fresh ones, then those, as a column of steps and one of values. */
+function columnsOf(
+  history: ReadonlyArray<{ step: number; value: number }>,
+  fresh: ReadonlyArray<{ step: number; value: number }>,
+): { steps: number[]; values: number[] } {
+  const n = history.length + fresh.length;
+  const steps = new Array<number>(n);
+  const values = new Array<number>(n);
+  for (let k = 0; k < history.length; k++) {
+    steps[k] = history[k]!.step;
+    values[k] = history[k]!.value;
+  }
+  for (let k = 0, at = history.length; k < fresh.length; k++, at++) {
+    steps[at] = fresh[k]!.step;
+    values[at] = fresh[k]!.value;
+  }
+  return { steps, values };
+}
+
+/** A plateau at record i (on a positive level): the two windows' means differ by less than `change` of the level,
+ * beyond the noise of those two windows alone, and the level is below `below` beyond the noise of a window mean
+ * (else a noisy level above it dips in). The noise is σ_d of the two windows read as AR(1), as the trend's gate:
+ * `diffSe` is the se of the difference of the window means and `meanSe` that of one window mean, both in units of
+ * σ_d (windowDiffSe; longRunFactor / √w): a meandering reward's windows agree by chance more often than
+ * independent records' would, and that is no plateau. */
+function isFlat(
+  sums: Sums, i: number, w: number, delta: number, scale: number, after: number, rule: TrendRule, diffSe: number,
+  meanSe: number,
+): boolean {
+  const localSd = sums.sd(i - 2 * w + 1, i + 1);
+  const margin = (rule.sigmas / 2) * localSd * meanSe;
+  // or the window means' own spread, where they show a meander wider than φ says (Sums.batchSe)
+  const se = Math.max(localSd * diffSe, Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS));
+  const flatBy = Math.abs(delta) + FLAT_SIGMAS * se;
+  return flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
+}
+
+/** A fall from the best level beyond `declineSigmas` standard errors, `change` and `minDelta` (each over `by`: a
+ * decline has settled once it is back within half of them). */
+function fell(dd: Drawdown, rel: number, rule: TrendRule, by = 1): boolean {
+  return dd.z > rule.declineSigmas / by && -rel > rule.change / by && dd.peak - dd.now > rule.minDelta / by;
+}
+
+/** A change in units of `scale` (a level or a range); from 0 it is infinite. */
+function ratio(delta: number, scale: number): number {
+  return scale !== 0 ? delta / scale : delta === 0 ? 0 : Math.sign(delta) * Infinity;
+}
+
+/** A break counts beyond the noise of the line and by `change` from the m records before it: a climb that
+ * levels off is off its course but has not fallen (a plateau, which the flat rule judges). */
+function moved(b: Break, rule: TrendRule, scale: number): boolean {
+  const d = b.observed - b.before;
+  return (
+    Math.abs(b.z) > rule.breakSigmas &&
+    Math.sign(b.z) === Math.sign(d) &&
+    Math.abs(ratio(d, scale)) > rule.change &&
+    Math.abs(d) > rule.minDelta
+  );
+}
+
+function spread(values: readonly number[], from: number, to: number): number {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = from; i < to; i++) {
+    const v = values[i] as number;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  return hi - lo;
+}
