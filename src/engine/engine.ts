@@ -4,26 +4,14 @@ import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { SilenceRow } from '../store/silences.ts';
 import type { LiveStore } from '../store/live.ts';
-import { evaluateAnomaly } from './anomaly.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
-import { attemptNote, evaluateRestart, rewindRestarts } from './attempts.ts';
-import { evaluateCrash } from './crash.ts';
-import { globMatch } from '../lib/duration.ts';
-import { evaluateDivergence } from './divergence.ts';
+import { attemptNote, rewindRestarts } from './attempts.ts';
 import { runContext } from './context.ts';
-import { evaluateFinished } from './finished.ts';
-import { evaluateMilestone } from './milestone.ts';
-import { evaluateNonFinite } from './nonFinite.ts';
+import { globMatch } from '../lib/duration.ts';
+import { evaluatorOf } from './kinds.ts';
 import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
 import { knowledgeOfAlert } from './presets/knowledge.ts';
-import { evaluateRelative } from './relative.ts';
-import { evaluateSaturation } from './saturation.ts';
-import { evaluateStall } from './stall.ts';
-import { evaluateThreshold } from './threshold.ts';
-import { evaluateTrainerWarning } from './trainerWarning.ts';
-import { evaluateTrend } from './trend.ts';
 import type { Rule, RuleBook } from './rules.ts';
-import type { RunContext } from './context.ts';
 
 export interface EngineOptions {
   repeatIntervalMs: number;
@@ -140,14 +128,14 @@ export class Engine {
     const attempts = this.store.attempts.list(runId);
     rewindRestarts(this.store, runId, this.now, attempts);
     const ctx = runContext(this.store, runId, run, this.now, attempts);
-    // milestones last: a miss is judged knowing what the other rules made of the same records (the cause that
-    // explains it), however the records were batched
+    // the kinds that ask to go last (milestones) judge knowing what the other rules made of the same records
     const rules = this.book.forRun(run.name);
     for (const last of [false, true]) {
       for (const rule of rules) {
-        if (skip.has(rule.id) || (rule.kind === 'milestone') !== last) continue;
+        const evaluator = evaluatorOf(rule.kind);
+        if (skip.has(rule.id) || (evaluator.last === true) !== last) continue;
         try {
-          this.evaluateRule(ctx, rule, announce);
+          evaluator.evaluate?.(ctx, rule, announce);
         } catch (err) {
           if (isDatabaseError(err)) throw err;
           throw new RuleFailed(rule.id, err);
@@ -158,21 +146,6 @@ export class Engine {
     this.store.runs.markEvaluated(runId);
     // live, an incident that fired and resolved within one batch is still news
     return announce ? this.announceRun(run, since) : 0;
-  }
-
-  private evaluateRule(ctx: RunContext, rule: Rule, announce: boolean): void {
-    if (rule.kind === 'threshold') evaluateThreshold(ctx, rule);
-    else if (rule.kind === 'trend') evaluateTrend(ctx, rule);
-    else if (rule.kind === 'milestone') evaluateMilestone(ctx, rule);
-    else if (rule.kind === 'non_finite') evaluateNonFinite(ctx, rule);
-    else if (rule.kind === 'crash') evaluateCrash(ctx, rule, announce);
-    else if (rule.kind === 'finished') evaluateFinished(ctx, rule);
-    else if (rule.kind === 'trainer_warning') evaluateTrainerWarning(ctx, rule);
-    else if (rule.kind === 'relative') evaluateRelative(ctx, rule);
-    else if (rule.kind === 'anomaly') evaluateAnomaly(ctx, rule);
-    else if (rule.kind === 'divergence') evaluateDivergence(ctx, rule);
-    else if (rule.kind === 'saturation') evaluateSaturation(ctx, rule);
-    else if (rule.kind === 'restart') evaluateRestart(ctx, rule);
   }
 
   /** At start-up: evaluates the runs with batches committed but never evaluated (the process stopped between a
@@ -190,10 +163,7 @@ export class Engine {
       for (const listed of this.store.runs.list()) {
         const run = this.noteLive(listed);
         const ctx = runContext(this.store, run.id, run, this.now);
-        for (const rule of this.book.forRun(run.name)) {
-          if (rule.kind === 'stall') evaluateStall(ctx, rule, this.sessionStart);
-          else if (rule.kind === 'crash') evaluateCrash(ctx, rule); // a held error fires once the run is quiet
-        }
+        for (const rule of this.book.forRun(run.name)) evaluatorOf(rule.kind).tick?.(ctx, rule, this.sessionStart);
         written += this.announceRun(run);
       }
       this.store.alerts.flushCursors();
