@@ -495,8 +495,16 @@ export class SlackBot {
 
   /** Button clicks of `actionId`s matching `pattern`: acked at once; a click that fails is said to the clicker. */
   private onClick(pattern: RegExp | string, handle: (click: Click) => Promise<void>): void {
-    this.app.action(pattern, async ({ ack, body, action, respond, client }) => {
+    this.app.action(pattern, async ({ ack, body, action, respond: say, client }) => {
       await ack();
+      // the clicker is told of a failure only when they heard nothing: after "Acked", a card edit that failed is
+      // the log's business
+      let answered = false;
+      const respond: RespondFn = async (message) => {
+        const sent: unknown = await say(message);
+        answered = true;
+        return sent;
+      };
       const b = body as {
         user: { id: string; username?: string; name?: string; team_id?: string };
         team?: { id: string } | null;
@@ -517,7 +525,7 @@ export class SlackBot {
       };
       await handle(click).catch(async (err: Error) => {
         this.opts.log.warn(`slack: button ${a.action_id} failed: ${err.message}`);
-        await whisper(respond, "Sorry, that click failed on rlwatch's side; its log says why.").catch(() => {});
+        if (!answered) await whisper(say, "Sorry, that click failed on rlwatch's side; its log says why.").catch(() => {});
       });
     });
   }

@@ -83,6 +83,24 @@ describe('Slack without the noise: read answers to the caller alone, generations
     for (const m of run.store.silences.active(Date.now())) run.store.silences.end(m.id, Date.now());
   });
 
+  it('a click whose answer Slack refuses still tells the clicker; one already answered is not told twice', async () => {
+    const show = buttons(blocksOf(card())).find((b) => b.label === 'Show examples')!;
+    fake.failNext('response_url', { status: 400, error: 'invalid_blocks' });
+    const r = await fake.blockAction({ actionId: show.id, messageTs: card().ts, userId: BO, waitForResponses: 1 });
+    expect(r.responses.map((x) => x.body)).toEqual([
+      { response_type: 'ephemeral', replace_original: false, text: "Sorry, that click failed on rlwatch's side; its log says why." },
+    ]);
+
+    // the mute is set and said; the card's edit then fails: the log's business, not a second message
+    const mute = buttons(blocksOf(card())).find((b) => b.label === 'Mute run 1h')!;
+    fake.failNext('chat.update', { error: 'internal_error' });
+    const muted = await fake.blockAction({ actionId: mute.id, messageTs: card().ts, userId: ANA, waitForResponses: 1, settleMs: 300 });
+    expect(fake.callsTo('chat.update').at(-1)!.error).toBe('internal_error');
+    expect(muted.responses).toHaveLength(1);
+    expect((muted.responses[0]!.body as { text: string }).text).toMatch(/^Muted for 1h/);
+    for (const m of run.store.silences.active(Date.now())) run.store.silences.end(m.id, Date.now());
+  });
+
   it('a read command is answered to the caller alone, with a Post to channel button; nothing is posted', async () => {
     const posts = channelPosts().length;
     const r = await fake.slashCommand({ command: '/run', text: 'status grpo', userId: BO, waitForResponses: 1 });
