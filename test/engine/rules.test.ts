@@ -237,9 +237,9 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
     expect(t.alert('reward_trend')).toMatchObject({ fired_step: 41, summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows' });
   });
 
-  // BUG src/engine/evaluate.ts:135 (evaluateTrend): the history before the cursor is read as the last 2w-1
+  // BUG src/engine/trend.ts (evaluateTrend): the history before the cursor is read as the last 2w-1
   // records and only then stripped of NaN, so while a NaN is among them the history is one short, the loop
-  // (line 139) starts past the fresh points and the live evaluation skips every step for up to 2w-1 records.
+  // starts past the fresh points and the live evaluation skips every step for up to 2w-1 records.
   // Here it fires at step 51 (-11.1%, 0.45 → 0.4) instead of 41.
   it('a NaN reward does not blind the live trend: record-by-record agrees with the batch', () => {
     const t = trend().feed(series('reward', [...Array(10).fill(0.5), NaN, ...Array(10).fill(0.5), ...Array(20).fill(0.4)]));
