@@ -164,11 +164,10 @@ function untilStopped(failure: Promise<Error>): Promise<Error | null> {
 async function startOnPg(role: Role, dirs: readonly string[], config: Config, db: string): Promise<void> {
   const roots = role === 'bot' ? [] : rootsOf(dirs, config);
   const [{ startBot }, { startWatcher }] = await Promise.all([import('./app/bot.ts'), import('./app/watcherRole.ts')]);
-  // a watcher delivers nothing: the platforms' settings only route what it queues
-  const platforms = await configuredPlatforms(config, role !== 'watcher');
-  const watcher = role === 'bot' ? null : await startWatcher({ config, db, roots, log: stderrLog, platforms });
+  const watcher = role === 'bot' ? null : await startWatcher({ config, db, roots, log: stderrLog });
   if (watcher) stderrLog.info(`watching ${roots.join(', ')} as ${watcher.prefix}/...; database ${redactUrl(db)}`);
-  const bot = role === 'watcher' ? null : await startBot({ config, db, log: stderrLog, platforms });
+  // only the bot reads the chat settings: it routes what every watcher queues
+  const bot = role === 'watcher' ? null : await startBot({ config, db, log: stderrLog, platforms: await configuredPlatforms(config, true) });
   const refused = await untilStopped(bot?.failure ?? new Promise<Error>(() => {}));
   if (refused) process.stderr.write(`rlwatch: ${refused.message}\n`);
   await Promise.all([bot?.stop(), watcher?.stop()]);

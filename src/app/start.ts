@@ -58,8 +58,8 @@ async function within(p: Promise<unknown> | undefined, ms: number): Promise<void
 }
 
 /** The outbox targets of an alert of a run and severity: the terminal (if any) and each configured platform's
- * routes (scheduled reports go where warnings go). From the settings alone, so that a watcher that only queues
- * notifications (`--role watcher`) routes them as the process that delivers them would. */
+ * routes (scheduled reports go where warnings go). The router of the process that delivers (its dispatcher routes the
+ * engine's platform-neutral rows with it): a watcher needs no chat settings. */
 export function alertRoute(
   config: Config,
   platforms: PlatformSettings,
@@ -69,13 +69,10 @@ export function alertRoute(
   return (run, severity) => [...(terminal ? ['console'] : []), ...routes.flatMap((route) => route(run, severity))];
 }
 
-/** The engine, routing every alert as `alertRoute` does. */
-export function makeEngine(
-  store: LiveStore,
-  config: Config,
-  opts: { terminal: boolean; platforms?: PlatformSettings; now?: () => number },
-): Engine {
-  return engineFor(store, config, alertRoute(config, opts.platforms ?? {}, opts.terminal), opts.now);
+/** The engine with the configured rules: `terminal`, every notification for the terminal alone (`backfill`, which
+ * delivers nowhere else); else platform-neutral rows, routed where they are delivered. */
+export function makeEngine(store: LiveStore, config: Config, opts: { terminal: boolean; now?: () => number }): Engine {
+  return engineFor(store, config, opts.now, opts.terminal ? ['console'] : undefined);
 }
 
 /**
@@ -104,8 +101,6 @@ export interface BotSide {
   dispatcher: Dispatcher;
   /** the running platforms, by id */
   platforms: ReadonlyMap<string, PlatformInstance>;
-  /** the outbox targets of an alert of a run and severity */
-  route: (run: string, severity: string) => string[];
   /** settles when a platform refused rlwatch for good (a bad token) */
   failure: Promise<Error>;
   /** scheduled reports due, mutes run out, the outbox looked at; a failure is logged, the next tick tries again */
@@ -144,9 +139,14 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
   const running = [...platforms.values()];
   const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)]
     .map((t) => redactingTarget(t, redactorOf(config)));
+  // the one router: the engine's neutral rows, the card updates queued for them, and the reports all go through it
   const route = alertRoute(config, opts.platforms ?? {}, term !== null);
-  const reports = new ReportSchedule(store, config, (run) => route(run, 'warning'));
-  const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log });
+  const reports = new ReportSchedule(store, config, route);
+  // this process is the one that delivers (the writer lock on SQLite, the bot lock on PostgreSQL): a lease left on a
+  // row is a dead process's, and its rows go now rather than once the lease ran out
+  const reclaimed = await store.reclaimLeases();
+  if (reclaimed > 0) log.info(`took over ${reclaimed} outbox rows a stopped process had claimed`);
+  const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log, route });
   wake = (prefix) => dispatcher.wake(prefix);
   deliverNow = () => void dispatcher.kick();
   const failure = Promise.race(running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})));
@@ -154,7 +154,6 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
   return {
     dispatcher,
     platforms,
-    route,
     failure,
     async tick() {
       try {
@@ -207,7 +206,6 @@ export async function startApp(opts: BotOptions & {
       log,
       roots: opts.roots,
       prefix: runPrefix(config.watch, opts.dbPath),
-      route: bot.route,
       onQueued: () => void dispatcher.kick(),
       onBatch: opts.onBatch,
       // each tick also looks at the outbox: rows a previous process left, or `rlwatch outbox retry` re-queued. In a

@@ -1,9 +1,9 @@
 /**
  * `rlwatch start --role watcher` on PostgreSQL: this host's runs, read and judged here, their points, alerts and
- * notifications written to the database every watcher and the one bot share. It delivers nothing: the bot process
- * (`--role bot`, or a `--role all` that wins the bot lock) posts what it queues, at once (LISTEN/NOTIFY).
+ * notifications written to the database every watcher and the one bot share. It delivers and routes nothing, so it
+ * needs no chat settings, only the database URL: the bot process (`--role bot`, or a `--role all` that wins the bot
+ * lock) routes what it queues with its own config and posts it, at once (LISTEN/NOTIFY).
  */
-import { alertRoute, type PlatformSettings } from './start.ts';
 import { unreadSummary } from '../commands/files.ts';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
@@ -28,8 +28,6 @@ export async function startWatcher(opts: {
   /** the postgres:// URL */
   db: string;
   roots: readonly string[];
-  /** settings by platform id: alerts are routed as the bot that delivers them routes them */
-  platforms: PlatformSettings;
   onBatch?: (r: BatchResult) => void;
 }): Promise<WatcherApp> {
   const { config, log } = opts;
@@ -45,8 +43,6 @@ export async function startWatcher(opts: {
       log,
       roots: opts.roots,
       prefix,
-      // the terminal too: the bot process prints what it delivers, as `start` on SQLite does
-      route: alertRoute(config, opts.platforms, true),
       onBatch: opts.onBatch,
     });
   } catch (err) {

@@ -24,8 +24,6 @@ export interface WatchingOptions {
   roots: readonly string[];
   /** what names of runs made from folders start with (`runPrefix`) */
   prefix: string;
-  /** the outbox targets of an alert of a run and severity (`alertRoute`) */
-  route: (run: string, severity: string) => readonly string[];
   /** notifications were queued and their transaction has ended: deliver them now */
   onQueued?: () => void;
   onBatch?: (r: BatchResult) => void;
@@ -48,17 +46,12 @@ export function ingestEvents(log: Log, onBatch: (r: BatchResult) => void = () =>
   };
 }
 
-/** The engine with the configured rules, queueing each alert for the targets `route` gives. */
-export function engineFor(
-  store: LiveStore,
-  config: Config,
-  route: (run: string, severity: string) => readonly string[],
-  now?: () => number,
-): Engine {
+/** The engine with the configured rules, queueing each notification for `targets` (default: platform-neutral rows,
+ * routed by the process that delivers them). */
+export function engineFor(store: LiveStore, config: Config, now?: () => number, targets?: readonly string[]): Engine {
   return new Engine(store, ruleBookFor(config), {
     repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
-    targets: [],
-    route,
+    targets,
     now,
   });
 }
@@ -85,7 +78,7 @@ export async function startWatching(store: LiveStore, opts: WatchingOptions): Pr
   const { config } = opts;
   // while PostgreSQL is out of reach every read and tick fails: the first is told, then a line a minute
   const log = new OutageLog(opts.log);
-  const engine = engineFor(store, config, opts.route);
+  const engine = engineFor(store, config);
   let catchingUp = true;
   // The rules run inside each batch's transaction (one commit per batch). That transaction has written the batch
   // before they run, so it holds the write lock: they cannot find the database busy (a busy batch is read again).

@@ -4,6 +4,7 @@ import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { SilenceRow } from '../store/silences.ts';
 import type { LiveStore } from '../store/live.ts';
+import { ROUTED } from '../store/outbox.ts';
 import { chartOf, isMuted, snapshotOf } from './capture.ts';
 import { attemptNote, rewindRestarts } from './attempts.ts';
 import { runContext } from './context.ts';
@@ -15,10 +16,9 @@ import type { Rule, RuleBook } from './rules.ts';
 
 export interface EngineOptions {
   repeatIntervalMs: number;
-  /** outbox targets every notification is written for */
-  targets: readonly string[];
-  /** when given, the targets of each alert instead: routing by run and severity */
-  route?: (run: string, severity: string) => readonly string[];
+  /** the outbox targets every notification is written for; by default one platform-neutral row (`ROUTED`), which
+   * the delivering process routes: the engine needs no chat settings */
+  targets?: readonly string[];
   now?: () => number;
   /** when this process started watching: a run silent since before then is not "stalled" */
   sessionStart?: number;
@@ -172,7 +172,7 @@ export class Engine {
   }
 
   /**
-   * Writes one outbox row per target for what the run's alerts need said now: new firings, resolutions
+   * Writes an outbox row (one per target; by default one platform-neutral row) for what the run's alerts need said now: new firings, resolutions
    * of announced alerts, repeats after the interval (not when acked). Muted alerts are recorded, not
    * announced; once the mute ends they are, if still firing.
    */
@@ -211,20 +211,11 @@ export class Engine {
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
     }
     if (items.length === 0) return 0;
-    // one row per target, with the items routed there, in the order they arose
-    const byTarget = new Map<string, NotificationItem[]>();
-    for (const item of items) {
-      for (const target of this.opts.route?.(run.name, item.severity) ?? this.opts.targets) {
-        const list = byTarget.get(target);
-        if (list) list.push(item);
-        else byTarget.set(target, [item]);
-      }
-    }
-    for (const [target, routed] of byTarget) {
-      const notification: Notification = { run: run.name, items: routed };
-      this.store.outbox.add(runId, target, notification, now);
-    }
-    return byTarget.size;
+    // the items in the order they arose; which destinations take which is decided where they are delivered
+    const notification: Notification = { run: run.name, items };
+    const targets = this.opts.targets ?? [ROUTED];
+    for (const target of targets) this.store.outbox.add(runId, target, notification, now);
+    return targets.length;
   }
 
   private item(a: AlertRow, kind: NotificationItem['kind'], muted: boolean, rules: readonly Rule[]): NotificationItem {

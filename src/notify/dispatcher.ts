@@ -4,7 +4,7 @@ import { isMuted } from '../engine/capture.ts';
 import type { Notification, NotificationItem } from '../engine/notification.ts';
 import type { Log } from '../lib/log.ts';
 import type { ClaimedRow, ClaimOptions, OpenOutboxRow, StoreContract } from '../store/contract.ts';
-import { urgencyOf } from '../store/outbox.ts';
+import { ROUTED, urgencyOf } from '../store/outbox.ts';
 import { CARDS_PER_MESSAGE, giveWay } from './delivery.ts';
 import { parseNotification } from './payload.ts';
 import { heldTarget, holds, isQuiet, quietSummary, type Held, type Quiet } from './quietHours.ts';
@@ -67,6 +67,10 @@ export interface DispatcherOptions {
   logEveryMs?: number;
   /** the clock the waits are measured on (tests inject one) */
   now?: () => number;
+  /** the one router: the target names of an alert of a run and severity (every platform's routes; reports go where
+   * warnings go). Given, the dispatcher routes the platform-neutral rows (`ROUTED`) into a row per target before its
+   * lanes look; each name it gives must be one of the targets' */
+  route?: (run: string, severity: string) => readonly string[];
 }
 
 /** Deliveries in flight at once per target, each of a different run (a run's rows go one at a time, in order):
@@ -76,9 +80,31 @@ export interface DispatcherOptions {
 export const IN_FLIGHT = 4;
 /** How long claimed rows stay this dispatcher's if it dies before delivering them: then another takes them. */
 export const LEASE_MS = 2 * 60_000;
+/** Platform-neutral rows routed per transaction: each run's oldest, this many runs (the transaction loops until none). */
+const ROUTE_BATCH = 50;
 /** How often a target's held alerts are looked at for a quiet interval that ended (the outbox's open rows are read
  * only when one of theirs did). */
 const HELD_LOOK_EVERY_MS = 30_000;
+
+/** What of `n` each target gets, by `route`: its items routed by their severity, in order (an update goes where the card
+ * it edits went); a report where warnings go. A target that gets nothing is left out. */
+export function fanOut(
+  n: Notification, route: (run: string, severity: string) => readonly string[],
+): Map<string, Notification> {
+  const out = new Map<string, Notification>();
+  if (n.report) {
+    for (const t of route(n.run, 'warning')) out.set(t, n);
+    return out;
+  }
+  for (const item of n.items) {
+    for (const t of route(n.run, item.severity)) {
+      const routed = out.get(t);
+      if (routed) routed.items.push(item);
+      else out.set(t, { run: n.run, items: [item] });
+    }
+  }
+  return out;
+}
 
 /** One target's drain: its own loop, its own wait, its own failure count. */
 interface Lane {
@@ -126,6 +152,11 @@ export class Dispatcher {
   private readonly now: () => number;
   /** the open outbox as read at start, for every lane's first look at what is held */
   private firstLook: Promise<OpenOutboxRow[]> | null = null;
+  /** who claims the neutral rows while routing them */
+  private readonly router: string;
+  /** the routing of neutral rows running, and whether a kick since asked it to look again */
+  private routing: Promise<void> | null = null;
+  private routeAgain = false;
 
   constructor(
     private readonly store: StoreContract,
@@ -136,6 +167,7 @@ export class Dispatcher {
     this.max = opts.maxBackoffMs ?? 5 * 60_000;
     this.now = opts.now ?? Date.now;
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.router = `${self}/${ROUTED}`;
     this.lanes = targets.map((target) => ({
       target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
       retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: null, heldLookedAt: -Infinity,
@@ -147,7 +179,55 @@ export class Dispatcher {
    * false` says that no critical row came (PostgreSQL's announcement knows): the slot kept for one is not looked at.
    */
   async kick(hint: { critical?: boolean } = {}): Promise<void> {
+    await this.routeNeutral();
     await Promise.all(this.lanes.map((l) => this.kickLane(l, hint.critical ?? true)));
+  }
+
+  /** Routes the neutral rows waiting (`route`), one routing at a time: a kick meanwhile has it look once more, for the
+   * rows committed after its look began. A store that fails is logged: the rows wait for the next kick. */
+  private routeNeutral(): Promise<void> {
+    const route = this.opts.route;
+    if (!route || this.stopped) return Promise.resolve();
+    if (this.routing) {
+      this.routeAgain = true;
+      return this.routing;
+    }
+    this.routing = (async () => {
+      do {
+        this.routeAgain = false;
+        while (!this.stopped && (await this.routeSome(route)) > 0);
+      } while (this.routeAgain && !this.stopped);
+    })()
+      .catch((err: Error) => this.opts.log?.warn(`cannot route the outbox's new rows (${err.message}): trying again`))
+      .finally(() => (this.routing = null));
+    return this.routing;
+  }
+
+  /**
+   * One transaction: the oldest neutral row of up to ROUTE_BATCH runs (claimed as a lane claims, so two routers never
+   * take the same row, and a run's rows are routed in order), each written as a row per target and marked done. The
+   * rows it writes join each target's line after what the run had there (and merge as the engine's do); a router that
+   * dies midway rolls back, its rows routed by the next. Returns the neutral rows taken.
+   */
+  private routeSome(route: (run: string, severity: string) => readonly string[]): Promise<number> {
+    return this.store.transaction(async (tx) => {
+      const now = this.now();
+      const rows = await tx.claim(ROUTED, { owner: this.router, now, leaseMs: LEASE_MS, limit: ROUTE_BATCH });
+      for (const row of rows) {
+        let n: Notification;
+        try {
+          n = parseNotification(row.payload);
+        } catch (err) {
+          const reason = `outbox row #${row.id}: ${(err as Error).message}`;
+          await tx.setAside(row.id, reason, now);
+          this.opts.log?.warn(`${reason}; set aside (\`rlwatch outbox\` lists it)`);
+          continue;
+        }
+        for (const [target, routed] of fanOut(n, route)) await tx.enqueue(row.run_id, target, routed, now);
+        await tx.delivered(row.id, now);
+      }
+      return rows.length;
+    });
   }
 
   /**
@@ -172,6 +252,7 @@ export class Dispatcher {
    */
   async stop(graceMs = 1000): Promise<void> {
     this.stopped = true;
+    await this.routing;
     for (const lane of this.lanes) {
       if (lane.timer) clearTimeout(lane.timer);
       lane.timer = null;

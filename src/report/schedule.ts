@@ -27,8 +27,8 @@ export class ReportSchedule {
   constructor(
     private readonly store: StoreContract,
     private readonly config: Config,
-    /** the outbox targets of a run's reports (its warnings' channels and the terminal) */
-    private readonly route: (run: string) => readonly string[],
+    /** the dispatcher's router (`DispatcherOptions.route`): a run's reports go where its warnings go */
+    private readonly route: (run: string, severity: string) => readonly string[],
     private readonly now: () => number = Date.now,
   ) {
     this.since = now();
@@ -81,7 +81,7 @@ export class ReportSchedule {
         const report = await reportOf({ store: tx, config: this.config }, { run: run.name, until: reached }, this.now());
         const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
         const sent = { kind: 'milestone' as const, title, lines: summaryLines(report) };
-        return this.send(tx, run.id, run.name, this.route(run.name), sent);
+        return this.send(tx, run.id, run.name, this.route(run.name, 'warning'), sent);
       });
       this.marked.add(`${run.id} ${e}`); // committed: a mark is never taken back
     }
@@ -100,7 +100,7 @@ export class ReportSchedule {
     for (const run of await tx.listRuns()) {
       if (run.last_step === null || (await this.muted(tx, run.name, 'digest'))) continue;
       const lines = [await this.digestLine(tx, run, now), ...(await this.infoLines(tx, run, now))];
-      for (const t of this.route(run.name)) byTarget.set(t, [...(byTarget.get(t) ?? []), ...lines]);
+      for (const t of this.route(run.name, 'warning')) byTarget.set(t, [...(byTarget.get(t) ?? []), ...lines]);
     }
     const title = `rlwatch daily digest, ${day}`;
     for (const [t, lines] of byTarget) await this.send(tx, 0, '', [t], { kind: 'digest', title, lines });

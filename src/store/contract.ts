@@ -195,6 +195,9 @@ export interface StoreContract {
   clearWait(target: string): Promise<void>;
   /** drops the leases `owner` holds on rows it did not deliver (it stops, or a failure stops its lane) */
   releaseClaims(owner: string): Promise<void>;
+  /** drops every lease on rows not delivered; returns how many. Only for the one deliverer, once it holds the bot
+   * lock (or SQLite's writer lock): whoever leased them is dead, and their rows need not wait out the lease */
+  reclaimLeases(): Promise<number>;
   /**
    * Calls `fn` after another process commits outbox rows to deliver (PostgreSQL: LISTEN/NOTIFY), so that the one
    * deliverer posts them at once rather than on its next sweep; resolves to the way to stop. SQLite has none: the

@@ -20,6 +20,12 @@ export interface OpenOutboxRow extends OutboxRow {
 
 const COLUMNS = 'id, created_at, run_id, target, payload, attempts, next_attempt_at';
 
+/** The target of a platform-neutral row: what the engine writes (one row per notification), routed at delivery by the
+ * one process that delivers (`Dispatcher`'s `route`), which writes a row per destination from it. It needs no chat
+ * settings to write: a watcher on another host queues alerts with the database URL alone. No platform is named
+ * `route`, so no delivery lane claims it as its own. */
+export const ROUTED = 'route:*';
+
 /** The urgency of an outbox row holding a critical item (migrations 019 and pg/004: critical 2, warning 1, else 0). */
 export const CRITICAL_URGENCY = 2;
 

@@ -193,6 +193,11 @@ export class SqliteAsyncStore implements StoreContract {
       ).run(owner);
     });
 
+  reclaimLeases = (): Promise<number> =>
+    this.call(() => prepared(this.store.db,
+      'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
+    ).run().changes);
+
   /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
   claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> => this.call(() => this.claimNow(target, o));
 

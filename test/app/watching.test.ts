@@ -43,7 +43,7 @@ describe('startWatching', () => {
     const log: Log = { info: () => {}, warn: (m) => warnings.push(m) };
     const config = ConfigSchema.parse({});
     const watching: Watching = await startWatching(store, {
-      config, log, roots: [root], prefix: '', route: () => [], onBatch: () => (armed = true),
+      config, log, roots: [root], prefix: '', onBatch: () => (armed = true),
     });
     cleanup.push(() => watching.stop());
     expect(thrown).toBe(1);

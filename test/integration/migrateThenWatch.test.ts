@@ -34,7 +34,7 @@ describe('rlwatch migrate, then a watcher on PostgreSQL', () => {
 
     appendFileSync(log, lines(41, 60)); // written while nothing watched
     const config = ConfigSchema.parse({ watch: { prefix: '' } });
-    const watcher = await startWatcher({ config, log: silentLog, db: url, roots: [root], platforms: {} });
+    const watcher = await startWatcher({ config, log: silentLog, db: url, roots: [root] });
     cleanup.push(() => watcher.stop());
     appendFileSync(log, lines(61, 70)); // and live
 

@@ -72,7 +72,7 @@ function setUp(quiet: Record<string, unknown>) {
   stores.push(store);
   const clock = { now: 0 };
   const engine = new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: 4 * 3600_000, targets: [], route: router('webhook', section, 'ops'), now: () => clock.now,
+    repeatIntervalMs: 4 * 3600_000, now: () => clock.now,
   });
   const delivered: Array<{ n: Notification; key: string }> = [];
   const refusals: Error[] = []; // the next deliveries fail with these
@@ -88,7 +88,9 @@ function setUp(quiet: Record<string, unknown>) {
   }, redactorOf(config));
   const dispatcher = (quiet = true): Dispatcher => {
     const { quiet: _q, ...unquiet } = target;
-    const d = new Dispatcher(new SqliteAsyncStore(store), [quiet ? target : unquiet], { now: () => clock.now, baseBackoffMs: 20 });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [quiet ? target : unquiet], {
+      now: () => clock.now, baseBackoffMs: 20, route: router('webhook', section, 'ops'),
+    });
     dispatchers.push(d);
     return d;
   };

@@ -51,9 +51,11 @@ async function paging<S, T>(platform: Platform<S, T>, section: unknown, env: Nod
   for (let i = 0; i < 500 && instance.ready && !instance.ready(); i++) await sleep(20);
   const clock = { now: Date.parse('2026-01-15T12:00:00Z') };
   const engine = new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: HOUR, targets: [], route: platform.route(settings, config), now: () => clock.now,
+    repeatIntervalMs: HOUR, now: () => clock.now,
   });
-  const dispatcher = new Dispatcher(contract, instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100, now: () => clock.now });
+  const dispatcher = new Dispatcher(contract, instance.targets, {
+    baseBackoffMs: 50, maxBackoffMs: 100, now: () => clock.now, route: platform.route(settings, config),
+  });
   open.push(async () => {
     await dispatcher.stop(0);
     await instance.stop?.();

@@ -1,7 +1,7 @@
 /**
  * One platform instance behind the real pipeline, wired as src/app/start.ts wires it: a learning.log and a
- * completions file on disk → Ingestor → SQLite store → Engine (routing with the platform's `route`) → outbox →
- * Dispatcher (the instance's targets). Alerts are what the real rules make of the lines written.
+ * completions file on disk → Ingestor → SQLite store → Engine → outbox → Dispatcher (routing with the platform's
+ * `route`, to the instance's targets). Alerts are what the real rules make of the lines written.
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
+import { ROUTED } from '../../src/store/outbox.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
@@ -44,10 +45,8 @@ export class PlatformRun {
     writeFileSync(this.completions, '');
     this.engine = new Engine(this.store, ruleBookFor(this.config), {
       repeatIntervalMs: parseDuration(this.config.alerts.repeatInterval) as number,
-      targets: [],
-      route,
     });
-    this.dispatcher = new Dispatcher(new SqliteAsyncStore(this.store), instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
+    this.dispatcher = new Dispatcher(new SqliteAsyncStore(this.store), instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100, route });
     this.ingestor = new Ingestor(this.store, this.config.ingest, (e) => {
       if (e.kind === 'batch') this.engine.evaluate(e.result.runId);
     });
@@ -87,8 +86,10 @@ export class PlatformRun {
     return written;
   }
 
+  /** The rows of the instance's targets (the engine's platform-neutral rows, routed into these, left out). */
   rows(): OutboxRow[] {
-    return this.store.db.prepare('SELECT id, target, attempts, done_at, dead_at, dead_reason FROM outbox ORDER BY id').all() as OutboxRow[];
+    return this.store.db.prepare('SELECT id, target, attempts, done_at, dead_at, dead_reason FROM outbox WHERE target <> ? ORDER BY id')
+      .all(ROUTED) as OutboxRow[];
   }
 
   async close(): Promise<void> {

@@ -541,6 +541,8 @@ export class PgStore implements StoreContract {
       'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = $1 AND done_at IS NULL',
       [owner],
     ));
+  reclaimLeases = (): Promise<number> =>
+    this.run('UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL');
 
   /** A new message and its alerts' links in one statement (every posted card: one round trip, not five); a message
    * already recorded (a retry after a crash) is linked by its ref in a transaction of its own. */
