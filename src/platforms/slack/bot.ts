@@ -560,7 +560,8 @@ export class SlackBot {
   }
 
   /** Post to channel: the held answer, for everyone, attributed; its chart and file in the post's thread. */
-  private async onShare({ value, user, channel, respond, client }: Click): Promise<void> {
+  private async onShare({ value, user, place, channel, respond, client }: Click): Promise<void> {
+    if (place.refused !== undefined) return whisper(respond, slackEscape(place.refused));
     const held = this.held.get(value);
     // the answer went to its asker alone, in one channel: anything else is not a click on it
     if (!held || held.user !== user.id || held.channel !== channel || !/^[UW][A-Z0-9]+$/.test(user.id)) {
