@@ -5,13 +5,15 @@
  */
 import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { parse } from 'yaml';
 import { loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import { discover, isIgnoredDir } from '../ingest/discover/discover.ts';
 import { locateRun, visibleName } from '../ingest/discover/runLocator.ts';
 import { MIGRATIONS_DIR, PACKAGE_ROOT } from '../lib/paths.ts';
-import { fail, ok, PLATFORMS, platformChecks, warn, type Check, type Status } from '../platforms/index.ts';
+import { ENV_SECTIONS, fail, INIT_PLATFORMS, ok, PLATFORMS, platformChecks, warn, type Check, type Status } from '../platforms/index.ts';
+import { sectionOf } from '../platforms/platform.ts';
 import { databaseError } from '../store/dbErrors.ts';
 import { dbLocation, isPostgresUrl } from '../store/open.ts';
 import { redactUrl } from '../store/pg/url.ts';
@@ -38,16 +40,19 @@ const WATCHES_FILE = '/proc/sys/fs/inotify/max_user_watches';
 export async function doctor(opts: DoctorOptions = {}): Promise<Check[]> {
   const env = opts.env ?? process.env;
   const t = opts.timeoutMs ?? NET_TIMEOUT_MS;
-  const { checks, config } = await configChecks(opts.config, env);
+  const { checks, config, file } = await configChecks(opts.config, env);
   // without a config that loads, `start` stops there: what follows would be checked against the wrong settings
   if (!config) return checks;
   checks.push(await databaseCheck(dbLocation(opts.db, config, env), t));
   checks.push(...rootChecks(config, opts.watchesFile ?? WATCHES_FILE));
+  if (file) checks.push(...sectionsLeftOff(file, config, env));
   checks.push(...(await platformChecks(PLATFORMS, config, env, t)));
   return checks;
 }
 
-async function configChecks(explicit: string | undefined, env: NodeJS.ProcessEnv): Promise<{ checks: Check[]; config: Config | null }> {
+async function configChecks(
+  explicit: string | undefined, env: NodeJS.ProcessEnv,
+): Promise<{ checks: Check[]; config: Config | null; file: string | null }> {
   const warnings: string[] = [];
   try {
     const { config, file } = await loadConfig(explicit, env, (line) => warnings.push(line));
@@ -55,14 +60,36 @@ async function configChecks(explicit: string | undefined, env: NodeJS.ProcessEnv
       ? ok('config', `${file} loads`)
       : warn('config', 'no rlwatch.yaml here (nor --config, RLWATCH_CONFIG): running on the defaults', 'rlwatch init writes one')];
     for (const w of warnings) checks.push(warn('config', w.replace(/^warning: /, ''), null));
-    return { checks, config };
+    return { checks, config, file: file ?? null };
   } catch (err) {
     if (!(err instanceof UserError)) throw err;
     return {
       checks: [fail('config', err.message, 'correct the field named (rlwatch.example.yaml and docs/configuration.md describe each), then run rlwatch doctor again')],
       config: null,
+      file: null,
     };
   }
+}
+
+/** A platform whose section the config file has but whose token is not set is off, and nothing else would say so:
+ * `init` writes the section and the platform's variables empty, and one left unfilled (Slack filled in, Discord
+ * forgotten) would pass every other check. */
+function sectionsLeftOff(file: string, config: Config, env: NodeJS.ProcessEnv): Check[] {
+  const raw = parse(readFileSync(file, 'utf8')) as Record<string, unknown> | null;
+  const dotenv = join(process.cwd(), '.env');
+  const where = existsSync(dotenv) ? dotenv : '.env or the environment';
+  return INIT_PLATFORMS.flatMap((id) => {
+    const platform = PLATFORMS.find((p) => p.id === id);
+    if (!platform || raw?.[id] === undefined) return [];
+    try {
+      if (platform.settings(sectionOf(config, platform), env) !== null) return [];
+    } catch {
+      return []; // set but incomplete: its own check names what is missing
+    }
+    const unset = [...ENV_SECTIONS[id].matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]!).filter((name) => !env[name]);
+    return [warn(id, `${file} has a ${id} section, but ${unset.join(', ')} ${unset.length === 1 ? 'is' : 'are'} not set: ${id} is off`,
+      `fill ${unset.length === 1 ? 'it' : 'them'} in, in ${where} (a comment above each says where to get it), or remove the section`)];
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------- database

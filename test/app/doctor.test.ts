@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { doctor, type Check } from '../../src/app/doctor.ts';
+import { init } from '../../src/app/init.ts';
 import { snowflake, startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { HttpReceiver } from '../fakes/httpReceiver.ts';
 import { FakeTelegram } from '../fakes/telegramServer.ts';
@@ -167,6 +168,29 @@ describe('rlwatch doctor: Slack', () => {
       fix: expect.stringContaining('into SLACK_BOT_TOKEN in .env'),
     });
     expect(r.stdout).not.toContain('not-the-one');
+  });
+
+  it("the .env init wrote with Slack filled in and Discord left empty: Slack's checks pass and Discord is said to be off", async () => {
+    const slack = await startFakeSlack({ scopes: ['chat:write', 'files:write', 'commands', 'usergroups:read'] });
+    open.push(slack);
+    const dir = project();
+    const made = await init({ dir, platforms: ['discord', 'slack'], force: true });
+    expect(made.kept).toEqual([]);
+    const filled = Object.entries(slackEnv(slack)).reduce(
+      (text, [name, value]) => (text.includes(`\n${name}=\n`) ? text.replace(`\n${name}=\n`, `\n${name}=${value}\n`) : `${text}${name}=${value}\n`),
+      readFileSync(join(dir, '.env'), 'utf8'),
+    );
+    writeFileSync(join(dir, '.env'), filled);
+    const r = await doctorCli(dir, {}); // the variables come from the folder's .env alone
+    expect(failed(r.checks)).toEqual([]);
+    expect(byName(r.checks, 'slack token')?.status).toBe('ok');
+    expect(byName(r.checks, 'discord')).toEqual({
+      check: 'discord',
+      status: 'warn',
+      detail: `${join(dir, 'rlwatch.yaml')} has a discord section, but DISCORD_TOKEN, DISCORD_CHANNEL_ID, DISCORD_GUILD_ID are not set: discord is off`,
+      fix: `fill them in, in ${join(dir, '.env')} (a comment above each says where to get it), or remove the section`,
+    });
+    expect(byName(r.checks, 'slack')).toBeUndefined();
   });
 
   it('a scope the token lacks is named with its fix; exit 1', async () => {
