@@ -216,7 +216,8 @@ export class Dispatcher {
       for (const row of rows) {
         let n: Notification;
         try {
-          n = parseNotification(row.payload);
+          parseNotification(row.payload); // a row that does not read is set aside here, not in every target's lane
+          n = JSON.parse(row.payload) as Notification; // as written: each target's row carries every field of it
         } catch (err) {
           const reason = `outbox row #${row.id}: ${(err as Error).message}`;
           await tx.setAside(row.id, reason, now);
