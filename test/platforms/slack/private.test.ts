@@ -177,4 +177,14 @@ describe('Slack without the noise: read answers to the caller alone, generations
     expect(r.responses[0]!.body).toMatchObject({ response_type: 'in_channel' });
     expect(buttons(blocksOf(r.responses[0]!.body))).toEqual([]);
   });
+
+  it('a resolved card has no Ack or Mute left, and still shows its generations on a click', async () => {
+    const edits = card().edits;
+    await run.write(4, { frac: 0 });
+    await fake.waitFor(() => card().edits > edits && JSON.stringify(card().blocks).includes('Resolved at step'), 10_000);
+    const left = buttons(blocksOf(card()));
+    expect(left.map((b) => b.label)).toEqual(['Show examples']);
+    const r = await fake.blockAction({ actionId: left[0]!.id, messageTs: card().ts, userId: BO, waitForResponses: 1 });
+    expect((r.responses[0]!.body as { blocks: Block[] }).blocks).toHaveLength(2);
+  });
 });
