@@ -277,6 +277,25 @@ outbox
     }),
   );
 
+program
+  .command('route')
+  .description('where alerts go')
+  .command('test')
+  .description('the destinations an alert of RUN with SEVERITY goes to (platform, channel, who it notifies, quiet hours), ' +
+    'as the process that delivers routes it with this config and environment')
+  .argument('<run>', 'the run name (with its host prefix on PostgreSQL: gpu-a/grpo-7b)')
+  .argument('<severity>', 'info, warning or critical')
+  .option('--rule <rule>', 'the alert\'s rule: checked to watch RUN at SEVERITY')
+  .option('--json', 'print JSON')
+  .action(async (run: string, severity: string, opts: { rule?: string; json?: boolean }, cmd: Command) => {
+    const { config } = await setup(cmd);
+    const [{ platformsFromEnv }, { describeRoute, routeTest }] = await Promise.all([
+      import('./app/start.ts'), import('./app/routeTest.ts'),
+    ]);
+    const r = routeTest(config, platformsFromEnv(config), run, severity, opts.rule);
+    process.stdout.write(`${opts.json ? JSON.stringify(r, null, 2) : describeRoute(r)}\n`);
+  });
+
 const user = (): string => process.env.USER ?? process.env.USERNAME ?? 'cli';
 
 /** Adds a command of the shared tree: positional words are read as chat text is, flags by name. */
@@ -353,12 +372,13 @@ program
     if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number of milliseconds');
     return n;
   }, 100)
-  .action(async (opts: { pace: number }, cmd: Command) => {
+  .option('--no-chat', 'keep the alerts in the terminal, even with a chat platform configured')
+  .action(async (opts: { pace: number; chat: boolean }, cmd: Command) => {
     const { config, dbPath } = await setup(cmd);
     const [{ DEMO_RUN, replayDemo }, { runStatus }, { alertList }] = await Promise.all([
       import('./app/demo.ts'), import('./commands/runStatus.ts'), import('./commands/alerts.ts'),
     ]);
-    const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog });
+    const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog, chat: opts.chat });
     await withStore(cmd, async (store) => {
       const color = process.stdout.isTTY === true;
       process.stdout.write(`\n${renderReplyText(await runStatus({ store }, { run: DEMO_RUN }), color)}\n\n`);

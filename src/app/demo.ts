@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startApp } from './start.ts';
+import { platformsFromEnv, startApp, type App } from './start.ts';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../lib/log.ts';
 import { SAMPLES_DIR } from '../lib/paths.ts';
@@ -10,6 +10,9 @@ import { Store } from '../store/store.ts';
 
 export const SAMPLE_RUN = join(SAMPLES_DIR, 'grpo-demo');
 export const DEMO_RUN = 'grpo-demo';
+
+/** How long the demo waits, once replayed, for its notifications to reach chat. */
+const DELIVERY_WAIT_MS = 30_000;
 
 /** The sample's files, and how many of their lines belong to one training step. */
 const FILES = [
@@ -24,9 +27,14 @@ const linesOf = (path: string): string[] => readFileSync(join(SAMPLE_RUN, path),
 /**
  * `rlwatch demo`: the sample run is written into a temporary directory step by step, as a trainer would
  * (generations first, then the step's metrics), while `start` watches it, so alerts fire and resolve in the
- * terminal as they would on a real run. Returns the directory.
+ * terminal as they would on a real run, and in the configured chat unless `chat` is false. Returns the directory.
  */
-export async function replayDemo(opts: { config: Config; dbPath: string; paceMs: number; log: Log }): Promise<string> {
+export async function replayDemo(opts: {
+  config: Config; dbPath: string; paceMs: number; log: Log; chat: boolean; env?: NodeJS.ProcessEnv;
+}): Promise<string> {
+  const platforms = opts.chat ? platformsFromEnv(opts.config, opts.env) : {};
+  const ids = Object.keys(platforms);
+  if (ids.length > 0) opts.log.info(`the demo's alerts go to ${ids.join(', ')} too, as start's would (--no-chat keeps them here)`);
   const root = mkdtempSync(join(tmpdir(), 'rlwatch-demo-'));
   const runDir = join(root, DEMO_RUN);
   const sources = FILES.map((f) => ({ ...f, lines: linesOf(f.path), target: join(runDir, f.path) }));
@@ -35,7 +43,7 @@ export async function replayDemo(opts: { config: Config; dbPath: string; paceMs:
     writeFileSync(s.target, '');
   }
   forgetPreviousDemo(opts.dbPath);
-  const app = await startApp({ config: opts.config, dbPath: opts.dbPath, roots: [root], log: opts.log });
+  const app = await startApp({ config: opts.config, dbPath: opts.dbPath, roots: [root], log: opts.log, platforms });
   const steps = Math.min(...sources.map((s) => Math.floor(s.lines.length / s.perStep)));
   opts.log.info(`replaying ${steps} steps of ${DEMO_RUN} into ${runDir}, one every ${opts.paceMs} ms`);
   for (let step = 0; step < steps; step++) {
@@ -50,8 +58,29 @@ export async function replayDemo(opts: { config: Config; dbPath: string; paceMs:
   const last = () => app.store.runs.byName(DEMO_RUN)?.last_step ?? 0;
   for (let i = 0; i < 100 && last() < steps; i++) await sleep(50);
   await app.live.idle();
+  if (ids.length > 0) await awaitDelivery(app, opts.log);
   await app.stop();
   return runDir;
+}
+
+/**
+ * Waits for the outbox to empty, within DELIVERY_WAIT_MS or until a platform refuses rlwatch. What is still waiting
+ * then is set aside: a later `start` on this database must not post a demo's alerts as news.
+ */
+async function awaitDelivery(app: App, log: Log): Promise<void> {
+  const waiting = () => app.store.outbox.open().filter((r) => r.dead_at === null);
+  const platform: { refused: Error | null } = { refused: null };
+  void app.failure.then((err) => (platform.refused = err));
+  const until = Date.now() + DELIVERY_WAIT_MS;
+  if (waiting().length > 0) log.info(`waiting up to ${DELIVERY_WAIT_MS / 1000} s for the demo's notifications to reach chat`);
+  while (waiting().length > 0 && platform.refused === null && Date.now() < until) {
+    void app.dispatcher.kick();
+    await sleep(100);
+  }
+  if (platform.refused) log.warn(platform.refused.message);
+  const left = waiting();
+  for (const row of left) app.store.outbox.setAside(row.id, 'the demo ended before it was delivered', Date.now());
+  if (left.length > 0) log.warn(`${left.length} of the demo's notifications did not reach chat: set aside, so that no later start posts them (rlwatch outbox lists them)`);
 }
 
 /** Each demo is a fresh replay: the previous demo run (in an older temporary directory) is removed. */
