@@ -59,7 +59,8 @@ async function print(reply: Reply, json: boolean | undefined): Promise<void> {
 async function runBackfill(
   store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => Promise<void>, parsing: ParseThread,
 ): Promise<void> {
-  const [{ backfillPipeline }, { backfill }, { SingleBar }] = await Promise.all([
+  // cli-progress is CommonJS: in the bundle its dynamic import has only a default export
+  const [{ backfillPipeline }, { backfill }, { default: { SingleBar } }] = await Promise.all([
     import('./app/start.ts'),
     import('./ingest/backfill.ts'),
     import('cli-progress'),
