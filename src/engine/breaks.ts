@@ -10,6 +10,13 @@ import { MAX_PHI } from './stats.ts';
  * (of 400 gaussian differences the largest carries ~3%). */
 const JUMP_SHARE = 0.2;
 
+/** A φ estimate credited only beyond `floor` (what independent records give), at most MAX_PHI. */
+const credited = (raw: number, floor: number): number => (raw > floor ? Math.min(MAX_PHI, raw) : 0);
+
+/** The squared lag-2 difference at j, within values[from + 2, to); 0 outside. */
+const lag2 = (values: readonly number[], j: number, from: number, to: number): number =>
+  j >= from + 2 && j < to ? ((values[j] as number) - (values[j - 2] as number)) ** 2 : 0;
+
 /** How many of the largest jumps a φ estimate takes out before it calls the series a step level. */
 const TRIMMED = 3;
 
@@ -67,8 +74,8 @@ export class Sums {
     if (!(ss1 > 0)) return 0;
     // credited only beyond two of the estimate's standard errors on independent records, 1.4/√n (simulated: 0.19
     // at n = 60, 0.06 at 400), so that independent noise keeps the gate it was tuned with
-    const credited = (raw: number): number => (raw > 2.8 / Math.sqrt(to - from) ? Math.min(MAX_PHI, raw) : 0);
-    const phi = credited(ss2 / ss1 - 1);
+    const floor = 2.8 / Math.sqrt(to - from);
+    const phi = credited(ss2 / ss1 - 1, floor);
     if (phi === 0) return 0;
     // a jump is not noise: a level that steps (a quiet series, a rounded one) reads as φ = 1 from it. The largest
     // (up to TRIMMED of them) are taken out, each with its lag-1 difference and the two lag-2 ones across it, while
@@ -78,12 +85,11 @@ export class Sums {
     const tops = topJumps(values, from, to);
     let rest1 = ss1;
     let rest2 = ss2;
-    const lag2 = (j: number): number => (j >= from + 2 && j < to ? ((values[j] as number) - (values[j - 2] as number)) ** 2 : 0);
     for (const { d, at } of tops) {
       // (what is left after the jumps may be rounding error: no noise, a step level)
-      if (d <= JUMP_SHARE * rest1) return rest1 === ss1 ? phi : rest1 > 1e-9 * ss1 ? credited(rest2 / rest1 - 1) : 0;
+      if (d <= JUMP_SHARE * rest1) return rest1 === ss1 ? phi : rest1 > 1e-9 * ss1 ? credited(rest2 / rest1 - 1, floor) : 0;
       rest1 -= d;
-      rest2 -= lag2(at) + lag2(at + 1);
+      rest2 -= lag2(values, at, from, to) + lag2(values, at + 1, from, to);
     }
     return 0;
   }
@@ -101,16 +107,27 @@ export class Sums {
   batchSe(i: number, w: number, reach: number): number {
     const blocks = Math.min(Math.floor(reach / w), Math.floor((i + 1) / w));
     if (blocks < 5) return 0;
-    const block = (k: number): number => this.mean(i - (k + 1) * w + 1, i - k * w + 1);
+    // plain loops, no closure: this runs at every record of a trend's decline and plateau tests
+    const s0 = this.s0;
+    const end = i + 1;
     const seconds = this.scratch;
     seconds.length = 0;
-    let [a, b] = [block(0), block(1)];
+    let a = ((s0[end] as number) - (s0[end - w] as number)) / w;
+    let b = ((s0[end - w] as number) - (s0[end - 2 * w] as number)) / w;
     for (let k = 2; k < blocks; k++) {
-      const c = block(k);
-      seconds.push(Math.abs(a - 2 * b + c));
-      [a, b] = [b, c];
+      const c = ((s0[end - k * w] as number) - (s0[end - (k + 1) * w] as number)) / w;
+      const d = Math.abs(a - 2 * b + c);
+      // insertion into the sorted list (at most a dozen)
+      let j = seconds.length;
+      seconds.push(d);
+      while (j > 0 && (seconds[j - 1] as number) > d) {
+        seconds[j] = seconds[j - 1] as number;
+        j--;
+      }
+      seconds[j] = d;
+      a = b;
+      b = c;
     }
-    seconds.sort((x, y) => x - y);
     const n = seconds.length;
     const median = n % 2 === 1 ? (seconds[n >> 1] as number) : ((seconds[n / 2 - 1] as number) + (seconds[n / 2] as number)) / 2;
     return median / (0.6745 * Math.sqrt(6));

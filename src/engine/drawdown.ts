@@ -62,15 +62,20 @@ export class PeakWindow {
 
 /** The fall of record i's window from the best before it, in standard errors of their difference: the larger of
  * the AR(1) reading (`sd` the records' noise from successive differences, `inflate` its long-run factor) and the
- * batch means' (the spread of the window means of the last `reach` records themselves: Sums.batchSe). */
+ * batch means' (the spread of the window means of the last `reach` records themselves: Sums.batchSe). A fall
+ * within `matters` standard errors by the first reading is within them by both (the second only widens the se): its
+ * z is the first's, and the batch means are not worked out (most records of a backfill). */
 export function drawdown(
   sums: Sums, peaks: PeakWindow, i: number, w: number, pw: number, sd: number, inflate: number, reach: number,
+  matters = 0,
 ): Drawdown | null {
   const best = peaks.at(i);
   if (best === null) return null;
   const now = sums.mean(i - w + 1, i + 1);
+  const fall = best.mean - now;
   const byRecords = inflate * sd * Math.sqrt(1 / w + 1 / pw);
-  const byWindows = sums.batchSe(i, w, reach) * Math.sqrt(1 + w / pw);
-  const se = Math.max(byRecords, byWindows);
-  return { peak: best.mean, peakEnd: best.end, now, z: se > 0 ? (best.mean - now) / se : 0 };
+  const zRecords = byRecords > 0 ? fall / byRecords : 0;
+  if (zRecords <= matters) return { peak: best.mean, peakEnd: best.end, now, z: zRecords };
+  const se = Math.max(byRecords, sums.batchSe(i, w, reach) * Math.sqrt(1 + w / pw));
+  return { peak: best.mean, peakEnd: best.end, now, z: se > 0 ? fall / se : 0 };
 }

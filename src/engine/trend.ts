@@ -94,7 +94,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       const upWindows = rel > rule.change && delta > rule.minDelta && real;
       const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
-      const dd = peaks && i >= 3 * dw - 1 ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS) : null;
+      const dd = peaks && i >= 3 * dw - 1 ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, rule.declineSigmas / 2) : null;
       const ddScale = onLevel && dd ? dd.peak : scale;
       const ddRel = dd ? ratio(dd.now - dd.peak, ddScale) : 0;
       const declined = dd !== null && fell(dd, ddRel, rule);
@@ -211,10 +211,12 @@ function isFlat(
 ): boolean {
   const localSd = sums.sd(i - 2 * w + 1, i + 1);
   const margin = (rule.sigmas / 2) * localSd * meanSe;
-  // or the window means' own spread, where they show a meander wider than φ says (Sums.batchSe)
-  const se = Math.max(localSd * diffSe, Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS));
-  const flatBy = Math.abs(delta) + FLAT_SIGMAS * se;
-  return flatBy / scale < rule.change && after + margin < (rule.below ?? Infinity);
+  if (!(after + margin < (rule.below ?? Infinity))) return false;
+  const limit = rule.change * scale;
+  if (!(Math.abs(delta) + FLAT_SIGMAS * localSd * diffSe < limit)) return false;
+  // or the window means' own spread, where they show a meander wider than φ says (Sums.batchSe): worked out only
+  // for what is flat by the first reading (the larger se can only make it less so)
+  return Math.abs(delta) + FLAT_SIGMAS * Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS) < limit;
 }
 
 /** A fall from the best level beyond `declineSigmas` standard errors, `change` and `minDelta` (each over `by`: a
