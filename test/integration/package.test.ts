@@ -91,6 +91,19 @@ describe('the npm package', () => {
     expect(runs.map((r) => r.name)).toEqual(['grpo-demo']);
   }, 120_000);
 
+  it('backfill on a terminal draws its progress bar (stderr a TTY, as an interactive user has it)', () => {
+    const runs = join(app, 'runs', 'grpo-a');
+    mkdirSync(runs, { recursive: true });
+    copyFileSync(join(ROOT, 'samples', 'grpo-demo', 'learning.log'), join(runs, 'learning.log'));
+    const r = spawnSync(process.execPath, [
+      '--import', 'data:text/javascript,process.stderr.isTTY=true', // what a terminal gives; the pipe then records it
+      join(app, 'node_modules', '.bin', 'rlwatch'), 'backfill', join(app, 'runs'), '--db', join(app, 'backfill.db'),
+    ], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).not.toContain('internal error');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toContain('backfill [');
+  }, 60_000);
+
   it("doctor reads the Slack app's scopes from the manifest it ships, and names the one the token lacks", async () => {
     const manifest = parse(readFileSync(join(ROOT, 'slack-app-manifest.yaml'), 'utf8')) as { oauth_config: { scopes: { bot: string[] } } };
     const scopes = manifest.oauth_config.scopes.bot;
