@@ -4,6 +4,7 @@
  * read back through the zod schema in src/notify/payload.ts.
  */
 import type { RuleIncidents } from '../store/alerts.ts';
+import type { ChartGuides } from './capture.ts';
 
 export interface Notification {
   run: string;
@@ -71,6 +72,8 @@ export interface ChartData {
   points: Array<{ step: number; value: number }>;
   /** the rule's line, when the rule has one (threshold rules) */
   threshold: number | null;
+  /** why it fired, drawn over the series (src/engine/capture.ts); absent in older rows */
+  guides?: ChartGuides;
 }
 
 /** What a finished run's card says. */

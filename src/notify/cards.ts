@@ -1,3 +1,4 @@
+import type { ChartGuides } from '../engine/capture.ts';
 import type { AlertSnapshot, Notification, NotificationItem } from '../engine/notification.ts';
 import { formatValue } from '../lib/numbers.ts';
 import { finishedFields } from '../render/finished.ts';
@@ -28,9 +29,12 @@ export interface AlertCard {
   examples: Array<{ title: string; code: string }>;
   /** the log lines that show why (untrusted): a code block, cut from the start to fit */
   evidence?: { title: string; lines: string[] } | null;
-  chart: ChartSpec | null;
+  chart: AlertChart | null;
   buttons: Array<{ id: string; label: string; disabled: boolean }>;
 }
+
+/** An alert's chart: a reply's line chart with its evidence (src/engine/capture.ts) drawn over the series. */
+export type AlertChart = ChartSpec & { guides?: ChartGuides };
 
 export const COLORS: Record<AlertCard['status'] | 'info' | 'warning' | 'critical', number> = {
   critical: 0xd7263d,
@@ -138,16 +142,17 @@ function card(run: string, item: NotificationItem): AlertCard {
   };
 }
 
-/** The chart of a card: the captured points, the rule's line, and the step it fired at. */
-function chartSpec(run: string, item: NotificationItem, s: AlertSnapshot): ChartSpec | null {
+/** The chart of a card: the captured points, the step it fired at, and why (the rule's lines and the records that
+ * broke it; a row written before those were captured: the threshold alone). */
+function chartSpec(run: string, item: NotificationItem, s: AlertSnapshot): AlertChart | null {
   const c = item.chart;
   if (!c || c.points.length < 2) return null;
   return {
     title: `${item.metric} · ${run}`,
-    metric: item.metric,
+    metric: c.guides?.metric ?? item.metric,
     points: c.points,
     markStep: s.firedStep ?? item.step,
-    ...(c.threshold === null ? {} : { threshold: c.threshold }),
+    ...(c.guides ? { guides: c.guides } : c.threshold === null ? {} : { threshold: c.threshold }),
   };
 }
 

@@ -3,6 +3,7 @@
  * zod. Fields added over time are optional, so a row written by an older rlwatch still reads (its cards are
  * rendered from what it has). JSON has no NaN: a non-finite value was written as null and reads as NaN.
  */
+import { ChartGuidesSchema } from '../engine/capture.ts';
 import type { Notification } from '../engine/notification.ts';
 import * as z from '../lib/zod.ts';
 
@@ -45,7 +46,9 @@ const item = z.object({
       resolved: z.nullable(z.object({ step: z.number(), at: z.number(), summary: z.string() })),
     }),
   ),
-  chart: z.optional(z.nullable(z.object({ points: z.array(stepValue), threshold: z.nullable(z.number()) }))),
+  chart: z.optional(
+    z.nullable(z.object({ points: z.array(stepValue), threshold: z.nullable(z.number()), guides: z.optional(ChartGuidesSchema) })),
+  ),
 });
 
 const NotificationSchema: z.ZodMiniType<Notification> = z.object({

@@ -95,7 +95,7 @@ const PLACEHOLDER = 'rlwatch:placeholder:';
 const NUMBER_PLACEHOLDER = 7_654_321.125;
 
 /**
- * Splits the spec: each `data: {values}` becomes a named source, and the chart's title text, each axis title and
+ * Splits the spec: each `data: {values}` becomes a named source, and the chart's title and subtitle, each axis title and
  * each explicit scale domain a placeholder (what is left is the same for every chart of the shape, and is its key).
  */
 export function templateOf(spec: TopLevelSpec): Template {
@@ -118,7 +118,7 @@ export function templateOf(spec: TopLevelSpec): Template {
         const name = `rlwatch_data_${data.length}`;
         data.push({ name, values: (v as { values: unknown[] }).values });
         out[k] = { name };
-      } else if (typeof v === 'string' && ((key === 'title' && k === 'text') || (key === 'axis' && k === 'title'))) {
+      } else if (typeof v === 'string' && ((key === 'title' && (k === 'text' || k === 'subtitle')) || (key === 'axis' && k === 'title'))) {
         out[k] = fill(v);
       } else if (key === 'scale' && k === 'domain' && Array.isArray(v) && v.every((x) => typeof x === 'number')) {
         out[k] = v.map((x: number) => fill(x));

@@ -2,33 +2,38 @@ import { describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { alertCards } from '../../src/notify/cards.ts';
-import { chartRows, lineChartSpec, specToSvg } from '../../src/render/chart.ts';
+import { parseNotification } from '../../src/notify/payload.ts';
+import { chartSpecOf, specToSvg } from '../../src/render/chart.ts';
 import { series, Trace } from '../engine/trace.ts';
 
 describe("an alert card's chart", () => {
-  it("draws the rule's threshold from the config and marks the step it fired at", async () => {
+  it("draws the rule's line from the config, the records past it and the step it fired at", async () => {
     // the preset's mode_collapse line (0.8) moved to 0.6 by the config
     const config = ConfigSchema.parse({ alerts: { rules: [{ id: 'mode_collapse', value: 0.6 }] } });
     const t = new Trace({ book: ruleBookFor(config) });
-    t.feed(series('frac_zero_std', [0.1, 0.2, 0.1, 0.3, 0.2, 0.7, 0.7, 0.7]));
+    const values = [0.1, 0.2, 0.1, 0.3, 0.2, 0.7, 0.7, 0.7];
+    t.feed(series('frac_zero_std', values));
     const row = t.outbox().find((r) => r.notification.items.some((i) => i.rule === 'mode_collapse'))!;
-    const card = alertCards(row.notification).find((c) => c.title.includes('mode_collapse'))!;
-    expect(card.chart).toMatchObject({ metric: 'frac_zero_std', threshold: 0.6, markStep: 8 });
-    expect(card.chart!.points.map((p) => p.value)).toEqual([0.1, 0.2, 0.1, 0.3, 0.2, 0.7, 0.7, 0.7]);
-    const c = card.chart!;
-    const svg = await specToSvg(lineChartSpec({ ...c, rows: chartRows(c.points, 1000), width: 800, height: 360 }));
-    expect(svg).toContain('threshold 0.6');
+    // read back as a notifier reads the outbox row: what the chart needs survives the payload's schema
+    const card = alertCards(parseNotification(JSON.stringify(row.notification))).find((c) => c.title.includes('mode_collapse'))!;
+    expect(card.chart).toMatchObject({ metric: 'frac_zero_std', markStep: 8 });
+    expect(card.chart!.points.map((p) => p.value)).toEqual(values);
+    expect(card.chart!.guides!.lines).toEqual([{ value: 0.6, label: 'limit > 0.6', limit: true }]);
+    expect(card.chart!.guides!.breaches).toEqual([6, 7, 8].map((step) => ({ step, value: 0.7 })));
+    const svg = await specToSvg(chartSpecOf(card.chart!));
+    expect(svg).toContain('limit &gt; 0.6');
     expect(svg).toContain('step 8');
   });
 
-  it('a rule without a line (a trend, a plateau) draws none', () => {
-    const t = new Trace();
-    // 120 records at 0.5, past the trend's warm-up of 100, then a fall to 0.2
-    t.feed(series('reward', Array.from({ length: 240 }, (_, i) => (i < 120 ? 0.5 : 0.2) + (i % 3) * 0.001)));
-    const items = t.outbox().flatMap((r) => r.notification.items).filter((i) => i.chart);
-    // the fall is a trend; the flat records after it are a plateau (30-record windows, once the fall has left the
-    // window means' noise reading): neither has a line
-    expect(new Set(items.map((i) => i.rule))).toEqual(new Set(['reward_trend', 'reward_plateau']));
-    for (const i of items) expect(i.chart!.threshold).toBeNull();
+  it('a row written before charts carried their evidence still draws its threshold', async () => {
+    const item = {
+      alertId: 1, kind: 'firing', severity: 'critical', rule: 'mode_collapse', metric: 'frac_zero_std', summary: 's',
+      step: 3, epoch: null, recent: [], examples: null,
+      chart: { points: [{ step: 1, value: 0.2 }, { step: 2, value: 0.9 }, { step: 3, value: 0.9 }], threshold: 0.8 },
+    };
+    const [card] = alertCards(parseNotification(JSON.stringify({ run: 'r', items: [item] })));
+    expect(card!.chart).toMatchObject({ threshold: 0.8 });
+    expect(card!.chart!.guides).toBeUndefined();
+    expect(await specToSvg(chartSpecOf(card!.chart!))).toContain('threshold 0.8');
   });
 });

@@ -3,7 +3,9 @@ import {
   chartRows,
   lineChartSpec,
   PNG_SIGNATURE,
+  RAW_WIDTH,
   renderLineChart,
+  SMOOTH_WIDTH,
   specToSvg,
   svgToPng,
   withEma,
@@ -151,24 +153,32 @@ describe('living beside other libraries', () => {
 
 describe('a chart read on a phone', () => {
   const noisy = Array.from({ length: 100 }, (_, i) => ({ step: i + 1, value: i % 2 === 0 ? 0.505 : 0.495 }));
-  type Layer = { mark: { type: string; opacity?: number }; data?: { values: Array<Record<string, unknown>> }; encoding: { y?: { field?: string; scale?: { domain?: number[] } } } };
+  type Layer = { mark: { type: string; opacity?: number; strokeWidth?: number }; data?: { values: Array<Record<string, unknown>> }; encoding: { y?: { field?: string; scale?: { domain?: number[] } } } };
   const layers = (rows: Array<{ step: number; value: number | null }>): Layer[] =>
     (lineChartSpec({ title: 't', metric: 'reward', rows, markStep: 50, width: 800, height: 360 }) as unknown as { layer: Layer[] }).layer;
 
   it('noise of ±0.005 on 0.5 is drawn in a range of at least 0.05, not stretched to the full height', () => {
     const raw = layers(noisy).find((l) => l.encoding.y?.field === 'value')!;
     const [lo, hi] = raw.encoding.y!.scale!.domain!;
-    expect(hi! - lo!).toBeCloseTo(0.1 * 0.505, 9); // a tenth of the largest value
-    expect((lo! + hi!) / 2).toBeCloseTo(0.5, 9);
+    // a tenth of the largest value around the values, and over it the room of the firing step's label (26 px of the
+    // 260-px plot)
+    const span = 0.1 * 0.505;
+    expect(lo).toBeCloseTo(0.5 - span / 2, 9);
+    expect(hi).toBeCloseTo(0.5 + span / 2 + (26 / 260) * span, 9);
     // a real move keeps its own range
     const moving = layers(noisy.map((p) => ({ ...p, value: p.step / 100 }))).find((l) => l.encoding.y?.field === 'value')!;
-    expect(moving.encoding.y!.scale!.domain).toBeUndefined();
+    expect(moving.encoding.y!.scale!.domain![0]).toBe(0.01);
+    expect(moving.encoding.y!.scale!.domain![1]).toBeCloseTo(1 + (26 / 260) * 0.99, 9);
   });
 
-  it('an EMA line is drawn over the faint raw points', () => {
+  it('a thin EMA line is drawn over the bold raw line', () => {
     const ls = layers(noisy);
     const ema = ls.find((l) => l.encoding.y?.field === 'ema')!;
-    expect(ls.find((l) => l.encoding.y?.field === 'value')!.mark.opacity).toBe(0.35);
+    const raw = ls.find((l) => l.encoding.y?.field === 'value')!;
+    expect(raw.mark.opacity).toBeUndefined();
+    expect(raw.mark.strokeWidth).toBe(RAW_WIDTH);
+    expect(ema.mark.strokeWidth).toBe(SMOOTH_WIDTH);
+    expect(SMOOTH_WIDTH).toBeLessThan(RAW_WIDTH);
     // alpha = 2 / (5 + 1) for 100 points; by hand: 0.505, then 0.505 + (0.495 - 0.505) / 3
     const values = ema.data!.values.map((r) => r.ema as number);
     expect(values[0]).toBeCloseTo(0.505, 12);
@@ -183,7 +193,8 @@ describe('the alert rule drawn on the chart', () => {
     const spec = lineChartSpec({ title: 't', metric: 'frac_zero_std', rows: chartRows(points, 1000), threshold: 0.8, markStep: 500, width: 800, height: 360 });
     const layers = (spec as { layer: Array<{ mark: { type: string; strokeDash?: number[] }; data?: { values: unknown[] }; encoding: Record<string, { field?: string }> }> }).layer;
     const rule = layers.find((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'threshold')!;
-    expect(rule.data?.values).toEqual([{ threshold: 0.8, label: 'threshold 0.8' }]);
+    // the line is the range's top: its label goes under it
+    expect(rule.data?.values).toEqual([{ threshold: 0.8, label: 'threshold 0.8', up: false }]);
     expect(rule.mark.strokeDash).toBeDefined();
     // the firing step keeps its own (vertical) rule
     expect(layers.find((l) => l.mark.type === 'rule' && l.encoding.x?.field === 'step')?.data?.values).toEqual([{ step: 500 }]);

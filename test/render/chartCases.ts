@@ -1,5 +1,6 @@
 /** Charts of many shapes and texts, drawn by the render tests two ways and compared. */
 import type { TopLevelSpec } from 'vega-lite';
+import type { ChartGuides } from '../../src/engine/capture.ts';
 import { chartRows, lineChartSpec, MAX_CHART_POINTS } from '../../src/render/chart.ts';
 
 type Points = Array<{ step: number; value: number }>;
@@ -17,7 +18,23 @@ export interface Case {
   xTitle?: string;
   width?: number;
   height?: number;
+  guides?: ChartGuides;
 }
+
+/** An alert's evidence: a limit and a level, a band, two windows with their means, the records that broke it. */
+const evidence = (points: Points, at: number, second?: Points): ChartGuides => ({
+  lines: [{ value: 1.6, label: 'limit > 1.6', limit: true }, { value: 1, label: 'baseline 1', limit: false }],
+  bands: [{ lo: 0.8, hi: 1.6, label: 'median ± 6 robust σ' }],
+  windows: [
+    { from: points[at - 40]!.step, to: points[at - 21]!.step, mean: 1.1, label: 'before 1.1' },
+    { from: points[at - 20]!.step, to: points[at]!.step, mean: 1.4, label: 'after 1.4' },
+  ],
+  breaches: [points[at]!],
+  ...(second && {
+    second: { metric: 'grad_norm', points: second, lines: [{ value: 0, label: 'limit = 0', limit: true }], breaches: [], bands: [], windows: [] },
+  }),
+});
+const spiked = (n: number, at: number, from = 1): Points => wave(n, 1, from).map((p, i) => (i === at ? { ...p, value: 2.2 } : p));
 
 /** Charts of many shapes, and several of the same shape with other rows and texts (the ones a kept view redraws). */
 export const cases: Case[] = [
@@ -61,6 +78,13 @@ export const cases: Case[] = [
     metric: '<b>m</b> & @here', points: wave(100), markStep: 40, threshold: 1 },
   { name: 'text beyond ASCII', title: 'Grüße · 训练 · ✅ · \u202eevil', metric: 'récompense',
     points: wave(50) },
+  { name: "an alert's evidence: lines, a band, windows, marked records, the windows' means in a subtitle",
+    title: 'pg_clipfrac · run', metric: 'pg_clipfrac', points: spiked(150, 120), markStep: 121,
+    guides: evidence(spiked(150, 120), 120) },
+  { name: 'the same shape with other rows and texts', title: 'kl · other', metric: 'kl', points: spiked(150, 100, 30),
+    markStep: 130, guides: { ...evidence(spiked(150, 100, 30), 100), windows: evidence(spiked(150, 100, 30), 100).windows.map((w) => ({ ...w, label: `w ${w.mean}` })) } },
+  { name: 'two panels: a second metric with its own line', title: 'loss · run', metric: 'loss', points: spiked(80, 70),
+    markStep: 71, guides: evidence(spiked(80, 70), 70, wave(80, 0.5)) },
   { name: 'another size', title: 'small', metric: 'kl', points: wave(50), width: 400, height: 240, markStep: 30 },
 ];
 
@@ -69,4 +93,5 @@ export const specOf = (c: Case): TopLevelSpec => lineChartSpec({
   height: c.height ?? 360, rows2: c.second ? chartRows(c.second, MAX_CHART_POINTS) : undefined, xTitle: c.xTitle,
   ...(c.markStep === undefined ? {} : { markStep: c.markStep }),
   ...(c.threshold === undefined ? {} : { threshold: c.threshold }),
+  ...(c.guides === undefined ? {} : { guides: c.guides }),
 });
