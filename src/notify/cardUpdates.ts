@@ -6,7 +6,9 @@
  * captured now, so the row is self-contained; delivery edits those messages in place and never posts
  * (src/notify/delivery.ts), and targets that cannot edit what they sent mark the row done (dispatcher.ts).
  * A target whose card of the alert still waits in the outbox gets its update too: rows of a target go out in
- * order, so the update follows the post and edits the card it made (an ack before delivery is not lost).
+ * order, so the update follows the post and edits the card it made (an ack before delivery is not lost). A card still
+ * in a platform-neutral row (`ROUTED`, not routed yet) gets a neutral update: the dispatcher routes the two in order,
+ * by the alert's severity, so the edit goes wherever the card goes.
  */
 import { isMuted, snapshotOf } from '../engine/capture.ts';
 import type { Notification, NotificationItem } from '../engine/notification.ts';

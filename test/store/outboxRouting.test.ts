@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
+import { queueCardUpdates } from '../../src/notify/cardUpdates.ts';
 import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import type { StoreContract } from '../../src/store/contract.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
@@ -114,6 +115,31 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     expect(Object.fromEntries(got)).toEqual({ console: [7], 'chat:ops': [7], 'chat:pager': [7] });
     const open = await store.openOutbox();
     expect(open.map((r) => [r.target, r.dead_at !== null])).toEqual([[ROUTED, true]]);
+  });
+
+  it('an ack of an alert whose card still waits unrouted edits it where the card was routed, after its post', async () => {
+    const where = await kind.fresh();
+    const store = await kind.open(where);
+    opened.push(store);
+    const run = await store.ensureRun('host/grpo', '/r/grpo');
+    const change = { step: 3, at: 1, severity: 'critical', summary: 'collapse', details: {} };
+    const a = await store.createAlert(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
+    await store.enqueue(run.id, ROUTED, { run: run.name, items: [{ ...item(a.id, 'critical'), rule: a.rule }] }, 1);
+    await store.ackAlert(a.id, { id: 'u1', name: 'ana' }, null, 2);
+    expect(await store.transaction((tx) => queueCardUpdates(tx, [a.id], 2))).toBe(1);
+    const got: Array<[string, string, number]> = []; // target, item kind, alert
+    const record = (name: string): Target => ({
+      name, edits: true,
+      deliver: async (n: Notification) => void got.push(...n.items.map((i) => [name, i.kind, i.alertId] as [string, string, number])),
+    });
+    const d = new Dispatcher(store, ['console', 'chat:ops', 'chat:pager'].map(record), { route });
+    dispatchers.push(d);
+    await d.kick();
+    // each destination a critical goes to: its post, then the edit that shows the ack
+    for (const t of route(run.name, 'critical')) {
+      expect(got.filter(([name]) => name === t)).toEqual([[t, 'firing', a.id], [t, 'update', a.id]]);
+    }
+    expect(got).toHaveLength(2 * route(run.name, 'critical').length);
   });
 
   it("reclaimLeases frees the rows a dead deliverer leased, at once, and leaves delivered rows alone", async () => {
