@@ -24,7 +24,10 @@ export interface ChartsResult {
   pngMs: number;
 }
 
-/** The i-th card's chart: a spike over its rule's line (grad_explosion), a fall (a trend: no line), a collapse. */
+const none = { lines: [], bands: [], windows: [], breaches: [] };
+
+/** The i-th card's chart with its evidence (capture.ts): a spike over its rule's line and baseline (grad_explosion), a
+ * fall (a trend: its two windows), a collapse (its line and the records over it). */
 function cardChart(i: number): LineChartOptions {
   const run = `w${i % 3}/run${String(i % 100).padStart(3, '0')}`;
   const end = 40 + i * 7;
@@ -36,15 +39,23 @@ function cardChart(i: number): LineChartOptions {
   switch (i % 3) {
     case 0:
       points[149] = { step: fired, value: 14 + (i % 5) };
-      return { title: `grad_norm · ${run}`, metric: 'grad_norm', points, markStep: fired, threshold: 10 };
-    case 1:
       return {
-        title: `reward · ${run}`, metric: 'reward', points: points.map((p, k) => ({ ...p, value: p.value - k / 150 })),
-        markStep: fired,
+        title: `grad_norm · ${run}`, metric: 'grad_norm', points, markStep: fired,
+        guides: { ...none, lines: [{ value: 10, label: 'limit > 10', limit: true }, { value: 1, label: 'baseline 1', limit: false }], breaches: [points[149]] },
       };
-    default:
-      return { title: `frac_zero_std · ${run}`, metric: 'frac_zero_std',
-        points: points.map((p, k) => ({ ...p, value: Math.min(1, k / 160) })), markStep: fired, threshold: 0.8 };
+    case 1: {
+      const falling = points.map((p, k) => ({ ...p, value: p.value - k / 150 }));
+      const window = (to: number, label: string) => ({ from: falling[to - 14]!.step, to: falling[to]!.step, mean: falling[to]!.value, label });
+      return {
+        title: `reward · ${run}`, metric: 'reward', points: falling, markStep: fired,
+        guides: { ...none, windows: [window(134, 'before'), window(149, 'after')], breaches: [falling[149]!] },
+      };
+    }
+    default: {
+      const rising = points.map((p, k) => ({ ...p, value: Math.min(1, k / 160) }));
+      return { title: `frac_zero_std · ${run}`, metric: 'frac_zero_std', points: rising, markStep: fired,
+        guides: { ...none, lines: [{ value: 0.8, label: 'limit > 0.8', limit: true }], breaches: rising.filter((p) => p.value > 0.8) } };
+    }
   }
 }
 
@@ -65,7 +76,7 @@ export async function runCharts(count = 200): Promise<ChartsResult> {
     const t1 = performance.now();
     const svg = await specToSvg(lineChartSpec({
       title: o.title, metric: o.metric, rows: chartRows(o.points, MAX_CHART_POINTS), markStep: o.markStep,
-      threshold: o.threshold, width: 800, height: 360,
+      guides: o.guides, width: 800, height: 360,
     }));
     const t2 = performance.now();
     await svgToPng(svg, 800);
