@@ -271,10 +271,13 @@ export function lineChartSpec(o: {
   };
   const mark = o.markStep;
   const span: [number, number] = [lo, hi];
-  // the compared windows' means, said under the title: labels inside the plot would sit on the records they average
-  const said = [main, ...(second ? [second] : [])].filter((p) => p.windows.length > 0);
+  // what the shaded areas are (the compared windows' means, a band's meaning), said under the title: labels inside
+  // the plot would sit on the records they average
+  const shaded = (p: Panel): string =>
+    [...(p.windows.length > 0 ? [p.windows.map((w) => w.label).join(' → ')] : []), ...p.bands.map((b) => `shaded: ${b.label}`)].join('; ');
+  const said = [main, ...(second ? [second] : [])].filter((p) => shaded(p) !== '');
   const subtitle = said
-    .map((p) => `${said.length > 1 ? `${p === main ? o.metric : g!.second!.metric}: ` : ''}${p.windows.map((w) => w.label).join(' → ')}`)
+    .map((p) => `${said.length > 1 ? `${p === main ? o.metric : g!.second!.metric}: ` : ''}${shaded(p)}`)
     .join('; ');
   const titled = subtitle ? { ...base, title: { ...base.title, subtitle, subtitleFontSize: 16, subtitleColor: WINDOW_MEAN_COLOUR } } : base;
   if (!second) return { ...titled, layer: panelLayers(main, { xAxis, yAxis, mark, span, smooth: !g, labelMark: o.height - SINGLE_CHROME }) } as TopLevelSpec;
@@ -384,7 +387,7 @@ function panelLayers(
   for (const b of p.bands) {
     // the range the rule calls normal: the series leaves it where the alert fired
     layers.push({
-      data: { values: [{ lo: b.lo, hi: b.hi, label: b.label }] },
+      data: { values: [{ lo: b.lo, hi: b.hi }] },
       mark: { type: 'rect', color: LIMIT_COLOUR, opacity: 0.1 },
       encoding: { y: { field: 'lo', type: 'quantitative' }, y2: { field: 'hi' } },
     });

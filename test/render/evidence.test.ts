@@ -175,6 +175,18 @@ describe("an alert card's chart shows why it fired", () => {
     expect(levels).toEqual([base]);
   });
 
+  it('relative with a recovery line: the band between recover × baseline and the limit it must come back through', async () => {
+    const rows = [...Array.from({ length: 30 }, (_, i) => ({ length: 100 + 10 * jitter(i) })), ...Array.from({ length: 3 }, () => ({ length: 260 }))];
+    const book = rulesOf({ id: 'length_blowup', kind: 'relative', metric: 'length', baseline: 'early', baselineWindow: 20, op: '>', factor: 2, recover: 1.5 });
+    const t = new Trace({ book }).feed(rows);
+    const { chart, fired } = chartOfAlert(t, 'length_blowup');
+    const base = median(rows.slice(0, 20).map((r) => r.length!));
+    const ps = await checkEvidence('relative_recover', chart, fired, 260, [[2 * base]]);
+    const band = ps[0]!.find((l) => l.mark.type === 'rect' && l.encoding.y2)!.data!.values[0]!;
+    expect(band.lo).toBeCloseTo(1.5 * base, 12);
+    expect(band.hi).toBeCloseTo(2 * base, 12);
+  });
+
   it('anomaly (pg_clipfrac_spike): the band of median ± z robust σ the spike left', async () => {
     const rows = [...Array.from({ length: 60 }, (_, i) => ({ pg_clipfrac: 0.1 + 0.02 * jitter(i) })), { pg_clipfrac: 0.4 }];
     const t = new Trace({ book: presetOnly('pg_clipfrac_spike') }).feed(rows);
@@ -218,6 +230,23 @@ describe("an alert card's chart shows why it fired", () => {
       expect(ws.map((w) => w.to - w.from + 1)).toEqual([rule.window, rule.window]);
       expect(ws[1]!.to).toBe(fired);
     });
+  });
+
+  it('decline (reward_trend): its best level and the current window, each drawn at the mean of the records it spans', async () => {
+    // a level of 0.6 with some noise, then a slow slide of 30% over 250 records: adjacent windows barely differ
+    const rows = Array.from({ length: 450 }, (_, i) => ({ reward: (i < 200 ? 0.6 : 0.6 * (1 - (0.3 * (i - 200)) / 250)) + 0.01 * jitter(i) }));
+    const t = new Trace({ book: presetOnly('reward_trend') }).feed(rows);
+    const details = JSON.parse(t.alert('reward_trend').details) as { best?: { step: number } };
+    expect(details.best).toBeDefined(); // fired as a decline from its best level
+    const { chart, fired } = chartOfAlert(t, 'reward_trend');
+    const rule = preset<'trend'>('reward_trend');
+    const ps = await checkEvidence('reward_decline', chart, fired, at(rows, 'reward', fired), [[]]);
+    const ws = ps[0]!.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{ from: number; to: number; mean: number }>;
+    expect(ws.map((w) => w.to - w.from + 1)).toEqual([2 * rule.declineWindow, rule.declineWindow]);
+    expect(ws[0]!.to).toBe(details.best!.step);
+    expect(ws[1]!.to).toBe(fired);
+    for (const w of ws) expect(w.mean).toBeCloseTo(mean(rows.slice(w.from - 1, w.to).map((r) => r.reward)), 12);
+    expect(ws[0]!.mean).toBeGreaterThan(ws[1]!.mean);
   });
 
   it('milestone: the target the mean missed at the epoch, the window it was the mean of', async () => {
