@@ -58,7 +58,13 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     const flatRule = rule.direction === 'flat';
     // one closure for the loop, judging a break against the record's scale
     let scale = 0;
-    const accept = (b: Break): boolean => moved(b, rule, scale);
+    let at = 0;
+    // a break counts beyond the noise of the line read as AR(1), and beyond the spread of the m-record means
+    // themselves (Sums.batchSe: a meander wider than φ says; the line's own se is about that of its 100 records'
+    // mean), looked at only for a break the first reading lets through
+    const accept = (b: Break): boolean =>
+      moved(b, rule, scale) &&
+      Math.abs(b.observed - b.expected) > rule.breakSigmas * sums.batchSe(at, b.m, PHI_RECORDS) * Math.sqrt(1 + b.m / rule.breakFit);
     // the run's records before the history read here (a cursor saved before they were counted: past any warm-up)
     const seen = cursor ? Number(cursor.state.seen ?? Number.MAX_SAFE_INTEGER / 2) : 0;
     const earlier = seen - history.length;
@@ -77,13 +83,16 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const inflate = longRunFactor(phi);
       const diffSe = phi > 0 ? windowDiffSe(phi, w) : root2w;
       const noise = rule.sigmas * sd * diffSe;
-      const real = Math.abs(delta) > noise;
+      // ...and beyond the spread of the window means themselves where they meander wider than φ says (Sums.batchSe;
+      // worked out only for a change the first reading lets through)
+      const real = Math.abs(delta) > noise && Math.abs(delta) > rule.sigmas * Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS);
       // a positive level well above its noise: change in % of the level; else (near or below 0, as
       // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
       const onLevel = before > 0 && before >= 3 * sd;
       const range = onLevel ? 0 : spread(values, Math.max(0, i - span + 1), i + 1);
       scale = onLevel ? before : range;
       const rel = ratio(delta, scale);
+      at = i;
       const brk = breaks ? lineBreak(sums, i, rule.breakFit, lineFrom, accept, inflate) : null;
       const brkDelta = brk ? brk.observed - brk.before : 0;
       const brkRel = ratio(brkDelta, scale);
