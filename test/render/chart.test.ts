@@ -187,6 +187,21 @@ describe('a chart read on a phone', () => {
   });
 });
 
+describe('the y axis', () => {
+  it("keeps its rotated title clear of the tick labels (frac_zero_std's underscores reach towards them)", async () => {
+    const points = Array.from({ length: 43 }, (_, i) => ({ step: i + 1, value: i < 40 ? 0.2 + 0.05 * Math.sin(i) : 0.9 }));
+    const svg = await specToSvg(lineChartSpec({ title: 't', metric: 'frac_zero_std', rows: chartRows(points, 1000), width: 800, height: 360 }));
+    // the tick labels are right-aligned at x; the title is rotated a quarter turn, its baseline at x + dy
+    const labels = [...svg.matchAll(/text-anchor="end" transform="translate\(([-\d.]+),[-\d.]+\)"[^>]*font-size="18px"[^>]*>(0\.\d)</g)]
+      .map((m) => Number(m[1]) - dejaVuTextWidth({ fontSize: 18 }, m[2]));
+    expect(labels.length).toBeGreaterThanOrEqual(3);
+    const title = /translate\(([-\d.]+),[-\d.]+\) rotate\(-90\) translate\(0,([-\d.]+)\)[^>]*>frac_zero_std</.exec(svg)!;
+    const baseline = Number(title[1]) + Number(title[2]);
+    // DejaVu Sans Bold's underscore reaches 0.3 em under the baseline: 5.4 px at 18 px; 4 px more of air
+    expect(baseline + 0.3 * 18 + 4).toBeLessThanOrEqual(Math.min(...labels));
+  });
+});
+
 describe('the alert rule drawn on the chart', () => {
   it('a threshold is a dashed horizontal rule at its value, labelled, and the y range reaches it', async () => {
     const points = curve(100).map((p) => ({ ...p, value: p.value * 0.5 })); // 0.1 .. 0.36, all under the line
