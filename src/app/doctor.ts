@@ -236,9 +236,10 @@ function rootChecks(config: Config, watchesFile: string): Check[] {
     return checks; // not Linux: no such budget
   }
   const raise = 'raise it: sudo sysctl fs.inotify.max_user_watches=524288 (and the same line in /etc/sysctl.d/ to keep it), or set watch.poll: true';
-  if (dirs > max) checks.push(fail('inotify', `${dirs} directories to watch, over fs.inotify.max_user_watches (${max})`, raise));
-  else if (dirs > max / 2) checks.push(warn('inotify', `${dirs} directories to watch, more than half of fs.inotify.max_user_watches (${max}), which every program of this user shares`, raise));
-  else checks.push(ok('inotify', `${dirs} directories to watch, within fs.inotify.max_user_watches (${max})`));
+  const watched = `${dirs} director${dirs === 1 ? 'y' : 'ies'} to watch`;
+  if (dirs > max) checks.push(fail('inotify', `${watched}, over fs.inotify.max_user_watches (${max})`, raise));
+  else if (dirs > max / 2) checks.push(warn('inotify', `${watched}, more than half of fs.inotify.max_user_watches (${max}), which every program of this user shares`, raise));
+  else checks.push(ok('inotify', `${watched}, within fs.inotify.max_user_watches (${max})`));
   return checks;
 }
 

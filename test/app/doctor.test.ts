@@ -329,4 +329,14 @@ describe('rlwatch doctor: config, database, roots', () => {
     const polling = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
     expect(byName(polling, 'inotify')?.status).toBe('ok');
   });
+
+  it('a root just created, with no run yet: one directory to watch, said in the singular', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'runs'));
+    writeFileSync(join(dir, 'rlwatch.yaml'), 'watch:\n  roots: [./runs]\n');
+    const limit = join(dir, 'max_user_watches');
+    writeFileSync(limit, '8192\n');
+    const checks = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
+    expect(byName(checks, 'inotify')).toMatchObject({ status: 'ok', detail: '1 directory to watch, within fs.inotify.max_user_watches (8192)' });
+  });
 });
