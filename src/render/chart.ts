@@ -283,7 +283,7 @@ export function lineChartSpec(o: {
   if (!second) return { ...titled, layer: panelLayers(main, { xAxis, yAxis, mark, span, smooth: !g, labelMark: o.height - SINGLE_CHROME }) } as TopLevelSpec;
   // two metrics: two panels over one x axis, each with its own y axis and lines ('fit' sizes single views only)
   const width = Math.max(100, o.width - Y_AXIS_ROOM);
-  const height = Math.max(60, Math.round((o.height - TWO_PANEL_CHROME) / 2));
+  const height = Math.max(60, Math.round((o.height - TWO_PANEL_CHROME - (subtitle ? SUBTITLE_ROOM : 0)) / 2));
   // each panel's metric over it, in full: beside a panel this short a rotated name is cut to a few letters
   const panelY = { ...yAxis, title: null };
   const named = (text: string) => ({ text, anchor: 'start', fontSize: 16, fontWeight: 'bold', color: TEXT_COLOUR, offset: 4, limit: width });
@@ -314,7 +314,8 @@ const MARK_LABEL_ROOM = 26;
 const SINGLE_CHROME = 100;
 /** the share of the y range a line's label needs on its side of the line */
 const LABEL_ROOM = 0.1;
-const TWO_PANEL_CHROME = 150;
+const TWO_PANEL_CHROME = 185;
+const SUBTITLE_ROOM = 22;
 
 /** One metric's plot: its series and what the alert's rule drew over it. */
 interface Panel {
