@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
+import { ROUTED } from '../../src/store/outbox.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 import { BIN, exited } from '../integration/cli.ts';
 
@@ -50,13 +51,14 @@ class Started {
     return this;
   }
 
-  /** Rows of the outbox for chat (the terminal has its own), read through a separate connection as any reader would. */
+  /** Rows of the outbox for chat (the terminal has its own; the engine's platform-neutral rows, routed into these, are
+   * left out), read through a separate connection as any reader would. */
   outbox(): Array<{ target: string; done_at: number | null; dead_at: number | null; attempts: number }> {
     if (!existsSync(this.db)) return [];
     const conn = new Database(this.db, { readonly: true });
     try {
       conn.pragma('busy_timeout = 2000');
-      return conn.prepare("SELECT target, done_at, dead_at, attempts FROM outbox WHERE target <> 'console' ORDER BY id").all() as ReturnType<Started['outbox']>;
+      return conn.prepare("SELECT target, done_at, dead_at, attempts FROM outbox WHERE target NOT IN ('console', ?) ORDER BY id").all(ROUTED) as ReturnType<Started['outbox']>;
     } finally {
       conn.close();
     }
@@ -69,7 +71,7 @@ class Started {
     const conn = new Database(this.db, { readonly: true });
     try {
       conn.pragma('busy_timeout = 2000');
-      const rows = conn.prepare("SELECT payload FROM outbox WHERE target <> 'console' ORDER BY id").pluck().all() as string[];
+      const rows = conn.prepare("SELECT payload FROM outbox WHERE target NOT IN ('console', ?) ORDER BY id").pluck().all(ROUTED) as string[];
       return rows.map((p) => (JSON.parse(p) as { items: Array<{ kind: string; rule: string }> }).items.map((i) => `${i.kind} ${i.rule}`));
     } finally {
       conn.close();
