@@ -1,9 +1,12 @@
 import { PermissionFlagsBits } from 'discord.js';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { ConfigSchema } from '../../src/config/schema.ts';
 import { COMMANDS } from '../../src/interact/registry.ts';
+import { PLATFORMS } from '../../src/platforms/index.ts';
+import { sectionOf, type Platform } from '../../src/platforms/platform.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
@@ -48,5 +51,53 @@ describe('the Discord setup page', () => {
     expect(BigInt(links[0]![2]!)).toBe(bits);
     // the sentence under the link says the same number
     expect(page).toContain(`\`${bits}\``);
+  });
+});
+
+/**
+ * The variables a platform's settings read, as its code reads them: `settings()` is given an environment where every
+ * name has a value (a URL where the name ends in _URL, else a number, which every setting accepts), so each branch
+ * that reads one more variable when another is set is taken, and every name it asks for is recorded.
+ */
+function variablesRead(platform: Platform): string[] {
+  const read = new Set<string>();
+  const env = new Proxy({} as NodeJS.ProcessEnv, {
+    get(_, name) {
+      if (typeof name !== 'string') return undefined;
+      read.add(name);
+      return name.endsWith('_URL') ? 'https://chat.example.test/hook' : '1';
+    },
+  });
+  expect(platform.settings(sectionOf(ConfigSchema.parse({}), platform), env), platform.id).not.toBeNull();
+  return [...read].sort();
+}
+
+describe('a setup page per chat platform', () => {
+  it('reads the variables of .env.example, each platform its own', () => {
+    // the recorder itself: every name it sees is one .env.example documents, and no two platforms share one
+    const example = new Set([...read('.env.example').matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]!));
+    const all = PLATFORMS.flatMap(variablesRead);
+    expect(all.length).toBeGreaterThanOrEqual(PLATFORMS.length * 2);
+    expect(all.filter((name) => !example.has(name))).toEqual([]);
+    expect(new Set(all).size).toBe(all.length);
+    expect(variablesRead(PLATFORMS.find((p) => p.id === 'email')!)).toEqual(
+      ['EMAIL_FROM', 'EMAIL_TO', 'SMTP_HOST', 'SMTP_PASS', 'SMTP_PORT', 'SMTP_SECURE', 'SMTP_USER'],
+    );
+  });
+
+  it.each(PLATFORMS.map((p) => [p.id, p] as const))('docs/platforms/%s.md exists and names every variable its settings read', (id, platform) => {
+    const path = join(ROOT, 'docs', 'platforms', `${id}.md`);
+    expect(existsSync(path), `docs/platforms/${id}.md`).toBe(true);
+    const page = readFileSync(path, 'utf8');
+    expect(variablesRead(platform).filter((name) => !new RegExp(`\\b${name}\\b`).test(page))).toEqual([]);
+  });
+
+  it('each page is linked from docs/platforms.md and from docs/first-hour.md', () => {
+    const index = read('docs/platforms.md');
+    const firstHour = read('docs/first-hour.md');
+    for (const { id } of PLATFORMS) {
+      expect(index, id).toContain(`(platforms/${id}.md)`);
+      expect(firstHour, id).toContain(`(platforms/${id}.md)`);
+    }
   });
 });
