@@ -88,7 +88,7 @@ const HELD_LOOK_EVERY_MS = 30_000;
 
 /** What of `n` each target gets, by `route`: its items routed by their severity, in order (an update goes where the card
  * it edits went); a report where warnings go. A target that gets nothing is left out. */
-export function fanOut(
+function fanOut(
   n: Notification, route: (run: string, severity: string) => readonly string[],
 ): Map<string, Notification> {
   const out = new Map<string, Notification>();
@@ -253,14 +253,13 @@ export class Dispatcher {
    */
   async stop(graceMs = 1000): Promise<void> {
     this.stopped = true;
-    await this.routing;
     for (const lane of this.lanes) {
       if (lane.timer) clearTimeout(lane.timer);
       lane.timer = null;
     }
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<boolean>((done) => (timer = setTimeout(() => done(false), graceMs)));
-    const drained = Promise.all(this.lanes.map((l) => l.running)).then(() => true);
+    const drained = Promise.all([this.routing, ...this.lanes.map((l) => l.running)]).then(() => true);
     if (!(await Promise.race([drained, grace]))) this.abandoned = true;
     clearTimeout(timer);
     // rows claimed and not delivered go to whoever delivers next, now rather than when their lease ends

@@ -47,8 +47,8 @@ export interface Platform<Section = any, Settings = any> {
   section: z.ZodMiniType<Section>;
   /** its settings from its section and the environment (tokens, URLs); null when it is not configured */
   settings(section: Section, env: NodeJS.ProcessEnv): Settings | null;
-  /** the target names an alert of `run` with `severity` goes to, from the settings alone: a watcher that only
-   * queues notifications (on PostgreSQL, `--role watcher`) routes them as the bot that delivers them would */
+  /** the target names an alert of `run` with `severity` goes to, from the settings alone: the process that delivers
+   * routes the engine's platform-neutral rows with it (`alertRoute`), and `rlwatch route test` answers from it */
   route(settings: Settings, config: Config): (run: string, severity: string) => string[];
   /** heavy client libraries are imported here, lazily: a run without the platform never loads them */
   create(settings: Settings, ctx: PlatformContext): Promise<PlatformInstance>;
