@@ -172,9 +172,9 @@ export class Engine {
   }
 
   /**
-   * Writes an outbox row (one per target; by default one platform-neutral row) for what the run's alerts need said now: new firings, resolutions
-   * of announced alerts, repeats after the interval (not when acked). Muted alerts are recorded, not
-   * announced; once the mute ends they are, if still firing.
+   * Writes an outbox row (by default one platform-neutral row, else one per target) for what the run's alerts need
+   * said now: new firings, resolutions of announced alerts, repeats after the interval (not when acked). Muted alerts
+   * are recorded, not announced; once the mute ends they are, if still firing.
    */
   announce(runId: number, firedSince?: number): number {
     const run = this.store.runs.byId(runId);
