@@ -72,8 +72,8 @@ async function configChecks(
 }
 
 /** A platform whose section the config file has but whose token is not set is off, and nothing else would say so:
- * `init` writes the section and the platform's variables empty, and one left unfilled (Slack filled in, Discord
- * forgotten) would pass every other check. */
+ * `init` writes the section and the platform's variables empty, and one left unfilled (one platform filled in,
+ * another forgotten) would pass every other check. */
 function sectionsLeftOff(file: string, config: Config, env: NodeJS.ProcessEnv): Check[] {
   const raw = parse(readFileSync(file, 'utf8')) as Record<string, unknown> | null;
   const dotenv = join(process.cwd(), '.env');

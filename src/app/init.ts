@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
-import { ENV_SECTIONS, INIT_HELP, INIT_PLATFORMS, YAML_SECTIONS, type InitPlatform } from '../platforms/index.ts';
+import { ENV_SECTIONS, INIT_HELP, INIT_PLATFORMS, SETUP_FILES, YAML_SECTIONS, type InitPlatform } from '../platforms/index.ts';
 
 export { INIT_HELP, INIT_PLATFORMS, type InitPlatform };
 
@@ -119,9 +119,9 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     lines.push(`wrote ${f.path}${f.secret ? ' (mode 600)' : ''}: ${f.what}`);
   }
   for (const path of kept) lines.push(`kept ${path}: it exists (rlwatch init --force replaces it)`);
-  // the files' comments name docs/, rlwatch.example.yaml and slack-app-manifest.yaml: installed from npm, they are
-  // in the package's folder, which nothing else tells
-  lines.push(`guides (docs/first-hour.md, docs/platforms/), rlwatch.example.yaml and slack-app-manifest.yaml: in ${PACKAGE_ROOT}`);
+  // the files' comments name docs/, rlwatch.example.yaml and the platforms' setup files: installed from npm, they
+  // are in the package's folder, which nothing else tells
+  lines.push(`guides (docs/first-hour.md, docs/platforms/), rlwatch.example.yaml and ${SETUP_FILES.join(', ')}: in ${PACKAGE_ROOT}`);
   const here = relative(process.cwd(), dir);
   const env = join(dir, '.env');
   const fill = platforms.length > 0 && !kept.includes(env) ? `fill in ${relative(process.cwd(), env)}, then ` : '';

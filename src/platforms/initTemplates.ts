@@ -92,3 +92,6 @@ WEBHOOK_URL=
 WEBHOOK_SECRET=
 `,
 };
+
+/** Files a platform's setup needs that the package ships (the Slack app's manifest), named by `rlwatch init`. */
+export const SETUP_FILES: readonly string[] = ['slack-app-manifest.yaml'];
