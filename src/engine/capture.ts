@@ -2,6 +2,7 @@
  * What a card needs beyond the alert's numbers, captured from the store when the alert changes (the engine
  * writing its outbox row; a button acking or muting it), so that delivery renders what it is given.
  */
+import { lttb } from '../lib/lttb.ts';
 import { formatValue } from '../lib/numbers.ts';
 import * as z from '../lib/zod.ts';
 import type { AlertRow } from '../store/alerts.ts';
@@ -50,7 +51,11 @@ export function chartOf(store: LiveStore, a: AlertRow, step: number, rules: read
   if (points.length < 2) return null;
   const threshold = thresholdOf(rules, a.rule, a.metric);
   const guides = rule ? guidesOf(rule, a, details, points, around) : null;
-  return { points, threshold, ...(guides && { guides }) };
+  // a decline's chart reaching back to its best level (up to 560 records) is drawn from as many points as any other,
+  // its shape kept (largest-triangle-three-buckets; the windows carry their own steps and means): a storm of ten
+  // thousand alerts carries no more than it did
+  const drawn = points.length > CHART_POINTS ? thinned(points, CHART_POINTS) : points;
+  return { points: drawn, threshold, ...(guides && { guides }) };
 }
 
 /** The value a threshold rule compares `metric` with (its condition on that metric); null for other rules. */
@@ -227,6 +232,12 @@ function heldFrom(a: AlertRow, points: readonly Point[], holds: (v: number) => b
 }
 
 /** The `n` records ending at index `end`, as a window with its mean. */
+/** At most `n` of `points`, their shape kept (LTTB); a point that is not finite (a NaN) is kept where it was. */
+function thinned(points: readonly Point[], n: number): Point[] {
+  const kept = new Set(lttb(points.map((p) => ({ x: p.step, y: p.value, p })), n).map((q) => q.p));
+  return points.filter((p) => kept.has(p) || !Number.isFinite(p.value));
+}
+
 function windowOf(points: readonly Point[], end: number, n: number, mean: number, label: string): ChartGuides['windows'][number] {
   const first = points[Math.max(0, end - n + 1)]!;
   return { from: first.step, to: points[end]!.step, mean, label: `${label} ${formatValue(mean)}` };

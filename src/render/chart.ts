@@ -3,7 +3,7 @@ import type { TopLevelSpec } from 'vega-lite';
 import type { ChartGuides } from '../engine/capture.ts';
 import { specToSvg } from './chartShapes.ts';
 import { chartFonts, type FontSource } from './fonts.ts';
-import { lttbIndices } from './lttb.ts';
+import { lttbIndices } from '../lib/lttb.ts';
 
 /** The eight bytes every PNG file starts with. */
 export const PNG_SIGNATURE: Buffer = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

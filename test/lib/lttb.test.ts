@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lttb, lttbIndices } from '../../src/render/lttb.ts';
+import { lttb, lttbIndices } from '../../src/lib/lttb.ts';
 
 interface P {
   x: number;
