@@ -10,7 +10,7 @@ import { attemptNote, rewindRestarts } from './attempts.ts';
 import { runContext } from './context.ts';
 import { globMatch } from '../lib/duration.ts';
 import { evaluatorOf } from './kinds.ts';
-import type { ExampleSnippet, FinishedSummary, Notification, NotificationItem } from './notification.ts';
+import { CARDS_PER_MESSAGE, type ExampleSnippet, type FinishedSummary, type Notification, type NotificationItem } from './notification.ts';
 import { knowledgeOfAlert } from './presets/knowledge.ts';
 import type { Rule, RuleBook } from './rules.ts';
 
@@ -188,6 +188,14 @@ export class Engine {
     let silences: SilenceRow[] | undefined;
     const mutedNow = (a: AlertRow): boolean => isMuted((silences ??= this.store.silences.active(now)), run.name, a);
     const items: NotificationItem[] = [];
+    // a storm (hundreds of alerts of a run at once) is posted as CARDS_PER_MESSAGE cards of a severity and one chart
+    // (notify/delivery.ts): the charts of the others are not captured (10,000 of them were ~80 MB of outbox)
+    const charted = new Map<string, number>();
+    const chartFor = (severity: string): boolean => {
+      const n = charted.get(severity) ?? 0;
+      charted.set(severity, n + 1);
+      return severity === 'critical' || n < CARDS_PER_MESSAGE;
+    };
     const rules = this.book.forRun(run.name);
     const alerts = this.store.alerts.announceable(runId, firedSince);
     const inhibited = inhibitor(rules, alerts);
@@ -200,14 +208,14 @@ export class Engine {
       const quiet = muted || inhibited(a);
       let kind: NotificationItem['kind'] | null = null;
       if (a.state === 'resolved' && a.notified_state === null) {
-        if (!quiet) items.push(this.item(a, 'firing', muted, rules));
+        if (!quiet) items.push(this.item(a, 'firing', muted, rules, chartFor(a.severity)));
         kind = quiet ? null : 'resolved';
       } else if (a.state === 'resolved') kind = 'resolved';
       else if (quiet) kind = null;
       else if (a.notified_state !== 'firing') kind = 'firing';
       else if (repeatDue) kind = 'repeat';
       if (!kind) continue;
-      items.push(this.item(a, kind, muted, rules));
+      items.push(this.item(a, kind, muted, rules, chartFor(a.severity)));
       this.store.alerts.markNotified(a.id, kind === 'resolved' ? 'resolved' : 'firing', now);
     }
     if (items.length === 0) return 0;
@@ -218,7 +226,9 @@ export class Engine {
     return targets.length;
   }
 
-  private item(a: AlertRow, kind: NotificationItem['kind'], muted: boolean, rules: readonly Rule[]): NotificationItem {
+  private item(
+    a: AlertRow, kind: NotificationItem['kind'], muted: boolean, rules: readonly Rule[], charted = true,
+  ): NotificationItem {
     const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
     const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
     const epoch = this.store.points.upTo(a.run_id, 'epoch', step, 1)[0]?.value ?? null;
@@ -252,7 +262,7 @@ export class Engine {
           : { step: kept[0]!.step, best: kept.slice(0, half).map(snip), worst: kept.slice(half).reverse().map(snip) },
       // the card's state and chart, captured now: delivery never reads the store back
       state: snapshotOf(a, muted),
-      chart: chartOf(this.store, a, step, rules),
+      chart: charted ? chartOf(this.store, a, step, rules) : null,
     };
   }
 }

@@ -6,6 +6,10 @@
 import type { RuleIncidents } from '../store/alerts.ts';
 import type { ChartGuides } from './capture.ts';
 
+/** Alerts per chat message: one row of buttons per alert, and the strictest chat allows five rows. A notification of
+ * more (a storm) shows that many cards of a severity and one chart: the engine captures no chart for the others. */
+export const CARDS_PER_MESSAGE = 5;
+
 export interface Notification {
   run: string;
   items: NotificationItem[];

@@ -1,6 +1,6 @@
 import { setImmediate } from 'node:timers';
 import { isMuted, snapshotOf } from '../engine/capture.ts';
-import type { Notification, NotificationItem, ScheduledReport } from '../engine/notification.ts';
+import { CARDS_PER_MESSAGE, type Notification, type NotificationItem, type ScheduledReport } from '../engine/notification.ts';
 import { reportCard } from '../report/card.ts';
 import type { ChatMessageRow, StoreContract } from '../store/contract.ts';
 import { CRITICAL_URGENCY, urgencyOf } from '../store/outbox.ts';
@@ -23,8 +23,7 @@ export type MessageRecords = Pick<
 export const giveWay = (): Promise<void> => new Promise<void>((turn) => setImmediate(turn));
 const GIVE_WAY_EVERY = 25;
 
-/** Alerts per chat message: one row of buttons per alert, and the strictest chat allows five rows. */
-export const CARDS_PER_MESSAGE = 5;
+export { CARDS_PER_MESSAGE };
 
 /** The id of a storm's summary card: no alert has it, so no button, chart name or reply is made for it. */
 export const SUMMARY_CARD_ID = -1;
