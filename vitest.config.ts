@@ -8,7 +8,9 @@ function pgTestFiles(dir = 'test'): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const path = join(dir, e.name);
     if (e.isDirectory()) return pgTestFiles(path);
-    return e.name.endsWith('.test.ts') && /from '(?:\.\.?\/)+(?:pg\/)?pgTest\.ts'/.test(readFileSync(path, 'utf8')) ? [path] : [];
+    return e.name.endsWith('.test.ts') && /from '(?:\.\.?\/)+(?:pg\/)?pgTest\.ts'/.test(readFileSync(path, 'utf8'))
+      ? [path]
+      : [];
   });
 }
 

@@ -26,7 +26,12 @@ export interface ChildResult {
   mainCpuSeconds: number | null;
 }
 
-export function runBackfillCli(opts: { repo: string; root: string; db: string; extraNodeArgs?: string[] }): ChildResult {
+export function runBackfillCli(opts: {
+  repo: string;
+  root: string;
+  db: string;
+  extraNodeArgs?: string[];
+}): ChildResult {
   const { repo, root, db } = opts;
   for (const suffix of ['', '-wal', '-shm']) rmSync(db + suffix, { force: true });
   const rssFile = `${db}.rss`;

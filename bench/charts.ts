@@ -7,7 +7,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import {
-  chartRows, lineChartSpec, MAX_CHART_POINTS, renderLineChart, specToSvg, svgToPng, type LineChartOptions,
+  chartRows,
+  lineChartSpec,
+  MAX_CHART_POINTS,
+  renderLineChart,
+  specToSvg,
+  svgToPng,
+  type LineChartOptions,
 } from '../src/render/chart.ts';
 import { chartThreadReady, renderOffThread } from '../src/render/chartThread.ts';
 
@@ -40,28 +46,56 @@ function cardChart(i: number): LineChartOptions {
     case 0:
       points[149] = { step: fired, value: 14 + (i % 5) };
       return {
-        title: `grad_norm · ${run}`, metric: 'grad_norm', points, markStep: fired,
-        guides: { ...none, lines: [{ value: 10, label: 'limit > 10', limit: true }, { value: 1, label: 'baseline 1', limit: false }], breaches: [points[149]] },
+        title: `grad_norm · ${run}`,
+        metric: 'grad_norm',
+        points,
+        markStep: fired,
+        guides: {
+          ...none,
+          lines: [
+            { value: 10, label: 'limit > 10', limit: true },
+            { value: 1, label: 'baseline 1', limit: false },
+          ],
+          breaches: [points[149]],
+        },
       };
     case 1: {
       const falling = points.map((p, k) => ({ ...p, value: p.value - k / 150 }));
-      const window = (to: number, label: string) => ({ from: falling[to - 14]!.step, to: falling[to]!.step, mean: falling[to]!.value, label });
+      const window = (to: number, label: string) => ({
+        from: falling[to - 14]!.step,
+        to: falling[to]!.step,
+        mean: falling[to]!.value,
+        label,
+      });
       return {
-        title: `reward · ${run}`, metric: 'reward', points: falling, markStep: fired,
+        title: `reward · ${run}`,
+        metric: 'reward',
+        points: falling,
+        markStep: fired,
         guides: { ...none, windows: [window(134, 'before'), window(149, 'after')], breaches: [falling[149]!] },
       };
     }
     default: {
       const rising = points.map((p, k) => ({ ...p, value: Math.min(1, k / 160) }));
-      return { title: `frac_zero_std · ${run}`, metric: 'frac_zero_std', points: rising, markStep: fired,
-        guides: { ...none, lines: [{ value: 0.8, label: 'limit > 0.8', limit: true }], breaches: rising.filter((p) => p.value > 0.8) } };
+      return {
+        title: `frac_zero_std · ${run}`,
+        metric: 'frac_zero_std',
+        points: rising,
+        markStep: fired,
+        guides: {
+          ...none,
+          lines: [{ value: 0.8, label: 'limit > 0.8', limit: true }],
+          breaches: rising.filter((p) => p.value > 0.8),
+        },
+      };
     }
   }
 }
 
 export async function runCharts(count = 200): Promise<ChartsResult> {
   await chartThreadReady();
-  for (let i = 0; i < 10; i++) { // shapes made, code warm, on both threads
+  for (let i = 0; i < 10; i++) {
+    // shapes made, code warm, on both threads
     await renderLineChart(cardChart(count + i));
     await renderOffThread(cardChart(count + i));
   }
@@ -74,10 +108,17 @@ export async function runCharts(count = 200): Promise<ChartsResult> {
   for (let i = 0; i < few; i++) {
     const o = cardChart(i);
     const t1 = performance.now();
-    const svg = await specToSvg(lineChartSpec({
-      title: o.title, metric: o.metric, rows: chartRows(o.points, MAX_CHART_POINTS), markStep: o.markStep,
-      guides: o.guides, width: 800, height: 360,
-    }));
+    const svg = await specToSvg(
+      lineChartSpec({
+        title: o.title,
+        metric: o.metric,
+        rows: chartRows(o.points, MAX_CHART_POINTS),
+        markStep: o.markStep,
+        guides: o.guides,
+        width: 800,
+        height: 360,
+      }),
+    );
     const t2 = performance.now();
     await svgToPng(svg, 800);
     pngMs += performance.now() - t2;
@@ -94,7 +135,8 @@ export async function runCharts(count = 200): Promise<ChartsResult> {
 
 /** Draws `count` cards' charts one at a time with `draw`: charts/s, CPU per chart (all threads), event loop busy. */
 async function timed(
-  count: number, draw: (o: LineChartOptions) => Promise<Buffer>,
+  count: number,
+  draw: (o: LineChartOptions) => Promise<Buffer>,
 ): Promise<{ chartsPerSec: number; cpuMsPerChart: number; busyShare: number }> {
   const loop0 = performance.eventLoopUtilization();
   const cpu0 = process.cpuUsage();
@@ -110,11 +152,13 @@ async function timed(
 }
 
 export function formatChartsReport(r: ChartsResult): string {
-  return `alert cards' charts, one at a time: ${r.charts} in ${(r.charts / r.chartsPerSec).toFixed(1)} s, ` +
+  return (
+    `alert cards' charts, one at a time: ${r.charts} in ${(r.charts / r.chartsPerSec).toFixed(1)} s, ` +
     `${r.chartsPerSec.toFixed(1)} charts/s, ${r.cpuMsPerChart.toFixed(1)} ms CPU each ` +
     `(SVG ${r.svgMs.toFixed(1)} ms + PNG ${r.pngMs.toFixed(1)} ms wall), event loop busy ` +
     `${(100 * r.busyShare).toFixed(0)}%\n  on the chart thread (the bot's cards): ` +
     `${r.offThread.chartsPerSec.toFixed(1)} charts/s, ${r.offThread.cpuMsPerChart.toFixed(1)} ms CPU each, ` +
     `event loop busy ` +
-    `${(100 * r.offThread.busyShare).toFixed(0)}%\n`;
+    `${(100 * r.offThread.busyShare).toFixed(0)}%\n`
+  );
 }

@@ -88,7 +88,13 @@ export function writeRewardSeries(dbPath: string, points: number): { runName: st
       for (let step = first; step <= last; step++) {
         const t = step / points;
         const reward = Math.min(1, Math.max(0, 0.1 + 0.6 * (1 - Math.exp(-4 * t)) + 0.05 * (rand() * 2 - 1)));
-        metrics.push({ step, values: new Map([['reward', reward], ['epoch', 3 * t]]) });
+        metrics.push({
+          step,
+          values: new Map([
+            ['reward', reward],
+            ['epoch', 3 * t],
+          ]),
+        });
       }
       offset += (last - first + 1) * 160; // about one learning.log line per step
       store.commit(
@@ -98,7 +104,16 @@ export function writeRewardSeries(dbPath: string, points: number): { runName: st
           metrics,
           examples: [],
           skips: new Map(),
-          progress: { dev: 0, ino: 0, offset, size: offset, mtimeMs: Date.now(), seq: last, lines: metrics.length, records: metrics.length },
+          progress: {
+            dev: 0,
+            ino: 0,
+            offset,
+            size: offset,
+            mtimeMs: Date.now(),
+            seq: last,
+            lines: metrics.length,
+            records: metrics.length,
+          },
         },
         0,
       );
@@ -117,7 +132,11 @@ export async function historyBench(dir: string, points = 1_000_000, repeat = HIS
   const store = Store.open(dbPath);
   const db = new SqliteAsyncStore(store);
   try {
-    const dbBytes = (store.db.prepare('SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()').pluck().get() as number) ?? 0;
+    const dbBytes =
+      (store.db
+        .prepare('SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()')
+        .pluck()
+        .get() as number) ?? 0;
     let png: Buffer = Buffer.alloc(0);
     let replyPoints = 0;
     let title = '';
@@ -191,7 +210,6 @@ export interface AlertResult {
   pass: boolean;
 }
 
-
 const embedTitles = (r: RecordedRequest): string[] => {
   const body = Array.isArray(r.body) ? null : r.body;
   const embeds = Array.isArray(body?.embeds) ? (body.embeds as Array<{ title?: unknown }>) : [];
@@ -218,7 +236,9 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
     roots: [root],
     log,
     terminal: null,
-    platforms: { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } },
+    platforms: {
+      discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 },
+    },
   });
   const startMs = performance.now() - t0;
 
@@ -238,7 +258,8 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
     }
   };
   const isGradCard = (r: RecordedRequest): boolean => embedTitles(r).some((t) => t.includes('grad_explosion'));
-  const isResolution = (r: RecordedRequest): boolean => embedTitles(r).some((t) => t.includes('grad_explosion resolved'));
+  const isResolution = (r: RecordedRequest): boolean =>
+    embedTitles(r).some((t) => t.includes('grad_explosion resolved'));
   try {
     for (let k = 1; k <= spikes; k++) {
       const before = fake.requests.length;
@@ -246,9 +267,12 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
       const sentAt = Date.now();
       appendFileSync(logPath, `${learningLine(spikeStep, { grad: SPIKE_GRAD })}\n`);
       const post = await waitRequest(before, (r) => r.method === 'POST' && postPath.test(r.path) && isGradCard(r));
-      const chart = post && await waitRequest(
-        fake.requests.indexOf(post) + 1, (r) => r.method === 'PATCH' && r.files.length > 0 && isGradCard(r),
-      );
+      const chart =
+        post &&
+        (await waitRequest(
+          fake.requests.indexOf(post) + 1,
+          (r) => r.method === 'PATCH' && r.files.length > 0 && isGradCard(r),
+        ));
       if (post) {
         latencies.push(post.at - sentAt);
         chartLatencies.push(chart ? chart.at - sentAt : Infinity);
@@ -276,7 +300,9 @@ export async function alertBench(dir: string, spikes = 100): Promise<AlertResult
 
   const posts = fake.requests.filter((r) => r.method === 'POST' && postPath.test(r.path));
   const gradPosts = posts.filter(isGradCard);
-  const otherPosts = posts.filter((r) => !isGradCard(r)).map((r) => embedTitles(r).join(' | ') || `(status ${r.status}, no embed)`);
+  const otherPosts = posts
+    .filter((r) => !isGradCard(r))
+    .map((r) => embedTitles(r).join(' | ') || `(status ${r.status}, no embed)`);
   const sorted = [...latencies].sort((a, b) => a - b);
   const finite = sorted.filter(Number.isFinite);
   const charts = [...chartLatencies].sort((a, b) => a - b);
@@ -315,7 +341,9 @@ export interface ChatReport {
   seconds: number;
 }
 
-export async function runChatBench(opts: { outDir?: string; historyPoints?: number; spikes?: number } = {}): Promise<ChatReport> {
+export async function runChatBench(
+  opts: { outDir?: string; historyPoints?: number; spikes?: number } = {},
+): Promise<ChatReport> {
   const out = opts.outDir ?? OUT;
   const t0 = performance.now();
   const history = await historyBench(join(out, 'chat-history'), opts.historyPoints ?? 1_000_000);
@@ -360,7 +388,11 @@ export function formatChatReport(r: ChatReport): string {
   ];
   const head = ['chat', 'figure', 'target', ''];
   const width = head.map((x, i) => Math.max(x.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(width[i]!))
+      .join('  ')
+      .trimEnd();
   const out = [
     `chat — reward history (handler + chart) and alert delivery through the real discord.js client to a local fake, ${r.seconds.toFixed(1)} s`,
     line(head),
@@ -368,7 +400,8 @@ export function formatChatReport(r: ChatReport): string {
     ...rows.map(line),
   ];
   const notes: string[] = [];
-  if (a.otherPosts.length > 0) notes.push(`${a.otherPosts.length} other alert posts: ${[...new Set(a.otherPosts)].slice(0, 5).join('; ')}`);
+  if (a.otherPosts.length > 0)
+    notes.push(`${a.otherPosts.length} other alert posts: ${[...new Set(a.otherPosts)].slice(0, 5).join('; ')}`);
   if (a.extraPosts > 0) notes.push(`${a.extraPosts} grad_explosion posts beyond one per spike`);
   if (a.warnings.length > 0) notes.push(`${a.warnings.length} warnings, first: ${a.warnings[0]}`);
   if (h.replyPoints !== h.points) notes.push(`reward history answered ${h.replyPoints} points, not ${h.points}`);

@@ -89,12 +89,19 @@ const SCENARIOS: readonly LiveScenario[] = [
     ],
     rule: 'run_crashed',
   },
-  { name: 'killed', kind: 'trl', event: ['/var/spool/slurmd/job42/slurm_script: line 17: 90210 Killed   python train.py'], rule: 'run_crashed' },
+  {
+    name: 'killed',
+    kind: 'trl',
+    event: ['/var/spool/slurmd/job42/slurm_script: line 17: 90210 Killed   python train.py'],
+    rule: 'run_crashed',
+  },
   { name: 'nan-loss', kind: 'trl', event: [trlDict(61, 'nan', 'nan')], rule: 'non_finite' },
   {
     name: 'finish',
     kind: 'trl',
-    event: ["{'train_runtime': 612.3, 'train_samples_per_second': 1.307, 'train_steps_per_second': 0.082, 'train_loss': 0.0061, 'epoch': 1.0}"],
+    event: [
+      "{'train_runtime': 612.3, 'train_samples_per_second': 1.307, 'train_steps_per_second': 0.082, 'train_loss': 0.0061, 'epoch': 1.0}",
+    ],
     rule: 'run_finished',
   },
 ];
@@ -160,14 +167,26 @@ async function live(dir: string): Promise<LiveFailureResult[]> {
       appendFileSync(path, `${s.event.join('\n')}\n`);
       await Promise.race([done, sleep(5000)]);
       check = null;
-      results.push({ name: s.name, rule: s.rule, ms: firedAt === null ? null : (firedAt as number) - t0, falsePages: [] });
+      results.push({
+        name: s.name,
+        rule: s.rule,
+        ms: firedAt === null ? null : (firedAt as number) - t0,
+        falsePages: [],
+      });
     }
     await sleep(300);
     // false pages: any critical alert of a healthy run, or of another rule than the scenario's
     for (const s of SCENARIOS) {
       const id = app.store.runs.byName(s.name)?.id;
-      const wrong = id === undefined ? [] : app.store.alerts.list({ runId: id, all: true }).filter((a) => a.severity === 'critical' && a.rule !== s.rule);
-      const row = results.find((r) => r.name === s.name) ?? (results.push({ name: s.name, rule: null, ms: null, falsePages: [] }), results[results.length - 1]!);
+      const wrong =
+        id === undefined
+          ? []
+          : app.store.alerts
+              .list({ runId: id, all: true })
+              .filter((a) => a.severity === 'critical' && a.rule !== s.rule);
+      const row =
+        results.find((r) => r.name === s.name) ??
+        (results.push({ name: s.name, rule: null, ms: null, falsePages: [] }), results[results.length - 1]!);
       row.falsePages = wrong.map((a) => `${a.rule}@${a.fired_step}`);
     }
   } finally {
@@ -192,7 +211,10 @@ async function grace(dir: string): Promise<FailureReport['grace']> {
 async function graceOnClock(dir: string, tickClock: () => void): Promise<FailureReport['grace']> {
   const store = Store.open(join(dir, 'grace.db'));
   const now = (): number => Date.now();
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 3_600_000, targets: ['console'] });
+  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
+    repeatIntervalMs: 4 * 3_600_000,
+    targets: ['console'],
+  });
   const ingestor = new Ingestor(store, { maxLineBytes: 1 << 23, examplesPerStep: 2 }, (e) => {
     if (e.kind === 'batch') engine.evaluate(e.result.runId);
   });
@@ -217,10 +239,13 @@ async function graceOnClock(dir: string, tickClock: () => void): Promise<Failure
     if (tick % 3 === 0) await write('survives', verlLines(10 + tick / 3, 1));
     engine.tick();
     const dies = store.runs.byName('dies')!.id;
-    if (crashMs === null && store.alerts.list({ runId: dies }).some((a) => a.rule === 'run_crashed')) crashMs = now() - t0;
+    if (crashMs === null && store.alerts.list({ runId: dies }).some((a) => a.rule === 'run_crashed'))
+      crashMs = now() - t0;
   }
   const survives = store.runs.byName('survives')!.id;
-  const survivedPages = store.alerts.list({ runId: survives, all: true }).filter((a) => a.severity === 'critical').length;
+  const survivedPages = store.alerts
+    .list({ runId: survives, all: true })
+    .filter((a) => a.severity === 'critical').length;
   store.close();
   return { crashMs, survivedPages };
 }
@@ -231,9 +256,13 @@ const CRASHED_RUNS = ['logic-rl-verl-crash'];
 /** Every run of ../shared/real-logs backfilled as `rlwatch backfill` does: run_crashed on each run that died, and no
  * other critical alert from the failure rules. */
 async function realLogs(dir: string): Promise<FailureReport['realLogs']> {
-  if (!existsSync(REAL_LOGS)) return { runs: 0, crashesMissed: [], criticalFromFailureRules: ['../shared/real-logs not found'] };
+  if (!existsSync(REAL_LOGS))
+    return { runs: 0, crashesMissed: [], criticalFromFailureRules: ['../shared/real-logs not found'] };
   const store = Store.open(join(dir, 'real.db'));
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 3_600_000, targets: ['console'] });
+  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
+    repeatIntervalMs: 4 * 3_600_000,
+    targets: ['console'],
+  });
   const ingestor = new Ingestor(store, { maxLineBytes: 1 << 23, examplesPerStep: 2 }, (e) => {
     if (e.kind === 'batch') engine.evaluate(e.result.runId, false);
   });
@@ -261,13 +290,21 @@ export async function runFailureBench(opts: { outDir: string }): Promise<Failure
   const real = await realLogs(dir);
   rmSync(dir, { recursive: true, force: true });
   const pass =
-    liveResults.every((r) => (r.rule === null || (r.ms !== null && r.ms < TARGET_FATAL_MS)) && r.falsePages.length === 0) &&
+    liveResults.every(
+      (r) => (r.rule === null || (r.ms !== null && r.ms < TARGET_FATAL_MS)) && r.falsePages.length === 0,
+    ) &&
     graceResult.crashMs !== null &&
     graceResult.crashMs <= TARGET_GRACE_MS &&
     graceResult.survivedPages === 0 &&
     real.crashesMissed.length === 0 &&
     real.criticalFromFailureRules.length === 0;
-  const report: FailureReport = { date: new Date().toISOString(), live: liveResults, grace: graceResult, realLogs: real, pass };
+  const report: FailureReport = {
+    date: new Date().toISOString(),
+    live: liveResults,
+    grace: graceResult,
+    realLogs: real,
+    pass,
+  };
   writeFileSync(join(opts.outDir, 'failures.json'), `${JSON.stringify(report, null, 2)}\n`);
   return report;
 }
@@ -276,7 +313,9 @@ export function formatFailureReport(r: FailureReport): string {
   const out = [`failure events — line appended → alert, live through rlwatch start (target < ${TARGET_FATAL_MS} ms)`];
   for (const x of r.live) {
     const t = x.rule === null ? 'healthy' : x.ms === null ? 'never' : `${x.ms.toFixed(0)} ms`;
-    out.push(`  ${x.name.padEnd(14)} ${(x.rule ?? '—').padEnd(14)} ${t.padEnd(9)} false pages: ${x.falsePages.length === 0 ? 0 : x.falsePages.join(', ')}`);
+    out.push(
+      `  ${x.name.padEnd(14)} ${(x.rule ?? '—').padEnd(14)} ${t.padEnd(9)} false pages: ${x.falsePages.length === 0 ? 0 : x.falsePages.join(', ')}`,
+    );
   }
   const g = r.grace;
   out.push(

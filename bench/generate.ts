@@ -110,7 +110,12 @@ function completionText(chars: number, rand: () => number): string {
  * Writes `reward_logs/completions.jsonl` lines of ~1.5 KB until the file reaches `targetBytes`,
  * with `perStep` generations per step. Returns the bytes and lines written.
  */
-export function writeCompletions(path: string, targetBytes: number, perStep = 16, seed = 2): { bytes: number; lines: number } {
+export function writeCompletions(
+  path: string,
+  targetBytes: number,
+  perStep = 16,
+  seed = 2,
+): { bytes: number; lines: number } {
   const rand = rng(seed);
   const sink = new TextSink(path);
   let lines = 0;

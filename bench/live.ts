@@ -60,7 +60,14 @@ export async function liveLatency(dir: string, appends = 1000, gapMs = 20, initi
 
   const config = ConfigSchema.parse({});
   const t0 = performance.now();
-  const app = await startApp({ config, dbPath: join(dir, 'live.db'), roots: [root], log: silentLog, terminal: null, onBatch });
+  const app = await startApp({
+    config,
+    dbPath: join(dir, 'live.db'),
+    roots: [root],
+    log: silentLog,
+    terminal: null,
+    onBatch,
+  });
   const startMs = performance.now() - t0;
   try {
     const rand = rng(4);

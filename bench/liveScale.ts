@@ -71,7 +71,9 @@ class Watcher {
     const env = bareEnv();
     const prof = profileTo ? ['--cpu-prof', '--cpu-prof-dir', profileTo] : [];
     this.child = spawn(process.execPath, [...prof, RLWATCH, '--db', db, 'start', root], {
-      cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'],
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-2000)));
   }
@@ -189,7 +191,12 @@ export async function runLiveScale(opts: {
   }
   const lat = [...latencies, ...new Array<number>(appended - latencies.length).fill(Infinity)].sort((a, b) => a - b);
   const cpuPerLineUs = (cpuSeconds * 1e6) / appended;
-  const bare = jsonOfChild<BareLiveResult>('bareLive.ts', [join(dir, 'bare'), String(runs), String(perSec), String(seconds)]);
+  const bare = jsonOfChild<BareLiveResult>('bareLive.ts', [
+    join(dir, 'bare'),
+    String(runs),
+    String(perSec),
+    String(seconds),
+  ]);
 
   // 2. `idleRuns` runs that do not grow
   const idleDir = join(dir, 'idle');

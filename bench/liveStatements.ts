@@ -26,11 +26,19 @@ export interface LiveStatementsResult {
 export async function runLiveStatements(dir: string, runs = 100, ticks = 20): Promise<LiveStatementsResult> {
   rmSync(dir, { recursive: true, force: true });
   const store = Store.open(join(dir, 'rlwatch.db'));
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 3_600_000, targets: ['console'] });
-  let live = false;
-  const ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, () => {}, (r) => {
-    engine.evaluate(r.runId, live);
+  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
+    repeatIntervalMs: 4 * 3_600_000,
+    targets: ['console'],
   });
+  let live = false;
+  const ingestor = new Ingestor(
+    store,
+    { maxLineBytes: 1 << 20, examplesPerStep: 2 },
+    () => {},
+    (r) => {
+      engine.evaluate(r.runId, live);
+    },
+  );
   const root = join(dir, 'runs');
   const paths = makeRuns(root, runs);
   for (const path of paths) await ingestor.ingest(path, root);

@@ -34,7 +34,8 @@ export interface NoiseResult {
 
 /** The series: each a draw per step from one fixed distribution. */
 export function noiseSeries(): Array<{ name: string; draw: (r: () => number) => number }> {
-  const gauss = (r: () => number): number => Math.sqrt(-2 * Math.log(Math.max(r(), 1e-12))) * Math.cos(2 * Math.PI * r());
+  const gauss = (r: () => number): number =>
+    Math.sqrt(-2 * Math.log(Math.max(r(), 1e-12))) * Math.cos(2 * Math.PI * r());
   return [
     { name: 'uniform [0.05, 0.3]', draw: (r) => 0.05 + 0.25 * r() },
     { name: 'uniform [0, 1]', draw: (r) => r() },
@@ -58,7 +59,8 @@ export function runNoise(steps = NOISE_STEPS): NoiseResult[] {
     const r = rng(11_000 + k);
     for (let s = 1; s <= steps; s += BATCH) {
       const metrics = [];
-      for (let step = s; step < Math.min(s + BATCH, steps + 1); step++) metrics.push({ step, values: new Map([['reward', draw(r)]]) });
+      for (let step = s; step < Math.min(s + BATCH, steps + 1); step++)
+        metrics.push({ step, values: new Map([['reward', draw(r)]]) });
       const n = metrics.length;
       store.commit(
         {
@@ -79,15 +81,29 @@ export function runNoise(steps = NOISE_STEPS): NoiseResult[] {
     for (const a of fired) incidents[a.rule] = (incidents[a.rule] ?? 0) + 1;
     const trendIncidents = fired.filter((a) => TREND_RULES.has(a.rule)).length;
     const plateauIncidents = incidents['reward_plateau'] ?? 0;
-    return { name, steps, incidents, trendIncidents, plateauIncidents, pass: trendIncidents === 0 && plateauIncidents <= 1 };
+    return {
+      name,
+      steps,
+      incidents,
+      trendIncidents,
+      plateauIncidents,
+      pass: trendIncidents === 0 && plateauIncidents <= 1,
+    };
   });
 }
 
 export function formatNoiseReport(results: readonly NoiseResult[], seconds: number): string {
-  const lines = [`stationary noise through the GRPO preset (${results[0]?.steps ?? 0} steps each, ${seconds.toFixed(1)} s):`];
+  const lines = [
+    `stationary noise through the GRPO preset (${results[0]?.steps ?? 0} steps each, ${seconds.toFixed(1)} s):`,
+  ];
   for (const r of results) {
-    const all = Object.entries(r.incidents).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
-    lines.push(`  ${r.name.padEnd(42)} trend ${r.trendIncidents} (0), plateau ${r.plateauIncidents} (≤ 1)  ${r.pass ? 'PASS' : 'FAIL'}   all: ${all}`);
+    const all =
+      Object.entries(r.incidents)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none';
+    lines.push(
+      `  ${r.name.padEnd(42)} trend ${r.trendIncidents} (0), plateau ${r.plateauIncidents} (≤ 1)  ${r.pass ? 'PASS' : 'FAIL'}   all: ${all}`,
+    );
   }
   return lines.join('\n');
 }
@@ -98,6 +114,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(p
   const results = runNoise(steps);
   const seconds = (performance.now() - t0) / 1000;
   mkdirSync(OUT, { recursive: true });
-  writeFileSync(join(OUT, 'noise.json'), `${JSON.stringify({ date: new Date().toISOString(), seconds, results }, null, 2)}\n`);
+  writeFileSync(
+    join(OUT, 'noise.json'),
+    `${JSON.stringify({ date: new Date().toISOString(), seconds, results }, null, 2)}\n`,
+  );
   process.stdout.write(`${formatNoiseReport(results, seconds)}\n`);
 }

@@ -81,12 +81,17 @@ class Proc {
   stderr = '';
   constructor(args: string[], cwd: string, fake: FakeDiscord, profileTo?: string) {
     const env = {
-      ...bareEnv(), DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
+      ...bareEnv(),
+      DISCORD_TOKEN: fake.token,
+      DISCORD_API_URL: fake.apiUrl,
+      DISCORD_GUILD_ID: fake.guildId,
       DISCORD_CHANNEL_ID: fake.channelId,
     };
     const prof = profileTo ? ['--cpu-prof', '--cpu-prof-dir', profileTo] : [];
     this.child = spawn(process.execPath, [...prof, RLWATCH, 'start', ...args], {
-      cwd, env, stdio: ['ignore', 'ignore', 'pipe'],
+      cwd,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4000)));
   }
@@ -103,11 +108,14 @@ class Proc {
   }
 }
 
-const cardOf = (r: RecordedRequest): string => JSON.stringify(Array.isArray(r.body) ? null : r.body?.embeds ?? null);
+const cardOf = (r: RecordedRequest): string => JSON.stringify(Array.isArray(r.body) ? null : (r.body?.embeds ?? null));
 
-export async function runPgWatchers(
-  opts: { dir: string; seconds?: number; profileTo?: string; statementsTo?: string },
-): Promise<PgWatchersResult> {
+export async function runPgWatchers(opts: {
+  dir: string;
+  seconds?: number;
+  profileTo?: string;
+  statementsTo?: string;
+}): Promise<PgWatchersResult> {
   const seconds = opts.seconds ?? 20;
   const { dir } = opts;
   rmSync(dir, { recursive: true, force: true });
@@ -140,8 +148,15 @@ export async function runPgWatchers(
       writeFileSync(path, Array.from({ length: INITIAL }, (_, k) => `${learningLine(k + 1)}\n`).join(''));
       runs.push({ name: `w${h}/run${String(i).padStart(3, '0')}`, path });
     }
-    const watchers = roots.map((root, h) => new Proc(['--role', 'watcher', '--db', db, '--config', 'rlwatch.yaml', root], join(dir, `w${h}`), fake,
-      opts.profileTo && join(opts.profileTo, `pg-w${h}`)));
+    const watchers = roots.map(
+      (root, h) =>
+        new Proc(
+          ['--role', 'watcher', '--db', db, '--config', 'rlwatch.yaml', root],
+          join(dir, `w${h}`),
+          fake,
+          opts.profileTo && join(opts.profileTo, `pg-w${h}`),
+        ),
+    );
     procs.push(...watchers);
     const bot = new Proc(['--role', 'bot', '--db', db], dir, fake, opts.profileTo && join(opts.profileTo, 'pg-bot'));
     procs.push(bot);
@@ -150,7 +165,9 @@ export async function runPgWatchers(
     await reader.connect();
     const lastSteps = async (): Promise<Map<string, number>> => {
       try {
-        const { rows } = await reader.query<{ name: string; last_step: string | null }>('SELECT name, last_step FROM runs');
+        const { rows } = await reader.query<{ name: string; last_step: string | null }>(
+          'SELECT name, last_step FROM runs',
+        );
         return new Map(rows.map((r) => [r.name, Number(r.last_step ?? 0)]));
       } catch {
         return new Map(); // the schema not made yet
@@ -165,7 +182,8 @@ export async function runPgWatchers(
       await sleep(200);
     }
     await sleep(2000); // past the catch-up's last evaluations and the first tick's posts
-    const countPoints = async (): Promise<number> => Number((await reader.query<{ n: string }>('SELECT count(*)::text AS n FROM points')).rows[0]!.n);
+    const countPoints = async (): Promise<number> =>
+      Number((await reader.query<{ n: string }>('SELECT count(*)::text AS n FROM points')).rows[0]!.n);
 
     const sent = runs.map(() => [] as number[]); // per run: when each step after INITIAL was appended
     const seen = runs.map(() => INITIAL);
@@ -223,7 +241,8 @@ export async function runPgWatchers(
 
     // line → chat: the first POST of a grad_explosion card naming the spiked run, after the spike was appended
     // (waited for as such: another card of the run, posted first, is not it)
-    const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${fake.channelId}/messages`);
+    const posts = () =>
+      fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${fake.channelId}/messages`);
     const showsSpike = (r: RecordedRequest, s: { run: string; at: number }): boolean =>
       r.at >= s.at && cardOf(r).includes('grad_explosion') && cardOf(r).includes(s.run);
     const spikeCard = (s: { run: string; at: number }) => posts().find((r) => showsSpike(r, s));
@@ -236,24 +255,31 @@ export async function runPgWatchers(
       return post ? post.at - s.at : Infinity;
     });
     const charts = spikes.map((s) => (spikeChart(s)?.at ?? Infinity) - s.at).sort((a, b) => a - b);
-    const queued = async (where: string) => (
-      await reader.query<{ queued: number; done: number; p50: number | null; max: number | null }>(
-        `SELECT count(*)::integer AS queued, count(done_at)::integer AS done,
+    const queued = async (where: string) =>
+      (
+        await reader.query<{ queued: number; done: number; p50: number | null; max: number | null }>(
+          `SELECT count(*)::integer AS queued, count(done_at)::integer AS done,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY done_at - created_at) AS p50,
            max(done_at - created_at)::float8 AS max
          FROM outbox WHERE created_at BETWEEN $1 AND $2 AND ${where}`,
-        [wallStart, wallStart + Math.round(wall * 1000)],
-      )
-    ).rows[0]!;
+          [wallStart, wallStart + Math.round(wall * 1000)],
+        )
+      ).rows[0]!;
     const outbox = await queued('true');
     // as migration pg/004 ranks rows (spelled out, so that the figure reads the same on a database without it)
     const critical = await queued(`position('"severity":"critical","rule":' IN payload) > 0`);
     const criticalStages = await stagesOfCritical(
-      reader, fake, committedAt, wallStart, wallStart + Math.round(wall * 1000),
+      reader,
+      fake,
+      committedAt,
+      wallStart,
+      wallStart + Math.round(wall * 1000),
     );
     await reader.end();
     if (opts.statementsTo) writeFileSync(opts.statementsTo, await topStatements(db));
-    const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort((a, b) => a - b);
+    const lat = [...commits, ...new Array<number>(Math.max(0, appended - commits.length)).fill(Infinity)].sort(
+      (a, b) => a - b,
+    );
     const chatSorted = [...chat].sort((a, b) => a - b);
     const chatP99Ms = percentile(chatSorted, 99);
     const slowestSpikes = spikes
@@ -315,10 +341,13 @@ async function query(url: string, sql: string): Promise<pg.QueryResult> {
 /** The 25 statements that took PostgreSQL the most time (executing, waits for CPU included), as tab-separated
  * lines: calls, total ms, ms per call, rows, the statement's start. */
 async function topStatements(url: string): Promise<string> {
-  const r = await query(url, `SELECT calls, round(total_exec_time::numeric, 1) AS ms,
+  const r = await query(
+    url,
+    `SELECT calls, round(total_exec_time::numeric, 1) AS ms,
       round((total_exec_time / calls)::numeric, 3) AS per_call, rows,
       left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS q
-    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`);
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`,
+  );
   const lines = r.rows.map((x) => [x.calls, x.ms, x.per_call, x.rows, x.q].join('\t'));
   return `calls\ttotal ms\tms/call\trows\tstatement\n${lines.join('\n')}\n`;
 }
@@ -372,11 +401,19 @@ export interface CriticalStages {
  * item, as before, a storm's waiting warnings read as critical rows waiting seconds to be claimed.
  */
 async function stagesOfCritical(
-  reader: pg.Client, fake: FakeDiscord, committedAt: ReadonlyMap<string, number>, from: number, to: number,
+  reader: pg.Client,
+  fake: FakeDiscord,
+  committedAt: ReadonlyMap<string, number>,
+  from: number,
+  to: number,
 ): Promise<CriticalStages> {
-  const { rows } = await reader.query<
-    { created_at: number; claimed_at: number; done_at: number; payload: string; run: string }
-  >(
+  const { rows } = await reader.query<{
+    created_at: number;
+    claimed_at: number;
+    done_at: number;
+    payload: string;
+    run: string;
+  }>(
     `SELECT created_at::float8, (claimed_until - $3)::float8 AS claimed_at, done_at::float8, payload,
        (SELECT name FROM runs WHERE runs.id = outbox.run_id) AS run
      FROM outbox WHERE created_at BETWEEN $1 AND $2 AND done_at IS NOT NULL AND claimed_until IS NOT NULL
@@ -412,7 +449,12 @@ async function stagesOfCritical(
     return { p50: sorted.length ? percentile(sorted, 50) : Infinity, max: sorted.at(-1) ?? Infinity };
   };
   return {
-    rows: claim.length, merged, total: stat(total),
-    commit: stat(commit), claim: stat(claim), request: stat(request), done: stat(done),
+    rows: claim.length,
+    merged,
+    total: stat(total),
+    commit: stat(commit),
+    claim: stat(claim),
+    request: stat(request),
+    done: stat(done),
   };
 }

@@ -50,7 +50,13 @@ function makeBatches(points: number, runId: number, fileId: number): Batch[] {
       examples: [],
       skips: new Map(),
       progress: {
-        dev: 1, ino: 1, offset: first * 100, size: first * 100, mtimeMs: 0, seq: 0, lines: metrics.length,
+        dev: 1,
+        ino: 1,
+        offset: first * 100,
+        size: first * 100,
+        mtimeMs: 0,
+        seq: 0,
+        lines: metrics.length,
         records: metrics.length,
       },
     });
@@ -112,7 +118,10 @@ async function viaCopy(url: string): Promise<{ seconds: number; bytes: number }>
       }
     }
     await c.query('BEGIN');
-    await pipeline(Readable.from([lines.join('')]), c.query(copyFrom('COPY points (run_id, metric_id, step, value) FROM STDIN')));
+    await pipeline(
+      Readable.from([lines.join('')]),
+      c.query(copyFrom('COPY points (run_id, metric_id, step, value) FROM STDIN')),
+    );
     await c.query('COMMIT');
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -185,7 +194,8 @@ export async function runPgBench(): Promise<Figures> {
 }
 
 export function formatPgReport(f: Figures): string {
-  const n = (x: number, d = 0): string => x.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d });
+  const n = (x: number, d = 0): string =>
+    x.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d });
   const mb = (b: number): string => `${n(b / 2 ** 20, 1)} MB`;
   const row = (label: string, r: Figures['copy'], what: string): string =>
     `  ${label.padEnd(16)}  ${n(r.pointsPerSec)} points/s (${n(r.seconds, 2)} s)   ${mb(r.bytesPer1M)} per 1M points (${what})`;

@@ -9,7 +9,10 @@ const TICKS_PER_SECOND = 100;
 /** The fields of /proc/PID/stat after the command's name (which may hold spaces), and that name. */
 function stat(pid: number | string): { name: string; fields: string[] } {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return { name: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')), fields: text.slice(text.lastIndexOf(')') + 2).split(' ') };
+  return {
+    name: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')),
+    fields: text.slice(text.lastIndexOf(')') + 2).split(' '),
+  };
 }
 
 const cpuOf = (fields: string[]): number => (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND; // utime, stime
@@ -42,7 +45,9 @@ export function rssMB(pid: number): number {
 /** This environment without rlwatch's own settings and any chat platform's: rlwatch as a user starts it bare. */
 export function bareEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(DISCORD|SLACK|TELEGRAM|SMTP|RLWATCH|WEBHOOK|TEAMS|MATTERMOST|FEISHU)/.test(k)),
+    Object.entries(process.env).filter(
+      ([k]) => !/^(DISCORD|SLACK|TELEGRAM|SMTP|RLWATCH|WEBHOOK|TEAMS|MATTERMOST|FEISHU)/.test(k),
+    ),
   );
 }
 
@@ -50,7 +55,9 @@ export function bareEnv(): NodeJS.ProcessEnv {
  * of the last line it prints. Its stderr goes to ours. */
 export function jsonOfChild<T>(script: string, args: readonly string[]): T {
   const child = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, script), ...args], {
-    cwd: join(import.meta.dirname, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: join(import.meta.dirname, '..'),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   const last = child.stdout.trim().split('\n').pop() ?? '';
   if (child.status !== 0 || !last.startsWith('{')) throw new Error(`bench/${script} failed: status ${child.status}`);

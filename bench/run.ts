@@ -104,7 +104,9 @@ function runChildren(root: string, db: string, label: string, times: number): Re
   for (let i = 0; i < times; i++) {
     all.push(runChild(root, db, times > 1 ? `${label}-${i + 1}` : label));
     removeDb(db);
-    say(`  run ${i + 1}/${times}: ${all[i]!.seconds.toFixed(1)} s, peak RSS ${(all[i]!.maxRssKB / 1024).toFixed(0)} MB`);
+    say(
+      `  run ${i + 1}/${times}: ${all[i]!.seconds.toFixed(1)} s, peak RSS ${(all[i]!.maxRssKB / 1024).toFixed(0)} MB`,
+    );
   }
   return repeated(all);
 }
@@ -162,10 +164,12 @@ function backfillVsBare(logRoot: string, logDb: string, bareDb: string, keepDb: 
     const cpuRatio = r.mainCpuSeconds ? b.cpuSeconds / r.mainCpuSeconds : null;
     const ratio = b.seconds / r.seconds;
     pairs.push({ backfillSeconds: r.seconds, bareSeconds: b.seconds, ratio, cpuRatio, load: loadavg()[0]! });
-    say(`  pair ${i + 1}/${REPEAT} (${i % 2 === 0 ? 'backfill' : 'bare'} first): backfill ${r.seconds.toFixed(1)} s, ` +
-      `peak RSS ${(r.maxRssKB / 1024).toFixed(0)} MB; bare ${b.seconds.toFixed(1)} s ` +
-      `(${b.txRows.toLocaleString('en')} rows per transaction); ratio ${ratio.toFixed(2)}, ` +
-      `CPU ratio ${cpuRatio?.toFixed(2) ?? '?'}, load ${pairs[i]!.load}`);
+    say(
+      `  pair ${i + 1}/${REPEAT} (${i % 2 === 0 ? 'backfill' : 'bare'} first): backfill ${r.seconds.toFixed(1)} s, ` +
+        `peak RSS ${(r.maxRssKB / 1024).toFixed(0)} MB; bare ${b.seconds.toFixed(1)} s ` +
+        `(${b.txRows.toLocaleString('en')} rows per transaction); ratio ${ratio.toFixed(2)}, ` +
+        `CPU ratio ${cpuRatio?.toFixed(2) ?? '?'}, load ${pairs[i]!.load}`,
+    );
   }
   const log = repeated(logRuns);
   const bareSeconds = median(bareRuns.map((b) => b.seconds));
@@ -233,15 +237,23 @@ if (ONLY === 'storm') {
 if (ONLY === 'suite') {
   const r = runSuite(join(OUT, 'suite'));
   writeSuiteJson(OUT, r);
-  process.stdout.write(`${formatSuiteReport(r)}${JSON.stringify({ suite: r.totals, seconds: r.seconds, load: loadavg() }, null, 2)}\n`);
+  process.stdout.write(
+    `${formatSuiteReport(r)}${JSON.stringify({ suite: r.totals, seconds: r.seconds, load: loadavg() }, null, 2)}\n`,
+  );
   process.exit(0);
 }
 if (ONLY === 'live-scale') {
   say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
-  const r = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
+  const r = await runLiveScale({
+    dir: join(OUT, 'live-scale'),
+    seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20),
+    profileTo: PROF_DIR,
+  });
   const statements = await runLiveStatements(join(OUT, 'live-statements'));
   process.stdout.write(`${formatLiveStatements(statements)}\n`);
-  process.stdout.write(`${JSON.stringify({ liveScale: r, liveStatementsPerLine: statements.perLine, load: loadavg() }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ liveScale: r, liveStatementsPerLine: statements.perLine, load: loadavg() }, null, 2)}\n`,
+  );
   process.exit(0);
 }
 
@@ -283,7 +295,9 @@ const compPath = join(compRoot, 'run1', 'reward_logs', 'completions.jsonl');
 rmSync(compRoot, { recursive: true, force: true });
 say(`writing ${(COMPLETIONS_BYTES / MB).toFixed(0)} MB of completions.jsonl`);
 const genComp = timed(() => writeCompletions(compPath, COMPLETIONS_BYTES));
-say(`  ${genComp.value.lines.toLocaleString('en')} lines in ${genComp.seconds.toFixed(1)} s; backfilling it in a child process`);
+say(
+  `  ${genComp.value.lines.toLocaleString('en')} lines in ${genComp.seconds.toFixed(1)} s; backfilling it in a child process`,
+);
 const compDb = join(OUT, 'completions.db');
 const comp = runChildren(compRoot, compDb, 'completions', REPEAT + 1);
 rmSync(compRoot, { recursive: true, force: true });
@@ -301,8 +315,14 @@ rmSync(liveDir, { recursive: true, force: true });
 
 // 4a. live at scale: 100 runs growing at 5 lines/s each, then 1,000 idle runs watched
 say('live at scale: 100 runs x 5 lines/s; then 1,000 idle runs');
-const liveScale = await runLiveScale({ dir: join(OUT, 'live-scale'), seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20), profileTo: PROF_DIR });
-say(`  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core (${liveScale.bare.ratio.toFixed(1)}× the bare floor per line); idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`);
+const liveScale = await runLiveScale({
+  dir: join(OUT, 'live-scale'),
+  seconds: envInt('BENCH_LIVE_SCALE_SECONDS', 20),
+  profileTo: PROF_DIR,
+});
+say(
+  `  p99 ${liveScale.p99Ms.toFixed(0)} ms, ${(liveScale.cpu * 100).toFixed(0)}% of a core (${liveScale.bare.ratio.toFixed(1)}× the bare floor per line); idle ${(liveScale.idle.cpu * 100).toFixed(1)}%`,
+);
 const liveStatements = await runLiveStatements(join(OUT, 'live-statements'));
 say(`  ${liveStatements.perLine.toFixed(1)} SQL statements per live line (bench/liveStatements.ts lists them)`);
 
@@ -314,7 +334,9 @@ const noiseSeconds = (performance.now() - noiseT0) / 1000;
 writeFileSync(join(OUT, 'noise.json'), `${JSON.stringify({ seconds: noiseSeconds, results: noise }, null, 2)}\n`);
 
 // 5. alert scenarios: labelled traces through Store + Engine
-say('alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall, hangs at 20 s and 3-min steps');
+say(
+  'alert scenarios: healthy, collapse, runaway, gradient spike, plateau, reward drop, stall, hangs at 20 s and 3-min steps',
+);
 const scenarios = runScenarios({ outDir: OUT });
 say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds.toFixed(1)} s`);
 
@@ -322,7 +344,9 @@ say(`  ${scenarios.passed} PASS, ${scenarios.failed} FAIL in ${scenarios.seconds
 say('independent labelled suite: 10 healthy runs and 14 failures in three formats');
 const suite = runSuite(join(OUT, 'suite'));
 writeSuiteJson(OUT, suite);
-say(`  ${suite.totals.caught} of ${suite.totals.failures} caught in time, ${suite.totals.falseAlarms} false alarms, ${suite.seconds.total.toFixed(1)} s`);
+say(
+  `  ${suite.totals.caught} of ${suite.totals.failures} caught in time, ${suite.totals.falseAlarms} false alarms, ${suite.seconds.total.toFixed(1)} s`,
+);
 
 // 5b. failure events: crash, OOM, NCCL, NaN, finish, live through `rlwatch start`; the real logs backfilled
 say('failure events: OOM, NCCL timeout, ChildFailedError, Killed, NaN, finish, crash after the grace, real logs');
@@ -337,7 +361,9 @@ say(`  worst ${worstCase.worst.msPerMB.toFixed(1)} ms/MB (${worstCase.worst.form
 // 6. chat: reward history on a 1M-point series (query + chart), append → alert POST at a fake Discord
 say('chat: reward history on 1,000,000 points; 100 alerts through discord.js to a local fake');
 const chat = await runChatBench({ outDir: OUT });
-say(`  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 ${chat.alert.p99Ms.toFixed(0)} ms; ${chat.seconds.toFixed(1)} s`);
+say(
+  `  history ${chat.history.medianTotalMs.toFixed(0)} ms (median); alert p99 ${chat.alert.p99Ms.toFixed(0)} ms; ${chat.seconds.toFixed(1)} s`,
+);
 
 // 7. TensorBoard event files: decoded alone, and backfilled through the Ingestor (bench/tfevents.ts)
 say('tfevents: a Trainer-style events file, decoded and backfilled');
@@ -354,16 +380,40 @@ const backfillPps = log.points / log.seconds;
 const logRssMB = log.maxRssKB / 1024;
 const compRssMB = comp.maxRssKB / 1024;
 const targets = {
-  backfillVsBare: { target: `>= ${BACKFILL_TARGET_RATIO}`, value: ratio.median, pass: ratio.median >= BACKFILL_TARGET_RATIO },
-  startup: { target: `<= ${STARTUP_TARGET_RATIO}x node -e 0`, value: Math.max(...startup.commands.map((c) => c.ratio)), pass: startup.pass },
+  backfillVsBare: {
+    target: `>= ${BACKFILL_TARGET_RATIO}`,
+    value: ratio.median,
+    pass: ratio.median >= BACKFILL_TARGET_RATIO,
+  },
+  startup: {
+    target: `<= ${STARTUP_TARGET_RATIO}x node -e 0`,
+    value: Math.max(...startup.commands.map((c) => c.ratio)),
+    pass: startup.pass,
+  },
   learningLogPeakRss: { target: '< 200 MB', value: logRssMB, pass: logRssMB < 200 },
   completionsPeakRss: { target: '< 200 MB', value: compRssMB, pass: compRssMB < 200 },
   // a line never committed counts as infinite latency
   liveP99: { target: '< 250 ms', value: live.p99Ms, pass: live.p99Ms < 250 },
-  liveScaleP99: { target: `< ${LIVE_SCALE_P99_TARGET_MS} ms`, value: liveScale.p99Ms, pass: liveScale.p99Ms < LIVE_SCALE_P99_TARGET_MS },
-  liveScaleCpu: { target: `< ${LIVE_SCALE_CPU_TARGET} core`, value: liveScale.cpu, pass: liveScale.cpu < LIVE_SCALE_CPU_TARGET },
-  idleCpu: { target: `< ${IDLE_CPU_TARGET} core`, value: liveScale.idle.cpu, pass: liveScale.idle.cpu < IDLE_CPU_TARGET },
-  idleRss: { target: `< ${IDLE_RSS_TARGET_MB} MB`, value: liveScale.idle.rssMB, pass: liveScale.idle.rssMB < IDLE_RSS_TARGET_MB },
+  liveScaleP99: {
+    target: `< ${LIVE_SCALE_P99_TARGET_MS} ms`,
+    value: liveScale.p99Ms,
+    pass: liveScale.p99Ms < LIVE_SCALE_P99_TARGET_MS,
+  },
+  liveScaleCpu: {
+    target: `< ${LIVE_SCALE_CPU_TARGET} core`,
+    value: liveScale.cpu,
+    pass: liveScale.cpu < LIVE_SCALE_CPU_TARGET,
+  },
+  idleCpu: {
+    target: `< ${IDLE_CPU_TARGET} core`,
+    value: liveScale.idle.cpu,
+    pass: liveScale.idle.cpu < IDLE_CPU_TARGET,
+  },
+  idleRss: {
+    target: `< ${IDLE_RSS_TARGET_MB} MB`,
+    value: liveScale.idle.rssMB,
+    pass: liveScale.idle.rssMB < IDLE_RSS_TARGET_MB,
+  },
   rewardHistory1M: { target: `< ${HISTORY_TARGET_MS} ms`, value: chat.history.medianTotalMs, pass: chat.history.pass },
   alertP99: { target: `< ${ALERT_P99_TARGET_MS} ms`, value: chat.alert.p99Ms, pass: chat.alert.pass },
   suite: { target: 'every failure caught in time, no false alarm', value: suite.totals, pass: suite.totals.pass },
@@ -431,7 +481,9 @@ const n = (v: number, digits = 0): string =>
 const verdict = (pass: boolean): string => (pass ? 'PASS' : 'FAIL');
 const ms = (v: number): string => (Number.isFinite(v) ? `${n(v, 1)} ms` : 'never');
 const missed = (l: LiveResult): string =>
-  l.missed > 0 ? `, ${l.missed} never committed (line${l.missed > 1 ? 's' : ''} ${l.missedSteps.slice(0, 5).join(', ')})` : '';
+  l.missed > 0
+    ? `, ${l.missed} never committed (line${l.missed > 1 ? 's' : ''} ${l.missedSteps.slice(0, 5).join(', ')})`
+    : '';
 const rows: Array<[string, string, string, string]> = [
   [
     'learning.log backfill',
@@ -470,7 +522,12 @@ const rows: Array<[string, string, string, string]> = [
     `<= ${STARTUP_TARGET_RATIO}x`,
     verdict(c.ratio <= STARTUP_TARGET_RATIO),
   ]),
-  [`cold ${coldHistory.label.replace('rlwatch ', '')}`, `${n(coldHistory.medianMs)} ms median, ${n(coldHistory.ratio, 2)}x node -e 0 (1M steps)`, '', ''],
+  [
+    `cold ${coldHistory.label.replace('rlwatch ', '')}`,
+    `${n(coldHistory.medianMs)} ms median, ${n(coldHistory.ratio, 2)}x node -e 0 (1M steps)`,
+    '',
+    '',
+  ],
   [
     'completions.jsonl backfill',
     `${n(comp.lines)} lines, ${n(comp.bytes / MB, 1)} MB, ${n(comp.seconds, 1)} s (median of ${comp.runs.length})`,
@@ -513,18 +570,34 @@ const rows: Array<[string, string, string, string]> = [
     `< ${LIVE_SCALE_CPU_TARGET * 100}%`,
     verdict(targets.liveScaleCpu.pass),
   ],
-  ['  SQL statements per line', `${n(liveStatements.perLine, 1)} (the same on every run: bench/liveStatements.ts)`, '', ''],
+  [
+    '  SQL statements per line',
+    `${n(liveStatements.perLine, 1)} (the same on every run: bench/liveStatements.ts)`,
+    '',
+    '',
+  ],
   [
     '  CPU per line ÷ the bare floor',
     `${n(liveScale.bare.ratio, 1)}× (${n(liveScale.cpuPerLineUs, 0)} µs ÷ ${n(liveScale.bare.cpuPerLineUs, 0)} µs: read, split, upsert, commit)`,
     '',
     '',
   ],
-  [`${n(liveScale.idle.runs)} idle runs watched`, `rlwatch start: CPU ${n(liveScale.idle.cpu * 100, 2)}% over ${liveScale.idle.seconds} s`, `< ${IDLE_CPU_TARGET * 100}%`, verdict(targets.idleCpu.pass)],
+  [
+    `${n(liveScale.idle.runs)} idle runs watched`,
+    `rlwatch start: CPU ${n(liveScale.idle.cpu * 100, 2)}% over ${liveScale.idle.seconds} s`,
+    `< ${IDLE_CPU_TARGET * 100}%`,
+    verdict(targets.idleCpu.pass),
+  ],
   ['  RSS', `${n(liveScale.idle.rssMB)} MB`, `< ${IDLE_RSS_TARGET_MB} MB`, verdict(targets.idleRss.pass)],
 ];
-const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), ['measure', 'figure', 'target', ''][i]!.length));
-const line = (r: readonly string[]): string => r.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+const width = [0, 1, 2, 3].map((i) =>
+  Math.max(...rows.map((r) => r[i]!.length), ['measure', 'figure', 'target', ''][i]!.length),
+);
+const line = (r: readonly string[]): string =>
+  r
+    .map((c, i) => c.padEnd(width[i]!))
+    .join('  ')
+    .trimEnd();
 const out = [
   '',
   `rlwatch bench — ${results.node}, ${results.cpus} × ${results.cpuModel}  (file MB = 10^6 bytes; RSS MB = 2^20 bytes)`,

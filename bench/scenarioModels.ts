@@ -158,7 +158,10 @@ const FAILURES: Record<string, Failure> = {
     description: 'entropy falls to 15% of its level within 5 steps and stays there',
     expected: { rule: 'entropy_drop', metric: 'entropy', severities: ['warning'] },
     friends: ['entropy_collapse'],
-    patch: (v, s, g, level) => ({ ...v, entropy: (level.entropy as number) * lerp(1, 0.15, Math.min(1, (s - ONSET + 1) / 5)) * (1 + 0.05 * g()) }),
+    patch: (v, s, g, level) => ({
+      ...v,
+      entropy: (level.entropy as number) * lerp(1, 0.15, Math.min(1, (s - ONSET + 1) / 5)) * (1 + 0.05 * g()),
+    }),
   },
   truncation: {
     name: 'truncation',
@@ -197,7 +200,8 @@ const FAILURES: Record<string, Failure> = {
   },
   grad: {
     name: 'grad-spike',
-    description: 'one grad norm of 30 at the onset: 12x the median of 2.5 (the fixed line of 10 is crossed by healthy records)',
+    description:
+      'one grad norm of 30 at the onset: 12x the median of 2.5 (the fixed line of 10 is crossed by healthy records)',
     expected: { rule: 'grad_explosion', metric: 'grad_norm', severities: ['critical'] },
     friends: [],
     patch: (v, s) => (s === ONSET ? { ...v, grad_norm: 30 } : v),
@@ -211,7 +215,12 @@ const FAILURES: Record<string, Failure> = {
       const t = Math.min(1, (s - ONSET + 1) / 20);
       const accuracy = clamp(lerp(0.4, 0.1, t) + 0.04 * g(), 0, 1);
       const format = clamp(lerp(0.7, 0.95, t) + 0.03 * g(), 0, 1);
-      return { ...v, 'rewards/accuracy_reward': accuracy, 'rewards/format_reward': format, reward: (accuracy + format) / 2 };
+      return {
+        ...v,
+        'rewards/accuracy_reward': accuracy,
+        'rewards/format_reward': format,
+        reward: (accuracy + format) / 2,
+      };
     },
   },
 };

@@ -207,7 +207,15 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     seed: collapseSeed,
     onset: ONSET,
     expected: { rule: 'mode_collapse', metric: 'frac_zero_std', severities: ['critical'] },
-    friends: ['zero_std_rising', 'entropy_collapse', 'entropy_drop', 'no_learning', 'reward_trend', 'reward_plateau', ...milestones],
+    friends: [
+      'zero_std_rising',
+      'entropy_collapse',
+      'entropy_drop',
+      'no_learning',
+      'reward_trend',
+      'reward_plateau',
+      ...milestones,
+    ],
     steps: patchFrom(healthySteps(collapseSeed), ONSET, collapseSeed, (_v, _s, g) => ({
       loss: 0,
       grad_norm: 0,

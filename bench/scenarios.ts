@@ -103,7 +103,14 @@ export interface ScenarioReport {
   /** where the report was written */
   file: string;
   clock: { t0: string; stepMs: number; tickMs: number; repeatIntervalMs: number };
-  targets: { delaySteps: number; gradualDelaySteps: number; stallIntervals: number; stallFloorMs: number; falseAlerts: 0; firingNotificationsPerIncident: 1 };
+  targets: {
+    delaySteps: number;
+    gradualDelaySteps: number;
+    stallIntervals: number;
+    stallFloorMs: number;
+    falseAlerts: 0;
+    firingNotificationsPerIncident: 1;
+  };
   passed: number;
   failed: number;
   scenarios: ScenarioResult[];
@@ -157,7 +164,9 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
 
   // the trace as text, for looking at it (the store is fed the same values directly, under the canonical
   // names the ingestor maps the trainer's keys to)
-  const text = s.steps.map((v, i) => `${jsonl ? JSON.stringify({ step: i + 1, ...v }) : learningLogLine(v as StepValues)}\n`);
+  const text = s.steps.map(
+    (v, i) => `${jsonl ? JSON.stringify({ step: i + 1, ...v }) : learningLogLine(v as StepValues)}\n`,
+  );
   mkdirSync(runDir, { recursive: true });
   writeFileSync(logPath, text.join(''));
 
@@ -208,12 +217,19 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
     .filter((a) => a.severity === 'warning' || a.severity === 'critical')
     .filter((a) => (a.fired_step as number) < onset || !allowed.has(a.rule));
   const hits = exp
-    ? fired.filter((a) => isExpectedKey(a) && (exp.severities as readonly string[]).includes(a.severity) && (a.fired_step as number) >= onset)
+    ? fired.filter(
+        (a) =>
+          isExpectedKey(a) &&
+          (exp.severities as readonly string[]).includes(a.severity) &&
+          (a.fired_step as number) >= onset,
+      )
     : [];
   const first = hits.length > 0 ? Math.min(...hits.map((a) => a.fired_step as number)) : null;
   const firingNotifications = exp
     ? outbox.filter((r) =>
-        (JSON.parse(r.payload) as Notification).items.some((it) => it.kind === 'firing' && isExpectedKey(it) && it.step >= onset),
+        (JSON.parse(r.payload) as Notification).items.some(
+          (it) => it.kind === 'firing' && isExpectedKey(it) && it.step >= onset,
+        ),
       ).length
     : null;
   const firingItemsByKey: Record<string, number> = {};
@@ -233,7 +249,8 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
     if (first === null) why.push(`${exp.rule} never fired`);
     else if (s.stall) {
       const target = stallTargetMinutes(stepMs);
-      if (delayMinutes === null || delayMinutes > target) why.push(`${exp.rule} after ${delayMinutes} min (> ${target.toFixed(1)})`);
+      if (delayMinutes === null || delayMinutes > target)
+        why.push(`${exp.rule} after ${delayMinutes} min (> ${target.toFixed(1)})`);
     } else if ((delaySteps as number) > delayTarget(s)) why.push(`${exp.rule} ${delaySteps} steps after the onset`);
     if (firingNotifications !== 1) why.push(`${firingNotifications} firing notifications for ${exp.rule}`);
   }
@@ -267,7 +284,9 @@ export function runScenario(s: Scenario, dir: string, book: RuleBook): ScenarioR
 }
 
 /** Runs every scenario with the GRPO preset (plus `overrides`, as `alerts.rules` entries would). */
-export function runScenarios(opts: { outDir?: string; overrides?: readonly unknown[]; write?: boolean } = {}): ScenarioReport {
+export function runScenarios(
+  opts: { outDir?: string; overrides?: readonly unknown[]; write?: boolean } = {},
+): ScenarioReport {
   const outDir = opts.outDir ?? OUT;
   const dir = join(outDir, 'scenarios');
   rmSync(dir, { recursive: true, force: true });
@@ -325,7 +344,11 @@ export function formatScenarioReport(r: ScenarioReport): string {
     s.pass ? 'PASS' : 'FAIL',
   ]);
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(width[i]!))
+      .join('  ')
+      .trimEnd();
 
   const out = [
     `alert scenarios — GRPO preset (v2), ${r.scenarios[0]?.steps ?? 0}-step traces fed live (evaluate per step, one step per ${STEP_MS / 1000} s unless named), ${r.seconds.toFixed(1)} s`,

@@ -36,7 +36,9 @@ function timeOnce(args: readonly string[], cwd: string): Timed {
   const script = '"$0" "$@" >/dev/null; s=$?; times; exit $s';
   const t0 = performance.now();
   const r = spawnSync('bash', ['-c', script, process.execPath, ...args], {
-    cwd, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8',
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
   });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
@@ -71,7 +73,13 @@ export function runStartupBench(opts: { repo: string; db: string; run: string; r
 }
 
 /** The first `reward history` of a run in a fresh process (so with a cold series cache), against `node -e 0`. */
-export function runColdHistory(opts: { repo: string; db: string; run: string; metric: string; rounds?: number }): StartupFigure {
+export function runColdHistory(opts: {
+  repo: string;
+  db: string;
+  run: string;
+  metric: string;
+  rounds?: number;
+}): StartupFigure {
   const bin = join(opts.repo, 'bin', 'rlwatch');
   const node: Timed[] = [];
   const history: Timed[] = [];

@@ -74,7 +74,8 @@ const vm = (pid: number, field: 'VmRSS' | 'VmHWM'): number =>
 
 const toChannel = (r: RecordedRequest): boolean => r.method === 'POST' && /^\/channels\/\d+\/messages$/.test(r.path);
 /** a thread reply says that alerts resolved; a post is a message of cards */
-const isReply = (r: RecordedRequest): boolean => toChannel(r) && !Array.isArray(r.body) && r.body?.message_reference !== undefined;
+const isReply = (r: RecordedRequest): boolean =>
+  toChannel(r) && !Array.isArray(r.body) && r.body?.message_reference !== undefined;
 const isPost = (r: RecordedRequest): boolean => toChannel(r) && !isReply(r);
 const isEdit = (r: RecordedRequest): boolean => r.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(r.path);
 
@@ -93,11 +94,16 @@ export async function runStorm(dir: string): Promise<StormResult> {
   const dbPath = join(dir, 'rlwatch.db');
   const fake = await startFakeDiscord();
   const env = {
-    ...bareEnv(), DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId,
+    ...bareEnv(),
+    DISCORD_TOKEN: fake.token,
+    DISCORD_API_URL: fake.apiUrl,
+    DISCORD_GUILD_ID: fake.guildId,
     DISCORD_CHANNEL_ID: fake.channelId,
   };
   const child = spawn(process.execPath, [RLWATCH, '--db', dbPath, 'start', root], {
-    cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8000)));
@@ -121,13 +127,17 @@ export async function runStorm(dir: string): Promise<StormResult> {
   };
   try {
     await until('connecting', () => stderr.includes('discord: connected'), 60_000);
-    await until('the healthy steps', () => {
-      try {
-        return scalar(`SELECT count(*) FROM runs WHERE last_step >= ${HEALTHY}`) === runs;
-      } catch {
-        return false; // the schema not made yet
-      }
-    }, 120_000);
+    await until(
+      'the healthy steps',
+      () => {
+        try {
+          return scalar(`SELECT count(*) FROM runs WHERE last_step >= ${HEALTHY}`) === runs;
+        } catch {
+          return false; // the schema not made yet
+        }
+      },
+      120_000,
+    );
 
     // the storm: every function of every run at its max with std 0, while Discord answers 429
     const t0 = performance.now();
@@ -154,28 +164,50 @@ export async function runStorm(dir: string): Promise<StormResult> {
           await fake.command({ name: 'run', subcommand: 'status', options: { run }, user: ASKER, timeoutMs: 30_000 });
           const took = performance.now() - at;
           latencies.push(took);
-          if (took >= STORM_COMMAND_TARGET_MS) late.push(`${((at - t0) / 1000).toFixed(0)} s in: ${took.toFixed(0)} ms`);
+          if (took >= STORM_COMMAND_TARGET_MS)
+            late.push(`${((at - t0) / 1000).toFixed(0)} s in: ${took.toFixed(0)} ms`);
         } catch (err) {
           latencies.push(Infinity);
-          const said = stderr.split('\n').filter((l) => /interaction|discord/i.test(l)).slice(-2).join(' / ');
-          failures.push(`${((at - t0) / 1000).toFixed(0)} s into the storm: ${(err as Error).message}; rlwatch: ${said}`);
+          const said = stderr
+            .split('\n')
+            .filter((l) => /interaction|discord/i.test(l))
+            .slice(-2)
+            .join(' / ');
+          failures.push(
+            `${((at - t0) / 1000).toFixed(0)} s into the storm: ${(err as Error).message}; rlwatch: ${said}`,
+          );
         }
         await sleep(1000);
       }
     })();
     const alerts = runs * fns;
     const open = `SELECT count(*) FROM outbox WHERE done_at IS NULL AND dead_at IS NULL`;
-    await until('the storm\'s alerts', () => scalar(`SELECT count(*) FROM alerts WHERE state = 'firing'`) >= alerts, 300_000);
-    await until('the storm\'s delivery', () => scalar(open) === 0 && performance.now() - t0 > limitSeconds * 1000, 600_000);
+    await until(
+      "the storm's alerts",
+      () => scalar(`SELECT count(*) FROM alerts WHERE state = 'firing'`) >= alerts,
+      300_000,
+    );
+    await until(
+      "the storm's delivery",
+      () => scalar(open) === 0 && performance.now() - t0 > limitSeconds * 1000,
+      600_000,
+    );
     const deliveredSeconds = (performance.now() - t0) / 1000;
     const stormPosts = fake.requests.filter((r) => isPost(r) && r.status === 200).length;
     const stormEdits = fake.requests.filter((r) => isEdit(r) && r.status === 200).length;
 
     // they all vary again: 10,000 resolutions, each an edit at most of the message that shows it
     for (const f of files) {
-      appendFileSync(f, Array.from({ length: RECOVERED }, (_, s) => line(HEALTHY + SATURATED + s + 1, fns, 0.1)).join(''));
+      appendFileSync(
+        f,
+        Array.from({ length: RECOVERED }, (_, s) => line(HEALTHY + SATURATED + s + 1, fns, 0.1)).join(''),
+      );
     }
-    await until('the resolutions', () => scalar(`SELECT count(*) FROM alerts WHERE state = 'resolved'`) >= alerts, 300_000);
+    await until(
+      'the resolutions',
+      () => scalar(`SELECT count(*) FROM alerts WHERE state = 'resolved'`) >= alerts,
+      300_000,
+    );
     await until('their delivery', () => scalar(open) === 0, 600_000);
     await sleep(10_000); // the charts being attached by edits
     const settledRssMB = vm(pid, 'VmRSS');
@@ -189,10 +221,19 @@ export async function runStorm(dir: string): Promise<StormResult> {
     const sorted = [...latencies].sort((a, b) => a - b);
     const commandMaxMs = sorted[sorted.length - 1] ?? Infinity;
     return {
-      runs, functions: fns, limitSeconds,
+      runs,
+      functions: fns,
+      limitSeconds,
       alerts: scalar('SELECT count(*) FROM alerts'),
       resolved: scalar(`SELECT count(*) FROM alerts WHERE state = 'resolved'`),
-      posts, edits, replies, refused, stormPosts, stormEdits, peakRssMB, settledRssMB,
+      posts,
+      edits,
+      replies,
+      refused,
+      stormPosts,
+      stormEdits,
+      peakRssMB,
+      settledRssMB,
       commands: latencies.length,
       commandMaxMs,
       commandP50Ms: sorted[sorted.length >> 1] ?? Infinity,
@@ -220,20 +261,35 @@ export function formatStormReport(r: StormResult): string {
     [
       `alert storm (${r.runs} runs × ${r.functions} reward functions)`,
       `${r.alerts.toLocaleString('en')} alerts raised, ${r.resolved.toLocaleString('en')} resolved; Discord 429 for the first ${r.limitSeconds} s`,
-      '', '',
+      '',
+      '',
     ],
     [
       '  channel messages (cards)',
       `${r.posts} posted + ${r.edits} edited (the storm: ${r.stormPosts} + ${r.stormEdits}, delivered in ${r.deliveredSeconds.toFixed(0)} s); ${r.replies} thread replies; ${r.refused} answered 429`,
-      '<= 200', verdict(r.pass.messages),
+      '<= 200',
+      verdict(r.pass.messages),
     ],
-    ['  peak RSS of rlwatch start', `${r.peakRssMB.toFixed(0)} MB (${r.settledRssMB.toFixed(0)} MB once delivered)`, `< ${STORM_RSS_TARGET_MB} MB`, verdict(r.pass.rss)],
+    [
+      '  peak RSS of rlwatch start',
+      `${r.peakRssMB.toFixed(0)} MB (${r.settledRssMB.toFixed(0)} MB once delivered)`,
+      `< ${STORM_RSS_TARGET_MB} MB`,
+      verdict(r.pass.rss),
+    ],
     [
       '  /run status during the storm',
       `max ${ms(r.commandMaxMs)}, p50 ${ms(r.commandP50Ms)} (${r.commands} asked, ${r.commandsLate} over 3 s)`,
-      `< ${STORM_COMMAND_TARGET_MS} ms`, verdict(r.pass.command),
+      `< ${STORM_COMMAND_TARGET_MS} ms`,
+      verdict(r.pass.command),
     ],
   ];
   const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return `${rows.map((row) => row.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd()).join('\n')}\n`;
+  return `${rows
+    .map((row) =>
+      row
+        .map((c, i) => c.padEnd(width[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }

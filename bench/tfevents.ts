@@ -15,9 +15,16 @@ import { eventRecord, versionRecord } from '../test/tfeventsWriter.ts';
 
 const MB = 1e6;
 const TAGS = [
-  'train/loss', 'train/grad_norm', 'train/learning_rate', 'train/reward', 'train/reward_std',
-  'train/frac_reward_zero_std', 'train/rewards/accuracy_reward/mean', 'train/completions/mean_length',
-  'train/kl', 'train/epoch',
+  'train/loss',
+  'train/grad_norm',
+  'train/learning_rate',
+  'train/reward',
+  'train/reward_std',
+  'train/frac_reward_zero_std',
+  'train/rewards/accuracy_reward/mean',
+  'train/completions/mean_length',
+  'train/kl',
+  'train/epoch',
 ];
 
 export interface TfeventsResult {

@@ -31,7 +31,10 @@ export function worstCaseLines(): Array<{ name: string; line: string }> {
     { name: 'deep JSON (100,000 levels)', line: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}` },
     { name: 'deep JSON arrays (1,000,000)', line: `{"x":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}` },
     { name: 'unclosed np.float64( + 1 MB spaces', line: `{'loss': np.float64(${' '.repeat(MB)}x` },
-    { name: 'np.float64( 1 MB of spaces )', line: `{'loss': np.float64(${' '.repeat(MB / 2)}a${' '.repeat(MB / 2)}b)c, 'x': 1}` },
+    {
+      name: 'np.float64( 1 MB of spaces )',
+      line: `{'loss': np.float64(${' '.repeat(MB / 2)}a${' '.repeat(MB / 2)}b)c, 'x': 1}`,
+    },
   ];
 }
 
@@ -83,8 +86,11 @@ export function formatWorstCaseReport(r: WorstCaseResult): string {
         `  slowest ${slow.format.padEnd(14)} ${slow.msPerMB.toFixed(1).padStart(7)} ms/MB`,
     );
   }
-  out.push(`  worst: ${r.worst.format} on ${r.worst.line}: ${r.worst.msPerMB.toFixed(1)} ms/MB  ${r.pass ? 'PASS' : 'FAIL'}`);
+  out.push(
+    `  worst: ${r.worst.format} on ${r.worst.line}: ${r.worst.msPerMB.toFixed(1)} ms/MB  ${r.pass ? 'PASS' : 'FAIL'}`,
+  );
   return out.join('\n');
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(`${formatWorstCaseReport(runWorstCase())}\n`);
+if (process.argv[1] === fileURLToPath(import.meta.url))
+  process.stdout.write(`${formatWorstCaseReport(runWorstCase())}\n`);

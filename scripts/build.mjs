@@ -34,5 +34,7 @@ await build({
   // its WebAssembly beside it, and only the chart thread loads it, once per machine (src/render/fonts.ts)
   external: ['@resvg/resvg-js', 'discord.js', '@slack/bolt', 'subset-font'],
   // bundled CommonJS packages call require(): give the ESM bundle one
-  banner: { js: "import { createRequire as __rlwatchRequire } from 'node:module'; const require = __rlwatchRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __rlwatchRequire } from 'node:module'; const require = __rlwatchRequire(import.meta.url);",
+  },
 });

@@ -137,7 +137,10 @@ export function callbackRun(seed = 2): { steps: CallbackStep[]; text: string } {
       value,
       entropy,
       rewards,
-      total: round(Object.values(rewards).reduce((a, r) => a + r.mean, 0), 3),
+      total: round(
+        Object.values(rewards).reduce((a, r) => a + r.mean, 0),
+        3,
+      ),
       formatPct: round((100 * formatCount) / GROUP, 1),
       formatCount,
       responseLength: round(lengths.reduce((a, b) => a + b, 0) / GROUP, 1),
@@ -233,7 +236,13 @@ function render(steps: CallbackStep[]): string {
   return `${out.join('\n')}\n`;
 }
 
-export const DEFAULT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'samples', 'grpo-callback', 'train.log');
+export const DEFAULT_FILE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  'samples',
+  'grpo-callback',
+  'train.log',
+);
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const file = resolve(process.argv[2] ?? DEFAULT_FILE);

@@ -244,33 +244,61 @@ const TASKS: Task[] = [
       ok('let rec sum_list lst =\n  match lst with\n  | [] -> 0\n  | h :: t -> h + sum_list t'),
       ok('(* Sum with a left fold: tail-recursive. *)\nlet sum_list xs = List.fold_left ( + ) 0 xs'),
       wrong('let rec sum_list lst =\n  match lst with\n  | [] -> 1\n  | h :: t -> h + sum_list t'),
-      broken(1, 'Error: This expression has type int but an expression was expected of type float',
-        'let rec sum_list lst =\n  match lst with\n  | [] -> 0\n  | h :: t -> h +. sum_list t'),
-      broken(2, UNBOUND_REC('sum_list'),
-        'let sum_list lst =\n  match lst with\n  | [] -> 0.0\n  | h :: t -> h + sum_list t'),
+      broken(
+        1,
+        'Error: This expression has type int but an expression was expected of type float',
+        'let rec sum_list lst =\n  match lst with\n  | [] -> 0\n  | h :: t -> h +. sum_list t',
+      ),
+      broken(
+        2,
+        UNBOUND_REC('sum_list'),
+        'let sum_list lst =\n  match lst with\n  | [] -> 0.0\n  | h :: t -> h + sum_list t',
+      ),
     ],
   },
   {
     fn: 'fizzbuzz',
     variants: [
-      ok('let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 15 = 0 then "FizzBuzz"\n    else if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then "Buzz"\n    else string_of_int k)'),
-      ok('let fizzbuzz n =\n  for i = 1 to n do\n    if i mod 15 = 0 then print_endline "FizzBuzz"\n    else if i mod 3 = 0 then print_endline "Fizz"\n    else if i mod 5 = 0 then print_endline "Buzz"\n    else print_endline (string_of_int i)\n  done'),
-      wrong('let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then "Buzz"\n    else if k mod 15 = 0 then "FizzBuzz"\n    else string_of_int k)'),
-      broken(1, 'Error: This expression has type int but an expression was expected of type string',
-        'let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 15 = 0 then "FizzBuzz"\n    else if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then "Buzz"\n    else k)'),
-      broken(2, 'Error: Unbound constructor Buzz',
-        'let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 15 = 0 then "FizzBuzz"\n    else if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then Buzz\n    else k)'),
+      ok(
+        'let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 15 = 0 then "FizzBuzz"\n    else if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then "Buzz"\n    else string_of_int k)',
+      ),
+      ok(
+        'let fizzbuzz n =\n  for i = 1 to n do\n    if i mod 15 = 0 then print_endline "FizzBuzz"\n    else if i mod 3 = 0 then print_endline "Fizz"\n    else if i mod 5 = 0 then print_endline "Buzz"\n    else print_endline (string_of_int i)\n  done',
+      ),
+      wrong(
+        'let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then "Buzz"\n    else if k mod 15 = 0 then "FizzBuzz"\n    else string_of_int k)',
+      ),
+      broken(
+        1,
+        'Error: This expression has type int but an expression was expected of type string',
+        'let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 15 = 0 then "FizzBuzz"\n    else if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then "Buzz"\n    else k)',
+      ),
+      broken(
+        2,
+        'Error: Unbound constructor Buzz',
+        'let fizzbuzz n =\n  List.init n (fun i ->\n    let k = i + 1 in\n    if k mod 15 = 0 then "FizzBuzz"\n    else if k mod 3 = 0 then "Fizz"\n    else if k mod 5 = 0 then Buzz\n    else k)',
+      ),
     ],
   },
   {
     fn: 'reverse',
     variants: [
-      ok('let reverse lst =\n  let rec aux acc = function\n    | [] -> acc\n    | h :: t -> aux (h :: acc) t\n  in\n  aux [] lst'),
-      wrong('let reverse lst =\n  let rec aux acc = function\n    | [] -> acc\n    | h :: t -> aux (acc @ [h]) t\n  in\n  aux [] lst'),
-      broken(1, "Error: This expression has type 'a list but an expression was expected of type 'a The type variable 'a occurs inside 'a list",
-        'let reverse lst =\n  let rec aux acc = function\n    | [] -> acc\n    | h :: t -> aux (acc :: h) t\n  in\n  aux [] lst'),
-      broken(2, "Error: Unbound value aux Hint: If this is a recursive definition, you should add the 'rec' keyword on line 2",
-        'let reverse lst =\n  let aux acc = function\n    | [] -> acc\n    | h :: t -> aux (acc :: h) t\n  in\n  aux lst'),
+      ok(
+        'let reverse lst =\n  let rec aux acc = function\n    | [] -> acc\n    | h :: t -> aux (h :: acc) t\n  in\n  aux [] lst',
+      ),
+      wrong(
+        'let reverse lst =\n  let rec aux acc = function\n    | [] -> acc\n    | h :: t -> aux (acc @ [h]) t\n  in\n  aux [] lst',
+      ),
+      broken(
+        1,
+        "Error: This expression has type 'a list but an expression was expected of type 'a The type variable 'a occurs inside 'a list",
+        'let reverse lst =\n  let rec aux acc = function\n    | [] -> acc\n    | h :: t -> aux (acc :: h) t\n  in\n  aux [] lst',
+      ),
+      broken(
+        2,
+        "Error: Unbound value aux Hint: If this is a recursive definition, you should add the 'rec' keyword on line 2",
+        'let reverse lst =\n  let aux acc = function\n    | [] -> acc\n    | h :: t -> aux (acc :: h) t\n  in\n  aux lst',
+      ),
     ],
   },
   {
@@ -279,21 +307,36 @@ const TASKS: Task[] = [
       ok('let rec factorial n =\n  if n <= 1 then 1\n  else n * factorial (n - 1)'),
       ok('let factorial n =\n  let rec go acc k = if k <= 1 then acc else go (acc * k) (k - 1) in\n  go 1 n'),
       wrong('let rec factorial n =\n  if n <= 1 then 0\n  else n * factorial (n - 1)'),
-      broken(1, 'Error: This expression has type int but an expression was expected of type float',
-        'let rec factorial n =\n  if n <= 1 then 1\n  else n *. factorial (n - 1)'),
+      broken(
+        1,
+        'Error: This expression has type int but an expression was expected of type float',
+        'let rec factorial n =\n  if n <= 1 then 1\n  else n *. factorial (n - 1)',
+      ),
       broken(2, UNBOUND_REC('factorial'), 'let factorial n =\n  if n <= 1 then 1.0\n  else n * factorial (n - 1)'),
     ],
   },
   {
     fn: 'count_vowels',
     variants: [
-      ok("let count_vowels s =\n  let is_vowel c =\n    match Char.lowercase_ascii c with\n    | 'a' | 'e' | 'i' | 'o' | 'u' -> true\n    | _ -> false\n  in\n  String.fold_left (fun n c -> if is_vowel c then n + 1 else n) 0 s"),
-      ok('let count_vowels s =\n  let count = ref 0 in\n  String.iter (fun c ->\n    if String.contains "aeiouAEIOU" c then incr count) s;\n  !count'),
-      wrong("let count_vowels s =\n  let is_vowel c =\n    match c with\n    | 'a' | 'e' | 'i' | 'o' | 'u' -> true\n    | _ -> false\n  in\n  String.fold_left (fun n c -> if is_vowel c then n + 1 else n) 0 s"),
-      broken(1, 'Error: This expression has type int but an expression was expected of type string',
-        "let count_vowels s =\n  let is_vowel c =\n    match Char.lowercase_ascii c with\n    | 'a' | 'e' | 'i' | 'o' | 'u' -> true\n    | _ -> false\n  in\n  String.fold_left (fun n c -> if is_vowel c then n + 1 else n) s 0"),
-      broken(2, 'Error: This expression has type int ref but an expression was expected of type int',
-        "let count_vowels s =\n  let count = ref 0 in\n  String.iter (fun c ->\n    if List.mem c ['a'; 'e'; 'i'; 'o'; 'u'] then count := count + 1) s;\n  count"),
+      ok(
+        "let count_vowels s =\n  let is_vowel c =\n    match Char.lowercase_ascii c with\n    | 'a' | 'e' | 'i' | 'o' | 'u' -> true\n    | _ -> false\n  in\n  String.fold_left (fun n c -> if is_vowel c then n + 1 else n) 0 s",
+      ),
+      ok(
+        'let count_vowels s =\n  let count = ref 0 in\n  String.iter (fun c ->\n    if String.contains "aeiouAEIOU" c then incr count) s;\n  !count',
+      ),
+      wrong(
+        "let count_vowels s =\n  let is_vowel c =\n    match c with\n    | 'a' | 'e' | 'i' | 'o' | 'u' -> true\n    | _ -> false\n  in\n  String.fold_left (fun n c -> if is_vowel c then n + 1 else n) 0 s",
+      ),
+      broken(
+        1,
+        'Error: This expression has type int but an expression was expected of type string',
+        "let count_vowels s =\n  let is_vowel c =\n    match Char.lowercase_ascii c with\n    | 'a' | 'e' | 'i' | 'o' | 'u' -> true\n    | _ -> false\n  in\n  String.fold_left (fun n c -> if is_vowel c then n + 1 else n) s 0",
+      ),
+      broken(
+        2,
+        'Error: This expression has type int ref but an expression was expected of type int',
+        "let count_vowels s =\n  let count = ref 0 in\n  String.iter (fun c ->\n    if List.mem c ['a'; 'e'; 'i'; 'o'; 'u'] then count := count + 1) s;\n  count",
+      ),
     ],
   },
   {
@@ -301,19 +344,32 @@ const TASKS: Task[] = [
     variants: [
       ok('let max_list lst =\n  match lst with\n  | [] -> None\n  | h :: t -> Some (List.fold_left max h t)'),
       wrong('let max_list lst =\n  match lst with\n  | [] -> None\n  | _ :: t -> Some (List.fold_left max 0 t)'),
-      broken(1, "Error: This expression has type 'a option but an expression was expected of type int",
-        'let max_list lst =\n  match lst with\n  | [] -> 0\n  | h :: t -> Some (List.fold_left max h t)'),
-      broken(2, 'Error: This variant expression is expected to have type exn There is no constructor Empty_list within type exn',
-        'let max_list lst =\n  match lst with\n  | [] -> raise Empty_list\n  | h :: t -> Some (List.fold_left max h t) + 0'),
+      broken(
+        1,
+        "Error: This expression has type 'a option but an expression was expected of type int",
+        'let max_list lst =\n  match lst with\n  | [] -> 0\n  | h :: t -> Some (List.fold_left max h t)',
+      ),
+      broken(
+        2,
+        'Error: This variant expression is expected to have type exn There is no constructor Empty_list within type exn',
+        'let max_list lst =\n  match lst with\n  | [] -> raise Empty_list\n  | h :: t -> Some (List.fold_left max h t) + 0',
+      ),
     ],
   },
   {
     fn: 'is_palindrome',
     variants: [
-      ok('let is_palindrome s =\n  let n = String.length s in\n  let rec check i =\n    i >= n / 2 || (s.[i] = s.[n - 1 - i] && check (i + 1))\n  in\n  check 0'),
-      wrong('let is_palindrome s =\n  let n = String.length s in\n  let rec check i =\n    i >= n / 2 || (s.[i] = s.[n - 1 - i] || check (i + 1))\n  in\n  check 0'),
-      broken(1, "Error: This expression has type string but an expression was expected of type 'a array",
-        'let is_palindrome s =\n  let n = String.length s in\n  let rec check i =\n    i >= n / 2 || (s.(i) = s.(n - 1 - i) && check (i + 1))\n  in\n  check 0'),
+      ok(
+        'let is_palindrome s =\n  let n = String.length s in\n  let rec check i =\n    i >= n / 2 || (s.[i] = s.[n - 1 - i] && check (i + 1))\n  in\n  check 0',
+      ),
+      wrong(
+        'let is_palindrome s =\n  let n = String.length s in\n  let rec check i =\n    i >= n / 2 || (s.[i] = s.[n - 1 - i] || check (i + 1))\n  in\n  check 0',
+      ),
+      broken(
+        1,
+        "Error: This expression has type string but an expression was expected of type 'a array",
+        'let is_palindrome s =\n  let n = String.length s in\n  let rec check i =\n    i >= n / 2 || (s.(i) = s.(n - 1 - i) && check (i + 1))\n  in\n  check 0',
+      ),
       broken(1, 'Error: Unbound value String.rev', 'let is_palindrome s =\n  s = String.rev s'),
     ],
   },
@@ -322,9 +378,16 @@ const TASKS: Task[] = [
     variants: [
       ok('let fib n =\n  let rec go a b k = if k = 0 then a else go b (a + b) (k - 1) in\n  go 0 1 n'),
       wrong('let fib n =\n  let rec go a b k = if k = 0 then a else go b (a + b) (k - 1) in\n  go 1 1 n'),
-      broken(1, "Error: This expression has type int but an expression was expected of type float Hint: Did you mean `0.'?",
-        'let fib n =\n  let rec go a b k = if k = 0 then a else go b (a +. b) (k - 1) in\n  go 0 1 n'),
-      broken(2, UNBOUND_REC('fib'), 'let fib n =\n  match n with\n  | 0 -> 0\n  | 1 -> 1\n  | n -> fib (n - 1) + fib (n - 2) ^ ""'),
+      broken(
+        1,
+        "Error: This expression has type int but an expression was expected of type float Hint: Did you mean `0.'?",
+        'let fib n =\n  let rec go a b k = if k = 0 then a else go b (a +. b) (k - 1) in\n  go 0 1 n',
+      ),
+      broken(
+        2,
+        UNBOUND_REC('fib'),
+        'let fib n =\n  match n with\n  | 0 -> 0\n  | 1 -> 1\n  | n -> fib (n - 1) + fib (n - 2) ^ ""',
+      ),
     ],
   },
   {
@@ -332,21 +395,37 @@ const TASKS: Task[] = [
     variants: [
       ok('let rec flatten = function\n  | [] -> []\n  | l :: rest -> l @ flatten rest'),
       wrong('let rec flatten = function\n  | [] -> []\n  | l :: rest -> flatten rest @ l'),
-      broken(1, "Error: This expression has type 'a list but an expression was expected of type int",
-        'let rec flatten = function\n  | [] -> []\n  | l :: rest -> l + flatten rest'),
-      broken(1, "Error: This expression has type 'a list but an expression was expected of type 'a The type variable 'a occurs inside 'a list",
-        'let flatten lst =\n  List.fold_left (fun acc x -> acc :: x) [] lst'),
+      broken(
+        1,
+        "Error: This expression has type 'a list but an expression was expected of type int",
+        'let rec flatten = function\n  | [] -> []\n  | l :: rest -> l + flatten rest',
+      ),
+      broken(
+        1,
+        "Error: This expression has type 'a list but an expression was expected of type 'a The type variable 'a occurs inside 'a list",
+        'let flatten lst =\n  List.fold_left (fun acc x -> acc :: x) [] lst',
+      ),
     ],
   },
   {
     fn: 'compress',
     variants: [
-      ok('let rec compress = function\n  | a :: (b :: _ as t) -> if a = b then compress t else a :: compress t\n  | smaller -> smaller'),
-      wrong('let rec compress = function\n  | a :: b :: t -> if a = b then compress t else a :: compress t\n  | smaller -> smaller'),
-      broken(1, "Error: This expression has type 'a list list but an expression was expected of type 'a list The type variable 'a occurs inside 'a list",
-        'let rec compress = function\n  | a :: (b :: _ as t) -> if a = b then compress t else a @ compress t\n  | smaller -> smaller'),
-      broken(2, "Error: Unbound value compress Hint: Did you mean compare? Hint: If this is a recursive definition, you should add the 'rec' keyword on line 1",
-        'let compress = function\n  | a :: (b :: _ as t) -> if a = b then compress t else a @ compress t\n  | smaller -> smaller'),
+      ok(
+        'let rec compress = function\n  | a :: (b :: _ as t) -> if a = b then compress t else a :: compress t\n  | smaller -> smaller',
+      ),
+      wrong(
+        'let rec compress = function\n  | a :: b :: t -> if a = b then compress t else a :: compress t\n  | smaller -> smaller',
+      ),
+      broken(
+        1,
+        "Error: This expression has type 'a list list but an expression was expected of type 'a list The type variable 'a occurs inside 'a list",
+        'let rec compress = function\n  | a :: (b :: _ as t) -> if a = b then compress t else a @ compress t\n  | smaller -> smaller',
+      ),
+      broken(
+        2,
+        "Error: Unbound value compress Hint: Did you mean compare? Hint: If this is a recursive definition, you should add the 'rec' keyword on line 1",
+        'let compress = function\n  | a :: (b :: _ as t) -> if a = b then compress t else a @ compress t\n  | smaller -> smaller',
+      ),
     ],
   },
   {
@@ -354,8 +433,11 @@ const TASKS: Task[] = [
     variants: [
       ok('let rec gcd a b =\n  if b = 0 then abs a\n  else gcd b (a mod b)'),
       wrong('let rec gcd a b =\n  if b = 0 then b\n  else gcd b (a mod b)'),
-      broken(1, "Error: This expression has type 'a * 'b but an expression was expected of type int",
-        'let rec gcd a b =\n  if b = 0 then abs a\n  else gcd (b, a mod b)'),
+      broken(
+        1,
+        "Error: This expression has type 'a * 'b but an expression was expected of type int",
+        'let rec gcd a b =\n  if b = 0 then abs a\n  else gcd (b, a mod b)',
+      ),
       broken(1, UNBOUND_REC('gcd'), 'let gcd a b =\n  if b = 0 then a\n  else gcd b (a mod b)'),
     ],
   },
@@ -363,10 +445,16 @@ const TASKS: Task[] = [
 
 /** Early-training failures that are not OCaml at all, for any task. */
 const garbage = (fn: string): Variant[] => [
-  broken(5, 'Error: Syntax error',
-    `def ${fn}(xs):\n    result = 0\n    for x in xs:\n        result += x\n    return result`),
-  broken(3, 'Error: Syntax error',
-    `let ${fn} input =\n  let result = ref [] in\n  (* loop over the input *)\n  List.iter (fun x ->\n    if x > 0 then\n  ) input;`),
+  broken(
+    5,
+    'Error: Syntax error',
+    `def ${fn}(xs):\n    result = 0\n    for x in xs:\n        result += x\n    return result`,
+  ),
+  broken(
+    3,
+    'Error: Syntax error',
+    `let ${fn} input =\n  let result = ref [] in\n  (* loop over the input *)\n  List.iter (fun x ->\n    if x > 0 then\n  ) input;`,
+  ),
 ];
 
 /** What the collapsed policy writes for every problem: one type error, so a frozen 0.21 reward. */
@@ -412,8 +500,19 @@ function score(problemId: string, completion: string, v: Variant, passed: number
   const stylePenalty = round(0.05 * styleReasons.length, 4);
   const reward = degenerate ? Math.min(base, RUNAWAY_REWARD_CAP) : round(Math.max(0, base - stylePenalty), 4);
   return {
-    problemId, completion, reward, base, structural, typeCheck: round(typeCheck, 4), compile, tests: round(tests, 4),
-    syntaxErrors: v.errors, errorSample: v.message ?? '', degenerate, stylePenalty, styleReasons,
+    problemId,
+    completion,
+    reward,
+    base,
+    structural,
+    typeCheck: round(typeCheck, 4),
+    compile,
+    tests: round(tests, 4),
+    syntaxErrors: v.errors,
+    errorSample: v.message ?? '',
+    degenerate,
+    stylePenalty,
+    styleReasons,
   };
 }
 
@@ -422,7 +521,11 @@ function collapsed(problemId: string): Generation {
 }
 
 /** Every distinct outcome a task allows (variant x tests passed x END or not), with its reward. */
-function candidates(problemId: string, task: Task, withEnd: boolean): Array<{ v: Variant; passed: number; reward: number }> {
+function candidates(
+  problemId: string,
+  task: Task,
+  withEnd: boolean,
+): Array<{ v: Variant; passed: number; reward: number }> {
   const out: Array<{ v: Variant; passed: number; reward: number }> = [];
   for (const v of [...task.variants, ...garbage(task.fn)]) {
     const passes = v.errors > 0 ? [0] : v.wrong ? [0, 1, 2, 3, 4] : [TESTS_PER_PROBLEM];
@@ -436,23 +539,38 @@ function candidates(problemId: string, task: Task, withEnd: boolean): Array<{ v:
 
 /** One sampled generation aimed at reward `target` (the nearest outcome the task allows), or a solution
  * that passes every test. */
-function sampleGeneration(rng: Rng, step: number, problemId: string, task: Task, target: number | 'correct'): Generation {
+function sampleGeneration(
+  rng: Rng,
+  step: number,
+  problemId: string,
+  task: Task,
+  target: number | 'correct',
+): Generation {
   const early = Math.max(0, 1 - step / 120);
   const withEnd = rng() >= 0.03 + 0.3 * early; // the END habit is learned early in training
   if (target === 'correct') {
-    const v = pick(rng, task.variants.filter((x) => x.errors === 0 && !x.wrong));
+    const v = pick(
+      rng,
+      task.variants.filter((x) => x.errors === 0 && !x.wrong),
+    );
     return score(problemId, v.code + (withEnd ? END : ''), v, TESTS_PER_PROBLEM, false);
   }
   if (rng() < 0.01 + 0.04 * early) {
     // runaway: the model never writes END and repeats itself until max length
-    const v = pick(rng, task.variants.filter((x) => x.errors === 0));
+    const v = pick(
+      rng,
+      task.variants.filter((x) => x.errors === 0),
+    );
     let text = v.code + '\n';
     while (text.length < 540) text += `let () = print_endline "${task.fn}: test"\n`;
     return score(problemId, text.trimEnd(), v, v.wrong ? 0 : TESTS_PER_PROBLEM, true);
   }
   const options = candidates(problemId, task, withEnd);
   const best = Math.min(...options.map((o) => Math.abs(o.reward - target)));
-  const chosen = pick(rng, options.filter((o) => Math.abs(o.reward - target) <= best + 1e-9));
+  const chosen = pick(
+    rng,
+    options.filter((o) => Math.abs(o.reward - target) <= best + 1e-9),
+  );
   const prefix = rng() < 0.2 && !chosen.v.code.startsWith('(*') ? pick(rng, LEADING_COMMENTS) : '';
   return score(problemId, prefix + chosen.v.code + (withEnd ? END : ''), chosen.v, chosen.passed, false);
 }
@@ -493,12 +611,16 @@ function stepGenerations(rng: Rng, m: StepMetrics, problemId: string, task: Task
     }
     const rest = n - group.length;
     const aim = (m.reward * n - group.reduce((a, g) => a + g.reward, 0)) / Math.max(1, rest);
-    while (group.length < n) group.push(sampleGeneration(rng, m.step, problemId, task, aim + m.rewardStd * 1.2 * gauss(rng)));
+    while (group.length < n)
+      group.push(sampleGeneration(rng, m.step, problemId, task, aim + m.rewardStd * 1.2 * gauss(rng)));
     const err = Math.abs(mean(group.map((g) => g.reward)) - m.reward);
     if (err < bestErr) [best, bestErr] = [group, err];
   }
   // shuffle so the collapsed ones are not always first
-  return best.map((g) => ({ g, k: rng() })).sort((a, b) => a.k - b.k).map((x) => x.g);
+  return best
+    .map((g) => ({ g, k: rng() }))
+    .sort((a, b) => a.k - b.k)
+    .map((x) => x.g);
 }
 
 // ---------------------------------------------------------------- batch_metrics.jsonl
@@ -531,24 +653,40 @@ function pyJson(value: unknown, key?: string): string {
   }
   if (Array.isArray(value)) return `[${value.map((v) => pyJson(v)).join(', ')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v, k)}`).join(', ')}}`;
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v, k)}`)
+      .join(', ')}}`;
   }
   return JSON.stringify(value);
 }
 
 function completionLine(g: Generation): string {
   return pyJson({
-    problem_id: g.problemId, reward: g.reward, base_reward: g.base, length: g.completion.length,
-    is_degenerate: g.degenerate, style_penalty: g.stylePenalty, completion: g.completion,
+    problem_id: g.problemId,
+    reward: g.reward,
+    base_reward: g.base,
+    length: g.completion.length,
+    is_degenerate: g.degenerate,
+    style_penalty: g.stylePenalty,
+    completion: g.completion,
   });
 }
 
 function breakdownLine(g: Generation): string {
   return pyJson({
-    problem_id: g.problemId, total_reward: g.reward, base_reward: g.base, structural: g.structural,
-    type_check: g.typeCheck, compile: g.compile, tests: g.tests, syntax_errors: g.syntaxErrors,
-    error_sample: g.errorSample, is_degenerate: g.degenerate, style_penalty: g.stylePenalty,
-    style_reasons: g.styleReasons, preview: g.completion.slice(0, 200),
+    problem_id: g.problemId,
+    total_reward: g.reward,
+    base_reward: g.base,
+    structural: g.structural,
+    type_check: g.typeCheck,
+    compile: g.compile,
+    tests: g.tests,
+    syntax_errors: g.syntaxErrors,
+    error_sample: g.errorSample,
+    is_degenerate: g.degenerate,
+    style_penalty: g.stylePenalty,
+    style_reasons: g.styleReasons,
+    preview: g.completion.slice(0, 200),
   });
 }
 
@@ -587,7 +725,9 @@ export function makeSampleRun(dir: string): void {
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const dir = process.argv[2] ? resolve(process.argv[2]) : fileURLToPath(new URL('../samples/grpo-demo', import.meta.url));
+  const dir = process.argv[2]
+    ? resolve(process.argv[2])
+    : fileURLToPath(new URL('../samples/grpo-demo', import.meta.url));
   makeSampleRun(dir);
   console.log(`sample run written to ${dir}`);
 }

@@ -57,27 +57,39 @@ async function print(reply: Reply, json: boolean | undefined): Promise<void> {
 
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
 async function runBackfill(
-  store: Store, config: Config, roots: string[], report: (s: BackfillSummary) => Promise<void>, parsing: ParseThread,
+  store: Store,
+  config: Config,
+  roots: string[],
+  report: (s: BackfillSummary) => Promise<void>,
+  parsing: ParseThread,
 ): Promise<void> {
   // cli-progress is CommonJS: in the bundle its dynamic import has only a default export
-  const [{ backfillPipeline }, { backfill }, { default: { SingleBar } }] = await Promise.all([
-    import('./app/start.ts'),
-    import('./ingest/backfill.ts'),
-    import('cli-progress'),
-  ]);
+  const [
+    { backfillPipeline },
+    { backfill },
+    {
+      default: { SingleBar },
+    },
+  ] = await Promise.all([import('./app/start.ts'), import('./ingest/backfill.ts'), import('cli-progress')]);
   const { ingestor, finish } = backfillPipeline(store, config, stderrLog, terminal());
   const bar = process.stderr.isTTY
     ? new SingleBar({ format: 'backfill [{bar}] {percentage}% {value}/{total} MB', stream: process.stderr })
     : null;
   let started = false;
   try {
-    const summary = await backfill(ingestor, roots, config.watch, ({ total, done }) => {
-      if (!bar) return;
-      const mb = (b: number): number => Math.round(b / 1e5) / 10;
-      if (!started) bar.start(mb(total), 0);
-      started = true;
-      bar.update(mb(done));
-    }, parsing);
+    const summary = await backfill(
+      ingestor,
+      roots,
+      config.watch,
+      ({ total, done }) => {
+        if (!bar) return;
+        const mb = (b: number): number => Math.round(b / 1e5) / 10;
+        if (!started) bar.start(mb(total), 0);
+        started = true;
+        bar.update(mb(done));
+      },
+      parsing,
+    );
     if (started) bar?.stop();
     started = false;
     await report(summary);
@@ -95,7 +107,9 @@ function describeBackfill(s: BackfillSummary, seconds: number): string {
   const skips = Object.entries(s.skips).sort((a, b) => b[1] - a[1]);
   const skipped = skips.reduce((n, [, c]) => n + c, 0);
   if (skipped > 0) {
-    lines.push(`  skipped ${skipped} line${skipped === 1 ? '' : 's'}: ${skips.map(([r, c]) => `${c} × ${r}`).join('; ')}`);
+    lines.push(
+      `  skipped ${skipped} line${skipped === 1 ? '' : 's'}: ${skips.map(([r, c]) => `${c} × ${r}`).join('; ')}`,
+    );
   }
   return lines.join('\n');
 }
@@ -168,7 +182,10 @@ async function startOnPg(role: Role, dirs: readonly string[], config: Config, db
   const watcher = role === 'bot' ? null : await startWatcher({ config, db, roots, log: stderrLog });
   if (watcher) stderrLog.info(`watching ${roots.join(', ')} as ${watcher.prefix}/...; database ${redactUrl(db)}`);
   // only the bot reads the chat settings: it routes what every watcher queues
-  const bot = role === 'watcher' ? null : await startBot({ config, db, log: stderrLog, platforms: await configuredPlatforms(config, true) });
+  const bot =
+    role === 'watcher'
+      ? null
+      : await startBot({ config, db, log: stderrLog, platforms: await configuredPlatforms(config, true) });
   const refused = await untilStopped(bot?.failure ?? new Promise<Error>(() => {}));
   if (refused) process.stderr.write(`rlwatch: ${refused.message}\n`);
   await Promise.all([bot?.stop(), watcher?.stop()]);
@@ -183,7 +200,7 @@ function version(): string {
 const program = new Command('rlwatch')
   .description('Watches GRPO/PPO fine-tuning logs, stores every metric in SQLite, and tells you when a run goes wrong.')
   .version(version(), '-V, --version', 'print the version')
-  .option('--db <path>', 'SQLite file or postgres:// URL (default: $RLWATCH_DB, the config\'s db, or ./rlwatch.db)')
+  .option('--db <path>', "SQLite file or postgres:// URL (default: $RLWATCH_DB, the config's db, or ./rlwatch.db)")
   .option('--config <file>', 'YAML config (default: $RLWATCH_CONFIG or ./rlwatch.yaml)')
   .showHelpAfterError('(rlwatch --help lists the commands)');
 
@@ -193,7 +210,7 @@ program
   .argument('[dirs...]', 'directories to watch instead of watch.roots')
   .option(
     '--role <role>',
-    'all: watch and deliver; bot: only deliver and answer chat, on PostgreSQL; watcher: only watch this host\'s ' +
+    "all: watch and deliver; bot: only deliver and answer chat, on PostgreSQL; watcher: only watch this host's " +
       'runs, on PostgreSQL',
     'all',
   )
@@ -232,11 +249,19 @@ program
     const store = Store.openWriter(dbPath, 'backfill');
     try {
       const t0 = performance.now();
-      await runBackfill(store, config, roots, async (summary) => {
-        const { unreadSummary } = await import('./commands/files.ts');
-        const unread = (await unreadSummary(new SqliteAsyncStore(store), roots)).map((line) => `  ${line}`);
-        process.stdout.write(`${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`);
-      }, parsing);
+      await runBackfill(
+        store,
+        config,
+        roots,
+        async (summary) => {
+          const { unreadSummary } = await import('./commands/files.ts');
+          const unread = (await unreadSummary(new SqliteAsyncStore(store), roots)).map((line) => `  ${line}`);
+          process.stdout.write(
+            `${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`,
+          );
+        },
+        parsing,
+      );
     } finally {
       store.close();
     }
@@ -282,16 +307,19 @@ program
   .command('route')
   .description('where alerts go')
   .command('test')
-  .description('the destinations an alert of RUN with SEVERITY goes to (platform, channel, who it notifies, quiet hours), ' +
-    'as the process that delivers routes it with this config and environment')
+  .description(
+    'the destinations an alert of RUN with SEVERITY goes to (platform, channel, who it notifies, quiet hours), ' +
+      'as the process that delivers routes it with this config and environment',
+  )
   .argument('<run>', 'the run name (with its host prefix on PostgreSQL: gpu-a/grpo-7b)')
   .argument('<severity>', 'info, warning or critical')
-  .option('--rule <rule>', 'the alert\'s rule: checked to watch RUN at SEVERITY')
+  .option('--rule <rule>', "the alert's rule: checked to watch RUN at SEVERITY")
   .option('--json', 'print JSON')
   .action(async (run: string, severity: string, opts: { rule?: string; json?: boolean }, cmd: Command) => {
     const { config } = await setup(cmd);
     const [{ platformsFromEnv }, { describeRoute, routeTest }] = await Promise.all([
-      import('./app/start.ts'), import('./app/routeTest.ts'),
+      import('./app/start.ts'),
+      import('./app/routeTest.ts'),
     ]);
     const r = routeTest(config, platformsFromEnv(config), run, severity, opts.rule);
     process.stdout.write(`${opts.json ? JSON.stringify(r, null, 2) : describeRoute(r)}\n`);
@@ -306,7 +334,13 @@ function addShared(parent: Command, spec: CommandSpec): void {
   const takesWords = spec.options.length > 0;
   if (takesWords) {
     // the words are read as a chat slash command's `/mute grpo-7b 2h`; every option also has its --flag
-    cmd.argument('[words...]', `${usage(spec, '').split(' ').slice(spec.path.length + 1).join(' ')}, as in chat`);
+    cmd.argument(
+      '[words...]',
+      `${usage(spec, '')
+        .split(' ')
+        .slice(spec.path.length + 1)
+        .join(' ')}, as in chat`,
+    );
     cmd.usage(`[options] ${positional.map((o) => (o.required ? `<${o.name}>` : `[${o.name}]`)).join(' ')}`.trim());
   }
   for (const o of takesWords ? spec.options : []) {
@@ -367,17 +401,26 @@ for (const spec of COMMANDS) {
 
 program
   .command('demo')
-  .description('replay the bundled sample GRPO run into a temporary directory while watching it: alerts fire and resolve live')
-  .option('--pace <ms>', 'milliseconds between steps', (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number of milliseconds');
-    return n;
-  }, 100)
+  .description(
+    'replay the bundled sample GRPO run into a temporary directory while watching it: alerts fire and resolve live',
+  )
+  .option(
+    '--pace <ms>',
+    'milliseconds between steps',
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number of milliseconds');
+      return n;
+    },
+    100,
+  )
   .option('--no-chat', 'keep the alerts in the terminal, even with a chat platform configured')
   .action(async (opts: { pace: number; chat: boolean }, cmd: Command) => {
     const { config, dbPath } = await setup(cmd);
     const [{ DEMO_RUN, replayDemo }, { runStatus }, { alertList }] = await Promise.all([
-      import('./app/demo.ts'), import('./commands/runStatus.ts'), import('./commands/alerts.ts'),
+      import('./app/demo.ts'),
+      import('./commands/runStatus.ts'),
+      import('./commands/alerts.ts'),
     ]);
     const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog, chat: opts.chat });
     await withStore(cmd, async (store) => {
@@ -395,7 +438,9 @@ program
 
 program
   .command('notify')
-  .description('send a test card (with a chart) to every configured chat target, or those of PLATFORM, and say how each went')
+  .description(
+    'send a test card (with a chart) to every configured chat target, or those of PLATFORM, and say how each went',
+  )
   .argument('[platform]', 'only this platform (its key in rlwatch.yaml)')
   .option('--test', 'the test card (the one thing notify sends)')
   .action(async (only: string | undefined, opts: { test?: boolean }, cmd: Command) => {
@@ -436,7 +481,9 @@ initCmd
 
 program
   .command('doctor')
-  .description('check what start depends on (config, database, watch roots, each chat platform) and say how to fix each failure')
+  .description(
+    'check what start depends on (config, database, watch roots, each chat platform) and say how to fix each failure',
+  )
   .option('--json', 'print the checks as JSON: [{check, status, detail, fix}]')
   .action(async (opts: { json?: boolean }, cmd: Command) => {
     const global = cmd.optsWithGlobals<GlobalOpts>();
@@ -450,7 +497,9 @@ program
 /** How to type rlwatch again from here: `bin/rlwatch` in a checkout, `npx rlwatch` from a project's node_modules,
  * else `rlwatch` (on the PATH). */
 function invokedAs(): string {
-  const script = relative(process.cwd(), process.argv[1] ?? '').split(sep).join('/');
+  const script = relative(process.cwd(), process.argv[1] ?? '')
+    .split(sep)
+    .join('/');
   if (script === 'bin/rlwatch') return script;
   return script.startsWith('node_modules/') ? 'npx rlwatch' : 'rlwatch';
 }

@@ -52,9 +52,7 @@ function loopEdges(graph: Map<string, Set<string>>): string[] {
     }
     return false;
   };
-  return [...graph]
-    .flatMap(([a, outs]) => [...outs].filter((b) => reaches(b, a)).map((b) => `${a} -> ${b}`))
-    .sort();
+  return [...graph].flatMap(([a, outs]) => [...outs].filter((b) => reaches(b, a)).map((b) => `${a} -> ${b}`)).sort();
 }
 
 /**

@@ -67,7 +67,7 @@ function sampleSd(scale: RewardScale, level: number): number {
 /** A bounded [0, 1] batch mean of Bernoulli(p) samples (a pass/fail reward function) with AR noise `z`. */
 export function passRate(p: number, n: number, z: number, warm: number): { mean: number; std: number } {
   const pp = clamp(p, 0.005, 0.995);
-  const mean = clamp(pp + (Math.sqrt((pp * (1 - pp)) / n) * z * warm), 0, 1);
+  const mean = clamp(pp + Math.sqrt((pp * (1 - pp)) / n) * z * warm, 0, 1);
   return { mean, std: Math.sqrt(mean * (1 - mean)) };
 }
 
@@ -121,18 +121,32 @@ export function generateHealthy(p: HealthyParams): Generated {
     // groups whose G rewards all came out equal: few, more as the easy prompts get solved
     const solved = p.scale === '01' ? Math.max(0, reward - 0.55) * 0.3 : 0;
     put('frac_zero_std', binomialShare(r, groups, clamp(0.03 + solved + 0.03 * (drift - 1), 0, 1)));
-    put('entropy', p.entropy0 * (0.55 + 0.45 * Math.exp(-i / (0.8 * n))) * (1 + 0.25 * (drift - 1)) * Math.exp(0.04 * W * noiseE[i]!));
+    put(
+      'entropy',
+      p.entropy0 *
+        (0.55 + 0.45 * Math.exp(-i / (0.8 * n))) *
+        (1 + 0.25 * (drift - 1)) *
+        Math.exp(0.04 * W * noiseE[i]!),
+    );
     // log-scale heavy tails (Student-t, df 3), larger in the warm-up, held within 3× the median either way; now and
     // then a spike to 2-3× the median
     const tail = clamp(0.2 * (1 + 0.25 * (W - 1)) * studentT(r, 3), -Math.log(3), Math.log(3));
     put('grad_norm', p.gradMedian * drift * (r() < 0.004 ? 2 + r() : Math.exp(tail)));
-    const kl = i === 0 ? 0 : p.kl0 * Math.min(1, i / warm) * (1 + (p.klGrowth - 1) * (i / n)) * Math.exp(0.3 * noiseK[i]!);
+    const kl =
+      i === 0 ? 0 : p.kl0 * Math.min(1, i / warm) * (1 + (p.klGrowth - 1) * (i / n)) * Math.exp(0.3 * noiseK[i]!);
     put('kl', kl);
     put('loss', 0.04 * kl + 0.02 * W * studentT(r, p.df));
-    const lr = i < warm ? (p.peakLr * (i + 1)) / warm : p.peakLr * (0.1 + 0.45 * (1 + Math.cos((Math.PI * (i - warm)) / (n - warm))));
+    const lr =
+      i < warm
+        ? (p.peakLr * (i + 1)) / warm
+        : p.peakLr * (0.1 + 0.45 * (1 + Math.cos((Math.PI * (i - warm)) / (n - warm))));
     put('lr', lr);
     // a mean of lengths whose spread is about half their mean, multiplicative so that it stays positive
-    const len = p.length0 * (1 + p.lengthDrift * (i / n)) * (1 + 0.15 * (drift - 1)) * Math.exp((0.5 / Math.sqrt(p.batch)) * W * noiseL[i]!);
+    const len =
+      p.length0 *
+      (1 + p.lengthDrift * (i / n)) *
+      (1 + 0.15 * (drift - 1)) *
+      Math.exp((0.5 / Math.sqrt(p.batch)) * W * noiseL[i]!);
     put('completion_length', len);
     // share of completions cut at the max length: a tail of the length distribution, rare at healthy lengths
     put('clipped_ratio', binomialShare(r, p.batch, clamp(5 * Math.exp((-3.5 * p.maxLength) / Math.max(1, len)), 0, 1)));

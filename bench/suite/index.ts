@@ -10,7 +10,16 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { bareEnv } from '../proc.ts';
 import { buildSuite } from './runs.ts';
-import { GRADUAL_TARGET, MAX_NOTIFICATIONS_AFTER, scoreRun, SUDDEN_TARGET, totals, type Incident, type RunScore, type SuiteTotals } from './score.ts';
+import {
+  GRADUAL_TARGET,
+  MAX_NOTIFICATIONS_AFTER,
+  scoreRun,
+  SUDDEN_TARGET,
+  totals,
+  type Incident,
+  type RunScore,
+  type SuiteTotals,
+} from './score.ts';
 import { writeRun } from './write.ts';
 
 const RLWATCH = join(import.meta.dirname, '..', '..', 'bin', 'rlwatch');
@@ -24,7 +33,11 @@ export interface SuiteResult {
 function rlwatch(cwd: string, args: readonly string[]): string {
   // the default config: no RLWATCH_* settings, and a working directory without an rlwatch.yaml
   const child = spawnSync(process.execPath, [RLWATCH, ...args], {
-    cwd, env: bareEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024,
+    cwd,
+    env: bareEnv(),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 256 * 1024 * 1024,
   });
   if (child.status !== 0) throw new Error(`rlwatch ${args[0]} exited ${child.status}: ${child.stderr.slice(-2000)}`);
   return child.stdout;
@@ -60,13 +73,29 @@ export function writeSuiteJson(outDir: string, r: SuiteResult): void {
 }
 
 const pages = (ps: ReadonlyArray<{ rule: string; step: number }>): string =>
-  ps.length === 0 ? '-' : ps.slice(0, 4).map((p) => `${p.rule}@${p.step}`).join(', ') + (ps.length > 4 ? ` +${ps.length - 4}` : '');
+  ps.length === 0
+    ? '-'
+    : ps
+        .slice(0, 4)
+        .map((p) => `${p.rule}@${p.step}`)
+        .join(', ') + (ps.length > 4 ? ` +${ps.length - 4}` : '');
 
 export function formatSuiteReport(r: SuiteResult): string {
   const rows: string[][] = r.runs.map((s) => {
     const verdict = s.pass ? 'PASS' : 'FAIL';
     if (s.onset === undefined) {
-      return [s.run, s.format, String(s.steps), 'healthy', '', '', '', `${s.falseAlarms.length} pages: ${pages(s.falseAlarms)}`, '', verdict];
+      return [
+        s.run,
+        s.format,
+        String(s.steps),
+        'healthy',
+        '',
+        '',
+        '',
+        `${s.falseAlarms.length} pages: ${pages(s.falseAlarms)}`,
+        '',
+        verdict,
+      ];
     }
     const caught = s.detectedBy ? `${s.detectedBy.rule} +${s.delay}` : 'missed';
     return [
@@ -82,9 +111,24 @@ export function formatSuiteReport(r: SuiteResult): string {
       verdict,
     ];
   });
-  const head = ['run', 'format', 'steps', 'label', 'onset', 'caught by, delay', 'target', 'false alarms', 'notifications', ''];
+  const head = [
+    'run',
+    'format',
+    'steps',
+    'label',
+    'onset',
+    'caught by, delay',
+    'target',
+    'false alarms',
+    'notifications',
+    '',
+  ];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(width[i]!))
+      .join('  ')
+      .trimEnd();
   const t = r.totals;
   return [
     `independent labelled suite: ${r.runs.length} runs (targets: a right rule within ${SUDDEN_TARGET} steps of a sudden onset, ` +

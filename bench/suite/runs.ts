@@ -53,16 +53,120 @@ const BASE: Omit<HealthyParams, 'steps' | 'seed'> = {
 };
 
 const healthyRuns: Array<{ name: string; format: Format; p: Partial<HealthyParams> & Pick<HealthyParams, 'steps'> }> = [
-  { name: 'healthy-trl-qwen1.5b-gsm8k', format: 'trl', p: { steps: 1500, batch: 128, fns: ['accuracy_reward'], phi: 0.5, df: 3 } },
-  { name: 'healthy-trl-two-rewards', format: 'trl', p: { steps: 3000, batch: 512, fns: ['accuracy_reward', 'format_reward'], phi: 0.7, gradMedian: 0.35, top: 0.6, rise: 0.4 } },
-  { name: 'healthy-trl-rm-hundreds', format: 'trl', p: { steps: 2000, batch: 64, scale: 'hundreds', fns: ['rm_score'], top: 430, rise: 310, phi: 0.4, df: 2.5, gradMedian: 1.6 } },
-  { name: 'healthy-trl-phi09', format: 'trl', p: { steps: 4000, batch: 96, fns: ['accuracy_reward'], phi: 0.9, df: 5, tau: 0.35, lengthDrift: -0.15 } },
-  { name: 'healthy-verl-grpo-32b', format: 'verl', p: { steps: 1200, batch: 1024, group: 16, gradMedian: 3.5, entropy0: 0.45, phi: 0.8, df: 3, stepTime: 240, length0: 900, maxLength: 4096, epochs: 3 } },
-  { name: 'healthy-verl-ppo-critic', format: 'verl', p: { steps: 800, batch: 256, critic: true, phi: 0.3, df: 5, epochs: 15, stepTime: 10, length0: 140, maxLength: 256, lengthDrift: -0.1 } },
-  { name: 'healthy-verl-neg-reward', format: 'verl', p: { steps: 2500, batch: 512, scale: 'neg', top: -0.22, rise: 0.6, phi: 0.6, df: 2.5, gradMedian: 1.2 } },
-  { name: 'healthy-jsonl-50k', format: 'jsonl', p: { steps: 50_000, batch: 64, group: 4, phi: 0.85, df: 3, gradMedian: 0.5, tau: 0.2, epochs: 5, klGrowth: 30, stepTime: 4, length0: 180, maxLength: 512 } },
-  { name: 'healthy-jsonl-neg', format: 'jsonl', p: { steps: 5000, batch: 32, group: 4, scale: 'neg', top: -0.3, rise: 0.5, phi: 0.5, df: 3.5, gradMedian: 0.3 } },
-  { name: 'healthy-jsonl-hundreds', format: 'jsonl', p: { steps: 10_000, batch: 128, scale: 'hundreds', top: 180, rise: 140, phi: 0.75, df: 4, gradMedian: 2.2, epochs: 3 } },
+  {
+    name: 'healthy-trl-qwen1.5b-gsm8k',
+    format: 'trl',
+    p: { steps: 1500, batch: 128, fns: ['accuracy_reward'], phi: 0.5, df: 3 },
+  },
+  {
+    name: 'healthy-trl-two-rewards',
+    format: 'trl',
+    p: {
+      steps: 3000,
+      batch: 512,
+      fns: ['accuracy_reward', 'format_reward'],
+      phi: 0.7,
+      gradMedian: 0.35,
+      top: 0.6,
+      rise: 0.4,
+    },
+  },
+  {
+    name: 'healthy-trl-rm-hundreds',
+    format: 'trl',
+    p: {
+      steps: 2000,
+      batch: 64,
+      scale: 'hundreds',
+      fns: ['rm_score'],
+      top: 430,
+      rise: 310,
+      phi: 0.4,
+      df: 2.5,
+      gradMedian: 1.6,
+    },
+  },
+  {
+    name: 'healthy-trl-phi09',
+    format: 'trl',
+    p: { steps: 4000, batch: 96, fns: ['accuracy_reward'], phi: 0.9, df: 5, tau: 0.35, lengthDrift: -0.15 },
+  },
+  {
+    name: 'healthy-verl-grpo-32b',
+    format: 'verl',
+    p: {
+      steps: 1200,
+      batch: 1024,
+      group: 16,
+      gradMedian: 3.5,
+      entropy0: 0.45,
+      phi: 0.8,
+      df: 3,
+      stepTime: 240,
+      length0: 900,
+      maxLength: 4096,
+      epochs: 3,
+    },
+  },
+  {
+    name: 'healthy-verl-ppo-critic',
+    format: 'verl',
+    p: {
+      steps: 800,
+      batch: 256,
+      critic: true,
+      phi: 0.3,
+      df: 5,
+      epochs: 15,
+      stepTime: 10,
+      length0: 140,
+      maxLength: 256,
+      lengthDrift: -0.1,
+    },
+  },
+  {
+    name: 'healthy-verl-neg-reward',
+    format: 'verl',
+    p: { steps: 2500, batch: 512, scale: 'neg', top: -0.22, rise: 0.6, phi: 0.6, df: 2.5, gradMedian: 1.2 },
+  },
+  {
+    name: 'healthy-jsonl-50k',
+    format: 'jsonl',
+    p: {
+      steps: 50_000,
+      batch: 64,
+      group: 4,
+      phi: 0.85,
+      df: 3,
+      gradMedian: 0.5,
+      tau: 0.2,
+      epochs: 5,
+      klGrowth: 30,
+      stepTime: 4,
+      length0: 180,
+      maxLength: 512,
+    },
+  },
+  {
+    name: 'healthy-jsonl-neg',
+    format: 'jsonl',
+    p: { steps: 5000, batch: 32, group: 4, scale: 'neg', top: -0.3, rise: 0.5, phi: 0.5, df: 3.5, gradMedian: 0.3 },
+  },
+  {
+    name: 'healthy-jsonl-hundreds',
+    format: 'jsonl',
+    p: {
+      steps: 10_000,
+      batch: 128,
+      scale: 'hundreds',
+      top: 180,
+      rise: 140,
+      phi: 0.75,
+      df: 4,
+      gradMedian: 2.2,
+      epochs: 3,
+    },
+  },
 ];
 
 const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, x));
@@ -99,7 +203,7 @@ const WORKER = 'WorkerDict pid=48977';
 const ansi = (who: string, text: string): string => `\x1b[36m(${who})\x1b[0m ${text}`;
 
 const OOM_TAIL = [
-  'Error executing job with overrides: [\'algorithm.adv_estimator=grpo\', \'data.train_batch_size=256\', \'actor_rollout_ref.rollout.n=8\']',
+  "Error executing job with overrides: ['algorithm.adv_estimator=grpo', 'data.train_batch_size=256', 'actor_rollout_ref.rollout.n=8']",
   'Traceback (most recent call last):',
   '  File "/opt/verl/verl/trainer/main_ppo.py", line 39, in main',
   '    run_ppo(config)',
@@ -112,23 +216,42 @@ const OOM_TAIL = [
 ];
 
 const NCCL_TAIL = [
-  ansi(WORKER, '[rank3]:[E1128 03:12:44.512345 48977 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=48211, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.'),
-  ansi(WORKER, '[rank3]:[E1128 03:12:44.513002 48977 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 3] Exception (either an error before or timeout) detected by watchdog at work: 48211, last enqueued NCCL work: 48212, last completed NCCL work: 48210.'),
-  ansi(WORKER, '[rank3]:[E1128 03:12:44.513120 48977 ProcessGroupNCCL.cpp:630] [Rank 3] To avoid data inconsistency, we are taking the entire process down.'),
+  ansi(
+    WORKER,
+    '[rank3]:[E1128 03:12:44.512345 48977 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=48211, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.',
+  ),
+  ansi(
+    WORKER,
+    '[rank3]:[E1128 03:12:44.513002 48977 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 3] Exception (either an error before or timeout) detected by watchdog at work: 48211, last enqueued NCCL work: 48212, last completed NCCL work: 48210.',
+  ),
+  ansi(
+    WORKER,
+    '[rank3]:[E1128 03:12:44.513120 48977 ProcessGroupNCCL.cpp:630] [Rank 3] To avoid data inconsistency, we are taking the entire process down.',
+  ),
 ];
 
 const failures: Failure[] = [
   {
-    name: 'fail-crash-oom', format: 'verl', kind: 'crash', p: { steps: 1400, gradMedian: 2.5, phi: 0.5, length0: 700, maxLength: 2048 },
-    onset: 911, sudden: true, rules: ['run_crashed'],
+    name: 'fail-crash-oom',
+    format: 'verl',
+    kind: 'crash',
+    p: { steps: 1400, gradMedian: 2.5, phi: 0.5, length0: 700, maxLength: 2048 },
+    onset: 911,
+    sudden: true,
+    rules: ['run_crashed'],
     apply: (g, o) => {
       cutAfter(g, o);
       return OOM_TAIL;
     },
   },
   {
-    name: 'fail-nccl-timeout', format: 'verl', kind: 'nccl_timeout', p: { steps: 1000, batch: 512, phi: 0.7, df: 3 },
-    onset: 642, sudden: true, rules: ['run_crashed', 'run_stalled'],
+    name: 'fail-nccl-timeout',
+    format: 'verl',
+    kind: 'nccl_timeout',
+    p: { steps: 1000, batch: 512, phi: 0.7, df: 3 },
+    onset: 642,
+    sudden: true,
+    rules: ['run_crashed', 'run_stalled'],
     apply: (g, o) => {
       cutAfter(g, o);
       return NCCL_TAIL;
@@ -136,8 +259,13 @@ const failures: Failure[] = [
   },
   {
     // fp16 overflow: the loss and grads turn NaN and stay NaN; the user stops it 40 steps later
-    name: 'fail-nan-loss', format: 'jsonl', kind: 'nan_loss', p: { steps: 1200, batch: 128, phi: 0.5, df: 3 },
-    onset: 733, sudden: true, rules: ['non_finite'],
+    name: 'fail-nan-loss',
+    format: 'jsonl',
+    kind: 'nan_loss',
+    p: { steps: 1200, batch: 128, phi: 0.5, df: 3 },
+    onset: 733,
+    sudden: true,
+    rules: ['non_finite'],
     apply: (g, o) => {
       cutAfter(g, o + 40);
       for (let i = o; i < g.steps.length; i++) {
@@ -152,8 +280,13 @@ const failures: Failure[] = [
   },
   {
     // a bad batch: the norm jumps 50×, stays unstable, and the reward loses a third before it settles
-    name: 'fail-grad-explosion', format: 'verl', kind: 'grad_explosion', p: { steps: 1600, gradMedian: 1.1, phi: 0.6 },
-    onset: 1004, sudden: true, rules: ['grad_explosion'],
+    name: 'fail-grad-explosion',
+    format: 'verl',
+    kind: 'grad_explosion',
+    p: { steps: 1600, gradMedian: 1.1, phi: 0.6 },
+    onset: 1004,
+    sudden: true,
+    rules: ['grad_explosion'],
     apply: (g, o, r) => {
       const grad = col(g, 'grad_norm');
       const reward = col(g, 'reward');
@@ -167,17 +300,28 @@ const failures: Failure[] = [
   },
   {
     // a reward model swapped under a running job (or a data shard of hard prompts): −40% at once
-    name: 'fail-reward-drop', format: 'verl', kind: 'reward_drop', p: { steps: 1300, batch: 512, phi: 0.7, df: 3 },
-    onset: 820, sudden: true, rules: ['reward_trend'],
+    name: 'fail-reward-drop',
+    format: 'verl',
+    kind: 'reward_drop',
+    p: { steps: 1300, batch: 512, phi: 0.7, df: 3 },
+    onset: 820,
+    sudden: true,
+    rules: ['reward_trend'],
     apply: (g, o) => {
       const reward = col(g, 'reward');
       for (let i = o; i < g.steps.length; i++) reward[i] = reward[i]! * 0.6;
     },
   },
   {
-    name: 'fail-reward-decline', format: 'jsonl', kind: 'reward_decline', p: { steps: 1500, batch: 256, phi: 0.8, df: 3.5 },
+    name: 'fail-reward-decline',
+    format: 'jsonl',
+    kind: 'reward_decline',
+    p: { steps: 1500, batch: 256, phi: 0.8, df: 3.5 },
     // 10% down (the size a trend must have) 120 records in
-    onset: 900, sudden: false, significantAfter: 120, rules: ['reward_trend'],
+    onset: 900,
+    sudden: false,
+    significantAfter: 120,
+    rules: ['reward_trend'],
     apply: (g, o) => {
       const reward = col(g, 'reward');
       for (let i = o; i < g.steps.length; i++) reward[i] = reward[i]! * (1 - 0.25 * Math.min(1, (i - o) / 300));
@@ -185,13 +329,23 @@ const failures: Failure[] = [
   },
   {
     // a short rise, then flat far below where the task should get (0.12 of 1) for hundreds of steps
-    name: 'fail-plateau-low', format: 'jsonl', kind: 'plateau', p: { steps: 900, batch: 256, top: 0.12, rise: 0.09, tau: 0.02, phi: 0.5, epochs: 1.5 },
-    onset: 54, sudden: false, rules: ['reward_plateau', 'milestone_reward_epoch_0.5', 'milestone_reward_epoch_1', 'stop_reward_epoch_1'],
+    name: 'fail-plateau-low',
+    format: 'jsonl',
+    kind: 'plateau',
+    p: { steps: 900, batch: 256, top: 0.12, rise: 0.09, tau: 0.02, phi: 0.5, epochs: 1.5 },
+    onset: 54,
+    sudden: false,
+    rules: ['reward_plateau', 'milestone_reward_epoch_0.5', 'milestone_reward_epoch_1', 'stop_reward_epoch_1'],
     apply: () => {},
   },
   {
-    name: 'fail-entropy-collapse', format: 'trl', kind: 'entropy_collapse', p: { steps: 1200, batch: 128, fns: ['accuracy_reward'], entropy0: 0.5 },
-    onset: 700, sudden: false, rules: ['entropy_collapse', 'entropy_drop', 'mode_collapse'],
+    name: 'fail-entropy-collapse',
+    format: 'trl',
+    kind: 'entropy_collapse',
+    p: { steps: 1200, batch: 128, fns: ['accuracy_reward'], entropy0: 0.5 },
+    onset: 700,
+    sudden: false,
+    rules: ['entropy_collapse', 'entropy_drop', 'mode_collapse'],
     apply: (g, o, r, p) => {
       const entropy = col(g, 'entropy');
       const fzs = col(g, 'frac_zero_std');
@@ -200,14 +354,20 @@ const failures: Failure[] = [
         const k = i - o;
         entropy[i] = Math.max(0.004, entropy[i]! * Math.exp(-k / 40));
         fzs[i] = binomialShare(r, groups, 0.05 + 0.45 * (1 - Math.exp(-k / 80)));
-        for (const name of ['reward_std', 'rewards/accuracy_reward/std']) col(g, name)[i] = col(g, name)[i]! * (1 - 0.5 * (1 - Math.exp(-k / 80)));
+        for (const name of ['reward_std', 'rewards/accuracy_reward/std'])
+          col(g, name)[i] = col(g, name)[i]! * (1 - 0.5 * (1 - Math.exp(-k / 80)));
       }
     },
   },
   {
     // the policy learns that longer is better: lengths run to the cap, more and more completions are cut
-    name: 'fail-runaway-length', format: 'trl', kind: 'runaway_length', p: { steps: 1100, batch: 128, fns: ['accuracy_reward'], length0: 380, maxLength: 1024 },
-    onset: 600, sudden: false, rules: ['truncation', 'truncation_no_signal', 'length_explosion', 'runaway_completions'],
+    name: 'fail-runaway-length',
+    format: 'trl',
+    kind: 'runaway_length',
+    p: { steps: 1100, batch: 128, fns: ['accuracy_reward'], length0: 380, maxLength: 1024 },
+    onset: 600,
+    sudden: false,
+    rules: ['truncation', 'truncation_no_signal', 'length_explosion', 'runaway_completions'],
     apply: (g, o, r, p) => {
       const len = col(g, 'completion_length');
       const clipped = col(g, 'clipped_ratio');
@@ -217,7 +377,7 @@ const failures: Failure[] = [
         const grow = 1 + 2 * (1 - Math.exp(-(i - o) / 150));
         const before = len[i]!;
         len[i] = Math.min(0.97 * p.maxLength, before * grow);
-        const cut = binomialShare(r, p.batch, clamp(((len[i]! / p.maxLength) - 0.45) * 1.6, 0, 1));
+        const cut = binomialShare(r, p.batch, clamp((len[i]! / p.maxLength - 0.45) * 1.6, 0, 1));
         clipped[i] = Math.max(clipped[i]!, cut);
         time[i] = time[i]! * (len[i]! / before);
         reward[i] = reward[i]! * (1 - 0.6 * cut);
@@ -227,26 +387,48 @@ const failures: Failure[] = [
   },
   {
     // every generation of a group the same: the groups' rewards stop varying, the advantage (and grad) vanish
-    name: 'fail-mode-collapse', format: 'trl', kind: 'mode_collapse', p: { steps: 1000, batch: 256, fns: ['accuracy_reward'], epochs: 1 },
+    name: 'fail-mode-collapse',
+    format: 'trl',
+    kind: 'mode_collapse',
+    p: { steps: 1000, batch: 256, fns: ['accuracy_reward'], epochs: 1 },
     // past 0.5 (the learning-metrics guide's "converging too strongly") 98 records in
-    onset: 500, sudden: false, significantAfter: 98,
-    rules: ['mode_collapse', 'zero_std_rising', 'milestone_frac_zero_std_epoch_0.5', 'stop_frac_zero_std_epoch_1', 'no_learning', 'zero_signal_too_easy', 'zero_signal_too_hard', 'entropy_collapse', 'entropy_drop'],
+    onset: 500,
+    sudden: false,
+    significantAfter: 98,
+    rules: [
+      'mode_collapse',
+      'zero_std_rising',
+      'milestone_frac_zero_std_epoch_0.5',
+      'stop_frac_zero_std_epoch_1',
+      'no_learning',
+      'zero_signal_too_easy',
+      'zero_signal_too_hard',
+      'entropy_collapse',
+      'entropy_drop',
+    ],
     apply: (g, o, r, p) => {
       const fzs = col(g, 'frac_zero_std');
       const groups = Math.round(p.batch / p.group);
       for (let i = o; i < g.steps.length; i++) {
         const q = 0.05 + 0.92 * Math.min(1, (i - o) / 200);
         fzs[i] = binomialShare(r, groups, q);
-        for (const name of ['reward_std', 'rewards/accuracy_reward/std', 'grad_norm']) col(g, name)[i] = col(g, name)[i]! * (1 - 0.95 * fzs[i]!);
+        for (const name of ['reward_std', 'rewards/accuracy_reward/std', 'grad_norm'])
+          col(g, name)[i] = col(g, name)[i]! * (1 - 0.95 * fzs[i]!);
         col(g, 'entropy')[i] = col(g, 'entropy')[i]! * (1 - 0.6 * fzs[i]!);
       }
     },
   },
   {
     // the policy walks away from the reference: KL ×100 over 250 steps
-    name: 'fail-kl-blowup', format: 'jsonl', kind: 'kl_blowup', p: { steps: 1300, batch: 256, kl0: 5e-4, klGrowth: 4, phi: 0.5 },
+    name: 'fail-kl-blowup',
+    format: 'jsonl',
+    kind: 'kl_blowup',
+    p: { steps: 1300, batch: 256, kl0: 5e-4, klGrowth: 4, phi: 0.5 },
     // ×10 (an order of magnitude) 125 records in
-    onset: 800, sudden: false, significantAfter: 125, rules: ['kl_blowup', 'kl_out_of_range'],
+    onset: 800,
+    sudden: false,
+    significantAfter: 125,
+    rules: ['kl_blowup', 'kl_out_of_range'],
     apply: (g, o) => {
       const kl = col(g, 'kl');
       for (let i = o; i < g.steps.length; i++) kl[i] = kl[i]! * 100 ** Math.min(1, (i - o) / 250);
@@ -254,8 +436,13 @@ const failures: Failure[] = [
   },
   {
     // the format reward is gamed while accuracy falls; the total still rises
-    name: 'fail-reward-hacking', format: 'trl', kind: 'reward_hacking', p: { steps: 1000, batch: 256, fns: ['accuracy_reward', 'format_reward'] },
-    onset: 560, sudden: false, rules: ['reward_hacking'],
+    name: 'fail-reward-hacking',
+    format: 'trl',
+    kind: 'reward_hacking',
+    p: { steps: 1000, batch: 256, fns: ['accuracy_reward', 'format_reward'] },
+    onset: 560,
+    sudden: false,
+    rules: ['reward_hacking'],
     apply: (g, o, r, p) => {
       const n = g.steps.length;
       const za = ar1(r, n, 0.6, p.df);
@@ -276,17 +463,28 @@ const failures: Failure[] = [
   },
   {
     // a batch of outlier returns: the critic's loss jumps 20× and settles over ~10 steps
-    name: 'fail-value-loss-spike', format: 'verl', kind: 'value_loss_spike', p: { steps: 900, batch: 256, critic: true, epochs: 10, stepTime: 12, length0: 150, maxLength: 256 },
-    onset: 604, sudden: true, rules: ['value_loss_spike'],
+    name: 'fail-value-loss-spike',
+    format: 'verl',
+    kind: 'value_loss_spike',
+    p: { steps: 900, batch: 256, critic: true, epochs: 10, stepTime: 12, length0: 150, maxLength: 256 },
+    onset: 604,
+    sudden: true,
+    rules: ['value_loss_spike'],
     apply: (g, o) => {
       const v = col(g, 'value_loss');
-      for (let i = o; i < Math.min(g.steps.length, o + 15); i++) v[i] = v[i]! * (1 + 19 * Math.exp(-Math.max(0, i - o - 2) / 4));
+      for (let i = o; i < Math.min(g.steps.length, o + 15); i++)
+        v[i] = v[i]! * (1 + 19 * Math.exp(-Math.max(0, i - o - 2) / 4));
     },
   },
   {
     // a degraded node (a GPU throttling, a slow NVLink): each step takes 5× as long from then on
-    name: 'fail-slow-steps', format: 'trl', kind: 'slow_steps', p: { steps: 900, batch: 128, fns: ['accuracy_reward'] },
-    onset: 530, sudden: true, rules: ['slow_steps'],
+    name: 'fail-slow-steps',
+    format: 'trl',
+    kind: 'slow_steps',
+    p: { steps: 900, batch: 128, fns: ['accuracy_reward'] },
+    onset: 530,
+    sudden: true,
+    rules: ['slow_steps'],
     apply: (g, o) => {
       const t = col(g, 'step_time');
       for (let i = o; i < g.steps.length; i++) t[i] = t[i]! * 5;
@@ -302,7 +500,14 @@ export function buildSuite(opts: { scale?: number } = {}): SuiteRun[] {
   let seed = 7001;
   for (const h of healthyRuns) {
     const params: HealthyParams = { ...BASE, ...h.p, steps: Math.max(60, Math.round(h.p.steps * scale)), seed: seed++ };
-    out.push({ name: h.name, format: h.format, label: { kind: 'healthy', rules: [] }, params, data: generateHealthy(params), finished: true });
+    out.push({
+      name: h.name,
+      format: h.format,
+      label: { kind: 'healthy', rules: [] },
+      params,
+      data: generateHealthy(params),
+      finished: true,
+    });
   }
   for (const f of failures) {
     const params: HealthyParams = { ...BASE, ...f.p, steps: Math.max(60, Math.round(f.p.steps * scale)), seed: seed++ };

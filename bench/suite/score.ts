@@ -77,7 +77,15 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
   const sent = notifications(mine).sort((a, b) => a.step - b.step);
   if (label.onset === undefined) {
     const falseAlarms = sent.map(page);
-    return { run, kind: label.kind, inTime: true, falseAlarms, after: [], wrongCause: [], pass: falseAlarms.length === 0 };
+    return {
+      run,
+      kind: label.kind,
+      inTime: true,
+      falseAlarms,
+      after: [],
+      wrongCause: [],
+      pass: falseAlarms.length === 0,
+    };
   }
   const onset = label.onset;
   const target = label.sudden ? SUDDEN_TARGET : GRADUAL_TARGET;

@@ -58,7 +58,8 @@ export const KEYS: Record<Format, Record<string, string>> = {
 /** The (canonical, logged key) pairs a run writes: its format's keys, and TRL's per-function rewards. */
 export function loggedKeys(run: SuiteRun): Array<[canonical: string, key: string]> {
   const pairs: Array<[string, string]> = [];
-  for (const [canonical, key] of Object.entries(KEYS[run.format])) if (run.data.metrics.has(canonical)) pairs.push([canonical, key]);
+  for (const [canonical, key] of Object.entries(KEYS[run.format]))
+    if (run.data.metrics.has(canonical)) pairs.push([canonical, key]);
   if (run.format === 'trl') {
     for (const fn of run.params.fns ?? []) {
       pairs.push([`rewards/${fn}`, `rewards/${fn}/mean`], [`rewards/${fn}/std`, `rewards/${fn}/std`]);
@@ -68,9 +69,11 @@ export function loggedKeys(run: SuiteRun): Array<[canonical: string, key: string
 }
 
 /** Python's json.dumps of a float */
-const pyJson = (v: number): string => (Number.isNaN(v) ? 'NaN' : v === Infinity ? 'Infinity' : v === -Infinity ? '-Infinity' : String(v));
+const pyJson = (v: number): string =>
+  Number.isNaN(v) ? 'NaN' : v === Infinity ? 'Infinity' : v === -Infinity ? '-Infinity' : String(v);
 /** Python's repr of a float, as verl's console logger prints it */
-const pyRepr = (v: number): string => (Number.isNaN(v) ? 'nan' : v === Infinity ? 'inf' : v === -Infinity ? '-inf' : String(v));
+const pyRepr = (v: number): string =>
+  Number.isNaN(v) ? 'nan' : v === Infinity ? 'inf' : v === -Infinity ? '-inf' : String(v);
 
 function trainerState(run: SuiteRun): string {
   const keys = loggedKeys(run);
@@ -106,15 +109,21 @@ function verlConsole(run: SuiteRun): string {
   const keys = loggedKeys(run);
   const stepsPerEpoch = total / run.params.epochs;
   const lines = [
-    ansi("{'actor_rollout_ref': {'actor': {'optim': {'lr': " + run.params.peakLr + ", 'lr_warmup_steps_ratio': 0.05}},"),
+    ansi(
+      "{'actor_rollout_ref': {'actor': {'optim': {'lr': " + run.params.peakLr + ", 'lr_warmup_steps_ratio': 0.05}},",
+    ),
     ansi(`              'rollout': {'n': ${run.params.group}, 'response_length': ${run.params.maxLength}}},`),
     ansi(` 'data': {'train_batch_size': ${run.params.batch / run.params.group}},`),
-    ansi(` 'trainer': {'project_name': 'suite', 'experiment_name': '${run.name}', 'total_epochs': ${run.params.epochs},`),
+    ansi(
+      ` 'trainer': {'project_name': 'suite', 'experiment_name': '${run.name}', 'total_epochs': ${run.params.epochs},`,
+    ),
     ansi("             'logger': ['console']}}"),
     ansi(`Total training steps: ${total}`),
   ];
   const bar = (k: number): string =>
-    ansi(`Training Progress:   ${Math.floor((100 * k) / total)}%|          | ${k}/${total} [00:00<00:00, ${run.params.stepTime.toFixed(2)}s/it]`);
+    ansi(
+      `Training Progress:   ${Math.floor((100 * k) / total)}%|          | ${k}/${total} [00:00<00:00, ${run.params.stepTime.toFixed(2)}s/it]`,
+    );
   run.data.steps.forEach((step, i) => {
     const parts = [`step:${step}`, 'global_seqlen/mean:73216.5'];
     for (const [c, k] of keys) parts.push(`${k}:${pyRepr(run.data.metrics.get(c)![i]!)}`);
@@ -129,7 +138,10 @@ function flatJsonl(run: SuiteRun): string {
   const keys = loggedKeys(run);
   const out: string[] = [];
   run.data.steps.forEach((step, i) => {
-    const fields = [`"step": ${step}`, ...keys.map(([c, k]) => `${JSON.stringify(k)}: ${pyJson(run.data.metrics.get(c)![i]!)}`)];
+    const fields = [
+      `"step": ${step}`,
+      ...keys.map(([c, k]) => `${JSON.stringify(k)}: ${pyJson(run.data.metrics.get(c)![i]!)}`),
+    ];
     out.push(`{${fields.join(', ')}}`);
   });
   return `${out.join('\n')}\n`;
@@ -142,7 +154,9 @@ export function writeRun(root: string, run: SuiteRun): string {
   let file: string;
   let text: string;
   if (run.format === 'trl') {
-    file = run.finished ? join(dir, 'trainer_state.json') : join(dir, `checkpoint-${run.data.steps.at(-1)}`, 'trainer_state.json');
+    file = run.finished
+      ? join(dir, 'trainer_state.json')
+      : join(dir, `checkpoint-${run.data.steps.at(-1)}`, 'trainer_state.json');
     text = trainerState(run);
   } else if (run.format === 'verl') {
     file = join(dir, 'train.log');

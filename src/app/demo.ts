@@ -30,11 +30,17 @@ const linesOf = (path: string): string[] => readFileSync(join(SAMPLE_RUN, path),
  * terminal as they would on a real run, and in the configured chat unless `chat` is false. Returns the directory.
  */
 export async function replayDemo(opts: {
-  config: Config; dbPath: string; paceMs: number; log: Log; chat: boolean; env?: NodeJS.ProcessEnv;
+  config: Config;
+  dbPath: string;
+  paceMs: number;
+  log: Log;
+  chat: boolean;
+  env?: NodeJS.ProcessEnv;
 }): Promise<string> {
   const platforms = opts.chat ? platformsFromEnv(opts.config, opts.env) : {};
   const ids = Object.keys(platforms);
-  if (ids.length > 0) opts.log.info(`the demo's alerts go to ${ids.join(', ')} too, as start's would (--no-chat keeps them here)`);
+  if (ids.length > 0)
+    opts.log.info(`the demo's alerts go to ${ids.join(', ')} too, as start's would (--no-chat keeps them here)`);
   const root = mkdtempSync(join(tmpdir(), 'rlwatch-demo-'));
   const runDir = join(root, DEMO_RUN);
   const sources = FILES.map((f) => ({ ...f, lines: linesOf(f.path), target: join(runDir, f.path) }));
@@ -72,7 +78,8 @@ async function awaitDelivery(app: App, log: Log): Promise<void> {
   const platform: { refused: Error | null } = { refused: null };
   void app.failure.then((err) => (platform.refused = err));
   const until = Date.now() + DELIVERY_WAIT_MS;
-  if (waiting().length > 0) log.info(`waiting up to ${DELIVERY_WAIT_MS / 1000} s for the demo's notifications to reach chat`);
+  if (waiting().length > 0)
+    log.info(`waiting up to ${DELIVERY_WAIT_MS / 1000} s for the demo's notifications to reach chat`);
   while (waiting().length > 0 && platform.refused === null && Date.now() < until) {
     void app.dispatcher.kick();
     await sleep(100);
@@ -80,7 +87,10 @@ async function awaitDelivery(app: App, log: Log): Promise<void> {
   if (platform.refused) log.warn(platform.refused.message);
   const left = waiting();
   for (const row of left) app.store.outbox.setAside(row.id, 'the demo ended before it was delivered', Date.now());
-  if (left.length > 0) log.warn(`${left.length} of the demo's notifications did not reach chat: set aside, so that no later start posts them (rlwatch outbox lists them)`);
+  if (left.length > 0)
+    log.warn(
+      `${left.length} of the demo's notifications did not reach chat: set aside, so that no later start posts them (rlwatch outbox lists them)`,
+    );
 }
 
 /** Each demo is a fresh replay: the previous demo run (in an older temporary directory) is removed. */

@@ -12,7 +12,17 @@ import { UserError } from '../lib/errors.ts';
 import { discover, isIgnoredDir } from '../ingest/discover/discover.ts';
 import { locateRun, visibleName } from '../ingest/discover/runLocator.ts';
 import { MIGRATIONS_DIR, PACKAGE_ROOT } from '../lib/paths.ts';
-import { ENV_SECTIONS, fail, INIT_PLATFORMS, ok, PLATFORMS, platformChecks, warn, type Check, type Status } from '../platforms/index.ts';
+import {
+  ENV_SECTIONS,
+  fail,
+  INIT_PLATFORMS,
+  ok,
+  PLATFORMS,
+  platformChecks,
+  warn,
+  type Check,
+  type Status,
+} from '../platforms/index.ts';
 import { sectionOf } from '../platforms/platform.ts';
 import { databaseError } from '../store/dbErrors.ts';
 import { dbLocation, isPostgresUrl } from '../store/open.ts';
@@ -35,7 +45,6 @@ export interface DoctorOptions {
 const NET_TIMEOUT_MS = 5000;
 const WATCHES_FILE = '/proc/sys/fs/inotify/max_user_watches';
 
-
 /** Runs every check; the platforms' network checks run side by side. */
 export async function doctor(opts: DoctorOptions = {}): Promise<Check[]> {
   const env = opts.env ?? process.env;
@@ -51,20 +60,33 @@ export async function doctor(opts: DoctorOptions = {}): Promise<Check[]> {
 }
 
 async function configChecks(
-  explicit: string | undefined, env: NodeJS.ProcessEnv,
+  explicit: string | undefined,
+  env: NodeJS.ProcessEnv,
 ): Promise<{ checks: Check[]; config: Config | null; file: string | null }> {
   const warnings: string[] = [];
   try {
     const { config, file } = await loadConfig(explicit, env, (line) => warnings.push(line));
-    const checks = [file
-      ? ok('config', `${file} loads`)
-      : warn('config', 'no rlwatch.yaml here (nor --config, RLWATCH_CONFIG): running on the defaults', 'rlwatch init writes one')];
+    const checks = [
+      file
+        ? ok('config', `${file} loads`)
+        : warn(
+            'config',
+            'no rlwatch.yaml here (nor --config, RLWATCH_CONFIG): running on the defaults',
+            'rlwatch init writes one',
+          ),
+    ];
     for (const w of warnings) checks.push(warn('config', w.replace(/^warning: /, ''), null));
     return { checks, config, file: file ?? null };
   } catch (err) {
     if (!(err instanceof UserError)) throw err;
     return {
-      checks: [fail('config', err.message, 'correct the field named (rlwatch.example.yaml and docs/configuration.md describe each), then run rlwatch doctor again')],
+      checks: [
+        fail(
+          'config',
+          err.message,
+          'correct the field named (rlwatch.example.yaml and docs/configuration.md describe each), then run rlwatch doctor again',
+        ),
+      ],
       config: null,
       file: null,
     };
@@ -87,8 +109,13 @@ function sectionsLeftOff(file: string, config: Config, env: NodeJS.ProcessEnv): 
       return []; // set but incomplete: its own check names what is missing
     }
     const unset = [...ENV_SECTIONS[id].matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]!).filter((name) => !env[name]);
-    return [warn(id, `${file} has a ${id} section, but ${unset.join(', ')} ${unset.length === 1 ? 'is' : 'are'} not set: ${id} is off`,
-      `fill ${unset.length === 1 ? 'it' : 'them'} in, in ${where} (a comment above each says where to get it), or remove the section`)];
+    return [
+      warn(
+        id,
+        `${file} has a ${id} section, but ${unset.join(', ')} ${unset.length === 1 ? 'is' : 'are'} not set: ${id} is off`,
+        `fill ${unset.length === 1 ? 'it' : 'them'} in, in ${where} (a comment above each says where to get it), or remove the section`,
+      ),
+    ];
   });
 }
 
@@ -111,7 +138,10 @@ function writable(path: string): boolean {
 
 /** The versions of the numbered migration files in `dir`. */
 function migrationVersions(dir: string): number[] {
-  return readdirSync(dir).map((n) => /^(\d+)_.*\.sql$/.exec(n)?.[1]).filter((v) => v !== undefined).map(Number);
+  return readdirSync(dir)
+    .map((n) => /^(\d+)_.*\.sql$/.exec(n)?.[1])
+    .filter((v) => v !== undefined)
+    .map(Number);
 }
 
 /** Where the schema of a database with `applied` stands against the migration files of `dir`. */
@@ -119,13 +149,20 @@ function schemaCheck(label: string, applied: readonly number[], dir: string): Ch
   const known = migrationVersions(dir);
   const newer = applied.filter((v) => !known.includes(v));
   if (newer.length > 0) {
-    return fail('database', `${label} was written by a newer rlwatch (schema changes ${newer.join(', ')} unknown to this one)`, 'upgrade rlwatch, or give this one a database of its own');
+    return fail(
+      'database',
+      `${label} was written by a newer rlwatch (schema changes ${newer.join(', ')} unknown to this one)`,
+      'upgrade rlwatch, or give this one a database of its own',
+    );
   }
   const pending = known.filter((v) => !applied.includes(v)).length;
   if (applied.length === 0) return ok('database', `${label}: a new database; start creates its tables`);
-  return ok('database', pending > 0
-    ? `${label}: ${pending} schema change${pending === 1 ? '' : 's'} to apply, which start does`
-    : `${label}: schema current (version ${Math.max(...known)})`);
+  return ok(
+    'database',
+    pending > 0
+      ? `${label}: ${pending} schema change${pending === 1 ? '' : 's'} to apply, which start does`
+      : `${label}: schema current (version ${Math.max(...known)})`,
+  );
 }
 
 async function sqliteCheck(path: string): Promise<Check> {
@@ -137,9 +174,16 @@ async function sqliteCheck(path: string): Promise<Check> {
       : fail('database', `cannot create ${path}: ${dir} is not writable`, WHERE_DB);
   }
   if (!writable(path) || !writable(dirname(path))) {
-    return fail('database', `${path} is not writable (SQLite writes the file and its -wal beside it)`, `give yourself write access to ${path} and its folder, or ${WHERE_DB}`);
+    return fail(
+      'database',
+      `${path} is not writable (SQLite writes the file and its -wal beside it)`,
+      `give yourself write access to ${path} and its folder, or ${WHERE_DB}`,
+    );
   }
-  const [{ default: Database }, { SQLITE_ADDON }] = await Promise.all([import('better-sqlite3'), import('../store/sqliteAddon.ts')]);
+  const [{ default: Database }, { SQLITE_ADDON }] = await Promise.all([
+    import('better-sqlite3'),
+    import('../store/sqliteAddon.ts'),
+  ]);
   let db;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5000, nativeBinding: SQLITE_ADDON });
@@ -162,11 +206,17 @@ async function postgresCheck(url: string, t: number): Promise<Check> {
     await client.connect();
     const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations') AS t");
     const applied = table.rows[0]?.t
-      ? (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version))
+      ? (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) =>
+          Number(r.version),
+        )
       : [];
     return schemaCheck(label, applied, PG_MIGRATIONS_DIR);
   } catch (err) {
-    return fail('database', `cannot use PostgreSQL at ${label}: ${(err as Error).message}`, 'check that the server is up and reachable from here, and the URL\'s host, port, user, password and database');
+    return fail(
+      'database',
+      `cannot use PostgreSQL at ${label}: ${(err as Error).message}`,
+      "check that the server is up and reachable from here, and the URL's host, port, user, password and database",
+    );
   } finally {
     await client.end().catch(() => {});
   }
@@ -198,7 +248,13 @@ function countDirs(root: string, depth: number, ignore: readonly string[]): numb
 function rootChecks(config: Config, watchesFile: string): Check[] {
   const { roots, depth, ignore, poll } = config.watch;
   if (roots.length === 0) {
-    return [warn('watch roots', 'watch.roots is empty: start then needs the directories on its command line (rlwatch start DIR)', 'set watch.roots in rlwatch.yaml to the folder(s) your trainers write their logs under')];
+    return [
+      warn(
+        'watch roots',
+        'watch.roots is empty: start then needs the directories on its command line (rlwatch start DIR)',
+        'set watch.roots in rlwatch.yaml to the folder(s) your trainers write their logs under',
+      ),
+    ];
   }
   const checks: Check[] = [];
   let dirs = 0;
@@ -212,18 +268,33 @@ function rootChecks(config: Config, watchesFile: string): Check[] {
       readdirSync(root);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      checks.push(code === 'ENOENT'
-        ? fail(label, 'does not exist', `create it (mkdir -p ${root}), or set watch.roots in rlwatch.yaml to where your trainers write logs`)
-        : fail(label, `cannot read it (${code ?? (err as Error).message})`, `give yourself read access to ${root}`));
+      checks.push(
+        code === 'ENOENT'
+          ? fail(
+              label,
+              'does not exist',
+              `create it (mkdir -p ${root}), or set watch.roots in rlwatch.yaml to where your trainers write logs`,
+            )
+          : fail(label, `cannot read it (${code ?? (err as Error).message})`, `give yourself read access to ${root}`),
+      );
       continue;
     }
     const { files } = discover(root, depth, ignore, roots);
     const runs = new Set(files.map((f) => locateRun(root, f).name)).size;
     const n = countDirs(root, depth, ignore);
     dirs += n;
-    checks.push(files.length === 0
-      ? warn(label, `no log file here yet (${n} director${n === 1 ? 'y' : 'ies'} looked at)`, 'nothing to do if no run has started: start picks runs up as they appear (docs/formats.md lists the files rlwatch reads)')
-      : ok(label, `${runs} run${runs === 1 ? '' : 's'}, ${files.length} file${files.length === 1 ? '' : 's'} named like logs, ${n} director${n === 1 ? 'y' : 'ies'}`));
+    checks.push(
+      files.length === 0
+        ? warn(
+            label,
+            `no log file here yet (${n} director${n === 1 ? 'y' : 'ies'} looked at)`,
+            'nothing to do if no run has started: start picks runs up as they appear (docs/formats.md lists the files rlwatch reads)',
+          )
+        : ok(
+            label,
+            `${runs} run${runs === 1 ? '' : 's'}, ${files.length} file${files.length === 1 ? '' : 's'} named like logs, ${n} director${n === 1 ? 'y' : 'ies'}`,
+          ),
+    );
   }
   if (poll) {
     checks.push(ok('inotify', 'watch.poll is on: no inotify watches used'));
@@ -235,10 +306,18 @@ function rootChecks(config: Config, watchesFile: string): Check[] {
   } catch {
     return checks; // not Linux: no such budget
   }
-  const raise = 'raise it: sudo sysctl fs.inotify.max_user_watches=524288 (and the same line in /etc/sysctl.d/ to keep it), or set watch.poll: true';
+  const raise =
+    'raise it: sudo sysctl fs.inotify.max_user_watches=524288 (and the same line in /etc/sysctl.d/ to keep it), or set watch.poll: true';
   const watched = `${dirs} director${dirs === 1 ? 'y' : 'ies'} to watch`;
   if (dirs > max) checks.push(fail('inotify', `${watched}, over fs.inotify.max_user_watches (${max})`, raise));
-  else if (dirs > max / 2) checks.push(warn('inotify', `${watched}, more than half of fs.inotify.max_user_watches (${max}), which every program of this user shares`, raise));
+  else if (dirs > max / 2)
+    checks.push(
+      warn(
+        'inotify',
+        `${watched}, more than half of fs.inotify.max_user_watches (${max}), which every program of this user shares`,
+        raise,
+      ),
+    );
   else checks.push(ok('inotify', `${watched}, within fs.inotify.max_user_watches (${max})`));
   return checks;
 }
@@ -256,8 +335,11 @@ export function describeChecks(checks: readonly Check[]): string {
   const failed = checks.filter((c) => c.status === 'fail').length;
   const warned = checks.filter((c) => c.status === 'warn').length;
   const warnings = `${warned} warning${warned === 1 ? '' : 's'}`;
-  lines.push('', failed > 0
-    ? `${failed} failed, ${warnings}: fix the failures above, then run rlwatch doctor again`
-    : `nothing failed (${warnings}): next, rlwatch notify --test sends a test card, then rlwatch start`);
+  lines.push(
+    '',
+    failed > 0
+      ? `${failed} failed, ${warnings}: fix the failures above, then run rlwatch doctor again`
+      : `nothing failed (${warnings}): next, rlwatch notify --test sends a test card, then rlwatch start`,
+  );
   return lines.join('\n');
 }

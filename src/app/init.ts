@@ -7,7 +7,14 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
-import { ENV_SECTIONS, INIT_HELP, INIT_PLATFORMS, SETUP_FILES, YAML_SECTIONS, type InitPlatform } from '../platforms/index.ts';
+import {
+  ENV_SECTIONS,
+  INIT_HELP,
+  INIT_PLATFORMS,
+  SETUP_FILES,
+  YAML_SECTIONS,
+  type InitPlatform,
+} from '../platforms/index.ts';
 
 export { INIT_HELP, INIT_PLATFORMS, type InitPlatform };
 
@@ -63,22 +70,32 @@ function configText(platforms: readonly InitPlatform[]): string {
 
 /** The .env's text for `platforms`. */
 function envText(platforms: readonly InitPlatform[]): string {
-  return ENV_HEAD + INIT_PLATFORMS.filter((p) => platforms.includes(p)).map((p) => ENV_SECTIONS[p]).join('');
+  return (
+    ENV_HEAD +
+    INIT_PLATFORMS.filter((p) => platforms.includes(p))
+      .map((p) => ENV_SECTIONS[p])
+      .join('')
+  );
 }
 
 /** `answer` read as platform names: commas or spaces between them; unknown names are a UserError. */
 function platformsFrom(answer: string): InitPlatform[] {
-  const names = answer.toLowerCase().split(/[\s,]+/).filter(Boolean);
+  const names = answer
+    .toLowerCase()
+    .split(/[\s,]+/)
+    .filter(Boolean);
   const unknown = names.filter((n) => !(INIT_PLATFORMS as readonly string[]).includes(n));
-  if (unknown.length > 0) throw new UserError(`no platform ${unknown.map((n) => `'${n}'`).join(', ')}: one of ${INIT_PLATFORMS.join(', ')}`);
+  if (unknown.length > 0)
+    throw new UserError(`no platform ${unknown.map((n) => `'${n}'`).join(', ')}: one of ${INIT_PLATFORMS.join(', ')}`);
   return names as InitPlatform[];
 }
 
 async function choosePlatforms(opts: InitOptions): Promise<InitPlatform[]> {
   if (opts.platforms.length > 0 || !opts.ask) return opts.platforms;
-  const question = `Which chat platforms should alerts go to? ${INIT_PLATFORMS.join(', ')} ` +
+  const question =
+    `Which chat platforms should alerts go to? ${INIT_PLATFORMS.join(', ')} ` +
     '(several with commas; Enter for the terminal only): ';
-  for (let asked = question; ;) {
+  for (let asked = question; ; ) {
     try {
       return platformsFrom(await opts.ask(asked));
     } catch (err) {
@@ -93,15 +110,25 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const platforms = await choosePlatforms(opts);
   const dir = resolve(opts.dir);
   mkdirSync(dir, { recursive: true });
-  const files: Array<{ path: string; text: string; secret: boolean; what: string }> = [{
-    path: join(dir, 'rlwatch.yaml'),
-    text: configText(platforms),
-    secret: false,
-    what: `the watch roots (./runs), the database (./rlwatch.db)${platforms.length > 0 ? `, ${platforms.join(', ')}` : ', the terminal only'}`,
-  }];
+  const files: Array<{ path: string; text: string; secret: boolean; what: string }> = [
+    {
+      path: join(dir, 'rlwatch.yaml'),
+      text: configText(platforms),
+      secret: false,
+      what: `the watch roots (./runs), the database (./rlwatch.db)${platforms.length > 0 ? `, ${platforms.join(', ')}` : ', the terminal only'}`,
+    },
+  ];
   if (platforms.length > 0) {
-    const names = envText(platforms).split('\n').filter((l) => /^[A-Z_]+=$/.test(l)).map((l) => l.slice(0, -1));
-    files.push({ path: join(dir, '.env'), text: envText(platforms), secret: true, what: `fill in ${names.join(', ')}` });
+    const names = envText(platforms)
+      .split('\n')
+      .filter((l) => /^[A-Z_]+=$/.test(l))
+      .map((l) => l.slice(0, -1));
+    files.push({
+      path: join(dir, '.env'),
+      text: envText(platforms),
+      secret: true,
+      what: `fill in ${names.join(', ')}`,
+    });
   }
   const lines: string[] = [];
   const kept: string[] = [];
@@ -121,10 +148,14 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   for (const path of kept) lines.push(`kept ${path}: it exists (rlwatch init --force replaces it)`);
   // the files' comments name docs/, rlwatch.example.yaml and the platforms' setup files: installed from npm, they
   // are in the package's folder, which nothing else tells
-  lines.push(`guides (docs/first-hour.md, docs/platforms/), rlwatch.example.yaml and ${SETUP_FILES.join(', ')}: in ${PACKAGE_ROOT}`);
+  lines.push(
+    `guides (docs/first-hour.md, docs/platforms/), rlwatch.example.yaml and ${SETUP_FILES.join(', ')}: in ${PACKAGE_ROOT}`,
+  );
   const here = relative(process.cwd(), dir);
   const env = join(dir, '.env');
   const fill = platforms.length > 0 && !kept.includes(env) ? `fill in ${relative(process.cwd(), env)}, then ` : '';
-  lines.push(`next: ${fill}${here === '' ? '' : `cd ${here} && `}rlwatch doctor   (it checks the config, the database, the roots and each platform)`);
+  lines.push(
+    `next: ${fill}${here === '' ? '' : `cd ${here} && `}rlwatch doctor   (it checks the config, the database, the roots and each platform)`,
+  );
   return { lines, kept };
 }

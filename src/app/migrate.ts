@@ -9,7 +9,9 @@ import { isConnectionError, isPostgresUrl, redactUrl } from '../store/pg/url.ts'
 export function registerMigrate(program: Command): void {
   program
     .command('migrate')
-    .description('copy a SQLite history (runs, points, alerts, mutes, outbox, chat ids) into PostgreSQL; safe to re-run')
+    .description(
+      'copy a SQLite history (runs, points, alerts, mutes, outbox, chat ids) into PostgreSQL; safe to re-run',
+    )
     .requiredOption('--from <file>', 'the SQLite database')
     .requiredOption('--to <url>', 'postgres://user:password@host:port/database')
     .action(async (opts: { from: string; to: string }) => migrate(opts.from, opts.to));

@@ -39,26 +39,32 @@ export interface TargetResult {
  */
 export function testNotification(host: string, now: number): Notification {
   // a reward rising from 0.1 towards 0.6: a chart shaped like a run's
-  const points = Array.from({ length: 60 }, (_, i) => ({ step: i + 1, value: Math.round((0.1 + 0.5 * (1 - Math.exp(-i / 20))) * 1000) / 1000 }));
+  const points = Array.from({ length: 60 }, (_, i) => ({
+    step: i + 1,
+    value: Math.round((0.1 + 0.5 * (1 - Math.exp(-i / 20))) * 1000) / 1000,
+  }));
   const step = points.length;
   return {
     run: TEST_RUN,
-    items: [{
-      alertId: 0,
-      kind: 'firing',
-      severity: SEVERITY,
-      rule: TEST_RULE,
-      metric: 'reward',
-      summary: `This is a test notification from rlwatch notify --test on ${host}: alerts reach this channel. ` +
-        'No run is affected and nothing needs doing.',
-      step,
-      epoch: null,
-      recent: points.slice(-50).map((p) => p.value),
-      examples: null,
-      hint: 'nothing: this card is a test, and its buttons name no alert',
-      state: { startsAt: now, firedStep: step, ack: null, muted: false, resolved: null },
-      chart: { points, threshold: null },
-    }],
+    items: [
+      {
+        alertId: 0,
+        kind: 'firing',
+        severity: SEVERITY,
+        rule: TEST_RULE,
+        metric: 'reward',
+        summary:
+          `This is a test notification from rlwatch notify --test on ${host}: alerts reach this channel. ` +
+          'No run is affected and nothing needs doing.',
+        step,
+        epoch: null,
+        recent: points.slice(-50).map((p) => p.value),
+        examples: null,
+        hint: 'nothing: this card is a test, and its buttons name no alert',
+        state: { startsAt: now, firedStep: step, ack: null, muted: false, resolved: null },
+        chart: { points, threshold: null },
+      },
+    ],
   };
 }
 
@@ -71,9 +77,11 @@ function chosen(config: Config, env: NodeJS.ProcessEnv, only: string | undefined
     .map((p): [Platform, unknown] => [p, p.settings(sectionOf(config, p), env)])
     .filter(([, settings]) => settings !== null);
   if (configured.length > 0) return configured;
-  throw new UserError(only !== undefined
-    ? `${only} is not configured: its variables are in .env.example`
-    : 'no chat platform is configured: nothing to test (the variables are in .env.example)');
+  throw new UserError(
+    only !== undefined
+      ? `${only} is not configured: its variables are in .env.example`
+      : 'no chat platform is configured: nothing to test (the variables are in .env.example)',
+  );
 }
 
 /** Resolves when `p` does, or with null after `ms`. */
@@ -110,36 +118,43 @@ export async function notifyTest(opts: {
   const key = `test/${Date.now()}`;
   const running: PlatformInstance[] = [];
   try {
-    const results = await Promise.all(platforms.map(async ([p, settings]): Promise<TargetResult[]> => {
-      let up: () => void = () => {};
-      const connected = new Promise<void>((done) => (up = done));
-      let instance: PlatformInstance;
-      try {
-        instance = await p.create(settings, { store, config, log, wake: () => up() });
-      } catch (err) {
-        return [{ target: p.id, ok: false, error: (err as Error).message }];
-      }
-      running.push(instance);
-      // a bot (it says when it is `ready`) posts only once connected, and calls `wake` then; the others post at
-      // once, and their `start` only reads commands, which a running `start` does
-      if (instance.ready) {
-        instance.start?.();
-        const refused = await within(Promise.race([connected.then(() => null), instance.failure ?? new Promise<never>(() => {})]), opts.connectMs ?? CONNECT_MS);
-        if (refused) return instance.targets.map((t) => ({ target: t.name, ok: false, error: refused.message }));
-      }
-      const outcomes = await Promise.all(instance.targets.map(async (t): Promise<TargetResult> => {
+    const results = await Promise.all(
+      platforms.map(async ([p, settings]): Promise<TargetResult[]> => {
+        let up: () => void = () => {};
+        const connected = new Promise<void>((done) => (up = done));
+        let instance: PlatformInstance;
         try {
-          await redactingTarget(t, redactorOf(config)).deliver(n, key, runId, urgencyOf(SEVERITY));
-          return { target: t.name, ok: true };
+          instance = await p.create(settings, { store, config, log, wake: () => up() });
         } catch (err) {
-          const e = err as Error;
-          const advice = p.advice?.(e);
-          return { target: t.name, ok: false, error: e.message, ...(advice ? { advice } : {}) };
+          return [{ target: p.id, ok: false, error: (err as Error).message }];
         }
-      }));
-      await instance.settled?.();
-      return outcomes;
-    }));
+        running.push(instance);
+        // a bot (it says when it is `ready`) posts only once connected, and calls `wake` then; the others post at
+        // once, and their `start` only reads commands, which a running `start` does
+        if (instance.ready) {
+          instance.start?.();
+          const refused = await within(
+            Promise.race([connected.then(() => null), instance.failure ?? new Promise<never>(() => {})]),
+            opts.connectMs ?? CONNECT_MS,
+          );
+          if (refused) return instance.targets.map((t) => ({ target: t.name, ok: false, error: refused.message }));
+        }
+        const outcomes = await Promise.all(
+          instance.targets.map(async (t): Promise<TargetResult> => {
+            try {
+              await redactingTarget(t, redactorOf(config)).deliver(n, key, runId, urgencyOf(SEVERITY));
+              return { target: t.name, ok: true };
+            } catch (err) {
+              const e = err as Error;
+              const advice = p.advice?.(e);
+              return { target: t.name, ok: false, error: e.message, ...(advice ? { advice } : {}) };
+            }
+          }),
+        );
+        await instance.settled?.();
+        return outcomes;
+      }),
+    );
     return results.flat();
   } finally {
     await Promise.all(running.map((i) => i.stop?.()));

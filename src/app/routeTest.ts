@@ -36,27 +36,38 @@ export interface RouteTest {
 }
 
 export function routeTest(
-  config: Config, platforms: PlatformSettings, run: string, severity: string, rule?: string,
+  config: Config,
+  platforms: PlatformSettings,
+  run: string,
+  severity: string,
+  rule?: string,
 ): RouteTest {
   if (!Severity.options.includes(severity as never)) {
     throw new UserError(`severity ${severity}: expected ${Severity.options.join(', ')}`);
   }
   if (rule !== undefined) {
-    const watched = ruleBookFor(config).forRun(run).find((r) => r.id === rule);
+    const watched = ruleBookFor(config)
+      .forRun(run)
+      .find((r) => r.id === rule);
     if (!watched) throw new UserError(`no rule ${rule} watches run ${run}`);
     if (watched.severity !== severity) {
       throw new UserError(`rule ${rule} alerts at ${watched.severity}, not ${severity}`);
     }
   }
   // the terminal too, as `start` and the bot print what they deliver
-  const destinations = alertRoute(config, platforms, true)(run, severity).map((target): Destination => {
+  const destinations = alertRoute(
+    config,
+    platforms,
+    true,
+  )(run, severity).map((target): Destination => {
     const at = target.indexOf(':');
     if (at < 0) return { target, platform: 'terminal', channel: target, mention: null, quiet: null };
     const id = target.slice(0, at);
     const channel = target.slice(at + 1);
     const platform = PLATFORMS.find((p) => p.id === id)!;
     const section = sectionOf(config, platform) as Routed & Partial<Paged<MentionBase>>;
-    const mention = (section.routes && routeTo(section.routes as Paged<MentionBase>['routes'], channel, run, severity)?.mention) ??
+    const mention =
+      (section.routes && routeTo(section.routes as Paged<MentionBase>['routes'], channel, run, severity)?.mention) ??
       section.mention;
     const quiet = quietOf(section, channel)(run, severity);
     return {
@@ -84,12 +95,15 @@ export function describeRoute(r: RouteTest): string {
     if (d.mention) parts.push(`notifies ${JSON.stringify(d.mention)}`);
     if (d.quiet) {
       const days = d.quiet.days ? ` on ${d.quiet.days.join(',')}` : '';
-      parts.push(`quiet ${d.quiet.hours} ${d.quiet.timezone}${days}: ${d.quiet.holds ? 'held until they end' : 'posted at once'}`);
+      parts.push(
+        `quiet ${d.quiet.hours} ${d.quiet.timezone}${days}: ${d.quiet.holds ? 'held until they end' : 'posted at once'}`,
+      );
     }
     lines.push(parts.join('; '));
   }
   if (r.destinations.every((d) => d.platform === 'terminal')) {
-    const configured = r.platforms.length > 0 ? `configured here: ${r.platforms.join(', ')}` : 'none is configured here';
+    const configured =
+      r.platforms.length > 0 ? `configured here: ${r.platforms.join(', ')}` : 'none is configured here';
     const info = r.severity === 'info' ? '; info goes to chat only where a route names it' : '';
     lines.push(`  no chat destination (${configured}${info})`);
   }

@@ -81,7 +81,9 @@ export function makeEngine(store: LiveStore, config: Config, opts: { terminal: b
  */
 export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
   const engine = makeEngine(store, config, { terminal: true });
-  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [redactingTarget(target, redactorOf(config))], { log });
+  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [redactingTarget(target, redactorOf(config))], {
+    log,
+  });
   // the rules run inside each batch's transaction: one commit per batch
   const ingest = { ...config.ingest, runPrefix: runPrefix(config.watch, store.db.name) };
   const ingestor = new Ingestor(store, ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
@@ -137,8 +139,9 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
     platforms.set(p.id, await p.create(settings, ctx));
   }
   const running = [...platforms.values()];
-  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)]
-    .map((t) => redactingTarget(t, redactorOf(config)));
+  const targets = [...(term ? [term] : []), ...running.flatMap((p) => p.targets)].map((t) =>
+    redactingTarget(t, redactorOf(config)),
+  );
   // the one router: the engine's neutral rows, the card updates queued for them, and the reports all go through it
   const route = alertRoute(config, opts.platforms ?? {}, term !== null);
   const reports = new ReportSchedule(store, config, route);
@@ -149,7 +152,9 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log, route });
   wake = (prefix) => dispatcher.wake(prefix);
   deliverNow = () => void dispatcher.kick();
-  const failure = Promise.race(running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})));
+  const failure = Promise.race(
+    running.flatMap((p) => (p.failure ? [p.failure] : [])).concat(new Promise<Error>(() => {})),
+  );
   for (const p of running) p.start?.();
   return {
     dispatcher,
@@ -176,11 +181,13 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
 /** `rlwatch start`: the same pipeline, live, with the platforms configured. Resolves once the files
  * already present have been read. On SQLite this process is the one that writes the database (its writer lock)
  * and so the one that delivers: the bot side runs over the same connection as the engine. */
-export async function startApp(opts: BotOptions & {
-  dbPath: string;
-  roots: readonly string[];
-  onBatch?: (r: BatchResult) => void;
-}): Promise<App> {
+export async function startApp(
+  opts: BotOptions & {
+    dbPath: string;
+    roots: readonly string[];
+    onBatch?: (r: BatchResult) => void;
+  },
+): Promise<App> {
   const store = Store.openWriter(opts.dbPath, 'start');
   const checkpoints = walCheckpoints(store.db); // off this thread: a checkpoint's disk syncs held up the lines
   let dbLost!: (err: Error) => void;

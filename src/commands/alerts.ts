@@ -11,7 +11,9 @@ const everyRun = (): boolean => true;
 /** The alert `id` and its run's name, if the caller sees that run: another run's alert is answered as one that does
  * not exist. */
 async function seenAlert(
-  store: CommandContext['store'], id: number, seesRun: (run: string) => boolean,
+  store: CommandContext['store'],
+  id: number,
+  seesRun: (run: string) => boolean,
 ): Promise<{ alert: AlertRow; run: string }> {
   const alert = await store.alertById(id);
   const run = alert ? (await store.runById(alert.run_id))?.name : undefined;
@@ -27,12 +29,16 @@ function changed(a: AlertRow, now: number): string {
 
 /** `alerts [run] [--all]`: firing alerts (all incidents with --all), newest first, muted ones marked. */
 export async function alertList(
-  { store, seesRun = everyRun }: CommandContext, args: { run?: string; all?: boolean }, now = Date.now(),
+  { store, seesRun = everyRun }: CommandContext,
+  args: { run?: string; all?: boolean },
+  now = Date.now(),
 ): Promise<Reply> {
   const run = args.run ? await resolveRun(store, args.run, seesRun) : undefined;
   const names = new Map((await store.listRuns()).map((r) => [r.id, r.name]));
   const silences = await store.activeSilences(now);
-  const listed = (await store.listAlerts({ runId: run?.id, all: args.all })).filter((a) => seesRun(names.get(a.run_id) ?? ''));
+  const listed = (await store.listAlerts({ runId: run?.id, all: args.all })).filter((a) =>
+    seesRun(names.get(a.run_id) ?? ''),
+  );
   const rows = listed.map((a) => {
     const runName = names.get(a.run_id) ?? '?';
     return {
@@ -50,7 +56,9 @@ export async function alertList(
       ackedBy: a.acked_by,
       ackedByName: a.acked_by_name,
       changed: changed(a, now),
-      muted: a.state !== 'resolved' && silences.some((s) => silenceMatches(s, { run: runName, rule: a.rule, severity: a.severity })),
+      muted:
+        a.state !== 'resolved' &&
+        silences.some((s) => silenceMatches(s, { run: runName, rule: a.rule, severity: a.severity })),
     };
   });
   // an info alert (a run finished) is an event, not trouble: listed, not counted as firing
@@ -106,11 +114,15 @@ const storedTime = (ms: number): string | null => (Number.isFinite(new Date(ms).
 
 /** `#3 run grpo-7b ending in 2 h by ana: why`: its end in the reader's terms, its author by name. */
 function describeSilence(s: SilenceRow, now: number): string {
-  const what = [s.run && `run ${s.run}`, s.rule && `rule ${s.rule}`, s.severity && `severity ${s.severity}`].filter(Boolean).join(', ');
+  const what = [s.run && `run ${s.run}`, s.rule && `rule ${s.rule}`, s.severity && `severity ${s.severity}`]
+    .filter(Boolean)
+    .join(', ');
   const until =
-    s.ended_at !== null ? `ended ${ago(s.ended_at, now)}`
-    : storedTime(s.ends_at) === null ? 'until an end out of range (unmute it)'
-    : `ending ${fromNow(s.ends_at, now)}`;
+    s.ended_at !== null
+      ? `ended ${ago(s.ended_at, now)}`
+      : storedTime(s.ends_at) === null
+        ? 'until an end out of range (unmute it)'
+        : `ending ${fromNow(s.ends_at, now)}`;
   return `#${s.id} ${what || 'everything'} ${until} by ${s.author_name}${s.reason ? `: ${s.reason}` : ''}`;
 }
 
@@ -134,7 +146,13 @@ export const ALL_RUNS = 'all';
 export async function muteAlerts(
   ctx: CommandContext,
   args: {
-    run?: string; rule?: string; severity?: string; for: string; reason?: string; by: Who; alert?: number;
+    run?: string;
+    rule?: string;
+    severity?: string;
+    for: string;
+    reason?: string;
+    by: Who;
+    alert?: number;
     scope?: 'run' | 'rule';
   },
   now = Date.now(),
@@ -153,12 +171,15 @@ export async function muteAlerts(
     throw new UserError(`'${args.for}' ${why}`);
   }
   const severity = args.severity === undefined ? null : Severity.safeParse(args.severity);
-  if (severity && !severity.success) throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
+  if (severity && !severity.success)
+    throw new UserError(`severity must be info, warning or critical, not '${args.severity}'`);
   const run = args.run === ALL_RUNS ? undefined : args.run;
   if (!isGlob(run ?? null)) await resolveRun(store, run, seesRun);
   else if (!(await seesAllOf(store, run ?? null, seesRun))) {
     // it would hold back alerts that go to channels this one cannot read
-    throw new UserError('from this channel, mute a run it sees by name: this mute would reach runs whose alerts go elsewhere');
+    throw new UserError(
+      'from this channel, mute a run it sees by name: this mute would reach runs whose alerts go elsewhere',
+    );
   }
   const s = await store.transaction(async (tx) => {
     const added = await tx.addSilence({
@@ -198,7 +219,11 @@ const isGlob = (run: string | null): boolean => run === null || run.includes('*'
 
 /** Whether the caller sees every run a mute reaches (all runs for a mute without a run; those a glob matches now):
  * the mutes they may set, be shown and end. */
-async function seesAllOf(store: CommandContext['store'], run: string | null, seesRun?: (run: string) => boolean): Promise<boolean> {
+async function seesAllOf(
+  store: CommandContext['store'],
+  run: string | null,
+  seesRun?: (run: string) => boolean,
+): Promise<boolean> {
   if (!seesRun) return true;
   if (!isGlob(run)) return seesRun(run as string);
   return (await store.listRuns()).every((r) => (run !== null && !globMatch(run, r.name)) || seesRun(r.name));
@@ -209,7 +234,8 @@ export async function muteList({ store, seesRun }: CommandContext, now = Date.no
   const active = [];
   for (const s of await store.activeSilences(now)) if (await seesAllOf(store, s.run, seesRun)) active.push(s);
   return {
-    title: active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
+    title:
+      active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
     fields: [],
     lines: active.map((s) => describeSilence(s, now)),
     names: [...new Set(active.map((s) => s.author_name))],
@@ -219,9 +245,14 @@ export async function muteList({ store, seesRun }: CommandContext, now = Date.no
 
 /** `unmute ID`: ends a mute now; what it held back and still fires is posted on the next tick, and the cards of
  * what it matched no longer say muted (unless another mute holds them). */
-export async function unmute({ store, seesRun }: CommandContext, args: { id: number }, now = Date.now()): Promise<Reply> {
+export async function unmute(
+  { store, seesRun }: CommandContext,
+  args: { id: number },
+  now = Date.now(),
+): Promise<Reply> {
   const s = await store.silenceById(args.id);
-  if (!s || s.ended_at !== null || s.ends_at <= now || !(await seesAllOf(store, s.run, seesRun))) throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
+  if (!s || s.ended_at !== null || s.ends_at <= now || !(await seesAllOf(store, s.run, seesRun)))
+    throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
   await store.transaction(async (tx) => {
     await tx.endSilence(s.id, now);
     await queueCardUpdates(tx, await alertsUnder(tx, s), now);

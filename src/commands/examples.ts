@@ -7,7 +7,8 @@ const SHOWN = 600;
 
 /** `examples [run] [best|worst] [step]`: the kept generations of a step (or the nearest earlier one). */
 export async function examples(
-  { store, seesRun }: CommandContext, args: { run?: string; which?: 'best' | 'worst'; step?: number },
+  { store, seesRun }: CommandContext,
+  args: { run?: string; which?: 'best' | 'worst'; step?: number },
 ): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
   const step = args.step ?? run.last_step ?? 0;
@@ -23,12 +24,24 @@ export async function examples(
     fields: [],
     lines: [],
     blocks: chosen.map((e) => ({
-      title: `reward ${formatValue(e.reward)}` +
+      title:
+        `reward ${formatValue(e.reward)}` +
         (Object.keys(e.breakdown).length > 0
-          ? ` (${Object.entries(e.breakdown).map(([k, v]) => `${k} ${formatValue(v)}`).join(', ')})`
+          ? ` (${Object.entries(e.breakdown)
+              .map(([k, v]) => `${k} ${formatValue(v)}`)
+              .join(', ')})`
           : ''),
       code: e.completion.length > SHOWN ? `${e.completion.slice(0, SHOWN)}…` : e.completion,
     })),
-    data: { run: run.name, step: at, examples: chosen.map((e) => ({ reward: e.reward, breakdown: e.breakdown, prompt: e.prompt, completion: e.completion })) },
+    data: {
+      run: run.name,
+      step: at,
+      examples: chosen.map((e) => ({
+        reward: e.reward,
+        breakdown: e.breakdown,
+        prompt: e.prompt,
+        completion: e.completion,
+      })),
+    },
   };
 }

@@ -28,20 +28,25 @@ const relPath = (dir: string, path: string): string => relative(dir, path).split
 
 /** Captured stdout is claimed by its name, before its content is known: one that has shown no metric line
  * yet is read, but not understood, and is said so like a file no format claims. */
-const STDOUT_FORMATS: ReadonlySet<string> = new Set(FORMATS.filter((f) => f.kind === 'lines' && f.textLog).map((f) => f.id));
+const STDOUT_FORMATS: ReadonlySet<string> = new Set(
+  FORMATS.filter((f) => f.kind === 'lines' && f.textLog).map((f) => f.id),
+);
 const noMetrics = (f: Pick<ReadFile, 'format' | 'lines' | 'records'>): boolean =>
   STDOUT_FORMATS.has(f.format) && f.records === 0 && f.lines > 0;
 const noMetricsText = (f: Pick<ReadFile, 'lines'>): string => `no metric line in ${plural(f.lines, 'line')} read`;
 
 /** What rlwatch reads of each run (or of `run`), and what it could not. */
 export async function runFiles(
-  store: StoreContract, run?: string, seesRun: (run: string) => boolean = () => true,
+  store: StoreContract,
+  run?: string,
+  seesRun: (run: string) => boolean = () => true,
 ): Promise<RunFiles[]> {
   const unread = (await store.unreadFiles(run)).filter((u) => existsSync(u.path) && seesRun(u.run));
   const names = new Set(unread.map((u) => u.run));
   let runs: RunRow[];
   if (run === undefined) runs = (await store.listRuns()).filter((r) => seesRun(r.name));
-  else if (names.has(run) && !(await store.runByName(run))) runs = []; // only unread files: no run row, still named
+  else if (names.has(run) && !(await store.runByName(run)))
+    runs = []; // only unread files: no run row, still named
   else runs = [await resolveRun(store, run, seesRun)];
   for (const r of runs) names.add(r.name);
   const out: RunFiles[] = [];
@@ -75,7 +80,9 @@ const EXAMPLE_CHARS = 80;
 const skipsOf = (rows: ReadonlyArray<{ reason: string; count: number; sample: string }>): ReadFile['skips'] =>
   rows.map(({ reason, count, sample }) => ({ reason, count, example: sample }));
 const exampleText = (example: string): string =>
-  example === '' ? '' : `, e.g. ${JSON.stringify(example.length > EXAMPLE_CHARS ? `${example.slice(0, EXAMPLE_CHARS)}…` : example)}`;
+  example === ''
+    ? ''
+    : `, e.g. ${JSON.stringify(example.length > EXAMPLE_CHARS ? `${example.slice(0, EXAMPLE_CHARS)}…` : example)}`;
 /** `3 lines skipped (2 × dict line not read (cut off or nested), e.g. "{'loss': 0.1, 'gr"; 1 × ...)`: the count
  * before the reason, so that it is never read as a line number */
 const skipText = (f: Pick<ReadFile, 'skipped' | 'skips'>): string =>
@@ -92,21 +99,29 @@ export async function files({ store, seesRun }: CommandContext, args: { run?: st
     fields: [],
     lines: report.map(
       (r) =>
-        `${r.run}: ${plural(r.files.length, 'file')}, ${plural(r.files.reduce((n, f) => n + f.records, 0), 'record')}` +
-        `, ${plural(r.files.reduce((n, f) => n + f.skipped, 0), 'line')} skipped, ${r.unread.length} not read`,
+        `${r.run}: ${plural(r.files.length, 'file')}, ${plural(
+          r.files.reduce((n, f) => n + f.records, 0),
+          'record',
+        )}` +
+        `, ${plural(
+          r.files.reduce((n, f) => n + f.skipped, 0),
+          'line',
+        )} skipped, ${r.unread.length} not read`,
     ),
     // file names are untrusted text: a code block keeps them inert in chat
     blocks: report.map((r) => ({
       title: r.run,
-      code: [
-        ...r.files.map(
-          (f) =>
-            `${f.path}  ${f.format}  offset ${f.offset.toLocaleString('en')}/${f.size.toLocaleString('en')}` +
-            `  ${plural(f.records, 'record')}` + (f.skipped > 0 ? `  ${skipText(f)}` : '') +
-            (noMetrics(f) ? `  ${noMetricsText(f)}` : ''),
-        ),
-        ...r.unread.map((u) => `${u.path}  not read: ${u.reason}`),
-      ].join('\n') || '(no files)',
+      code:
+        [
+          ...r.files.map(
+            (f) =>
+              `${f.path}  ${f.format}  offset ${f.offset.toLocaleString('en')}/${f.size.toLocaleString('en')}` +
+              `  ${plural(f.records, 'record')}` +
+              (f.skipped > 0 ? `  ${skipText(f)}` : '') +
+              (noMetrics(f) ? `  ${noMetricsText(f)}` : ''),
+          ),
+          ...r.unread.map((u) => `${u.path}  not read: ${u.reason}`),
+        ].join('\n') || '(no files)',
     })),
     data: report,
   };
@@ -119,7 +134,9 @@ export async function files({ store, seesRun }: CommandContext, args: { run?: st
  * PostgreSQL passes its `scope`: another host's run may sit at the same path, and its files are not this host's.
  */
 export async function unreadSummary(
-  store: StoreContract, roots: readonly string[], opts: { limit?: number; scope?: string } = {},
+  store: StoreContract,
+  roots: readonly string[],
+  opts: { limit?: number; scope?: string } = {},
 ): Promise<string[]> {
   const { limit = 20, scope } = opts;
   const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));

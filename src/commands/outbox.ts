@@ -37,9 +37,10 @@ export async function outboxList({ store }: CommandContext): Promise<Reply> {
   });
   const dead = rows.filter((r) => r.state === 'dead').length;
   return {
-    title: rows.length === 0
-      ? 'Outbox empty: every notification was delivered'
-      : `Outbox: ${rows.length - dead} pending, ${dead} set aside`,
+    title:
+      rows.length === 0
+        ? 'Outbox empty: every notification was delivered'
+        : `Outbox: ${rows.length - dead} pending, ${dead} set aside`,
     fields: [],
     lines: rows.map(
       (r) =>

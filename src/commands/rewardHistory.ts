@@ -32,17 +32,26 @@ export async function rewardHistory(
   const tail = { steps: d.tail.steps.slice(-TABLE_ROWS), values: d.tail.values.slice(-TABLE_ROWS) };
   const tailEpochs = await store.epochsAt(run.id, tail.steps);
   return {
-    title: `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` + (n > 0 ? `, steps ${d.firstStep}..${d.lastStep}` : ''),
+    title:
+      `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` +
+      (n > 0 ? `, steps ${d.firstStep}..${d.lastStep}` : ''),
     fields: [],
     lines: [sparkline(d.overview, OVERVIEW_WIDTH), stats],
     // a table aligned by spaces: a code block, the only text chat shows in a fixed-width font
-    blocks: tail.steps.length === 0 ? [] : [{
-      title: `the last ${tail.steps.length} point${tail.steps.length === 1 ? '' : 's'}`,
-      code: tail.steps.map((step, k) => {
-        const epoch = tailEpochs[k] ?? null;
-        return `step ${String(step).padStart(6)}  epoch ${epoch === null ? '   -' : formatValue(epoch).padStart(4)}  ${formatValue(tail.values[k] as number)}`;
-      }).join('\n'),
-    }],
+    blocks:
+      tail.steps.length === 0
+        ? []
+        : [
+            {
+              title: `the last ${tail.steps.length} point${tail.steps.length === 1 ? '' : 's'}`,
+              code: tail.steps
+                .map((step, k) => {
+                  const epoch = tailEpochs[k] ?? null;
+                  return `step ${String(step).padStart(6)}  epoch ${epoch === null ? '   -' : formatValue(epoch).padStart(4)}  ${formatValue(tail.values[k] as number)}`;
+                })
+                .join('\n'),
+            },
+          ],
     chart: { title: `${metric} of ${run.name}`, metric, points: d.chart },
     // the epoch beside each point (--json) is a second series: read only when asked for
     get data() {

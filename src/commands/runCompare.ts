@@ -12,18 +12,21 @@ function line(m: MetricComparison, a: string, b: string, by: string): string {
 
 /** `run compare A B [metric]`: both runs aligned by epoch (else step), a line per metric, a chart of both. */
 export async function runCompare(
-  { store, seesRun }: CommandContext, args: { a: string; b: string; metric?: string },
+  { store, seesRun }: CommandContext,
+  args: { a: string; b: string; metric?: string },
 ): Promise<Reply> {
   const a = await resolveRun(store, args.a, seesRun);
   const b = await resolveRun(store, args.b, seesRun);
   if (a.id === b.id) throw new UserError('compare two different runs');
   const c = await compareRuns(store, a, b, args.metric);
-  if (args.metric && c.metrics.length === 0) throw new UserError(`${a.name} and ${b.name} do not both log '${args.metric}'`);
+  if (args.metric && c.metrics.length === 0)
+    throw new UserError(`${a.name} and ${b.name} do not both log '${args.metric}'`);
   const point = (p: { x: number; value: number }) => ({ step: p.x, value: p.value });
   return {
     title: `${a.name} vs ${b.name}, by ${c.by}`,
     fields: [],
-    lines: c.metrics.length === 0 ? ['no metric logged by both runs'] : c.metrics.map((m) => line(m, a.name, b.name, c.by)),
+    lines:
+      c.metrics.length === 0 ? ['no metric logged by both runs'] : c.metrics.map((m) => line(m, a.name, b.name, c.by)),
     ...(c.chart && c.chart.a.length + c.chart.b.length > 1
       ? {
           chart: {

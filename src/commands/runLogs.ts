@@ -52,18 +52,21 @@ function tail(path: string, n: number, roots: readonly string[]): string[] {
  * grew last; a job whose stderr keeps growing with warnings needs `--file job.out` to see its stdout). Files are
  * named relative to the run's directory: no server path goes to chat. */
 export async function runLogs(
-  { store, seesRun, config }: CommandContext, args: { run?: string; lines?: number; file?: string },
+  { store, seesRun, config }: CommandContext,
+  args: { run?: string; lines?: number; file?: string },
 ): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
   const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
   // a file's name is shown as its run's is (runLocator.ts `visibleName`), and so asked for
   const named = (f: FileRow): string => visibleName(relative(run.path, f.path).split(sep).join('/'));
   const logs = (await store.filesOfRun(run.id)).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
-  if (logs.length === 0) throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
+  if (logs.length === 0)
+    throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
   const wanted = args.file;
   const asked = (f: FileRow): boolean => named(f) === wanted || visibleName(basename(f.path)) === wanted;
   const file = wanted === undefined ? logs[0] : logs.find(asked);
-  if (!file) throw new UserError(`${run.name} has no console log named ${wanted}; it has ${logs.map(named).join(', ')}`);
+  if (!file)
+    throw new UserError(`${run.name} has no console log named ${wanted}; it has ${logs.map(named).join(', ')}`);
   const rel = named(file);
   const others = logs.filter((f) => f !== file).map(named);
   let lines: string[];

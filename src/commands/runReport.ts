@@ -45,7 +45,9 @@ export async function reportOf(
 
 /** `run report [run] [since]`: the summary as the reply, the full Markdown report as its attachment. */
 export async function runReport(
-  ctx: CommandContext, args: { run?: string; since?: string }, now?: number,
+  ctx: CommandContext,
+  args: { run?: string; since?: string },
+  now?: number,
 ): Promise<Reply> {
   const report = await reportOf(ctx, args, now);
   return {

@@ -16,7 +16,11 @@ function restarts(attempts: readonly AttemptRow[], now: number): string[] {
 
 /** `run status [run]`: the latest step and epoch, and the latest value of each canonical metric; times in the
  * reader's terms (`updated 12 min ago`), as ISO text in `data`. */
-export async function runStatus({ store, seesRun, local }: CommandContext, args: { run?: string }, now = Date.now()): Promise<Reply> {
+export async function runStatus(
+  { store, seesRun, local }: CommandContext,
+  args: { run?: string },
+  now = Date.now(),
+): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
   const head = await store.replayingStep(run.id, run.last_step);
   // a restarted job logging its steps again: its latest values, not those the earlier attempt logged past it
@@ -42,13 +46,22 @@ export async function runStatus({ store, seesRun, local }: CommandContext, args:
       `${run.records} records, updated ${ago(run.updated_at, now)}`,
       ...restarts(attempts, now),
       // --json and --flags are the CLI's: a chat user is pointed at what chat takes
-      ...(other > 0 ? [`${other} more metric${other === 1 ? '' : 's'} logged: ${local ? 'see --json or `reward history --metric NAME`' : 'see one with `reward history metric=NAME`'}`] : []),
+      ...(other > 0
+        ? [
+            `${other} more metric${other === 1 ? '' : 's'} logged: ${local ? 'see --json or `reward history --metric NAME`' : 'see one with `reward history metric=NAME`'}`,
+          ]
+        : []),
     ],
     data: {
       run: run.name,
       path: run.path,
       step,
-      attempts: attempts.map((a) => ({ attempt: a.attempt, resumedStep: a.resumed_step, at: isoTime(a.at), lastStep: a.last_step })),
+      attempts: attempts.map((a) => ({
+        attempt: a.attempt,
+        resumedStep: a.resumed_step,
+        at: isoTime(a.at),
+        lastStep: a.last_step,
+      })),
       epoch: epoch === null ? null : jsonValue(epoch),
       records: run.records,
       updatedAt: isoTime(run.updated_at),

@@ -5,7 +5,6 @@ import { ConfigSchema, type Config } from './schema.ts';
 import { isPostgresUrl } from '../store/pg/url.ts';
 import type * as z from '../lib/zod.ts';
 
-
 export interface LoadedConfig {
   config: Config;
   /** the file read, or null when running on defaults */

@@ -97,7 +97,8 @@ function regexIssue(pattern: string, ctx: z.core.$RefinementCtx<string>): void {
     return;
   }
   // one that matches nothing at all would put [redacted] between every two characters
-  if (re.test('')) ctx.addIssue({ code: 'custom', message: 'matches the empty text: it would redact everything', input: pattern });
+  if (re.test(''))
+    ctx.addIssue({ code: 'custom', message: 'matches the empty text: it would redact everything', input: pattern });
 }
 
 export type Config = z.infer<typeof ConfigSchema>;

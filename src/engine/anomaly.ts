@@ -12,7 +12,8 @@ const MAD_TO_SD = 1.4826;
  * to the spikes in the window, unlike a mean. 0 only for a window of one value. */
 function robustScale(values: readonly number[], med: number): number {
   const devs = values.map((v) => Math.abs(v - med)).sort((x, y) => x - y);
-  for (let i = devs.length >> 1; i < devs.length; i++) if ((devs[i] as number) > 0) return MAD_TO_SD * (devs[i] as number);
+  for (let i = devs.length >> 1; i < devs.length; i++)
+    if ((devs[i] as number) > 0) return MAD_TO_SD * (devs[i] as number);
   return 0;
 }
 

@@ -11,7 +11,12 @@ import type { RestartRule } from './rules.ts';
  * dropped while pending), and every rule cursor at or past the step it resumed at goes back there, with its
  * carried state (streaks) cleared, so that the new attempt's values are evaluated as they arrive.
  */
-export function rewindRestarts(store: LiveStore, runId: number, now: () => number, attempts: readonly AttemptRow[]): void {
+export function rewindRestarts(
+  store: LiveStore,
+  runId: number,
+  now: () => number,
+  attempts: readonly AttemptRow[],
+): void {
   for (const a of attempts) {
     if (a.rewound) continue;
     const ended = attempts.find((p) => p.attempt === a.attempt - 1);
@@ -58,7 +63,12 @@ export function evaluateRestart(ctx: RunContext, rule: RestartRule): void {
     severity: rule.severity,
     describe: () => ({
       summary: `the job restarted at step ${latest.resumed_step} (attempt ${latest.attempt}${was})`,
-      details: { once: true, attempt: latest.attempt, resumedStep: latest.resumed_step, endedStep: ended?.last_step ?? null },
+      details: {
+        once: true,
+        attempt: latest.attempt,
+        resumedStep: latest.resumed_step,
+        endedStep: ended?.last_step ?? null,
+      },
     }),
   });
   store.alerts.saveCursor(runId, rule.id, 'attempt', TOLD_AT, { attempt: latest.attempt });

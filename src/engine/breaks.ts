@@ -87,7 +87,8 @@ export class Sums {
     let rest2 = ss2;
     for (const { d, at } of tops) {
       // (what is left after the jumps may be rounding error: no noise, a step level)
-      if (d <= JUMP_SHARE * rest1) return rest1 === ss1 ? phi : rest1 > 1e-9 * ss1 ? credited(rest2 / rest1 - 1, floor) : 0;
+      if (d <= JUMP_SHARE * rest1)
+        return rest1 === ss1 ? phi : rest1 > 1e-9 * ss1 ? credited(rest2 / rest1 - 1, floor) : 0;
       rest1 -= d;
       rest2 -= lag2(values, at, from, to) + lag2(values, at + 1, from, to);
     }
@@ -129,7 +130,8 @@ export class Sums {
       b = c;
     }
     const n = seconds.length;
-    const median = n % 2 === 1 ? (seconds[n >> 1] as number) : ((seconds[n / 2 - 1] as number) + (seconds[n / 2] as number)) / 2;
+    const median =
+      n % 2 === 1 ? (seconds[n >> 1] as number) : ((seconds[n / 2 - 1] as number) + (seconds[n / 2] as number)) / 2;
     return median / (0.6745 * Math.sqrt(6));
   }
 
@@ -160,7 +162,6 @@ export interface Break {
   observed: number;
   /** the mean of the m records before them: where the metric was */
   before: number;
-
 }
 
 /**
@@ -172,7 +173,12 @@ export interface Break {
  * since `from`).
  */
 export function lineBreak(
-  sums: Sums, i: number, fit: number, from: number, accept: (b: Break) => boolean, inflate = 1,
+  sums: Sums,
+  i: number,
+  fit: number,
+  from: number,
+  accept: (b: Break) => boolean,
+  inflate = 1,
 ): Break | null {
   let best: Break | null = null;
   for (const m of BREAK_WINDOWS) {

@@ -17,9 +17,10 @@ const CHART_AFTER = 50;
 
 /** The alert's state as its card shows it. */
 export function snapshotOf(a: AlertRow, muted: boolean): AlertSnapshot {
-  const resolved = a.state === 'resolved'
-    ? { step: a.resolved_step ?? a.started_step, at: a.resolved_at ?? 0, summary: resolvedSummary(a) }
-    : null;
+  const resolved =
+    a.state === 'resolved'
+      ? { step: a.resolved_step ?? a.started_step, at: a.resolved_at ?? 0, summary: resolvedSummary(a) }
+      : null;
   return {
     startsAt: a.fired_at ?? a.started_at,
     firedStep: a.fired_step,
@@ -46,7 +47,8 @@ export function chartOf(store: LiveStore, a: AlertRow, step: number, rules: read
     store.points.upTo(a.run_id, metric, step + CHART_AFTER, n).map((p) => ({ step: p.step, value: p.value }));
   if (rule?.kind === 'divergence') return divergenceChart(a, details, around);
   // a decline is measured from the best level of a horizon longer than the chart: the chart reaches back to it
-  const reach = rule?.kind === 'trend' && details.best ? CHART_POINTS + rule.declineHorizon + 2 * rule.declineWindow : CHART_POINTS;
+  const reach =
+    rule?.kind === 'trend' && details.best ? CHART_POINTS + rule.declineHorizon + 2 * rule.declineWindow : CHART_POINTS;
   const points = around(a.metric, reach);
   if (points.length < 2) return null;
   const threshold = thresholdOf(rules, a.rule, a.metric);
@@ -71,7 +73,13 @@ export function thresholdOf(rules: readonly Rule[], ruleId: string, metric: stri
 
 const point = z.object({ step: z.number(), value: z.number() });
 /** a series' record: JSON has no NaN, a non-finite value was written as null and reads as NaN */
-const record = z.object({ step: z.number(), value: z.pipe(z.nullable(z.number()), z.transform((v: number | null) => v ?? Number.NaN)) });
+const record = z.object({
+  step: z.number(),
+  value: z.pipe(
+    z.nullable(z.number()),
+    z.transform((v: number | null) => v ?? Number.NaN),
+  ),
+});
 const line = z.object({
   value: z.number(),
   label: z.string(),
@@ -104,7 +112,13 @@ type Around = (metric: string, n?: number) => Point[];
 const OP_WORDS: Record<Op, string> = { '>': '>', '>=': '≥', '<': '<', '<=': '≤', '==': '=', '!=': '≠' };
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
-function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, points: Point[], around: Around): ChartGuides | null {
+function guidesOf(
+  rule: Rule,
+  a: AlertRow,
+  details: Record<string, unknown>,
+  points: Point[],
+  around: Around,
+): ChartGuides | null {
   const fired = a.fired_step ?? a.started_step;
   const guides: ChartGuides = { lines: [], breaches: [], bands: [], windows: [] };
   const firing = points.find((p) => p.step === fired && Number.isFinite(p.value));
@@ -113,13 +127,25 @@ function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, poi
       const conds = alternatives(rule).find((cs) => cs[0]?.metric === a.metric) ?? [];
       const own = conds.filter((c) => c.metric === a.metric);
       guides.lines = own.map(limitOf);
-      guides.breaches = points.filter((p) => Number.isFinite(p.value) && own.every((c) => compare(p.value, c.op, c.value)));
+      guides.breaches = points.filter(
+        (p) => Number.isFinite(p.value) && own.every((c) => compare(p.value, c.op, c.value)),
+      );
       const other = conds.find((c) => c.metric !== a.metric);
       if (other) {
         const theirs = conds.filter((c) => c.metric === other.metric);
         const pts = around(other.metric);
-        const breaches = pts.filter((p) => Number.isFinite(p.value) && theirs.every((c) => compare(p.value, c.op, c.value)));
-        if (pts.length > 0) guides.second = { metric: other.metric, points: pts, lines: theirs.map(limitOf), breaches, bands: [], windows: [] };
+        const breaches = pts.filter(
+          (p) => Number.isFinite(p.value) && theirs.every((c) => compare(p.value, c.op, c.value)),
+        );
+        if (pts.length > 0)
+          guides.second = {
+            metric: other.metric,
+            points: pts,
+            lines: theirs.map(limitOf),
+            breaches,
+            bands: [],
+            windows: [],
+          };
       }
       return guides;
     }
@@ -137,7 +163,11 @@ function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, poi
       // the band it must come back through to resolve: between the limit and recover × baseline
       if (rule.recover !== undefined && base !== null && rule.recover !== rule.factor) {
         const back = rule.recover * base;
-        guides.bands.push({ lo: Math.min(back, limit), hi: Math.max(back, limit), label: `resolves past ${formatValue(back)}` });
+        guides.bands.push({
+          lo: Math.min(back, limit),
+          hi: Math.max(back, limit),
+          label: `resolves past ${formatValue(back)}`,
+        });
       }
       guides.breaches = heldFrom(a, points, (v) => compare(v, rule.op, limit));
       break;
@@ -185,7 +215,11 @@ function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, poi
       const m = num(details.mean);
       if (target === null) return null;
       const epoch = num(details.epoch) ?? rule.epoch;
-      guides.lines.push({ value: target, label: `epoch ${formatValue(epoch)}: ${OP_WORDS[rule.op]} ${formatValue(target)}`, limit: true });
+      guides.lines.push({
+        value: target,
+        label: `epoch ${formatValue(epoch)}: ${OP_WORDS[rule.op]} ${formatValue(target)}`,
+        limit: true,
+      });
       const at = points.findIndex((p) => p.step === fired);
       const n = num(details.window) ?? rule.window;
       if (m !== null && at >= 0) guides.windows.push(windowOf(points, at, n, m, `mean of the last ${n}`));
@@ -194,7 +228,11 @@ function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, poi
     case 'non_finite': {
       const last = num(details.lastFinite);
       if (last === null) return null;
-      guides.lines.push({ value: last, label: `last finite ${formatValue(last)}, then ${String(details.value)}`, limit: false });
+      guides.lines.push({
+        value: last,
+        label: `last finite ${formatValue(last)}, then ${String(details.value)}`,
+        limit: false,
+      });
       // where it went non-finite: drawn at the last finite value (the value itself has no place on the axis)
       guides.breaches = [{ step: fired, value: last }];
       return guides;
@@ -208,7 +246,12 @@ function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, poi
       if (std.length > 0) {
         const flat = { value: 0, label: 'no spread: 0', limit: true };
         guides.second = {
-          metric: `${a.metric}/std`, points: std, lines: [flat], breaches: heldFrom(a, std, (v) => v <= 1e-9), bands: [], windows: [],
+          metric: `${a.metric}/std`,
+          points: std,
+          lines: [flat],
+          breaches: heldFrom(a, std, (v) => v <= 1e-9),
+          bands: [],
+          windows: [],
         };
       }
       break;
@@ -222,23 +265,40 @@ function guidesOf(rule: Rule, a: AlertRow, details: Record<string, unknown>, poi
 }
 
 /** The threshold condition as its line. */
-const limitOf = (c: Condition): Line => ({ value: c.value, label: `limit ${OP_WORDS[c.op]} ${formatValue(c.value)}`, limit: true });
+const limitOf = (c: Condition): Line => ({
+  value: c.value,
+  label: `limit ${OP_WORDS[c.op]} ${formatValue(c.value)}`,
+  limit: true,
+});
 
 /** The records from the alert's start to its firing at which `holds`: a rule judged against a level of that moment
  * (a rolling baseline, an anomaly's window) says nothing of the records long before. */
 function heldFrom(a: AlertRow, points: readonly Point[], holds: (v: number) => boolean): Point[] {
   const fired = a.fired_step ?? a.started_step;
-  return points.filter((p) => p.step >= a.started_step && p.step <= fired && Number.isFinite(p.value) && holds(p.value));
+  return points.filter(
+    (p) => p.step >= a.started_step && p.step <= fired && Number.isFinite(p.value) && holds(p.value),
+  );
 }
 
 /** The `n` records ending at index `end`, as a window with its mean. */
 /** At most `n` of `points`, their shape kept (LTTB); a point that is not finite (a NaN) is kept where it was. */
 function thinned(points: readonly Point[], n: number): Point[] {
-  const kept = new Set(lttb(points.map((p) => ({ x: p.step, y: p.value, p })), n).map((q) => q.p));
+  const kept = new Set(
+    lttb(
+      points.map((p) => ({ x: p.step, y: p.value, p })),
+      n,
+    ).map((q) => q.p),
+  );
   return points.filter((p) => kept.has(p) || !Number.isFinite(p.value));
 }
 
-function windowOf(points: readonly Point[], end: number, n: number, mean: number, label: string): ChartGuides['windows'][number] {
+function windowOf(
+  points: readonly Point[],
+  end: number,
+  n: number,
+  mean: number,
+  label: string,
+): ChartGuides['windows'][number] {
   const first = points[Math.max(0, end - n + 1)]!;
   return { from: first.step, to: points[end]!.step, mean, label: `${label} ${formatValue(mean)}` };
 }
@@ -269,9 +329,10 @@ function divergenceChart(a: AlertRow, details: Record<string, unknown>, around: 
     const w = num(m.window);
     const before = num(m.before);
     const after = num(m.after);
-    const windows = at >= 0 && w !== null && before !== null && after !== null && at + 1 >= 2 * w
-      ? [windowOf(points, at - w, w, before, 'before'), windowOf(points, at, w, after, 'after')]
-      : [];
+    const windows =
+      at >= 0 && w !== null && before !== null && after !== null && at + 1 >= 2 * w
+        ? [windowOf(points, at - w, w, before, 'before'), windowOf(points, at, w, after, 'after')]
+        : [];
     return { points, windows };
   };
   const up = panelOf(rising);
@@ -287,7 +348,14 @@ function divergenceChart(a: AlertRow, details: Record<string, unknown>, around: 
       bands: [],
       windows: up.windows,
       ...(down.points.length > 0 && {
-        second: { metric: falling.metric, points: down.points, lines: [], breaches: [], bands: [], windows: down.windows },
+        second: {
+          metric: falling.metric,
+          points: down.points,
+          lines: [],
+          breaches: [],
+          bands: [],
+          windows: down.windows,
+        },
       }),
     },
   };

@@ -50,7 +50,10 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
       kind: 'bad',
       firing: true,
       severity: rule.severity,
-      describe: () => ({ summary: `${e.title}${why}`, details: { event: e.id, fatal: e.fatal, evidence: evidenceOf(e) } }),
+      describe: () => ({
+        summary: `${e.title}${why}`,
+        details: { event: e.id, fatal: e.fatal, evidence: evidenceOf(e) },
+      }),
     });
   };
 
@@ -89,7 +92,10 @@ export function evaluateCrash(ctx: RunContext, rule: CrashRule, live = true): vo
     const active = run.active_at ?? e?.at ?? 0;
     if (!e || finished || lc.state !== null || active - e.at > grace) held = undefined;
     else if (ctx.now() - active >= grace) {
-      fire(e, ` (nothing written for ${formatDuration(Math.floor((ctx.now() - active) / 60_000) * 60_000 || 1000)} since)`);
+      fire(
+        e,
+        ` (nothing written for ${formatDuration(Math.floor((ctx.now() - active) / 60_000) * 60_000 || 1000)} since)`,
+      );
       held = undefined;
     }
   }

@@ -18,7 +18,8 @@ interface Move {
   window: number;
 }
 
-const shown = (m: Move, arrow: string): string => `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
+const shown = (m: Move, arrow: string): string =>
+  `${m.metric} ${arrow} ${formatValue(m.before)} → ${formatValue(m.after)}`;
 
 /**
  * Divergence (reward hacking): at each step, each metric's mean of the last `window` records against the
@@ -50,7 +51,9 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
   const lasts = series.map((s) => s.steps[s.steps.length - 1] ?? -Infinity);
   const newest = Math.max(...lasts);
   const upTo = lasts.every((l) => l === newest) ? newest : newest - 1;
-  const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))].filter((t) => t <= upTo).sort((a, b) => a - b);
+  const steps = [...new Set(series.flatMap((s) => s.steps.slice(s.firstFresh)))]
+    .filter((t) => t <= upTo)
+    .sort((a, b) => a - b);
   if (steps.length === 0) return;
   const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: key }, ctx.now, {
     quietFor: rule.quietFor,

@@ -47,7 +47,8 @@ export class PeakWindow {
     const { sums, w, ends } = this;
     for (; this.next <= i - this.current; this.next++) {
       const m = sums.mean(this.next - w + 1, this.next + 1);
-      while (ends.length > this.head && sums.mean(ends[ends.length - 1]! - w + 1, ends[ends.length - 1]! + 1) <= m) ends.pop();
+      while (ends.length > this.head && sums.mean(ends[ends.length - 1]! - w + 1, ends[ends.length - 1]! + 1) <= m)
+        ends.pop();
       ends.push(this.next);
     }
     while (this.head < ends.length && ends[this.head]! < i - this.horizon) this.head++;
@@ -66,7 +67,14 @@ export class PeakWindow {
  * within `matters` standard errors by the first reading is within them by both (the second only widens the se): its
  * z is the first's, and the batch means are not worked out (most records of a backfill). */
 export function drawdown(
-  sums: Sums, peaks: PeakWindow, i: number, w: number, pw: number, sd: number, inflate: number, reach: number,
+  sums: Sums,
+  peaks: PeakWindow,
+  i: number,
+  w: number,
+  pw: number,
+  sd: number,
+  inflate: number,
+  reach: number,
   matters = 0,
 ): Drawdown | null {
   const best = peaks.at(i);

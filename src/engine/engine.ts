@@ -10,7 +10,13 @@ import { attemptNote, rewindRestarts } from './attempts.ts';
 import { runContext } from './context.ts';
 import { globMatch } from '../lib/duration.ts';
 import { evaluatorOf } from './kinds.ts';
-import { CARDS_PER_MESSAGE, type ExampleSnippet, type FinishedSummary, type Notification, type NotificationItem } from './notification.ts';
+import {
+  CARDS_PER_MESSAGE,
+  type ExampleSnippet,
+  type FinishedSummary,
+  type Notification,
+  type NotificationItem,
+} from './notification.ts';
 import { knowledgeOfAlert } from './presets/knowledge.ts';
 import type { Rule, RuleBook } from './rules.ts';
 
@@ -49,14 +55,14 @@ const SNIPPET_CHARS = 400;
  * entropy_collapse) the older alert: one page either way. */
 function inhibitor(rules: readonly Rule[], alerts: readonly AlertRow[]): (a: AlertRow) => boolean {
   const inhibitsOf = (rule: string): readonly string[] => rules.find((r) => r.id === rule)?.inhibits ?? [];
-  const holds = (a: AlertRow, b: AlertRow): boolean => a.rule !== b.rule && inhibitsOf(a.rule).some((p) => globMatch(p, b.rule));
+  const holds = (a: AlertRow, b: AlertRow): boolean =>
+    a.rule !== b.rule && inhibitsOf(a.rule).some((p) => globMatch(p, b.rule));
   const sources = alerts.filter((a) => a.state === 'firing' && inhibitsOf(a.rule).length > 0);
   if (sources.length === 0) return () => false;
   const order = (a: AlertRow): number => a.fired_step ?? a.started_step;
   return (b) =>
     sources.some(
-      (a) =>
-        holds(a, b) && (order(a) < order(b) || (order(a) === order(b) && (!holds(b, a) || a.id < b.id))),
+      (a) => holds(a, b) && (order(a) < order(b) || (order(a) === order(b) && (!holds(b, a) || a.id < b.id))),
     );
 }
 
@@ -92,8 +98,12 @@ export class Engine {
    * is now. */
   private noteLive(run: RunRow): RunRow {
     const reads = this.caughtUpReads;
-    if (reads && run.active_at !== null && run.active_at !== reads.get(run.id) &&
-      (run.live_at === null || run.active_at - run.live_at >= LIVE_AT_EVERY_MS)) {
+    if (
+      reads &&
+      run.active_at !== null &&
+      run.active_at !== reads.get(run.id) &&
+      (run.live_at === null || run.active_at - run.live_at >= LIVE_AT_EVERY_MS)
+    ) {
       this.store.runs.markLive(run.id);
       return { ...run, live_at: run.active_at };
     }
@@ -227,12 +237,22 @@ export class Engine {
   }
 
   private item(
-    a: AlertRow, kind: NotificationItem['kind'], muted: boolean, rules: readonly Rule[], charted = true,
+    a: AlertRow,
+    kind: NotificationItem['kind'],
+    muted: boolean,
+    rules: readonly Rule[],
+    charted = true,
   ): NotificationItem {
     const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
-    const summary = kind === 'resolved' ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved') : a.summary;
+    const summary =
+      kind === 'resolved'
+        ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved')
+        : a.summary;
     const epoch = this.store.points.upTo(a.run_id, 'epoch', step, 1)[0]?.value ?? null;
-    const recent = a.metric === 'activity' || a.metric.startsWith('log:') ? [] : this.store.points.upTo(a.run_id, a.metric, step, RECENT).map((p) => p.value);
+    const recent =
+      a.metric === 'activity' || a.metric.startsWith('log:')
+        ? []
+        : this.store.points.upTo(a.run_id, a.metric, step, RECENT).map((p) => p.value);
     const kept = this.store.examples.atOrBefore(a.run_id, step);
     const snip = (e: (typeof kept)[number]): ExampleSnippet => ({
       reward: e.reward,

@@ -82,7 +82,13 @@ function refresh(ctx: RunContext, open: AlertRow): void {
   const details = { once: true, finished: summary };
   if (text === open.summary && JSON.stringify(details) === open.details) return;
   const step = open.fired_step ?? open.started_step;
-  ctx.alerts.fire(open, { step, at: open.fired_at ?? open.started_at, severity: open.severity, summary: text, details });
+  ctx.alerts.fire(open, {
+    step,
+    at: open.fired_at ?? open.started_at,
+    severity: open.severity,
+    summary: text,
+    details,
+  });
 }
 
 /** 612300 -> `10m 12s`; 7500000 -> `2h 5m` */

@@ -45,7 +45,8 @@ export class Lifecycle {
   get details(): Record<string, unknown> {
     const cur = this.current;
     if (!cur) return {};
-    if (this.parsed?.row !== cur) this.parsed = { row: cur, details: JSON.parse(cur.details) as Record<string, unknown> };
+    if (this.parsed?.row !== cur)
+      this.parsed = { row: cur, details: JSON.parse(cur.details) as Record<string, unknown> };
     return this.parsed.details;
   }
 

@@ -49,7 +49,9 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
                 (a.severity === 'critical' || rule.explainedBy.includes(a.rule)) &&
                 (a.fired_step ?? a.started_step) <= at.step,
             );
-          const since = paged ? `; ${paged.rule} ${paged.severity} since step ${paged.fired_step ?? paged.started_step}` : '';
+          const since = paged
+            ? `; ${paged.rule} ${paged.severity} since step ${paged.fired_step ?? paged.started_step}`
+            : '';
           // the preset's numbers are assumptions about the run (one GRPO analysis' rewards at its epochs): a miss of
           // one is news for the report, not a page; the user's own target pages
           const severity = paged || rule.assumed ? 'info' : rule.severity;
@@ -80,7 +82,10 @@ export function evaluateMilestone(ctx: RunContext, rule: MilestoneRule): void {
         lc.apply(p.step, {
           kind: 'ok',
           recovered: true,
-          describe: () => ({ summary: `${rule.metric} ${formatValue(m)} now ${rule.op} ${formatValue(line)}`, details: detailsOf(null, m, n) }),
+          describe: () => ({
+            summary: `${rule.metric} ${formatValue(m)} now ${rule.op} ${formatValue(line)}`,
+            details: detailsOf(null, m, n),
+          }),
         });
         break;
       }
@@ -108,10 +113,16 @@ function widen(r: Range | null, points: ReadonlyArray<{ step: number; value: num
  * left [0, 1], that fraction of the run's range up to the step (a reward in [-1, 0] or in the hundreds): `range`
  * as the evaluations carried it, else (a cursor from before they did) read from the store. */
 function targetOf(
-  ctx: RunContext, rule: MilestoneRule, step: number, range: Range | null | undefined,
+  ctx: RunContext,
+  rule: MilestoneRule,
+  step: number,
+  range: Range | null | undefined,
 ): { value: number; scaled: string } {
   if (rule.scale === 'absolute') return { value: rule.value, scaled: '' };
-  const r = range !== undefined ? range : widen(null, ctx.store.points.upTo(ctx.runId, rule.metric, step, Number.MAX_SAFE_INTEGER, true), step);
+  const r =
+    range !== undefined
+      ? range
+      : widen(null, ctx.store.points.upTo(ctx.runId, rule.metric, step, Number.MAX_SAFE_INTEGER, true), step);
   const [lo, hi] = r ?? [Infinity, -Infinity];
   if (lo >= 0 && hi <= 1) return { value: rule.value, scaled: '' };
   return {

@@ -24,7 +24,12 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
   const { store, runId } = ctx;
   const tracks = new Map<string, Track>();
   // each watched metric's fresh points (ascending by step), merged step by step below: no map of every step built
-  const streams: Array<{ metric: string; track: Track; points: ReadonlyArray<{ step: number; value: number }>; i: number }> = [];
+  const streams: Array<{
+    metric: string;
+    track: Track;
+    points: ReadonlyArray<{ step: number; value: number }>;
+    i: number;
+  }> = [];
   let clean = Infinity;
   // the last step counted in `clean`: a step whose metrics land in two reads is counted once
   let counted = -Infinity;
@@ -106,7 +111,10 @@ export function evaluateNonFinite(ctx: RunContext, rule: NonFiniteRule): void {
     lc.apply(step, {
       kind: 'ok',
       recovered,
-      describe: () => ({ summary: `finite again for ${plural(n, 'step')} (${shown})`, details: { values: Object.fromEntries(values) } }),
+      describe: () => ({
+        summary: `finite again for ${plural(n, 'step')} (${shown})`,
+        details: { values: Object.fromEntries(values) },
+      }),
     });
     if (lc.state === null) lc = null;
   }
@@ -142,7 +150,9 @@ function describeBad(step: number, all: readonly Bad[]): { summary: string; deta
       value: jsonValue(all[0]!.value),
       lastFinite: all[0]!.last,
       lastFiniteStep: all[0]!.lastStep,
-      metrics: Object.fromEntries(all.map((b) => [b.metric, { value: jsonValue(b.value), lastFinite: b.last, lastFiniteStep: b.lastStep }])),
+      metrics: Object.fromEntries(
+        all.map((b) => [b.metric, { value: jsonValue(b.value), lastFinite: b.last, lastFiniteStep: b.lastStep }]),
+      ),
     },
   };
 }

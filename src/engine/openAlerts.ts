@@ -23,7 +23,8 @@ export class OpenAlerts {
   /** The run's firing alerts, newest first (as `Alerts.list({ runId })`). */
   firing(): AlertRow[] {
     const out: AlertRow[] = [];
-    for (const byMetric of this.held().values()) for (const a of byMetric.values()) if (a.state === 'firing') out.push(a);
+    for (const byMetric of this.held().values())
+      for (const a of byMetric.values()) if (a.state === 'firing') out.push(a);
     return out.sort((a, b) => b.id - a.id);
   }
 

@@ -113,7 +113,9 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     const ratio = base !== null && base > 0 ? now / base : null;
     // the line as it was drawn: the floor or the cap when one of them set it
     const byFactor = bound === rule.factor * (base ?? NaN);
-    const drawn = byFactor ? `${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ${formatValue(base as number)}` : formatValue(bound);
+    const drawn = byFactor
+      ? `${formatValue(rule.factor)}× ${NAMES[rule.baseline]} ${formatValue(base as number)}`
+      : formatValue(bound);
     const details = { value: now, baseline: base, kind: rule.baseline, ratio, factor: rule.factor, line: bound };
     if (holds) {
       lc.hold(p.step, n, rule.for, rule.severity, () => ({
@@ -157,7 +159,11 @@ const LOG_GATE_MIN = 10;
  * window, 1.4826 × median |log x − median log x| (the MAD, scaled to a normal's σ); with fewer than
  * LOG_GATE_MIN records, factor × the farthest of them. */
 function outOfLogNoise(
-  rule: RelativeRule, now: number, base: number | null, values: readonly number[], window: [number, number] | null,
+  rule: RelativeRule,
+  now: number,
+  base: number | null,
+  values: readonly number[],
+  window: [number, number] | null,
   scratch: number[],
 ): boolean {
   if (rule.logSigmas === 0 || window === null || base === null || base <= 0 || now <= 0) return true;
@@ -171,6 +177,11 @@ function outOfLogNoise(
   // too few records to tell their spread: the factor applies to the farthest of them, not their median
   if (logs.length < LOG_GATE_MIN) return compare(now, rule.op, rule.factor * extreme);
   const centre = medianOf(logs, 0, logs.length, scratch);
-  const mad = medianOf(logs.map((l) => Math.abs(l - centre)), 0, logs.length, scratch);
+  const mad = medianOf(
+    logs.map((l) => Math.abs(l - centre)),
+    0,
+    logs.length,
+    scratch,
+  );
   return Math.abs(Math.log(now / base)) > rule.logSigmas * 1.4826 * mad;
 }

@@ -25,33 +25,35 @@ const common = {
 };
 
 /** Metric op value held for `for` consecutive records; resolves after `recoverFor` records past `recover`. */
-const Threshold = z.strictObject({
-  ...common,
-  kind: z.literal('threshold'),
-  metric: z.optional(nonEmpty()),
-  op: z.optional(Op),
-  value: z.optional(z.number()),
-  /** more conditions that must hold at the same step */
-  and: z._default(z.array(Condition), []),
-  /** alternatives, each its own alert keyed by its first metric */
-  any: z.optional(z.array(z.array(Condition).check(z.minLength(1)))),
-  for: z._default(wholeFrom(1), 1),
-  /** hysteresis: firing until the metric is back past this value (default: the threshold itself) */
-  recover: z.optional(z.number()),
-  recoverFor: z._default(wholeFrom(1), 1),
-  /** the quiet period: the alert resolves once it has stayed recovered for this many records in a row (1: at
-   * once), so that a condition that returns within them continues the same incident (Prometheus'
-   * keep_firing_for) */
-  quietFor: z._default(wholeFrom(1), 1),
-  /** learning period: nothing fires before this many records of the first metric; then the rule applies
-   * only if their median is on the good side of the line (a model that lives below the learning.log metrics
-   * guide's entropy line is not collapsing). 0: judged from the first record */
-  learn: z._default(wholeFrom(0), 0),
-}).check(
-  z.refine((r) => r.any !== undefined || (r.metric !== undefined && r.op !== undefined && r.value !== undefined), {
-    message: 'a threshold rule needs metric, op and value (or any: [[conditions]])',
-  }),
-);
+const Threshold = z
+  .strictObject({
+    ...common,
+    kind: z.literal('threshold'),
+    metric: z.optional(nonEmpty()),
+    op: z.optional(Op),
+    value: z.optional(z.number()),
+    /** more conditions that must hold at the same step */
+    and: z._default(z.array(Condition), []),
+    /** alternatives, each its own alert keyed by its first metric */
+    any: z.optional(z.array(z.array(Condition).check(z.minLength(1)))),
+    for: z._default(wholeFrom(1), 1),
+    /** hysteresis: firing until the metric is back past this value (default: the threshold itself) */
+    recover: z.optional(z.number()),
+    recoverFor: z._default(wholeFrom(1), 1),
+    /** the quiet period: the alert resolves once it has stayed recovered for this many records in a row (1: at
+     * once), so that a condition that returns within them continues the same incident (Prometheus'
+     * keep_firing_for) */
+    quietFor: z._default(wholeFrom(1), 1),
+    /** learning period: nothing fires before this many records of the first metric; then the rule applies
+     * only if their median is on the good side of the line (a model that lives below the learning.log metrics
+     * guide's entropy line is not collapsing). 0: judged from the first record */
+    learn: z._default(wholeFrom(0), 0),
+  })
+  .check(
+    z.refine((r) => r.any !== undefined || (r.metric !== undefined && r.op !== undefined && r.value !== undefined), {
+      message: 'a threshold rule needs metric, op and value (or any: [[conditions]])',
+    }),
+  );
 
 /** Mean of the last `window` records against the `window` before them. */
 const Trend = z.strictObject({

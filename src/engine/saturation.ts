@@ -38,7 +38,10 @@ export function evaluateSaturation(ctx: RunContext, rule: SaturationRule): void 
       } else {
         streak = 0;
         if (!lc.wouldChange('ok', true)) continue;
-        const describe = () => ({ summary: `${metric} ${formatValue(p.value)} ± ${formatValue(s)}: varies again`, details });
+        const describe = () => ({
+          summary: `${metric} ${formatValue(p.value)} ± ${formatValue(s)}: varies again`,
+          details,
+        });
         lc.apply(p.step, { kind: 'ok', recovered: true, describe });
       }
     }

@@ -54,14 +54,17 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
       }
       if (missing) continue; // neither bad nor recovered
       let holds = true;
-      for (let k = 0; k < conds.length && holds; k++) holds = compare(values[k] as number, conds[k]!.op, conds[k]!.value);
+      for (let k = 0; k < conds.length && holds; k++)
+        holds = compare(values[k] as number, conds[k]!.op, conds[k]!.value);
       if (holds) {
         const n = ++streak;
         recovering = 0;
         if (gate === undefined) continue;
         lc.hold(p.step, n, rule.for, rule.severity, () => {
           const { shown, details } = describeValues(conds, values);
-          const summary = shown().map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`).join(' and ');
+          const summary = shown()
+            .map((s, i) => `${s} ${conds[i]!.op} ${formatValue(conds[i]!.value)}`)
+            .join(' and ');
           return { summary: `${summary} for ${plural(n, 'step')}`, details: details() };
         });
       } else {
@@ -77,7 +80,10 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         lc.apply(p.step, {
           kind: 'ok',
           recovered,
-          describe: () => ({ summary: `${shown().join(', ')}: back past ${formatValue(bound)} for ${plural(n, 'step')}`, details: details() }),
+          describe: () => ({
+            summary: `${shown().join(', ')}: back past ${formatValue(bound)} for ${plural(n, 'step')}`,
+            details: details(),
+          }),
         });
       }
     }

@@ -33,7 +33,12 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
   const breaks = rule.breakSigmas > 0;
   const declines = rule.declineSigmas > 0 && rule.direction !== 'flat' && rule.direction !== 'up';
   const dw = rule.declineWindow;
-  const reach = Math.max(span, breaks ? breakSpan(rule.breakFit) : 0, PHI_RECORDS, declines ? rule.declineHorizon + dw : 0);
+  const reach = Math.max(
+    span,
+    breaks ? breakSpan(rule.breakFit) : 0,
+    PHI_RECORDS,
+    declines ? rule.declineHorizon + dw : 0,
+  );
   for (const metric of ctx.expand(rule.metrics)) {
     const { cursor, from, fresh } = resume(ctx, rule.id, metric);
     if (fresh.length === 0) continue;
@@ -64,7 +69,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
     // mean), looked at only for a break the first reading lets through
     const accept = (b: Break): boolean =>
       moved(b, rule, scale) &&
-      Math.abs(b.observed - b.expected) > rule.breakSigmas * sums.batchSe(at, b.m, PHI_RECORDS) * Math.sqrt(1 + b.m / rule.breakFit);
+      Math.abs(b.observed - b.expected) >
+        rule.breakSigmas * sums.batchSe(at, b.m, PHI_RECORDS) * Math.sqrt(1 + b.m / rule.breakFit);
     // the run's records before the history read here (a cursor saved before they were counted: past any warm-up)
     const seen = cursor ? Number(cursor.state.seen ?? Number.MAX_SAFE_INTEGER / 2) : 0;
     const earlier = seen - history.length;
@@ -85,7 +91,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const noise = rule.sigmas * sd * diffSe;
       // ...and beyond the spread of the window means themselves where they meander wider than φ says (Sums.batchSe;
       // worked out only for a change the first reading lets through)
-      const real = Math.abs(delta) > noise && Math.abs(delta) > rule.sigmas * Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS);
+      const real =
+        Math.abs(delta) > noise && Math.abs(delta) > rule.sigmas * Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS);
       // a positive level well above its noise: change in % of the level; else (near or below 0, as
       // minimind's -2.3 -> -1.6) in % of the range the metric spanned over the last windows
       const onLevel = before > 0 && before >= 3 * sd;
@@ -103,7 +110,10 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       const upWindows = rel > rule.change && delta > rule.minDelta && real;
       const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
-      const dd = peaks && i >= 3 * dw - 1 ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, rule.declineSigmas / 2) : null;
+      const dd =
+        peaks && i >= 3 * dw - 1
+          ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, rule.declineSigmas / 2)
+          : null;
       const ddScale = onLevel && dd ? dd.peak : scale;
       const ddRel = dd ? ratio(dd.now - dd.peak, ddScale) : 0;
       const declined = dd !== null && fell(dd, ddRel, rule);
@@ -111,8 +121,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const down = downWindows || declined || (broke && brkDelta < 0);
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
-      const flat =
-        flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, diffSe, inflate / rootW);
+      const flat = flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, diffSe, inflate / rootW);
       const step = steps[i]!;
       const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
       held = (flatRule ? flat : upWindows || downWindows || declined) ? held + 1 : 0;
@@ -124,7 +133,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const settled =
         rule.direction === 'flat'
           ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
-          : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) && !(dd !== null && fell(dd, ddRel, rule, 2));
+          : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) &&
+            !(dd !== null && fell(dd, ddRel, rule, 2));
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
       if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
       const of = onLevel ? '' : ' of its range';
@@ -146,7 +156,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
           bad = {
             severity: rule.severity,
             direction: 'flat',
-            summary: () => `${metric} flat at ${formatValue(after)} (${pct(rel)} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
+            summary: () =>
+              `${metric} flat at ${formatValue(after)} (${pct(rel)} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
           };
         }
       } else if ((up && rule.direction !== 'down') || (down && rule.direction !== 'up')) {
@@ -174,18 +185,31 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       if (bad) {
         const { summary, direction } = bad;
-        lc.apply(step, { kind: 'bad', firing, severity: bad.severity, describe: () => ({ summary: summary(), details: { ...details, direction } }) });
+        lc.apply(step, {
+          kind: 'bad',
+          firing,
+          severity: bad.severity,
+          describe: () => ({ summary: summary(), details: { ...details, direction } }),
+        });
       } else {
         lc.apply(step, {
           kind: 'ok',
           recovered: settled,
-          describe: () => ({ summary: `${metric} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)})`, details }),
+          describe: () => ({
+            summary: `${metric} ${pct(rel)} (${formatValue(before)} → ${formatValue(after)})`,
+            details,
+          }),
         });
       }
     }
     const learnt = breaks ? { breakFrom } : {};
     const counted = { seen: seen + fresh.length };
-    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { quiet: lc.quiet, held, ...learnt, ...counted });
+    store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, {
+      quiet: lc.quiet,
+      held,
+      ...learnt,
+      ...counted,
+    });
   }
 }
 
@@ -215,7 +239,14 @@ function columnsOf(
  * σ_d (windowDiffSe; longRunFactor / √w): a meandering reward's windows agree by chance more often than
  * independent records' would, and that is no plateau. */
 function isFlat(
-  sums: Sums, i: number, w: number, delta: number, scale: number, after: number, rule: TrendRule, diffSe: number,
+  sums: Sums,
+  i: number,
+  w: number,
+  delta: number,
+  scale: number,
+  after: number,
+  rule: TrendRule,
+  diffSe: number,
   meanSe: number,
 ): boolean {
   const localSd = sums.sd(i - 2 * w + 1, i + 1);

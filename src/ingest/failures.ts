@@ -94,9 +94,13 @@ const cutTo = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n 
 function classify(name: string, message: string): { title: string; fatal: boolean } {
   const short = shortName(name);
   if (short === 'OutOfMemoryError' || message.startsWith('CUDA out of memory')) {
-    return { title: cutTo(`CUDA out of memory: ${message.replace(/^CUDA out of memory\.?\s*/, '')}`, TITLE_CHARS), fatal: true };
+    return {
+      title: cutTo(`CUDA out of memory: ${message.replace(/^CUDA out of memory\.?\s*/, '')}`, TITLE_CHARS),
+      fatal: true,
+    };
   }
-  if (short === 'ChildFailedError') return { title: 'torchrun: a worker process failed (ChildFailedError)', fatal: true };
+  if (short === 'ChildFailedError')
+    return { title: 'torchrun: a worker process failed (ChildFailedError)', fatal: true };
   return { title: cutTo(message ? `${short}: ${message}` : short, TITLE_CHARS), fatal: false };
 }
 
@@ -104,7 +108,8 @@ function classify(name: string, message: string): { title: string; fatal: boolea
 function standalone(body: string): { title: string; fatal: boolean } | null {
   // the watchdog then takes the whole process down ("To avoid data inconsistency, we are taking the
   // entire process down"): it is as final as an OOM
-  if (body.includes('Watchdog caught collective operation timeout')) return { title: 'NCCL watchdog timeout', fatal: true };
+  if (body.includes('Watchdog caught collective operation timeout'))
+    return { title: 'NCCL watchdog timeout', fatal: true };
   const trimmed = body.trim();
   if (trimmed === 'Killed') return { title: KILLED, fatal: true };
   if (trimmed.startsWith('Segmentation fault') || trimmed.startsWith('Fatal Python error: Segmentation fault')) {
@@ -113,7 +118,11 @@ function standalone(body: string): { title: string; fatal: boolean } | null {
   if (body.includes('oom_kill event')) return { title: 'Killed by the out-of-memory killer', fatal: true };
   // slurmstepd: `*** JOB 42 ON n1 CANCELLED AT 2025-05-01T10:00:00 DUE TO PREEMPTION ***` (or TIME LIMIT, or none)
   if (body.includes(' CANCELLED AT ') && body.includes('***')) {
-    const why = body.includes('DUE TO PREEMPTION') ? 'preempted' : body.includes('DUE TO TIME LIMIT') ? 'time limit reached' : 'cancelled';
+    const why = body.includes('DUE TO PREEMPTION')
+      ? 'preempted'
+      : body.includes('DUE TO TIME LIMIT')
+        ? 'time limit reached'
+        : 'cancelled';
     return { title: `SLURM: job ${why}`, fatal: true };
   }
   if (body.includes(': line ')) {
@@ -124,7 +133,12 @@ function standalone(body: string): { title: string; fatal: boolean } | null {
   if (!exc) return null;
   const short = shortName(exc.name);
   // an exception line printed without its traceback (a logger, Ray's summary of a dead actor)
-  if (short === 'OutOfMemoryError' || short === 'ChildFailedError' || short === 'ActorDiedError' || short === 'RuntimeError') {
+  if (
+    short === 'OutOfMemoryError' ||
+    short === 'ChildFailedError' ||
+    short === 'ActorDiedError' ||
+    short === 'RuntimeError'
+  ) {
     return classify(exc.name, exc.message);
   }
   return null;
@@ -158,7 +172,8 @@ export function failureScanner(): FailureScanner {
       if (!tb && open.size >= MAX_OPEN) open.delete(open.keys().next().value as string);
       open.set(key, { stray: 0, frames: 0 });
     } else if (tb) {
-      const frame = body.length === 0 || body.startsWith(' ') || body.startsWith('\t') || CHAINED.some((c) => body.startsWith(c));
+      const frame =
+        body.length === 0 || body.startsWith(' ') || body.startsWith('\t') || CHAINED.some((c) => body.startsWith(c));
       const exc = frame ? null : exceptionOf(body.replace(RAY_REPEATED, ''));
       if (exc) {
         open.delete(key);

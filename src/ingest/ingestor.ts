@@ -57,8 +57,10 @@ export interface FileOutcome {
  * from there next time, as the offset is committed with the records). */
 export class DatabaseFullError extends Error {
   constructor(readonly outcome: FileOutcome) {
-    super(`the database's disk is full: ${outcome.path} is stored up to line ${outcome.lines} of this read; ` +
-      'free some space and it is read on from there');
+    super(
+      `the database's disk is full: ${outcome.path} is stored up to line ${outcome.lines} of this read; ` +
+        'free some space and it is read on from there',
+    );
   }
 }
 
@@ -260,7 +262,13 @@ export class Ingestor {
     };
     if (this.parseThread) {
       const { relPath } = this.runOf(row);
-      for await (const chunk of this.parseThread.chunks({ fileId: row.id, format: row.format, relPath, fresh, range })) {
+      for await (const chunk of this.parseThread.chunks({
+        fileId: row.id,
+        format: row.format,
+        relPath,
+        fresh,
+        range,
+      })) {
         take(chunk);
       }
     } else {

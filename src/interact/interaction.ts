@@ -63,7 +63,11 @@ export type Answer =
  *   const a = await interact({ words: ['ack', '12'] }, asker);
  *   if (a.ok) show(a.reply); else whisper(a.message);
  */
-export async function interact(req: Request, asker: Asker, beforeRun?: (spec: CommandSpec) => Promise<void>): Promise<Answer> {
+export async function interact(
+  req: Request,
+  asker: Asker,
+  beforeRun?: (spec: CommandSpec) => Promise<void>,
+): Promise<Answer> {
   const prefix = asker.prefix ?? '/';
   try {
     if (asker.refused !== undefined) throw new UserError(asker.refused);
@@ -74,7 +78,9 @@ export async function interact(req: Request, asker: Asker, beforeRun?: (spec: Co
     }
     const { spec, rest } = found;
     if (spec.access === 'write' && !(await asker.mayWrite())) {
-      throw new UserError(`You may not use ${prefix}${spec.path.join(' ')}: ask for the ack/mute right (${asker.rightsHint}).`);
+      throw new UserError(
+        `You may not use ${prefix}${spec.path.join(' ')}: ask for the ack/mute right (${asker.rightsHint}).`,
+      );
     }
     const { store, config, user, now, local, seesRun } = asker;
     const bound = rest.length > 0 ? bindWords(spec, rest, await knownNames(store, seesRun), prefix) : {};
@@ -114,7 +120,12 @@ export function displayName(name: string, id: string): string {
  * who can use a channel rlwatch takes commands from (the bot answers nothing from elsewhere: `Asker.refused`), so
  * a seat in the team's alert channel is the right, not a seat anywhere.
  */
-export function mayAct(users: readonly string[], roles: readonly string[], userId: string, userRoles: readonly string[]): boolean {
+export function mayAct(
+  users: readonly string[],
+  roles: readonly string[],
+  userId: string,
+  userRoles: readonly string[],
+): boolean {
   if (users.length === 0 && roles.length === 0) return true;
   return users.includes(userId) || userRoles.some((r) => roles.includes(r));
 }

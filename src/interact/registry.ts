@@ -71,7 +71,8 @@ export const DEFAULT_LINES = 20;
 export const MAX_LINES = 200;
 
 /** A known run, or a word that is nothing else (so that a typo gets "unknown run", not "did not understand"). */
-const looksLikeRun = (w: string, k: Known): boolean => k.runs.includes(w) || (!k.metrics.includes(w) && !/^\d+$/.test(w));
+const looksLikeRun = (w: string, k: Known): boolean =>
+  k.runs.includes(w) || (!k.metrics.includes(w) && !/^\d+$/.test(w));
 const runOption: OptionSpec = {
   name: 'run',
   description: 'run name (may be left out when there is only one)',
@@ -102,19 +103,38 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: "the tail of the run's console log",
     options: [
       runOption,
-      { name: 'lines', description: `how many lines (default ${DEFAULT_LINES}, at most ${MAX_LINES})`, type: 'integer', accepts: (w) => /^\d+$/.test(w) },
-      { name: 'file', description: 'which console log (e.g. job.err), when the run has several', type: 'string', named: true },
+      {
+        name: 'lines',
+        description: `how many lines (default ${DEFAULT_LINES}, at most ${MAX_LINES})`,
+        type: 'integer',
+        accepts: (w) => /^\d+$/.test(w),
+      },
+      {
+        name: 'file',
+        description: 'which console log (e.g. job.err), when the run has several',
+        type: 'string',
+        named: true,
+      },
     ],
     access: 'read',
     run: async (c, a) =>
-      (await import('../commands/runLogs.ts')).runLogs(c, { run: str(a, 'run'), lines: num(a, 'lines'), file: str(a, 'file') }),
+      (await import('../commands/runLogs.ts')).runLogs(c, {
+        run: str(a, 'run'),
+        lines: num(a, 'lines'),
+        file: str(a, 'file'),
+      }),
   },
   {
     path: ['run', 'report'],
     description: 'status, ranges against expected, issues, actions, milestones, stop verdict',
     options: [
       { ...runOption, accepts: (w, k) => !isSince(w) && looksLikeRun(w, k) },
-      { name: 'since', description: 'window start: a step (120) or an epoch (0.5); default the last records', type: 'string', accepts: isSince },
+      {
+        name: 'since',
+        description: 'window start: a step (120) or an epoch (0.5); default the last records',
+        type: 'string',
+        accepts: isSince,
+      },
     ],
     access: 'read',
     slow: true,
@@ -128,27 +148,44 @@ export const COMMANDS: readonly CommandSpec[] = [
     options: [
       { ...runOption, name: 'a', description: 'the first run', required: true },
       { ...runOption, name: 'b', description: 'the second run', required: true },
-      { name: 'metric', description: 'one metric (default: reward, entropy, frac_zero_std, ...)', type: 'string', autocomplete: 'metric' },
+      {
+        name: 'metric',
+        description: 'one metric (default: reward, entropy, frac_zero_std, ...)',
+        type: 'string',
+        autocomplete: 'metric',
+      },
     ],
     access: 'read',
     slow: true,
     run: async (c, a) =>
-      (await import('../commands/runCompare.ts')).runCompare(c, { a: String(a.a), b: String(a.b), metric: str(a, 'metric') }),
+      (await import('../commands/runCompare.ts')).runCompare(c, {
+        a: String(a.a),
+        b: String(a.b),
+        metric: str(a, 'metric'),
+      }),
   },
   {
     path: ['reward', 'history'],
     description: 'a metric over time (default reward): chart, sparkline, min/max/last',
     options: [
       runOption,
-      { name: 'metric', description: 'metric name (default reward)', type: 'string', autocomplete: 'metric', accepts: (w) => !/^\d+$/.test(w) },
+      {
+        name: 'metric',
+        description: 'metric name (default reward)',
+        type: 'string',
+        autocomplete: 'metric',
+        accepts: (w) => !/^\d+$/.test(w),
+      },
       { name: 'last', description: 'only the newest N points', type: 'integer', accepts: (w) => /^\d+$/.test(w) },
     ],
     access: 'read',
     slow: true,
     run: async (c, a) =>
-      (await import('../commands/rewardHistory.ts')).rewardHistory(
-        c, { run: str(a, 'run'), metric: str(a, 'metric'), last: num(a, 'last') },
-      ),
+      (await import('../commands/rewardHistory.ts')).rewardHistory(c, {
+        run: str(a, 'run'),
+        metric: str(a, 'metric'),
+        last: num(a, 'last'),
+      }),
   },
   {
     path: ['alerts'],
@@ -158,7 +195,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'all', description: 'resolved incidents too', type: 'boolean', accepts: (w) => w === 'all' },
     ],
     access: 'read',
-    run: async (c, a) => (await import('../commands/alerts.ts')).alertList(c, { run: str(a, 'run'), all: a.all === true }, c.now),
+    run: async (c, a) =>
+      (await import('../commands/alerts.ts')).alertList(c, { run: str(a, 'run'), all: a.all === true }, c.now),
   },
   {
     path: ['ack'],
@@ -170,20 +208,52 @@ export const COMMANDS: readonly CommandSpec[] = [
     access: 'write',
     run: async (c, a) =>
       (await import('../commands/alerts.ts')).ackAlert(
-        c, { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') }, c.now,
+        c,
+        { id: Number(a.id), by: { id: c.user, name: c.userName }, comment: str(a, 'comment') },
+        c.now,
       ),
   },
   {
     path: ['mute'],
     description: 'record but do not post matching alerts for a while',
     options: [
-      { name: 'run', description: 'run name or glob, or all: every run', type: 'string', autocomplete: 'run', accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never) },
-      { name: 'rule', description: 'rule id', type: 'string', accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never) },
-      { name: 'severity', description: 'info, warning or critical', type: 'string', choices: SEVERITIES, accepts: (w) => SEVERITIES.includes(w as never) },
-      { name: 'duration', description: 'how long, e.g. 30m, 2h, 1d', type: 'string', required: true, flag: 'for', accepts: isDuration },
+      {
+        name: 'run',
+        description: 'run name or glob, or all: every run',
+        type: 'string',
+        autocomplete: 'run',
+        accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never),
+      },
+      {
+        name: 'rule',
+        description: 'rule id',
+        type: 'string',
+        accepts: (w) => !isDuration(w) && !SEVERITIES.includes(w as never),
+      },
+      {
+        name: 'severity',
+        description: 'info, warning or critical',
+        type: 'string',
+        choices: SEVERITIES,
+        accepts: (w) => SEVERITIES.includes(w as never),
+      },
+      {
+        name: 'duration',
+        description: 'how long, e.g. 30m, 2h, 1d',
+        type: 'string',
+        required: true,
+        flag: 'for',
+        accepts: isDuration,
+      },
       // what an alert's Mute buttons run
       { name: 'alert', description: "an alert id: mute that alert's run", type: 'integer', named: true },
-      { name: 'scope', description: 'with alert: its whole run (default) or only its rule', type: 'string', choices: ['run', 'rule'], named: true },
+      {
+        name: 'scope',
+        description: 'with alert: its whole run (default) or only its rule',
+        type: 'string',
+        choices: ['run', 'rule'],
+        named: true,
+      },
       { name: 'reason', description: 'why', type: 'string', rest: true },
     ],
     access: 'write',
@@ -227,14 +297,29 @@ export const COMMANDS: readonly CommandSpec[] = [
     description: 'the best and worst generations of a step',
     options: [
       { ...runOption, accepts: (w, k) => w !== 'best' && w !== 'worst' && looksLikeRun(w, k) },
-      { name: 'which', description: 'best or worst', type: 'string', choices: ['best', 'worst'], positional: true, accepts: (w) => w === 'best' || w === 'worst' },
-      { name: 'step', description: 'step (default: the latest)', type: 'integer', positional: true, accepts: (w) => /^\d+$/.test(w) },
+      {
+        name: 'which',
+        description: 'best or worst',
+        type: 'string',
+        choices: ['best', 'worst'],
+        positional: true,
+        accepts: (w) => w === 'best' || w === 'worst',
+      },
+      {
+        name: 'step',
+        description: 'step (default: the latest)',
+        type: 'integer',
+        positional: true,
+        accepts: (w) => /^\d+$/.test(w),
+      },
     ],
     access: 'read',
     run: async (c, a) =>
-      (await import('../commands/examples.ts')).examples(
-        c, { run: str(a, 'run'), which: str(a, 'which') as 'best' | 'worst' | undefined, step: num(a, 'step') },
-      ),
+      (await import('../commands/examples.ts')).examples(c, {
+        run: str(a, 'run'),
+        which: str(a, 'which') as 'best' | 'worst' | undefined,
+        step: num(a, 'step'),
+      }),
   },
   {
     path: ['files'],
@@ -255,7 +340,9 @@ export async function knownNames(store: StoreContract, seesRun?: (run: string) =
 export class UsageError extends UserError {}
 
 export function usage(spec: CommandSpec, prefix = '/'): string {
-  const opts = spec.options.filter((o) => !o.named).map((o) => (o.required ? `<${o.name}>` : `[${o.choices ? o.choices.join('|') : o.name}]`));
+  const opts = spec.options
+    .filter((o) => !o.named)
+    .map((o) => (o.required ? `<${o.name}>` : `[${o.choices ? o.choices.join('|') : o.name}]`));
   return `usage: ${prefix}${[...spec.path, ...opts].join(' ')}`;
 }
 

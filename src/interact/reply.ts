@@ -13,7 +13,11 @@ export interface Reply {
    * literally, `*boss*` as typed */
   names?: string[];
   /** preformatted text (generations, code) shown as code blocks, each under its title */
-  blocks?: Array<{ title: string; code: string; /** its end matters (a log tail): cut from the start */ tail?: boolean }>;
+  blocks?: Array<{
+    title: string;
+    code: string /** its end matters (a log tail): cut from the start */;
+    tail?: boolean;
+  }>;
   /** a line chart the chat front ends render as a PNG */
   chart?: ChartSpec;
   /** the machine-readable answer: what `--json` prints (a promise where it reads more, built only when asked) */
@@ -48,7 +52,11 @@ export interface CommandContext {
 
 /** The named run; with no name, the only run there is. Only runs `seesRun` admits are found: another is answered
  * exactly as a run that does not exist, so that its name does not leak. */
-export async function resolveRun(store: StoreTx, name: string | undefined, seesRun?: (run: string) => boolean): Promise<RunRow> {
+export async function resolveRun(
+  store: StoreTx,
+  name: string | undefined,
+  seesRun?: (run: string) => boolean,
+): Promise<RunRow> {
   const all = await store.listRuns();
   const runs = seesRun ? all.filter((r) => seesRun(r.name)) : all;
   if (name === undefined || name === '') {

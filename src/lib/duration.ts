@@ -33,6 +33,9 @@ export function formatDuration(ms: number): string {
 
 /** A glob over run names: `*` any run of characters, `?` one character. */
 export function globMatch(glob: string, name: string): boolean {
-  const re = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const re = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${re}$`).test(name);
 }

@@ -64,7 +64,10 @@ const EXAMPLE_CHARS = 500;
 
 /** The cards of a notification, rendered from what it carries (never from the store). */
 export function alertCards(n: Notification): AlertCard[] {
-  return onceEach(n.items, n.items.map((item) => card(n.run, item)));
+  return onceEach(
+    n.items,
+    n.items.map((item) => card(n.run, item)),
+  );
 }
 
 /** A burst of alerts of one step (a collapse and a truncation at step 40) shows that step's best and worst
@@ -74,7 +77,12 @@ function onceEach(items: readonly NotificationItem[], cards: AlertCard[]): Alert
   return cards.map((c, i) => {
     const step = items[i]?.examples?.step;
     if (step === undefined || c.examples.length === 0) return c;
-    if (shown.has(step)) return { ...c, examples: [], note: [c.note, `generations of step ${step}: on the first card`].filter(Boolean).join(' · ') };
+    if (shown.has(step))
+      return {
+        ...c,
+        examples: [],
+        note: [c.note, `generations of step ${step}: on the first card`].filter(Boolean).join(' · '),
+      };
     shown.add(step);
     return c;
   });
@@ -103,7 +111,12 @@ function card(run: string, item: NotificationItem): AlertCard {
   const cut = (t: string): string => (t.length > EXAMPLE_CHARS ? `${t.slice(0, EXAMPLE_CHARS)}…` : t);
   const describe = (label: string, e: { reward: number; breakdown: Record<string, number> }): string =>
     `${label} ${formatValue(e.reward)}` +
-    (Object.keys(e.breakdown).length > 0 ? ` (${Object.entries(e.breakdown).slice(0, 6).map(([k, v]) => `${k} ${formatValue(v)}`).join(', ')})` : '');
+    (Object.keys(e.breakdown).length > 0
+      ? ` (${Object.entries(e.breakdown)
+          .slice(0, 6)
+          .map(([k, v]) => `${k} ${formatValue(v)}`)
+          .join(', ')})`
+      : '');
   const state = resolved ? 'resolved' : item.kind === 'repeat' ? 'still firing' : 'firing';
   return {
     alertId: item.alertId,
@@ -128,8 +141,12 @@ function card(run: string, item: NotificationItem): AlertCard {
     sparkline: item.recent.length > 1 ? `${item.metric} ${sparkline(item.recent)}` : null,
     examples: ex
       ? [
-          ...ex.best.slice(0, 1).map((e) => ({ title: describe(`best of step ${ex.step}:`, e), code: cut(e.completion) })),
-          ...ex.worst.slice(0, 1).map((e) => ({ title: describe(`worst of step ${ex.step}:`, e), code: cut(e.completion) })),
+          ...ex.best
+            .slice(0, 1)
+            .map((e) => ({ title: describe(`best of step ${ex.step}:`, e), code: cut(e.completion) })),
+          ...ex.worst
+            .slice(0, 1)
+            .map((e) => ({ title: describe(`worst of step ${ex.step}:`, e), code: cut(e.completion) })),
         ]
       : [],
     evidence: item.evidence && item.kind !== 'resolved' ? item.evidence : null,

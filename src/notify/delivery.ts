@@ -1,6 +1,11 @@
 import { setImmediate } from 'node:timers';
 import { isMuted, snapshotOf } from '../engine/capture.ts';
-import { CARDS_PER_MESSAGE, type Notification, type NotificationItem, type ScheduledReport } from '../engine/notification.ts';
+import {
+  CARDS_PER_MESSAGE,
+  type Notification,
+  type NotificationItem,
+  type ScheduledReport,
+} from '../engine/notification.ts';
 import { reportCard } from '../report/card.ts';
 import type { ChatMessageRow, StoreContract } from '../store/contract.ts';
 import { CRITICAL_URGENCY, urgencyOf } from '../store/outbox.ts';
@@ -11,7 +16,8 @@ import { QUIET_SUMMARY } from './quietHours.ts';
 
 /** What delivery reads and writes of a channel's own records of the messages it posted. */
 export type MessageRecords = Pick<
-  StoreContract, 'messagesOfAlert' | 'messageByDelivery' | 'recordMessage' | 'setMessagePayload'
+  StoreContract,
+  'messagesOfAlert' | 'messageByDelivery' | 'recordMessage' | 'setMessagePayload'
 >;
 
 /**
@@ -78,7 +84,8 @@ function cardsOf(n: Notification): AlertCard[] {
 
 /** The items, most severe first, in their order otherwise. */
 function bySeverity(items: readonly NotificationItem[]): NotificationItem[] {
-  return items.map((item, k) => ({ item, k, u: urgencyOf(item.severity) }))
+  return items
+    .map((item, k) => ({ item, k, u: urgencyOf(item.severity) }))
     .sort((a, b) => b.u - a.u || a.k - b.k)
     .map((x) => x.item);
 }
@@ -169,7 +176,9 @@ function withStates(posted: Notification, changed: readonly NotificationItem[]):
 /** The cards of a posted message as its record shows them now (acks, mutes and resolutions included); null for a
  * message rlwatch did not post, or whose record no longer reads. */
 export async function shownNow(
-  messages: Pick<StoreContract, 'messageByRef'>, target: string, ref: string,
+  messages: Pick<StoreContract, 'messageByRef'>,
+  target: string,
+  ref: string,
 ): Promise<AlertCard[] | null> {
   const m = await messages.messageByRef(target, ref);
   const posted = m && postedOf(m);
@@ -182,7 +191,10 @@ export async function shownNow(
  * Returns the message's cards as they stand, or null for a message rlwatch did not post.
  */
 export async function recapture(
-  store: StoreContract, target: string, ref: string, now = Date.now(),
+  store: StoreContract,
+  target: string,
+  ref: string,
+  now = Date.now(),
 ): Promise<AlertCard[] | null> {
   const m = await store.messageByRef(target, ref);
   const posted = m && postedOf(m);
@@ -248,8 +260,10 @@ export async function deliverCards(
     const shown = withStates(posted ?? { run: n.run, items: changed }, changed);
     const cards = messageCards(shown);
     // an edit only when what the message shows changed: a summed-up alert's own change is kept in its record
-    if (!posted || JSON.stringify(cards) !== JSON.stringify(messageCards(posted))) await channel.edit(message.ref, cards);
-    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted)) await messages.setMessagePayload(message.id, shown);
+    if (!posted || JSON.stringify(cards) !== JSON.stringify(messageCards(posted)))
+      await channel.edit(message.ref, cards);
+    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted))
+      await messages.setMessagePayload(message.id, shown);
     const part = `${key}/reply/${message.id}`;
     if (!thread || !channel.replyResolved || (await messages.messageByDelivery(target, part))) continue;
     const ids = new Set(changed.filter((c) => c.kind === 'resolved').map((c) => c.alertId));

@@ -89,7 +89,8 @@ const HELD_LOOK_EVERY_MS = 30_000;
 /** What of `n` each target gets, by `route`: its items routed by their severity, in order (an update goes where the card
  * it edits went); a report where warnings go. A target that gets nothing is left out. */
 function fanOut(
-  n: Notification, route: (run: string, severity: string) => readonly string[],
+  n: Notification,
+  route: (run: string, severity: string) => readonly string[],
 ): Map<string, Notification> {
   const out = new Map<string, Notification>();
   if (n.report) {
@@ -169,8 +170,19 @@ export class Dispatcher {
     const self = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.router = `${self}/${ROUTED}`;
     this.lanes = targets.map((target) => ({
-      target, owner: `${self}/${target.name}`, running: null, again: false, critical: false, wake: null, timer: null,
-      retryAt: 0, failures: 0, unlogged: 0, loggedAt: 0, held: null, heldLookedAt: -Infinity,
+      target,
+      owner: `${self}/${target.name}`,
+      running: null,
+      again: false,
+      critical: false,
+      wake: null,
+      timer: null,
+      retryAt: 0,
+      failures: 0,
+      unlogged: 0,
+      loggedAt: 0,
+      held: null,
+      heldLookedAt: -Infinity,
     }));
   }
 
@@ -310,22 +322,25 @@ export class Dispatcher {
     let broken: Error | undefined; // the store failed while recording an outcome
     let toClaim = IN_FLIGHT; // free slots no claim has looked for rows for since they freed
     let keptUnlooked = true; // look for a critical row for the kept slot: at first, and after a kick said one came
-    const claiming = (limit: number, criticalExtra: number): ClaimOptions | null => this.stopped || failed || broken
-      ? null
-      : { owner, now: Math.max(this.now(), lane.retryAt), leaseMs: LEASE_MS, limit, criticalExtra };
+    const claiming = (limit: number, criticalExtra: number): ClaimOptions | null =>
+      this.stopped || failed || broken
+        ? null
+        : { owner, now: Math.max(this.now(), lane.retryAt), leaseMs: LEASE_MS, limit, criticalExtra };
     // a delivered row's slot: one of the IN_FLIGHT, or the kept one when that many others are still in flight
     const replacing = (): ClaimOptions | null => (delivering - 1 < IN_FLIGHT ? claiming(1, 0) : claiming(0, 1));
     const start = (row: ClaimedRow): void => {
       delivering++;
-      const done: Promise<void> = this.deliverRow(lane, row, replacing).then(
-        (next) => {
-          delivering--;
-          if (next === false) failed = true;
-          else if (next === null) toClaim++;
-          else next.forEach(start);
-        },
-        (err: Error) => void (delivering--, broken ??= err),
-      ).finally(() => inFlight.delete(done));
+      const done: Promise<void> = this.deliverRow(lane, row, replacing)
+        .then(
+          (next) => {
+            delivering--;
+            if (next === false) failed = true;
+            else if (next === null) toClaim++;
+            else next.forEach(start);
+          },
+          (err: Error) => void (delivering--, (broken ??= err)),
+        )
+        .finally(() => inFlight.delete(done));
       inFlight.add(done);
     };
     try {
@@ -363,7 +378,9 @@ export class Dispatcher {
    * rows claimed with the delivery's record (`next()`: the claim, or null for none), or null when none was claimed.
    */
   private async deliverRow(
-    lane: Lane, row: ClaimedRow, next: () => ClaimOptions | null,
+    lane: Lane,
+    row: ClaimedRow,
+    next: () => ClaimOptions | null,
   ): Promise<ClaimedRow[] | null | false> {
     const { target } = lane;
     let n: Notification | null;
@@ -398,9 +415,10 @@ export class Dispatcher {
         );
         return null;
       }
-      const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined
-        ? e.retryAfterMs
-        : Math.min(this.max, this.base * 2 ** Math.min(row.attempts, 20));
+      const delay =
+        e instanceof DeliveryError && e.retryAfterMs !== undefined
+          ? e.retryAfterMs
+          : Math.min(this.max, this.base * 2 ** Math.min(row.attempts, 20));
       await this.store.failed(row.id, e.message, this.now() + delay);
       this.noteFailure(lane, e, delay);
       this.retryLater(lane, delay);
@@ -432,7 +450,8 @@ export class Dispatcher {
     for (const i of n.items) {
       if (!quietNow(i)) continue;
       const posts = i.kind === 'firing' || i.kind === 'repeat';
-      if (!posts && !(i.kind === 'resolved' && (known.has(i.alertId) || held.some((h) => h.alertId === i.alertId)))) continue;
+      if (!posts && !(i.kind === 'resolved' && (known.has(i.alertId) || held.some((h) => h.alertId === i.alertId))))
+        continue;
       held.push(i);
     }
     if (held.length === 0) return n;
@@ -490,13 +509,17 @@ export class Dispatcher {
     const rows = await this.heldRows(lane);
     const due = rows.filter(({ n }) => n.items.every((i) => ended(n.run, i.severity)));
     // what stays held: the rows not due
-    lane.held = new Map(rows.filter((r) => !due.includes(r))
-      .flatMap(({ n }) => n.items.map((i) => [i.alertId, { run: n.run, severity: i.severity }] as const)));
+    lane.held = new Map(
+      rows
+        .filter((r) => !due.includes(r))
+        .flatMap(({ n }) => n.items.map((i) => [i.alertId, { run: n.run, severity: i.severity }] as const)),
+    );
     if (due.length === 0) return true;
     // each alert's latest held item, in the order they were first held
     const latest = new Map<number, Held>();
     for (const { n } of due) {
-      for (const item of n.items) latest.set(item.alertId, { run: n.run, item, quiet: target.quiet?.(n.run, item.severity) });
+      for (const item of n.items)
+        latest.set(item.alertId, { run: n.run, item, quiet: target.quiet?.(n.run, item.severity) });
     }
     const silences = await this.store.activeSilences(now);
     const firing: Held[] = [];
@@ -509,18 +532,26 @@ export class Dispatcher {
       const first = due[0]!;
       const summary = quietSummary(firing);
       try {
-        await target.deliver(summary, `held/${first.id}`, first.runId, Math.max(...firing.map((h) => urgencyOf(h.item.severity))));
+        await target.deliver(
+          summary,
+          `held/${first.id}`,
+          first.runId,
+          Math.max(...firing.map((h) => urgencyOf(h.item.severity))),
+        );
       } catch (err) {
         const e = err as Error;
         this.opts.onError?.(target.name, e);
         if (e instanceof DeliveryError && e.permanent) {
           for (const { id } of due) await this.store.setAside(id, e.message, now);
-          this.opts.log?.warn(`${target.name}: the summary of the alerts held in quiet hours cannot be delivered: ${e.message}`);
+          this.opts.log?.warn(
+            `${target.name}: the summary of the alerts held in quiet hours cannot be delivered: ${e.message}`,
+          );
           return true;
         }
         const delay = e instanceof DeliveryError && e.retryAfterMs !== undefined ? e.retryAfterMs : this.base;
         // looked at again once the wait is over
-        for (const { n } of due) for (const i of n.items) lane.held.set(i.alertId, { run: n.run, severity: i.severity });
+        for (const { n } of due)
+          for (const i of n.items) lane.held.set(i.alertId, { run: n.run, severity: i.severity });
         lane.heldLookedAt = -Infinity;
         this.noteFailure(lane, e, delay);
         this.retryLater(lane, delay);
@@ -533,7 +564,9 @@ export class Dispatcher {
 
   /** Marks the row delivered, claiming for its slot in the same statement unless `claim` is null. */
   private async recordDelivered(
-    row: ClaimedRow, target: Target, claim: ClaimOptions | null,
+    row: ClaimedRow,
+    target: Target,
+    claim: ClaimOptions | null,
   ): Promise<ClaimedRow[] | null> {
     if (!claim) {
       await this.store.delivered(row.id, this.now());

@@ -44,7 +44,11 @@ function merged<M extends MentionBase>(a: M, b: M): M {
  * of one nobody acked), the mention of the route its alert took to `dest` (else the section's), when it pages the
  * card's severity; all such mentions merged. Null when no card pages.
  */
-export function mentionOf<M extends MentionBase>(section: Paged<M>, dest: string, cards: readonly AlertCard[]): M | null {
+export function mentionOf<M extends MentionBase>(
+  section: Paged<M>,
+  dest: string,
+  cards: readonly AlertCard[],
+): M | null {
   let out: M | null = null;
   for (const c of cards) {
     if (c.alertId <= 0 || c.status !== 'firing') continue; // a report, a storm's summary, an acked or resolved alert

@@ -7,7 +7,10 @@ import { ChartGuidesSchema } from '../engine/capture.ts';
 import type { Notification } from '../engine/notification.ts';
 import * as z from '../lib/zod.ts';
 
-const num = z.pipe(z.nullable(z.number()), z.transform((v: number | null) => v ?? Number.NaN));
+const num = z.pipe(
+  z.nullable(z.number()),
+  z.transform((v: number | null) => v ?? Number.NaN),
+);
 const stepValue = z.object({ step: z.number(), value: num });
 const snippet = z.object({ reward: num, breakdown: z.record(z.string(), num), completion: z.string() });
 
@@ -47,7 +50,13 @@ const item = z.object({
     }),
   ),
   chart: z.optional(
-    z.nullable(z.object({ points: z.array(stepValue), threshold: z.nullable(z.number()), guides: z.optional(ChartGuidesSchema) })),
+    z.nullable(
+      z.object({
+        points: z.array(stepValue),
+        threshold: z.nullable(z.number()),
+        guides: z.optional(ChartGuidesSchema),
+      }),
+    ),
   ),
 });
 

@@ -42,7 +42,13 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function localTime(now: number, zone: string): { day: number; minute: number } {
   let f = formatters.get(zone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    });
     formatters.set(zone, f);
   }
   const parts = f.formatToParts(now);
@@ -95,7 +101,9 @@ export function quietSummary(held: readonly Held[]): Notification {
     .map(([s, k]) => plural(k, s));
   const runs = new Set(held.map((h) => h.run)).size;
   const title = `${QUIET_SUMMARY}${hours.length > 0 ? ` (${hours.join(', ')})` : ''}: ${bySeverity.join(', ')} on ${plural(runs, 'run')}`;
-  const lines = held.map(({ run, item: i }) =>
-    `${i.severity.toUpperCase()} · ${i.rule} · ${run}: ${i.summary.split('\n')[0]} (#${i.alertId}, step ${i.step})`);
+  const lines = held.map(
+    ({ run, item: i }) =>
+      `${i.severity.toUpperCase()} · ${i.rule} · ${run}: ${i.summary.split('\n')[0]} (#${i.alertId}, step ${i.step})`,
+  );
   return { run: held[0]!.run, items: [], report: { kind: 'digest', title, lines } };
 }

@@ -30,7 +30,8 @@ const SK = /\bsk-[\w-]{20,}/g;
 /** `Bearer <token>` anywhere (a curl command, a request dump): the word kept. */
 const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/-]{8,}=*/g;
 /** An AWS secret key after its name, whatever separates them (`--aws-secret-access-key X`, `aws_secret_key = X`). */
-const AWS_SECRET = /\b(aws[\s_-]?secret[\s_-]?(?:access[\s_-]?)?key["']?\s*[:=]?\s*["']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi;
+const AWS_SECRET =
+  /\b(aws[\s_-]?secret[\s_-]?(?:access[\s_-]?)?key["']?\s*[:=]?\s*["']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi;
 /** The password of a URL: `https://user:[redacted]@host`. */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,30}:\/\/[^\s/:@'"]{0,200}:)[^\s/@'"]{1,200}@/gi;
 /**
@@ -43,29 +44,109 @@ const NAME_VALUE =
 
 /** A command-line flag and its value after a space (`--hub_token X`, `--password 'p w'`), as a launch script echoes
  * them; a value starting with `-` is the next flag. */
-const FLAG_VALUE = /(?<![\w-])(--?)([A-Za-z][\w.-]{0,100})([ \t]+)(?:(["'])([^\n]{0,512}?)\4|([^\s'"-][^\s'"]{0,255}))/g;
+const FLAG_VALUE =
+  /(?<![\w-])(--?)([A-Za-z][\w.-]{0,100})([ \t]+)(?:(["'])([^\n]{0,512}?)\4|([^\s'"-][^\s'"]{0,255}))/g;
 
 /** What a secret's name holds somewhere: a text without it has no `NAME=value` to look at (the costly pass). */
 const SECRET_HINT = /token|secret|passw|pwd|passphrase|credential|auth|key/i;
 /** Words of a name that make its value a secret (`HF_TOKEN`, `db_password`, `Authorization`, `apiKey`). */
 const SECRET_WORDS = new Set([
-  'token', 'secret', 'secrets', 'password', 'passwd', 'pwd', 'passphrase', 'credential', 'credentials', 'auth',
-  'authorization', 'apikey', 'privatekey',
+  'token',
+  'secret',
+  'secrets',
+  'password',
+  'passwd',
+  'pwd',
+  'passphrase',
+  'credential',
+  'credentials',
+  'auth',
+  'authorization',
+  'apikey',
+  'privatekey',
 ]);
 /** `key` is a secret's name only after one of these (`api_key`, `AWS_SECRET_ACCESS_KEY`) or in an upper-case
  * environment name: verl's `prompt_key: prompt` and `num_key_value_heads: 2` are configuration. */
 const KEY_KINDS = new Set([
-  'api', 'access', 'secret', 'private', 'signing', 'encryption', 'master', 'client', 'app', 'account', 'license',
-  'service', 'ssh', 'deploy', 'subscription',
+  'api',
+  'access',
+  'secret',
+  'private',
+  'signing',
+  'encryption',
+  'master',
+  'client',
+  'app',
+  'account',
+  'license',
+  'service',
+  'ssh',
+  'deploy',
+  'subscription',
 ]);
 /** Words of a name whose value is about a secret, not the secret (`eos_token: <|im_end|>`, `pad_token_id`,
  * `max_token_len_per_gpu`, `hf_token_path`, `auth_url`). */
 const ABOUT_WORDS = new Set([
-  'id', 'ids', 'len', 'length', 'size', 'count', 'num', 'max', 'min', 'shape', 'type', 'path', 'file', 'dir', 'url',
-  'uri', 'name', 'names', 'prefix', 'suffix', 'env', 'field', 'mode', 'method', 'header', 'expiry', 'expires', 'ttl',
-  'timeout', 'limit', 'per', 'total', 'budget', 'ratio', 'rate', 'level', 'dim', 'index', 'idx', 'pad', 'eos', 'bos',
-  'unk', 'mask', 'sep', 'cls', 'special', 'start', 'end', 'stop', 'image', 'video', 'audio', 'vision', 'host', 'user',
-  'username', 'provider', 'enabled', 'required',
+  'id',
+  'ids',
+  'len',
+  'length',
+  'size',
+  'count',
+  'num',
+  'max',
+  'min',
+  'shape',
+  'type',
+  'path',
+  'file',
+  'dir',
+  'url',
+  'uri',
+  'name',
+  'names',
+  'prefix',
+  'suffix',
+  'env',
+  'field',
+  'mode',
+  'method',
+  'header',
+  'expiry',
+  'expires',
+  'ttl',
+  'timeout',
+  'limit',
+  'per',
+  'total',
+  'budget',
+  'ratio',
+  'rate',
+  'level',
+  'dim',
+  'index',
+  'idx',
+  'pad',
+  'eos',
+  'bos',
+  'unk',
+  'mask',
+  'sep',
+  'cls',
+  'special',
+  'start',
+  'end',
+  'stop',
+  'image',
+  'video',
+  'audio',
+  'vision',
+  'host',
+  'user',
+  'username',
+  'provider',
+  'enabled',
+  'required',
 ]);
 /** Words of a name whose numeric value is still a secret (a PIN); any other name's number is a count or an id. */
 const NUMERIC_SECRET_WORDS = new Set(['password', 'passwd', 'pwd', 'passphrase', 'secret']);
@@ -76,10 +157,16 @@ const INERT = /^(?:|none|null|nil|undefined|true|false|\*+|\[redacted\]|<[^>]*>|
 
 function secretName(name: string, value: string): boolean {
   if (!SECRET_HINT.test(name)) return false;
-  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  const words = name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
   if (words.some((w) => ABOUT_WORDS.has(w))) return false;
   const named = words.some(
-    (w, i) => SECRET_WORDS.has(w) || ((w === 'key' || w === 'keys') && (/^[A-Z0-9_]+$/.test(name) || KEY_KINDS.has(words[i - 1] ?? ''))),
+    (w, i) =>
+      SECRET_WORDS.has(w) ||
+      ((w === 'key' || w === 'keys') && (/^[A-Z0-9_]+$/.test(name) || KEY_KINDS.has(words[i - 1] ?? ''))),
   );
   if (!named || INERT.test(value.trim())) return false;
   return !NUMBER.test(value.trim()) || words.some((w) => NUMERIC_SECRET_WORDS.has(w));
@@ -225,7 +312,11 @@ export function makeRedactor(extra: readonly string[] = []): Redactor {
     notification: (n) => deep(n, STRUCTURAL) as Notification,
     reply(r) {
       // every field but `data`, which is not read here
-      const rest = Object.fromEntries(Object.keys(r).filter((k) => k !== 'data').map((k) => [k, r[k as keyof Reply]]));
+      const rest = Object.fromEntries(
+        Object.keys(r)
+          .filter((k) => k !== 'data')
+          .map((k) => [k, r[k as keyof Reply]]),
+      );
       const out = {
         ...(rest as Omit<Reply, 'data'>),
         title: text(r.title),

@@ -44,8 +44,15 @@ export interface Routed {
 
 /** The first route an alert of `run` with `severity` takes to `dest`; undefined when none does (the default
  * destination's alerts): the section's own settings then apply. */
-export function routeTo<R extends Route>(routes: readonly R[], dest: string, run: string, severity: string): R | undefined {
-  return routes.find((r) => r.channel === dest && globMatch(r.runs, run) && (r.severity?.includes(severity as never) ?? true));
+export function routeTo<R extends Route>(
+  routes: readonly R[],
+  dest: string,
+  run: string,
+  severity: string,
+): R | undefined {
+  return routes.find(
+    (r) => r.channel === dest && globMatch(r.runs, run) && (r.severity?.includes(severity as never) ?? true),
+  );
 }
 
 /** The quiet hours of the alerts of a run and severity at `dest`: their route's, else the section's. */
@@ -57,7 +64,12 @@ export function quietOf(section: Routed, dest: string): (run: string, severity: 
 export const targetName = (platform: string, destination: string): string => `${platform}:${destination}`;
 
 /** The destinations an alert of `run` with `severity` goes to: the matching routes, else the default. */
-export function destinationsFor(section: Routed, defaultDest: string | undefined, run: string, severity: string): string[] {
+export function destinationsFor(
+  section: Routed,
+  defaultDest: string | undefined,
+  run: string,
+  severity: string,
+): string[] {
   const routes = section.routes.filter(
     (r) => globMatch(r.runs, run) && (r.severity === undefined || r.severity.includes(severity as never)),
   );
@@ -77,7 +89,8 @@ export function allDestinations(section: Routed, defaultDest: string | undefined
 export function router(platform: string, section: Routed, defaultDest: string | undefined) {
   return (run: string, severity: string): string[] => {
     const wanted =
-      severity !== 'info' || section.routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
+      severity !== 'info' ||
+      section.routes.some((r) => r.severity?.includes('info') === true && globMatch(r.runs, run));
     return wanted ? destinationsFor(section, defaultDest, run, severity).map((d) => targetName(platform, d)) : [];
   };
 }
@@ -98,7 +111,8 @@ export type Commands = z.infer<typeof CommandsSchema>;
 export type Place = { refused: string } | { refused?: undefined; seesRun: (run: string) => boolean };
 
 /** The refusal of a command from a place rlwatch does not take commands from: it names no channel. */
-export const NOT_HERE = "rlwatch does not take commands here: use its alert channel (or a channel listed in the bot's commands.channels).";
+export const NOT_HERE =
+  "rlwatch does not take commands here: use its alert channel (or a channel listed in the bot's commands.channels).";
 
 const SEVERITIES = Severity.options;
 
@@ -116,6 +130,8 @@ export function commandPlaces(section: Routed & { commands?: Commands }, default
   return (channel: string): Place => {
     if (!accepted.has(channel)) return { refused: NOT_HERE };
     if (allRuns || !destinations.includes(channel)) return { seesRun: () => true };
-    return { seesRun: (run) => SEVERITIES.some((s) => destinationsFor(section, defaultDest, run, s).includes(channel)) };
+    return {
+      seesRun: (run) => SEVERITIES.some((s) => destinationsFor(section, defaultDest, run, s).includes(channel)),
+    };
   };
 }

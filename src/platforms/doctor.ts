@@ -25,7 +25,12 @@ export interface Check {
 }
 
 export const ok = (check: string, detail: string): Check => ({ check, status: 'ok', detail, fix: null });
-export const warn = (check: string, detail: string, fix: string | null): Check => ({ check, status: 'warn', detail, fix });
+export const warn = (check: string, detail: string, fix: string | null): Check => ({
+  check,
+  status: 'warn',
+  detail,
+  fix,
+});
 export const fail = (check: string, detail: string, fix: string): Check => ({ check, status: 'fail', detail, fix });
 
 /** At most a token's first 4 characters (its kind: `xoxb`, a Discord bot id's first digits) are ever shown. */
@@ -38,15 +43,19 @@ function netReason(err: unknown, t: number): string {
   return e.cause?.code ?? e.cause?.message ?? e.message;
 }
 
-const channelsOf = (fallback: string | undefined, routes: readonly Route[]): string[] =>
-  [...new Set([...(fallback ? [fallback] : []), ...routes.map((r) => r.channel)])];
+const channelsOf = (fallback: string | undefined, routes: readonly Route[]): string[] => [
+  ...new Set([...(fallback ? [fallback] : []), ...routes.map((r) => r.channel)]),
+];
 
 /** A platform's checks, given its settings and its config section. */
 type Probe = (settings: any, config: Config, t: number, section: { routes: Route[] }) => Promise<Check[]>;
 
 /** Each configured platform's checks, side by side. */
 export async function platformChecks(
-  platforms: readonly Platform[], config: Config, env: NodeJS.ProcessEnv, t: number,
+  platforms: readonly Platform[],
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  t: number,
 ): Promise<Check[]> {
   const runs: Array<Promise<Check[]>> = [];
   for (const p of platforms) {
@@ -55,17 +64,35 @@ export async function platformChecks(
       settings = p.settings(sectionOf(config, p), env);
     } catch (err) {
       if (!(err instanceof UserError)) throw err;
-      runs.push(Promise.resolve([fail(p.id, err.message, 'set what it names, in .env or rlwatch.yaml (.env.example lists every variable)')]));
+      runs.push(
+        Promise.resolve([
+          fail(p.id, err.message, 'set what it names, in .env or rlwatch.yaml (.env.example lists every variable)'),
+        ]),
+      );
       continue;
     }
     if (settings === null) continue;
     const probe = PROBES[p.id];
-    runs.push(probe
-      ? probe(settings, config, t, sectionOf(config, p) as { routes: Route[] })
-      : Promise.resolve([warn(p.id, 'configured; doctor has no check of its own for it', `rlwatch notify --test ${p.id} sends a test card`)]));
+    runs.push(
+      probe
+        ? probe(settings, config, t, sectionOf(config, p) as { routes: Route[] })
+        : Promise.resolve([
+            warn(
+              p.id,
+              'configured; doctor has no check of its own for it',
+              `rlwatch notify --test ${p.id} sends a test card`,
+            ),
+          ]),
+    );
   }
   if (runs.length === 0) {
-    return [warn('chat', 'no chat platform configured: alerts go to the terminal only', 'fill in the variables in .env (rlwatch init --slack or --discord writes them, each with where to get it)')];
+    return [
+      warn(
+        'chat',
+        'no chat platform configured: alerts go to the terminal only',
+        'fill in the variables in .env (rlwatch init --slack or --discord writes them, each with where to get it)',
+      ),
+    ];
   }
   return (await Promise.all(runs)).flat();
 }
@@ -90,8 +117,18 @@ async function request(url: string, init: RequestInit, t: number): Promise<Answe
 
 // ----- Discord
 
-interface DiscordSettings { token: string; apiUrl?: string; guildId?: string; channel?: string }
-interface Overwrite { id: string; type: number; allow: string; deny: string }
+interface DiscordSettings {
+  token: string;
+  apiUrl?: string;
+  guildId?: string;
+  channel?: string;
+}
+interface Overwrite {
+  id: string;
+  type: number;
+  allow: string;
+  deny: string;
+}
 
 /** The bot's permissions in a channel, as Discord works them out: the owner and Administrator have all; else
  * @everyone's and the member's roles, then the channel's overwrites for @everyone, for the roles, for the member. */
@@ -130,26 +167,54 @@ function channelPermissions(
 const POSTABLE = new Set([0, 5, 10, 11, 12]);
 const THREADS = new Set([10, 11, 12]);
 
-async function discordProbe(s: DiscordSettings, config: Config, t: number, section: { routes: Route[] }): Promise<Check[]> {
+async function discordProbe(
+  s: DiscordSettings,
+  config: Config,
+  t: number,
+  section: { routes: Route[] },
+): Promise<Check[]> {
   const base = `${(s.apiUrl ?? 'https://discord.com/api').replace(/\/+$/, '')}/v10`;
-  const get = (path: string): Promise<Answer> => request(base + path, { headers: { authorization: `Bot ${s.token}` } }, t);
+  const get = (path: string): Promise<Answer> =>
+    request(base + path, { headers: { authorization: `Bot ${s.token}` } }, t);
   let me: Answer;
   try {
     me = await get('/users/@me');
   } catch (err) {
-    return [fail('discord', `cannot reach Discord at ${new URL(base).host}: ${netReason(err, t)}`, 'check this machine\'s network to Discord (a proxy, a firewall), and DISCORD_API_URL if set')];
+    return [
+      fail(
+        'discord',
+        `cannot reach Discord at ${new URL(base).host}: ${netReason(err, t)}`,
+        "check this machine's network to Discord (a proxy, a firewall), and DISCORD_API_URL if set",
+      ),
+    ];
   }
   if (me.status === 401) {
-    return [fail('discord token', `Discord refused DISCORD_TOKEN (${hint(s.token)})`, 'copy the bot token again from the Developer Portal (your application > Bot > Reset Token) into DISCORD_TOKEN in .env')];
+    return [
+      fail(
+        'discord token',
+        `Discord refused DISCORD_TOKEN (${hint(s.token)})`,
+        'copy the bot token again from the Developer Portal (your application > Bot > Reset Token) into DISCORD_TOKEN in .env',
+      ),
+    ];
   }
-  if (me.status !== 200) return [fail('discord token', `Discord answered HTTP ${me.status} to GET /users/@me`, 'try again in a minute; if it stays, check DISCORD_API_URL')];
+  if (me.status !== 200)
+    return [
+      fail(
+        'discord token',
+        `Discord answered HTTP ${me.status} to GET /users/@me`,
+        'try again in a minute; if it stays, check DISCORD_API_URL',
+      ),
+    ];
   const botId = String(me.body.id);
   const checks = [ok('discord token', `accepted: the bot is ${String(me.body.username)} (${botId})`)];
 
   const { PermissionFlagsBits: P } = await import('discord.js');
   const needed: Array<[string, bigint]> = [
-    ['View Channel', P.ViewChannel], ['Send Messages', P.SendMessages], ['Embed Links', P.EmbedLinks],
-    ['Attach Files', P.AttachFiles], ['Read Message History', P.ReadMessageHistory],
+    ['View Channel', P.ViewChannel],
+    ['Send Messages', P.SendMessages],
+    ['Embed Links', P.EmbedLinks],
+    ['Attach Files', P.AttachFiles],
+    ['Read Message History', P.ReadMessageHistory],
   ];
   const bits = needed.reduce((b, [, bit]) => b | bit, P.UseApplicationCommands);
   const app = await get('/applications/@me').catch(() => null);
@@ -161,23 +226,47 @@ async function discordProbe(s: DiscordSettings, config: Config, t: number, secti
   const channelCheck = async (id: string): Promise<Check> => {
     const label = `discord channel ${id}`;
     const c = await get(`/channels/${encodeURIComponent(id)}`);
-    if (c.status === 404) return fail(label, 'no channel has this id (Unknown Channel)', discordAdvice(new Error('Unknown Channel')) as string);
-    if (c.status === 403) return fail(label, 'the bot cannot see this channel (Missing Access)', `${discordAdvice(new Error('Missing Access'))}; or ${reinvite}`);
-    if (c.status !== 200) return fail(label, `Discord answered HTTP ${c.status} to GET /channels/${id}`, 'check the id in DISCORD_CHANNEL_ID or discord.channel');
+    if (c.status === 404)
+      return fail(
+        label,
+        'no channel has this id (Unknown Channel)',
+        discordAdvice(new Error('Unknown Channel')) as string,
+      );
+    if (c.status === 403)
+      return fail(
+        label,
+        'the bot cannot see this channel (Missing Access)',
+        `${discordAdvice(new Error('Missing Access'))}; or ${reinvite}`,
+      );
+    if (c.status !== 200)
+      return fail(
+        label,
+        `Discord answered HTTP ${c.status} to GET /channels/${id}`,
+        'check the id in DISCORD_CHANNEL_ID or discord.channel',
+      );
     const name = `#${String(c.body.name ?? id)}`;
-    if (!POSTABLE.has(c.body.type)) return fail(label, `${name} is not a text channel`, discordAdvice(new Error('not a text channel')) as string);
+    if (!POSTABLE.has(c.body.type))
+      return fail(label, `${name} is not a text channel`, discordAdvice(new Error('not a text channel')) as string);
     const guildId = String(c.body.guild_id);
     // a thread takes its rights from the channel it is in
     const parent = THREADS.has(c.body.type) && c.body.parent_id ? await get(`/channels/${c.body.parent_id}`) : c;
     const [g, m] = await Promise.all([get(`/guilds/${guildId}`), get(`/guilds/${guildId}/members/${botId}`)]);
     if (m.status === 404) return fail(label, `the bot is not a member of ${name}'s server`, reinvite);
     if (g.status !== 200 || m.status !== 200 || parent.status !== 200) {
-      return warn(label, `${name} found, but its server's roles could not be read (HTTP ${g.status}/${m.status}): the bot's rights are not checked`, 'rlwatch notify --test discord posts a test card there');
+      return warn(
+        label,
+        `${name} found, but its server's roles could not be read (HTTP ${g.status}/${m.status}): the bot's rights are not checked`,
+        'rlwatch notify --test discord posts a test card there',
+      );
     }
     const perms = channelPermissions(g.body, m.body, parent.body.permission_overwrites ?? [], botId, P.Administrator);
     const missing = needed.filter(([, bit]) => (perms & bit) === 0n).map(([n]) => n);
     if (missing.length > 0) {
-      return fail(label, `the bot lacks ${missing.join(', ')} in ${name}`, `give the bot's role ${missing.join(', ')} in ${name} (Edit Channel > Permissions), or ${reinvite}`);
+      return fail(
+        label,
+        `the bot lacks ${missing.join(', ')} in ${name}`,
+        `give the bot's role ${missing.join(', ')} in ${name} (Edit Channel > Permissions), or ${reinvite}`,
+      );
     }
     return ok(label, `${name}: the bot can view, send, embed links and attach files there`);
   };
@@ -186,64 +275,129 @@ async function discordProbe(s: DiscordSettings, config: Config, t: number, secti
     checks.push(...(await Promise.all(channels.map(channelCheck))));
     checks.push(await discordCommandsCheck(get, appId, s.guildId, reinvite));
   } catch (err) {
-    checks.push(fail('discord', `Discord stopped answering: ${netReason(err, t)}`, 'run rlwatch doctor again; if it stays, check the network to Discord'));
+    checks.push(
+      fail(
+        'discord',
+        `Discord stopped answering: ${netReason(err, t)}`,
+        'run rlwatch doctor again; if it stays, check the network to Discord',
+      ),
+    );
   }
   checks.push(ok('discord invite', invite));
   return checks;
 }
 
-async function discordCommandsCheck(get: (path: string) => Promise<Answer>, appId: string, guildId: string | undefined, reinvite: string): Promise<Check> {
+async function discordCommandsCheck(
+  get: (path: string) => Promise<Answer>,
+  appId: string,
+  guildId: string | undefined,
+  reinvite: string,
+): Promise<Check> {
   const { COMMANDS } = await import('../interact/registry.ts');
   const expected = [...new Set(COMMANDS.map((c) => c.path[0]))];
-  const r = await get(guildId ? `/applications/${appId}/guilds/${guildId}/commands` : `/applications/${appId}/commands`);
-  if (r.status === 403 && guildId) return fail('discord commands', `the bot is not in the server DISCORD_GUILD_ID names (${guildId})`, `copy the server's id again (right-click the server > Copy Server ID), or ${reinvite}`);
-  if (r.status !== 200 || !Array.isArray(r.body)) return warn('discord commands', `the slash commands could not be listed (HTTP ${r.status})`, null);
+  const r = await get(
+    guildId ? `/applications/${appId}/guilds/${guildId}/commands` : `/applications/${appId}/commands`,
+  );
+  if (r.status === 403 && guildId)
+    return fail(
+      'discord commands',
+      `the bot is not in the server DISCORD_GUILD_ID names (${guildId})`,
+      `copy the server's id again (right-click the server > Copy Server ID), or ${reinvite}`,
+    );
+  if (r.status !== 200 || !Array.isArray(r.body))
+    return warn('discord commands', `the slash commands could not be listed (HTTP ${r.status})`, null);
   const have = new Set((r.body as Array<{ name: string }>).map((c) => c.name));
   const missing = expected.filter((n) => !have.has(n));
-  if (missing.length === 0) return ok('discord commands', `the ${expected.length} slash commands are registered ${guildId ? 'in the server' : 'globally'}`);
-  const later = guildId ? '' : '; global commands can take up to an hour to show: set DISCORD_GUILD_ID to register them in your server at once';
-  return warn('discord commands', `${missing.length} of ${expected.length} slash commands not registered yet (${missing.map((n) => `/${n}`).join(' ')})`, `rlwatch start registers them when it connects${later}`);
+  if (missing.length === 0)
+    return ok(
+      'discord commands',
+      `the ${expected.length} slash commands are registered ${guildId ? 'in the server' : 'globally'}`,
+    );
+  const later = guildId
+    ? ''
+    : '; global commands can take up to an hour to show: set DISCORD_GUILD_ID to register them in your server at once';
+  return warn(
+    'discord commands',
+    `${missing.length} of ${expected.length} slash commands not registered yet (${missing.map((n) => `/${n}`).join(' ')})`,
+    `rlwatch start registers them when it connects${later}`,
+  );
 }
 
 // ----- Slack
 
-interface SlackSettings { botToken: string; appToken?: string; signingSecret?: string; apiUrl?: string; channel?: string }
+interface SlackSettings {
+  botToken: string;
+  appToken?: string;
+  signingSecret?: string;
+  apiUrl?: string;
+  channel?: string;
+}
 
 /** The bot scopes slack-app-manifest.yaml asks for. */
 function manifestScopes(): string[] {
-  const manifest = parse(readFileSync(join(PACKAGE_ROOT, 'slack-app-manifest.yaml'), 'utf8')) as { oauth_config: { scopes: { bot: string[] } } };
+  const manifest = parse(readFileSync(join(PACKAGE_ROOT, 'slack-app-manifest.yaml'), 'utf8')) as {
+    oauth_config: { scopes: { bot: string[] } };
+  };
   return manifest.oauth_config.scopes.bot;
 }
 
 async function slackProbe(s: SlackSettings, config: Config, t: number, section: { routes: Route[] }): Promise<Check[]> {
   const base = (s.apiUrl ?? 'https://slack.com/api/').replace(/\/*$/, '/');
   const call = (method: string, token: string, args: Record<string, string> = {}): Promise<Answer> =>
-    request(base + method, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(args).toString(),
-    }, t);
+    request(
+      base + method,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(args).toString(),
+      },
+      t,
+    );
   let auth: Answer;
   try {
     auth = await call('auth.test', s.botToken);
   } catch (err) {
-    return [fail('slack', `cannot reach Slack at ${new URL(base).host}: ${netReason(err, t)}`, 'check this machine\'s network to Slack (a proxy, a firewall), and SLACK_API_URL if set')];
+    return [
+      fail(
+        'slack',
+        `cannot reach Slack at ${new URL(base).host}: ${netReason(err, t)}`,
+        "check this machine's network to Slack (a proxy, a firewall), and SLACK_API_URL if set",
+      ),
+    ];
   }
   if (auth.body?.ok !== true) {
     const error = String(auth.body?.error ?? `HTTP ${auth.status}`);
-    return [fail('slack token', `Slack refused SLACK_BOT_TOKEN (${hint(s.botToken)}): ${(error)}`, 'copy the Bot User OAuth Token (xoxb-...) from your app\'s OAuth & Permissions page into SLACK_BOT_TOKEN in .env (a reinstalled or deleted app\'s old token is void)')];
+    return [
+      fail(
+        'slack token',
+        `Slack refused SLACK_BOT_TOKEN (${hint(s.botToken)}): ${error}`,
+        "copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page into SLACK_BOT_TOKEN in .env (a reinstalled or deleted app's old token is void)",
+      ),
+    ];
   }
-  const checks = [ok('slack token', `accepted: ${(String(auth.body.user ?? '?'))} in ${(String(auth.body.team ?? '?'))}`)];
+  const checks = [ok('slack token', `accepted: ${String(auth.body.user ?? '?')} in ${String(auth.body.team ?? '?')}`)];
 
   const granted = auth.headers.get('x-oauth-scopes');
   if (granted === null) {
-    checks.push(warn('slack scopes', 'Slack did not list the token\'s scopes', 'rlwatch notify --test slack posts a card and an upload, which need them'));
+    checks.push(
+      warn(
+        'slack scopes',
+        "Slack did not list the token's scopes",
+        'rlwatch notify --test slack posts a card and an upload, which need them',
+      ),
+    );
   } else {
     const have = new Set(granted.split(',').map((x) => x.trim()));
     const missing = manifestScopes().filter((x) => !have.has(x));
-    checks.push(missing.length > 0
-      ? fail('slack scopes', `the bot token lacks ${missing.join(', ')}`, 'add them under OAuth & Permissions > Bot Token Scopes (slack-app-manifest.yaml lists every scope rlwatch uses), then reinstall the app to the workspace')
-      : ok('slack scopes', `the bot token has every scope slack-app-manifest.yaml asks for (${have.size} in all)`));
+    checks.push(
+      missing.length > 0
+        ? fail(
+            'slack scopes',
+            `the bot token lacks ${missing.join(', ')}`,
+            'add them under OAuth & Permissions > Bot Token Scopes (slack-app-manifest.yaml lists every scope rlwatch uses), then reinstall the app to the workspace',
+          )
+        : ok('slack scopes', `the bot token has every scope slack-app-manifest.yaml asks for (${have.size} in all)`),
+    );
   }
 
   const slack = section as { routes: Route[]; mode?: 'socket' | 'http' };
@@ -253,64 +407,124 @@ async function slackProbe(s: SlackSettings, config: Config, t: number, section: 
     const r = await call('conversations.info', s.botToken, { channel: id });
     const error = r.body?.ok === true ? null : String(r.body?.error ?? `HTTP ${r.status}`);
     if (error === 'missing_scope') {
-      return warn(label, 'not looked up: that needs channels:read, which rlwatch does not otherwise need', 'rlwatch notify --test slack posts there, and says if the app is not in the channel');
+      return warn(
+        label,
+        'not looked up: that needs channels:read, which rlwatch does not otherwise need',
+        'rlwatch notify --test slack posts there, and says if the app is not in the channel',
+      );
     }
-    if (error === 'channel_not_found') return fail(label, 'no channel with this id that the app can see', slackAdvice(new Error('Slack: channel_not_found')) as string);
-    if (error !== null) return warn(label, `not looked up: ${(error)}`, 'rlwatch notify --test slack posts there');
-    const name = `#${(String(r.body.channel?.name ?? id))}`;
-    if (r.body.channel?.is_archived) return fail(label, `${name} is archived`, slackAdvice(new Error('Slack: is_archived')) as string);
-    if (r.body.channel?.is_member === false) return fail(label, `the app is not in ${name}`, slackAdvice(new Error('Slack: not_in_channel')) as string);
+    if (error === 'channel_not_found')
+      return fail(
+        label,
+        'no channel with this id that the app can see',
+        slackAdvice(new Error('Slack: channel_not_found')) as string,
+      );
+    if (error !== null) return warn(label, `not looked up: ${error}`, 'rlwatch notify --test slack posts there');
+    const name = `#${String(r.body.channel?.name ?? id)}`;
+    if (r.body.channel?.is_archived)
+      return fail(label, `${name} is archived`, slackAdvice(new Error('Slack: is_archived')) as string);
+    if (r.body.channel?.is_member === false)
+      return fail(label, `the app is not in ${name}`, slackAdvice(new Error('Slack: not_in_channel')) as string);
     return ok(label, `${name}: found, and the app is in it`);
   };
   try {
     checks.push(...(await Promise.all(channelsOf(s.channel, slack.routes).map(channelCheck))));
     checks.push(await slackReceiverCheck(s, slack.mode ?? 'socket', call));
   } catch (err) {
-    checks.push(fail('slack', `Slack stopped answering: ${netReason(err, t)}`, 'run rlwatch doctor again; if it stays, check the network to Slack'));
+    checks.push(
+      fail(
+        'slack',
+        `Slack stopped answering: ${netReason(err, t)}`,
+        'run rlwatch doctor again; if it stays, check the network to Slack',
+      ),
+    );
   }
   return checks;
 }
 
 /** Socket Mode's app-level token (asked for a socket URL, which is not dialled), or HTTP mode's signing secret. */
 async function slackReceiverCheck(
-  s: SlackSettings, mode: 'socket' | 'http', call: (method: string, token: string) => Promise<Answer>,
+  s: SlackSettings,
+  mode: 'socket' | 'http',
+  call: (method: string, token: string) => Promise<Answer>,
 ): Promise<Check> {
   if (mode === 'http') {
     return s.signingSecret
-      ? ok('slack app', 'slack.mode is http, with SLACK_SIGNING_SECRET (Slack must reach this machine\'s slack.port)')
-      : fail('slack app', 'slack.mode is http but SLACK_SIGNING_SECRET is empty', 'copy Basic Information > App Credentials > Signing Secret into SLACK_SIGNING_SECRET in .env');
+      ? ok('slack app', "slack.mode is http, with SLACK_SIGNING_SECRET (Slack must reach this machine's slack.port)")
+      : fail(
+          'slack app',
+          'slack.mode is http but SLACK_SIGNING_SECRET is empty',
+          'copy Basic Information > App Credentials > Signing Secret into SLACK_SIGNING_SECRET in .env',
+        );
   }
-  const fix = 'in your app\'s Basic Information > App-Level Tokens, generate a token with connections:write and put it (xapp-...) in SLACK_APP_TOKEN in .env';
+  const fix =
+    "in your app's Basic Information > App-Level Tokens, generate a token with connections:write and put it (xapp-...) in SLACK_APP_TOKEN in .env";
   if (!s.appToken) return fail('slack app token', 'SLACK_APP_TOKEN is empty: Socket Mode needs it', fix);
   const r = await call('apps.connections.open', s.appToken);
   if (r.body?.ok === true) return ok('slack app token', 'accepted: Socket Mode can connect');
-  return fail('slack app token', `Slack refused SLACK_APP_TOKEN (${hint(s.appToken)}): ${(String(r.body?.error ?? `HTTP ${r.status}`))}`, fix);
+  return fail(
+    'slack app token',
+    `Slack refused SLACK_APP_TOKEN (${hint(s.appToken)}): ${String(r.body?.error ?? `HTTP ${r.status}`)}`,
+    fix,
+  );
 }
 
 // ----- Telegram
 
-interface TelegramSettings { token: string; apiUrl: string; chats: string[] }
+interface TelegramSettings {
+  token: string;
+  apiUrl: string;
+  chats: string[];
+}
 
 async function telegramProbe(s: TelegramSettings, _config: Config, t: number): Promise<Check[]> {
   // the token is in the path: no URL of these requests is ever shown
   const call = (method: string, args: Record<string, string> = {}): Promise<Answer> =>
-    request(`${s.apiUrl}/bot${s.token}/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(args) }, t);
+    request(
+      `${s.apiUrl}/bot${s.token}/${method}`,
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(args) },
+      t,
+    );
   let me: Answer;
   try {
     me = await call('getMe');
   } catch (err) {
-    return [fail('telegram', `cannot reach Telegram at ${new URL(s.apiUrl).host}: ${netReason(err, t)}`, 'check this machine\'s network to Telegram, and TELEGRAM_API_URL if set')];
+    return [
+      fail(
+        'telegram',
+        `cannot reach Telegram at ${new URL(s.apiUrl).host}: ${netReason(err, t)}`,
+        "check this machine's network to Telegram, and TELEGRAM_API_URL if set",
+      ),
+    ];
   }
   if (me.body?.ok !== true) {
-    return [fail('telegram token', `Telegram refused TELEGRAM_BOT_TOKEN (${hint(s.token)}): HTTP ${me.status}`, 'copy the token @BotFather gave (/mybots > your bot > API Token) into TELEGRAM_BOT_TOKEN in .env')];
+    return [
+      fail(
+        'telegram token',
+        `Telegram refused TELEGRAM_BOT_TOKEN (${hint(s.token)}): HTTP ${me.status}`,
+        'copy the token @BotFather gave (/mybots > your bot > API Token) into TELEGRAM_BOT_TOKEN in .env',
+      ),
+    ];
   }
-  const checks = [ok('telegram token', `accepted: the bot is @${(String(me.body.result?.username ?? '?'))}`)];
+  const checks = [ok('telegram token', `accepted: the bot is @${String(me.body.result?.username ?? '?')}`)];
   try {
-    checks.push(...(await Promise.all(s.chats.map(async (chat) => {
-      const r = await call('getChat', { chat_id: chat });
-      if (r.body?.ok === true) return ok(`telegram chat ${chat}`, `found: ${(String(r.body.result?.title ?? r.body.result?.username ?? chat))}`);
-      return fail(`telegram chat ${chat}`, `Telegram: ${(String(r.body?.description ?? `HTTP ${r.status}`))}`, 'add the bot to the chat and check the id in TELEGRAM_CHAT_ID or telegram.channel (a group\'s id starts with -)');
-    }))));
+    checks.push(
+      ...(await Promise.all(
+        s.chats.map(async (chat) => {
+          const r = await call('getChat', { chat_id: chat });
+          if (r.body?.ok === true)
+            return ok(
+              `telegram chat ${chat}`,
+              `found: ${String(r.body.result?.title ?? r.body.result?.username ?? chat)}`,
+            );
+          return fail(
+            `telegram chat ${chat}`,
+            `Telegram: ${String(r.body?.description ?? `HTTP ${r.status}`)}`,
+            "add the bot to the chat and check the id in TELEGRAM_CHAT_ID or telegram.channel (a group's id starts with -)",
+          );
+        }),
+      )),
+    );
   } catch (err) {
     checks.push(fail('telegram', `Telegram stopped answering: ${netReason(err, t)}`, 'run rlwatch doctor again'));
   }
@@ -319,23 +533,51 @@ async function telegramProbe(s: TelegramSettings, _config: Config, t: number): P
 
 // ----- email
 
-interface EmailSettings { host: string; port: number; secure: boolean; auth?: { user: string; pass: string } }
+interface EmailSettings {
+  host: string;
+  port: number;
+  secure: boolean;
+  auth?: { user: string; pass: string };
+}
 
 async function emailProbe(s: EmailSettings, _config: Config, t: number): Promise<Check[]> {
   const { createTransport } = await import('nodemailer');
   const transport = createTransport({
-    host: s.host, port: s.port, secure: s.secure, auth: s.auth, connectionTimeout: t, greetingTimeout: t, socketTimeout: t,
+    host: s.host,
+    port: s.port,
+    secure: s.secure,
+    auth: s.auth,
+    connectionTimeout: t,
+    greetingTimeout: t,
+    socketTimeout: t,
   });
   const where = `${s.host}:${s.port}`;
   try {
     await transport.verify();
-    return [ok('email', `${where} accepts a connection${s.auth ? ` and the login of ${s.auth.user}` : ' (no login configured)'}`)];
+    return [
+      ok(
+        'email',
+        `${where} accepts a connection${s.auth ? ` and the login of ${s.auth.user}` : ' (no login configured)'}`,
+      ),
+    ];
   } catch (err) {
     const e = err as Error & { code?: string; response?: string };
     if (e.code === 'EAUTH') {
-      return [fail('email', `${where} refused the login of ${s.auth?.user ?? '(none)'}: ${(e.response ?? e.message)}`, 'check SMTP_USER and SMTP_PASS in .env (many providers want an app password here)')];
+      return [
+        fail(
+          'email',
+          `${where} refused the login of ${s.auth?.user ?? '(none)'}: ${e.response ?? e.message}`,
+          'check SMTP_USER and SMTP_PASS in .env (many providers want an app password here)',
+        ),
+      ];
     }
-    return [fail('email', `cannot talk to ${where}: ${(e.code ?? e.message)}`, 'check SMTP_HOST and SMTP_PORT, and SMTP_SECURE (true for port 465, false for 587 with STARTTLS)')];
+    return [
+      fail(
+        'email',
+        `cannot talk to ${where}: ${e.code ?? e.message}`,
+        'check SMTP_HOST and SMTP_PORT, and SMTP_SECURE (true for port 465, false for 587 with STARTTLS)',
+      ),
+    ];
   } finally {
     transport.close();
   }
@@ -344,29 +586,39 @@ async function emailProbe(s: EmailSettings, _config: Config, t: number): Promise
 // ----- webhooks
 
 const URL_VARIABLE: Record<string, string> = {
-  webhook: 'WEBHOOK_URL', teams: 'TEAMS_WEBHOOK_URL', mattermost: 'MATTERMOST_WEBHOOK_URL', feishu: 'FEISHU_WEBHOOK_URL',
+  webhook: 'WEBHOOK_URL',
+  teams: 'TEAMS_WEBHOOK_URL',
+  mattermost: 'MATTERMOST_WEBHOOK_URL',
+  feishu: 'FEISHU_WEBHOOK_URL',
 };
 
 /** Each URL answers a HEAD request (nothing is posted); any HTTP status counts, as the host is reached. The URL is
  * a credential (whoever has it may post), so only its host is shown. */
 function hookProbe(id: string): Probe {
-  return (s: { urls: Map<string, string> }, _config, t) => Promise.all([...s.urls].map(async ([name, url]): Promise<Check> => {
-    const label = `${id} ${name}`;
-    const where = name === 'default' ? URL_VARIABLE[id] ?? `${id}.urls` : `${id}.urls.${name}`;
-    let host: string;
-    try {
-      host = new URL(url).host;
-    } catch {
-      return fail(label, 'not a URL', `check ${where}`);
-    }
-    try {
-      const res = await fetch(url, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(t) });
-      await res.body?.cancel();
-      return ok(label, `${host} answers (HTTP ${res.status} to a HEAD request; nothing was posted)`);
-    } catch (err) {
-      return fail(label, `${host} does not answer: ${netReason(err, t)}`, `check the URL in ${where}, and that this machine can reach ${host} (a proxy, a firewall)`);
-    }
-  }));
+  return (s: { urls: Map<string, string> }, _config, t) =>
+    Promise.all(
+      [...s.urls].map(async ([name, url]): Promise<Check> => {
+        const label = `${id} ${name}`;
+        const where = name === 'default' ? (URL_VARIABLE[id] ?? `${id}.urls`) : `${id}.urls.${name}`;
+        let host: string;
+        try {
+          host = new URL(url).host;
+        } catch {
+          return fail(label, 'not a URL', `check ${where}`);
+        }
+        try {
+          const res = await fetch(url, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(t) });
+          await res.body?.cancel();
+          return ok(label, `${host} answers (HTTP ${res.status} to a HEAD request; nothing was posted)`);
+        } catch (err) {
+          return fail(
+            label,
+            `${host} does not answer: ${netReason(err, t)}`,
+            `check the URL in ${where}, and that this machine can reach ${host} (a proxy, a firewall)`,
+          );
+        }
+      }),
+    );
 }
 
 const PROBES: Record<string, Probe> = {
@@ -381,4 +633,3 @@ const PROBES: Record<string, Probe> = {
 };
 
 // ---------------------------------------------------------------------------------------------------- output
-

@@ -12,4 +12,11 @@ import { webhook } from './webhook/index.ts';
 export const PLATFORMS: readonly Platform[] = [discord, slack, telegram, email, webhook, teams, mattermost, feishu];
 
 export { fail, ok, platformChecks, warn, type Check, type Status } from './doctor.ts';
-export { ENV_SECTIONS, INIT_HELP, INIT_PLATFORMS, SETUP_FILES, YAML_SECTIONS, type InitPlatform } from './initTemplates.ts';
+export {
+  ENV_SECTIONS,
+  INIT_HELP,
+  INIT_PLATFORMS,
+  SETUP_FILES,
+  YAML_SECTIONS,
+  type InitPlatform,
+} from './initTemplates.ts';

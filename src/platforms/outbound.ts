@@ -32,13 +32,17 @@ export function destinations(
   const fallback = section.channel ?? (urls.has(DEFAULT_DESTINATION) ? DEFAULT_DESTINATION : undefined);
   const check = (name: string, field: string): void => {
     if (!urls.has(name)) {
-      throw new UserError(`${platform}.${field}: no destination '${name}' (set ${envName}, or ${platform}.urls.${name})`);
+      throw new UserError(
+        `${platform}.${field}: no destination '${name}' (set ${envName}, or ${platform}.urls.${name})`,
+      );
     }
   };
   if (section.channel) check(section.channel, 'channel');
   section.routes.forEach((r, i) => check(r.channel, `routes[${i}].channel`));
   if (!fallback && section.routes.length === 0) {
-    throw new UserError(`${platform}.urls is set but no channel: set ${envName} or ${platform}.channel (one of its names)`);
+    throw new UserError(
+      `${platform}.urls is set but no channel: set ${envName} or ${platform}.channel (one of its names)`,
+    );
   }
   return { urls, fallback };
 }

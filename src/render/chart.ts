@@ -80,7 +80,8 @@ export interface ChartRow {
  * the PNG: on libuv's pool by default, here and now on the chart thread (`svgToPngHere`).
  */
 export async function renderLineChart(
-  opts: LineChartOptions, raster: (svg: string, width: number) => Buffer | Promise<Buffer> = svgToPng,
+  opts: LineChartOptions,
+  raster: (svg: string, width: number) => Buffer | Promise<Buffer> = svgToPng,
 ): Promise<Buffer> {
   const spec = chartSpecOf(opts);
   const svg = await specToSvg(spec);
@@ -193,7 +194,15 @@ export function lineChartSpec(o: {
     autosize: { type: 'fit', contains: 'padding' },
     padding: { left: 12, right: 20, top: 12, bottom: 10 },
     background: BACKGROUND,
-    title: { text: o.title, anchor: 'start', fontSize: 22, fontWeight: 'bold', color: TEXT_COLOUR, offset: 12, limit: Math.max(100, o.width - 40) },
+    title: {
+      text: o.title,
+      anchor: 'start',
+      fontSize: 22,
+      fontWeight: 'bold',
+      color: TEXT_COLOUR,
+      offset: 12,
+      limit: Math.max(100, o.width - 40),
+    },
     config: {
       font: FONT,
       view: { stroke: '#cccccc' },
@@ -228,8 +237,18 @@ export function lineChartSpec(o: {
         {
           mark: { type: 'text', fontSize: 22, color: '#888888', align: 'center', baseline: 'middle' },
           encoding: {
-            x: { datum: 0.5, type: 'quantitative', scale: { domain: [0, 1] }, axis: { ...xAxisBase, labels: false, ticks: false, grid: false } },
-            y: { datum: 0.5, type: 'quantitative', scale: { domain: [0, 1] }, axis: { ...yAxis, labels: false, ticks: false, grid: false } },
+            x: {
+              datum: 0.5,
+              type: 'quantitative',
+              scale: { domain: [0, 1] },
+              axis: { ...xAxisBase, labels: false, ticks: false, grid: false },
+            },
+            y: {
+              datum: 0.5,
+              type: 'quantitative',
+              scale: { domain: [0, 1] },
+              axis: { ...yAxis, labels: false, ticks: false, grid: false },
+            },
             text: { value: 'no data' },
           },
         },
@@ -238,7 +257,10 @@ export function lineChartSpec(o: {
   }
 
   const g = o.guides;
-  const threshold = o.threshold === undefined ? [] : [{ value: o.threshold, label: `threshold ${formatThreshold(o.threshold)}`, limit: true }];
+  const threshold =
+    o.threshold === undefined
+      ? []
+      : [{ value: o.threshold, label: `threshold ${formatThreshold(o.threshold)}`, limit: true }];
   const main: Panel = {
     rows: o.rows,
     rows2: o.rows2,
@@ -274,19 +296,36 @@ export function lineChartSpec(o: {
   // what the shaded areas are (the compared windows' means, a band's meaning), said under the title: labels inside
   // the plot would sit on the records they average
   const shaded = (p: Panel): string =>
-    [...(p.windows.length > 0 ? [p.windows.map((w) => w.label).join(' → ')] : []), ...p.bands.map((b) => `shaded: ${b.label}`)].join('; ');
+    [
+      ...(p.windows.length > 0 ? [p.windows.map((w) => w.label).join(' → ')] : []),
+      ...p.bands.map((b) => `shaded: ${b.label}`),
+    ].join('; ');
   const said = [main, ...(second ? [second] : [])].filter((p) => shaded(p) !== '');
   const subtitle = said
     .map((p) => `${said.length > 1 ? `${p === main ? o.metric : g!.second!.metric}: ` : ''}${shaded(p)}`)
     .join('; ');
-  const titled = subtitle ? { ...base, title: { ...base.title, subtitle, subtitleFontSize: 16, subtitleColor: WINDOW_MEAN_COLOUR } } : base;
-  if (!second) return { ...titled, layer: panelLayers(main, { xAxis, yAxis, mark, span, smooth: !g, labelMark: o.height - SINGLE_CHROME }) } as TopLevelSpec;
+  const titled = subtitle
+    ? { ...base, title: { ...base.title, subtitle, subtitleFontSize: 16, subtitleColor: WINDOW_MEAN_COLOUR } }
+    : base;
+  if (!second)
+    return {
+      ...titled,
+      layer: panelLayers(main, { xAxis, yAxis, mark, span, smooth: !g, labelMark: o.height - SINGLE_CHROME }),
+    } as TopLevelSpec;
   // two metrics: two panels over one x axis, each with its own y axis and lines ('fit' sizes single views only)
   const width = Math.max(100, o.width - Y_AXIS_ROOM);
   const height = Math.max(60, Math.round((o.height - TWO_PANEL_CHROME - (subtitle ? SUBTITLE_ROOM : 0)) / 2));
   // each panel's metric over it, in full: beside a panel this short a rotated name is cut to a few letters
   const panelY = { ...yAxis, title: null };
-  const named = (text: string) => ({ text, anchor: 'start', fontSize: 16, fontWeight: 'bold', color: TEXT_COLOUR, offset: 4, limit: width });
+  const named = (text: string) => ({
+    text,
+    anchor: 'start',
+    fontSize: 16,
+    fontWeight: 'bold',
+    color: TEXT_COLOUR,
+    offset: 4,
+    limit: width,
+  });
   return {
     ...titled,
     autosize: { type: 'pad' },
@@ -294,11 +333,22 @@ export function lineChartSpec(o: {
     resolve: { scale: { x: 'shared' } },
     vconcat: [
       {
-        title: named(o.metric), width, height,
-        layer: panelLayers(main, { xAxis: { ...xAxis, title: null, labels: false }, yAxis: panelY, mark, span, labelMark: height, smooth: false }),
+        title: named(o.metric),
+        width,
+        height,
+        layer: panelLayers(main, {
+          xAxis: { ...xAxis, title: null, labels: false },
+          yAxis: panelY,
+          mark,
+          span,
+          labelMark: height,
+          smooth: false,
+        }),
       },
       {
-        title: named(g!.second!.metric), width, height,
+        title: named(g!.second!.metric),
+        width,
+        height,
         layer: panelLayers(second, { xAxis, yAxis: panelY, mark, span, labelMark: null, smooth: false }),
       },
     ],
@@ -349,7 +399,11 @@ function* valuesOf(p: Panel): Generator<number> {
 function panelLayers(
   p: Panel,
   o: {
-    xAxis: object; yAxis: object; mark: number | undefined; span: [number, number]; smooth: boolean;
+    xAxis: object;
+    yAxis: object;
+    mark: number | undefined;
+    span: [number, number];
+    smooth: boolean;
     /** the plot's height in pixels when the firing step's label goes at its top (null: not on this panel) */
     labelMark: number | null;
   },
@@ -366,7 +420,9 @@ function panelLayers(
   // Tiny (KL, learning rates) and huge values read better in exponent form than as 0.0000250.
   const yMag = Math.max(Math.abs(yLo), Math.abs(yHi));
   const yLabels =
-    yMag !== 0 && (yMag < 1e-3 || yMag >= 1e6) ? { labelExpr: "datum.value === 0 ? '0' : format(datum.value, '.3~e')" } : {};
+    yMag !== 0 && (yMag < 1e-3 || yMag >= 1e6)
+      ? { labelExpr: "datum.value === 0 ? '0' : format(datum.value, '.3~e')" }
+      : {};
   // A flat series (or a single point) gets a domain around its value, or vega invents odd ticks. A range
   // narrower than a tenth of the values' size is widened to that: noise of ±0.005 on a reward of 0.5 must
   // not fill the plot like a cliff.
@@ -378,7 +434,8 @@ function panelLayers(
         ? [(yLo + yHi) / 2 - floor / 2, (yLo + yHi) / 2 + floor / 2]
         : [yLo, yHi];
   // room at the top for the firing step's label, over the records (a spike is the highest of them)
-  const headroom = o.mark !== undefined && o.labelMark !== null ? Math.min(0.5, MARK_LABEL_ROOM / Math.max(1, o.labelMark)) : 0;
+  const headroom =
+    o.mark !== undefined && o.labelMark !== null ? Math.min(0.5, MARK_LABEL_ROOM / Math.max(1, o.labelMark)) : 0;
   const yDomain = { domain: [dLo, dHi + headroom * (dHi - dLo)] };
   // an alert's chart draws no EMA: a lagging line under its limit while the records crossed it says the opposite
   const smoothed = o.smooth && drawn > SMOOTH_FROM ? withEma(p.rows, 2 / (Math.max(5, drawn / 20) + 1)) : null;
@@ -421,20 +478,38 @@ function panelLayers(
     },
     encoding: {
       x: { ...x, scale: { zero: false, nice: false, padding: 6 }, axis: o.xAxis },
-      y: { field: 'value', type: 'quantitative', scale: { zero: false, nice: true, ...yDomain }, axis: { ...o.yAxis, ...yLabels } },
+      y: {
+        field: 'value',
+        type: 'quantitative',
+        scale: { zero: false, nice: true, ...yDomain },
+        axis: { ...o.yAxis, ...yLabels },
+      },
     },
   });
   if (smoothed) {
     layers.push({
       data: { values: smoothed },
-      mark: { type: 'line', color: SMOOTH_COLOUR, strokeWidth: SMOOTH_WIDTH, opacity: 0.7, strokeJoin: 'round', invalid: 'break-paths-filter-domains' },
+      mark: {
+        type: 'line',
+        color: SMOOTH_COLOUR,
+        strokeWidth: SMOOTH_WIDTH,
+        opacity: 0.7,
+        strokeJoin: 'round',
+        invalid: 'break-paths-filter-domains',
+      },
       encoding: { x, y: { field: 'ema', type: 'quantitative' } },
     });
   }
   if (p.rows2) {
     layers.push({
       data: { values: p.rows2 },
-      mark: { type: 'line', color: SECOND_COLOUR, strokeWidth: 2, strokeJoin: 'round', invalid: 'break-paths-filter-domains' },
+      mark: {
+        type: 'line',
+        color: SECOND_COLOUR,
+        strokeWidth: 2,
+        strokeJoin: 'round',
+        invalid: 'break-paths-filter-domains',
+      },
       encoding: { x, y: { field: 'value', type: 'quantitative' } },
     });
   }
@@ -443,14 +518,27 @@ function panelLayers(
     layers.push({
       data: { values: p.windows.map((w) => ({ from: w.from, to: w.to, mean: w.mean })) },
       mark: { type: 'rule', color: WINDOW_MEAN_COLOUR, strokeWidth: 3.5 },
-      encoding: { x: { field: 'from', type: 'quantitative' }, x2: { field: 'to' }, y: { field: 'mean', type: 'quantitative' } },
+      encoding: {
+        x: { field: 'from', type: 'quantitative' },
+        x2: { field: 'to' },
+        y: { field: 'mean', type: 'quantitative' },
+      },
     });
   }
   layers.push(...lineLayers(p.lines, p.rows, yDomain.domain as [number, number]));
   if (p.breaches.length > 0) {
     layers.push({
       data: { values: p.breaches.filter((b) => Number.isFinite(b.step) && Number.isFinite(b.value)) },
-      mark: { type: 'point', shape: 'circle', filled: true, size: 130, color: MARK_COLOUR, stroke: BACKGROUND, strokeWidth: 1.5, opacity: 1 },
+      mark: {
+        type: 'point',
+        shape: 'circle',
+        filled: true,
+        size: 130,
+        color: MARK_COLOUR,
+        stroke: BACKGROUND,
+        strokeWidth: 1.5,
+        opacity: 1,
+      },
       encoding: { x, y: { field: 'value', type: 'quantitative' } },
     });
   }
@@ -507,8 +595,14 @@ function lineLayers(lines: ChartGuides['lines'], rows: readonly ChartRow[], [lo,
       out.push({
         data: { values: data.values.filter((d) => d.up === up) },
         mark: {
-          type: 'text', color: limit ? LIMIT_COLOUR : LEVEL_COLOUR, fontSize: limit ? 17 : 15, fontWeight: 'bold', align: 'left',
-          baseline: up ? 'bottom' : 'top', dx: 6, dy: up ? -4 : 4,
+          type: 'text',
+          color: limit ? LIMIT_COLOUR : LEVEL_COLOUR,
+          fontSize: limit ? 17 : 15,
+          fontWeight: 'bold',
+          align: 'left',
+          baseline: up ? 'bottom' : 'top',
+          dx: 6,
+          dy: up ? -4 : 4,
         },
         encoding: { y, x: { value: 0 }, text: { field: 'label' } },
       });
@@ -518,7 +612,7 @@ function lineLayers(lines: ChartGuides['lines'], rows: readonly ChartRow[], [lo,
 }
 
 const formatThreshold = (v: number): string =>
-  v === 0 || Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6 ? String(Number(v.toPrecision(4))) : v.toExponential(2);
+  v === 0 || (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6) ? String(Number(v.toPrecision(4))) : v.toExponential(2);
 
 /** The chart's vega-lite spec to SVG, its shape compiled once (chartShapes.ts). */
 export { specToSvg };
@@ -542,7 +636,9 @@ export function svgToPngHere(svg: string, width: number): Buffer {
 
 function rasterOptions(width: number, fonts: FontSource): ResvgRenderOptions {
   return {
-    background: BACKGROUND, font: { ...fonts, defaultFontFamily: FONT }, fitTo: { mode: 'width', value: width },
+    background: BACKGROUND,
+    font: { ...fonts, defaultFontFamily: FONT },
+    fitTo: { mode: 'width', value: width },
   };
 }
 

@@ -103,9 +103,8 @@ export function templateOf(spec: TopLevelSpec): Template {
   const filled: Filled[] = [];
   const fill = (value: string | number): string | number => {
     const signal = `rlwatch_fill_${filled.length}`;
-    const placeholder = typeof value === 'string'
-      ? `${PLACEHOLDER}${filled.length}`
-      : NUMBER_PLACEHOLDER + filled.length;
+    const placeholder =
+      typeof value === 'string' ? `${PLACEHOLDER}${filled.length}` : NUMBER_PLACEHOLDER + filled.length;
     filled.push({ signal, placeholder, value });
     return placeholder;
   };
@@ -118,7 +117,10 @@ export function templateOf(spec: TopLevelSpec): Template {
         const name = `rlwatch_data_${data.length}`;
         data.push({ name, values: (v as { values: unknown[] }).values });
         out[k] = { name };
-      } else if (typeof v === 'string' && ((key === 'title' && (k === 'text' || k === 'subtitle')) || (key === 'axis' && k === 'title'))) {
+      } else if (
+        typeof v === 'string' &&
+        ((key === 'title' && (k === 'text' || k === 'subtitle')) || (key === 'axis' && k === 'title'))
+      ) {
         out[k] = fill(v);
       } else if (key === 'scale' && k === 'domain' && Array.isArray(v) && v.every((x) => typeof x === 'number')) {
         out[k] = v.map((x: number) => fill(x));

@@ -4,7 +4,8 @@ import { formatValue } from '../lib/numbers.ts';
 
 /** A finished run's summary as name/value pairs: the fields of its card, the lines of the terminal. */
 export function finishedFields(s: FinishedSummary): Array<{ name: string; value: string }> {
-  const at = (p: { step: number; value: number } | null): string => (p ? `${formatValue(p.value)} (step ${p.step})` : '-');
+  const at = (p: { step: number; value: number } | null): string =>
+    p ? `${formatValue(p.value)} (step ${p.step})` : '-';
   const alerts = s.alerts.map((a) => `${a.rule} ×${a.incidents}${a.firing > 0 ? ` (${a.firing} firing)` : ''}`);
   return [
     { name: 'Duration', value: s.durationMs === null ? '-' : humanDuration(s.durationMs) },

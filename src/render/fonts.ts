@@ -31,8 +31,12 @@ const FACES = ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf'] as const;
 
 /** Where fontconfig and resvg's font database look on Linux and macOS, in their order. */
 export const FONT_DIRS: readonly string[] = [
-  '/usr/share/fonts', '/usr/local/share/fonts', join(homedir(), '.fonts'), join(homedir(), '.local/share/fonts'),
-  '/Library/Fonts', join(homedir(), 'Library/Fonts'),
+  '/usr/share/fonts',
+  '/usr/local/share/fonts',
+  join(homedir(), '.fonts'),
+  join(homedir(), '.local/share/fonts'),
+  '/Library/Fonts',
+  join(homedir(), 'Library/Fonts'),
 ];
 
 export interface DejaVu {
@@ -67,8 +71,15 @@ function facesOf(files: string[]): DejaVu | null {
 /** What the cut faces keep: Latin (ASCII, Latin-1, Extended-A), Greek, and the punctuation, arrows and signs that
  * numbers and summaries use (d3 writes U+2212 for minus). */
 const CUT_KEEPS: ReadonlyArray<readonly [number, number]> = [
-  [0x20, 0x7e], [0xa0, 0x17f], [0x391, 0x3c9], [0x2010, 0x2027], [0x2030, 0x203a], [0x2190, 0x2193],
-  [0x2212, 0x2212], [0x2248, 0x2248], [0x2260, 0x2265],
+  [0x20, 0x7e],
+  [0xa0, 0x17f],
+  [0x391, 0x3c9],
+  [0x2010, 0x2027],
+  [0x2030, 0x203a],
+  [0x2190, 0x2193],
+  [0x2212, 0x2212],
+  [0x2248, 0x2248],
+  [0x2260, 0x2265],
 ];
 
 /** Where the cut faces of `whole` are kept: named by the whole files (path, size, time) and what is kept. */

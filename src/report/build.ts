@@ -121,7 +121,11 @@ const GENERATIONS_SHOWN = 2;
  * at or before `until`. */
 async function milestone(store: StoreTx, runId: number, rule: MilestoneRule, until: number): Promise<MilestoneItem> {
   const base = {
-    rule: rule.id, epoch: rule.epoch, metric: rule.metric, op: rule.op, value: rule.value,
+    rule: rule.id,
+    epoch: rule.epoch,
+    metric: rule.metric,
+    op: rule.op,
+    value: rule.value,
     stop: rule.severity === 'critical',
   };
   if (!(await store.metricsOf(runId)).includes(rule.metric)) {
@@ -184,7 +188,8 @@ async function components(store: StoreTx, runId: number, w: Window): Promise<Com
   const byKey = new Map<string, number[]>();
   const kept = await store.examplesBetween(runId, w.from, w.examplesTo);
   for (const e of kept) {
-    for (const [k, x] of Object.entries(e.breakdown)) if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
+    for (const [k, x] of Object.entries(e.breakdown))
+      if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
   }
   // a part of the reward is never larger than the largest reward: that keeps out counts (length, errors)
   const top = range(kept.map((e) => e.reward)).max;
@@ -219,7 +224,10 @@ async function progress(store: StoreTx, run: RunRow, until: number | undefined):
 
 /** The report of `run` from what the store holds now; its repeated reads are asked once (`readOnce`). */
 export async function buildReport(
-  tx: StoreTx, run: RunRow, opts: ReportOptions, fmt: (v: number) => string,
+  tx: StoreTx,
+  run: RunRow,
+  opts: ReportOptions,
+  fmt: (v: number) => string,
 ): Promise<RunReport> {
   const store = readOnce(tx);
   const w = await windowOf(store, run, opts);
@@ -245,7 +253,14 @@ export async function buildReport(
   const reward = rewardDir ? { first: rewardDir.first, last: rewardDir.second, trend: rewardDir.way } : null;
   const zeroStd = direction(await valuesIn(store, run.id, 'frac_zero_std', w));
   const kinds = new Map(opts.rules.map((r) => [r.id, r.kind]));
-  const stop = stopVerdict(milestones, firing, reward, zeroStd, fmt, endedBy(firing, (rule) => kinds.get(rule)));
+  const stop = stopVerdict(
+    milestones,
+    firing,
+    reward,
+    zeroStd,
+    fmt,
+    endedBy(firing, (rule) => kinds.get(rule)),
+  );
   const rank = { critical: 0, warning: 1, info: 2 } as const;
   const findings = [
     ...recent.map(alertFinding),
@@ -271,7 +286,10 @@ export async function buildReport(
   const actions = distinct(live.flatMap((f) => f.actions)).slice(0, ACTIONS_SHOWN);
   const gen = async (which: 'best' | 'worst'): Promise<Generation[]> =>
     (await store.examplesExtremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN)).map((e) => ({
-      step: e.step, reward: e.reward, breakdown: e.breakdown, completion: e.completion,
+      step: e.step,
+      reward: e.reward,
+      breakdown: e.breakdown,
+      completion: e.completion,
     }));
   return {
     run: run.name,

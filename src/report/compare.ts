@@ -18,7 +18,14 @@ const betterOf = (metric: string): 'higher' | 'lower' | undefined =>
 
 /** The metrics compared when none is named: those that say most about a GRPO run. */
 export const COMPARED = [
-  'reward', 'frac_zero_std', 'entropy', 'grad_norm', 'kl', 'completion_length', 'clipped_ratio', 'pass_at_1',
+  'reward',
+  'frac_zero_std',
+  'entropy',
+  'grad_norm',
+  'kl',
+  'completion_length',
+  'clipped_ratio',
+  'pass_at_1',
 ];
 /** How many of the last values at the common point are averaged (one record is noise). */
 const TAIL = 10;
@@ -57,14 +64,20 @@ async function aligned(store: StoreTx, run: RunRow, metric: string, by: 'epoch' 
 function compareMetric(metric: string, a: Aligned[], b: Aligned[]): MetricComparison | null {
   if (a.length === 0 || b.length === 0) return null;
   const at = Math.min(a[a.length - 1]!.x, b[b.length - 1]!.x);
-  const tail = (s: Aligned[]) => finite(s.filter((p) => p.x <= at).slice(-TAIL).map((p) => p.value));
+  const tail = (s: Aligned[]) =>
+    finite(
+      s
+        .filter((p) => p.x <= at)
+        .slice(-TAIL)
+        .map((p) => p.value),
+    );
   const ta = tail(a);
   const tb = tail(b);
   if (ta.length === 0 || tb.length === 0) return null;
   const ma = mean(ta);
   const mb = mean(tb);
   const better = betterOf(metric);
-  const ahead = better === undefined || ma === mb ? 'even' : (ma > mb) === (better === 'higher') ? 'a' : 'b';
+  const ahead = better === undefined || ma === mb ? 'even' : ma > mb === (better === 'higher') ? 'a' : 'b';
   return { metric, a: ma, b: mb, at, ...(better ? { better } : {}), ahead };
 }
 

@@ -39,18 +39,27 @@ const markOf = (out: number, n: number): Mark => (out === 0 ? 'ok' : out * 2 < n
 
 /** A `milestones` range: each record against the floor at its epoch. */
 async function trajectoryRow(
-  store: StoreTx, runId: number, r: ExpectedRange, w: Window, line: Array<[number, number]>,
+  store: StoreTx,
+  runId: number,
+  r: ExpectedRange,
+  w: Window,
+  line: Array<[number, number]>,
 ): Promise<RangeRow> {
   const epochs = new Map((await store.series(runId, 'epoch')).map((p) => [p.step, p.value]));
-  const pts = (await store.series(runId, r.metric))
-    .filter((p) => p.step >= w.from && p.step <= w.to && Number.isFinite(p.value) && epochs.has(p.step));
+  const pts = (await store.series(runId, r.metric)).filter(
+    (p) => p.step >= w.from && p.step <= w.to && Number.isFinite(p.value) && epochs.has(p.step),
+  );
   const v = pts.map((p) => p.value);
   const below = pts.filter((p) => p.value < floorAt(line, epochs.get(p.step) as number)).length;
   return { ...summary(r, v), below, above: 0, mark: v.length === 0 ? 'none' : markOf(below, v.length) };
 }
 
 export async function rangeRow(
-  store: StoreTx, runId: number, r: ExpectedRange, w: Window, rules: readonly Rule[],
+  store: StoreTx,
+  runId: number,
+  r: ExpectedRange,
+  w: Window,
+  rules: readonly Rule[],
 ): Promise<RangeRow> {
   if (r.basis === 'milestones') {
     const line = floorLine(rules, r.metric);
@@ -65,8 +74,10 @@ export async function rangeRow(
   if (r.basis === 'absolute' && r.fallback) {
     // a model that lives elsewhere from its start (verl GSM8K's entropy 0.03) is judged against itself
     const early = await earlyMedian(store, runId, r.metric);
-    const outside = early !== undefined && ((r.min !== undefined && early < r.min) || (r.max !== undefined && early > r.max));
-    if (outside) r = { ...r, basis: 'baseline', ...r.fallback, source: `ours: its early median lies outside ${r.source}` };
+    const outside =
+      early !== undefined && ((r.min !== undefined && early < r.min) || (r.max !== undefined && early > r.max));
+    if (outside)
+      r = { ...r, basis: 'baseline', ...r.fallback, source: `ours: its early median lies outside ${r.source}` };
   }
   if (r.basis === 'baseline') {
     baseline = await earlyMedian(store, runId, r.metric);
@@ -89,4 +100,3 @@ async function earlyMedian(store: StoreTx, runId: number, metric: string): Promi
   const early = finite((await store.series(runId, metric)).slice(0, BASELINE_RECORDS).map((p) => p.value));
   return early.length >= 5 ? median(early) : undefined;
 }
-

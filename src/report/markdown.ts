@@ -11,13 +11,22 @@ export const LEVEL_LABEL: Record<Level, string> = {
 };
 export const MARK: Record<Mark, string> = { ok: '✅', warn: '⚠️', bad: '🔴', none: '–' };
 const SEVERITY_MARK = { critical: '🔴', warning: '⚠️', info: 'ℹ️' } as const;
-const MILESTONE_STATE = { met: '✅ met', missed: '🔴 missed', pending: '⏳ pending', unlogged: '– not logged' } as const;
+const MILESTONE_STATE = {
+  met: '✅ met',
+  missed: '🔴 missed',
+  pending: '⏳ pending',
+  unlogged: '– not logged',
+} as const;
 
-const f = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? '-' : formatValue(v));
+const f = (v: number | null | undefined): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? '-' : formatValue(v);
 
 /** Untrusted text (run names, generations, config values) kept inert in Markdown: no mentions, no markup. */
 const inert = (s: string): string =>
-  s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '?').replace(/@/g, '@\u200b').replace(/([\\`*_[\]<>|#])/g, '\\$1');
+  s
+    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '?')
+    .replace(/@/g, '@\u200b')
+    .replace(/([\\`*_[\]<>|#])/g, '\\$1');
 const fence = (s: string): string => s.replace(/```/g, "'''").replace(/@/g, '@\u200b');
 
 export function duration(ms: number): string {
@@ -73,14 +82,22 @@ export function reportMarkdown(r: RunReport): string {
     push('');
   }
 
-  push('## Metric ranges', '', '| Metric | Range | Median | Expected | Outside | Assessment |', '|---|---|---|---|---|---|');
+  push(
+    '## Metric ranges',
+    '',
+    '| Metric | Range | Median | Expected | Outside | Assessment |',
+    '|---|---|---|---|---|---|',
+  );
   for (const row of r.ranges) {
     const outside = row.mark === 'none' ? '-' : `${row.below + row.above}/${row.n}`;
     const cells = [row.metric, `${f(row.min)} - ${f(row.max)}`, f(row.median), expected(row), outside, MARK[row.mark]];
     push(`| ${cells.join(' | ')} |`);
   }
   if (r.reward) {
-    push('', `Reward over the window: ${f(r.reward.first)} -> ${f(r.reward.last)} (halves compared: ${r.reward.trend})`);
+    push(
+      '',
+      `Reward over the window: ${f(r.reward.first)} -> ${f(r.reward.last)} (halves compared: ${r.reward.trend})`,
+    );
   }
   push('');
 
@@ -108,14 +125,17 @@ export function reportMarkdown(r: RunReport): string {
   if (r.components.length > 0) {
     push('## Reward components (where the reward is lost)', '');
     push('| Component | Mean | Best seen | Lost | From |', '|---|---|---|---|---|');
-    for (const c of r.components) push(`| ${inert(c.name)} | ${f(c.mean)} | ${f(c.best)} | ${f(c.gap)} | ${c.source} |`);
+    for (const c of r.components)
+      push(`| ${inert(c.name)} | ${f(c.mean)} | ${f(c.best)} | ${f(c.gap)} | ${c.source} |`);
     push('');
   }
 
   if (r.best.length + r.worst.length > 0) {
     push('## Best and worst generations', '');
     const show = (label: string, g: RunReport['best'][number]) => {
-      const parts = Object.entries(g.breakdown).map(([k, v]) => `${inert(k)} ${f(v)}`).join(', ');
+      const parts = Object.entries(g.breakdown)
+        .map(([k, v]) => `${inert(k)} ${f(v)}`)
+        .join(', ');
       push(`**${label}**, step ${g.step}, reward ${f(g.reward)}${parts ? ` (${parts})` : ''}`, '');
       push('```', fence(g.completion), '```', '');
     };

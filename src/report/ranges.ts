@@ -25,32 +25,61 @@ export interface ExpectedRange {
 /** The GRPO preset's ranges, most important first (the order findings and actions are listed in). */
 export const GRPO_RANGES: readonly ExpectedRange[] = [
   {
-    metric: 'frac_zero_std', basis: 'absolute', max: 0.1, high: 'mode_collapse',
+    metric: 'frac_zero_std',
+    basis: 'absolute',
+    max: 0.1,
+    high: 'mode_collapse',
     source: 'GRPO training analysis: healthy < 0.10',
   },
   {
-    metric: 'reward', basis: 'milestones', min: 1, low: 'reward_low',
+    metric: 'reward',
+    basis: 'milestones',
+    min: 1,
+    low: 'reward_low',
     source: 'GRPO training analysis: on track for the reward milestones',
   },
   {
-    metric: 'reward_cv', basis: 'absolute', max: 0.3, high: 'reward_cv',
+    metric: 'reward_cv',
+    basis: 'absolute',
+    max: 0.3,
+    high: 'reward_cv',
     source: 'GRPO training analysis: healthy CV < 0.30',
   },
   {
-    metric: 'entropy', basis: 'absolute', min: 0.1, max: 0.2, low: 'entropy_range', high: 'entropy_range',
-    source: 'GRPO training analysis: 0.10-0.20 for code generation', fallback: { min: 0.25, max: 4 },
+    metric: 'entropy',
+    basis: 'absolute',
+    min: 0.1,
+    max: 0.2,
+    low: 'entropy_range',
+    high: 'entropy_range',
+    source: 'GRPO training analysis: 0.10-0.20 for code generation',
+    fallback: { min: 0.25, max: 4 },
   },
   {
-    metric: 'grad_norm', basis: 'absolute', min: 0.01, max: 0.5, low: 'grad_norm_range', high: 'grad_norm_range',
-    source: 'GRPO training analysis: 0.01-0.5', fallback: { min: 0.1, max: 10 },
+    metric: 'grad_norm',
+    basis: 'absolute',
+    min: 0.01,
+    max: 0.5,
+    low: 'grad_norm_range',
+    high: 'grad_norm_range',
+    source: 'GRPO training analysis: 0.01-0.5',
+    fallback: { min: 0.1, max: 10 },
   },
   {
-    metric: 'clipped_ratio', basis: 'absolute', max: 0.1, high: 'truncation',
+    metric: 'clipped_ratio',
+    basis: 'absolute',
+    max: 0.1,
+    high: 'truncation',
     source: 'verl best practices: above 0.1 truncates too much',
   },
   { metric: 'kl', basis: 'absolute', max: 10, high: 'kl_out_of_range', source: 'TRL docs: KL within about 10' },
   {
-    metric: 'completion_length', basis: 'baseline', min: 0.5, max: 3, low: 'length_collapse', high: 'length_explosion',
+    metric: 'completion_length',
+    basis: 'baseline',
+    min: 0.5,
+    max: 3,
+    low: 'length_collapse',
+    high: 'length_explosion',
     source: 'ours: 0.5x-3x its early median (length_collapse, length_explosion)',
   },
 ];
@@ -80,9 +109,14 @@ export function rangesFor(config: Pick<Config, 'alerts' | 'report'> | undefined)
 /** `0.01-0.5`, `< 0.1`, `> 0.2`, with `x` for a baseline: `0.5x-3x early median (120)`. */
 export function describeRange(r: ExpectedRange, baseline?: number): string {
   const base = baseline === undefined ? '' : ` (${+baseline.toPrecision(3)})`;
-  if (r.basis === 'milestones') return baseline === undefined ? 'on track for the milestones' : `>= early median${base}`;
+  if (r.basis === 'milestones')
+    return baseline === undefined ? 'on track for the milestones' : `>= early median${base}`;
   const f = (v: number): string => (r.basis === 'baseline' ? `${v}x` : String(v));
   const span =
-    r.min !== undefined && r.max !== undefined ? `${f(r.min)}-${f(r.max)}` : r.max !== undefined ? `< ${f(r.max)}` : `> ${f(r.min ?? 0)}`;
+    r.min !== undefined && r.max !== undefined
+      ? `${f(r.min)}-${f(r.max)}`
+      : r.max !== undefined
+        ? `< ${f(r.max)}`
+        : `> ${f(r.min ?? 0)}`;
   return r.basis === 'baseline' ? `${span} early median${base}` : span;
 }

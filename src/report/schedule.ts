@@ -57,7 +57,11 @@ export class ReportSchedule {
   }
 
   private async send(
-    tx: StoreTx, runId: number, run: string, targets: readonly string[], report: ScheduledReport,
+    tx: StoreTx,
+    runId: number,
+    run: string,
+    targets: readonly string[],
+    report: ScheduledReport,
   ): Promise<number> {
     const n: Notification = { run, items: [], report };
     for (const t of targets) await tx.enqueue(runId, t, n, this.now());
@@ -78,7 +82,11 @@ export class ReportSchedule {
       written += await this.store.transaction(async (tx) => {
         if (!(await tx.markReport(run.id, `epoch:${e}`, this.now()))) return 0;
         if (run.live_at === null || (await this.muted(tx, run.name, 'report'))) return 0;
-        const report = await reportOf({ store: tx, config: this.config }, { run: run.name, until: reached }, this.now());
+        const report = await reportOf(
+          { store: tx, config: this.config },
+          { run: run.name, until: reached },
+          this.now(),
+        );
         const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
         const sent = { kind: 'milestone' as const, title, lines: summaryLines(report) };
         return this.send(tx, run.id, run.name, this.route(run.name, 'warning'), sent);
@@ -148,7 +156,14 @@ export class ReportSchedule {
 export function localDay(at: number, zone: string): { day: string; midnight: number } {
   const two = '2-digit';
   const format = new Intl.DateTimeFormat('en-CA', {
-    timeZone: zone, hourCycle: 'h23', year: 'numeric', month: two, day: two, hour: two, minute: two, second: two,
+    timeZone: zone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: two,
+    day: two,
+    hour: two,
+    minute: two,
+    second: two,
   });
   const parts = Object.fromEntries(format.formatToParts(at).map((p) => [p.type, p.value])) as Record<string, string>;
   const day = `${parts['year']}-${parts['month']}-${parts['day']}`;

@@ -9,7 +9,9 @@ export { mean, median, range } from '../engine/stats.ts';
  * Which way a series went over the window: the means of its first and second halves, `up`/`down` when they
  * differ by more than two standard errors of the difference (noise alone rarely does), else `flat`.
  */
-export function direction(xs: readonly number[]): { first: number; second: number; way: 'up' | 'down' | 'flat' } | null {
+export function direction(
+  xs: readonly number[],
+): { first: number; second: number; way: 'up' | 'down' | 'flat' } | null {
   const v = finite(xs);
   if (v.length < 4) return null;
   const a = v.slice(0, v.length >> 1);

@@ -41,12 +41,17 @@ export function stopVerdict(
   const missed = milestones.filter((m) => m.stop && m.state === 'missed');
   const dead = firing.filter((a) => a.rule === 'no_learning' || a.rule === 'non_finite');
   for (const m of missed) {
-    why.push(`${m.rule}: ${m.metric} ${fmt(m.actual ?? NaN)} at epoch ${fmt(m.atEpoch ?? NaN)}, expected ${m.op} ${m.value}`);
+    why.push(
+      `${m.rule}: ${m.metric} ${fmt(m.actual ?? NaN)} at epoch ${fmt(m.atEpoch ?? NaN)}, expected ${m.op} ${m.value}`,
+    );
   }
   for (const a of dead) why.push(`${a.rule} firing: ${a.summary}`);
   if (why.length > 0) return { verdict: 'stop', why };
   if (ended.length > 0) {
-    return { verdict: 'ended', why: ended.map(({ alert: a, what }) => `${what}: ${a.rule} firing (#${a.id}): ${a.summary}`) };
+    return {
+      verdict: 'ended',
+      why: ended.map(({ alert: a, what }) => `${what}: ${a.rule} firing (#${a.id}): ${a.summary}`),
+    };
   }
   const stops = milestones.filter((m) => m.stop);
   const pending = stops.filter((m) => m.state === 'pending');
@@ -58,7 +63,8 @@ export function stopVerdict(
   if (trend?.trend === 'down' || trend?.trend === 'flat') {
     why.push(`red flag: reward ${trend.trend === 'down' ? 'falling' : 'flat'} ${moved}`);
   }
-  if (frac?.way === 'down') why.push(`green light: frac_zero_std decreasing (${fmt(frac.first)} -> ${fmt(frac.second)})`);
+  if (frac?.way === 'down')
+    why.push(`green light: frac_zero_std decreasing (${fmt(frac.first)} -> ${fmt(frac.second)})`);
   if (frac?.way === 'up') why.push(`red flag: frac_zero_std rising (${fmt(frac.first)} -> ${fmt(frac.second)})`);
   return { verdict: 'continue', why };
 }
@@ -74,7 +80,8 @@ export function statusOf(
   const outside = (r: RangeRow): string =>
     `${r.metric}: ${r.below + r.above} of ${r.n} records outside ${r.range.source}`;
   const critical = firing.find((a) => a.severity === 'critical');
-  if (critical) return { level: 'struggling', decidedBy: `${critical.rule} firing (#${critical.id}): ${critical.summary}` };
+  if (critical)
+    return { level: 'struggling', decidedBy: `${critical.rule} firing (#${critical.id}): ${critical.summary}` };
   const bad = ranges.find((r) => r.mark === 'bad');
   if (bad) return { level: 'struggling', decidedBy: outside(bad) };
   const missed = milestones.find((m) => m.state === 'missed');
@@ -88,5 +95,8 @@ export function statusOf(
   if (warning) return { level: 'watch', decidedBy: `${warning.rule} firing (#${warning.id}): ${warning.summary}` };
   const warn = ranges.find((r) => r.mark === 'warn');
   if (warn) return { level: 'watch', decidedBy: outside(warn) };
-  return { level: 'healthy', decidedBy: 'no alert firing, every judged metric in its expected range, no milestone missed' };
+  return {
+    level: 'healthy',
+    decidedBy: 'no alert firing, every judged metric in its expected range, no milestone missed',
+  };
 }

@@ -39,4 +39,3 @@ export async function valuesIn(store: StoreTx, runId: number, metric: string, w:
     return s === undefined || !(Math.abs(p.value) > 1e-9) ? [] : [s / Math.abs(p.value)];
   });
 }
-

@@ -33,15 +33,35 @@ export interface AlertRow {
 /** The row `INSERT INTO alerts` makes of a new alert `id` (both stores' create, and a PostgreSQL watcher that sends
  * the insert without waiting for the row: pgLiveStore.ts). */
 export function newAlertRow(
-  id: number, runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+  id: number,
+  runId: number,
+  rule: string,
+  metric: string,
+  state: 'pending' | 'firing',
+  c: AlertChange,
 ): AlertRow {
   const firing = state === 'firing';
   return {
-    id, run_id: runId, rule, metric, severity: c.severity, state, summary: c.summary,
+    id,
+    run_id: runId,
+    rule,
+    metric,
+    severity: c.severity,
+    state,
+    summary: c.summary,
     details: JSON.stringify(c.details),
-    started_step: c.step, started_at: c.at, fired_step: firing ? c.step : null, fired_at: firing ? c.at : null,
-    resolved_step: null, resolved_at: null, acked_by: null, acked_by_name: null, acked_at: null, ack_comment: null,
-    notified_state: null, notified_at: null,
+    started_step: c.step,
+    started_at: c.at,
+    fired_step: firing ? c.step : null,
+    fired_at: firing ? c.at : null,
+    resolved_step: null,
+    resolved_at: null,
+    acked_by: null,
+    acked_by_name: null,
+    acked_at: null,
+    ack_comment: null,
+    notified_state: null,
+    notified_at: null,
   };
 }
 
@@ -93,14 +113,19 @@ export class Alerts {
         (prepared(db, 'SELECT cursors FROM run_cursors WHERE run_id = ?').pluck().get(runId) as string | undefined) ??
         null,
       (runId, json) =>
-        prepared(db, `INSERT INTO run_cursors (run_id, cursors) VALUES (?, ?)
-          ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`).run(runId, json),
+        prepared(
+          db,
+          `INSERT INTO run_cursors (run_id, cursors) VALUES (?, ?)
+          ON CONFLICT (run_id) DO UPDATE SET cursors = excluded.cursors`,
+        ).run(runId, json),
     );
   }
 
   open(runId: number, rule: string, metric: string): AlertRow | undefined {
-    return prepared(this.db, `SELECT * FROM alerts WHERE run_id = ? AND rule = ? AND metric = ? AND state != 'resolved'`)
-      .get(runId, rule, metric) as AlertRow | undefined;
+    return prepared(
+      this.db,
+      `SELECT * FROM alerts WHERE run_id = ? AND rule = ? AND metric = ? AND state != 'resolved'`,
+    ).get(runId, rule, metric) as AlertRow | undefined;
   }
 
   byId(id: number): AlertRow | undefined {
@@ -108,13 +133,24 @@ export class Alerts {
   }
 
   create(runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange): AlertRow {
-    const info = prepared(this.db,
-        `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
+    const info = prepared(
+      this.db,
+      `INSERT INTO alerts (run_id, rule, metric, severity, state, summary, details, started_step, started_at,
            fired_step, fired_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
-        state === 'firing' ? c.step : null, state === 'firing' ? c.at : null);
+    ).run(
+      runId,
+      rule,
+      metric,
+      c.severity,
+      state,
+      c.summary,
+      JSON.stringify(c.details),
+      c.step,
+      c.at,
+      state === 'firing' ? c.step : null,
+      state === 'firing' ? c.at : null,
+    );
     const id = Number(info.lastInsertRowid);
     this.event(id, state, c);
     const row = newAlertRow(id, runId, rule, metric, state, c);
@@ -123,15 +159,19 @@ export class Alerts {
   }
 
   fire(id: number, c: AlertChange): void {
-    prepared(this.db, `UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`)
-      .run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
+    prepared(
+      this.db,
+      `UPDATE alerts SET state = 'firing', fired_step = ?, fired_at = ?, severity = ?, summary = ?, details = ? WHERE id = ?`,
+    ).run(c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), id);
     this.event(id, 'firing', c);
     this.opened.fired(id, c);
   }
 
   resolve(id: number, c: AlertChange): void {
-    prepared(this.db, `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`)
-      .run(c.step, c.at, JSON.stringify(changeDetails(c)), id);
+    prepared(
+      this.db,
+      `UPDATE alerts SET state = 'resolved', resolved_step = ?, resolved_at = ?, details = json_set(details, '$.resolved', json(?)) WHERE id = ?`,
+    ).run(c.step, c.at, JSON.stringify(changeDetails(c)), id);
     this.event(id, 'resolved', c);
     this.opened.closed(id);
     this.resolvedMayChange(id);
@@ -144,8 +184,10 @@ export class Alerts {
   }
 
   ack(id: number, by: Who, comment: string | null, at: number): void {
-    prepared(this.db, 'UPDATE alerts SET acked_by = ?, acked_by_name = ?, acked_at = ?, ack_comment = ? WHERE id = ?')
-      .run(by.id, by.name, at, comment, id);
+    prepared(
+      this.db,
+      'UPDATE alerts SET acked_by = ?, acked_by_name = ?, acked_at = ?, ack_comment = ? WHERE id = ?',
+    ).run(by.id, by.name, at, comment, id);
     this.opened.changed(id);
   }
 
@@ -163,12 +205,12 @@ export class Alerts {
     // `firedSince` (the engine passes its clock, or none) fired after it and was resolved since, which cleared the
     // mark; `openOf` has just looked for other writers
     if (this.nothingResolved.has(runId)) return firing;
-    const resolved = prepared(this.db,
-        `SELECT * FROM alerts WHERE run_id = :runId AND state = 'resolved'
+    const resolved = prepared(
+      this.db,
+      `SELECT * FROM alerts WHERE run_id = :runId AND state = 'resolved'
            AND (notified_state = 'firing' OR (notified_state IS NULL AND fired_at >= :since))
          ORDER BY id`,
-      )
-      .all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
+    ).all({ runId, since: Number.isFinite(firedSince) ? firedSince : null }) as AlertRow[];
     if (resolved.length === 0) this.nothingResolved.add(runId);
     return resolved.length === 0 ? firing : [...firing, ...resolved].sort((a, b) => a.id - b.id);
   }
@@ -181,25 +223,27 @@ export class Alerts {
 
   /** The run's incidents that fired, by rule (sorted). */
   firedByRule(runId: number): RuleIncidents[] {
-    return prepared(this.db,
-        `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
+    return prepared(
+      this.db,
+      `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
              WHEN 3 THEN 'critical' WHEN 2 THEN 'warning' ELSE 'info' END AS severity,
            count(*) AS incidents, sum(state = 'firing') AS firing
          FROM alerts WHERE run_id = ? AND fired_at IS NOT NULL GROUP BY rule ORDER BY rule`,
-      )
-      .all(runId) as RuleIncidents[];
+    ).all(runId) as RuleIncidents[];
   }
 
   list(opts: { runId?: number; all?: boolean }): AlertRow[] {
-    return prepared(this.db,
-        `SELECT * FROM alerts WHERE (:runId IS NULL OR run_id = :runId) AND (:all OR state = 'firing')
+    return prepared(
+      this.db,
+      `SELECT * FROM alerts WHERE (:runId IS NULL OR run_id = :runId) AND (:all OR state = 'firing')
          ORDER BY id DESC`,
-      )
-      .all({ runId: opts.runId ?? null, all: opts.all ? 1 : 0 }) as AlertRow[];
+    ).all({ runId: opts.runId ?? null, all: opts.all ? 1 : 0 }) as AlertRow[];
   }
 
   events(id: number): Array<{ at: number; step: number | null; state: string; details: string }> {
-    return prepared(this.db, 'SELECT at, step, state, details FROM alert_events WHERE alert_id = ? ORDER BY id').all(id) as Array<{
+    return prepared(this.db, 'SELECT at, step, state, details FROM alert_events WHERE alert_id = ? ORDER BY id').all(
+      id,
+    ) as Array<{
       at: number;
       step: number | null;
       state: string;
@@ -253,7 +297,12 @@ export class Alerts {
   }
 
   private event(id: number, state: string, c: AlertChange): void {
-    prepared(this.db, 'INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)')
-      .run(id, c.at, c.step, state, JSON.stringify(changeDetails(c)));
+    prepared(this.db, 'INSERT INTO alert_events (alert_id, at, step, state, details) VALUES (?, ?, ?, ?, ?)').run(
+      id,
+      c.at,
+      c.step,
+      state,
+      JSON.stringify(changeDetails(c)),
+    );
   }
 }

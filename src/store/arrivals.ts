@@ -35,8 +35,10 @@ export class Arrivals {
 
   /** The newest arrivals, oldest first. */
   recent(runId: number): Array<{ at: number; steps: number }> {
-    const rows = prepared(this.db, `SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${ARRIVALS_KEPT}`)
-      .all(runId) as Array<{ at: number; steps: number }>;
+    const rows = prepared(
+      this.db,
+      `SELECT at, steps FROM arrivals WHERE run_id = ? ORDER BY id DESC LIMIT ${ARRIVALS_KEPT}`,
+    ).all(runId) as Array<{ at: number; steps: number }>;
     return rows.reverse();
   }
 }

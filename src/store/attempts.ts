@@ -54,8 +54,13 @@ export function mayRepeatSibling(file: TrackedFile, firstStep: number, runLast: 
  * a new attempt in the same folder); another file of the run that goes back too joins that attempt.
  */
 export function foldAttempts(
-  runId: number, latest: AttemptRow | undefined, file: TrackedFile, steps: readonly number[], at: number,
-  runLast: number | null, quietSibling: boolean,
+  runId: number,
+  latest: AttemptRow | undefined,
+  file: TrackedFile,
+  steps: readonly number[],
+  at: number,
+  runLast: number | null,
+  quietSibling: boolean,
 ): AttemptsFold {
   const changed = new Map<number, AttemptRow>();
   // attempt 1 of a run stored before attempts were tracked starts at the run's highest step; it needs no rewind
@@ -64,7 +69,9 @@ export function foldAttempts(
     changed.set(attempt, row);
     return row;
   };
-  let newest = latest ? { ...latest } : start(1, steps[0] as number, Math.max((steps[0] as number) - 1, runLast ?? -Infinity));
+  let newest = latest
+    ? { ...latest }
+    : start(1, steps[0] as number, Math.max((steps[0] as number) - 1, runLast ?? -Infinity));
   let prev = file.last_step;
   let attempt = file.attempt;
   const restart = (step: number): void => {
@@ -114,8 +121,9 @@ export class Attempts {
       const last = held[held.length - 1];
       return last && { ...last };
     }
-    return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt DESC LIMIT 1')
-      .get(runId) as AttemptRow | undefined;
+    return prepared(this.db, 'SELECT * FROM attempts WHERE run_id = ? ORDER BY attempt DESC LIMIT 1').get(runId) as
+      | AttemptRow
+      | undefined;
   }
 
   /** A transaction that may have written the run's attempts rolled back (or the run was removed): read them again. */
@@ -142,14 +150,20 @@ export class Attempts {
    * took the newest attempt past its highest step (the run's pace), and what the file's row is to say now
    * (`Files.advance`); null when there were no steps.
    */
-  track(runId: number, file: TrackedFile, steps: readonly number[], at: number, runLast: number | null):
-    Pick<AttemptsFold, 'advanced' | 'fileLastStep' | 'fileAttempt'> | null {
+  track(
+    runId: number,
+    file: TrackedFile,
+    steps: readonly number[],
+    at: number,
+    runLast: number | null,
+  ): Pick<AttemptsFold, 'advanced' | 'fileLastStep' | 'fileAttempt'> | null {
     if (steps.length === 0) return null;
     const quiet = mayRepeatSibling(file, steps[0] as number, runLast) && this.hasQuietSibling(runId, file, at);
     let held = this.held.get(runId);
     if (!held) this.held.set(runId, (held = this.list(runId)));
     const fold = foldAttempts(runId, held[held.length - 1], file, steps, at, runLast, quiet);
-    const upsert = prepared(this.db,
+    const upsert = prepared(
+      this.db,
       `INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
        VALUES (:run_id, :attempt, :resumed_step, :at, :last_step, :rewound)
        ON CONFLICT (run_id, attempt) DO UPDATE SET last_step = excluded.last_step`,
@@ -157,7 +171,8 @@ export class Attempts {
     for (const row of fold.rows) {
       upsert.run(row);
       const known = held.find((a) => a.attempt === row.attempt);
-      if (known) known.last_step = row.last_step; // what the upsert changes of a row it finds
+      if (known)
+        known.last_step = row.last_step; // what the upsert changes of a row it finds
       else held.push({ ...row }); // a new attempt is the newest
     }
     return fold;
@@ -170,11 +185,11 @@ export class Attempts {
    */
   private hasQuietSibling(runId: number, file: TrackedFile, at: number): boolean {
     return (
-      prepared(this.db,
-          `SELECT 1 FROM files WHERE run_id = ? AND format = ? AND id != ? AND last_step IS NOT NULL
+      prepared(
+        this.db,
+        `SELECT 1 FROM files WHERE run_id = ? AND format = ? AND id != ? AND last_step IS NOT NULL
              AND grew_at <= ? LIMIT 1`,
-        )
-        .get(runId, file.format, file.id, at - QUIET_MS) !== undefined
+      ).get(runId, file.format, file.id, at - QUIET_MS) !== undefined
     );
   }
 }

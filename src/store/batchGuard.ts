@@ -179,7 +179,8 @@ function cleanExample(e: Example, text: (s: string) => string): Example {
 function eventUnstorable(e: Event): boolean {
   return (
     [e.title, e.text, ...(e.context ?? []), ...Object.values(e.config ?? {})].some((s) => UNSTORABLE.test(s)) ||
-    keysUnstorable(e.values) || keysUnstorable(e.config)
+    keysUnstorable(e.values) ||
+    keysUnstorable(e.config)
   );
 }
 

@@ -23,8 +23,10 @@ export class ChatMessages {
     at: number,
   ): void {
     this.db.transaction(() => {
-      const info = prepared(this.db, 'INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-        .run(target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at);
+      const info = prepared(
+        this.db,
+        'INSERT OR IGNORE INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ).run(target, ref, m.runId, JSON.stringify(m.alertIds), JSON.stringify(m.payload), m.delivery, at);
       const id = info.changes > 0 ? Number(info.lastInsertRowid) : this.byRef(target, ref)!.id;
       const link = prepared(this.db, 'INSERT OR IGNORE INTO alert_messages (alert_id, message_id) VALUES (?, ?)');
       for (const a of m.alertIds) link.run(a, id);
@@ -38,28 +40,32 @@ export class ChatMessages {
 
   /** The message already posted for this delivery (outbox row and part), if any. */
   byDelivery(target: string, delivery: string): ChatMessageRow | undefined {
-    return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND delivery = ?').get(target, delivery) as ChatMessageRow | undefined;
+    return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND delivery = ?').get(target, delivery) as
+      | ChatMessageRow
+      | undefined;
   }
 
   byRef(target: string, ref: string): ChatMessageRow | undefined {
-    return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND ref = ?').get(target, ref) as ChatMessageRow | undefined;
+    return prepared(this.db, 'SELECT * FROM chat_messages WHERE target = ? AND ref = ?').get(target, ref) as
+      | ChatMessageRow
+      | undefined;
   }
 
   /** The messages of every target that show this alert, newest first. */
   showing(alertId: number): ChatMessageRow[] {
-    return prepared(this.db,
-        `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+    return prepared(
+      this.db,
+      `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
          WHERE a.alert_id = ? ORDER BY m.id DESC`,
-      )
-      .all(alertId) as ChatMessageRow[];
+    ).all(alertId) as ChatMessageRow[];
   }
 
   /** The messages of `target` that show this alert, newest first. */
   ofAlert(alertId: number, target: string): ChatMessageRow[] {
-    return prepared(this.db,
-        `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
+    return prepared(
+      this.db,
+      `SELECT m.* FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
          WHERE a.alert_id = ? AND m.target = ? ORDER BY m.id DESC`,
-      )
-      .all(alertId, target) as ChatMessageRow[];
+    ).all(alertId, target) as ChatMessageRow[];
   }
 }

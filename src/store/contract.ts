@@ -124,7 +124,11 @@ export interface StoreContract {
   examplesBetween(runId: number, from: number, to: number): Promise<StoredExample[]>;
   /** the `n` best (or worst) kept generations over steps `from`..`to` */
   examplesExtremes(
-    runId: number, from: number, to: number, which: 'best' | 'worst', n: number,
+    runId: number,
+    from: number,
+    to: number,
+    which: 'best' | 'worst',
+    n: number,
   ): Promise<StoredExample[]>;
   /** the latest value of each number the run's `meta` events gave (total_steps, ...) */
   runMeta(runId: number): Promise<Record<string, number>>;
@@ -146,7 +150,11 @@ export interface StoreContract {
   openAlertsOf(runId: number): Promise<AlertRow[]>;
   listAlerts(opts: { runId?: number; all?: boolean }): Promise<AlertRow[]>;
   createAlert(
-    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
+    runId: number,
+    rule: string,
+    metric: string,
+    state: 'pending' | 'firing',
+    c: AlertChange,
   ): Promise<AlertRow>;
   fireAlert(id: number, c: AlertChange): Promise<void>;
   resolveAlert(id: number, c: AlertChange): Promise<void>;

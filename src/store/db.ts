@@ -72,7 +72,11 @@ function openReadOnly(path: string): Database.Database {
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     if (!/^SQLITE_(READONLY|CANTOPEN)/.test(code) || existsSync(`${path}-wal`)) throw err;
-    return new Database(`${pathToFileURL(path).href}?immutable=1`, { readonly: true, fileMustExist: true, nativeBinding: SQLITE_ADDON });
+    return new Database(`${pathToFileURL(path).href}?immutable=1`, {
+      readonly: true,
+      fileMustExist: true,
+      nativeBinding: SQLITE_ADDON,
+    });
   }
 }
 

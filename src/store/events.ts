@@ -73,11 +73,13 @@ export class Events {
   /** Call inside the batch transaction; each event carries the step it is filed under. A `meta` event that
    * repeats the run's last one (trainer_state.json is re-read whole on every save) is not stored again. */
   write(runId: number, fileId: number, events: ReadonlyArray<EventRecord & { step: number }>, at: number): void {
-    const stmt = prepared(this.db,
+    const stmt = prepared(
+      this.db,
       `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    const lastMeta = prepared(this.db,
+    const lastMeta = prepared(
+      this.db,
       `SELECT title, vals, config FROM events WHERE run_id = ? AND kind = 'meta' ORDER BY id DESC LIMIT 1`,
     );
     const json = (v: object | undefined): string | null => (v === undefined ? null : JSON.stringify(v));
@@ -87,7 +89,19 @@ export class Events {
         if (last && last.title === e.title && last.vals === json(e.values) && last.config === json(e.config)) continue;
       }
       const fatal = e.fatal ? 1 : 0;
-      stmt.run(runId, fileId, e.step, e.kind, e.title, e.text, fatal, json(e.context), json(e.values), json(e.config), at);
+      stmt.run(
+        runId,
+        fileId,
+        e.step,
+        e.kind,
+        e.title,
+        e.text,
+        fatal,
+        json(e.context),
+        json(e.values),
+        json(e.config),
+        at,
+      );
     }
     this.held.wrote(runId);
   }
@@ -95,8 +109,10 @@ export class Events {
   /** Events of some kinds with an id above `afterId`, oldest first. */
   after(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): EventRow[] {
     return this.heldOr(runId, `after ${afterId} ${kinds.join()}`, () => {
-      const rows = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`)
-        .all(runId, afterId, ...kinds) as Raw[];
+      const rows = prepared(
+        this.db,
+        `SELECT * FROM events WHERE run_id = ? AND id > ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY id`,
+      ).all(runId, afterId, ...kinds) as Raw[];
       return rows.map(fromRow);
     });
   }
@@ -109,7 +125,10 @@ export class Events {
   /** The latest value of each number the run's `meta` events gave (total_steps, max_steps, ...). */
   meta(runId: number): Record<string, number> {
     return this.heldOr(runId, 'meta', () => {
-      const rows = prepared(this.db, `SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`)
+      const rows = prepared(
+        this.db,
+        `SELECT vals FROM events WHERE run_id = ? AND kind = 'meta' AND vals IS NOT NULL ORDER BY id`,
+      )
         .pluck()
         .all(runId) as string[];
       return Object.assign({}, ...rows.map((v) => JSON.parse(v) as Record<string, number>)) as Record<string, number>;
@@ -128,8 +147,10 @@ export class Events {
   /** The run's last `finished` event (the trainer's end-of-training summary), if any. */
   finished(runId: number): EventRow | undefined {
     return this.heldOr(runId, 'finished', () => {
-      const r = prepared(this.db, `SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`)
-        .get(runId) as Raw | undefined;
+      const r = prepared(
+        this.db,
+        `SELECT * FROM events WHERE run_id = ? AND kind = 'finished' ORDER BY id DESC LIMIT 1`,
+      ).get(runId) as Raw | undefined;
       return r && fromRow(r);
     });
   }

@@ -84,11 +84,11 @@ export class Examples {
       .pluck()
       .get(runId, step) as number | null;
     if (at === null) return [];
-    const rows = prepared(this.db,
-        `SELECT step, key, reward, prompt, completion, breakdown FROM examples
+    const rows = prepared(
+      this.db,
+      `SELECT step, key, reward, prompt, completion, breakdown FROM examples
          WHERE run_id = ? AND step = ? ORDER BY reward DESC, key`,
-      )
-      .all(runId, at) as Array<Omit<StoredExample, 'breakdown'> & { breakdown: string }>;
+    ).all(runId, at) as Array<Omit<StoredExample, 'breakdown'> & { breakdown: string }>;
     return rows.map((r) => ({ ...r, breakdown: JSON.parse(r.breakdown) as Record<string, number> }));
   }
 }

@@ -90,14 +90,14 @@ export class Files {
    * batch had steps. The held row is changed as the statement changes it (RETURNING cost more than the reads it
    * saved). */
   advance(fileId: number, p: FileProgress, skipped: number, now: number, attempt: FileAttempt | null = null): void {
-    prepared(this.db,
-        `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
+    prepared(
+      this.db,
+      `UPDATE files SET dev = :dev, ino = :ino, offset = :offset, size = :size, mtime_ms = :mtimeMs,
            seq = :seq, lines = lines + :lines, records = records + :records, skipped = skipped + :skipped,
            updated_at = :now, grew_at = CASE WHEN :lines > 0 THEN :now ELSE grew_at END,
            last_step = coalesce(:lastStep, last_step), attempt = coalesce(:attempt, attempt)
          WHERE id = :fileId`,
-      )
-      .run({ ...p, fileId, skipped, now, lastStep: attempt?.lastStep ?? null, attempt: attempt?.attempt ?? null });
+    ).run({ ...p, fileId, skipped, now, lastStep: attempt?.lastStep ?? null, attempt: attempt?.attempt ?? null });
     const row = this.held.written(fileId) as (FileRow & { updated_at: number }) | undefined;
     if (!row) return;
     row.dev = p.dev;
@@ -118,7 +118,8 @@ export class Files {
   }
 
   addSkips(fileId: number, skips: Map<string, SkipCount>): void {
-    const stmt = prepared(this.db,
+    const stmt = prepared(
+      this.db,
       `INSERT INTO file_skips (file_id, reason, count, sample) VALUES (?, ?, ?, ?)
        ON CONFLICT (file_id, reason) DO UPDATE SET count = count + excluded.count, sample = excluded.sample`,
     );
@@ -134,7 +135,8 @@ export class Files {
   }
 
   skipsOf(fileId: number): Array<{ reason: string; count: number; sample: string }> {
-    return prepared(this.db, 'SELECT reason, count, sample FROM file_skips WHERE file_id = ? ORDER BY count DESC')
-      .all(fileId) as Array<{ reason: string; count: number; sample: string }>;
+    return prepared(this.db, 'SELECT reason, count, sample FROM file_skips WHERE file_id = ? ORDER BY count DESC').all(
+      fileId,
+    ) as Array<{ reason: string; count: number; sample: string }>;
   }
 }

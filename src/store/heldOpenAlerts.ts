@@ -35,7 +35,12 @@ export class HeldOpenAlerts {
    * Returns its row as changed, if its run's list is held. */
   fired(id: number, c: AlertChange): AlertRow | undefined {
     return this.update(id, (a) => ({
-      ...a, state: 'firing', fired_step: c.step, fired_at: c.at, severity: c.severity, summary: c.summary,
+      ...a,
+      state: 'firing',
+      fired_step: c.step,
+      fired_at: c.at,
+      severity: c.severity,
+      summary: c.summary,
       details: JSON.stringify(c.details),
     }));
   }
@@ -51,7 +56,10 @@ export class HeldOpenAlerts {
     if (runId === undefined) return undefined;
     this.runOf.delete(id);
     const rows = this.runs.get(runId)!;
-    rows.splice(rows.findIndex((a) => a.id === id), 1);
+    rows.splice(
+      rows.findIndex((a) => a.id === id),
+      1,
+    );
     return runId;
   }
 

@@ -39,9 +39,11 @@ export type RankedRow = OutboxRow & { rank: number };
 
 /** Claimed rows in the order they were handed out (`StoreContract.claim`), each leased `until`. */
 export function handOutOrder(
-  rows: RankedRow[], until: number,
+  rows: RankedRow[],
+  until: number,
 ): Array<OutboxRow & { urgency: number; leaseUntil: number }> {
-  return rows.sort((a, b) => b.rank - a.rank || a.id - b.id)
+  return rows
+    .sort((a, b) => b.rank - a.rank || a.id - b.id)
     .map(({ rank, ...r }) => ({ ...r, urgency: rank, leaseUntil: until }));
 }
 
@@ -106,22 +108,26 @@ export class Outbox {
     const m = mergeable(payload);
     const merge = m && { items: m.items, ids: m.ids, target, run: runId, room: m.room, editRoom: m.editRoom };
     if (merge && prepared(this.db, MERGE).run(merge).changes === 1) return;
-    prepared(this.db, 'INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts) VALUES (?, ?, ?, ?, ?)')
-      .run(at, runId, target, m?.text ?? JSON.stringify(payload), m?.ids ?? null);
+    prepared(
+      this.db,
+      'INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts) VALUES (?, ?, ?, ?, ?)',
+    ).run(at, runId, target, m?.text ?? JSON.stringify(payload), m?.ids ?? null);
   }
 
   /** The rows of a target still to deliver, oldest first; set-aside rows are not among them. */
   pending(target: string, limit = 50): OutboxRow[] {
-    return prepared(this.db,
-        `SELECT ${COLUMNS} FROM outbox WHERE target = ? AND done_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`,
-      )
-      .all(target, limit) as OutboxRow[];
+    return prepared(
+      this.db,
+      `SELECT ${COLUMNS} FROM outbox WHERE target = ? AND done_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`,
+    ).all(target, limit) as OutboxRow[];
   }
 
   /** Every row not delivered, of every target: pending and set aside, oldest first. */
   open(): OpenOutboxRow[] {
-    return prepared(this.db, `SELECT ${COLUMNS}, last_error, dead_at, dead_reason FROM outbox WHERE done_at IS NULL ORDER BY id`)
-      .all() as OpenOutboxRow[];
+    return prepared(
+      this.db,
+      `SELECT ${COLUMNS}, last_error, dead_at, dead_reason FROM outbox WHERE done_at IS NULL ORDER BY id`,
+    ).all() as OpenOutboxRow[];
   }
 
   done(id: number, at: number): void {
@@ -130,30 +136,36 @@ export class Outbox {
 
   /** A failed try: counted, with the error, and when the row may be tried again. */
   failed(id: number, error: string, nextAttemptAt: number | null = null): void {
-    prepared(this.db, 'UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?')
-      .run(error, nextAttemptAt, id);
+    prepared(
+      this.db,
+      'UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?',
+    ).run(error, nextAttemptAt, id);
   }
 
   /** A try the target refused for good: counted, and set aside so that the rows after it go out. */
   setAside(id: number, reason: string, at: number): void {
-    prepared(this.db, 'UPDATE outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?, dead_reason = ? WHERE id = ?')
-      .run(reason, at, reason, id);
+    prepared(
+      this.db,
+      'UPDATE outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?, dead_reason = ? WHERE id = ?',
+    ).run(reason, at, reason, id);
   }
 
   /** Puts a set-aside row back in line, to be tried at once; false when `id` is no set-aside row. */
   requeue(id: number): boolean {
     return (
-      prepared(this.db,
-          `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
+      prepared(
+        this.db,
+        `UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
            WHERE id = ? AND dead_at IS NOT NULL AND done_at IS NULL`,
-        )
-        .run(id).changes === 1
+      ).run(id).changes === 1
     );
   }
 
   /** The target's platform is back: its waiting rows may be tried now rather than after their backoff. */
   clearWait(target: string): void {
-    prepared(this.db, 'UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL')
-      .run(target);
+    prepared(
+      this.db,
+      'UPDATE outbox SET next_attempt_at = NULL WHERE target = ? AND done_at IS NULL AND next_attempt_at IS NOT NULL',
+    ).run(target);
   }
 }

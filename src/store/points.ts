@@ -105,7 +105,8 @@ export class Points {
    * there, or when this store keeps series (read whole once, then topped up); else summed up by SQLite. */
   digest(runId: number, metric: string, last?: number): SeriesDigest {
     const id = this.metricId(metric);
-    if (!this.keepSeries && !this.cache.has(runId, id)) return (this.sqlDigest ??= new SqlDigest(this.db)).digest(runId, id, last);
+    if (!this.keepSeries && !this.cache.has(runId, id))
+      return (this.sqlDigest ??= new SqlDigest(this.db)).digest(runId, id, last);
     return digestOfNewest(this.cache.columns(runId, id), last);
   }
 
@@ -235,7 +236,9 @@ export class Points {
     seen.add(id);
     let logged = this.logged.get(runId);
     if (!logged) {
-      const ids = prepared(this.db, 'SELECT metric_id FROM run_metrics WHERE run_id = ?').pluck().all(runId) as number[];
+      const ids = prepared(this.db, 'SELECT metric_id FROM run_metrics WHERE run_id = ?')
+        .pluck()
+        .all(runId) as number[];
       this.logged.set(runId, (logged = new Set(ids)));
     }
     if (logged.has(id)) return;
@@ -265,7 +268,9 @@ export class Points {
 
   /** How long the run took from its first logged step to its last, by when rlwatch read them (null before two). */
   stepSpan(runId: number): number | null {
-    return prepared(this.db, 'SELECT max(at) - min(at) FROM steps WHERE run_id = ?').pluck().get(runId) as number | null;
+    return prepared(this.db, 'SELECT max(at) - min(at) FROM steps WHERE run_id = ?').pluck().get(runId) as
+      | number
+      | null;
   }
 
   /** Every metric name any run has logged. */
@@ -276,9 +281,10 @@ export class Points {
   metricsOf(runId: number): string[] {
     const held = this.names.get(runId);
     if (held) return [...held];
-    const names = prepared(this.db,
-        `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = ? ORDER BY m.name`,
-      )
+    const names = prepared(
+      this.db,
+      `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = ? ORDER BY m.name`,
+    )
       .pluck()
       .all(runId) as string[];
     if (this.logged.has(runId)) this.names.set(runId, [...names]);
@@ -287,16 +293,16 @@ export class Points {
 
   /** The last value of every metric the run has logged. */
   latest(runId: number): LatestValue[] {
-    const rows = prepared(this.db,
-        `SELECT m.name AS metric, p.step AS step, p.value AS value
+    const rows = prepared(
+      this.db,
+      `SELECT m.name AS metric, p.step AS step, p.value AS value
          FROM run_metrics r
          JOIN metrics m ON m.id = r.metric_id
          JOIN points p ON p.run_id = r.run_id AND p.metric_id = r.metric_id
            AND p.step = (SELECT max(step) FROM points q WHERE q.run_id = r.run_id AND q.metric_id = r.metric_id)
          WHERE r.run_id = ?
          ORDER BY m.name`,
-      )
-      .all(runId) as Array<{ metric: string; step: number; value: number | null }>;
+    ).all(runId) as Array<{ metric: string; step: number; value: number | null }>;
     return rows.map((r) => ({ ...r, value: fromDb(r.value) }));
   }
 
@@ -304,15 +310,15 @@ export class Points {
   series(runId: number, metric: string, last?: number): SeriesPoint[] {
     const metricId = this.metricId(metric);
     const epochId = this.metricId('epoch');
-    const rows = prepared(this.db,
-        `SELECT p.step AS step, e.value AS epoch, p.value AS value
+    const rows = prepared(
+      this.db,
+      `SELECT p.step AS step, e.value AS epoch, p.value AS value
          FROM points p
          LEFT JOIN points e ON e.run_id = p.run_id AND e.metric_id = :epochId AND e.step = p.step
          WHERE p.run_id = :runId AND p.metric_id = :metricId
          ORDER BY p.step DESC
          LIMIT :limit`,
-      )
-      .all({ runId, metricId, epochId, limit: last ?? -1 }) as Array<{
+    ).all({ runId, metricId, epochId, limit: last ?? -1 }) as Array<{
       step: number;
       epoch: number | null;
       value: number | null;
@@ -330,8 +336,10 @@ export class Points {
       if (!series) return []; // nothing past `step` in the database either
       if (series.ascending) return pointsAfter(series, step);
     }
-    const rows = prepared(this.db, 'SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step')
-      .all(runId, this.metricId(metric), step) as Array<{ step: number; value: number | null }>;
+    const rows = prepared(
+      this.db,
+      'SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step',
+    ).all(runId, this.metricId(metric), step) as Array<{ step: number; value: number | null }>;
     return rows.map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
 
@@ -344,8 +352,10 @@ export class Points {
     if (kept) return kept;
     // NaN is stored as NULL; ±Infinity as REAL infinities, which 9e999 spells in SQL
     const where = finite ? 'AND value IS NOT NULL AND abs(value) < 9e999' : '';
-    const rows = prepared(this.db, `SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ${where} ORDER BY step DESC LIMIT ?`)
-      .all(runId, this.metricId(metric), step, n) as Array<{ step: number; value: number | null }>;
+    const rows = prepared(
+      this.db,
+      `SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step <= ? ${where} ORDER BY step DESC LIMIT ?`,
+    ).all(runId, this.metricId(metric), step, n) as Array<{ step: number; value: number | null }>;
     return rows.reverse().map((r) => ({ step: r.step, value: fromDb(r.value) }));
   }
 }
@@ -364,7 +374,12 @@ function firstPast(steps: readonly number[], step: number): number {
 
 /** The last `n` points (finite ones only, with `finite`) at or before `step`, ascending; undefined when the tail
  * does not reach back far enough to know. */
-function lastOf(tail: Tail, step: number, n: number, finite: boolean): Array<{ step: number; value: number }> | undefined {
+function lastOf(
+  tail: Tail,
+  step: number,
+  n: number,
+  finite: boolean,
+): Array<{ step: number; value: number }> | undefined {
   const { steps, values } = tail;
   const lo = firstPast(steps, step);
   const out: Array<{ step: number; value: number }> = [];

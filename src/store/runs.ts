@@ -45,8 +45,7 @@ export class Runs {
     if (existing) return existing;
     let candidate = name;
     for (let i = 2; this.byName(candidate); i++) candidate = `${name}~${i}`;
-    prepared(this.db, 'INSERT INTO runs (name, path, created_at) VALUES (?, ?, ?)')
-      .run(candidate, path, this.now());
+    prepared(this.db, 'INSERT INTO runs (name, path, created_at) VALUES (?, ?, ?)').run(candidate, path, this.now());
     return prepared(this.db, 'SELECT * FROM runs WHERE path = ?').get(path) as RunRow;
   }
 
@@ -65,8 +64,9 @@ export class Runs {
   /** Folds one committed batch into the run's summary; `newSteps` counts steps not seen before. With `read`,
    * rlwatch read new lines of it at `at` too (what `active` notes), in the same statement. */
   noteBatch(runId: number, minStep: number, maxStep: number, newSteps: number, at: number, read = false): void {
-    prepared(this.db,
-        `UPDATE runs SET
+    prepared(
+      this.db,
+      `UPDATE runs SET
            first_step = min(coalesce(first_step, :minStep), :minStep),
            last_step  = max(coalesce(last_step, :maxStep), :maxStep),
            records    = records + :newSteps,
@@ -75,8 +75,7 @@ export class Runs {
            active_at  = CASE WHEN :read THEN :at ELSE active_at END,
            started_at = CASE WHEN :read THEN coalesce(started_at, :at) ELSE started_at END
          WHERE id = :runId`,
-      )
-      .run({ runId, minStep, maxStep, newSteps, at, read: read ? 1 : 0 });
+    ).run({ runId, minStep, maxStep, newSteps, at, read: read ? 1 : 0 });
     const row = this.held.written(runId);
     if (!row) return;
     row.first_step = row.first_step === null ? minStep : Math.min(row.first_step, minStep);
@@ -89,8 +88,10 @@ export class Runs {
 
   /** rlwatch read new lines of the run at `at`. */
   active(runId: number, at: number): void {
-    prepared(this.db, 'UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId')
-      .run({ at, runId });
+    prepared(this.db, 'UPDATE runs SET active_at = :at, started_at = coalesce(started_at, :at) WHERE id = :runId').run({
+      at,
+      runId,
+    });
     const row = this.held.written(runId);
     if (row) noteRead(row, at);
   }

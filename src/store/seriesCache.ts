@@ -24,14 +24,20 @@ export class SeriesCache {
   private readonly read: Statement;
 
   constructor(db: Database) {
-    this.read = db.prepare('SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step').raw(true);
+    this.read = db
+      .prepare('SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step > ? ORDER BY step')
+      .raw(true);
   }
 
   columns(runId: number, metricId: number): Columns {
     const key = `${runId}:${metricId}`;
     let e = this.entries.get(key);
     this.entries.delete(key); // re-inserted below: the map's order is the recency order
-    e = this.topUp(runId, metricId, e ?? { steps: new Float64Array(1024), values: new Float64Array(1024), length: 0, lastStep: -Infinity });
+    e = this.topUp(
+      runId,
+      metricId,
+      e ?? { steps: new Float64Array(1024), values: new Float64Array(1024), length: 0, lastStep: -Infinity },
+    );
     this.entries.set(key, e);
     if (this.entries.size > ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     return e;
@@ -55,7 +61,11 @@ export class SeriesCache {
 
   private topUp(runId: number, metricId: number, e: Entry): Entry {
     let { steps, values, length } = e;
-    for (const [step, value] of this.read.iterate(runId, metricId, e.lastStep === -Infinity ? -1 : e.lastStep) as Iterable<[number, number | null]>) {
+    for (const [step, value] of this.read.iterate(
+      runId,
+      metricId,
+      e.lastStep === -Infinity ? -1 : e.lastStep,
+    ) as Iterable<[number, number | null]>) {
       if (length === steps.length) {
         const grown = { steps: new Float64Array(steps.length * 2), values: new Float64Array(steps.length * 2) };
         grown.steps.set(steps);

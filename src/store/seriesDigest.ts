@@ -74,7 +74,10 @@ function digestOfColumns(cols: Columns, from: number, to: number): SeriesDigest 
     buckets.push(b);
   }
   const tailFrom = Math.max(from, to - DIGEST_TAIL);
-  const points = (a: number) => ({ steps: Array.from(steps.subarray(a, to)), values: Array.from(values.subarray(a, to)) });
+  const points = (a: number) => ({
+    steps: Array.from(steps.subarray(a, to)),
+    values: Array.from(values.subarray(a, to)),
+  });
   return assemble(n, buckets, {
     firstStep: n > 0 ? (steps[from] as number) : NaN,
     tail: points(tailFrom),
@@ -167,14 +170,18 @@ export class SqlDigest {
     // the step `OFFSET` points past a step: the index is walked in C, no row reaches JavaScript
     this.nth = db.prepare(`SELECT step ${series} AND step >= ? ORDER BY step LIMIT 1 OFFSET ?`).pluck();
     // NULL (nan) is left out by sum, min, max and count(value); ±Infinity is not: such a share is summed again
-    this.share = db.prepare(
-      `SELECT count(*), count(value), sum(value), min(value), max(value) ${series} AND step >= ? AND step < ?`,
-    ).raw();
+    this.share = db
+      .prepare(`SELECT count(*), count(value), sum(value), min(value), max(value) ${series} AND step >= ? AND step < ?`)
+      .raw();
     // ±Infinity is a REAL infinity, which 9e999 spells in SQL
-    this.finiteShare = db.prepare(
-      `SELECT count(*), sum(value), min(value), max(value) ${series} AND step >= ? AND step < ? AND abs(value) < 9e999`,
-    ).raw();
-    this.locate = db.prepare(`SELECT step ${series} AND step >= ? AND step < ? AND value = ? ORDER BY step LIMIT 1`).pluck();
+    this.finiteShare = db
+      .prepare(
+        `SELECT count(*), sum(value), min(value), max(value) ${series} AND step >= ? AND step < ? AND abs(value) < 9e999`,
+      )
+      .raw();
+    this.locate = db
+      .prepare(`SELECT step ${series} AND step >= ? AND step < ? AND value = ? ORDER BY step LIMIT 1`)
+      .pluck();
   }
 
   /** The digest of the series' newest `last` points (all of them without `last`). */
@@ -243,8 +250,9 @@ export class SqlDigest {
 
   /** A small window (or an empty series) read whole: every point, or the newest `last`. */
   private fromRows(runId: number, metricId: number, last?: number): SeriesDigest {
-    const rows = (last === undefined ? this.rows.all(runId, metricId) : this.newest.all(runId, metricId, last).reverse()) as
-      Array<[number, number | null]>;
+    const rows = (
+      last === undefined ? this.rows.all(runId, metricId) : this.newest.all(runId, metricId, last).reverse()
+    ) as Array<[number, number | null]>;
     const steps = Float64Array.from(rows, (r) => r[0]);
     const values = Float64Array.from(rows, (r) => fromDb(r[1]));
     return digestOfNewest({ steps, values, length: rows.length });

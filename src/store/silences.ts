@@ -26,11 +26,11 @@ export class Silences {
 
   /** `author_name` left out: the author's id is their name (a mute written by code rather than a person). */
   add(s: NewSilence): SilenceRow {
-    const info = prepared(this.db,
-        `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
+    const info = prepared(
+      this.db,
+      `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.author_name ?? s.author, s.reason);
+    ).run(s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.author_name ?? s.author, s.reason);
     return this.byId(Number(info.lastInsertRowid)) as SilenceRow;
   }
 
@@ -44,15 +44,17 @@ export class Silences {
 
   /** Mutes whose time ran out but that are not marked ended yet. */
   expired(now: number): SilenceRow[] {
-    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND ends_at <= ? ORDER BY id')
-      .all(now) as SilenceRow[];
+    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND ends_at <= ? ORDER BY id').all(
+      now,
+    ) as SilenceRow[];
   }
 
   /** A mute holds from its creation until its end whatever the clock reads between: `starts_at` is when it was made
    * (mutes have no future start), so a clock stepped back behind it must not lift it. */
   active(now: number): SilenceRow[] {
-    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND ends_at > ? ORDER BY id')
-      .all(now) as SilenceRow[];
+    return prepared(this.db, 'SELECT * FROM silences WHERE ended_at IS NULL AND ends_at > ? ORDER BY id').all(
+      now,
+    ) as SilenceRow[];
   }
 }
 

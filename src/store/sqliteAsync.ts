@@ -1,8 +1,32 @@
 import type { EventRecord } from '../ingest/records.ts';
-import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from './contract.ts';
-import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from './contract.ts';
 import type {
-  NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
+  AlertChange,
+  AlertRow,
+  Batch,
+  BatchResult,
+  ChatMessageRow,
+  ClaimedRow,
+  ClaimOptions,
+} from './contract.ts';
+import type {
+  EventRow,
+  FileRow,
+  LatestValue,
+  Leadership,
+  OpenOutboxRow,
+  PostedMessage,
+  RuleCursor,
+} from './contract.ts';
+import type {
+  NewSilence,
+  RunRow,
+  SeriesPoint,
+  SilenceRow,
+  StepValue,
+  StoredExample,
+  StoreContract,
+  StoreTx,
+  Who,
 } from './contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
 import type { SeriesDigest } from './seriesDigest.ts';
@@ -143,9 +167,12 @@ export class SqliteAsyncStore implements StoreContract {
   listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
     this.call(() => this.store.alerts.list(opts));
   createAlert = (
-    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange,
-  ): Promise<AlertRow> =>
-    this.call(() => this.store.alerts.create(runId, rule, metric, state, c));
+    runId: number,
+    rule: string,
+    metric: string,
+    state: 'pending' | 'firing',
+    c: AlertChange,
+  ): Promise<AlertRow> => this.call(() => this.store.alerts.create(runId, rule, metric, state, c));
   fireAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.fire(id, c));
   resolveAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.resolve(id, c));
   dropAlert = (id: number): Promise<void> => this.call(() => this.store.alerts.drop(id));
@@ -163,8 +190,7 @@ export class SqliteAsyncStore implements StoreContract {
       this.store.alerts.flushCursors();
     });
 
-  addSilence = (s: NewSilence): Promise<SilenceRow> =>
-    this.call(() => this.store.silences.add(s));
+  addSilence = (s: NewSilence): Promise<SilenceRow> => this.call(() => this.store.silences.add(s));
   endSilence = (id: number, at: number): Promise<void> => this.call(() => this.store.silences.end(id, at));
   activeSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.active(now));
   silenceById = (id: number): Promise<SilenceRow | undefined> => this.call(() => this.store.silences.byId(id));
@@ -188,32 +214,40 @@ export class SqliteAsyncStore implements StoreContract {
   clearWait = (target: string): Promise<void> => this.call(() => this.store.outbox.clearWait(target));
   releaseClaims = (owner: string): Promise<void> =>
     this.call(() => {
-      prepared(this.store.db,
+      prepared(
+        this.store.db,
         'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND done_at IS NULL',
       ).run(owner);
     });
 
   reclaimLeases = (): Promise<number> =>
-    this.call(() => prepared(this.store.db,
-      'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
-    ).run().changes);
+    this.call(
+      () =>
+        prepared(
+          this.store.db,
+          'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
+        ).run().changes,
+    );
 
   /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
   claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> => this.call(() => this.claimNow(target, o));
 
   /** One transaction: one commit for both. */
   deliveredAndClaim = (id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
-    this.call(() => this.store.db.transaction(() => {
-      this.store.outbox.done(id, at);
-      return this.claimNow(target, o);
-    })());
+    this.call(() =>
+      this.store.db.transaction(() => {
+        this.store.outbox.done(id, at);
+        return this.claimNow(target, o);
+      })(),
+    );
 
   private claimNow(target: string, o: ClaimOptions): ClaimedRow[] {
     const until = o.now + o.leaseMs;
     // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry; the
     // first `limit` of them, and the next `criticalExtra` if critical (most urgent first: those come right after)
-    const rows = prepared(this.store.db,
-        `UPDATE outbox SET claimed_by = :owner, claimed_until = :until, merge_alerts = NULL
+    const rows = prepared(
+      this.store.db,
+      `UPDATE outbox SET claimed_by = :owner, claimed_until = :until, merge_alerts = NULL
          WHERE id IN (SELECT head FROM (
              SELECT h.head, h.urgency, row_number() OVER (ORDER BY h.urgency DESC, h.head) AS pos FROM (
                SELECT min(id) AS head, max(urgency) AS urgency FROM outbox
@@ -227,10 +261,14 @@ export class SqliteAsyncStore implements StoreContract {
          RETURNING id, created_at, run_id, target, payload, attempts, next_attempt_at,
            (SELECT max(urgency) FROM outbox r WHERE r.target = outbox.target AND r.run_id = outbox.run_id
              AND r.done_at IS NULL AND r.dead_at IS NULL) AS rank`,
-      )
-      .all({
-        owner: o.owner, until, target, now: o.now, limit: o.limit ?? 50, extra: o.criticalExtra ?? 0,
-      }) as RankedRow[];
+    ).all({
+      owner: o.owner,
+      until,
+      target,
+      now: o.now,
+      limit: o.limit ?? 50,
+      extra: o.criticalExtra ?? 0,
+    }) as RankedRow[];
     return handOutOrder(rows, until);
   }
 

@@ -209,7 +209,10 @@ export class Store {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       this.groupRollbacks++;
       this.rolledBack();
-      return { reads: started, failed: new Error(`a group of ${started.length} reads did not commit: ${(err as Error).message}`) };
+      return {
+        reads: started,
+        failed: new Error(`a group of ${started.length} reads did not commit: ${(err as Error).message}`),
+      };
     }
   }
 
@@ -298,10 +301,13 @@ export class Store {
 
   /** The metric names the run has stored, and the reason of its values past the cap if it had any. */
   private namesOf(runId: number): RunNames {
-    const past = prepared(this.db,
+    const past = prepared(
+      this.db,
       `SELECT reason FROM file_skips s JOIN files f ON f.id = s.file_id WHERE f.run_id = ? AND s.reason LIKE ? || '%'
        LIMIT 1`,
-    ).pluck().get(runId, PAST_CAP) as string | undefined;
+    )
+      .pluck()
+      .get(runId, PAST_CAP) as string | undefined;
     return { known: new Set(this.points.metricsOf(runId)), past };
   }
 

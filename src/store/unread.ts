@@ -19,13 +19,13 @@ export class Unread {
   constructor(private readonly db: Database) {}
 
   note(row: UnreadRow): void {
-    prepared(this.db,
-        `INSERT INTO unread_files (path, run, run_dir, rel_path, reason, size, seen_at)
+    prepared(
+      this.db,
+      `INSERT INTO unread_files (path, run, run_dir, rel_path, reason, size, seen_at)
          VALUES (:path, :run, :run_dir, :rel_path, :reason, :size, :seen_at)
          ON CONFLICT (path) DO UPDATE SET run = excluded.run, run_dir = excluded.run_dir,
            rel_path = excluded.rel_path, reason = excluded.reason, size = excluded.size, seen_at = excluded.seen_at`,
-      )
-      .run(row);
+    ).run(row);
   }
 
   /** The file was recognised after all (or is gone). */

@@ -23,7 +23,10 @@ afterEach(async () => {
 
 const ANA = { id: '111111111111111111', username: 'ana', globalName: 'Ana Lima' };
 const clean = {
-  RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined,
+  RLWATCH_DB: undefined,
+  RLWATCH_CONFIG: undefined,
+  SLACK_BOT_TOKEN: undefined,
+  TELEGRAM_BOT_TOKEN: undefined,
 };
 
 /** `rlwatch start --role bot --db URL` with the fake Discord's token and channel; its stderr is kept. */
@@ -113,7 +116,12 @@ describe('rlwatch start --role bot', () => {
     const config = ConfigSchema.parse({});
     // an hour between sweeps: within this test, only the announcement can bring the rows out
     const bot = await startBotInProcess({
-      db: url, config, log: silentLog, platforms: { discord: discordOf(fake) }, terminal: null, tickMs: 3_600_000,
+      db: url,
+      config,
+      log: silentLog,
+      platforms: { discord: discordOf(fake) },
+      terminal: null,
+      tickMs: 3_600_000,
     });
     cleanup.push(() => bot.stop());
     const ids = await enqueueAlerts(store, fake, 3);

@@ -17,7 +17,11 @@ import { BIN, type CliResult } from '../integration/cli.ts';
 /** Every platform's variables, so that none of the developer's leaks into a case. */
 const PLATFORM_VARS = /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/;
 const bare = (): NodeJS.ProcessEnv =>
-  Object.fromEntries(Object.keys(process.env).filter((k) => PLATFORM_VARS.test(k)).map((k) => [k, undefined]));
+  Object.fromEntries(
+    Object.keys(process.env)
+      .filter((k) => PLATFORM_VARS.test(k))
+      .map((k) => [k, undefined]),
+  );
 
 /** A folder as a user has it after `init`: an rlwatch.yaml watching ./runs, which holds one run's learning.log. */
 function project(yaml = 'watch:\n  roots: [./runs]\n'): string {
@@ -39,8 +43,11 @@ function doctorCli(cwd: string, env: Record<string, string>, json = true): Promi
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((done) => child.once('close', (status) =>
-    done({ status, stdout, stderr, checks: json ? (JSON.parse(stdout) as Check[]) : [] })));
+  return new Promise((done) =>
+    child.once('close', (status) =>
+      done({ status, stdout, stderr, checks: json ? (JSON.parse(stdout) as Check[]) : [] }),
+    ),
+  );
 }
 
 const byName = (checks: readonly Check[], name: string): Check | undefined => checks.find((c) => c.check === name);
@@ -53,10 +60,16 @@ afterEach(async () => {
 });
 
 const discordEnv = (fake: FakeDiscord, channel = fake.channelId) => ({
-  DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, DISCORD_CHANNEL_ID: channel,
+  DISCORD_TOKEN: fake.token,
+  DISCORD_API_URL: fake.apiUrl,
+  DISCORD_GUILD_ID: fake.guildId,
+  DISCORD_CHANNEL_ID: channel,
 });
 const slackEnv = (fake: FakeSlack) => ({
-  SLACK_BOT_TOKEN: fake.botToken, SLACK_APP_TOKEN: fake.appToken, SLACK_API_URL: fake.apiUrl, SLACK_CHANNEL_ID: fake.channelId,
+  SLACK_BOT_TOKEN: fake.botToken,
+  SLACK_APP_TOKEN: fake.appToken,
+  SLACK_API_URL: fake.apiUrl,
+  SLACK_CHANNEL_ID: fake.channelId,
 });
 
 /** Discord's permission bits (discord.com/developers/docs/topics/permissions): Embed Links is 1 << 14. */
@@ -71,11 +84,16 @@ describe('rlwatch doctor: Discord', () => {
     expect(r.status).toBe(0);
     expect(byName(r.checks, 'config')?.status).toBe('ok');
     expect(byName(r.checks, 'database')?.status).toBe('ok');
-    expect(r.checks.find((c) => c.check.startsWith('watch root'))?.detail).toMatch(/^1 run, 1 file named like logs, 2 directories$/);
+    expect(r.checks.find((c) => c.check.startsWith('watch root'))?.detail).toMatch(
+      /^1 run, 1 file named like logs, 2 directories$/,
+    );
     expect(byName(r.checks, 'discord token')).toMatchObject({ status: 'ok' });
     expect(byName(r.checks, `discord channel ${fake.channelId}`)).toMatchObject({ status: 'ok' });
     // nothing registered them yet: `start` does, so it is a warning, not a failure
-    expect(byName(r.checks, 'discord commands')).toMatchObject({ status: 'warn', fix: expect.stringContaining('rlwatch start registers them') });
+    expect(byName(r.checks, 'discord commands')).toMatchObject({
+      status: 'warn',
+      fix: expect.stringContaining('rlwatch start registers them'),
+    });
     // View Channel, Send Messages, Embed Links, Attach Files, Read Message History, Use Application Commands: the
     // number .env.example and docs/platforms/discord.md give
     expect(byName(r.checks, 'discord invite')?.detail).toBe(
@@ -97,7 +115,10 @@ describe('rlwatch doctor: Discord', () => {
     });
     expect(put.status).toBe(200);
     const r = await doctorCli(project(), discordEnv(fake));
-    expect(byName(r.checks, 'discord commands')).toMatchObject({ status: 'ok', detail: `the ${names.length} slash commands are registered in the server` });
+    expect(byName(r.checks, 'discord commands')).toMatchObject({
+      status: 'ok',
+      detail: `the ${names.length} slash commands are registered in the server`,
+    });
   });
 
   it('a wrong token is named, shown by its first 4 characters at most, with its fix; exit 1', async () => {
@@ -109,7 +130,9 @@ describe('rlwatch doctor: Discord', () => {
     const lines = r.stdout.trimEnd().split('\n');
     const at = lines.findIndex((l) => /^FAIL {2}discord token +Discord refused DISCORD_TOKEN \(MTIz…\)$/.test(l));
     expect(at).toBeGreaterThan(-1);
-    expect(lines[at + 1]).toMatch(/^ {6}fix: copy the bot token again from the Developer Portal .*into DISCORD_TOKEN in \.env$/);
+    expect(lines[at + 1]).toMatch(
+      /^ {6}fix: copy the bot token again from the Developer Portal .*into DISCORD_TOKEN in \.env$/,
+    );
     expect(r.stdout).not.toContain('wrong-token');
     expect(lines.at(-1)).toBe('1 failed, 0 warnings: fix the failures above, then run rlwatch doctor again');
   });
@@ -130,14 +153,19 @@ describe('rlwatch doctor: Discord', () => {
   it("a permission the channel's overwrites take from @everyone is named with its fix; exit 1", async () => {
     // the @everyone overwrite's id is the guild's own
     const guildId = snowflake();
-    const denied = await startFakeDiscord({ guildId, overwrites: [{ id: guildId, type: 0, allow: '0', deny: EMBED_LINKS.toString() }] });
+    const denied = await startFakeDiscord({
+      guildId,
+      overwrites: [{ id: guildId, type: 0, allow: '0', deny: EMBED_LINKS.toString() }],
+    });
     open.push(denied);
     const r = await doctorCli(project(), discordEnv(denied));
     expect(r.status).toBe(1);
     expect(failed(r.checks)).toEqual([`discord channel ${denied.channelId}`]);
     const check = byName(r.checks, `discord channel ${denied.channelId}`)!;
     expect(check.detail).toBe('the bot lacks Embed Links in #alerts');
-    expect(check.fix).toMatch(/^give the bot's role Embed Links in #alerts \(Edit Channel > Permissions\), or invite the bot/);
+    expect(check.fix).toMatch(
+      /^give the bot's role Embed Links in #alerts \(Edit Channel > Permissions\), or invite the bot/,
+    );
   });
 });
 
@@ -151,10 +179,17 @@ describe('rlwatch doctor: Slack', () => {
     expect(failed(r.checks)).toEqual([]);
     expect(r.status).toBe(0);
     expect(r.checks.filter((c) => c.check.startsWith('slack')).map((c) => [c.check, c.status])).toEqual([
-      ['slack token', 'ok'], ['slack scopes', 'ok'], [`slack channel ${fake.channelId}`, 'ok'], ['slack app token', 'ok'],
+      ['slack token', 'ok'],
+      ['slack scopes', 'ok'],
+      [`slack channel ${fake.channelId}`, 'ok'],
+      ['slack app token', 'ok'],
     ]);
     // nothing posted
-    expect(fake.calls.map((c) => c.method).sort()).toEqual(['apps.connections.open', 'auth.test', 'conversations.info']);
+    expect(fake.calls.map((c) => c.method).sort()).toEqual([
+      'apps.connections.open',
+      'auth.test',
+      'conversations.info',
+    ]);
   });
 
   it('a wrong bot token is named with its fix; exit 1', async () => {
@@ -177,7 +212,10 @@ describe('rlwatch doctor: Slack', () => {
     const made = await init({ dir, platforms: ['discord', 'slack'], force: true });
     expect(made.kept).toEqual([]);
     const filled = Object.entries(slackEnv(slack)).reduce(
-      (text, [name, value]) => (text.includes(`\n${name}=\n`) ? text.replace(`\n${name}=\n`, `\n${name}=${value}\n`) : `${text}${name}=${value}\n`),
+      (text, [name, value]) =>
+        text.includes(`\n${name}=\n`)
+          ? text.replace(`\n${name}=\n`, `\n${name}=${value}\n`)
+          : `${text}${name}=${value}\n`,
       readFileSync(join(dir, '.env'), 'utf8'),
     );
     writeFileSync(join(dir, '.env'), filled);
@@ -207,19 +245,27 @@ describe('rlwatch doctor: Slack', () => {
 });
 
 describe('rlwatch doctor: Telegram and email', () => {
-  it("Telegram: the token accepted and the chat found pass; a chat the bot is not in fails with its fix", async () => {
+  it('Telegram: the token accepted and the chat found pass; a chat the bot is not in fails with its fix', async () => {
     const tg = await FakeTelegram.start();
     open.push(tg);
     tg.unknownChats.add(-100222);
-    const r = await doctorCli(project('watch:\n  roots: [./runs]\ntelegram:\n  routes: [{ runs: "b-*", channel: "-100222" }]\n'), {
-      TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: '-100111',
-    });
+    const r = await doctorCli(
+      project('watch:\n  roots: [./runs]\ntelegram:\n  routes: [{ runs: "b-*", channel: "-100222" }]\n'),
+      {
+        TELEGRAM_BOT_TOKEN: tg.token,
+        TELEGRAM_API_URL: tg.apiUrl,
+        TELEGRAM_CHAT_ID: '-100111',
+      },
+    );
     expect(r.status).toBe(1);
     expect(r.checks.filter((c) => c.check.startsWith('telegram')).map((c) => [c.check, c.status])).toEqual([
-      ['telegram token', 'ok'], ['telegram chat -100111', 'ok'], ['telegram chat -100222', 'fail'],
+      ['telegram token', 'ok'],
+      ['telegram chat -100111', 'ok'],
+      ['telegram chat -100222', 'fail'],
     ]);
     expect(byName(r.checks, 'telegram chat -100222')).toMatchObject({
-      detail: 'Telegram: Bad Request: chat not found', fix: expect.stringContaining('add the bot to the chat'),
+      detail: 'Telegram: Bad Request: chat not found',
+      fix: expect.stringContaining('add the bot to the chat'),
     });
     expect(tg.calls).not.toContain('sendMessage');
     expect(r.stdout).not.toContain(tg.token.slice(4));
@@ -228,10 +274,16 @@ describe('rlwatch doctor: Telegram and email', () => {
   it('Telegram: a wrong token fails with its fix', async () => {
     const tg = await FakeTelegram.start();
     open.push(tg);
-    const r = await doctorCli(project(), { TELEGRAM_BOT_TOKEN: '999:not-it', TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: '-100111' });
+    const r = await doctorCli(project(), {
+      TELEGRAM_BOT_TOKEN: '999:not-it',
+      TELEGRAM_API_URL: tg.apiUrl,
+      TELEGRAM_CHAT_ID: '-100111',
+    });
     expect(r.status).toBe(1);
     expect(byName(r.checks, 'telegram token')).toMatchObject({
-      status: 'fail', detail: 'Telegram refused TELEGRAM_BOT_TOKEN (999:…): HTTP 401', fix: expect.stringContaining('@BotFather'),
+      status: 'fail',
+      detail: 'Telegram refused TELEGRAM_BOT_TOKEN (999:…): HTTP 401',
+      fix: expect.stringContaining('@BotFather'),
     });
   });
 
@@ -248,13 +300,25 @@ describe('rlwatch doctor: Telegram and email', () => {
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     open.push({ close: () => new Promise<void>((done) => server.close(() => done())) });
     const port = (server.server.address() as AddressInfo).port;
-    const env = { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(port), SMTP_USER: 'rlwatch', SMTP_PASS: 'pw', EMAIL_FROM: 'a@lab.example', EMAIL_TO: 'b@lab.example' };
+    const env = {
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: String(port),
+      SMTP_USER: 'rlwatch',
+      SMTP_PASS: 'pw',
+      EMAIL_FROM: 'a@lab.example',
+      EMAIL_TO: 'b@lab.example',
+    };
     const good = await doctor({ config: join(project(), 'rlwatch.yaml'), env });
-    expect(byName(good, 'email')).toMatchObject({ status: 'ok', detail: `127.0.0.1:${port} accepts a connection and the login of rlwatch` });
+    expect(byName(good, 'email')).toMatchObject({
+      status: 'ok',
+      detail: `127.0.0.1:${port} accepts a connection and the login of rlwatch`,
+    });
     const bad = await doctor({ config: join(project(), 'rlwatch.yaml'), env: { ...env, SMTP_PASS: 'wrong' } });
     expect(byName(bad, 'email')).toMatchObject({
       status: 'fail',
-      detail: expect.stringMatching(new RegExp(`^127\\.0\\.0\\.1:${port} refused the login of rlwatch: 535 Invalid username or password`)),
+      detail: expect.stringMatching(
+        new RegExp(`^127\\.0\\.0\\.1:${port} refused the login of rlwatch: 535 Invalid username or password`),
+      ),
       fix: expect.stringContaining('check SMTP_USER and SMTP_PASS'),
     });
   });
@@ -285,7 +349,10 @@ describe('rlwatch doctor: webhooks', () => {
       detail: `127.0.0.1:${port} does not answer: ECONNREFUSED`,
       fix: expect.stringContaining('check the URL in WEBHOOK_URL'),
     });
-    expect(byName(r.checks, 'teams default')).toMatchObject({ status: 'ok', detail: expect.stringContaining('HTTP 405') });
+    expect(byName(r.checks, 'teams default')).toMatchObject({
+      status: 'ok',
+      detail: expect.stringContaining('HTTP 405'),
+    });
     expect(hooks.received.map((q) => q.path)).toEqual(['/teams/s3cret']);
     expect(hooks.received[0]!.raw).toBe('');
     expect(r.stdout).not.toContain('s3cret');
@@ -297,7 +364,11 @@ describe('rlwatch doctor: config, database, roots', () => {
     const r = await doctorCli(project('watch:\n  rots: [./runs]\n'), {});
     expect(r.status).toBe(1);
     expect(r.checks).toHaveLength(1);
-    expect(r.checks[0]).toMatchObject({ check: 'config', status: 'fail', detail: expect.stringContaining("watch: unknown field 'rots'") });
+    expect(r.checks[0]).toMatchObject({
+      check: 'config',
+      status: 'fail',
+      detail: expect.stringContaining("watch: unknown field 'rots'"),
+    });
   });
 
   it('a missing root fails with its fix; no platform is a warning', async () => {
@@ -305,13 +376,21 @@ describe('rlwatch doctor: config, database, roots', () => {
     const r = await doctorCli(dir, {});
     expect(r.status).toBe(1);
     expect(failed(r.checks)).toEqual([`watch root ${join(dir, 'elsewhere')}`]);
-    expect(byName(r.checks, `watch root ${join(dir, 'elsewhere')}`)?.fix).toContain(`mkdir -p ${join(dir, 'elsewhere')}`);
-    expect(byName(r.checks, 'chat')).toMatchObject({ status: 'warn', detail: 'no chat platform configured: alerts go to the terminal only' });
+    expect(byName(r.checks, `watch root ${join(dir, 'elsewhere')}`)?.fix).toContain(
+      `mkdir -p ${join(dir, 'elsewhere')}`,
+    );
+    expect(byName(r.checks, 'chat')).toMatchObject({
+      status: 'warn',
+      detail: 'no chat platform configured: alerts go to the terminal only',
+    });
   });
 
   it('a database file that is not one fails', async () => {
     const dir = project('db: ./rlwatch.db\nwatch:\n  roots: [./runs]\n');
-    writeFileSync(join(dir, 'rlwatch.db'), 'not a database, at all: some text long enough to be read as a header'.repeat(20));
+    writeFileSync(
+      join(dir, 'rlwatch.db'),
+      'not a database, at all: some text long enough to be read as a header'.repeat(20),
+    );
     const r = await doctorCli(dir, {});
     expect(failed(r.checks)).toEqual(['database']);
     expect(byName(r.checks, 'database')?.detail).toContain('is not an rlwatch database or is damaged');
@@ -323,7 +402,9 @@ describe('rlwatch doctor: config, database, roots', () => {
     writeFileSync(limit, '1\n');
     const checks = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
     expect(byName(checks, 'inotify')).toMatchObject({
-      status: 'fail', detail: '2 directories to watch, over fs.inotify.max_user_watches (1)', fix: expect.stringContaining('watch.poll: true'),
+      status: 'fail',
+      detail: '2 directories to watch, over fs.inotify.max_user_watches (1)',
+      fix: expect.stringContaining('watch.poll: true'),
     });
     writeFileSync(join(dir, 'rlwatch.yaml'), 'watch:\n  roots: [./runs]\n  poll: true\n');
     const polling = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
@@ -337,6 +418,9 @@ describe('rlwatch doctor: config, database, roots', () => {
     const limit = join(dir, 'max_user_watches');
     writeFileSync(limit, '8192\n');
     const checks = await doctor({ config: join(dir, 'rlwatch.yaml'), env: {}, watchesFile: limit });
-    expect(byName(checks, 'inotify')).toMatchObject({ status: 'ok', detail: '1 directory to watch, within fs.inotify.max_user_watches (8192)' });
+    expect(byName(checks, 'inotify')).toMatchObject({
+      status: 'ok',
+      detail: '1 directory to watch, within fs.inotify.max_user_watches (8192)',
+    });
   });
 });

@@ -24,14 +24,34 @@ beforeAll(() => {
   // what a backfill does not make: a mute, a posted chat message, a NaN point
   const store = Store.open(sqlitePath);
   const run = store.runs.byName('grpo-demo')!;
-  store.silences.add({ run: 'grpo-*', rule: null, severity: null, starts_at: 1, ends_at: 9e12, author: 'ana', reason: 'sweep' });
+  store.silences.add({
+    run: 'grpo-*',
+    rule: null,
+    severity: null,
+    starts_at: 1,
+    ends_at: 9e12,
+    author: 'ana',
+    reason: 'sweep',
+  });
   const alertId = store.alerts.list({ all: true })[0]!.id;
-  store.chatMessages.record('discord:ops', '998877', { runId: run.id, alertIds: [alertId], payload: {}, delivery: '1:0' }, 5);
+  store.chatMessages.record(
+    'discord:ops',
+    '998877',
+    { runId: run.id, alertIds: [alertId], payload: {}, delivery: '1:0' },
+    5,
+  );
   const file = store.files.ofRun(run.id)[0]!;
-  store.commit({
-    runId: run.id, fileId: file.id, metrics: [{ step: 100_000, values: new Map([['loss', NaN]]) }], examples: [],
-    skips: new Map(), progress: { ...file, mtimeMs: 0, dev: 0, ino: 0, lines: 0, records: 0 },
-  }, 3);
+  store.commit(
+    {
+      runId: run.id,
+      fileId: file.id,
+      metrics: [{ step: 100_000, values: new Map([['loss', NaN]]) }],
+      examples: [],
+      skips: new Map(),
+      progress: { ...file, mtimeMs: 0, dev: 0, ino: 0, lines: 0, records: 0 },
+    },
+    3,
+  );
   store.close();
 }, 120_000);
 

@@ -25,7 +25,9 @@ async function routed(config: unknown): Promise<Record<string, string[]>> {
   const run = store.runs.ensure('r1', '/x/r1');
   const file = store.files.add(run.id, '/x/r1/train.jsonl', 'jsonlMetrics');
   const parsed = ConfigSchema.parse(config);
-  const platforms = { discord: discord.settings(sectionOf(parsed, discord), { DISCORD_TOKEN: 't', DISCORD_CHANNEL_ID: 'alerts' }) };
+  const platforms = {
+    discord: discord.settings(sectionOf(parsed, discord), { DISCORD_TOKEN: 't', DISCORD_CHANNEL_ID: 'alerts' }),
+  };
   const engine = makeEngine(store, parsed, { terminal: false, now: () => 1 });
   store.commit(
     {
@@ -33,7 +35,11 @@ async function routed(config: unknown): Promise<Record<string, string[]>> {
       fileId: file.id,
       metrics: Array.from({ length: 5 }, (_, i) => ({
         step: i + 1,
-        values: new Map([['frac_zero_std', 1], ['reward', 0.95], ['clipped_ratio', 0.2]]),
+        values: new Map([
+          ['frac_zero_std', 1],
+          ['reward', 0.95],
+          ['clipped_ratio', 0.2],
+        ]),
       })),
       examples: [],
       skips: new Map(),
@@ -47,9 +53,13 @@ async function routed(config: unknown): Promise<Record<string, string[]>> {
   const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [], { route: alertRoute(parsed, platforms, true) });
   await dispatcher.kick();
   await dispatcher.stop(0);
-  const neutral = store.db.prepare('SELECT done_at FROM outbox WHERE target = ?').all(ROUTED) as Array<{ done_at: number | null }>;
+  const neutral = store.db.prepare('SELECT done_at FROM outbox WHERE target = ?').all(ROUTED) as Array<{
+    done_at: number | null;
+  }>;
   expect(neutral.map((r) => r.done_at !== null)).toEqual([true]);
-  const rows = store.db.prepare('SELECT target, payload FROM outbox WHERE target <> ? ORDER BY id').all(ROUTED) as Array<{ target: string; payload: string }>;
+  const rows = store.db
+    .prepare('SELECT target, payload FROM outbox WHERE target <> ? ORDER BY id')
+    .all(ROUTED) as Array<{ target: string; payload: string }>;
   const out: Record<string, string[]> = {};
   for (const r of rows) {
     expect(out[r.target]).toBeUndefined(); // one row per target

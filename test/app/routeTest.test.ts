@@ -37,15 +37,20 @@ function configFile(): string {
 }
 
 describe('rlwatch route test', () => {
-  it('a critical of a gpu-a run goes to the pager channel, notifying the route\'s user, held in the route\'s quiet hours', () => {
+  it("a critical of a gpu-a run goes to the pager channel, notifying the route's user, held in the route's quiet hours", () => {
     const r = rlwatch(['--config', configFile(), 'route', 'test', 'gpu-a/grpo', 'critical', '--json'], { env: ENV });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
-      run: 'gpu-a/grpo', severity: 'critical', rule: null, platforms: ['discord'],
+      run: 'gpu-a/grpo',
+      severity: 'critical',
+      rule: null,
+      platforms: ['discord'],
       destinations: [
         { target: 'console', platform: 'terminal', channel: 'console', mention: null, quiet: null },
         {
-          target: `discord:${PAGER}`, platform: 'discord', channel: PAGER,
+          target: `discord:${PAGER}`,
+          platform: 'discord',
+          channel: PAGER,
           mention: { roles: [], users: [ONCALL_USER], here: false },
           quiet: { hours: '01:00-05:00', timezone: 'UTC', criticals: 'hold', holds: true },
         },
@@ -54,7 +59,10 @@ describe('rlwatch route test', () => {
   });
 
   it('elsewhere the section applies: its channel, its role paged for criticals only, its quiet hours (criticals page)', async () => {
-    const r = rlwatch(['--config', configFile(), 'route', 'test', 'gpu-b/grpo', 'critical', '--rule', 'mode_collapse'], { env: ENV });
+    const r = rlwatch(
+      ['--config', configFile(), 'route', 'test', 'gpu-b/grpo', 'critical', '--rule', 'mode_collapse'],
+      { env: ENV },
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toBe(
       'an alert of run gpu-b/grpo, severity critical (rule mode_collapse) goes to:\n' +
@@ -64,7 +72,10 @@ describe('rlwatch route test', () => {
     );
     const { config } = await loadConfig(configFile());
     const warning = routeTest(config, platformsFromEnv(config, ENV), 'gpu-b/grpo', 'warning');
-    expect(warning.destinations.map((d) => [d.target, d.mention])).toEqual([['console', null], [`discord:${DEFAULT}`, null]]);
+    expect(warning.destinations.map((d) => [d.target, d.mention])).toEqual([
+      ['console', null],
+      [`discord:${DEFAULT}`, null],
+    ]);
   });
 
   it('answers as the router at delivery routes, for every severity and run', async () => {
@@ -73,7 +84,9 @@ describe('rlwatch route test', () => {
     const route = alertRoute(config, platforms, true);
     for (const run of ['gpu-a/grpo', 'gpu-b/ppo']) {
       for (const severity of ['info', 'warning', 'critical']) {
-        expect(routeTest(config, platforms, run, severity).destinations.map((d) => d.target)).toEqual(route(run, severity));
+        expect(routeTest(config, platforms, run, severity).destinations.map((d) => d.target)).toEqual(
+          route(run, severity),
+        );
       }
     }
     expect(routeTest(config, platforms, 'gpu-a/grpo', 'info').destinations.map((d) => d.target)).toEqual(['console']);
@@ -82,7 +95,9 @@ describe('rlwatch route test', () => {
   it('refuses a severity that is none, and a rule that does not alert at the severity asked', () => {
     const config = ConfigSchema.parse({});
     expect(() => routeTest(config, {}, 'r', 'urgent')).toThrow(UserError);
-    expect(() => routeTest(config, {}, 'r', 'warning', 'mode_collapse')).toThrow('rule mode_collapse alerts at critical, not warning');
+    expect(() => routeTest(config, {}, 'r', 'warning', 'mode_collapse')).toThrow(
+      'rule mode_collapse alerts at critical, not warning',
+    );
     expect(() => routeTest(config, {}, 'r', 'warning', 'no_such_rule')).toThrow('no rule no_such_rule watches run r');
   });
 });

@@ -19,7 +19,6 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-
 describe('startWatching', () => {
   it('waits out a server that goes away during the start, then watches the runs as live', async () => {
     const dir = tempDir();
@@ -43,7 +42,11 @@ describe('startWatching', () => {
     const log: Log = { info: () => {}, warn: (m) => warnings.push(m) };
     const config = ConfigSchema.parse({});
     const watching: Watching = await startWatching(store, {
-      config, log, roots: [root], prefix: '', onBatch: () => (armed = true),
+      config,
+      log,
+      roots: [root],
+      prefix: '',
+      onBatch: () => (armed = true),
     });
     cleanup.push(() => watching.stop());
     expect(thrown).toBe(1);

@@ -42,19 +42,25 @@ describe('the suite generator: rlwatch reads what it meant to write', () => {
     for (const run of picked) expect(loggedKeys(run).length).toBeGreaterThanOrEqual(10);
   });
 
-  it.each(picked.map((r) => [r.name, r] as [string, SuiteRun]))('%s: every logged series is stored at its steps with its values', (_, run) => {
-    for (const [canonical] of loggedKeys(run)) {
-      const want = run.data.metrics.get(canonical)!;
-      const got = stored(run.name, canonical);
-      expect(got.map((p) => p.step), `${run.name} ${canonical}`).toEqual(run.data.steps);
-      got.forEach((p, i) => {
-        const w = want[i]!;
-        // SQLite keeps NaN as NULL
-        if (Number.isNaN(w)) expect(p.value, `${canonical} at ${p.step}`).toBeNull();
-        else expect(p.value! - w, `${canonical} at ${p.step}`).toBeCloseTo(0, 12);
-      });
-    }
-  });
+  it.each(picked.map((r) => [r.name, r] as [string, SuiteRun]))(
+    '%s: every logged series is stored at its steps with its values',
+    (_, run) => {
+      for (const [canonical] of loggedKeys(run)) {
+        const want = run.data.metrics.get(canonical)!;
+        const got = stored(run.name, canonical);
+        expect(
+          got.map((p) => p.step),
+          `${run.name} ${canonical}`,
+        ).toEqual(run.data.steps);
+        got.forEach((p, i) => {
+          const w = want[i]!;
+          // SQLite keeps NaN as NULL
+          if (Number.isNaN(w)) expect(p.value, `${canonical} at ${p.step}`).toBeNull();
+          else expect(p.value! - w, `${canonical} at ${p.step}`).toBeCloseTo(0, 12);
+        });
+      }
+    },
+  );
 
   it('is deterministic: the same runs on a second build', () => {
     const again = buildSuite({ scale: 0.05 });
@@ -96,12 +102,20 @@ describe('the suite scorer', () => {
   });
 
   it('30 steps after a sudden onset is late (20), 50 after a gradual one is not (60)', () => {
-    expect(scoreRun('r', sudden, [incident('grad_explosion', 130, 'critical')])).toMatchObject({ delay: 30, inTime: false, pass: false });
+    expect(scoreRun('r', sudden, [incident('grad_explosion', 130, 'critical')])).toMatchObject({
+      delay: 30,
+      inTime: false,
+      pass: false,
+    });
     expect(scoreRun('r', gradual, [incident('kl_blowup', 150)])).toMatchObject({ delay: 50, inTime: true, pass: true });
   });
 
   it('a page before the onset is a false alarm; an info incident is not a page', () => {
-    const s = scoreRun('r', sudden, [incident('reward_trend', 40), incident('reward_trend', 60, 'info'), incident('grad_explosion', 101, 'critical')]);
+    const s = scoreRun('r', sudden, [
+      incident('reward_trend', 40),
+      incident('reward_trend', 60, 'info'),
+      incident('grad_explosion', 101, 'critical'),
+    ]);
     expect(s.falseAlarms).toEqual([{ rule: 'reward_trend', step: 40, severity: 'warning' }]);
     expect(s.pass).toBe(false);
   });
@@ -133,7 +147,11 @@ describe('the suite scorer', () => {
     const both = [incident('entropy_collapse', 130), incident('entropy_drop', 120), incident('entropy_drop', 200)];
     // the drop at 120 resolved at 130: the collapse firing at 130 is no longer held; the drop at 200 fired after
     // the collapse resolved (140)
-    expect(notifications(both).map((i) => `${i.rule}@${i.step}`)).toEqual(['entropy_collapse@130', 'entropy_drop@120', 'entropy_drop@200']);
+    expect(notifications(both).map((i) => `${i.rule}@${i.step}`)).toEqual([
+      'entropy_collapse@130',
+      'entropy_drop@120',
+      'entropy_drop@200',
+    ]);
     const held = [incident('entropy_collapse', 125), incident('entropy_drop', 120)];
     expect(notifications(held).map((i) => `${i.rule}@${i.step}`)).toEqual(['entropy_drop@120']);
   });
@@ -145,12 +163,22 @@ describe('the suite scorer', () => {
   });
 
   it('every page of a healthy run is a false alarm, and the totals count runs and pages', () => {
-    const healthy = scoreRun('h', { kind: 'healthy', rules: [] }, [{ ...incident('reward_trend', 500), run: 'h' }, { ...incident('run_finished', 900, 'info'), run: 'h' }]);
+    const healthy = scoreRun('h', { kind: 'healthy', rules: [] }, [
+      { ...incident('reward_trend', 500), run: 'h' },
+      { ...incident('run_finished', 900, 'info'), run: 'h' },
+    ]);
     expect(healthy.falseAlarms).toHaveLength(1);
     const caught = scoreRun('r', sudden, [incident('grad_explosion', 103, 'critical')]);
     const late = scoreRun('r', gradual, [incident('reward_trend', 50), incident('kl_blowup', 200)]);
     expect(totals([healthy, caught, late])).toEqual({
-      failures: 2, caught: 1, detected: 2, healthy: 1, healthyWithPages: 1, falseAlarms: 2, wrongCause: 0, pass: false,
+      failures: 2,
+      caught: 1,
+      detected: 2,
+      healthy: 1,
+      healthyWithPages: 1,
+      falseAlarms: 2,
+      wrongCause: 0,
+      pass: false,
     });
   });
 });

@@ -25,22 +25,42 @@ function world() {
   stores.push(store);
   const run = store.runs.ensure('grpo-7b', '/runs/grpo-7b');
   const collapse = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', {
-    step: 33, at: T, severity: 'critical', summary: 'frac_zero_std 1 > 0.8 for 3 steps', details: {},
+    step: 33,
+    at: T,
+    severity: 'critical',
+    summary: 'frac_zero_std 1 > 0.8 for 3 steps',
+    details: {},
   });
   const spike = store.alerts.create(run.id, 'grad_explosion', 'grad_norm', 'firing', {
-    step: 40, at: T + 5 * MIN, severity: 'warning', summary: 'grad_norm 15.8 > 10', details: {},
+    step: 40,
+    at: T + 5 * MIN,
+    severity: 'warning',
+    summary: 'grad_norm 15.8 > 10',
+    details: {},
   });
-  store.alerts.resolve(spike.id, { step: 45, at: T + 20 * MIN, severity: 'warning', summary: 'back under 10', details: {} });
+  store.alerts.resolve(spike.id, {
+    step: 45,
+    at: T + 20 * MIN,
+    severity: 'warning',
+    summary: 'back under 10',
+    details: {},
+  });
   return { store, collapse, spike };
 }
 
 /** A Slack user: recorded by mention, shown by the name Slack's payload carries. */
 const slackAna = (store: Store, now: number): Asker => ({
-  store: new SqliteAsyncStore(store), log: silentLog, user: '<@U0ANA>', userName: 'ana', mayWrite: () => true, rightsHint: '', now,
+  store: new SqliteAsyncStore(store),
+  log: silentLog,
+  user: '<@U0ANA>',
+  userName: 'ana',
+  mayWrite: () => true,
+  rightsHint: '',
+  now,
 });
 
-describe('/alerts: times in the reader\'s terms, ackers by name', () => {
-  it('says when each alert fired or resolved, relative to the caller\'s clock; --json keeps ISO', async () => {
+describe("/alerts: times in the reader's terms, ackers by name", () => {
+  it("says when each alert fired or resolved, relative to the caller's clock; --json keeps ISO", async () => {
     const { store, collapse, spike } = world();
     const now = T + 47 * MIN;
     const a = await interact({ words: ['alerts', 'all'] }, slackAna(store, now));
@@ -53,7 +73,11 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
     expect(lines[1]).toContain(`step 33: frac_zero_std 1 > 0.8 for 3 steps · fired ${(now - T) / MIN} min ago`);
     for (const l of lines) expect(l).not.toMatch(/\d{4}-\d\d-\d\dT/);
     expect(a.reply.data).toMatchObject([
-      { id: spike.id, startedAt: new Date(T + 5 * MIN).toISOString(), resolvedAt: new Date(T + 20 * MIN).toISOString() },
+      {
+        id: spike.id,
+        startedAt: new Date(T + 5 * MIN).toISOString(),
+        resolvedAt: new Date(T + 20 * MIN).toISOString(),
+      },
       { id: collapse.id, startedAt: new Date(T).toISOString(), resolvedAt: null },
     ]);
     expect(a.reply.title).toBe('2 alerts');
@@ -66,7 +90,11 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
     const { store, collapse } = world();
     const run = store.runs.byName('grpo-7b')!;
     const finished = store.alerts.create(run.id, 'run_finished', 'run', 'firing', {
-      step: 50, at: T + 30 * MIN, severity: 'info', summary: 'training finished', details: {},
+      step: 50,
+      at: T + 30 * MIN,
+      severity: 'info',
+      summary: 'training finished',
+      details: {},
     });
     const a = await interact({ words: ['alerts'] }, slackAna(store, T + HOUR));
     if (!a.ok) throw new Error(a.message);
@@ -83,20 +111,42 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
     const { store } = world();
     const run = store.runs.byName('grpo-7b')!;
     const pending = store.alerts.create(run.id, 'entropy_collapse', 'entropy', 'pending', {
-      step: 50, at: T + 30 * MIN, severity: 'warning', summary: 'entropy 0.03 < 0.04', details: {},
+      step: 50,
+      at: T + 30 * MIN,
+      severity: 'warning',
+      summary: 'entropy 0.03 < 0.04',
+      details: {},
     });
     const a = await interact({ words: ['alerts', 'all'] }, slackAna(store, T + 30 * MIN + 40_000));
-    expect(a.ok && a.reply.lines.find((l) => l.startsWith(`#${pending.id} `))).toContain('step 50: entropy 0.03 < 0.04 · first seen just now');
+    expect(a.ok && a.reply.lines.find((l) => l.startsWith(`#${pending.id} `))).toContain(
+      'step 50: entropy 0.03 < 0.04 · first seen just now',
+    );
   });
 
   it('a Slack user who acked shows by name, not as <@U…>; the mention stays recorded for audit', async () => {
     const { store, collapse } = world();
     const ack = await interact({ words: ['ack', String(collapse.id), 'looking'] }, slackAna(store, T + MIN));
     expect(ack.ok && ack.reply.title).toBe(`Acked #${collapse.id} mode_collapse (frac_zero_std) by ana`);
-    expect(ack.ok && ack.reply.data).toMatchObject({ ackedBy: '<@U0ANA>', ackedByName: 'ana', ackedAt: new Date(T + MIN).toISOString() });
-    expect(store.alerts.byId(collapse.id)).toMatchObject({ acked_by: '<@U0ANA>', acked_by_name: 'ana', ack_comment: 'looking' });
+    expect(ack.ok && ack.reply.data).toMatchObject({
+      ackedBy: '<@U0ANA>',
+      ackedByName: 'ana',
+      ackedAt: new Date(T + MIN).toISOString(),
+    });
+    expect(store.alerts.byId(collapse.id)).toMatchObject({
+      acked_by: '<@U0ANA>',
+      acked_by_name: 'ana',
+      ack_comment: 'looking',
+    });
     // read by someone else, on another platform
-    const bo: Asker = { store: new SqliteAsyncStore(store), log: silentLog, user: '@bo', userName: 'Bo', mayWrite: () => false, rightsHint: '', now: T + 2 * MIN };
+    const bo: Asker = {
+      store: new SqliteAsyncStore(store),
+      log: silentLog,
+      user: '@bo',
+      userName: 'Bo',
+      mayWrite: () => false,
+      rightsHint: '',
+      now: T + 2 * MIN,
+    };
     const list = await interact({ words: ['alerts'] }, bo);
     expect(list.ok && list.reply.lines[0]).toMatch(/\[acked by ana\]$/);
     expect(JSON.stringify(list.ok && list.reply.lines)).not.toContain('U0ANA');
@@ -104,18 +154,22 @@ describe('/alerts: times in the reader\'s terms, ackers by name', () => {
   });
 });
 
-describe('/mutes: the end in the reader\'s terms, the author by name', () => {
-  it('a mute says when it ends from the caller\'s clock, and who set it by name', async () => {
+describe("/mutes: the end in the reader's terms, the author by name", () => {
+  it("a mute says when it ends from the caller's clock, and who set it by name", async () => {
     const { store } = world();
     const set = await interact({ words: ['mute', 'grpo-7b', '2h', 'noisy'] }, slackAna(store, T));
     expect(set.ok && set.reply.lines).toEqual(['#1 run grpo-7b ending in 2 h by ana: noisy']);
     expect(store.silences.byId(1)).toMatchObject({ author: '<@U0ANA>', author_name: 'ana', ends_at: T + 2 * HOUR });
     // 1 h 45 min before the end: rounded up, never told it ends sooner than it does
     const list = await interact({ words: ['mutes'] }, slackAna(store, T + 15 * MIN));
-    expect(list.ok && list.reply.lines).toEqual([`#1 run grpo-7b ending in ${Math.ceil((2 * HOUR - 15 * MIN) / HOUR)} h by ana: noisy`]);
+    expect(list.ok && list.reply.lines).toEqual([
+      `#1 run grpo-7b ending in ${Math.ceil((2 * HOUR - 15 * MIN) / HOUR)} h by ana: noisy`,
+    ]);
     const soon = await interact({ words: ['mutes'] }, slackAna(store, T + 2 * HOUR - 12 * MIN));
     expect(soon.ok && soon.reply.lines[0]).toContain('ending in 12 min');
-    expect(soon.ok && soon.reply.data).toMatchObject([{ author: '<@U0ANA>', authorName: 'ana', endsAt: new Date(T + 2 * HOUR).toISOString() }]);
+    expect(soon.ok && soon.reply.data).toMatchObject([
+      { author: '<@U0ANA>', authorName: 'ana', endsAt: new Date(T + 2 * HOUR).toISOString() },
+    ]);
     const end = await interact({ words: ['unmute', '1'] }, slackAna(store, T + 30 * MIN));
     expect(end.ok && end.reply.lines).toEqual(['#1 run grpo-7b ended just now by ana: noisy']);
   });
@@ -137,7 +191,9 @@ describe('migration 017 on a database from before it', () => {
       acked_by, acked_at) VALUES (1, 1, 'mode_collapse', 'frac_zero_std', 'critical', 'firing', 's', '{}', 1, 0, '<@U0OLD>', 5)`).run();
     db.prepare(`INSERT INTO alerts (id, run_id, rule, metric, severity, state, summary, details, started_step, started_at)
       VALUES (2, 1, 'grad_explosion', 'grad_norm', 'warning', 'firing', 's', '{}', 1, 0)`).run();
-    db.prepare(`INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES ('grpo', NULL, NULL, 0, 1, '@bo', '')`).run();
+    db.prepare(
+      `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, reason) VALUES ('grpo', NULL, NULL, 0, 1, '@bo', '')`,
+    ).run();
     db.close();
     const store = Store.open(path);
     stores.push(store);

@@ -29,7 +29,8 @@ const file = (rel: string, text: string): string => {
   writeFileSync(path, text);
   return path;
 };
-const prose = (bytes: number): string => 'Loading the tokenizer and the model weights from the cache\n'.repeat(Math.ceil(bytes / 59));
+const prose = (bytes: number): string =>
+  'Loading the tokenizer and the model weights from the cache\n'.repeat(Math.ceil(bytes / 59));
 
 describe('files', () => {
   it('lists each file with its format, offset and records, and the files no format claims', async () => {
@@ -40,13 +41,23 @@ describe('files', () => {
 
     const report = await runFiles(db);
     expect(report).toEqual([
-      { run: 'grpo', files: [expect.objectContaining({ path: 'learning.log', format: 'learningLog', records: 2 })],
-        unread: [{ path: 'notes.txt', reason: 'no known format in what is there yet', size: prose(1000).length }] },
+      {
+        run: 'grpo',
+        files: [expect.objectContaining({ path: 'learning.log', format: 'learningLog', records: 2 })],
+        unread: [{ path: 'notes.txt', reason: 'no known format in what is there yet', size: prose(1000).length }],
+      },
       // no run row for a directory whose only log is unrecognised: still named
-      { run: 'other', files: [], unread: [{ path: 'logs/train.txt', reason: 'no format recognises it', size: prose(70 * 1024).length }] },
+      {
+        run: 'other',
+        files: [],
+        unread: [{ path: 'logs/train.txt', reason: 'no format recognises it', size: prose(70 * 1024).length }],
+      },
     ]);
     const grpo = report[0]!.files[0]!;
-    expect(grpo).toMatchObject({ offset: Buffer.byteLength(`${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`), skipped: 1 });
+    expect(grpo).toMatchObject({
+      offset: Buffer.byteLength(`${learningLine(1)}\n${learningLine(2)}\nnot a metric line\n`),
+      skipped: 1,
+    });
     expect(grpo.skips).toHaveLength(1);
 
     const reply = await files({ store: db }, {});
@@ -59,13 +70,18 @@ describe('files', () => {
 
   it('counts the generations a file gave as its records, those kept and those pruned alike', async () => {
     // three generations per step, two steps: examplesPerStep 2 keeps the best and the worst two of each step
-    const gens = [1, 2].flatMap((step) => [0.1, 0.5, 0.9].map((reward, k) =>
-      JSON.stringify({ step, problem_id: `p${k}`, reward, completion: `answer ${step}.${k}` })));
+    const gens = [1, 2].flatMap((step) =>
+      [0.1, 0.5, 0.9].map((reward, k) =>
+        JSON.stringify({ step, problem_id: `p${k}`, reward, completion: `answer ${step}.${k}` }),
+      ),
+    );
     const path = file('grpo/reward_logs/completions.jsonl', `${gens.join('\n')}\n`);
     await ingestor.ingest(path, runs());
     expect((await db.examplesBetween((await db.runByName('grpo'))!.id, 0, 10)).length).toBeGreaterThan(0);
     const reply = await files({ store: db }, { run: 'grpo' });
-    expect(reply.blocks?.[0]?.code).toMatch(new RegExp(`^reward_logs/completions\\.jsonl  completions  .*  ${gens.length} records$`));
+    expect(reply.blocks?.[0]?.code).toMatch(
+      new RegExp(`^reward_logs/completions\\.jsonl  completions  .*  ${gens.length} records$`),
+    );
     expect(reply.lines).toEqual([`grpo: 1 file, ${gens.length} records, 0 lines skipped, 0 not read`]);
   });
 
@@ -86,7 +102,9 @@ describe('files', () => {
     for (const p of [log, notes]) await ingestor.ingest(p, runs());
     expect(await unreadSummary(db, [runs()])).toEqual([
       'not read: grpo/notes.txt (no known format in what is there yet)',
-      expect.stringMatching(/^unparsed lines: grpo\/learning\.log: 1 line skipped \(1 × .+, e\.g\. "not a metric line"\)$/),
+      expect.stringMatching(
+        /^unparsed lines: grpo\/learning\.log: 1 line skipped \(1 × .+, e\.g\. "not a metric line"\)$/,
+      ),
     ]);
     expect(await unreadSummary(db, [join(root, 'elsewhere')])).toEqual([]);
     // an empty file (a run just starting) is listed by `files` but is no warning
@@ -103,7 +121,10 @@ describe('files', () => {
 describe('unreadSummary on PostgreSQL', () => {
   it("tells a watcher its own host's files only: another host's run may sit at the same path", async () => {
     const url = await freshPgDatabase();
-    const [hostA, hostB] = [await PgLiveStore.open(url, { scope: 'gpu-a' }), await PgLiveStore.open(url, { scope: 'gpu-b' })];
+    const [hostA, hostB] = [
+      await PgLiveStore.open(url, { scope: 'gpu-a' }),
+      await PgLiveStore.open(url, { scope: 'gpu-b' }),
+    ];
     const shared = await openStore(url);
     try {
       const readAs = (live: PgLiveStore, prefix: string) =>

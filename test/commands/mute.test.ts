@@ -22,7 +22,9 @@ describe('absurd mute spans and numbers', () => {
     const ctx = { store: new SqliteAsyncStore(store) };
     for (const span of ['99999999999999d', '366d', `${'9'.repeat(400)}s`]) {
       await expect(muteAlerts(ctx, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).rejects.toThrow(UserError);
-      await expect(muteAlerts(ctx, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).rejects.toThrow(/is longer than a mute may be \(365d\)/);
+      await expect(muteAlerts(ctx, { for: span, by: { id: 'ann', name: 'Ann' } }, NOW)).rejects.toThrow(
+        /is longer than a mute may be \(365d\)/,
+      );
     }
     expect((await muteList(ctx, NOW)).lines).toEqual([]);
     expect(parseDuration('365d')).toBe(365 * 86_400_000);
@@ -31,7 +33,15 @@ describe('absurd mute spans and numbers', () => {
   });
 
   it('lists a mute stored with an end no date can hold, instead of failing every later `mutes`', async () => {
-    store.silences.add({ run: null, rule: null, severity: null, starts_at: NOW, ends_at: 8.64e21, author: 'bob', reason: 'old' });
+    store.silences.add({
+      run: null,
+      rule: null,
+      severity: null,
+      starts_at: NOW,
+      ends_at: 8.64e21,
+      author: 'bob',
+      reason: 'old',
+    });
     const reply = await muteList({ store: new SqliteAsyncStore(store) }, NOW);
     expect(reply.lines).toEqual(['#1 everything until an end out of range (unmute it) by bob: old']);
     expect(reply.data).toMatchObject([{ id: 1, endsAt: null }]);

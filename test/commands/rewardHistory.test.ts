@@ -12,7 +12,10 @@ import { series, write } from '../store/digestSeries.ts';
 describe('reward history of a long series', () => {
   it('shows the overview, extremes and newest rows of every point, in the CLI and in chat alike', async () => {
     const path = join(tempDir(), 'h.db');
-    const s = series(Array.from({ length: 6000 }, (_, i) => i + 1), 4500);
+    const s = series(
+      Array.from({ length: 6000 }, (_, i) => i + 1),
+      4500,
+    );
     write(path, s);
     // straight from the points written: the mean of each sixtieth of the finite values, the finite extremes
     const means = Array.from({ length: 60 }, (_, c) => {
@@ -20,7 +23,9 @@ describe('reward history of a long series', () => {
       return xs.reduce((a, b) => a + b, 0) / xs.length;
     });
     const finite = s.values.filter(Number.isFinite);
-    const rows = s.steps.slice(-10).map((step, k) => `step ${String(step).padStart(6)}  epoch    -  ${formatValue(s.values[5990 + k]!)}`);
+    const rows = s.steps
+      .slice(-10)
+      .map((step, k) => `step ${String(step).padStart(6)}  epoch    -  ${formatValue(s.values[5990 + k]!)}`);
     const lines = [
       sparkline(means, 60),
       `min ${formatValue(Math.min(...finite))}  max ${formatValue(Math.max(...finite))}  last ${formatValue(s.values[5999]!)}`,
@@ -31,7 +36,9 @@ describe('reward history of a long series', () => {
     const cli = rlwatch(['reward', 'history', 'r', '--db', path]);
     expect(cli.stderr).toBe('');
     const table = ['  the last 10 points', ...rows.map((r) => `    ${r}`)];
-    expect(cli.stdout).toBe(`reward of r: 6000 points, steps 1..6000\n${[...lines.map((l) => `  ${l}`), ...table].join('\n')}\n`);
+    expect(cli.stdout).toBe(
+      `reward of r: 6000 points, steps 1..6000\n${[...lines.map((l) => `  ${l}`), ...table].join('\n')}\n`,
+    );
     const kept = Store.open(path);
     const reply = await rewardHistory({ store: new SqliteAsyncStore(kept) }, { run: 'r' });
     expect(reply.lines).toEqual(lines);

@@ -19,7 +19,15 @@ describe('run list', () => {
     const run = store.runs.ensure('grpo-7b', '/srv/secret/home/ana/runs/grpo-7b');
     const updated = 1_700_000_000_000;
     store.runs.noteBatch(run.id, 1, 10, 10, updated);
-    const asker = { store: new SqliteAsyncStore(store), log: silentLog, user: 'ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now: updated + 12 * 60_000 + 5000 };
+    const asker = {
+      store: new SqliteAsyncStore(store),
+      log: silentLog,
+      user: 'ana',
+      userName: 'ana',
+      mayWrite: () => true,
+      rightsHint: '',
+      now: updated + 12 * 60_000 + 5000,
+    };
     const chat = await interact({ words: ['run', 'list'] }, asker);
     const cli = await interact({ words: ['run', 'list'] }, { ...asker, local: true });
     expect(chat.ok && chat.reply.lines.join('\n')).not.toContain('/srv/secret');
@@ -29,8 +37,12 @@ describe('run list', () => {
 
   it('says how long ago in minutes, hours and days', () => {
     const now = 10 * 86_400_000;
-    expect([ago(null, now), ago(now - 30_000, now), ago(now - 12 * 60_000, now), ago(now - 3 * 3_600_000, now), ago(now - 2 * 86_400_000, now)]).toEqual([
-      'never', 'just now', '12 min ago', '3 h ago', '2 d ago',
-    ]);
+    expect([
+      ago(null, now),
+      ago(now - 30_000, now),
+      ago(now - 12 * 60_000, now),
+      ago(now - 3 * 3_600_000, now),
+      ago(now - 2 * 86_400_000, now),
+    ]).toEqual(['never', 'just now', '12 min ago', '3 h ago', '2 d ago']);
   });
 });

@@ -22,15 +22,19 @@ beforeEach(() => {
 });
 
 const runs = (): string => join(root, 'runs');
-const verl = (step: number): string => `\x1b[36m(TaskRunner pid=7)\x1b[0m step:${step} - critic/score/mean:0.${step} - actor/entropy:0.5`;
+const verl = (step: number): string =>
+  `\x1b[36m(TaskRunner pid=7)\x1b[0m step:${step} - critic/score/mean:0.${step} - actor/entropy:0.5`;
 const ask = (words: string) => {
   const found = findCommand(words.split(' '));
   if (!found) throw new Error(words);
-  return found.spec.run({ store: new SqliteAsyncStore(store), user: 'ana', userName: 'ana' }, parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }));
+  return found.spec.run(
+    { store: new SqliteAsyncStore(store), user: 'ana', userName: 'ana' },
+    parseText(found.spec, found.rest, { runs: ['grpo'], metrics: [] }),
+  );
 };
 
 describe('run logs', () => {
-  it("shows the tail of the console log that grew last, named relative to the run, without colours", async () => {
+  it('shows the tail of the console log that grew last, named relative to the run, without colours', async () => {
     const out = ensureParent(join(runs(), 'grpo', 'logs', 'verl_demo.log'));
     writeFileSync(out, `${Array.from({ length: 30 }, (_, i) => verl(i + 1)).join('\n')}\n`);
     const learning = ensureParent(join(runs(), 'grpo', 'learning.log'));
@@ -66,7 +70,9 @@ describe('run logs', () => {
     const stdout = await ask('run logs grpo file=job.out');
     expect(stdout.title).toBe('grpo: the last 2 lines of job.out');
     expect(stdout.blocks?.[0]?.code.split('\n')[1]).toBe(verl(2).replace(/\x1b\[\d+m/g, ''));
-    await expect(ask('run logs grpo file=nohup.out')).rejects.toThrow('grpo has no console log named nohup.out; it has job.err, job.out');
+    await expect(ask('run logs grpo file=nohup.out')).rejects.toThrow(
+      'grpo has no console log named nohup.out; it has job.err, job.out',
+    );
   });
 
   it("serves the trainer's learning.log, a console log whose lines are also metrics", async () => {
@@ -76,7 +82,11 @@ describe('run logs', () => {
     const reply = await ask('run logs grpo');
     expect(reply.title).toBe('grpo: the last 3 lines of learning.log');
     // the ± of the learning.log format is kept: only control characters are replaced
-    expect(reply.blocks?.[0]?.code.split('\n')).toEqual([learningLine(1), 'WARNING: reward function slow', learningLine(2)]);
+    expect(reply.blocks?.[0]?.code.split('\n')).toEqual([
+      learningLine(1),
+      'WARNING: reward function slow',
+      learningLine(2),
+    ]);
   });
 
   it('says so when the run has no console log', async () => {
@@ -108,7 +118,11 @@ describe('run logs', () => {
         {
           store: new SqliteAsyncStore(store),
           config: config === undefined ? undefined : (await loadConfig(config)).config,
-          log: silentLog, user: '<@1>', userName: 'ana', mayWrite: () => true, rightsHint: '',
+          log: silentLog,
+          user: '<@1>',
+          userName: 'ana',
+          mayWrite: () => true,
+          rightsHint: '',
         },
       );
 
@@ -142,7 +156,8 @@ describe('run logs', () => {
       expect(answer.ok && answer.reply.blocks?.[0]?.code).toBe(verl(7).replace(/\x1b\[\d+m/g, ''));
       // with no roots known the run's own folder is the root, and the other run's log lies out of it
       expect(await chat('run logs grpo')).toEqual({
-        ok: false, message: "grpo's job.out is not read: symlink leads out of the watched roots",
+        ok: false,
+        message: "grpo's job.out is not read: symlink leads out of the watched roots",
       });
     });
   });
@@ -157,4 +172,3 @@ describe('run logs', () => {
     expect(JSON.stringify(reply)).not.toContain('\u202e');
   });
 });
-

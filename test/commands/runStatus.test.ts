@@ -6,10 +6,12 @@ import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { MIN, T0, Trace, presetOnly, times } from '../engine/trace.ts';
 
 describe('run status', () => {
-  it('shows a restarted job at its newest attempt, with each attempt, its times in the reader\'s terms', async () => {
+  it("shows a restarted job at its newest attempt, with each attempt, its times in the reader's terms", async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(100, { reward: 0.2 })); // attempt 1, read at T0
-    t.advance(30 * MIN).resumeAt(40).feed(times(6, { reward: 0.3 })); // steps 40..45, read at T0 + 30 min
+    t.advance(30 * MIN)
+      .resumeAt(40)
+      .feed(times(6, { reward: 0.3 })); // steps 40..45, read at T0 + 30 min
     const resumedAt = t.now;
     const readAt = resumedAt + 12 * MIN + 20_000; // someone asks 12 min 20 s later
     const reply = await runStatus({ store: new SqliteAsyncStore(t.store) }, { run: 'r1' }, readAt);
@@ -51,14 +53,24 @@ describe('run status', () => {
     const reply = await runStatus(ctx, { run: 'r1' }, t.now + 30_000);
     expect(reply.title).toBe('r1: step 3');
     expect(reply.lines).toEqual(['3 records, updated just now']);
-    expect((await runStatus(ctx, { run: 'r1' }, t.now + 3 * 3_600_000 + 59 * MIN)).lines).toEqual(['3 records, updated 3 h ago']);
+    expect((await runStatus(ctx, { run: 'r1' }, t.now + 3 * 3_600_000 + 59 * MIN)).lines).toEqual([
+      '3 records, updated 3 h ago',
+    ]);
   });
 
   it('through the command tree, reads the clock of the caller', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(3, { reward: 0.2 }));
     const now = t.now + 2 * 86_400_000;
-    const asker = { store: new SqliteAsyncStore(t.store), log: silentLog, user: '@ana', userName: 'ana', mayWrite: () => true, rightsHint: '', now };
+    const asker = {
+      store: new SqliteAsyncStore(t.store),
+      log: silentLog,
+      user: '@ana',
+      userName: 'ana',
+      mayWrite: () => true,
+      rightsHint: '',
+      now,
+    };
     const a = await interact({ words: ['run', 'status', 'r1'] }, asker);
     expect(a.ok && a.reply.lines).toEqual(['3 records, updated 2 d ago']);
   });

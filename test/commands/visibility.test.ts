@@ -24,7 +24,11 @@ function world(commands: object = {}) {
   stores.push(store);
   const alertOf = (run: string) =>
     store.alerts.create(store.runs.ensure(run, `/runs/${run}`).id, 'mode_collapse', 'frac_zero_std', 'firing', {
-      step: 3, at: T, severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {},
+      step: 3,
+      at: T,
+      severity: 'critical',
+      summary: 'frac_zero_std 1 > 0.8',
+      details: {},
     });
   const a = alertOf(A);
   const b = alertOf(B);
@@ -32,8 +36,14 @@ function world(commands: object = {}) {
   const from = (channel: string): Asker => {
     const p = place(channel);
     return {
-      store: new SqliteAsyncStore(store), log: silentLog, user: '<@U1>', userName: 'ana', mayWrite: () => true,
-      rightsHint: '', now: T, ...(p.refused !== undefined ? { refused: p.refused } : { seesRun: p.seesRun }),
+      store: new SqliteAsyncStore(store),
+      log: silentLog,
+      user: '<@U1>',
+      userName: 'ana',
+      mayWrite: () => true,
+      rightsHint: '',
+      now: T,
+      ...(p.refused !== undefined ? { refused: p.refused } : { seesRun: p.seesRun }),
     };
   };
   return { store, a, b, from };
@@ -46,10 +56,18 @@ const message = async (words: string[], asker: Asker): Promise<string> => {
 };
 
 describe('a channel sees only the runs whose alerts are routed to it', () => {
-  it('reads about another channel\'s run get the answer a run that does not exist gets', async () => {
+  it("reads about another channel's run get the answer a run that does not exist gets", async () => {
     const w = world();
     const teamA = w.from('C-A');
-    for (const words of [['run', 'status'], ['run', 'logs'], ['examples'], ['reward', 'history'], ['run', 'report'], ['files'], ['alerts']]) {
+    for (const words of [
+      ['run', 'status'],
+      ['run', 'logs'],
+      ['examples'],
+      ['reward', 'history'],
+      ['run', 'report'],
+      ['files'],
+      ['alerts'],
+    ]) {
       const unseen = await message([...words, B], teamA);
       const missing = await message([...words, 'team-b/none'], teamA);
       expect(unseen.replaceAll(B, 'X')).toBe(missing.replaceAll('team-b/none', 'X'));
@@ -62,7 +80,15 @@ describe('a channel sees only the runs whose alerts are routed to it', () => {
 
   it('lists only its runs, alerts and mutes', async () => {
     const w = world();
-    w.store.silences.add({ run: B, rule: null, severity: null, starts_at: T, ends_at: T + 3_600_000, author: 'bo', reason: 'b only' });
+    w.store.silences.add({
+      run: B,
+      rule: null,
+      severity: null,
+      starts_at: T,
+      ends_at: T + 3_600_000,
+      author: 'bo',
+      reason: 'b only',
+    });
     const teamA = w.from('C-A');
     const list = await interact({ words: ['run', 'list'] }, teamA);
     expect(list.ok && list.reply.data).toMatchObject([{ name: A }]);
@@ -76,14 +102,22 @@ describe('a channel sees only the runs whose alerts are routed to it', () => {
     expect(def.ok && (def.reply.data as Array<{ id: number }>).map((r) => r.id)).toEqual([w.b.id]);
   });
 
-  it('cannot ack, mute or unmute another channel\'s run by id, and is told as of an id that does not exist', async () => {
+  it("cannot ack, mute or unmute another channel's run by id, and is told as of an id that does not exist", async () => {
     const w = world();
     const teamA = w.from('C-A');
     expect(await message(['ack', String(w.b.id)], teamA)).toBe(`no alert #${w.b.id} (see \`alerts --all\`)`);
     expect(w.store.alerts.byId(w.b.id)?.acked_by).toBeNull();
     const byButton = await interact({ words: ['mute'], args: { alert: w.b.id, duration: '1h' } }, teamA);
     expect(byButton).toEqual({ ok: false, message: `no alert #${w.b.id} (see \`alerts --all\`)` });
-    const s = w.store.silences.add({ run: B, rule: null, severity: null, starts_at: T, ends_at: T + 3_600_000, author: 'bo', reason: '' });
+    const s = w.store.silences.add({
+      run: B,
+      rule: null,
+      severity: null,
+      starts_at: T,
+      ends_at: T + 3_600_000,
+      author: 'bo',
+      reason: '',
+    });
     expect(await message(['unmute', String(s.id)], teamA)).toBe(`no mute #${s.id} in force (see \`mutes\`)`);
     expect(w.store.silences.active(T).map((x) => x.id)).toEqual([s.id]);
     // its own run's alert it acks
@@ -92,7 +126,9 @@ describe('a channel sees only the runs whose alerts are routed to it', () => {
 
   it('a mute of every run, or a glob, from a channel that does not see every run is refused; from one that does, set', async () => {
     const w = world();
-    expect(await message(['mute', 'all', '2h'], w.from('C-A'))).toMatch(/^from this channel, mute a run it sees by name/);
+    expect(await message(['mute', 'all', '2h'], w.from('C-A'))).toMatch(
+      /^from this channel, mute a run it sees by name/,
+    );
     expect(await message(['mute', 'team-*', '2h'], w.from('C-A'))).toMatch(/^from this channel/);
     expect(w.store.silences.active(T)).toEqual([]);
     // team-a/* reaches only what C-A sees
@@ -114,18 +150,28 @@ describe('a channel sees only the runs whose alerts are routed to it', () => {
     const w = world({ channels: ['C-A', 'C-OPS'] });
     expect(await message(['run', 'list'], w.from('C-DEFAULT'))).toBe(NOT_HERE);
     const ops = await interact({ words: ['alerts'] }, w.from('C-OPS'));
-    expect(ops.ok && (ops.reply.data as Array<{ id: number }>).map((r) => r.id).sort()).toEqual([w.a.id, w.b.id].sort());
+    expect(ops.ok && (ops.reply.data as Array<{ id: number }>).map((r) => r.id).sort()).toEqual(
+      [w.a.id, w.b.id].sort(),
+    );
     expect((await interact({ words: ['ack', String(w.b.id)] }, w.from('C-OPS'))).ok).toBe(true);
   });
 });
 
 describe('commandPlaces', () => {
   it('a route that takes only some severities leaves the run visible in the default channel too', () => {
-    const place = commandPlaces({ routes: [{ runs: 'team-a/*', severity: ['critical'], channel: 'C-A' }] }, 'C-DEFAULT');
+    const place = commandPlaces(
+      { routes: [{ runs: 'team-a/*', severity: ['critical'], channel: 'C-A' }] },
+      'C-DEFAULT',
+    );
     const seen = (channel: string, run: string): boolean => {
       const p = place(channel);
       return p.refused === undefined && p.seesRun(run);
     };
-    expect([seen('C-A', A), seen('C-A', B), seen('C-DEFAULT', A), seen('C-DEFAULT', B)]).toEqual([true, false, true, true]);
+    expect([seen('C-A', A), seen('C-A', B), seen('C-DEFAULT', A), seen('C-DEFAULT', B)]).toEqual([
+      true,
+      false,
+      true,
+      true,
+    ]);
   });
 });

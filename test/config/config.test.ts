@@ -34,7 +34,9 @@ describe('loadConfig', () => {
   });
 
   it("names a bad rule by its place in the file's rules", async () => {
-    const path = configFile('alerts:\n  rules:\n    - id: mode_collapse\n      value: 0.7\n    - id: mode_collapse\n      for: 0\n');
+    const path = configFile(
+      'alerts:\n  rules:\n    - id: mode_collapse\n      value: 0.7\n    - id: mode_collapse\n      for: 0\n',
+    );
     await expect(loadConfig(path, {})).rejects.toThrow(UserError);
     await expect(loadConfig(path, {})).rejects.toThrow(new RegExp(`^${path}: alerts\\.rules\\[1\\]\\.for: `));
   });
@@ -83,7 +85,8 @@ describe('loadConfig', () => {
 
   it('refuses a config file over 1 MB in one line naming the file and the limit, and reads one at the limit', async () => {
     const line = `# ${'x'.repeat(98)}\n`; // 101 bytes
-    const body = (bytes: number) => `watch:\n  poll: true\n${line.repeat(Math.ceil(bytes / line.length))}`.slice(0, bytes);
+    const body = (bytes: number) =>
+      `watch:\n  poll: true\n${line.repeat(Math.ceil(bytes / line.length))}`.slice(0, bytes);
     const over = configFile(body(MAX_CONFIG_BYTES + 1));
     await expect(loadConfig(over, {})).rejects.toThrow(UserError);
     await expect(loadConfig(over, {})).rejects.toThrow(`${over}: is over 1 MB, the most a config file may be`);
@@ -111,7 +114,9 @@ describe('loadConfig', () => {
     chmodSync(stray, 0o644);
     const warned: string[] = [];
     await expect(loadConfig(stray, {}, (l) => warned.push(l))).rejects.toThrow(/unknown field 'bot_token'/);
-    expect(warned).toEqual([`warning: ${stray} holds a secret and is readable by every user of this machine: chmod 600 ${stray}`]);
+    expect(warned).toEqual([
+      `warning: ${stray} holds a secret and is readable by every user of this machine: chmod 600 ${stray}`,
+    ]);
     const quiet: string[] = [];
     const mine = configFile(secrets[0]!);
     chmodSync(mine, 0o600);

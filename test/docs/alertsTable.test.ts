@@ -19,7 +19,11 @@ function rows(): Map<string, { kind: string; severity: string }> {
     const ids = [...cells[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
     if (ids.length === 0 || !/^[a-z_]+$/.test(cells[2]!.split(' ')[0]!)) continue;
     const stem = ids[0]!.slice(0, ids[0]!.lastIndexOf('_'));
-    for (const id of ids) out.set(id.startsWith('_') ? stem + id : id, { kind: cells[2]!.split(' ')[0]!, severity: cells[cells.length - 3]! });
+    for (const id of ids)
+      out.set(id.startsWith('_') ? stem + id : id, {
+        kind: cells[2]!.split(' ')[0]!,
+        severity: cells[cells.length - 3]!,
+      });
   }
   return out;
 }
@@ -31,7 +35,7 @@ describe('the preset tables in docs/alerts.md', () => {
     expect([...documented.keys()].sort()).toEqual(GRPO_PRESET.map((r) => r.id).sort());
   });
 
-  it("give each rule its kind and its severity", () => {
+  it('give each rule its kind and its severity', () => {
     for (const rule of GRPO_PRESET) {
       const row = documented.get(rule.id)!;
       expect(row.kind, rule.id).toBe(rule.kind);

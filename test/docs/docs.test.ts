@@ -98,7 +98,9 @@ describe('the README and docs/', () => {
       [...page.matchAll(/^\| (.+?) \|/gm)].flatMap((m) => [...m[1]!.matchAll(/`([a-zA-Z.]+)`/g)].map((k) => k[1]!)),
     );
     const fields = fieldsOf(ConfigSchema, 2);
-    expect(fields).toEqual(expect.arrayContaining(['db', 'watch.prefix', 'ingest.maxMetricNames', 'telegram.commands', 'webhook.charts']));
+    expect(fields).toEqual(
+      expect.arrayContaining(['db', 'watch.prefix', 'ingest.maxMetricNames', 'telegram.commands', 'webhook.charts']),
+    );
     expect(fields.filter((f) => !documented.has(f))).toEqual([]);
   });
 });
@@ -109,5 +111,7 @@ function fieldsOf(schema: unknown, depth: number, prefix = ''): string[] {
   let def = (schema as { _zod: { def: Def } })._zod.def;
   while (def.innerType) def = def.innerType._zod.def;
   if (def.type !== 'object' || !def.shape || depth === 0) return [prefix];
-  return Object.entries(def.shape).flatMap(([key, inner]) => fieldsOf(inner, depth - 1, prefix ? `${prefix}.${key}` : key));
+  return Object.entries(def.shape).flatMap(([key, inner]) =>
+    fieldsOf(inner, depth - 1, prefix ? `${prefix}.${key}` : key),
+  );
 }

@@ -12,7 +12,8 @@ const burstBook = RuleBook.build(presetOnly('mode_collapse', 'entropy_collapse',
   { id: 'mode_collapse', inhibits: [] },
   { id: 'grad_explosion', inhibits: [] },
 ]);
-const burst = (opts: { run?: string; targets?: string[] } = {}) => new Trace({ book: burstBook, repeatIntervalMs: HOUR, ...opts });
+const burst = (opts: { run?: string; targets?: string[] } = {}) =>
+  new Trace({ book: burstBook, repeatIntervalMs: HOUR, ...opts });
 const spike = () => new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR });
 
 describe('announcing alert changes', () => {
@@ -42,14 +43,18 @@ describe('announcing alert changes', () => {
   });
 
   it('an item carries the recent values of its metric and the epoch at its step', () => {
-    const t = spike().feed([{ grad_norm: 1, epoch: 0.1 }, { grad_norm: 1, epoch: 0.2 }, { grad_norm: 15.786, epoch: 0.3 }]);
+    const t = spike().feed([
+      { grad_norm: 1, epoch: 0.1 },
+      { grad_norm: 1, epoch: 0.2 },
+      { grad_norm: 15.786, epoch: 0.3 },
+    ]);
     expect(t.outbox()[0]!.notification.items[0]).toMatchObject({
       kind: 'firing',
       step: 3,
       epoch: 0.3,
       recent: [1, 1, 15.786],
       // the line is 10× the median of the records before (1), the floor of 10 too
-      summary: "grad_norm 15.79 > 10× its recent median 1 (15.79×) for 1 step",
+      summary: 'grad_norm 15.79 > 10× its recent median 1 (15.79×) for 1 step',
       examples: null,
     });
   });
@@ -102,7 +107,15 @@ describe('announcing alert changes', () => {
 
   it('a mute records the alert but announces nothing', () => {
     const t = burst();
-    t.store.silences.add({ run: 'r*', rule: null, severity: null, starts_at: t.now, ends_at: t.now + HOUR, author: 'bo', reason: 'x' });
+    t.store.silences.add({
+      run: 'r*',
+      rule: null,
+      severity: null,
+      starts_at: t.now,
+      ends_at: t.now + HOUR,
+      author: 'bo',
+      reason: 'x',
+    });
     t.batch(times(3, BAD));
     expect(t.states()).toEqual(['mode_collapse firing', 'entropy_collapse firing', 'grad_explosion firing']);
     expect(t.outbox()).toEqual([]);
@@ -132,7 +145,15 @@ describe('announcing alert changes', () => {
 
   it('a mute holds a critical back when the clock has stepped back behind its creation', () => {
     const t = spike();
-    t.store.silences.add({ run: null, rule: null, severity: null, starts_at: t.now, ends_at: t.now + HOUR, author: 'bo', reason: '' });
+    t.store.silences.add({
+      run: null,
+      rule: null,
+      severity: null,
+      starts_at: t.now,
+      ends_at: t.now + HOUR,
+      author: 'bo',
+      reason: '',
+    });
     t.advance(-HOUR).feed([{ grad_norm: 15.786 }]);
     expect(t.alert('grad_explosion').state).toBe('firing');
     expect(t.outbox()).toEqual([]);
@@ -140,7 +161,15 @@ describe('announcing alert changes', () => {
 
   it('when the mute expires, what is still firing is announced on the next tick', () => {
     const t = burst();
-    t.store.silences.add({ run: 'r*', rule: null, severity: null, starts_at: t.now, ends_at: t.now + HOUR, author: 'bo', reason: 'x' });
+    t.store.silences.add({
+      run: 'r*',
+      rule: null,
+      severity: null,
+      starts_at: t.now,
+      ends_at: t.now + HOUR,
+      author: 'bo',
+      reason: 'x',
+    });
     t.batch(times(3, BAD));
     t.feed(times(5, { ...BAD, grad_norm: 0.1 })); // grad_explosion resolves while muted
     expect(t.alert('grad_explosion').state).toBe('resolved');
@@ -152,7 +181,15 @@ describe('announcing alert changes', () => {
 
   it('unmute (silences.end) announces what is still firing on the next tick', () => {
     const t = burst();
-    const s = t.store.silences.add({ run: 'r*', rule: null, severity: null, starts_at: t.now, ends_at: t.now + 24 * HOUR, author: 'bo', reason: 'x' });
+    const s = t.store.silences.add({
+      run: 'r*',
+      rule: null,
+      severity: null,
+      starts_at: t.now,
+      ends_at: t.now + 24 * HOUR,
+      author: 'bo',
+      reason: 'x',
+    });
     t.batch(times(3, BAD));
     t.advance(5 * MIN);
     t.store.silences.end(s.id, t.now);
@@ -162,7 +199,15 @@ describe('announcing alert changes', () => {
 
   it('a mute holds back repeats of an announced alert, but not its resolution', () => {
     const t = spike().feed([{ grad_norm: 15.786 }]);
-    t.store.silences.add({ run: null, rule: 'grad_explosion', severity: null, starts_at: t.now, ends_at: t.now + 24 * HOUR, author: 'bo', reason: '' });
+    t.store.silences.add({
+      run: null,
+      rule: 'grad_explosion',
+      severity: null,
+      starts_at: t.now,
+      ends_at: t.now + 24 * HOUR,
+      author: 'bo',
+      reason: '',
+    });
     t.advance(3 * HOUR).tick();
     expect(t.said()).toEqual([['firing grad_explosion@1']]);
     t.feed(times(5, { grad_norm: 0.1 }));

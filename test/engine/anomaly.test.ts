@@ -31,15 +31,17 @@ describe('anomaly: robust z-score over a rolling window', () => {
 
   it('direction up ignores a dip; direction any catches it', () => {
     expect(new Trace({ book: anomaly() }).feed(series('x', [...calm, -5])).alerts()).toEqual([]);
-    expect(new Trace({ book: anomaly({ direction: 'any' }) }).feed(series('x', [...calm, -5])).alert('spike')).toMatchObject({ fired_step: 8 });
+    expect(
+      new Trace({ book: anomaly({ direction: 'any' }) }).feed(series('x', [...calm, -5])).alert('spike'),
+    ).toMatchObject({ fired_step: 8 });
   });
 
   it('a constant series (MAD 0) fires only past minDelta', () => {
     const flat = Array(8).fill(0);
     expect(new Trace({ book: anomaly({ minDelta: 0.1 }) }).feed(series('x', [...flat, 0.05])).alerts()).toEqual([]);
-    expect(new Trace({ book: anomaly({ minDelta: 0.1 }) }).feed(series('x', [...flat, 0.5])).alert('spike').summary).toBe(
-      'x 0.5: robust z +∞ against the median 0 of the last 10',
-    );
+    expect(
+      new Trace({ book: anomaly({ minDelta: 0.1 }) }).feed(series('x', [...flat, 0.5])).alert('spike').summary,
+    ).toBe('x 0.5: robust z +∞ against the median 0 of the last 10');
   });
 
   it('record by record or in batches: the same incidents', () => {
@@ -60,6 +62,8 @@ describe('anomaly: a series that takes two values', () => {
     // z +0.7, 5 is z +54
     const two = Array.from({ length: 21 }, (_, i) => (i % 2 ? 1.05 : 1));
     expect(new Trace({ book: anomaly({ window: 30 }) }).feed(series('x', [...two, 1.05])).alerts()).toEqual([]);
-    expect(new Trace({ book: anomaly({ window: 30 }) }).feed(series('x', [...two, 5])).alert('spike')).toMatchObject({ fired_step: 22 });
+    expect(new Trace({ book: anomaly({ window: 30 }) }).feed(series('x', [...two, 5])).alert('spike')).toMatchObject({
+      fired_step: 22,
+    });
   });
 });

@@ -10,7 +10,9 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
   it('restarted from step 0, a collapse in attempt 2 fires and says which attempt', () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(50, healthy));
-    t.advance(5 * MIN).resumeAt(0).feed([...times(20, healthy), ...times(5, collapsed)]);
+    t.advance(5 * MIN)
+      .resumeAt(0)
+      .feed([...times(20, healthy), ...times(5, collapsed)]);
     expect(t.store.attempts.list(t.run.id).map((a) => [a.attempt, a.resumed_step])).toEqual([
       [1, 1],
       [2, 0],
@@ -28,7 +30,9 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
   it('resumed at step 40 of 100 after a crash: the old incident ends, the new one fires', () => {
     const t = new Trace({ book: presetOnly('mode_collapse'), repeatIntervalMs: HOUR });
     t.feed([...times(96, healthy), ...times(4, collapsed)]); // attempt 1 collapses at 98, then dies at 100
-    t.advance(5 * MIN).resumeAt(40).feed(times(10, healthy));
+    t.advance(5 * MIN)
+      .resumeAt(40)
+      .feed(times(10, healthy));
     expect(t.states()).toEqual(['mode_collapse resolved']);
     const ended = JSON.parse(t.alerts()[0]!.details).resolved.summary;
     expect(ended).toBe('attempt 1 ended at step 100: the job restarted at step 40');
@@ -46,10 +50,14 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
     const t = new Trace({ book: presetOnly('mode_collapse', 'run_restarted'), repeatIntervalMs: HOUR });
     t.feed(times(100, healthy));
     expect(summaries(t)).toEqual([]);
-    t.advance(5 * MIN).resumeAt(40).feed(times(10, healthy)); // attempt 2: steps 40..49
+    t.advance(5 * MIN)
+      .resumeAt(40)
+      .feed(times(10, healthy)); // attempt 2: steps 40..49
     expect(t.alert('run_restarted')).toMatchObject({ severity: 'info', state: 'firing', fired_step: 40 });
     t.advance(2 * HOUR).feed(times(5, healthy)); // no repeat of news
-    t.advance(5 * MIN).resumeAt(50).feed(times(3, healthy)); // attempt 3 from step 50
+    t.advance(5 * MIN)
+      .resumeAt(50)
+      .feed(times(3, healthy)); // attempt 3 from step 50
     expect(summaries(t)).toEqual([
       'firing run_restarted@40: the job restarted at step 40 (attempt 2; attempt 1 ended at step 100)',
       'resolved run_restarted@54: attempt 2 ended at step 54: the job restarted at step 50',
@@ -57,7 +65,7 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
     ]);
   });
 
-  it('steps an earlier attempt logged past the resume point are not evaluated as the new attempt\'s', () => {
+  it("steps an earlier attempt logged past the resume point are not evaluated as the new attempt's", () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed([...times(60, healthy), ...times(40, collapsed)]); // collapsed 61..100
     t.resumeAt(40).feed(times(5, healthy)); // 40..44: attempt 1's collapsed 61..100 must not re-fire
@@ -86,7 +94,16 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
           metrics: steps.map((step) => ({ step, values: new Map([['pass_at_1', 0.5]]) })),
           examples: [],
           skips: new Map(),
-          progress: { dev: 2, ino: 2, offset: 0, size: 0, mtimeMs: t.now, seq: 0, lines: steps.length, records: steps.length },
+          progress: {
+            dev: 2,
+            ino: 2,
+            offset: 0,
+            size: 0,
+            mtimeMs: t.now,
+            seq: 0,
+            lines: steps.length,
+            records: steps.length,
+          },
         },
         2,
       );
@@ -126,7 +143,9 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
     t.feed(times(30, healthy));
     const second = t.store.files.add(t.run.id, '/x/r1/learning-2.log', 'learningLog');
     t.file = second;
-    t.advance(5 * MIN).resumeAt(1).feed([...times(2, healthy), ...times(3, collapsed)]);
+    t.advance(5 * MIN)
+      .resumeAt(1)
+      .feed([...times(2, healthy), ...times(3, collapsed)]);
     expect(t.store.attempts.list(t.run.id).map((a) => [a.attempt, a.resumed_step])).toEqual([
       [1, 1],
       [2, 1],
@@ -136,7 +155,7 @@ describe('a restarted job (steps logged again from an earlier step)', () => {
 });
 
 describe('not a restart', () => {
-  it('a step logged again (one step over several lines: the logging callback\'s blocks, the DeepSpeed reward line)', () => {
+  it("a step logged again (one step over several lines: the logging callback's blocks, the DeepSpeed reward line)", () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     for (let step = 1; step <= 30; step++) t.resumeAt(step).feed([healthy]).resumeAt(step).feed([healthy]);
     expect(t.store.attempts.list(t.run.id).map((a) => a.attempt)).toEqual([1]);

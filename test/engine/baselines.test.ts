@@ -21,7 +21,11 @@ function lognormal(seed: number, n: number, median: number, sd: number): number[
   return Array.from({ length: n }, () => median * Math.exp(sd * g()));
 }
 
-const fired = (t: Trace) => t.alerts().filter((a) => a.fired_step !== null).map((a) => `${a.rule}@${a.fired_step}`);
+const fired = (t: Trace) =>
+  t
+    .alerts()
+    .filter((a) => a.fired_step !== null)
+    .map((a) => `${a.rule}@${a.fired_step}`);
 
 describe('grad_explosion: a multiple of the run own rolling median, 10 at least', () => {
   const book = () => presetOnly('grad_explosion');

@@ -71,24 +71,26 @@ const ON_THE_CLOCK = new Set(GRPO_PRESET.filter((r) => r.kind === 'stall' || r.k
 
 function alertsOf(store: Store): Seen[] {
   const names = new Map(store.runs.list().map((r) => [r.id, r.name]));
-  return store.alerts
-    .list({ all: true })
-    // judged on rlwatch's clock, not on the records: stall (the silence since the file last grew), and run_crashed
-    // of an error that is not fatal (read live it is held for a grace to see whether the job survives; read as
-    // history it fires only when it is the log's last word from the job's own process)
-    .filter((a) => !ON_THE_CLOCK.has(a.rule))
-    .map((a) => ({
-      run: names.get(a.run_id) ?? '?',
-      rule: a.rule,
-      metric: a.metric,
-      severity: a.severity,
-      state: a.state,
-      started: a.started_step,
-      fired: a.fired_step,
-      resolved: a.resolved_step,
-      summary: a.summary,
-    }))
-    .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  return (
+    store.alerts
+      .list({ all: true })
+      // judged on rlwatch's clock, not on the records: stall (the silence since the file last grew), and run_crashed
+      // of an error that is not fatal (read live it is held for a grace to see whether the job survives; read as
+      // history it fires only when it is the log's last word from the job's own process)
+      .filter((a) => !ON_THE_CLOCK.has(a.rule))
+      .map((a) => ({
+        run: names.get(a.run_id) ?? '?',
+        rule: a.rule,
+        metric: a.metric,
+        severity: a.severity,
+        state: a.state,
+        started: a.started_step,
+        fired: a.fired_step,
+        resolved: a.resolved_step,
+        summary: a.summary,
+      }))
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
+  );
 }
 
 /** The whole files read by one backfill, history evaluated without announcing, then one tick: `rlwatch backfill`. */
@@ -180,7 +182,8 @@ function sources(): Array<[string, Files]> {
     if (!byRun.has(run)) byRun.set(run, new Map());
     byRun.get(run)!.set(rel, bytes);
   }
-  for (const [run, files] of [...byRun].sort(([a], [b]) => a.localeCompare(b))) if (files.size > 0 && !run.includes('.')) out.push([run, files]);
+  for (const [run, files] of [...byRun].sort(([a], [b]) => a.localeCompare(b)))
+    if (files.size > 0 && !run.includes('.')) out.push([run, files]);
   out.push(['synthetic', new Map([['synthetic/learning.log', syntheticRun(7)]])]);
   return out;
 }
@@ -200,19 +203,30 @@ describe('the same bytes give the same alerts, however they are read', () => {
     expect(whole.get('synthetic')!.some((a) => a.fired !== null && a.fired >= 250 && a.fired < 400)).toBe(true);
   });
 
-  it.each(all.map(([name]) => name))('%s: many small live reads, a few large ones, one backfill', async (name) => {
-    const files = all.find(([n]) => n === name)![1];
-    const expected = whole.get(name)!;
-    for (const seed of [1, 2, 3]) expect(await readLive(files, seed, 400), `small pieces, seed ${seed}`).toEqual(expected);
-    for (const seed of [4, 5]) expect(await readLive(files, seed, 200_000), `large pieces, seed ${seed}`).toEqual(expected);
-  }, 300_000);
+  it.each(all.map(([name]) => name))(
+    '%s: many small live reads, a few large ones, one backfill',
+    async (name) => {
+      const files = all.find(([n]) => n === name)![1];
+      const expected = whole.get(name)!;
+      for (const seed of [1, 2, 3])
+        expect(await readLive(files, seed, 400), `small pieces, seed ${seed}`).toEqual(expected);
+      for (const seed of [4, 5])
+        expect(await readLive(files, seed, 200_000), `large pieces, seed ${seed}`).toEqual(expected);
+    },
+    300_000,
+  );
 
   // A process that starts again in the middle of a console log's multi-line step, or of its reader's working out of
   // steps (tqdm marks, steps per epoch), reads the lines before its checkpoint again to get that context back.
-  it.each(all.map(([name]) => name))('%s: live reads with the process restarted now and then', async (name) => {
-    const files = all.find(([n]) => n === name)![1];
-    for (const seed of [6, 7]) expect(await readLive(files, seed, 2000, 0.05), `restarts, seed ${seed}`).toEqual(whole.get(name));
-  }, 300_000);
+  it.each(all.map(([name]) => name))(
+    '%s: live reads with the process restarted now and then',
+    async (name) => {
+      const files = all.find(([n]) => n === name)![1];
+      for (const seed of [6, 7])
+        expect(await readLive(files, seed, 2000, 0.05), `restarts, seed ${seed}`).toEqual(whole.get(name));
+    },
+    300_000,
+  );
 });
 
 describe('a step whose record lands in two reads', () => {
@@ -229,7 +243,10 @@ describe('a step whose record lands in two reads', () => {
       t.resumeAt(i + 1).feed([Object.fromEntries(entries.slice(at))]);
     });
     // in no particular order: which alert is made first within a step follows which metric came first
-    return t.alerts().map((a) => `${a.rule} ${a.state} ${a.started_step} ${a.fired_step} ${a.resolved_step} ${a.summary}`).sort();
+    return t
+      .alerts()
+      .map((a) => `${a.rule} ${a.state} ${a.started_step} ${a.fired_step} ${a.resolved_step} ${a.summary}`)
+      .sort();
   }
 
   it('the whole preset over a seeded run that collapses and recovers, each record cut in two at random', () => {
@@ -261,7 +278,11 @@ describe('a step whose record lands in two reads', () => {
   });
 
   it('a rule of two metrics (no_learning: loss 0 and grad_norm 0 for 3) judges each step with both', () => {
-    const rows = [...times(5, { loss: 0.1, grad_norm: 0.5 }), ...times(4, { loss: 0, grad_norm: 0 }), ...times(5, { loss: 0.1, grad_norm: 0.5 })];
+    const rows = [
+      ...times(5, { loss: 0.1, grad_norm: 0.5 }),
+      ...times(4, { loss: 0, grad_norm: 0 }),
+      ...times(5, { loss: 0.1, grad_norm: 0.5 }),
+    ];
     const whole = split(presetOnly('no_learning'), rows, true);
     expect(whole.length).toBe(1);
     expect(split(presetOnly('no_learning'), rows, false)).toEqual(whole);

@@ -3,12 +3,18 @@ import { Trace, rulesOf } from './trace.ts';
 
 const hacking = () => rulesOf({ id: 'hack', kind: 'divergence', metrics: ['rewards/*'], window: 15 });
 const rows = (format: number[], accuracy: number[]) =>
-  format.map((f, i) => ({ 'rewards/format': f, 'rewards/accuracy': accuracy[i] as number, 'rewards/accuracy/std': 0.1 }));
+  format.map((f, i) => ({
+    'rewards/format': f,
+    'rewards/accuracy': accuracy[i] as number,
+    'rewards/accuracy/std': 0.1,
+  }));
 const fill = (n: number, v: number) => Array<number>(n).fill(v);
 
 describe('divergence: one reward rising while another falls (reward hacking)', () => {
   it('format 0.48 -> 0.86 while accuracy 0.16 -> 0.06 (open-r1 issue) fires when both windows are full', () => {
-    const t = new Trace({ book: hacking() }).feed(rows([...fill(15, 0.48), ...fill(14, 0.86)], [...fill(15, 0.16), ...fill(14, 0.06)]));
+    const t = new Trace({ book: hacking() }).feed(
+      rows([...fill(15, 0.48), ...fill(14, 0.86)], [...fill(15, 0.16), ...fill(14, 0.06)]),
+    );
     expect(t.alerts()).toEqual([]);
     t.feed(rows([0.86], [0.06]));
     expect(t.alert('hack')).toMatchObject({

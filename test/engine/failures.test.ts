@@ -56,7 +56,11 @@ const items = (): NotificationItem[] =>
   store.outbox.pending('console', 1000).flatMap((r) => (JSON.parse(r.payload) as Notification).items);
 const fired = (rule: string) => items().filter((i) => i.kind === 'firing' && i.rule === rule);
 
-const trlDict = (i: number, loss: string | number = (0.01 * i).toFixed(4), grad: string | number = 0.5 + i / 100): string =>
+const trlDict = (
+  i: number,
+  loss: string | number = (0.01 * i).toFixed(4),
+  grad: string | number = 0.5 + i / 100,
+): string =>
   `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'completions/mean_length': 212.5, ` +
   `'reward': ${(0.3 + i / 100).toFixed(3)}, 'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'kl': 0.0004, 'entropy': 0.61, 'epoch': ${(i / 50).toFixed(2)}}`;
 const tqdm = (i: number): string => ` ${i * 2}%|██        | ${i}/50 [0${i}:02<09:18, 12.4s/it]`;
@@ -80,7 +84,11 @@ describe('run_crashed', () => {
     ];
     await write(log, [tqdm(11), ...trace]);
     const [crash] = fired('run_crashed');
-    expect(crash).toMatchObject({ severity: 'critical', step: 10, summary: expect.stringMatching(/^CUDA out of memory: Tried to allocate 7\.42 GiB/) });
+    expect(crash).toMatchObject({
+      severity: 'critical',
+      step: 10,
+      summary: expect.stringMatching(/^CUDA out of memory: Tried to allocate 7\.42 GiB/),
+    });
     const lines = [...healthy, tqdm(11), ...trace];
     expect(lines.length).toBeGreaterThan(21);
     expect(crash!.evidence).toEqual({ title: 'the log up to the error (last 21 lines)', lines: lines.slice(-21) });
@@ -96,7 +104,9 @@ describe('run_crashed', () => {
     ]);
     const [crash] = fired('run_crashed');
     expect(crash).toMatchObject({ summary: 'NCCL watchdog timeout', step: 2 });
-    expect(crash!.evidence!.lines.at(-1)).toMatch(/^\(WorkerDict pid=3301, ip=10\.1\.2\.3\) \[rank3\]:\[E1122 .*Watchdog caught/);
+    expect(crash!.evidence!.lines.at(-1)).toMatch(
+      /^\(WorkerDict pid=3301, ip=10\.1\.2\.3\) \[rank3\]:\[E1122 .*Watchdog caught/,
+    );
     expect(crash!.evidence!.lines.join('\n')).not.toContain(ESC);
   });
 
@@ -112,17 +122,26 @@ describe('run_crashed', () => {
       '============================================================',
       'train_grpo.py FAILED',
     ]);
-    expect(fired('run_crashed').map((i) => i.summary)).toEqual(['torchrun: a worker process failed (ChildFailedError)']);
+    expect(fired('run_crashed').map((i) => i.summary)).toEqual([
+      'torchrun: a worker process failed (ChildFailedError)',
+    ]);
   });
 
   it('a SLURM preemption or time limit pages at once, saying which', async () => {
     const log = logOf('slurm-preempted', 'slurm-6231820.out');
     await write(log, [verlStep(1), verlStep(2)]);
-    await write(log, ['slurmstepd: error: *** JOB 6231820 ON gpu-node-17 CANCELLED AT 2025-11-22T03:14:07 DUE TO PREEMPTION ***']);
+    await write(log, [
+      'slurmstepd: error: *** JOB 6231820 ON gpu-node-17 CANCELLED AT 2025-11-22T03:14:07 DUE TO PREEMPTION ***',
+    ]);
     const timed = logOf('slurm-timed-out', 'slurm-6231821.out');
     await write(timed, [verlStep(1)]);
-    await write(timed, ['slurmstepd: error: *** STEP 6231821.0 ON gpu-node-3 CANCELLED AT 2025-11-22T09:00:01 DUE TO TIME LIMIT ***']);
-    expect(fired('run_crashed').map((i) => `${i.summary} @${i.step}`)).toEqual(['SLURM: job preempted @2', 'SLURM: job time limit reached @1']);
+    await write(timed, [
+      'slurmstepd: error: *** STEP 6231821.0 ON gpu-node-3 CANCELLED AT 2025-11-22T09:00:01 DUE TO TIME LIMIT ***',
+    ]);
+    expect(fired('run_crashed').map((i) => `${i.summary} @${i.step}`)).toEqual([
+      'SLURM: job preempted @2',
+      'SLURM: job time limit reached @1',
+    ]);
   });
 
   it('a traceback the job survives does not page; one followed by silence does, after the grace', async () => {
@@ -149,8 +168,13 @@ describe('run_crashed', () => {
     pass(MIN + 1000);
     engine.tick();
     const [crash] = fired('run_crashed');
-    expect(crash).toMatchObject({ severity: 'critical', summary: 'TypeError: cannot unpack non-iterable NoneType object (nothing written for 2m since)' });
-    expect(crash!.evidence!.lines.at(-1)).toBe('(CursorLoopWorker pid=57720) TypeError: cannot unpack non-iterable NoneType object');
+    expect(crash).toMatchObject({
+      severity: 'critical',
+      summary: 'TypeError: cannot unpack non-iterable NoneType object (nothing written for 2m since)',
+    });
+    expect(crash!.evidence!.lines.at(-1)).toBe(
+      '(CursorLoopWorker pid=57720) TypeError: cannot unpack non-iterable NoneType object',
+    );
   });
 });
 
@@ -161,7 +185,10 @@ describe('the events table', () => {
     const counting = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
       if (e.kind === 'batch') results.push(e.result.events);
     });
-    appendFileSync(log, `${[trlDict(1), 'Killed', trlDict(2), trlDict(3), 'node1:1:2 [0] NCCL WARN Cuda failure'].join('\n')}\n`);
+    appendFileSync(
+      log,
+      `${[trlDict(1), 'Killed', trlDict(2), trlDict(3), 'node1:1:2 [0] NCCL WARN Cuda failure'].join('\n')}\n`,
+    );
     await counting.ingest(log, runsDir());
     const rows = store.db.prepare('SELECT step, kind, title FROM events ORDER BY id').all();
     expect(rows).toEqual([
@@ -176,9 +203,18 @@ describe('the events table', () => {
     await write(log, [verlStep(1)]);
     const run = store.runs.byName('verl-meta')!;
     const file = store.files.ofRun(run.id)[0]!;
-    const meta = { kind: 'meta' as const, step: 1, title: 'total steps', text: 'total_steps: 9', values: { total_steps: 9 } };
+    const meta = {
+      kind: 'meta' as const,
+      step: 1,
+      title: 'total steps',
+      text: 'total_steps: 9',
+      values: { total_steps: 9 },
+    };
     store.events.write(run.id, file.id, [meta, meta, { ...meta, values: { total_steps: 10 } }], Date.now());
-    expect(store.db.prepare(`SELECT vals FROM events WHERE kind = 'meta'`).pluck().all()).toEqual(['{"total_steps":9}', '{"total_steps":10}']);
+    expect(store.db.prepare(`SELECT vals FROM events WHERE kind = 'meta'`).pluck().all()).toEqual([
+      '{"total_steps":9}',
+      '{"total_steps":10}',
+    ]);
     expect(store.events.meta(run.id)).toEqual({ total_steps: 10 });
   });
 });
@@ -191,7 +227,10 @@ describe('non_finite', () => {
     expect(fired('non_finite').map((i) => i.summary)).toEqual([
       'loss is nan at step 4 (last finite 0.03 at step 3); grad_norm is nan at step 4 (last finite 0.53 at step 3)',
     ]);
-    await write(log, [5, 6, 7, 8].map((i) => trlDict(i)));
+    await write(
+      log,
+      [5, 6, 7, 8].map((i) => trlDict(i)),
+    );
     expect(alertsOf('trl-nan').map((a) => a.state)).toEqual(['firing']);
     await write(log, [trlDict(9)]);
     expect(alertsOf('trl-nan').map((a) => [a.rule, a.state, a.resolved_step])).toEqual([['non_finite', 'resolved', 9]]);
@@ -200,7 +239,9 @@ describe('non_finite', () => {
   it('an infinite grad_norm fires too', async () => {
     const log = logOf('trl-inf', 'train.log');
     await write(log, [trlDict(1), trlDict(2, 0.02, 'inf')]);
-    expect(fired('non_finite').map((i) => i.summary)).toEqual(['grad_norm is inf at step 2 (last finite 0.51 at step 1)']);
+    expect(fired('non_finite').map((i) => i.summary)).toEqual([
+      'grad_norm is inf at step 2 (last finite 0.51 at step 1)',
+    ]);
   });
 });
 
@@ -221,7 +262,12 @@ describe('run_finished', () => {
     expect(said.map((i) => `${i.kind} ${i.rule}`)).toEqual(['firing run_finished']);
     const card = said[0]!;
     expect(card.metric).toBe('reward');
-    expect(card.finished).toMatchObject({ durationMs: 612_300, firstStep: 1, finalReward: { step: 3, value: 0.33 }, bestReward: { step: 3, value: 0.33 } });
+    expect(card.finished).toMatchObject({
+      durationMs: 612_300,
+      firstStep: 1,
+      finalReward: { step: 3, value: 0.33 },
+      bestReward: { step: 3, value: 0.33 },
+    });
     // the summary dict is the end of the run, not a step: the last step is the third dict's
     expect(card.summary).toBe('training finished at step 3 in 10m 12s; reward 0.33');
   });
@@ -249,7 +295,9 @@ describe('run_finished', () => {
         fileId: file.id,
         metrics: [],
         examples: [],
-        events: [{ kind: 'meta', step: 0, title: 'total steps', text: 'Total training steps: 3', values: { total_steps: 3 } }],
+        events: [
+          { kind: 'meta', step: 0, title: 'total steps', text: 'Total training steps: 3', values: { total_steps: 3 } },
+        ],
         skips: new Map(),
         progress: { ...fileProgress(file.path), seq: 0, lines: 0, records: 0 },
       },
@@ -269,11 +317,16 @@ describe('trainer_warning', () => {
   it('a repeating warning is one incident with its line', async () => {
     const log = logOf('trl-kl', 'train.log');
     await write(log, [trlDict(1)]);
-    const warn = '/trl/trainer/ppo_trainer.py:812: UserWarning: KL divergence is starting to become negative: -0.02 - this might be a precursor for failed training.';
+    const warn =
+      '/trl/trainer/ppo_trainer.py:812: UserWarning: KL divergence is starting to become negative: -0.02 - this might be a precursor for failed training.';
     await write(log, [warn, trlDict(2), warn, trlDict(3), warn]);
     const said = fired('trainer_warning');
     expect(said).toHaveLength(1);
-    expect(said[0]).toMatchObject({ severity: 'warning', summary: 'KL divergence is negative', evidence: { lines: [warn] } });
+    expect(said[0]).toMatchObject({
+      severity: 'warning',
+      summary: 'KL divergence is negative',
+      evidence: { lines: [warn] },
+    });
   });
 });
 
@@ -290,11 +343,16 @@ describe('finished runs', () => {
 describe('trainer_warning resolution', () => {
   it('resolves once the run has gone 20 steps without that warning', async () => {
     const log = logOf('verl-dapo', 'verl_demo.log');
-    await write(log, [verlStep(1), `${ESC}[36m(TaskRunner pid=9)${ESC}[0m num_gen_batches=3. Generated too many. Keep generating...`]);
+    await write(log, [
+      verlStep(1),
+      `${ESC}[36m(TaskRunner pid=9)${ESC}[0m num_gen_batches=3. Generated too many. Keep generating...`,
+    ]);
     await write(log, verlLines(2, 19));
     expect(alertsOf('verl-dapo').map((a) => a.state)).toEqual(['firing']);
     await write(log, [verlStep(21)]);
-    expect(alertsOf('verl-dapo').map((a) => [a.rule, a.state, a.resolved_step])).toEqual([['trainer_warning', 'resolved', 21]]);
+    expect(alertsOf('verl-dapo').map((a) => [a.rule, a.state, a.resolved_step])).toEqual([
+      ['trainer_warning', 'resolved', 21],
+    ]);
   });
 });
 
@@ -313,7 +371,9 @@ describe('real logs', () => {
     const alerts = store.alerts.list({ all: true }).filter((a) => ours.has(a.rule));
     // logic-rl-verl-crash ends in `AssertionError: failed to get register_center_actor` before step 1
     const crashed = store.runs.byName('logic-rl-verl-crash')!.id;
-    expect(alerts.filter((a) => a.severity === 'critical').map((a) => [a.run_id, a.rule])).toEqual([[crashed, 'run_crashed']]);
+    expect(alerts.filter((a) => a.severity === 'critical').map((a) => [a.run_id, a.rule])).toEqual([
+      [crashed, 'run_crashed'],
+    ]);
     // the GUI-cursor run's surviving tracebacks were read, and held rather than paged
     expect(store.db.prepare(`SELECT count(*) FROM events WHERE kind = 'error'`).pluck().get()).toBeGreaterThan(0);
   });

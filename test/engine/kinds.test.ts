@@ -51,7 +51,12 @@ const CASES: Record<Kind, Case> = {
     rule: { metrics: ['reward'], window: 20, sigmas: 0 },
     // the two 20-record windows are whole at step 40: 0.5 then 0.4, a fall of 20% of the level
     drive: (t) => t.feed(series('reward', [...Array(20).fill(0.5), ...Array(20).fill(0.4)])),
-    alert: { metric: 'reward', fired_step: 40, severity: 'warning', summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows' },
+    alert: {
+      metric: 'reward',
+      fired_step: 40,
+      severity: 'warning',
+      summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows',
+    },
   },
   stall: {
     rule: { after: '10m' },
@@ -69,7 +74,11 @@ const CASES: Record<Kind, Case> = {
   milestone: {
     rule: { epoch: 1, metric: 'reward', op: '>=', value: 0.5, window: 2 },
     // epoch 1 is reached at step 2, where the mean of the last 2 rewards is 0.1
-    drive: (t) => t.feed([{ epoch: 0.5, reward: 0 }, { epoch: 1, reward: 0.2 }]),
+    drive: (t) =>
+      t.feed([
+        { epoch: 0.5, reward: 0 },
+        { epoch: 1, reward: 0.2 },
+      ]),
     alert: {
       metric: 'reward',
       fired_step: 2,
@@ -80,13 +89,27 @@ const CASES: Record<Kind, Case> = {
   non_finite: {
     rule: { metrics: ['loss'] },
     drive: (t) => t.feed(series('loss', [0.5, 0.4, NaN])),
-    alert: { metric: 'loss', fired_step: 3, severity: 'warning', summary: 'loss is nan at step 3 (last finite 0.4 at step 2)' },
+    alert: {
+      metric: 'loss',
+      fired_step: 3,
+      severity: 'warning',
+      summary: 'loss is nan at step 3 (last finite 0.4 at step 2)',
+    },
   },
   crash: {
     rule: {},
     drive: (t) => {
       t.feed(times(3, { loss: 0.5 }));
-      said(t, [{ kind: 'error', step: 3, title: 'CUDA out of memory', text: 'torch.OutOfMemoryError: CUDA out of memory.', fatal: true, context: [] }]);
+      said(t, [
+        {
+          kind: 'error',
+          step: 3,
+          title: 'CUDA out of memory',
+          text: 'torch.OutOfMemoryError: CUDA out of memory.',
+          fatal: true,
+          context: [],
+        },
+      ]);
     },
     alert: { metric: 'log:crash', fired_step: 3, severity: 'warning', summary: 'CUDA out of memory' },
   },
@@ -94,26 +117,58 @@ const CASES: Record<Kind, Case> = {
     rule: {},
     drive: (t) => {
       t.feed(series('reward', [0.2, 0.5, 0.4]));
-      said(t, [{ kind: 'finished', step: 3, title: 'training finished', text: "{'train_runtime': 100}", values: { train_runtime: 100 } }]);
+      said(t, [
+        {
+          kind: 'finished',
+          step: 3,
+          title: 'training finished',
+          text: "{'train_runtime': 100}",
+          values: { train_runtime: 100 },
+        },
+      ]);
     },
     // 100 s of runtime; the last reward 0.4, the best 0.5 at step 2
-    alert: { metric: 'reward', fired_step: 3, severity: 'warning', summary: 'training finished at step 3 in 1m 40s; reward 0.4 (best 0.5 at step 2)' },
+    alert: {
+      metric: 'reward',
+      fired_step: 3,
+      severity: 'warning',
+      summary: 'training finished at step 3 in 1m 40s; reward 0.4 (best 0.5 at step 2)',
+    },
   },
   restart: {
     rule: {},
     drive: (t) => {
       t.feed(times(5, { loss: 0.5 })); // attempt 1: steps 1..5
-      t.advance(5 * MIN).resumeAt(2).feed(times(1, { loss: 0.5 }));
+      t.advance(5 * MIN)
+        .resumeAt(2)
+        .feed(times(1, { loss: 0.5 }));
     },
-    alert: { metric: 'attempt', fired_step: 2, severity: 'warning', summary: 'the job restarted at step 2 (attempt 2; attempt 1 ended at step 5)' },
+    alert: {
+      metric: 'attempt',
+      fired_step: 2,
+      severity: 'warning',
+      summary: 'the job restarted at step 2 (attempt 2; attempt 1 ended at step 5)',
+    },
   },
   trainer_warning: {
     rule: {},
     drive: (t) => {
       t.feed(times(2, { loss: 0.5 }));
-      said(t, [{ kind: 'warning', step: 2, title: 'KL divergence is negative', text: 'UserWarning: KL divergence is starting to become negative: -0.02' }]);
+      said(t, [
+        {
+          kind: 'warning',
+          step: 2,
+          title: 'KL divergence is negative',
+          text: 'UserWarning: KL divergence is starting to become negative: -0.02',
+        },
+      ]);
     },
-    alert: { metric: 'log:warning:KL divergence is negative', fired_step: 2, severity: 'warning', summary: 'KL divergence is negative' },
+    alert: {
+      metric: 'log:warning:KL divergence is negative',
+      fired_step: 2,
+      severity: 'warning',
+      summary: 'KL divergence is negative',
+    },
   },
   relative: {
     rule: { metric: 'completion_length', baselineWindow: 3, op: '<', factor: 0.5 },
@@ -130,13 +185,20 @@ const CASES: Record<Kind, Case> = {
     rule: { metric: 'loss', window: 5, warmup: 5, z: 6 },
     // the 5 before 11: median 1, and (the MAD being 0) the first non-zero deviation 1 as the scale: z = 10 / 1.4826
     drive: (t) => t.feed(series('loss', [1, 1, 1, 1, 2, 11])),
-    alert: { metric: 'loss', fired_step: 6, severity: 'warning', summary: 'loss 11: robust z +6.7 against the median 1 of the last 5' },
+    alert: {
+      metric: 'loss',
+      fired_step: 6,
+      severity: 'warning',
+      summary: 'loss 11: robust z +6.7 against the median 1 of the last 5',
+    },
   },
   divergence: {
     rule: { metrics: ['rewards/format', 'rewards/accuracy'], window: 2, sigmas: 0 },
     // at step 4 the windows (steps 1-2 against 3-4): format 0.2 → 0.8, accuracy 0.6 → 0.1
     drive: (t) =>
-      t.feed([0.2, 0.2, 0.8, 0.8].map((f, i) => ({ 'rewards/format': f, 'rewards/accuracy': [0.6, 0.6, 0.1, 0.1][i]! }))),
+      t.feed(
+        [0.2, 0.2, 0.8, 0.8].map((f, i) => ({ 'rewards/format': f, 'rewards/accuracy': [0.6, 0.6, 0.1, 0.1][i]! })),
+      ),
     alert: {
       metric: 'rewards/format rewards/accuracy',
       fired_step: 4,

@@ -9,7 +9,9 @@ function collapse(values: number[]): Trace {
 }
 
 const eventsOf = (t: Trace, id: number) =>
-  t.store.alerts.events(id).map((e) => ({ state: e.state, step: e.step, at: e.at, summary: JSON.parse(e.details).summary as string }));
+  t.store.alerts
+    .events(id)
+    .map((e) => ({ state: e.state, step: e.step, at: e.at, summary: JSON.parse(e.details).summary as string }));
 
 describe('alert lifecycle', () => {
   it('pending → firing → resolved, each transition with its step and time', () => {
@@ -88,9 +90,11 @@ describe('alert lifecycle', () => {
       2,
     );
     a.engine.evaluate(runB.id);
-    expect(a.store.alerts.list({ all: true }).map((r) => `${r.run_id} ${r.rule} ${r.state}`).sort()).toEqual([
-      `${a.run.id} grad_explosion firing`,
-      `${runB.id} grad_explosion firing`,
-    ]);
+    expect(
+      a.store.alerts
+        .list({ all: true })
+        .map((r) => `${r.run_id} ${r.rule} ${r.state}`)
+        .sort(),
+    ).toEqual([`${a.run.id} grad_explosion firing`, `${runB.id} grad_explosion firing`]);
   });
 });

@@ -25,7 +25,16 @@ const NOW = 1_800_000_000_000;
 async function productRoute(db: string): Promise<void> {
   const store = Store.open(db, { now: () => NOW });
   const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
-  await backfill(new Ingestor(store, OPTS, () => {}, (r) => void engine.evaluate(r.runId)), [SAMPLES], config.watch);
+  await backfill(
+    new Ingestor(
+      store,
+      OPTS,
+      () => {},
+      (r) => void engine.evaluate(r.runId),
+    ),
+    [SAMPLES],
+    config.watch,
+  );
   engine.tick();
   // the open alerts the store holds between evaluations are the table's
   const table = store.db.prepare(`SELECT * FROM alerts WHERE run_id = ? AND state != 'resolved' ORDER BY id`);

@@ -35,10 +35,12 @@ describe('non_finite: one incident per cause', () => {
       ...times(5, calm), // 6-10: resolved at 10
       { ...calm, reward: NaN }, // 11: a new incident
     ]);
-    expect(t.alerts().map((a) => `${a.metric} ${a.state} ${a.fired_step}..${a.resolved_step}`).sort()).toEqual([
-      'loss resolved 4..10',
-      'reward firing 11..null',
-    ]);
+    expect(
+      t
+        .alerts()
+        .map((a) => `${a.metric} ${a.state} ${a.fired_step}..${a.resolved_step}`)
+        .sort(),
+    ).toEqual(['loss resolved 4..10', 'reward firing 11..null']);
   });
 });
 
@@ -66,14 +68,23 @@ describe('truncation_no_signal inhibits its symptoms', () => {
     // announced with the cause's resolution: mode_collapse, and truncation, firing until its 5 records under 0.05
     expect(t.said().map((row) => row.sort())).toEqual([
       ['firing truncation_no_signal@3'],
-      ['firing mode_collapse@3', 'firing truncation@3', 'firing zero_signal_too_hard@5', 'resolved truncation_no_signal@13'],
+      [
+        'firing mode_collapse@3',
+        'firing truncation@3',
+        'firing zero_signal_too_hard@5',
+        'resolved truncation_no_signal@13',
+      ],
       ['resolved truncation@15'],
     ]);
   });
 
   it('(control: without the cause, the symptoms page as before)', () => {
     const t = new Trace({ book: book() }).feed(times(10, { clipped_ratio: 0.5, frac_zero_std: 1, reward: 0 }));
-    expect(t.said().flat().sort()).toEqual(['firing mode_collapse@3', 'firing truncation@3', 'firing zero_signal_too_hard@5']);
+    expect(t.said().flat().sort()).toEqual([
+      'firing mode_collapse@3',
+      'firing truncation@3',
+      'firing zero_signal_too_hard@5',
+    ]);
   });
 });
 

@@ -24,13 +24,20 @@ describe('the open alerts one evaluation reads', () => {
     // the ack queued an update that follows the firing row, whose card is not posted yet (src/notify/cardUpdates.ts)
     expect(t.said()).toEqual([['firing grad_explosion@4'], ['update grad_explosion@4']]);
     // the posts: rows without their card updates (queued edits join a waiting row of the run: src/store/outbox.ts)
-    const posts = () => t.said().map((row) => row.filter((i) => !i.startsWith('update '))).filter((row) => row.length > 0);
+    const posts = () =>
+      t
+        .said()
+        .map((row) => row.filter((i) => !i.startsWith('update ')))
+        .filter((row) => row.length > 0);
     // still firing two hours on: a repeat were it not acked
     t.advance(2 * HOUR).feed([{ grad_norm: 12 }]);
     expect(posts()).toEqual([['firing grad_explosion@4']]);
     t.feed(times(5, CALM));
     expect(posts()).toEqual([['firing grad_explosion@4'], ['resolved grad_explosion@11']]);
-    const resolved = t.outbox().flatMap((r) => r.notification.items).find((i) => i.kind === 'resolved')!;
+    const resolved = t
+      .outbox()
+      .flatMap((r) => r.notification.items)
+      .find((i) => i.kind === 'resolved')!;
     expect(resolved.state?.ack).toMatchObject({ by: 'ana', name: 'ana' });
   });
 

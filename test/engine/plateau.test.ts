@@ -25,12 +25,15 @@ const plateauAlerts = (rewards: readonly number[]) =>
 const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
 
 describe('reward_plateau under autocorrelated noise', () => {
-  it.each(SEEDS)('a slow healthy climb (0.05 -> 0.3 over 300 steps, saturating, AR(1) phi 0.6) raises nothing, seed %i', (seed) => {
-    // 0.05 + 0.4 (1 - e^(-t/300)): +0.033 over the first 25 steps (+60% of its level), +0.016 (+6%) near 0.3
-    const noise = ar1(seed, 400, 0.6, 0.004);
-    const rewards = noise.map((e, t) => 0.05 + 0.4 * (1 - Math.exp(-t / 300)) + e);
-    expect(plateauAlerts(rewards).map((a) => `${a.fired_step} ${a.summary}`)).toEqual([]);
-  });
+  it.each(SEEDS)(
+    'a slow healthy climb (0.05 -> 0.3 over 300 steps, saturating, AR(1) phi 0.6) raises nothing, seed %i',
+    (seed) => {
+      // 0.05 + 0.4 (1 - e^(-t/300)): +0.033 over the first 25 steps (+60% of its level), +0.016 (+6%) near 0.3
+      const noise = ar1(seed, 400, 0.6, 0.004);
+      const rewards = noise.map((e, t) => 0.05 + 0.4 * (1 - Math.exp(-t / 300)) + e);
+      expect(plateauAlerts(rewards).map((a) => `${a.fired_step} ${a.summary}`)).toEqual([]);
+    },
+  );
 
   it.each(SEEDS)('a plateau at 0.15 after a climb is caught within 65 steps of its onset, seed %i', (seed) => {
     // 150 steps climbing 0.05 -> 0.15, then 150 at 0.15: the same noise throughout

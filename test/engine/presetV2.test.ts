@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { Trace, presetOnly, series, times } from './trace.ts';
 
-const firing = (t: Trace) => t.alerts().filter((a) => a.fired_step !== null).map((a) => `${a.rule}@${a.fired_step} ${a.severity}`);
+const firing = (t: Trace) =>
+  t
+    .alerts()
+    .filter((a) => a.fired_step !== null)
+    .map((a) => `${a.rule}@${a.fired_step} ${a.severity}`);
 const flat = (n: number, v: number) => Array<number>(n).fill(v);
 /** v, v + d, v, v + d, ...: a series with a little noise */
 const wobble = (n: number, v: number, d: number) => Array.from({ length: n }, (_, i) => (i % 2 ? v + d : v));
@@ -9,7 +13,9 @@ const wobble = (n: number, v: number, d: number) => Array.from({ length: n }, (_
 describe('preset v2: relative entropy, truncation, length', () => {
   it('entropy_drop: below 25% of its early median (0.2 -> 0.045) for 3 smoothed records', () => {
     // 5 warmup + 20 baseline records at 0.2; smoothing over 3: the second 0.045 makes the median 0.045 (< 0.05)
-    const t = new Trace({ book: presetOnly('entropy_drop') }).feed(series('entropy', [...flat(25, 0.2), ...flat(4, 0.045)]));
+    const t = new Trace({ book: presetOnly('entropy_drop') }).feed(
+      series('entropy', [...flat(25, 0.2), ...flat(4, 0.045)]),
+    );
     expect(firing(t)).toEqual(['entropy_drop@29 warning']);
     expect(t.alert('entropy_drop').summary).toBe('entropy 0.045 < 0.25× its early median 0.2 (0.225×) for 3 steps');
   });
@@ -22,18 +28,24 @@ describe('preset v2: relative entropy, truncation, length', () => {
   });
 
   it('truncation: clipped_ratio above 0.1 (verl) for 3 records is a warning', () => {
-    const t = new Trace({ book: presetOnly('truncation', 'truncation_no_signal') }).feed(series('clipped_ratio', flat(3, 0.15)));
+    const t = new Trace({ book: presetOnly('truncation', 'truncation_no_signal') }).feed(
+      series('clipped_ratio', flat(3, 0.15)),
+    );
     expect(firing(t)).toEqual(['truncation@3 warning']);
   });
 
   it('truncation_no_signal: nearly all truncated while nearly all groups agree is critical', () => {
-    const t = new Trace({ book: presetOnly('truncation', 'truncation_no_signal') }).feed(times(3, { clipped_ratio: 0.95, frac_zero_std: 0.95 }));
+    const t = new Trace({ book: presetOnly('truncation', 'truncation_no_signal') }).feed(
+      times(3, { clipped_ratio: 0.95, frac_zero_std: 0.95 }),
+    );
     expect(firing(t).sort()).toEqual(['truncation@3 warning', 'truncation_no_signal@3 critical']);
   });
 
   it('length_collapse: the 5-record median under half its running max (400 -> 150)', () => {
     // the 5-record median turns to 150 at the third 150 (step 13), held 3 records: 15
-    const t = new Trace({ book: presetOnly('length_collapse') }).feed(series('completion_length', [...flat(10, 400), ...flat(5, 150)]));
+    const t = new Trace({ book: presetOnly('length_collapse') }).feed(
+      series('completion_length', [...flat(10, 400), ...flat(5, 150)]),
+    );
     expect(firing(t)).toEqual(['length_collapse@15 warning']);
   });
 
@@ -55,7 +67,9 @@ describe('preset v2: relative entropy, truncation, length', () => {
   });
 
   it('length_explosion: three times the early median (300 -> 1000)', () => {
-    const t = new Trace({ book: presetOnly('length_explosion') }).feed(series('completion_length', [...flat(25, 300), ...flat(4, 1000)]));
+    const t = new Trace({ book: presetOnly('length_explosion') }).feed(
+      series('completion_length', [...flat(25, 300), ...flat(4, 1000)]),
+    );
     expect(firing(t)).toEqual(['length_explosion@29 warning']);
   });
 });
@@ -89,25 +103,33 @@ describe('preset v2: KL and PPO health', () => {
     // it fires once KL is 4× (and 0.02 over) the median of the 20 records ending 100 before: by an independent
     // count of the same condition on the series
     const values = [...flat(300, 0.002), ...grow];
-    const expected = values.findIndex((v, i) => i >= 300 && v > 4 * values[i - 100 - 3]! && v - values[i - 100 - 3]! > 0.02);
+    const expected = values.findIndex(
+      (v, i) => i >= 300 && v > 4 * values[i - 100 - 3]! && v - values[i - 100 - 3]! > 0.02,
+    );
     expect(at).toBeGreaterThan(300);
     expect(Math.abs(at - (expected + 1))).toBeLessThanOrEqual(5);
   });
 
   it('ppo_kl_out_of_bounds: ppo_kl above 0.1 for 2 records', () => {
     const book = presetOnly('ppo_kl_out_of_bounds');
-    expect(firing(new Trace({ book }).feed(series('ppo_kl', [0.01, 0.2, 0.2])))).toEqual(['ppo_kl_out_of_bounds@3 warning']);
+    expect(firing(new Trace({ book }).feed(series('ppo_kl', [0.01, 0.2, 0.2])))).toEqual([
+      'ppo_kl_out_of_bounds@3 warning',
+    ]);
     expect(new Trace({ book }).feed(series('ppo_kl', [0.01, 0.08, 0.08])).alerts()).toEqual([]);
   });
 
   it('pg_clipfrac_spike: 0.3 after 30 records around 0.02', () => {
-    const t = new Trace({ book: presetOnly('pg_clipfrac_spike') }).feed(series('pg_clipfrac', [...wobble(30, 0.02, 0.002), 0.3]));
+    const t = new Trace({ book: presetOnly('pg_clipfrac_spike') }).feed(
+      series('pg_clipfrac', [...wobble(30, 0.02, 0.002), 0.3]),
+    );
     expect(firing(t)).toEqual(['pg_clipfrac_spike@31 warning']);
   });
 
   it('value_loss_spike: 5.0 after 30 records around 1.0; a 10% wobble is no spike', () => {
     const book = presetOnly('value_loss_spike');
-    expect(firing(new Trace({ book }).feed(series('value_loss', [...wobble(30, 1, 0.05), 5])))).toEqual(['value_loss_spike@31 warning']);
+    expect(firing(new Trace({ book }).feed(series('value_loss', [...wobble(30, 1, 0.05), 5])))).toEqual([
+      'value_loss_spike@31 warning',
+    ]);
     expect(new Trace({ book }).feed(series('value_loss', [...wobble(30, 1, 0.05), 1.1])).alerts()).toEqual([]);
   });
 
@@ -118,7 +140,9 @@ describe('preset v2: KL and PPO health', () => {
       ...times(2, { 'rollout_corr/rollout_is_mean': 2.5, 'rollout_corr/rollout_is_eff_sample_size': 0.2 }),
     ]);
     expect(firing(t)).toEqual(['rollout_is_ratio_high@3 warning', 'rollout_low_ess@3 warning']);
-    expect(firing(new Trace({ book }).feed(series('rollout_corr/rollout_is_mean', [1, 0.4, 0.4])))).toEqual(['rollout_is_ratio_low@3 warning']);
+    expect(firing(new Trace({ book }).feed(series('rollout_corr/rollout_is_mean', [1, 0.4, 0.4])))).toEqual([
+      'rollout_is_ratio_low@3 warning',
+    ]);
   });
 });
 
@@ -126,11 +150,15 @@ describe('preset v2: zero-signal groups and slow steps', () => {
   const zero = () => presetOnly('zero_signal_too_easy', 'zero_signal_too_hard');
 
   it('most groups agree and the reward is near 1: too easy (info)', () => {
-    expect(firing(new Trace({ book: zero() }).feed(times(5, { frac_zero_std: 1, reward: 0.95 })))).toEqual(['zero_signal_too_easy@5 info']);
+    expect(firing(new Trace({ book: zero() }).feed(times(5, { frac_zero_std: 1, reward: 0.95 })))).toEqual([
+      'zero_signal_too_easy@5 info',
+    ]);
   });
 
   it('most groups agree and the reward is near 0: too hard (info)', () => {
-    expect(firing(new Trace({ book: zero() }).feed(times(5, { frac_zero_std: 0.75, reward: 0.02 })))).toEqual(['zero_signal_too_hard@5 info']);
+    expect(firing(new Trace({ book: zero() }).feed(times(5, { frac_zero_std: 0.75, reward: 0.02 })))).toEqual([
+      'zero_signal_too_hard@5 info',
+    ]);
   });
 
   it('a reward on [-3, 0] is neither', () => {
@@ -139,7 +167,9 @@ describe('preset v2: zero-signal groups and slow steps', () => {
 
   it('slow_steps: the 3-record median over 3x the median of the 50 records before', () => {
     // step 61 (one slow record): median(10, 10, 40) = 10; from step 62 the median is 40 > 30, held 2 records
-    const t = new Trace({ book: presetOnly('slow_steps') }).feed(series('step_time', [...wobble(60, 10, 1), 40, 40, 40]));
+    const t = new Trace({ book: presetOnly('slow_steps') }).feed(
+      series('step_time', [...wobble(60, 10, 1), 40, 40, 40]),
+    );
     expect(firing(t)).toEqual(['slow_steps@63 warning']);
   });
 });

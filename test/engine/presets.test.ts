@@ -22,9 +22,13 @@ const SPIKE = [
 ].map(learningLogValues);
 
 const firing = (t: Trace) =>
-  t.alerts().filter((a) => a.state === 'firing').map((a) => `${a.rule}@${a.fired_step}`).sort();
+  t
+    .alerts()
+    .filter((a) => a.state === 'firing')
+    .map((a) => `${a.rule}@${a.fired_step}`)
+    .sort();
 
-describe('GRPO preset on the learning.log guide\'s patterns', () => {
+describe("GRPO preset on the learning.log guide's patterns", () => {
   it('has the rule ids of the design', () => {
     expect(GRPO_PRESET.map((r) => r.id)).toEqual(
       expect.arrayContaining([
@@ -76,7 +80,10 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
     const low = { ...HEALTHY[2]!, entropy: 0.03 };
     const t = new Trace().feed([...HEALTHY, low, low, low]);
     expect(firing(t)).toEqual(['entropy_collapse@6']);
-    expect(t.alert('entropy_collapse')).toMatchObject({ severity: 'warning', summary: 'entropy 0.03 < 0.04 for 3 steps' });
+    expect(t.alert('entropy_collapse')).toMatchObject({
+      severity: 'warning',
+      summary: 'entropy 0.03 < 0.04 for 3 steps',
+    });
     t.feed(times(3, { ...low, entropy: 0.044 })); // no longer < 0.04, not yet back past 0.05
     expect(t.alert('entropy_collapse').state).toBe('firing');
     t.feed(times(3, { ...low, entropy: 0.06 }));
@@ -143,7 +150,10 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
 
   it('the runaway signature and a high clip ratio are two incidents of two rules', () => {
     const t = new Trace().feed(times(3, { reward: 0.05, reward_std: 0, clipped_ratio: 0.9 }));
-    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual(['runaway_completions reward', 'truncation clipped_ratio']);
+    expect(t.alerts().map((a) => `${a.rule} ${a.metric}`)).toEqual([
+      'runaway_completions reward',
+      'truncation clipped_ratio',
+    ]);
   });
 
   it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th (two 30-record windows)', () => {
@@ -163,7 +173,12 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
       return 0.06 * ((2 * x) / 2 ** 31 - 1);
     };
     const climb = Array.from({ length: 80 }, (_, i) => ({ reward: 0.15 + 0.0015 * i + scatter() }));
-    expect(new Trace().feed(climb).alerts().filter((a) => a.rule === 'reward_plateau')).toEqual([]);
+    expect(
+      new Trace()
+        .feed(climb)
+        .alerts()
+        .filter((a) => a.rule === 'reward_plateau'),
+    ).toEqual([]);
   });
 
   it('a climbing reward that falls by 20% fires a reward_trend warning within 20 records: the break from its course', () => {
@@ -179,9 +194,14 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
     const fall = t.alerts().find((a) => a.rule === 'reward_trend' && a.severity === 'warning');
     expect(fall?.fired_step).toBeGreaterThan(120);
     expect(fall?.fired_step).toBeLessThanOrEqual(140);
-    expect(fall?.summary).toMatch(/^reward ↘ -\d+\.\d% \(0\.\d+ → 0\.\d+ over \d+-step windows; \d+\.\dσ off its course of 100 steps\)$/);
+    expect(fall?.summary).toMatch(
+      /^reward ↘ -\d+\.\d% \(0\.\d+ → 0\.\d+ over \d+-step windows; \d+\.\dσ off its course of 100 steps\)$/,
+    );
     // the two 15-record windows alone miss it: the climb before the fall cancels most of it
-    const windowsOnly = RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', breakSigmas: 0 }]);
+    const windowsOnly = RuleBook.build(
+      GRPO_PRESET.filter((r) => r.id === 'reward_trend'),
+      [{ id: 'reward_trend', breakSigmas: 0 }],
+    );
     const t2 = new Trace({ book: windowsOnly }).feed(rows);
     expect(t2.alerts().filter((a) => a.severity === 'warning')).toEqual([]);
   });
@@ -189,9 +209,17 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
   it('one cause, one page: the milestones a run misses while mode_collapse is critical are info, naming it', () => {
     // 100 records to epoch 1.0, every group agreeing on a reward of 0 (trl-grpo-finance-poison's shape)
     const run = (frac: number) =>
-      Array.from({ length: 100 }, (_, i) => ({ epoch: (i + 1) / 100, reward: 0, reward_std: 0.01, frac_zero_std: frac }));
+      Array.from({ length: 100 }, (_, i) => ({
+        epoch: (i + 1) / 100,
+        reward: 0,
+        reward_std: 0.01,
+        frac_zero_std: frac,
+      }));
     const milestones = (t: Trace) =>
-      t.alerts().filter((a) => a.rule.startsWith('milestone_') || a.rule.startsWith('stop_')).map((a) => `${a.rule} ${a.severity}`);
+      t
+        .alerts()
+        .filter((a) => a.rule.startsWith('milestone_') || a.rule.startsWith('stop_'))
+        .map((a) => `${a.rule} ${a.severity}`);
     const paged = new Trace().feed(run(1));
     expect(paged.alert('mode_collapse')).toMatchObject({ severity: 'critical', fired_step: 3 });
     expect(milestones(paged)).toEqual([
@@ -218,7 +246,9 @@ describe('GRPO preset on the learning.log guide\'s patterns', () => {
     const set = RuleBook.build(GRPO_PRESET, [{ id: 'stop_reward_epoch_1', value: 0.15 }]);
     const targeted = new Trace({ book: set }).feed(run(0.5));
     expect(milestones(targeted).slice(3)).toEqual(['stop_reward_epoch_1 critical', 'stop_frac_zero_std_epoch_1 info']);
-    expect(targeted.alert('stop_frac_zero_std_epoch_1').summary).toMatch(/; stop_reward_epoch_1 critical since step 100$/);
+    expect(targeted.alert('stop_frac_zero_std_epoch_1').summary).toMatch(
+      /; stop_reward_epoch_1 critical since step 100$/,
+    );
   });
 
   it('a reward below zero is never "flat below 0.3": the plateau is judged on a positive level only', () => {

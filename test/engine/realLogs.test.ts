@@ -24,7 +24,10 @@ beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] });
   vi.setSystemTime(T0);
   const store = Store.open(join(tempDir('rlw-real-'), 'rlwatch.db'));
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 3_600_000, targets: ['console'] });
+  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
+    repeatIntervalMs: 4 * 3_600_000,
+    targets: ['console'],
+  });
   const history = new Ingestor(store, { maxLineBytes: 1 << 23, examplesPerStep: 2 }, (e) => {
     if (e.kind === 'batch') engine.evaluate(e.result.runId, false);
   });
@@ -32,7 +35,13 @@ beforeAll(async () => {
   vi.setSystemTime(T0 + 3 * 60_000);
   engine.tick();
   fired = new Map(
-    store.runs.list().map((r) => [r.name, store.alerts.list({ runId: r.id, all: true }).reverse().filter((a) => a.fired_step !== null)]),
+    store.runs.list().map((r) => [
+      r.name,
+      store.alerts
+        .list({ runId: r.id, all: true })
+        .reverse()
+        .filter((a) => a.fired_step !== null),
+    ]),
   );
   store.close();
   vi.useRealTimers();
@@ -44,7 +53,9 @@ const keys = (alerts: readonly AlertRow[]) => alerts.map((a) => `${a.rule} ${a.s
 
 describe('the preset on every real run', () => {
   it('pages two criticals in the whole corpus: mode_collapse of the run with no learning signal, the job that died', () => {
-    const criticals = [...fired].flatMap(([run, alerts]) => alerts.filter(atLeast('critical')).map((a) => `${run} ${a.rule}`));
+    const criticals = [...fired].flatMap(([run, alerts]) =>
+      alerts.filter(atLeast('critical')).map((a) => `${run} ${a.rule}`),
+    );
     // logic-rl-verl-crash ends in `AssertionError: failed to get register_center_actor` before step 1
     expect(criticals.sort()).toEqual(['logic-rl-verl-crash run_crashed', 'trl-grpo-finance-poison mode_collapse']);
   });
@@ -63,7 +74,9 @@ describe('the preset on every real run', () => {
   it('deepspeed-chat-ppo: one reward warning, for the fall that holds (the file: ~3.9 over steps 100-124, ~2.2 over 125-149)', () => {
     // the reward as the log prints it, one `average reward score` per step from step 0 on
     const file = join(realLogsDir(), 'deepspeed-chat-ppo', 'actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log');
-    const rewards = [...readFileSync(file, 'utf8').matchAll(/average reward score: (-?[\d.]+)/g)].map((m) => Number(m[1]));
+    const rewards = [...readFileSync(file, 'utf8').matchAll(/average reward score: (-?[\d.]+)/g)].map((m) =>
+      Number(m[1]),
+    );
     const meanOf = (a: number, b: number) => rewards.slice(a, b).reduce((s, v) => s + v, 0) / (b - a);
     expect(meanOf(125, 150) / meanOf(100, 125)).toBeLessThan(0.7);
     const warnings = fired.get('deepspeed-chat-ppo')!.filter(atLeast('warning'));

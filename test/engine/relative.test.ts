@@ -5,7 +5,16 @@ import { Trace, rulesOf, series } from './trace.ts';
 const relative = (extra: Record<string, unknown>) => rulesOf({ id: 'rel', kind: 'relative', metric: 'x', ...extra });
 
 describe('relative: a metric against its own baseline', () => {
-  const early = relative({ baseline: 'early', warmup: 2, baselineWindow: 4, op: '<', factor: 0.25, for: 2, recover: 0.5, recoverFor: 2 });
+  const early = relative({
+    baseline: 'early',
+    warmup: 2,
+    baselineWindow: 4,
+    op: '<',
+    factor: 0.25,
+    for: 2,
+    recover: 0.5,
+    recoverFor: 2,
+  });
 
   it('early: learns the median of the records after the warmup, then fires below factor × it for `for` records', () => {
     // steps 1-2 warmup (9, 9 are ignored); 3-6 learn: median(0.4, 0.5, 0.6, 0.2) = 0.45; bound 0.1125
@@ -34,10 +43,16 @@ describe('relative: a metric against its own baseline', () => {
   });
 
   it('max: completion length down 50% from its running max', () => {
-    const t = new Trace({ book: relative({ baseline: 'max', op: '<', factor: 0.5 }) }).feed(series('x', [100, 200, 300, 160]));
+    const t = new Trace({ book: relative({ baseline: 'max', op: '<', factor: 0.5 }) }).feed(
+      series('x', [100, 200, 300, 160]),
+    );
     expect(t.alerts()).toEqual([]);
     t.feed(series('x', [140]));
-    expect(t.alert('rel')).toMatchObject({ state: 'firing', fired_step: 5, summary: 'x 140 < 0.5× its running max 300 (0.4667×) for 1 step' });
+    expect(t.alert('rel')).toMatchObject({
+      state: 'firing',
+      fired_step: 5,
+      summary: 'x 140 < 0.5× its running max 300 (0.4667×) for 1 step',
+    });
   });
 
   it('rolling with smoothing: step time over 3x the median of the records before', () => {
@@ -47,7 +62,10 @@ describe('relative: a metric against its own baseline', () => {
     t.feed(series('x', [3.5]));
     expect(t.alerts()).toEqual([]); // median(1, 3.5) = 2.25
     t.feed(series('x', [4]));
-    expect(t.alert('rel')).toMatchObject({ fired_step: 10, summary: 'x 3.75 > 3× its recent median 1 (3.75×) for 1 step' });
+    expect(t.alert('rel')).toMatchObject({
+      fired_step: 10,
+      summary: 'x 3.75 > 3× its recent median 1 (3.75×) for 1 step',
+    });
   });
 
   it('a baseline of zero or below judges nothing', () => {
@@ -59,7 +77,9 @@ describe('relative: a metric against its own baseline', () => {
   it('minDelta: a tiny baseline does not fire on a tiny absolute change', () => {
     const book = relative({ baseline: 'early', baselineWindow: 3, op: '>', factor: 10, minDelta: 0.05 });
     expect(new Trace({ book }).feed(series('x', [0.001, 0.001, 0.001, 0.02])).alerts()).toEqual([]);
-    expect(new Trace({ book }).feed(series('x', [0.001, 0.001, 0.001, 0.2])).alert('rel')).toMatchObject({ fired_step: 4 });
+    expect(new Trace({ book }).feed(series('x', [0.001, 0.001, 0.001, 0.2])).alert('rel')).toMatchObject({
+      fired_step: 4,
+    });
   });
 
   it('record by record or in one batch: the same incidents', () => {

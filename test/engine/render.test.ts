@@ -39,7 +39,10 @@ describe('renderNotification, plain', () => {
 
   it('a repeat says STILL FIRING; a resolution says RESOLVED and has no ack hint', () => {
     const text = renderNotification(
-      note({ kind: 'repeat', severity: 'warning', alertId: 1 }, { kind: 'resolved', alertId: 2, summary: 'frac_zero_std 0.1: back past 0.5 for 3 steps' }),
+      note(
+        { kind: 'repeat', severity: 'warning', alertId: 1 },
+        { kind: 'resolved', alertId: 2, summary: 'frac_zero_std 0.1: back past 0.5 for 3 steps' },
+      ),
       false,
     );
     expect(text).toContain('[WARNING] mode_collapse STILL FIRING #1 · run-a · step 120');

@@ -4,7 +4,8 @@ import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatc
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { HOUR, MIN, Trace, presetOnly, times } from './trace.ts';
 
-const spike = (targets = ['console']) => new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR, targets });
+const spike = (targets = ['console']) =>
+  new Trace({ book: presetOnly('grad_explosion'), repeatIntervalMs: HOUR, targets });
 const brief = (n: Notification) => n.items.map((i) => `${i.kind} ${i.rule}@${i.step}`).join(', ');
 
 /** A target that records what it was given, and throws while `failing` is set. */
@@ -77,13 +78,19 @@ describe('dispatcher', () => {
     const errors: string[] = [];
     const t = spike();
     const d = () =>
-      new Dispatcher(new SqliteAsyncStore(t.store), [target], { now: () => t.now, baseBackoffMs: 1000, onError: (name, err) => errors.push(`${name}: ${err.message}`) });
+      new Dispatcher(new SqliteAsyncStore(t.store), [target], {
+        now: () => t.now,
+        baseBackoffMs: 1000,
+        onError: (name, err) => errors.push(`${name}: ${err.message}`),
+      });
     target.failing = true;
     t.feed([{ grad_norm: 15.786 }]);
     const first = d();
     await first.kick();
     await first.stop();
-    expect(t.outbox()).toMatchObject([{ attempts: 1, last_error: 'console down', done_at: null, next_attempt_at: t.now + 1000 }]);
+    expect(t.outbox()).toMatchObject([
+      { attempts: 1, last_error: 'console down', done_at: null, next_attempt_at: t.now + 1000 },
+    ]);
     const early = d();
     await early.kick(); // within the backoff: not tried
     await early.stop();

@@ -49,7 +49,11 @@ describe('a rule that throws', () => {
     write(1, 10, 0.95);
     await ingestor.ingest(path, join(root, 'runs'));
     const run = store.runs.byName('job')!;
-    const rules = (): string[] => store.alerts.list({ runId: run.id }).map((a) => a.rule).sort();
+    const rules = (): string[] =>
+      store.alerts
+        .list({ runId: run.id })
+        .map((a) => a.rule)
+        .sort();
     expect(warnings).toEqual(['rule grad_explosion failed on run job (boom): skipped for this batch']);
     expect(events.filter((e) => e.kind === 'unreadable')).toEqual([]);
     expect(rules()).toContain('mode_collapse');

@@ -75,14 +75,20 @@ describe('RuleBook: the preset changed and extended by the config', () => {
   });
 
   it('a new rule with `runs` applies to matching runs only', () => {
-    const b = RuleBook.build([], [{ id: 'kl_high', runs: 'ppo-*', kind: 'threshold', metric: 'kl', op: '>', value: 0.5 }]);
+    const b = RuleBook.build(
+      [],
+      [{ id: 'kl_high', runs: 'ppo-*', kind: 'threshold', metric: 'kl', op: '>', value: 0.5 }],
+    );
     expect(ids(b.forRun('ppo-1'))).toEqual(['kl_high']);
     expect(ids(b.forRun('grpo-1'))).toEqual([]);
   });
 
   it('the engine applies the overrides per run', () => {
     // five healthy records first: entropy_collapse learns the run's early level before it judges
-    const collapse = [...times(5, { entropy: 0.1, frac_zero_std: 0.1, kl: 0.01 }), ...times(3, { entropy: 0.03, frac_zero_std: 0.85, kl: 0.7 })];
+    const collapse = [
+      ...times(5, { entropy: 0.1, frac_zero_std: 0.1, kl: 0.01 }),
+      ...times(3, { entropy: 0.03, frac_zero_std: 0.85, kl: 0.7 }),
+    ];
     const sweep = new Trace({ book, run: 'sweep-1' }).feed(collapse);
     const main = new Trace({ book, run: 'main' }).feed(collapse);
     expect(sweep.states()).toEqual(['kl_high firing']); // frac_zero_std 0.85 is under 0.9 now
@@ -95,7 +101,9 @@ describe('RuleBook: bad entries', () => {
 
   it('names the entry and the field', () => {
     expect(fails([...OVERRIDES.slice(0, 2), { id: 'mode_collapse', value: 'high' }])).toThrow(RuleError);
-    expect(fails([...OVERRIDES.slice(0, 2), { id: 'mode_collapse', value: 'high' }])).toThrow(/^alerts\.rules\[2\]\.value: /);
+    expect(fails([...OVERRIDES.slice(0, 2), { id: 'mode_collapse', value: 'high' }])).toThrow(
+      /^alerts\.rules\[2\]\.value: /,
+    );
     expect(fails([{ id: 'run_stalled', after: 'soon' }])).toThrow(
       'alerts.rules[0].after: expected a duration of at most 365d, such as 90s, 15m, 2h or 1d',
     );

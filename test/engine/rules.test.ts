@@ -12,7 +12,12 @@ describe('threshold', () => {
     t.feed(series('x', [0.9, 0.9]));
     expect(t.alert('hot')).toMatchObject({ state: 'pending', started_step: 1, fired_step: null });
     t.feed(series('x', [0.9]));
-    expect(t.alert('hot')).toMatchObject({ state: 'firing', started_step: 1, fired_step: 3, summary: 'x 0.9 > 0.8 for 3 steps' });
+    expect(t.alert('hot')).toMatchObject({
+      state: 'firing',
+      started_step: 1,
+      fired_step: 3,
+      summary: 'x 0.9 > 0.8 for 3 steps',
+    });
   });
 
   it('counts the streak again after a record that breaks it', () => {
@@ -101,7 +106,7 @@ describe('threshold', () => {
   });
 });
 
-describe('threshold learn: the run\'s first records decide whether the line applies', () => {
+describe("threshold learn: the run's first records decide whether the line applies", () => {
   const low = () => rulesOf({ id: 'low', kind: 'threshold', metric: 'x', op: '<', value: 0.04, for: 2, learn: 4 });
 
   it('nothing fires while learning; a run whose first records sat above the line is then judged', () => {
@@ -125,7 +130,9 @@ describe('threshold learn: the run\'s first records decide whether the line appl
       ['resolved', 4, 5],
       ['firing', 8, null],
     ]);
-    expect(pick(new Trace({ book: low() }).batch(trace.slice(0, 2)).batch(trace.slice(2, 5)).batch(trace.slice(5)))).toEqual(pick(live));
+    expect(
+      pick(new Trace({ book: low() }).batch(trace.slice(0, 2)).batch(trace.slice(2, 5)).batch(trace.slice(5))),
+    ).toEqual(pick(live));
   });
 });
 
@@ -133,7 +140,10 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
   // the mechanics on round 20-step windows, firing on the first record, from the run's first records (the preset's
   // own window, hold and warm-up are pinned by the scenario benchmark; the hold by its own test below)
   const trendBook = (extra: Record<string, unknown> = {}) =>
-    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, for: 1, warmup: 0, ...extra }]);
+    RuleBook.build(
+      GRPO_PRESET.filter((r) => r.id === 'reward_trend'),
+      [{ id: 'reward_trend', window: 20, for: 1, warmup: 0, ...extra }],
+    );
   const trend = () => new Trace({ book: trendBook() });
 
   it('a 20% fall of the reward is a warning with ↘ and from → to', () => {
@@ -162,7 +172,10 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
     const trace = series('reward', [...Array(20).fill(0.001), ...Array(20).fill(0.002)]);
     expect(trend().feed(trace).alerts()).toEqual([]);
     // the guard is minDelta alone: without it the same +100% fires
-    expect(new Trace({ book: trendBook({ minDelta: 0 }) }).feed(trace).alert('reward_trend')).toMatchObject({ severity: 'info', fired_step: 40 });
+    expect(new Trace({ book: trendBook({ minDelta: 0 }) }).feed(trace).alert('reward_trend')).toMatchObject({
+      severity: 'info',
+      fired_step: 40,
+    });
   });
 
   it('resolves once the windows have stayed within half the change for quietFor (15) records', () => {
@@ -187,10 +200,15 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
   it('noise gate: a 20% change of the window means inside the noise is no trend', () => {
     // alternating 0.3/0.7 around 0.5, then 0.2/0.6 around 0.4: -20%, but the successive differences say
     // the noise is ~0.28 per record, 6 standard errors of the difference of 20-record means ~0.54 > 0.1
-    const noisy = [...Array.from({ length: 20 }, (_, i) => (i % 2 ? 0.7 : 0.3)), ...Array.from({ length: 20 }, (_, i) => (i % 2 ? 0.6 : 0.2))];
+    const noisy = [
+      ...Array.from({ length: 20 }, (_, i) => (i % 2 ? 0.7 : 0.3)),
+      ...Array.from({ length: 20 }, (_, i) => (i % 2 ? 0.6 : 0.2)),
+    ];
     expect(trend().feed(series('reward', noisy)).alerts()).toEqual([]);
     // without the gate (sigmas 0) the same windows fire
-    expect(new Trace({ book: trendBook({ sigmas: 0 }) }).feed(series('reward', noisy)).alert('reward_trend')).toMatchObject({
+    expect(
+      new Trace({ book: trendBook({ sigmas: 0 }) }).feed(series('reward', noisy)).alert('reward_trend'),
+    ).toMatchObject({
       severity: 'warning',
       fired_step: 40,
     });
@@ -208,7 +226,9 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
 
   it('watches every reward component but not its std', () => {
     const down = [...Array(20).fill(0.5), ...Array(20).fill(0.4)];
-    const t = trend().batch(down.map((v) => ({ 'rewards/syntax': v, 'rewards/syntax/std': v, 'rewards/format': 0.9, reward: 0.5 })));
+    const t = trend().batch(
+      down.map((v) => ({ 'rewards/syntax': v, 'rewards/syntax/std': v, 'rewards/format': 0.9, reward: 0.5 })),
+    );
     expect(t.alerts().map((a) => `${a.rule} ${a.metric} ${a.state}`)).toEqual(['reward_trend rewards/syntax firing']);
   });
 
@@ -219,7 +239,12 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
   });
 
   it('evaluating after each record or once after the whole batch gives the same incidents', () => {
-    const trace = series('reward', [...Array(20).fill(0.5), ...Array(20).fill(0.4), ...Array(20).fill(0.4), ...Array(20).fill(0.62)]);
+    const trace = series('reward', [
+      ...Array(20).fill(0.5),
+      ...Array(20).fill(0.4),
+      ...Array(20).fill(0.4),
+      ...Array(20).fill(0.62),
+    ]);
     const pick = (t: Trace) => t.alerts().map((a) => [a.state, a.severity, a.fired_step, a.resolved_step, a.summary]);
     const live = trend().feed(trace);
     // the fall settles from step 56 and is still counting its quiet records when the rise starts at 64:
@@ -233,8 +258,13 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
   });
 
   it('skips a NaN record when evaluated as one batch', () => {
-    const t = trend().batch(series('reward', [...Array(10).fill(0.5), NaN, ...Array(10).fill(0.5), ...Array(20).fill(0.4)]));
-    expect(t.alert('reward_trend')).toMatchObject({ fired_step: 41, summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows' });
+    const t = trend().batch(
+      series('reward', [...Array(10).fill(0.5), NaN, ...Array(10).fill(0.5), ...Array(20).fill(0.4)]),
+    );
+    expect(t.alert('reward_trend')).toMatchObject({
+      fired_step: 41,
+      summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows',
+    });
   });
 
   // BUG src/engine/trend.ts (evaluateTrend): the history before the cursor is read as the last 2w-1
@@ -242,8 +272,13 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
   // starts past the fresh points and the live evaluation skips every step for up to 2w-1 records.
   // Here it fires at step 51 (-11.1%, 0.45 → 0.4) instead of 41.
   it('a NaN reward does not blind the live trend: record-by-record agrees with the batch', () => {
-    const t = trend().feed(series('reward', [...Array(10).fill(0.5), NaN, ...Array(10).fill(0.5), ...Array(20).fill(0.4)]));
-    expect(t.alert('reward_trend')).toMatchObject({ fired_step: 41, summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows' });
+    const t = trend().feed(
+      series('reward', [...Array(10).fill(0.5), NaN, ...Array(10).fill(0.5), ...Array(20).fill(0.4)]),
+    );
+    expect(t.alert('reward_trend')).toMatchObject({
+      fired_step: 41,
+      summary: 'reward ↘ -20.0% (0.5 → 0.4) over 20-step windows',
+    });
   });
 
   it('a rise that turns into a fall resolves the rise and opens a new incident', () => {
@@ -262,7 +297,8 @@ describe('trend (preset reward_trend: windows of 20, 10%, minDelta 0.02)', () =>
     // 1 x4 then 2: the 2-record windows (records k-3, k-2 against k-1, k) rise at the 5th record (1 -> 1.5),
     // the 6th (1 -> 2) and the 7th (1.5 -> 2); from the 8th they are level
     const step = series('m', [1, 1, 1, 1, 2, 2, 2, 2]);
-    const held = (n: number) => new Trace({ book: rulesOf({ id: 'tr', kind: 'trend', metrics: ['m'], window: 2, sigmas: 0, for: n }) });
+    const held = (n: number) =>
+      new Trace({ book: rulesOf({ id: 'tr', kind: 'trend', metrics: ['m'], window: 2, sigmas: 0, for: n }) });
     expect(held(3).feed(step).alert('tr')).toMatchObject({ severity: 'info', started_step: 5, fired_step: 7 });
     const t = held(4).feed(step);
     expect(t.alerts()).toEqual([]);

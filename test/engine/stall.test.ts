@@ -6,7 +6,10 @@ import { MIN, T0, Trace, presetOnly, times } from './trace.ts';
 
 const SEC = 1000;
 const preset = (id: string, patch: Record<string, unknown> = {}) =>
-  RuleBook.build(GRPO_PRESET.filter((r) => r.id === id), [{ id, ...patch }]);
+  RuleBook.build(
+    GRPO_PRESET.filter((r) => r.id === id),
+    [{ id, ...patch }],
+  );
 
 /** A live run: one record every `stepMs` on rlwatch's clock. */
 function paced(t: Trace, n: number, stepMs: number): Trace {
@@ -48,7 +51,9 @@ describe('stall with a fixed limit (run_stalled, after: 15m, no pace known)', ()
     const t = new Trace({ book: preset('run_stalled', { after: '30s' }) });
     t.feed(times(3, { reward: 0.3 }));
     t.advance(38 * SEC).tick();
-    expect(t.alert('run_stalled').summary).toBe('no new record for 38s (last at step 3, 03:00:00 UTC): crashed or hung?');
+    expect(t.alert('run_stalled').summary).toBe(
+      'no new record for 38s (last at step 3, 03:00:00 UTC): crashed or hung?',
+    );
   });
 
   it('fires for a run last read (live, by the process before) shortly before this session started', () => {
@@ -110,7 +115,7 @@ describe('stall with a fixed limit (run_stalled, after: 15m, no pace known)', ()
   });
 });
 
-describe('stall on rlwatch\'s own clock, never the file\'s mtime', () => {
+describe("stall on rlwatch's own clock, never the file's mtime", () => {
   it('a file whose mtime is 5 s behind raises nothing while lines keep arriving', () => {
     const t = new Trace({ book: preset('run_stalled', { after: '15m' }) });
     for (let i = 0; i < 40; i++) {
@@ -192,7 +197,9 @@ describe('stuck at start (preset run_stuck_at_start: lines but no step for 30m)'
   it('fires when a run printed lines but logged no step for more than 30 minutes; resolves at its first step', () => {
     const t = new Trace({ book: presetOnly('run_stuck_at_start') });
     t.lines(40);
-    t.advance(10 * MIN).lines(3).tick();
+    t.advance(10 * MIN)
+      .lines(3)
+      .tick();
     t.advance(20 * MIN).tick();
     expect(t.alerts()).toEqual([]); // 30m is not more than 30m
     t.advance(MIN).tick();

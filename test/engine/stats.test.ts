@@ -23,29 +23,32 @@ describe('medianOf', () => {
 });
 
 describe('SlidingMedian', () => {
-  it.each([10, 12])("gives the median of each window of a stream held in a buffer of %i, as a fresh sort of it does", (size) => {
-    const rand = mulberry32(size);
-    // a stream with ties and both signs, read through a shifting buffer (as a rule keeps its window: at 10, the
-    // value that leaves the window has just left the buffer)
-    const stream = Array.from({ length: 3000 }, () => Math.round((rand() - 0.3) * 40) / 4 + 0); // + 0: no -0
-    const buffer: number[] = [];
-    const sliding = new SlidingMedian();
-    let offset = 0;
-    let checked = 0;
-    for (let i = 0; i < stream.length; i++) {
-      buffer.push(stream[i]!);
-      const gone = buffer.length > size ? buffer.shift() : undefined;
-      if (gone !== undefined) offset++;
-      // mostly the window slides by one; now and then it jumps or shrinks, as a warm-up or a held baseline makes it
-      const width = rand() < 0.05 ? 1 + Math.floor(rand() * 10) : 10;
-      const to = i + 1 - (rand() < 0.03 ? 1 : 0);
-      const from = Math.max(offset, to - width);
-      if (to <= from) continue;
-      expect(sliding.at(buffer, offset, from, to, gone)).toBe(median(stream.slice(from, to)));
-      checked++;
-    }
-    expect(checked).toBeGreaterThan(2900);
-  });
+  it.each([10, 12])(
+    'gives the median of each window of a stream held in a buffer of %i, as a fresh sort of it does',
+    (size) => {
+      const rand = mulberry32(size);
+      // a stream with ties and both signs, read through a shifting buffer (as a rule keeps its window: at 10, the
+      // value that leaves the window has just left the buffer)
+      const stream = Array.from({ length: 3000 }, () => Math.round((rand() - 0.3) * 40) / 4 + 0); // + 0: no -0
+      const buffer: number[] = [];
+      const sliding = new SlidingMedian();
+      let offset = 0;
+      let checked = 0;
+      for (let i = 0; i < stream.length; i++) {
+        buffer.push(stream[i]!);
+        const gone = buffer.length > size ? buffer.shift() : undefined;
+        if (gone !== undefined) offset++;
+        // mostly the window slides by one; now and then it jumps or shrinks, as a warm-up or a held baseline makes it
+        const width = rand() < 0.05 ? 1 + Math.floor(rand() * 10) : 10;
+        const to = i + 1 - (rand() < 0.03 ? 1 : 0);
+        const from = Math.max(offset, to - width);
+        if (to <= from) continue;
+        expect(sliding.at(buffer, offset, from, to, gone)).toBe(median(stream.slice(from, to)));
+        checked++;
+      }
+      expect(checked).toBeGreaterThan(2900);
+    },
+  );
 });
 
 describe('StepLookup', () => {
@@ -57,7 +60,16 @@ describe('StepLookup', () => {
       { step: 9, value: -1 },
     ];
     const at = new StepLookup(series);
-    expect([1, 2, 3, 4, 5, 8, 9, 10].map((s) => at.get(s))).toEqual([undefined, 0.2, NaN, undefined, 0.5, undefined, -1, undefined]);
+    expect([1, 2, 3, 4, 5, 8, 9, 10].map((s) => at.get(s))).toEqual([
+      undefined,
+      0.2,
+      NaN,
+      undefined,
+      0.5,
+      undefined,
+      -1,
+      undefined,
+    ]);
   });
 
   it('answers nothing from an empty series', () => {

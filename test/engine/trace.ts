@@ -98,7 +98,6 @@ export class Trace {
     this.connect(opts.sessionStart);
   }
 
-
   /** Opens the store with a new Engine (a process starting): `catchUp` reads what is there before the engine
    * is told it has caught up, as `start` does; what follows is live. */
   private connect(sessionStart?: number, catchUp?: () => void): void {
@@ -141,7 +140,10 @@ export class Trace {
    * Commits records as one batch at the next steps (1, 2, 3, ... over the trace); returns their steps.
    * The file's mtime is the clock unless given.
    */
-  commit(rows: readonly Values[], opts: { mtimeMs?: number; examples?: Array<ExampleRecord & { step: number }> } = {}): number[] {
+  commit(
+    rows: readonly Values[],
+    opts: { mtimeMs?: number; examples?: Array<ExampleRecord & { step: number }> } = {},
+  ): number[] {
     const steps = rows.map((_, i) => this.lastStep + 1 + i);
     this.lastStep += rows.length;
     this.store.commit(
@@ -229,7 +231,9 @@ export class Trace {
   /** Every outbox row of a target, delivered or not, in order. */
   outbox(target = 'console'): SentRow[] {
     const rows = this.store.db
-      .prepare('SELECT id, target, created_at, done_at, attempts, last_error, next_attempt_at, payload FROM outbox WHERE target = ? ORDER BY id')
+      .prepare(
+        'SELECT id, target, created_at, done_at, attempts, last_error, next_attempt_at, payload FROM outbox WHERE target = ? ORDER BY id',
+      )
       .all(target) as Array<Omit<SentRow, 'notification'> & { payload: string }>;
     return rows.map(({ payload, ...r }) => ({ ...r, notification: JSON.parse(payload) as Notification }));
   }

@@ -75,7 +75,12 @@ describe('fake Discord server with the real discord.js Client', () => {
           .addStringOption((o) => o.setName('run').setDescription('run').setRequired(true).setAutocomplete(true))
           .addNumberOption((o) => o.setName('window').setDescription('window')),
       )
-      .addSubcommand((s) => s.setName('mute').setDescription('mute').addIntegerOption((o) => o.setName('minutes').setDescription('m')));
+      .addSubcommand((s) =>
+        s
+          .setName('mute')
+          .setDescription('mute')
+          .addIntegerOption((o) => o.setName('minutes').setDescription('m')),
+      );
     const set = await client.application!.commands.set([cmd.toJSON()], fake.guildId);
     expect(set.first()?.name).toBe('rlwatch');
     const req = fake.requestsTo('PUT', /^\/applications\/\d+\/guilds\/\d+\/commands$/);

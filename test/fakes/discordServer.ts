@@ -276,7 +276,9 @@ export interface FakeDiscord {
   /** The next request matching (and `matches`, if given) is recorded on arrival, and applied and answered only once
    * `release()` is called: a request slow on its way, for what happens meanwhile. */
   holdNext(
-    method: string, pathRegex: RegExp, matches?: (r: RecordedRequest) => boolean,
+    method: string,
+    pathRegex: RegExp,
+    matches?: (r: RecordedRequest) => boolean,
   ): { arrived: Promise<RecordedRequest>; release(): void };
   setDown(down: boolean): void;
   /** Every request to a channel (posts, edits) is answered 429 until `until` (ms since the epoch), its retry_after
@@ -974,18 +976,38 @@ class FakeDiscordImpl implements FakeDiscord {
     return options;
   }
 
-  private baseInteraction(type: 2 | 3 | 4, user: FakeUser, roleIds: string[], data: Json, where?: InteractionPlace): Json {
+  private baseInteraction(
+    type: 2 | 3 | 4,
+    user: FakeUser,
+    roleIds: string[],
+    data: Json,
+    where?: InteractionPlace,
+  ): Json {
     const inGuild = this.baseInGuild(type, user, roleIds, data);
     if (where === undefined) return inGuild;
     if (where === 'dm') {
       // as Discord sends it from a DM: no guild, no member, the user at the top level, context 1 (BotDM)
       const { guild_id: _g, guild: _gd, member: _m, app_permissions: _p, guild_locale: _l, ...rest } = inGuild;
       const channel = { id: snowflake(), type: 1, last_message_id: null, flags: 0, recipients: [this.apiUser(user)] };
-      return { ...rest, user: this.apiUser(user), channel_id: channel.id, channel, context: 1, authorizing_integration_owners: { '1': user.id } };
+      return {
+        ...rest,
+        user: this.apiUser(user),
+        channel_id: channel.id,
+        channel,
+        context: 1,
+        authorizing_integration_owners: { '1': user.id },
+      };
     }
     const guildId = where.guildId ?? this.guildId;
     const channel = { ...this.apiChannel(), id: where.channelId ?? snowflake(), guild_id: guildId, name: 'elsewhere' };
-    return { ...inGuild, guild_id: guildId, guild: { id: guildId, locale: 'en-US', features: [] }, channel_id: channel.id, channel, authorizing_integration_owners: { '0': guildId } };
+    return {
+      ...inGuild,
+      guild_id: guildId,
+      guild: { id: guildId, locale: 'en-US', features: [] },
+      channel_id: channel.id,
+      channel,
+      authorizing_integration_owners: { '0': guildId },
+    };
   }
 
   private baseInGuild(type: 2 | 3 | 4, user: FakeUser, roleIds: string[], data: Json): Json {
@@ -1210,12 +1232,19 @@ class FakeDiscordImpl implements FakeDiscord {
 
   // ------------------------------------------------------------------------------------------------ failures
 
-  failNext(method: string, pathRegex: RegExp, spec: FailSpec, matches: (r: RecordedRequest) => boolean = () => true): void {
+  failNext(
+    method: string,
+    pathRegex: RegExp,
+    spec: FailSpec,
+    matches: (r: RecordedRequest) => boolean = () => true,
+  ): void {
     this.failRules.push({ method: method.toUpperCase(), re: pathRegex, spec, matches });
   }
 
   holdNext(
-    method: string, pathRegex: RegExp, matches: (r: RecordedRequest) => boolean = () => true,
+    method: string,
+    pathRegex: RegExp,
+    matches: (r: RecordedRequest) => boolean = () => true,
   ): { arrived: Promise<RecordedRequest>; release(): void } {
     let arrived!: (r: RecordedRequest) => void;
     let release!: () => void;
@@ -1316,9 +1345,10 @@ class FakeDiscordImpl implements FakeDiscord {
 
     if (this.down) return send(503, { message: 'Service Unavailable', code: 0 });
     const limitedFor = (this.channelsLimitedUntil - Date.now()) / 1000;
-    const rule = limitedFor > 0 && path.startsWith('/channels/')
-      ? { spec: { status: 429, retryAfter: limitedFor } as FailSpec }
-      : ruleFor(this.failRules, rec);
+    const rule =
+      limitedFor > 0 && path.startsWith('/channels/')
+        ? { spec: { status: 429, retryAfter: limitedFor } as FailSpec }
+        : ruleFor(this.failRules, rec);
     if (rule) {
       const spec = rule.spec;
       if (spec.status === 429) {
@@ -1365,7 +1395,12 @@ class FakeDiscordImpl implements FakeDiscord {
     if (id !== this.channelId) throw new HttpError(404, 10003, 'Unknown Channel');
   }
 
-  private route(method: string, path: string, r: RecordedRequest, req: IncomingMessage): { status: number; json?: unknown } {
+  private route(
+    method: string,
+    path: string,
+    r: RecordedRequest,
+    req: IncomingMessage,
+  ): { status: number; json?: unknown } {
     const seg = path.split('/').filter(Boolean);
     const body = (Array.isArray(r.body) ? null : r.body) as Json | null;
     const is = (m: string, ...pattern: string[]): boolean =>
@@ -1463,7 +1498,8 @@ class FakeDiscordImpl implements FakeDiscord {
       // a reply: Discord refuses a reference to an unknown message unless fail_if_not_exists is false, when
       // it posts a plain message instead
       const reference = body?.message_reference as { message_id?: string; fail_if_not_exists?: boolean } | undefined;
-      const repliedTo = reference?.message_id !== undefined ? this.messages.get(String(reference.message_id)) : undefined;
+      const repliedTo =
+        reference?.message_id !== undefined ? this.messages.get(String(reference.message_id)) : undefined;
       if (reference?.message_id !== undefined && !repliedTo && reference.fail_if_not_exists !== false) {
         throw new HttpError(400, 50035, 'Invalid Form Body (message_reference: Unknown message)');
       }
@@ -1551,7 +1587,11 @@ class FakeDiscordImpl implements FakeDiscord {
         if (!Array.isArray(rawBody)) throw new HttpError(400, 50035, 'Invalid Form Body');
         const previous = scope();
         const next = rawBody.map((d) =>
-          this.toCommand(d, guildId, previous.find((p) => p.name === d.name && (p.type ?? 1) === (d.type ?? 1))),
+          this.toCommand(
+            d,
+            guildId,
+            previous.find((p) => p.name === d.name && (p.type ?? 1) === (d.type ?? 1)),
+          ),
         );
         this.commands = [...this.commands.filter((c) => c.guild_id !== guildId), ...next];
         return { status: 200, json: next.map(out) };

@@ -44,7 +44,9 @@ const alertBlocks = (state: string) => [
 ];
 
 describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
-  it('connects: apps.connections.open with the app token, hello, auth.test with the bot token', { timeout: 10_000 }, async () => {
+  it('connects: apps.connections.open with the app token, hello, auth.test with the bot token', {
+    timeout: 10_000,
+  }, async () => {
     const fake = await fakeSlack();
     expect(fake.apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/$/);
     const app = boltApp(fake);
@@ -73,7 +75,12 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     });
     await app.start();
 
-    const res = await fake.slashCommand({ command: '/run', text: 'status grpo', userId: 'U0ALICE', waitForResponses: 1 });
+    const res = await fake.slashCommand({
+      command: '/run',
+      text: 'status grpo',
+      userId: 'U0ALICE',
+      waitForResponses: 1,
+    });
     expect(res.ack.ms).toBeLessThan(3000);
     expect(res.ack.payload).toEqual({});
     expect(res.ack.type).toBe('slash_commands');
@@ -116,7 +123,12 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     expect(call?.args['blocks']).toEqual(alertBlocks('open')); // JSON-encoded form field, decoded
     expect(call?.token).toBe(fake.botToken);
 
-    await app.client.chat.update({ channel: fake.channelId, ts, text: 'reward collapsed (acked)', blocks: alertBlocks('acked') });
+    await app.client.chat.update({
+      channel: fake.channelId,
+      ts,
+      text: 'reward collapsed (acked)',
+      blocks: alertBlocks('acked'),
+    });
     const msg = fake.messages.get(ts);
     expect(msg).toMatchObject({ channel: fake.channelId, text: 'reward collapsed (acked)', edits: 1 });
     expect(msg?.blocks).toEqual(alertBlocks('acked'));
@@ -129,7 +141,9 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     });
   });
 
-  it('files.uploadV2: getUploadURLExternal → upload (bytes stored) → completeUploadExternal', { timeout: 10_000 }, async () => {
+  it('files.uploadV2: getUploadURLExternal → upload (bytes stored) → completeUploadExternal', {
+    timeout: 10_000,
+  }, async () => {
     const fake = await fakeSlack();
     const app = boltApp(fake);
     await app.start();
@@ -146,8 +160,16 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     expect(res.ok).toBe(true);
 
     const methods = fake.calls.map((c) => c.method).filter((m) => m !== 'auth.test' && m !== 'apps.connections.open');
-    expect(methods).toEqual(['chat.postMessage', 'files.getUploadURLExternal', 'upload', 'files.completeUploadExternal']);
-    expect(fake.callsTo('files.getUploadURLExternal')[0]?.args).toMatchObject({ filename: 'chart.png', length: String(bytes.length) });
+    expect(methods).toEqual([
+      'chat.postMessage',
+      'files.getUploadURLExternal',
+      'upload',
+      'files.completeUploadExternal',
+    ]);
+    expect(fake.callsTo('files.getUploadURLExternal')[0]?.args).toMatchObject({
+      filename: 'chart.png',
+      length: String(bytes.length),
+    });
     expect(fake.callsTo('upload')[0]?.contentType).toContain('multipart/form-data');
 
     expect(fake.uploads).toHaveLength(1);
@@ -185,7 +207,11 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
       await respond({ response_type: 'ephemeral', replace_original: false, text: 'Acknowledged.' });
     });
     await app.start();
-    const posted = await app.client.chat.postMessage({ channel: fake.channelId, text: 'reward collapsed', blocks: alertBlocks('open') });
+    const posted = await app.client.chat.postMessage({
+      channel: fake.channelId,
+      text: 'reward collapsed',
+      blocks: alertBlocks('open'),
+    });
     const ts = posted.ts ?? '';
 
     const res = await fake.blockAction({ actionId: 'ack', userId: 'U0BOB', messageTs: ts, waitForResponses: 1 });
@@ -209,7 +235,7 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     expect(fake.callsTo('chat.update')[0]?.args['team_id']).toBe(fake.teamId);
   });
 
-  it('rejects an interaction the app never acks (Slack\'s 3 s rule)', { timeout: 10_000 }, async () => {
+  it("rejects an interaction the app never acks (Slack's 3 s rule)", { timeout: 10_000 }, async () => {
     const fake = await fakeSlack();
     const app = boltApp(fake);
     app.command('/slow', async () => {
@@ -241,12 +267,16 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
       expect(fake.messages.size).toBe(1);
     });
 
-    it('with retryConfig {retries: 0} still sleeps Retry-After, then rejects without a retry', { timeout: 10_000 }, async () => {
+    it('with retryConfig {retries: 0} still sleeps Retry-After, then rejects without a retry', {
+      timeout: 10_000,
+    }, async () => {
       const fake = await fakeSlack();
       const app = boltApp(fake);
       fake.failNext('chat.postMessage', { status: 429, retryAfter: 1 });
       const t0 = Date.now();
-      const err: unknown = await app.client.chat.postMessage({ channel: fake.channelId, text: 'hello' }).catch((e: unknown) => e);
+      const err: unknown = await app.client.chat
+        .postMessage({ channel: fake.channelId, text: 'hello' })
+        .catch((e: unknown) => e);
       expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
       expect(err).toBeInstanceOf(Error);
       expect((err as Error).message).toMatch(/A rate limit was exceeded .*retry-after: 1/);
@@ -271,11 +301,15 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
       expect(Date.now() - t0).toBeLessThan(900);
       expect(fake.callsTo('chat.postMessage')).toHaveLength(1);
       // the queue is not paused: the next call goes through immediately
-      await expect(client.chat.postMessage({ channel: fake.channelId, text: 'again' })).resolves.toMatchObject({ ok: true });
+      await expect(client.chat.postMessage({ channel: fake.channelId, text: 'again' })).resolves.toMatchObject({
+        ok: true,
+      });
     });
   });
 
-  it('setDown(true) makes every Web API call answer 503; failNext injects platform and HTTP errors', { timeout: 10_000 }, async () => {
+  it('setDown(true) makes every Web API call answer 503; failNext injects platform and HTTP errors', {
+    timeout: 10_000,
+  }, async () => {
     const fake = await fakeSlack();
     const app = boltApp(fake);
     await app.start();
@@ -287,7 +321,9 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     });
     await expect(app.client.auth.test()).rejects.toMatchObject({ statusCode: 503 });
     fake.setDown(false);
-    await expect(app.client.chat.postMessage({ channel: fake.channelId, text: 'up' })).resolves.toMatchObject({ ok: true });
+    await expect(app.client.chat.postMessage({ channel: fake.channelId, text: 'up' })).resolves.toMatchObject({
+      ok: true,
+    });
 
     fake.failNext('chat.postMessage', { error: 'internal_error' });
     await expect(app.client.chat.postMessage({ channel: fake.channelId, text: 'x' })).rejects.toMatchObject({
@@ -309,7 +345,9 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     expect([...fake.messages.values()].map((m) => m.text)).toEqual(['up']);
   });
 
-  it('app.start() rejects while Slack is down (HTTP errors are unrecoverable for apps.connections.open)', { timeout: 10_000 }, async () => {
+  it('app.start() rejects while Slack is down (HTTP errors are unrecoverable for apps.connections.open)', {
+    timeout: 10_000,
+  }, async () => {
     const fake = await fakeSlack();
     fake.setDown(true);
     // botId + botUserId: no auth.test at construction, whose rejection would otherwise go unhandled
@@ -331,7 +369,9 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     expect(fake.callsTo('apps.connections.open').map((c) => c.status)).toEqual([503, 200]);
   });
 
-  it('works with an explicit SocketModeReceiver (no auto-reconnect, short ping timeout)', { timeout: 10_000 }, async () => {
+  it('works with an explicit SocketModeReceiver (no auto-reconnect, short ping timeout)', {
+    timeout: 10_000,
+  }, async () => {
     const fake = await fakeSlack();
     const receiver = new SocketModeReceiver({
       appToken: fake.appToken,
@@ -340,7 +380,12 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
       clientPingTimeout: 600,
       installerOptions: { clientOptions: fake.clientOptions() },
     });
-    const app = new App({ token: fake.botToken, receiver, logLevel: LogLevel.ERROR, clientOptions: fake.clientOptions() });
+    const app = new App({
+      token: fake.botToken,
+      receiver,
+      logLevel: LogLevel.ERROR,
+      clientOptions: fake.clientOptions(),
+    });
     apps.push(app);
     app.command('/run', async ({ ack }) => {
       await ack({ response_type: 'ephemeral', text: 'ok' });
@@ -358,15 +403,24 @@ describe('fake Slack server with the real Bolt App (Socket Mode)', () => {
     expect(fake.openSockets).toBe(0);
   });
 
-  it('answers users.info, conversations.info, usergroups.users.list and chat.postEphemeral', { timeout: 10_000 }, async () => {
-    const fake = await startFakeSlack({ usergroups: { S0ONCALL: ['U0ALICE', 'U0BOB'] }, users: { U0ALICE: { name: 'alice' } } });
+  it('answers users.info, conversations.info, usergroups.users.list and chat.postEphemeral', {
+    timeout: 10_000,
+  }, async () => {
+    const fake = await startFakeSlack({
+      usergroups: { S0ONCALL: ['U0ALICE', 'U0BOB'] },
+      users: { U0ALICE: { name: 'alice' } },
+    });
     fakes.push(fake);
     const client = new WebClient(fake.botToken, { ...fake.clientOptions(), logLevel: LogLevel.ERROR });
-    await expect(client.users.info({ user: 'U0ALICE' })).resolves.toMatchObject({ user: { id: 'U0ALICE', name: 'alice' } });
+    await expect(client.users.info({ user: 'U0ALICE' })).resolves.toMatchObject({
+      user: { id: 'U0ALICE', name: 'alice' },
+    });
     await expect(client.conversations.info({ channel: fake.channelId })).resolves.toMatchObject({
       channel: { id: fake.channelId, is_member: true },
     });
-    await expect(client.usergroups.users.list({ usergroup: 'S0ONCALL' })).resolves.toMatchObject({ users: ['U0ALICE', 'U0BOB'] });
+    await expect(client.usergroups.users.list({ usergroup: 'S0ONCALL' })).resolves.toMatchObject({
+      users: ['U0ALICE', 'U0BOB'],
+    });
     const eph = await client.chat.postEphemeral({ channel: fake.channelId, user: 'U0ALICE', text: 'only you' });
     expect(eph.message_ts).toMatch(/^\d+\.\d{6}$/);
     expect(fake.ephemerals).toMatchObject([{ user: 'U0ALICE', text: 'only you' }]);

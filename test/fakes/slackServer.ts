@@ -373,7 +373,8 @@ interface ResponseTarget {
 
 type ApiResult = { status?: number; headers?: Record<string, string>; body: Record<string, unknown> };
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const bool = (v: unknown): boolean => v === true || v === 'true' || v === '1' || v === 1;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -587,12 +588,7 @@ class FakeSlackServer implements FakeSlack {
     ws.send(JSON.stringify(message));
   }
 
-  private pushWithId(
-    id: string,
-    type: string,
-    payload: Record<string, unknown>,
-    opts: PushOptions,
-  ): Promise<FakeAck> {
+  private pushWithId(id: string, type: string, payload: Record<string, unknown>, opts: PushOptions): Promise<FakeAck> {
     const ws = this.newestSocket();
     if (ws === undefined) {
       return Promise.reject(new Error('fake Slack: no open Socket Mode connection (await app.start() first)'));
@@ -619,7 +615,12 @@ class FakeSlackServer implements FakeSlack {
     return this.pushWithId(newEnvelopeId(), type, payload, opts);
   }
 
-  private newTarget(kind: FakeResponse['kind'], envelopeId: string, channelId: string, messageTs?: string): ResponseTarget {
+  private newTarget(
+    kind: FakeResponse['kind'],
+    envelopeId: string,
+    channelId: string,
+    messageTs?: string,
+  ): ResponseTarget {
     const id = randomUUID().replaceAll('-', '');
     const target: ResponseTarget = {
       id,
@@ -670,15 +671,18 @@ class FakeSlackServer implements FakeSlack {
     const channelId = opts.channelId ?? this.channelId;
     const target = this.newTarget('slash_commands', id, channelId);
     const userId = opts.userId ?? 'U0HUMAN1';
-    const payload = slashCommandPayload({ ...this.workspace(), ...(opts.teamId ? { teamId: opts.teamId } : {}) }, {
-      command: opts.command,
-      text: opts.text ?? '',
-      userId,
-      userName: opts.userName ?? this.userName(userId),
-      channelId,
-      channelName: opts.channelName ?? (channelId === this.channelId ? this.channelName : channelId.toLowerCase()),
-      responseUrl: target.url,
-    });
+    const payload = slashCommandPayload(
+      { ...this.workspace(), ...(opts.teamId ? { teamId: opts.teamId } : {}) },
+      {
+        command: opts.command,
+        text: opts.text ?? '',
+        userId,
+        userName: opts.userName ?? this.userName(userId),
+        channelId,
+        channelName: opts.channelName ?? (channelId === this.channelId ? this.channelName : channelId.toLowerCase()),
+        responseUrl: target.url,
+      },
+    );
     const ack = await this.pushWithId(id, 'slash_commands', payload, {
       acceptsResponsePayload: true,
       ackTimeoutMs: opts.ackTimeoutMs,
@@ -694,7 +698,10 @@ class FakeSlackServer implements FakeSlack {
     const channelId = opts.channelId ?? msg?.channel ?? this.channelId;
     const target = this.newTarget('interactive', id, channelId, messageTs);
     const userId = opts.userId ?? 'U0HUMAN1';
-    const found = locateAction(opts.ephemeral ? arr(opts.ephemeral.body['blocks']) : (msg?.blocks ?? []), opts.actionId);
+    const found = locateAction(
+      opts.ephemeral ? arr(opts.ephemeral.body['blocks']) : (msg?.blocks ?? []),
+      opts.actionId,
+    );
     const payload = blockActionPayload(this.workspace(), {
       actionId: opts.actionId,
       blockId: opts.blockId ?? found.blockId ?? 'actions',
@@ -814,13 +821,7 @@ class FakeSlackServer implements FakeSlack {
     return { status, body: { ok: false, error: spec.error ?? 'internal_error' } };
   }
 
-  private record(
-    method: string,
-    parsed: ParsedBody,
-    token: string | undefined,
-    at: number,
-    result: ApiResult,
-  ): void {
+  private record(method: string, parsed: ParsedBody, token: string | undefined, at: number, result: ApiResult): void {
     const args = { ...parsed.args };
     delete args['token'];
     const ok = result.body['ok'];
@@ -873,7 +874,8 @@ class FakeSlackServer implements FakeSlack {
       res.end(text);
       return;
     }
-    const scopes: Record<string, string> = this.scopes && token === this.botToken ? { 'x-oauth-scopes': this.scopes.join(',') } : {};
+    const scopes: Record<string, string> =
+      this.scopes && token === this.botToken ? { 'x-oauth-scopes': this.scopes.join(',') } : {};
     this.sendJson(res, result.status ?? 200, result.body, { ...result.headers, ...scopes });
   }
 

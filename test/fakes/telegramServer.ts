@@ -31,7 +31,13 @@ export interface FakeTgUser {
   last_name?: string;
   username?: string;
 }
-const tgUser = (u: FakeTgUser) => ({ id: u.id, is_bot: false, first_name: u.first_name, ...(u.last_name ? { last_name: u.last_name } : {}), ...(u.username ? { username: u.username } : {}) });
+const tgUser = (u: FakeTgUser) => ({
+  id: u.id,
+  is_bot: false,
+  first_name: u.first_name,
+  ...(u.last_name ? { last_name: u.last_name } : {}),
+  ...(u.username ? { username: u.username } : {}),
+});
 
 export class FakeTelegram {
   readonly token = '123456:TEST-token';
@@ -56,9 +62,11 @@ export class FakeTelegram {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        void tg.handle(req.url ?? '', String(req.headers['content-type'] ?? ''), Buffer.concat(chunks)).then(({ status, body }) => {
-          if (!res.destroyed) res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-        });
+        void tg
+          .handle(req.url ?? '', String(req.headers['content-type'] ?? ''), Buffer.concat(chunks))
+          .then(({ status, body }) => {
+            if (!res.destroyed) res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+          });
       });
     });
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
@@ -71,13 +79,23 @@ export class FakeTelegram {
 
   /** A user types a message in a chat. */
   say(chatId: number, user: FakeTgUser, text: string): void {
-    this.push({ message: { message_id: this.nextMessage++, chat: { id: chatId, type: 'group' }, from: tgUser(user), text, date: 0 } });
+    this.push({
+      message: {
+        message_id: this.nextMessage++,
+        chat: { id: chatId, type: 'group' },
+        from: tgUser(user),
+        text,
+        date: 0,
+      },
+    });
   }
 
   /** A user presses an inline button under a bot message. */
   press(message: FakeTgMessage, user: FakeTgUser, data: string): string {
     const id = `cb${this.nextUpdate}`;
-    this.push({ callback_query: { id, from: tgUser(user), message: { message_id: message.message_id, chat: message.chat }, data } });
+    this.push({
+      callback_query: { id, from: tgUser(user), message: { message_id: message.message_id, chat: message.chat }, data },
+    });
     return id;
   }
 
@@ -100,28 +118,55 @@ export class FakeTelegram {
     for (const w of this.wake.splice(0)) w();
   }
 
-  private async handle(url: string, type: string, raw: Buffer): Promise<{ status: number; body: Record<string, unknown> }> {
+  private async handle(
+    url: string,
+    type: string,
+    raw: Buffer,
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
     const m = /^\/bot([^/]+)\/(\w+)$/.exec(url);
-    if (!m || m[1] !== this.token) return { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
+    if (!m || m[1] !== this.token)
+      return { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
     const method = m[2]!;
     this.calls.push(method);
-    const p = type.startsWith('multipart/') ? await this.form(type, raw) : (JSON.parse(raw.toString() || '{}') as Record<string, any>);
+    const p = type.startsWith('multipart/')
+      ? await this.form(type, raw)
+      : (JSON.parse(raw.toString() || '{}') as Record<string, any>);
     const ok = (result: unknown) => ({ status: 200, body: { ok: true, result } });
-    const bad = (description: string) => ({ status: 400, body: { ok: false, error_code: 400, description: `Bad Request: ${description}` } });
+    const bad = (description: string) => ({
+      status: 400,
+      body: { ok: false, error_code: 400, description: `Bad Request: ${description}` },
+    });
     switch (method) {
       case 'getMe':
         return ok({ id: 42, is_bot: true, first_name: 'rlwatch', username: 'rlwatch_bot' });
       case 'getChat':
-        return this.unknownChats.has(Number(p.chat_id)) ? bad('chat not found') : ok({ id: Number(p.chat_id), type: 'supergroup', title: 'rlwatch alerts' });
+        return this.unknownChats.has(Number(p.chat_id))
+          ? bad('chat not found')
+          : ok({ id: Number(p.chat_id), type: 'supergroup', title: 'rlwatch alerts' });
       case 'sendMessage': {
         const fail = this.failSend.shift();
         if (fail) return fail;
         if (typeof p.text !== 'string' || p.text.length === 0) return bad('message text is empty');
         if (p.text.length > 4096) return bad('message is too long');
-        return ok(this.record({ chat: { id: Number(p.chat_id) }, text: p.text, parse_mode: p.parse_mode, reply_markup: p.reply_markup, reply_to_message_id: p.reply_to_message_id }));
+        return ok(
+          this.record({
+            chat: { id: Number(p.chat_id) },
+            text: p.text,
+            parse_mode: p.parse_mode,
+            reply_markup: p.reply_markup,
+            reply_to_message_id: p.reply_to_message_id,
+          }),
+        );
       }
       case 'sendPhoto':
-        return ok(this.record({ chat: { id: Number(p.chat_id) }, photo: p.photo, caption: p.caption, reply_to_message_id: Number(p.reply_to_message_id) }));
+        return ok(
+          this.record({
+            chat: { id: Number(p.chat_id) },
+            photo: p.photo,
+            caption: p.caption,
+            reply_to_message_id: Number(p.reply_to_message_id),
+          }),
+        );
       case 'editMessageText': {
         const msg = this.messages.find((x) => x.chat.id === Number(p.chat_id) && x.message_id === Number(p.message_id));
         if (!msg) return bad('message to edit not found');

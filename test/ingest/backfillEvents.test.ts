@@ -32,13 +32,21 @@ const engineOf = (store: Store): Engine =>
 /** The alerts of the run that fired, oldest first, as [rule, summary]. */
 function firedOf(store: Store, run: string): Array<[string, string]> {
   const id = store.runs.byName(run)!.id;
-  return store.alerts.list({ runId: id, all: true }).reverse().filter((a: AlertRow) => a.fired_step !== null)
-    .filter((a) => a.rule === 'run_crashed' || a.rule === 'run_finished').map((a) => [a.rule, a.summary]);
+  return store.alerts
+    .list({ runId: id, all: true })
+    .reverse()
+    .filter((a: AlertRow) => a.fired_step !== null)
+    .filter((a) => a.rule === 'run_crashed' || a.rule === 'run_finished')
+    .map((a) => [a.rule, a.summary]);
 }
 
 /** `files` (name -> bytes) under runs/<run>/, backfilled (or, `atStart`, found by `start`: read as its backlog,
  * caught up, then its first tick); the fired crash and finish alerts. */
-async function backfilled(run: string, files: Record<string, Buffer | string>, atStart = false): Promise<Array<[string, string]>> {
+async function backfilled(
+  run: string,
+  files: Record<string, Buffer | string>,
+  atStart = false,
+): Promise<Array<[string, string]>> {
   const root = tempDir();
   for (const [name, bytes] of Object.entries(files)) writeFileSync(ensureParent(join(root, 'runs', run, name)), bytes);
   const store = Store.open(join(root, 'rlwatch.db'));
@@ -59,7 +67,12 @@ async function backfilled(run: string, files: Record<string, Buffer | string>, a
 
 /** The same bytes written while `start` watches: appended in `pieces`, read and evaluated live, a minute apart,
  * then five quiet minutes of ticks. */
-async function watched(run: string, name: string, bytes: Buffer | string, pieces = 7): Promise<Array<[string, string]>> {
+async function watched(
+  run: string,
+  name: string,
+  bytes: Buffer | string,
+  pieces = 7,
+): Promise<Array<[string, string]>> {
   const root = tempDir();
   const runs = join(root, 'runs');
   const path = ensureParent(join(runs, run, name));
@@ -73,7 +86,10 @@ async function watched(run: string, name: string, bytes: Buffer | string, pieces
     });
     const data = Buffer.from(bytes);
     for (let k = 1; k <= pieces; k++) {
-      appendFileSync(path, data.subarray(Math.floor(((k - 1) * data.length) / pieces), Math.floor((k * data.length) / pieces)));
+      appendFileSync(
+        path,
+        data.subarray(Math.floor(((k - 1) * data.length) / pieces), Math.floor((k * data.length) / pieces)),
+      );
       await live.ingest(path, runs);
       pass(MIN);
       engine.tick();
@@ -94,7 +110,11 @@ describe('the corpus: the same events in a backfill and live', () => {
   it('logic-rl-verl-crash (died before step 1): run_crashed once, with the last error line', async () => {
     const bytes = corpus('logic-rl-verl-crash/grpo.log');
     // the log's last exception line, found by the test's own search
-    const last = bytes.toString('utf8').split('\n').filter((l) => /^AssertionError: /.test(l)).at(-1)!;
+    const last = bytes
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => /^AssertionError: /.test(l))
+      .at(-1)!;
     expect(last).toMatch(/^AssertionError: failed to get register_center_actor/);
     const title = last.slice(0, 40);
     for (const fired of [await backfilled('crash', { 'grpo.log': bytes }), await watched('crash', 'grpo.log', bytes)]) {
@@ -171,7 +191,8 @@ describe('small cases', () => {
   it("a Ray worker's traceback at the end of the history is not taken for the job's death; one with steps after it neither", async () => {
     const worker = [config, ...trace('(WorkerDict pid=7) ')].join('\n') + '\n';
     expect(await backfilled('worker', { 'train.log': worker })).toEqual([]);
-    const survived = [config, ...trace(''), '(main_task pid=1) step:1 - actor/pg_loss:0.01 - critic/score/mean:0.2'].join('\n') + '\n';
+    const survived =
+      [config, ...trace(''), '(main_task pid=1) step:1 - actor/pg_loss:0.01 - critic/score/mean:0.2'].join('\n') + '\n';
     expect(await backfilled('survived', { 'train.log': survived })).toEqual([]);
   });
 });

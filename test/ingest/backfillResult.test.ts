@@ -30,13 +30,17 @@ const NOW = 1_800_000_000_000;
 function logsRoot(): string {
   const root = tempDir();
   cpSync(SAMPLES, root, { recursive: true });
-  const head = readFileSync(join(SAMPLES, 'grpo-demo', 'learning.log'), 'utf8').split('\n').slice(0, 60);
+  const head = readFileSync(join(SAMPLES, 'grpo-demo', 'learning.log'), 'utf8')
+    .split('\n')
+    .slice(0, 60);
   head.splice(20, 0, 'not a metric line', 'x'.repeat(3000));
   head.splice(40, 0, '\u0000\u0001 binary');
   const rough = join(root, 'rough');
   mkdirSync(rough);
   writeFileSync(join(rough, 'learning.log'), head.join('\n'));
-  const callback = readFileSync(join(SAMPLES, 'grpo-callback', 'train.log'), 'utf8').split('\n').slice(0, 400);
+  const callback = readFileSync(join(SAMPLES, 'grpo-callback', 'train.log'), 'utf8')
+    .split('\n')
+    .slice(0, 400);
   const crash = [
     'Traceback (most recent call last):',
     '  File "train.py", line 3, in <module>',
@@ -50,7 +54,16 @@ function logsRoot(): string {
 async function productRoute(db: string, root: string): Promise<void> {
   const store = Store.open(db, { now: () => NOW });
   const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
-  await backfill(new Ingestor(store, OPTS, () => {}, (r) => engine.evaluate(r.runId, false)), [root], config.watch);
+  await backfill(
+    new Ingestor(
+      store,
+      OPTS,
+      () => {},
+      (r) => engine.evaluate(r.runId, false),
+    ),
+    [root],
+    config.watch,
+  );
   store.close();
 }
 
@@ -74,7 +87,8 @@ function contents(path: string): Record<string, unknown[]> {
     steps: 'SELECT r.name, s.step FROM steps s JOIN runs r ON r.id = s.run_id ORDER BY 1, 2',
     ...ruleQueries(),
     runs: 'SELECT name, first_step, last_step, records, batches FROM runs ORDER BY name',
-    examples: 'SELECT r.name, e.step, e.reward, e.completion FROM examples e JOIN runs r ON r.id = e.run_id ORDER BY 1, 2, 3, 4',
+    examples:
+      'SELECT r.name, e.step, e.reward, e.completion FROM examples e JOIN runs r ON r.id = e.run_id ORDER BY 1, 2, 3, 4',
     events: `SELECT r.name, e.step, e.kind, e.title, e.text, e.fatal, e.context, e.vals, e.config FROM events e
              JOIN runs r ON r.id = e.run_id ORDER BY 1, e.id`,
     files: 'SELECT path, format, offset, seq, lines, records, skipped FROM files ORDER BY path',
@@ -86,7 +100,9 @@ function contents(path: string): Record<string, unknown[]> {
 function learningLogPoints(): Map<string, number> {
   const names: Record<string, string> = { grad: 'grad_norm', syntax_rew: 'rewards/syntax_aware_reward' };
   const out = new Map<string, number>();
-  const lines = readFileSync(join(SAMPLES, 'grpo-demo', 'learning.log'), 'utf8').split('\n').filter(Boolean);
+  const lines = readFileSync(join(SAMPLES, 'grpo-demo', 'learning.log'), 'utf8')
+    .split('\n')
+    .filter(Boolean);
   lines.forEach((line, i) => {
     const step = i + 1;
     out.set(`epoch@${step}`, Number(/^\[Epoch ([\d.]+)\]/.exec(line)![1]));
@@ -128,11 +144,13 @@ describe('a backfill of the sample runs', () => {
     expect(product.alerts!.length).toBeGreaterThan(3);
     expect(product.cursors!.length).toBeGreaterThan(10);
     // the rough run's skipped lines, and the crash filed under the latest step logged before it
-    expect(product.skips).toEqual(expect.arrayContaining([
-      expect.objectContaining({ reason: 'unrecognised line', count: 1, sample: 'not a metric line' }),
-      expect.objectContaining({ reason: 'line too long', count: 1 }),
-      expect.objectContaining({ reason: 'binary data', count: 1 }),
-    ]));
+    expect(product.skips).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ reason: 'unrecognised line', count: 1, sample: 'not a metric line' }),
+        expect.objectContaining({ reason: 'line too long', count: 1 }),
+        expect.objectContaining({ reason: 'binary data', count: 1 }),
+      ]),
+    );
     expect(product.skips!.filter((s) => (s as { reason: string }).reason === 'line too long')).toHaveLength(2);
     expect(product.events).toContainEqual(expect.objectContaining({ name: 'crashed', kind: 'error', step: 34 }));
     for (const table of Object.keys(plain)) expect(product[table], table).toEqual(plain[table]);

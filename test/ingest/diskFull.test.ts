@@ -61,8 +61,11 @@ describe('the database disk filling up', () => {
 
   it('under start, says the database disk is full rather than blaming the log file', async () => {
     const errors: string[] = [];
-    const live = new LiveIngest(new Ingestor(store, OPTS), [root()], { poll: false, pollIntervalMs: 100, depth: 4, ignore: [] }, (e) =>
-      errors.push(e.message),
+    const live = new LiveIngest(
+      new Ingestor(store, OPTS),
+      [root()],
+      { poll: false, pollIntervalMs: 100, depth: 4, ignore: [] },
+      (e) => errors.push(e.message),
     );
     await live.start();
     try {

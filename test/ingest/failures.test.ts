@@ -43,10 +43,17 @@ describe('failure scanner', () => {
       ray('WorkerDict pid=71, ip=10.0.0.2', 'Traceback (most recent call last):'),
       ray('TaskRunner pid=12', 'step:3 - actor/pg_loss:0.01 - critic/score/mean:0.5'),
       ray('WorkerDict pid=71, ip=10.0.0.2', '  File "/verl/workers/fsdp_workers.py", line 500, in update_actor'),
-      ray('WorkerDict pid=71, ip=10.0.0.2', 'ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.'),
+      ray(
+        'WorkerDict pid=71, ip=10.0.0.2',
+        'ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.',
+      ),
     ]);
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ kind: 'error', fatal: false, title: 'ActorDiedError: The actor died unexpectedly before finishing this task.' });
+    expect(events[0]).toMatchObject({
+      kind: 'error',
+      fatal: false,
+      title: 'ActorDiedError: The actor died unexpectedly before finishing this task.',
+    });
     expect(events[0]!.text).not.toContain(ESC);
   });
 
@@ -74,8 +81,11 @@ describe('failure scanner', () => {
   it('turns trainer warnings into warning events named by kind', () => {
     const events = scanAll([
       'UserWarning: KL divergence is starting to become negative: -0.01 - this might be a precursor for failed training.',
-      ray('TaskRunner pid=9', 'num_gen_batches=12 >= max_num_gen_batches=10. Generated too many. Please check if your data are too difficult.'),
-      'node7:3301:3399 [0] NCCL WARN Cuda failure \'out of memory\'',
+      ray(
+        'TaskRunner pid=9',
+        'num_gen_batches=12 >= max_num_gen_batches=10. Generated too many. Please check if your data are too difficult.',
+      ),
+      "node7:3301:3399 [0] NCCL WARN Cuda failure 'out of memory'",
       'a RuntimeError mentioned in prose is nothing',
       '│ completion: Segmentation fault and Killed are words │',
     ]);
@@ -102,7 +112,9 @@ describe('failure scanner', () => {
     }
     // the GUI-cursor run printed TypeError tracebacks from a worker and trained on
     expect(found.filter((e) => e.fatal)).toEqual([]);
-    expect(found.filter((e) => e.kind === 'error').map((e) => e.title)).toContain('TypeError: cannot unpack non-iterable NoneType object');
+    expect(found.filter((e) => e.kind === 'error').map((e) => e.title)).toContain(
+      'TypeError: cannot unpack non-iterable NoneType object',
+    );
   });
 
   it('looks at the head of a very long line only', () => {

@@ -147,15 +147,23 @@ describe('learningLog', () => {
 
 describe('batchMetrics', () => {
   it('keeps every numeric key, with an optional step', () => {
-    expect(metric(parse('batchMetrics', '{"pass_at_1": 0.375, "pass_at_all": 0.5, "batch_size": 24, "num_problems": 4}'))).toEqual({
+    expect(
+      metric(parse('batchMetrics', '{"pass_at_1": 0.375, "pass_at_all": 0.5, "batch_size": 24, "num_problems": 4}')),
+    ).toEqual({
       values: { pass_at_1: 0.375, pass_at_all: 0.5, batch_size: 24, num_problems: 4 },
     });
-    expect(metric(parse('batchMetrics', '{"step": 12, "pass_at_1": 0.25}'))).toEqual({ step: 12, values: { pass_at_1: 0.25 } });
+    expect(metric(parse('batchMetrics', '{"step": 12, "pass_at_1": 0.25}'))).toEqual({
+      step: 12,
+      values: { pass_at_1: 0.25 },
+    });
   });
 
   it('reports broken lines', () => {
     expect(parse('batchMetrics', '{"pass_at_1": 0.375, "pass_at')).toEqual({ kind: 'bad', reason: 'invalid JSON' });
-    expect(parse('batchMetrics', '{"note": "warmup", "ok": true}')).toEqual({ kind: 'bad', reason: 'no numeric fields' });
+    expect(parse('batchMetrics', '{"note": "warmup", "ok": true}')).toEqual({
+      kind: 'bad',
+      reason: 'no numeric fields',
+    });
     expect(parse('batchMetrics', '[1, 2]')).toEqual({ kind: 'bad', reason: 'not a JSON object' });
     expect(parse('batchMetrics', '\u0000\u0000\u0000')).toEqual({ kind: 'bad', reason: 'binary data' });
     expect(parse('batchMetrics', '\r')).toEqual({ kind: 'noise' });
@@ -164,7 +172,8 @@ describe('batchMetrics', () => {
 
 // --------------------------------------------------------------------------- completions + breakdown
 
-const completionText = 'let rec f x =\n  match x with\n  | [] -> 0\n  | _ :: t -> 1 + f t\n' + '(* pad *)\n'.repeat(40) + 'END';
+const completionText =
+  'let rec f x =\n  match x with\n  | [] -> 0\n  | _ :: t -> 1 + f t\n' + '(* pad *)\n'.repeat(40) + 'END';
 const completionLine = JSON.stringify({
   problem_id: 'p17',
   reward: 0.35,
@@ -212,7 +221,9 @@ describe('completions', () => {
     const text = '🐫'.repeat(150) + 'x'.repeat(100);
     const pythonPreview = Array.from(text).slice(0, 200).join('');
     const c = example(parse('completions', JSON.stringify({ problem_id: 7, reward: 1, completion: text })));
-    const b = example(parse('rewardBreakdown', JSON.stringify({ problem_id: 7, total_reward: 1, preview: pythonPreview })));
+    const b = example(
+      parse('rewardBreakdown', JSON.stringify({ problem_id: 7, total_reward: 1, preview: pythonPreview })),
+    );
     expect(c.key).toBe(b.key);
     expect(c.key.startsWith('7:')).toBe(true);
   });
@@ -230,16 +241,31 @@ describe('completions', () => {
         }),
       ),
     );
-    expect(e).toEqual({ key: expect.stringMatching(/^:[0-9a-f]{12}$/), prompt: 'Write f', completion: 'let f = 1', reward: 0.5, step: 30, breakdown: {} });
+    expect(e).toEqual({
+      key: expect.stringMatching(/^:[0-9a-f]{12}$/),
+      prompt: 'Write f',
+      completion: 'let f = 1',
+      reward: 0.5,
+      step: 30,
+      breakdown: {},
+    });
   });
 
   it('numbers generations from a completions_<step>.jsonl file name', () => {
-    expect(example(parse('completions', '{"completion": "x", "reward": 1}', 'completions/completions_00040.jsonl')).step).toBe(40);
+    expect(
+      example(parse('completions', '{"completion": "x", "reward": 1}', 'completions/completions_00040.jsonl')).step,
+    ).toBe(40);
   });
 
   it('reports lines it cannot use', () => {
-    expect(parse('completions', '{"problem_id": "p1", "completion": "x"}')).toEqual({ kind: 'bad', reason: 'no reward' });
-    expect(parse('completions', '{"problem_id": "p1", "reward": 0.1}')).toEqual({ kind: 'bad', reason: 'no completion text' });
+    expect(parse('completions', '{"problem_id": "p1", "completion": "x"}')).toEqual({
+      kind: 'bad',
+      reason: 'no reward',
+    });
+    expect(parse('completions', '{"problem_id": "p1", "reward": 0.1}')).toEqual({
+      kind: 'bad',
+      reason: 'no completion text',
+    });
     expect(parse('completions', completionLine.slice(0, 120))).toEqual({ kind: 'bad', reason: 'invalid JSON' });
   });
 });
@@ -260,7 +286,15 @@ describe('rewardBreakdown', () => {
 // -------------------------------------------------------------------------------------- verl rollouts
 
 describe('verlRollout', () => {
-  const line = JSON.stringify({ input: 'Q: 2+2?', output: '<answer>4</answer>', gts: 4, score: 1.0, step: 34, acc: 1.0, pred: '4' });
+  const line = JSON.stringify({
+    input: 'Q: 2+2?',
+    output: '<answer>4</answer>',
+    gts: 4,
+    score: 1.0,
+    step: 34,
+    acc: 1.0,
+    pred: '4',
+  });
 
   it('reads input, output, score and step; ground truth is not a breakdown', () => {
     expect(example(parse('verlRollout', line, 'rollouts/34.jsonl'))).toEqual({
@@ -323,21 +357,41 @@ describe('trainerState', () => {
   it('says where the Trainer stands: max_steps and global_step as a meta event', () => {
     const results = documentFormat('trainerState').parse(state, { relPath: 'trainer_state.json' });
     expect(results.filter((r) => r.kind === 'event')).toEqual([
-      { kind: 'event', record: { kind: 'meta', title: 'trainer state', text: 'trainer_state.json', values: { max_steps: 300, global_step: 20 } } },
+      {
+        kind: 'event',
+        record: {
+          kind: 'meta',
+          title: 'trainer state',
+          text: 'trainer_state.json',
+          values: { max_steps: 300, global_step: 20 },
+        },
+      },
     ]);
     const done = documentFormat('trainerState').parse('{"global_step": 50, "max_steps": 50, "log_history": []}', {
       relPath: 'trainer_state.json',
     });
     expect(done).toEqual([
-      { kind: 'event', record: { kind: 'meta', title: 'trainer state', text: 'trainer_state.json', values: { max_steps: 50, global_step: 50 } } },
+      {
+        kind: 'event',
+        record: {
+          kind: 'meta',
+          title: 'trainer state',
+          text: 'trainer_state.json',
+          values: { max_steps: 50, global_step: 50 },
+        },
+      },
     ]);
   });
 
   it('reports a half-written file as one bad result', () => {
     const f = documentFormat('trainerState');
-    expect(f.parse(state.slice(0, 200), { relPath: 'trainer_state.json' })).toEqual([{ kind: 'bad', reason: 'invalid JSON' }]);
+    expect(f.parse(state.slice(0, 200), { relPath: 'trainer_state.json' })).toEqual([
+      { kind: 'bad', reason: 'invalid JSON' },
+    ]);
     expect(f.parse('', { relPath: 'trainer_state.json' })).toEqual([{ kind: 'bad', reason: 'invalid JSON' }]);
-    expect(f.parse('{"global_step": 0}', { relPath: 'trainer_state.json' })).toEqual([{ kind: 'bad', reason: 'no log_history' }]);
+    expect(f.parse('{"global_step": 0}', { relPath: 'trainer_state.json' })).toEqual([
+      { kind: 'bad', reason: 'no log_history' },
+    ]);
     expect(f.parse('\uFEFF{"log_history": []}\n', { relPath: 'trainer_state.json' })).toEqual([]);
   });
 });
@@ -346,7 +400,11 @@ describe('trainerState', () => {
 
 describe('jsonlMetrics', () => {
   it('reads TRL keys with a step', () => {
-    expect(metric(parse('jsonlMetrics', '{"loss": 0.02, "reward": 0.5, "frac_reward_zero_std": 0.75, "epoch": 0.1, "step": 5}'))).toEqual({
+    expect(
+      metric(
+        parse('jsonlMetrics', '{"loss": 0.02, "reward": 0.5, "frac_reward_zero_std": 0.75, "epoch": 0.1, "step": 5}'),
+      ),
+    ).toEqual({
       step: 5,
       epoch: 0.1,
       values: { loss: 0.02, reward: 0.5, frac_zero_std: 0.75, epoch: 0.1 },
@@ -355,7 +413,12 @@ describe('jsonlMetrics', () => {
 
   it("reads verl's file logger: step outside, metrics in data", () => {
     expect(
-      metric(parse('jsonlMetrics', '{"step": 34, "data": {"actor/entropy": 0.2, "critic/score/mean": 0.5, "actor/lr": 1e-06, "timing_s/gen": 12.3}}')),
+      metric(
+        parse(
+          'jsonlMetrics',
+          '{"step": 34, "data": {"actor/entropy": 0.2, "critic/score/mean": 0.5, "actor/lr": 1e-06, "timing_s/gen": 12.3}}',
+        ),
+      ),
     ).toEqual({ step: 34, values: { entropy: 0.2, reward: 0.5, lr: 1e-6, 'timing_s/gen': 12.3 } });
   });
 
@@ -379,7 +442,10 @@ describe('jsonlMetrics', () => {
   });
 
   it('keeps bare NaN / Infinity / -Infinity, and drops null', () => {
-    expect(metric(parse('jsonlMetrics', '{"loss": NaN, "grad_norm": Infinity, "kl": -Infinity, "reward": null, "step": 1}')).values).toEqual({
+    expect(
+      metric(parse('jsonlMetrics', '{"loss": NaN, "grad_norm": Infinity, "kl": -Infinity, "reward": null, "step": 1}'))
+        .values,
+    ).toEqual({
       loss: NaN,
       grad_norm: Infinity,
       kl: -Infinity,
@@ -406,21 +472,37 @@ describe('console', () => {
 
   it('reads a transformers 4 dict line; no step', () => {
     const r = metric(
-      p("{'loss': 0.0, 'grad_norm': 0.62, 'learning_rate': 1e-06, 'rewards/accuracy_reward/mean': 0.5, 'reward': 0.5, 'frac_reward_zero_std': 0.0, 'epoch': 0.03}"),
+      p(
+        "{'loss': 0.0, 'grad_norm': 0.62, 'learning_rate': 1e-06, 'rewards/accuracy_reward/mean': 0.5, 'reward': 0.5, 'frac_reward_zero_std': 0.0, 'epoch': 0.03}",
+      ),
     );
     expect(r).toEqual({
       epoch: 0.03,
-      values: { loss: 0, grad_norm: 0.62, lr: 1e-6, 'rewards/accuracy_reward': 0.5, reward: 0.5, frac_zero_std: 0, epoch: 0.03 },
+      values: {
+        loss: 0,
+        grad_norm: 0.62,
+        lr: 1e-6,
+        'rewards/accuracy_reward': 0.5,
+        reward: 0.5,
+        frac_zero_std: 0,
+        epoch: 0.03,
+      },
     });
     expect(r.step).toBeUndefined();
   });
 
   it('reads transformers 5 quoted numbers', () => {
-    expect(metric(p("{'loss': '0.06166', 'grad_norm': '0.5', 'epoch': '0.03'}")).values).toEqual({ loss: 0.06166, grad_norm: 0.5, epoch: 0.03 });
+    expect(metric(p("{'loss': '0.06166', 'grad_norm': '0.5', 'epoch': '0.03'}")).values).toEqual({
+      loss: 0.06166,
+      grad_norm: 0.5,
+      epoch: 0.03,
+    });
   });
 
   it('reads a dict behind tqdm progress text', () => {
-    expect(metric(p(" 3%|▎         | 10/300 [00:20<09:40, 2.0s/it]{'loss': 0.1, 'reward': 0.25, 'epoch': 0.03}")).values).toEqual({
+    expect(
+      metric(p(" 3%|▎         | 10/300 [00:20<09:40, 2.0s/it]{'loss': 0.1, 'reward': 0.25, 'epoch': 0.03}")).values,
+    ).toEqual({
       loss: 0.1,
       reward: 0.25,
       epoch: 0.03,
@@ -430,7 +512,9 @@ describe('console', () => {
   it('reads nan, inf, np.float64 and tensor values; drops None and strings', () => {
     expect(
       metric(
-        p("{'loss': nan, 'grad_norm': inf, 'kl': np.float64(0.01), 'entropy': tensor(0.5, device='cuda:0'), 'reward': None, 'model': 'Qwen/Qwen2.5', 'clip_ratio': -inf, 'epoch': 0.5}"),
+        p(
+          "{'loss': nan, 'grad_norm': inf, 'kl': np.float64(0.01), 'entropy': tensor(0.5, device='cuda:0'), 'reward': None, 'model': 'Qwen/Qwen2.5', 'clip_ratio': -inf, 'epoch': 0.5}",
+        ),
       ).values,
     ).toEqual({ loss: NaN, grad_norm: Infinity, kl: 0.01, entropy: 0.5, clip_ratio: -Infinity, epoch: 0.5 });
   });
@@ -451,20 +535,29 @@ describe('console', () => {
 
   it('reads verl lines with the Ray prefix, ANSI colours, np.float64, and without a prefix', () => {
     expect(
-      metric(p('(TaskRunner pid=12345) step:34 - actor/entropy:0.22 - critic/score/mean:0.5 - actor/lr:np.float64(1e-06) - timing_s/gen:12.3')),
+      metric(
+        p(
+          '(TaskRunner pid=12345) step:34 - actor/entropy:0.22 - critic/score/mean:0.5 - actor/lr:np.float64(1e-06) - timing_s/gen:12.3',
+        ),
+      ),
     ).toEqual({ step: 34, values: { entropy: 0.22, reward: 0.5, lr: 1e-6, 'timing_s/gen': 12.3 } });
-    expect(metric(p('\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - actor/pg_loss:-0.013 - response_length/mean:512.0\r'))).toEqual({
+    expect(
+      metric(p('\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - actor/pg_loss:-0.013 - response_length/mean:512.0\r')),
+    ).toEqual({
       step: 1,
       values: { loss: -0.013, completion_length: 512 },
     });
-    expect(metric(p('step:2 - actor/kl_loss:0.001 - actor/grad_norm:nan'))).toEqual({ step: 2, values: { kl: 0.001, grad_norm: NaN } });
+    expect(metric(p('step:2 - actor/kl_loss:0.001 - actor/grad_norm:nan'))).toEqual({
+      step: 2,
+      values: { kl: 0.001, grad_norm: NaN },
+    });
   });
 
   it('treats bars, warnings, banners, tracebacks and printed config dicts as noise', () => {
     for (const line of [
       '',
       'Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.50s/it]',
-      "/usr/lib/python3.11/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the inputs have requires_grad=True.",
+      '/usr/lib/python3.11/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the inputs have requires_grad=True.',
       '==================== Training ====================',
       'Traceback (most recent call last):',
       "KeyError: {'loss'}",
@@ -523,13 +616,22 @@ describe('detectFormat', () => {
   it('recognises the OCaml GRPO reward logs by name and content', () => {
     expect(detectId('reward_logs/completions.jsonl', completionLine + '\n')).toBe('completions');
     expect(detectId('reward_logs/syntax_aware_breakdown.jsonl', breakdownLine + '\n')).toBe('rewardBreakdown');
-    expect(detectId('reward_logs/batch_metrics.jsonl', '{"pass_at_1": 0.375, "pass_at_all": 0.5}\n')).toBe('batchMetrics');
+    expect(detectId('reward_logs/batch_metrics.jsonl', '{"pass_at_1": 0.375, "pass_at_all": 0.5}\n')).toBe(
+      'batchMetrics',
+    );
     // completions.jsonl with a metric-looking line is still not a metric log
     expect(detectId('completions.jsonl', '{"reward": 0.5, "step": 1}\n')).toBeNull();
     // the older breakdown layout without `preview` has no text to show: ignored, not read as metrics
-    expect(detectId('reward_logs/syntax_aware_breakdown.jsonl', '{"problem_id": "", "total_reward": 0.0, "type_check": 0.25}\n')).toBeNull();
+    expect(
+      detectId(
+        'reward_logs/syntax_aware_breakdown.jsonl',
+        '{"problem_id": "", "total_reward": 0.0, "type_check": 0.25}\n',
+      ),
+    ).toBeNull();
     // a per-reward-function log with previews is not a metric log either
-    expect(detectId('reward_logs/syntax_aware_reward.jsonl', '{"problem_id": "p1", "reward": 0.2, "preview": "let"}\n')).toBeNull();
+    expect(
+      detectId('reward_logs/syntax_aware_reward.jsonl', '{"problem_id": "p1", "reward": 0.2, "preview": "let"}\n'),
+    ).toBeNull();
   });
 
   it('waits for the first complete line of a JSON-lines file', () => {
@@ -550,7 +652,9 @@ describe('detectFormat', () => {
   });
 
   it('recognises verl rollout dumps by their numeric file name', () => {
-    expect(detectId('rollouts/34.jsonl', '{"input": "Q", "output": "A", "score": 1.0, "step": 34}\n')).toBe('verlRollout');
+    expect(detectId('rollouts/34.jsonl', '{"input": "Q", "output": "A", "score": 1.0, "step": 34}\n')).toBe(
+      'verlRollout',
+    );
     expect(detectId('34.jsonl', '{"loss": 0.1}\n')).toBe('jsonlMetrics');
   });
 
@@ -573,7 +677,9 @@ describe('detectFormat', () => {
   it('claims *.log, *.out and *.err captures by name once they hold text, before any metric line', () => {
     const noise = 'Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.50s/it]\r\n';
     expect(detectId('train.log', noise + hfDict)).toBe('console');
-    expect(detectId('slurm-1234.out', '\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - actor/entropy:0.2\n')).toBe('console');
+    expect(detectId('slurm-1234.out', '\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - actor/entropy:0.2\n')).toBe(
+      'console',
+    );
     expect(detectId('train.log', noise)).toBe('console');
     // a preamble far past the 64 KiB head (TRL's completion tables) never prevents reading
     expect(detectId('train.log', noise.repeat(1000))).toBe('console');
@@ -589,7 +695,12 @@ describe('detectFormat', () => {
 
   it('claims *.txt only once it shows a metric line, and gives up after 64 KiB without one', () => {
     const noise = 'Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.50s/it]\r\n';
-    expect(detectId('stdout.txt', ' 0%|          | 0/300 [00:00<?, ?it/s]\r 1%|          | 3/300 [00:06<09:54, 2.0s/it]' + hfDict)).toBe('console');
+    expect(
+      detectId(
+        'stdout.txt',
+        ' 0%|          | 0/300 [00:00<?, ?it/s]\r 1%|          | 3/300 [00:06<09:54, 2.0s/it]' + hfDict,
+      ),
+    ).toBe('console');
     expect(detectId('stdout.txt', 'Epoch:[1/1](12/9751), Reward: -1.6523, KL_ref: -0.0069\n')).toBe('console');
     expect(detectId('notes.txt', noise)).toBe('later');
     expect(detectId('notes.txt', 'Remember: lr = 1e-6 worked best\n'.repeat(3000))).toBeNull();

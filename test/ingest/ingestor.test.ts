@@ -31,11 +31,16 @@ describe('Ingestor on learning.log', () => {
     writeFileSync(path, `${learningLine(1)}\n${learningLine(2)}\n`);
     const out = await ingest(path);
     expect(out).toMatchObject({ run: 'run1', format: 'learningLog', lines: 2, records: 2 });
-    expect(rewards()).toEqual([[1, 0.101], [2, 0.102]]);
+    expect(rewards()).toEqual([
+      [1, 0.101],
+      [2, 0.102],
+    ]);
     const run = store.runs.byName('run1');
     expect(run).toMatchObject({ first_step: 1, last_step: 2, records: 2 });
     const names = store.points.metricsOf(run!.id);
-    expect(names).toEqual(expect.arrayContaining(['reward', 'reward_std', 'grad_norm', 'lr', 'entropy', 'frac_zero_std', 'epoch']));
+    expect(names).toEqual(
+      expect.arrayContaining(['reward', 'reward_std', 'grad_norm', 'lr', 'entropy', 'frac_zero_std', 'epoch']),
+    );
   });
 
   it('reads a partial last line only once it is complete', async () => {
@@ -57,7 +62,10 @@ describe('Ingestor on learning.log', () => {
     appendFileSync(path, `${learningLine(2)}\n`);
     await ingest(path);
     await ingest(path);
-    expect(rewards()).toEqual([[1, 0.101], [2, 0.102]]);
+    expect(rewards()).toEqual([
+      [1, 0.101],
+      [2, 0.102],
+    ]);
     expect(store.runs.byName('run1')?.records).toBe(2);
   });
 
@@ -69,7 +77,11 @@ describe('Ingestor on learning.log', () => {
     writeFileSync(path, `${learningLine(7)}\n`);
     await ingest(path);
     expect(events).toContainEqual({ kind: 'restart', path, why: 'truncated' });
-    expect(rewards()).toEqual([[1, 0.101], [2, 0.102], [3, 0.107]]);
+    expect(rewards()).toEqual([
+      [1, 0.101],
+      [2, 0.102],
+      [3, 0.107],
+    ]);
   });
 
   it('follows a rotated file: a new file at the same path is read from 0', async () => {
@@ -95,7 +107,12 @@ describe('Ingestor on learning.log', () => {
     expect(out?.skips).toEqual({ 'binary data': 1, 'line too long': 1 });
     const file = store.files.byPath(path)!;
     expect(file.skipped).toBe(2);
-    expect(store.files.skipsOf(file.id).map((s) => s.reason).sort()).toEqual(['binary data', 'line too long']);
+    expect(
+      store.files
+        .skipsOf(file.id)
+        .map((s) => s.reason)
+        .sort(),
+    ).toEqual(['binary data', 'line too long']);
   });
 
   it('reports an unreadable file and goes on with the others', async () => {
@@ -133,11 +150,25 @@ describe('Ingestor on generations', () => {
     const dir = join(root, 'runs', 'run1', 'reward_logs');
     const completions = ensureParent(join(dir, 'completions.jsonl'));
     const breakdown = join(dir, 'syntax_aware_breakdown.jsonl');
-    const gens = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2].map((reward, i) => ({ problem_id: `p${i}`, reward, completion: `let f${i} = ${i}` }));
+    const gens = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2].map((reward, i) => ({
+      problem_id: `p${i}`,
+      reward,
+      completion: `let f${i} = ${i}`,
+    }));
     writeFileSync(completions, gens.map((g) => JSON.stringify({ ...g, step: 3 })).join('\n') + '\n');
     writeFileSync(
       breakdown,
-      gens.map((g) => JSON.stringify({ problem_id: g.problem_id, total_reward: g.reward, tests: g.reward / 2, step: 3, preview: g.completion })).join('\n') + '\n',
+      gens
+        .map((g) =>
+          JSON.stringify({
+            problem_id: g.problem_id,
+            total_reward: g.reward,
+            tests: g.reward / 2,
+            step: 3,
+            preview: g.completion,
+          }),
+        )
+        .join('\n') + '\n',
     );
     await ingest(completions);
     await ingest(breakdown);
@@ -151,7 +182,10 @@ describe('Ingestor on generations', () => {
 describe('Ingestor on captured stdout that starts over', () => {
   it('a truncated log starts with fresh parser and scanner state: an old open traceback does not claim a new line', async () => {
     const path = ensureParent(join(root, 'runs', 'job', 'train.log'));
-    writeFileSync(path, "{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n");
+    writeFileSync(
+      path,
+      "{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n",
+    );
     await ingest(path);
     truncateSync(path, 0);
     // the job was restarted into the same file: this line is the new content's first, not the old traceback's end
@@ -160,7 +194,7 @@ describe('Ingestor on captured stdout that starts over', () => {
     expect(store.events.after(store.runs.byName('job')!.id, ['error'], 0)).toEqual([]);
     // the same lines without the truncation do end the traceback: the scanner is what was reset
     const whole = ensureParent(join(root, 'runs', 'job2', 'train.log'));
-    writeFileSync(whole, "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n");
+    writeFileSync(whole, 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n');
     await ingest(whole);
     appendFileSync(whole, 'ValueError: a message the new run printed\n');
     await ingest(whole);

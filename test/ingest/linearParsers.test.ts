@@ -24,7 +24,9 @@ describe('learning.log pairs', () => {
   });
 
   it('reads a learning.log line unchanged', () => {
-    const r = learningLog.open({ relPath: 'learning.log' })('[Epoch 0.28]  loss=-0.0469  grad=0.0838  reward=0.102±0.077');
+    const r = learningLog.open({ relPath: 'learning.log' })(
+      '[Epoch 0.28]  loss=-0.0469  grad=0.0838  reward=0.102±0.077',
+    );
     expect(r.kind).toBe('metric');
     if (r.kind !== 'metric') return;
     expect(Object.fromEntries(r.record.values)).toEqual({
@@ -46,7 +48,21 @@ describe('wrapped numbers', () => {
       const inner = m[1]!.trim();
       return inner === '' || Number.isNaN(Number(inner)) ? undefined : Number(inner);
     };
-    const parts = ['np.float64(', 'tensor(', 'torch.tensor(', 'np.int64(', ' ', '1.5', '-2', 'e-3', ',', ')', '(', 'x', "'"];
+    const parts = [
+      'np.float64(',
+      'tensor(',
+      'torch.tensor(',
+      'np.int64(',
+      ' ',
+      '1.5',
+      '-2',
+      'e-3',
+      ',',
+      ')',
+      '(',
+      'x',
+      "'",
+    ];
     const rand = mulberry32(11);
     for (let n = 0; n < 20_000; n++) {
       let s = parts[Math.floor(rand() * 4)]!;
@@ -73,7 +89,8 @@ describe('every line format on hostile lines', () => {
   };
   for (const [what, line] of Object.entries(lines)) {
     it(`parses a line of ${what} in linear time, without throwing`, () => {
-      for (const [, parse] of lineParsers()) expect(['metric', 'example', 'noise', 'bad', 'event']).toContain(parse(line).kind);
+      for (const [, parse] of lineParsers())
+        expect(['metric', 'example', 'noise', 'bad', 'event']).toContain(parse(line).kind);
     }, 20_000);
   }
 });

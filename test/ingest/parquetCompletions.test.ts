@@ -79,7 +79,11 @@ describe("TRL's completions parquet", () => {
     const path = table(7);
     writeFileSync(path, completionsTable(7, ROWS, [{ name: 'reward', data: [0.9, 0.1, 0.5] }]));
     await ingest(path);
-    expect(kept(7).map((e) => e.reward).sort()).toEqual([0.1, 0.9]);
+    expect(
+      kept(7)
+        .map((e) => e.reward)
+        .sort(),
+    ).toEqual([0.1, 0.9]);
   });
 
   it('waits for a file caught mid-write and reads it once complete', async () => {

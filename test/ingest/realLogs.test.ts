@@ -46,15 +46,23 @@ const range = (from: number, to: number, by = 1): number[] =>
 
 /** Values as the file prints them: exact for quoted/full-precision numbers. */
 function expectValues(run: string, step: number, values: Record<string, number>): void {
-  for (const [metric, value] of Object.entries(values)) expect(at(run, metric, step), `${run} ${metric}@${step}`).toBe(value);
+  for (const [metric, value] of Object.entries(values))
+    expect(at(run, metric, step), `${run} ${metric}@${step}`).toBe(value);
 }
 
 describe('the real-log corpus', () => {
   it('reads every run of the corpus, each file with its format and no unread lines reported as bad', () => {
     // every directory of the corpus is one run (SOURCES.md: ten in the first set, five in the second)
-    const dirs = readdirSync(CORPUS, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    const dirs = readdirSync(CORPUS, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
     expect(dirs.length).toBe(15);
-    expect(store.runs.list().map((r) => r.name).sort()).toEqual(dirs.sort());
+    expect(
+      store.runs
+        .list()
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(dirs.sort());
     expect(Object.fromEntries([...outcomes].map(([path, o]) => [path, o.format]))).toEqual({
       'custom-grpo-metrics-jsonl/train_metrics.jsonl': 'jsonlMetrics',
       'deepspeed-chat-ppo/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log': 'console',
@@ -77,11 +85,16 @@ describe('the real-log corpus', () => {
 
   it('gives a record from every file but the two with no metric line, which files and backfill name', async () => {
     const empty = [...outcomes].filter(([, o]) => o.records === 0).map(([path, o]) => [path, o.lines > 0]);
-    expect(empty).toEqual([['logic-rl-verl-crash/grpo.log', true], ['walar-verl-progress-only/grpo.log', true]]);
+    expect(empty).toEqual([
+      ['logic-rl-verl-crash/grpo.log', true],
+      ['walar-verl-progress-only/grpo.log', true],
+    ]);
     const said = await unreadSummary(new SqliteAsyncStore(store), [CORPUS]);
     expect(said.filter((l) => l.startsWith('not understood: '))).toEqual([
       expect.stringMatching(/^not understood: logic-rl-verl-crash\/grpo\.log \(no metric line in [\d,]+ lines read\)$/),
-      expect.stringMatching(/^not understood: walar-verl-progress-only\/grpo\.log \(no metric line in [\d,]+ lines read\)$/),
+      expect.stringMatching(
+        /^not understood: walar-verl-progress-only\/grpo\.log \(no metric line in [\d,]+ lines read\)$/,
+      ),
     ]);
   });
 });
@@ -110,7 +123,14 @@ describe('TRL GRPOTrainer stdout, transformers 5 (trl-grpo-tf5-gsm8k)', () => {
       entropy: 0.137,
       epoch: 0.0006691,
     });
-    expectValues(run, 50, { loss: 7.268e-6, reward: 0.55, reward_std: 0.3594, frac_zero_std: 0.2, entropy: 0.105, step_time: 11.45 });
+    expectValues(run, 50, {
+      loss: 7.268e-6,
+      reward: 0.55,
+      reward_std: 0.3594,
+      frac_zero_std: 0.2,
+      entropy: 0.105,
+      step_time: 11.45,
+    });
   });
 
   it('keeps the best and worst rows of the completion tables as examples of their step', () => {
@@ -131,8 +151,20 @@ describe('TRL AsyncGRPOTrainer stdout (trl-asyncgrpo-gsm8k): first metric dict a
 
   it('reads past the completion tables, steps 5..50 (a dict printed behind 46/50 is step 45, the last one 50)', () => {
     expect(stepsOf(run, 'loss')).toEqual(range(5, 50, 5));
-    expectValues(run, 5, { loss: -0.002829, grad_norm: 0.3569, lr: 9.583e-6, ratio: 0.9549, kl: 0.1829, entropy: 0.07907 });
-    expectValues(run, 5, { clip_ratio: 0.07829, reward: 0.075, 'rewards/accuracy_reward': 0.075, completion_length: 149.9 });
+    expectValues(run, 5, {
+      loss: -0.002829,
+      grad_norm: 0.3569,
+      lr: 9.583e-6,
+      ratio: 0.9549,
+      kl: 0.1829,
+      entropy: 0.07907,
+    });
+    expectValues(run, 5, {
+      clip_ratio: 0.07829,
+      reward: 0.075,
+      'rewards/accuracy_reward': 0.075,
+      completion_length: 149.9,
+    });
     expectValues(run, 50, { loss: 0.05986, reward: 0.45, reward_std: 0.1661, 'training_tok/s': 326.8, epoch: 1 });
   });
 
@@ -147,14 +179,24 @@ describe('trainer_state.json (trl-grpo-finance-poison, unsloth-gemma3-grpo)', ()
   it('reads recent TRL keys, steps 1..100', () => {
     const run = 'trl-grpo-finance-poison';
     expect(stepsOf(run, 'reward')).toEqual(range(1, 100));
-    expectValues(run, 1, { entropy: 0.08739477023482323, frac_zero_std: 0.75, lr: 5e-6, 'rewards/FinancePoisonReward': 0.0625 });
+    expectValues(run, 1, {
+      entropy: 0.08739477023482323,
+      frac_zero_std: 0.75,
+      lr: 5e-6,
+      'rewards/FinancePoisonReward': 0.0625,
+    });
     expectValues(run, 100, { frac_zero_std: 1, reward: 0, completion_length: 67.6875, step_time: 19.618122961999916 });
   });
 
   it('reads older TRL keys in a checkpoint folder as the run above it, steps 10..250', () => {
     const run = 'unsloth-gemma3-grpo';
     expect(stepsOf(run, 'reward')).toEqual(range(10, 250, 10));
-    expectValues(run, 250, { completion_length: 340.375, kl: 0.02123948831576854, reward: 1.5109375, 'rewards/correctness_reward_func': 0.95 });
+    expectValues(run, 250, {
+      completion_length: 340.375,
+      kl: 0.02123948831576854,
+      reward: 1.5109375,
+      'rewards/correctness_reward_func': 0.95,
+    });
   });
 });
 
@@ -172,7 +214,13 @@ describe('verl console', () => {
     const run = 'verl-ppo-qwen3-slurm';
     expect(stepsOf(run, 'reward')).toEqual(range(1, 47));
     // step:30 - ... actor/entropy:0.3529861271381378 ... actor/pg_loss:-0.47793042461853474 ... training/epoch:1
-    expectValues(run, 30, { entropy: 0.3529861271381378, loss: -0.47793042461853474, kl: 0, lr: 1e-6, 'training/epoch': 1 });
+    expectValues(run, 30, {
+      entropy: 0.3529861271381378,
+      loss: -0.47793042461853474,
+      kl: 0,
+      lr: 1e-6,
+      'training/epoch': 1,
+    });
     expectValues(run, 30, { reward: 0.62109375, completion_length: 347.8046875 });
     // epoch 0 is steps 1..29 (training/epoch turns 1 at step 30): 29 steps per epoch
     expect(at(run, 'epoch', 30)).toBeCloseTo(30 / 29, 12);
@@ -184,7 +232,13 @@ describe('verl console', () => {
     const run = 'verl-ppo-gsm8k-dstack';
     expect(stepsOf(run, 'reward')).toEqual(range(101, 179));
     // step:146 - ... actor/entropy_loss:0.030 ... actor/pg_loss:-0.262 ... training/epoch:2.000 ... critic/score/mean:0.945
-    expectValues(run, 146, { entropy: 0.03, loss: -0.262, 'training/epoch': 2, reward: 0.945, completion_length: 126.656 });
+    expectValues(run, 146, {
+      entropy: 0.03,
+      loss: -0.262,
+      'training/epoch': 2,
+      reward: 0.945,
+      completion_length: 126.656,
+    });
     // training/epoch restarted at 0 on resume and ticks at 117 and 146: step / 29, the run's real epoch
     expect(stepsOf(run, 'epoch')[0]).toBe(146);
     expect(at(run, 'epoch', 179)).toBeCloseTo(179 / 29, 12);
@@ -193,7 +247,11 @@ describe('verl console', () => {
   it('DAPO with rollout filtering: steps 1..2, no epoch from a total of 563,250 steps alone', () => {
     const run = 'verl-dapo-gui-cursor';
     expect(stepsOf(run, 'reward')).toEqual([1, 2]);
-    expectValues(run, 2, { 'rollout/too_bad_sample_ratio': 0.46875, entropy: 0.5658401250839233, reward: 0.6419896483421326 });
+    expectValues(run, 2, {
+      'rollout/too_bad_sample_ratio': 0.46875,
+      entropy: 0.5658401250839233,
+      reward: 0.6419896483421326,
+    });
     expect(stepsOf(run, 'epoch')).toEqual([]);
   });
 });
@@ -209,7 +267,7 @@ describe('home-grown stdout', () => {
     expect(names(run)).toEqual(['Adv Mean', 'Adv Std', 'completion_length', 'epoch', 'kl', 'loss', 'lr', 'reward']);
   });
 
-  it("DeepSpeed-Chat PPO: pipe-separated steps 0..425, the reward line after each joins that step", () => {
+  it('DeepSpeed-Chat PPO: pipe-separated steps 0..425, the reward line after each joins that step', () => {
     const run = 'deepspeed-chat-ppo';
     expect(stepsOf(run, 'loss')).toEqual(range(0, 425));
     expect(stepsOf(run, 'reward')).toEqual(range(0, 425));
@@ -226,7 +284,10 @@ describe('home-grown stdout', () => {
 
 const textOf = (path: string): string => readFileSync(join(CORPUS, path), 'utf8');
 /** The lines as the tailer splits them (tqdm's bare `\r` included), without ANSI colours. */
-const linesOf = (path: string): string[] => textOf(path).split(/\r\n|\r|\n/).map(cleanLine);
+const linesOf = (path: string): string[] =>
+  textOf(path)
+    .split(/\r\n|\r|\n/)
+    .map(cleanLine);
 /** `'key': 0.5` or `'key': '0.5'` in a printed dict, by a regex of its own */
 function dictValue(dict: string, key: string): number {
   const m = new RegExp(`'${key.replace(/[/.]/g, '\\$&')}': '?(-?[\\d.]+(?:e[-+]?\\d+)?)'?[,}]`).exec(dict);
@@ -241,7 +302,9 @@ describe('TRL stdout under nohup (trl-grpo-hotpotqa-nohup): the dicts come in bu
   const dicts = linesOf(path).filter((l) => l.startsWith("{'loss': "));
   // the training bar's total (the bar without a description), and logging_steps=20 (SOURCES.md): the epoch,
   // printed to two decimals, names its multiple of 20
-  const bar = linesOf(path).map((l) => /^\s*\d+%\|[^|]*\|\s*\d+\/(\d+) \[/.exec(l)).find((m) => m !== null);
+  const bar = linesOf(path)
+    .map((l) => /^\s*\d+%\|[^|]*\|\s*\d+\/(\d+) \[/.exec(l))
+    .find((m) => m !== null);
   const total = Number(bar![1]);
   const stepOf = (dict: string): number => 20 * Math.round((dictValue(dict, 'epoch') * total) / 20);
 
@@ -332,8 +395,18 @@ describe('a home-grown PPO loop (homegrown-ppo-gemma-lora): debug dicts, step li
 
   it('reads the ten epoch summaries at their steps; debug counters are not metrics', () => {
     expect(summaries.map((s) => s.step)).toEqual(range(11, 110, 11));
-    for (const { step, avg_loss, accuracy } of firstMiddleLast(summaries)) expectValues(run, step, { avg_loss, accuracy });
-    expect(names(run)).toEqual(['accuracy', 'adv_mean', 'avg_loss', 'kl', 'loss', 'ratio_mean', 'reward', 'value_loss']);
+    for (const { step, avg_loss, accuracy } of firstMiddleLast(summaries))
+      expectValues(run, step, { avg_loss, accuracy });
+    expect(names(run)).toEqual([
+      'accuracy',
+      'adv_mean',
+      'avg_loss',
+      'kl',
+      'loss',
+      'ratio_mean',
+      'reward',
+      'value_loss',
+    ]);
   });
 });
 

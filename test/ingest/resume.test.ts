@@ -29,7 +29,8 @@ function runWith(name: string, head: string): { root: string; file: string; db: 
 }
 
 // DeepSpeed-Chat prints a step's reward on the line after its step line
-const STEP_0 = 'epoch: 0|step: 0|ppo_ep: 1|act_loss: 0.2|cri_loss: 0.12|unsuper_loss: 0.0\naverage reward score: -0.5\n';
+const STEP_0 =
+  'epoch: 0|step: 0|ppo_ep: 1|act_loss: 0.2|cri_loss: 0.12|unsuper_loss: 0.0\naverage reward score: -0.5\n';
 const STEP_1 = 'epoch: 0|step: 1|ppo_ep: 1|act_loss: 0.3|cri_loss: 0.17|unsuper_loss: 0.0\n';
 const REWARD_1 = 'average reward score: 0.25\n';
 
@@ -50,7 +51,10 @@ describe('a step whose lines straddle the committed offset', () => {
     const second = Store.open(db);
     try {
       await new Ingestor(second, OPTS).ingest(file, root);
-      expect(series(second, 'reward')).toEqual([[0, -0.5], [1, 0.25]]);
+      expect(series(second, 'reward')).toEqual([
+        [0, -0.5],
+        [1, 0.25],
+      ]);
     } finally {
       second.close();
     }
@@ -82,7 +86,10 @@ describe('a step whose lines straddle the committed offset', () => {
       await backfill(ingestor, [root], { depth: 4 });
       appendFileSync(file, REWARD_1);
       await ingestor.ingest(file, root);
-      expect(series(store, 'reward')).toEqual([[0, -0.5], [1, 0.25]]);
+      expect(series(store, 'reward')).toEqual([
+        [0, -0.5],
+        [1, 0.25],
+      ]);
     } finally {
       store.close();
     }
@@ -98,7 +105,10 @@ describe('a step whose lines straddle the committed offset', () => {
     const second = Store.open(db);
     try {
       await new Ingestor(second, OPTS).ingest(file, root);
-      expect(series(second, 'reward')).toEqual([[0, -0.5], [1, 0.25]]);
+      expect(series(second, 'reward')).toEqual([
+        [0, -0.5],
+        [1, 0.25],
+      ]);
     } finally {
       second.close();
     }

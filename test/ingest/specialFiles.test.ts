@@ -17,7 +17,11 @@ let ingestor: Ingestor;
 
 const WATCH = { poll: false, pollIntervalMs: 100, depth: 4, ignore: [] };
 const lines = (n: number): string => Array.from({ length: n }, (_, k) => `[Epoch 0.1]  loss=${k + 1}\n`).join('');
-const runNames = (): string[] => store.runs.list().map((r) => r.name).sort();
+const runNames = (): string[] =>
+  store.runs
+    .list()
+    .map((r) => r.name)
+    .sort();
 
 beforeEach(() => {
   const dir = tempDir();

@@ -27,17 +27,36 @@ function records(lines: readonly string[]): Array<[number | undefined, Record<st
 }
 const stepsOf = (lines: readonly string[]): Array<number | undefined> => records(lines).map(([step]) => step);
 
-const bar = (k: number, total = 100): string => ` ${Math.floor((100 * k) / total)}%|█         | ${k}/${total} [00:${k}<09:00, 6.0s/it]`;
+const bar = (k: number, total = 100): string =>
+  ` ${Math.floor((100 * k) / total)}%|█         | ${k}/${total} [00:${k}<09:00, 6.0s/it]`;
 /** tqdm.write's clear: the bar's width in spaces, then the bar drawn again */
 const CLEAR = ' '.repeat(50);
-const dict = (epoch: number, loss = 0.1): string => `{'loss': ${loss}, 'reward': 0.5, 'learning_rate': 1e-06, 'epoch': ${epoch}}`;
+const dict = (epoch: number, loss = 0.1): string =>
+  `{'loss': ${loss}, 'reward': 0.5, 'learning_rate': 1e-06, 'epoch': ${epoch}}`;
 
 describe("the Trainer's global step of a dict without one", () => {
   it('nohup: dicts that arrive in a burst take the steps at which the bar was cleared and drawn again, in order', () => {
     // logging_steps=2: the Trainer logged at 2, 4 and 6 (clear + redraw), stdout held the dicts until after 7
     const lines = [
-      bar(1), bar(2), CLEAR, '', bar(2), bar(3), bar(4), CLEAR, '', bar(4), bar(5), bar(6), CLEAR, '', bar(6), bar(7),
-      dict(0.02), dict(0.04), dict(0.06),
+      bar(1),
+      bar(2),
+      CLEAR,
+      '',
+      bar(2),
+      bar(3),
+      bar(4),
+      CLEAR,
+      '',
+      bar(4),
+      bar(5),
+      bar(6),
+      CLEAR,
+      '',
+      bar(6),
+      bar(7),
+      dict(0.02),
+      dict(0.04),
+      dict(0.06),
     ];
     expect(stepsOf(lines)).toEqual([2, 4, 6]);
   });
@@ -52,9 +71,21 @@ describe("the Trainer's global step of a dict without one", () => {
     expect(stepsOf(noEpoch)).toEqual([2, 8, 14, 20]);
   });
 
-  it("a mark the epoch rules out (a bar redrawn for another message) is passed over", () => {
+  it('a mark the epoch rules out (a bar redrawn for another message) is passed over', () => {
     // 100 steps per epoch from the first dict; the mark at 14 is no log, the one at 26 is
-    const lines = [`${bar(13)}${dict(0.13)}`, bar(14), CLEAR, '', bar(14), bar(26), CLEAR, '', bar(26), bar(27), dict(0.26)];
+    const lines = [
+      `${bar(13)}${dict(0.13)}`,
+      bar(14),
+      CLEAR,
+      '',
+      bar(14),
+      bar(26),
+      CLEAR,
+      '',
+      bar(26),
+      bar(27),
+      dict(0.26),
+    ];
     expect(stepsOf(lines)).toEqual([13, 26]);
   });
 
@@ -74,39 +105,54 @@ describe("the Trainer's global step of a dict without one", () => {
 
 describe('only training records are records', () => {
   it('a dict quoted in an error, a logger line or a config print is text, whatever its keys', () => {
-    expect(records([
-      '[W&B] Episode snapshot failed: Data row contained incompatible types:',
-      "{'step': 0, 'agent_id': 'market_maker', 'direction': 0.03, 'reward': 2.6094} of type {'step': Number, 'reward': Number}",
-      "INFO:root:{'loss': 0.5, 'reward': 0.1}",
-      "(WorkerDict pid=7) model_path: /m, config: {'name': 'vllm', 'temperature': 1.0, 'response_length': 1024}",
-      "(WorkerDict pid=7) kwargs: {'n': 8, 'logprobs': 0, 'max_tokens': 1024, 'temperature': 1.0}",
-      "{'n': 8, 'temperature': 1.0, 'top_p': 1}",
-    ])).toEqual([]);
+    expect(
+      records([
+        '[W&B] Episode snapshot failed: Data row contained incompatible types:',
+        "{'step': 0, 'agent_id': 'market_maker', 'direction': 0.03, 'reward': 2.6094} of type {'step': Number, 'reward': Number}",
+        "INFO:root:{'loss': 0.5, 'reward': 0.1}",
+        "(WorkerDict pid=7) model_path: /m, config: {'name': 'vllm', 'temperature': 1.0, 'response_length': 1024}",
+        "(WorkerDict pid=7) kwargs: {'n': 8, 'logprobs': 0, 'max_tokens': 1024, 'temperature': 1.0}",
+        "{'n': 8, 'temperature': 1.0, 'top_p': 1}",
+      ]),
+    ).toEqual([]);
   });
 
   it("a whole-line dict naming a training metric is, a process's too, its debug counters left out", () => {
-    expect(records(["{'prompt_id_length': 98, 'steps_taken': 240, 'reward_mean': tensor(-0.0008, device='mps:0'), 'policy_loss': -0.0015}"]))
-      .toEqual([[undefined, { reward: -0.0008, loss: -0.0015 }]]);
-    expect(records(["(TrainerActor pid=7) {'loss': 0.5, 'step': 3}", "[rank0]: {'loss': 0.25, 'step': 4}"]))
-      .toEqual([[3, { loss: 0.5 }], [4, { loss: 0.25 }]]);
+    expect(
+      records([
+        "{'prompt_id_length': 98, 'steps_taken': 240, 'reward_mean': tensor(-0.0008, device='mps:0'), 'policy_loss': -0.0015}",
+      ]),
+    ).toEqual([[undefined, { reward: -0.0008, loss: -0.0015 }]]);
+    expect(records(["(TrainerActor pid=7) {'loss': 0.5, 'step': 3}", "[rank0]: {'loss': 0.25, 'step': 4}"])).toEqual([
+      [3, { loss: 0.5 }],
+      [4, { loss: 0.25 }],
+    ]);
   });
 
   it('a verl log with config dicts and progress bars only is read, gives no record, and is named not understood', async () => {
     const root = tempDir();
     const path = ensureParent(join(root, 'runs', 'verl-config-only', 'grpo.log'));
-    writeFileSync(path, [
-      "(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {'checkpoint': {'load_contents': ['model',",
-      "(WorkerDict pid=2) model_path: /m, config: {'name': 'vllm', 'temperature': 1.0, 'response_length': 1024}",
-      "(WorkerDict pid=2) kwargs: {'n': 8, 'logprobs': 0, 'max_tokens': 1024, 'temperature': 1.0}",
-      'Training Progress:   0%|          | 1/15625 [01:06<288:57:10, 66.71s/it]',
-      'Training Progress:   0%|          | 2/15625 [02:12<288:57:10, 66.71s/it]',
-    ].join('\n') + '\n');
+    writeFileSync(
+      path,
+      [
+        "(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {'checkpoint': {'load_contents': ['model',",
+        "(WorkerDict pid=2) model_path: /m, config: {'name': 'vllm', 'temperature': 1.0, 'response_length': 1024}",
+        "(WorkerDict pid=2) kwargs: {'n': 8, 'logprobs': 0, 'max_tokens': 1024, 'temperature': 1.0}",
+        'Training Progress:   0%|          | 1/15625 [01:06<288:57:10, 66.71s/it]',
+        'Training Progress:   0%|          | 2/15625 [02:12<288:57:10, 66.71s/it]',
+      ].join('\n') + '\n',
+    );
     const store = Store.open(join(root, 'rlwatch.db'));
     try {
-      const outcome = await new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }).ingest(path, join(root, 'runs'));
+      const outcome = await new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }).ingest(
+        path,
+        join(root, 'runs'),
+      );
       expect(outcome).toMatchObject({ format: 'console', lines: 5, records: 0, skips: {} });
       const db = new SqliteAsyncStore(store);
-      expect(await unreadSummary(db, [join(root, 'runs')])).toEqual(['not understood: verl-config-only/grpo.log (no metric line in 5 lines read)']);
+      expect(await unreadSummary(db, [join(root, 'runs')])).toEqual([
+        'not understood: verl-config-only/grpo.log (no metric line in 5 lines read)',
+      ]);
       expect((await runFiles(db))[0]!.files).toMatchObject([{ path: 'grpo.log', records: 0, lines: 5 }]);
     } finally {
       store.close();
@@ -122,8 +168,20 @@ describe('a home-grown loop', () => {
   ];
 
   it('reads the debug dict with the step of the line after it, `Step: N | ...`, and `[step N] k=v` with its step', () => {
-    const lines = ['=== Epoch 1/10 ===', ...loop(1), ...loop(2), '[step 2] avg_loss=0.0002 acc=0.4773', '=== Epoch 2/10 ===', ...loop(3)];
-    const debug = (step: number) => ({ ratio_mean: 1.0001, reward: Number(`0.${step}`), loss: Number(`-0.00${step}`), value_loss: Number(`0.03${step}`) });
+    const lines = [
+      '=== Epoch 1/10 ===',
+      ...loop(1),
+      ...loop(2),
+      '[step 2] avg_loss=0.0002 acc=0.4773',
+      '=== Epoch 2/10 ===',
+      ...loop(3),
+    ];
+    const debug = (step: number) => ({
+      ratio_mean: 1.0001,
+      reward: Number(`0.${step}`),
+      loss: Number(`-0.00${step}`),
+      value_loss: Number(`0.03${step}`),
+    });
     expect(records(lines)).toEqual([
       [undefined, debug(1)], // the first: numbered 1 by the pipeline, as the loop's first record
       [1, { loss: 0.0001, kl: -0.0001 }],
@@ -177,7 +235,7 @@ async function readCorpusFile(file: string, seed: number | null): Promise<Record
     const chunkBytes = rand ? 256 + Math.floor(rand() * 4096) : undefined;
     const ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2, chunkBytes });
     writeFileSync(path, '');
-    for (let at = 0; at < bytes.length;) {
+    for (let at = 0; at < bytes.length; ) {
       const end = rand ? Math.min(bytes.length, at + 1 + Math.floor(rand() * 12_000)) : bytes.length;
       appendFileSync(path, bytes.subarray(at, end));
       await ingestor.ingest(path, runs);
@@ -196,9 +254,13 @@ describe('a corpus file read in random chunks gives the records of one read', ()
     'homegrown-ppo-gemma-lora/ppo_20251228_2.log',
     'trl-asyncgrpo-gsm8k/run_1.log',
   ];
-  it.each(files)('%s', async (file) => {
-    const whole = await readCorpusFile(file, null);
-    expect(Object.keys(whole).length).toBeGreaterThan(3);
-    for (const seed of [1, 2, 3]) expect(await readCorpusFile(file, seed), `seed ${seed}`).toEqual(whole);
-  }, 120_000);
+  it.each(files)(
+    '%s',
+    async (file) => {
+      const whole = await readCorpusFile(file, null);
+      expect(Object.keys(whole).length).toBeGreaterThan(3);
+      for (const seed of [1, 2, 3]) expect(await readCorpusFile(file, seed), `seed ${seed}`).toEqual(whole);
+    },
+    120_000,
+  );
 });

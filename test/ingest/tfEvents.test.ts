@@ -19,7 +19,9 @@ beforeEach(() => {
 
 /** Where the HF Trainer puts it: `output_dir/runs/<date>_<host>/events.out.tfevents.<time>.<host>.<pid>.0`. */
 const eventsFile = (): string =>
-  ensureParent(join(root, 'runs', 'grpo-7b', 'runs', 'Nov22_15-35-13_gpu01', 'events.out.tfevents.1763825713.gpu01.4242.0'));
+  ensureParent(
+    join(root, 'runs', 'grpo-7b', 'runs', 'Nov22_15-35-13_gpu01', 'events.out.tfevents.1763825713.gpu01.4242.0'),
+  );
 const ingest = (path: string) => ingestor.ingest(path, join(root, 'runs'));
 const series = (metric: string) => {
   const run = store.runs.byName('grpo-7b');
@@ -63,7 +65,10 @@ describe('TensorBoard event files', () => {
     appendFileSync(path, cut.subarray(17));
     const again = await ingest(path);
     expect(again?.records).toBe(1);
-    expect(series('reward')).toEqual([[1, 0.25], [2, 0.5]]);
+    expect(series('reward')).toEqual([
+      [1, 0.25],
+      [2, 0.5],
+    ]);
     expect((await ingest(path))?.records).toBe(0);
     expect(store.files.byPath(path)).toMatchObject({ offset: done.length + cut.length, records: 2, skipped: 0 });
   });
@@ -74,12 +79,19 @@ describe('TensorBoard event files', () => {
     broken.writeUInt8(broken.readUInt8(broken.length - 5) ^ 0x40, broken.length - 5);
     writeFileSync(
       path,
-      Buffer.concat([versionRecord(), eventRecord({ step: 1, scalars: { 'train/reward': 0.25 } }), broken,
-        eventRecord({ step: 3, scalars: { 'train/reward': 0.75 } })]),
+      Buffer.concat([
+        versionRecord(),
+        eventRecord({ step: 1, scalars: { 'train/reward': 0.25 } }),
+        broken,
+        eventRecord({ step: 3, scalars: { 'train/reward': 0.75 } }),
+      ]),
     );
     const out = await ingest(path);
     expect(out?.skips).toEqual({ 'bad CRC': 1 });
-    expect(series('reward')).toEqual([[1, 0.25], [3, 0.75]]);
+    expect(series('reward')).toEqual([
+      [1, 0.25],
+      [3, 0.75],
+    ]);
     const file = store.files.byPath(path)!;
     expect(store.files.skipsOf(file.id)).toEqual([{ reason: 'bad CRC', count: 1, sample: '' }]);
   });
@@ -98,17 +110,32 @@ describe('TensorBoard event files', () => {
 
   it('reads a truncated event file again from the start', async () => {
     const path = eventsFile();
-    writeFileSync(path, trainerEvents(5, (s) => ({ 'train/reward': s })));
+    writeFileSync(
+      path,
+      trainerEvents(5, (s) => ({ 'train/reward': s })),
+    );
     await ingest(path);
-    writeFileSync(path, trainerEvents(2, (s) => ({ 'train/reward': 10 * s })));
+    writeFileSync(
+      path,
+      trainerEvents(2, (s) => ({ 'train/reward': 10 * s })),
+    );
     await ingest(path);
-    expect(series('reward')).toEqual([[1, 10], [2, 20], [3, 3], [4, 4], [5, 5]]);
+    expect(series('reward')).toEqual([
+      [1, 10],
+      [2, 20],
+      [3, 3],
+      [4, 4],
+      [5, 5],
+    ]);
   });
 
   it('passes over a record larger than the cap without storing it', async () => {
     const small = new Ingestor(store, { maxLineBytes: 200, examplesPerStep: 2, chunkBytes: 64 });
     const path = eventsFile();
-    const huge = eventRecord({ step: 1, scalars: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`t${i}`, i])) });
+    const huge = eventRecord({
+      step: 1,
+      scalars: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`t${i}`, i])),
+    });
     writeFileSync(path, Buffer.concat([versionRecord(), huge.subarray(0, 100)]));
     await small.ingest(path, join(root, 'runs'));
     expect(store.files.byPath(path)?.offset).toBe(versionRecord().length);

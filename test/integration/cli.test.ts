@@ -45,7 +45,14 @@ describe('the CLI', () => {
     expect(r.status).toBe(0);
     const runs = JSON.parse(r.stdout);
     expect(runs).toHaveLength(2);
-    expect(runs[0]).toMatchObject({ name: 'grpo-a', path: join(root, 'runs', 'grpo-a'), firstStep: 1, lastStep: 3, lastEpoch: 0.03, records: 3 });
+    expect(runs[0]).toMatchObject({
+      name: 'grpo-a',
+      path: join(root, 'runs', 'grpo-a'),
+      firstStep: 1,
+      lastStep: 3,
+      lastEpoch: 0.03,
+      records: 3,
+    });
     expect(runs[1]).toMatchObject({ name: 'trl-b', firstStep: 1, lastStep: 10, lastEpoch: 0.02, records: 2 });
     expect(Date.parse(runs[0].updatedAt)).toBeGreaterThan(Date.now() - 120_000);
   });
@@ -76,7 +83,9 @@ describe('the CLI', () => {
         { step: 3, epoch: 0.03, value: 0.103 },
       ],
     });
-    const last = JSON.parse(rlwatch(['reward', 'history', 'grpo-a', '--metric', 'grad_norm', '--last', '2', '--json', '--db', db]).stdout);
+    const last = JSON.parse(
+      rlwatch(['reward', 'history', 'grpo-a', '--metric', 'grad_norm', '--last', '2', '--json', '--db', db]).stdout,
+    );
     expect(last.points.map((p: { step: number }) => p.step)).toEqual([2, 3]);
     expect(last.metric).toBe('grad_norm');
   });
@@ -116,7 +125,9 @@ describe('the CLI', () => {
     expect(missingDir.stderr).toBe(`rlwatch: ${join(root, 'missing')}: cannot read: ENOENT\n`);
     const badLast = rlwatch(['reward', 'history', 'grpo-a', '--last', 'x', '--db', db]);
     expect(badLast.status).toBe(1);
-    expect(badLast.stderr).toBe("rlwatch: usage: rlwatch reward history [run] [metric] [last]: last must be a whole number, not 'x'\n");
+    expect(badLast.stderr).toBe(
+      "rlwatch: usage: rlwatch reward history [run] [metric] [last]: last must be a whole number, not 'x'\n",
+    );
   });
 
   it('stops on a bad config, naming the file and the field', () => {

@@ -44,9 +44,15 @@ export function startWithDiscord(
   fake: FakeDiscord,
 ): { child: ChildProcess; stderr: () => string; kill: () => Promise<void> } {
   const env = {
-    ...process.env, RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined,
-    TELEGRAM_BOT_TOKEN: undefined, DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl,
-    DISCORD_GUILD_ID: fake.guildId, DISCORD_CHANNEL_ID: fake.channelId,
+    ...process.env,
+    RLWATCH_DB: undefined,
+    RLWATCH_CONFIG: undefined,
+    SLACK_BOT_TOKEN: undefined,
+    TELEGRAM_BOT_TOKEN: undefined,
+    DISCORD_TOKEN: fake.token,
+    DISCORD_API_URL: fake.apiUrl,
+    DISCORD_GUILD_ID: fake.guildId,
+    DISCORD_CHANNEL_ID: fake.channelId,
   };
   const child = spawn(BIN, ['start', ...args], { cwd: tempDir(), env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';

@@ -32,8 +32,11 @@ describe('simultaneous acks and mutes in chat', () => {
   }, 20_000);
 
   it('six /mute at once: all answered as done, six mutes stored', async () => {
-    const outs = await Promise.all(Array.from({ length: 6 }, (_, i) =>
-      fake.command({ name: 'mute', options: { run: 'grpo', duration: `${i + 1}h` }, user: ana, timeoutMs: 15_000 })));
+    const outs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        fake.command({ name: 'mute', options: { run: 'grpo', duration: `${i + 1}h` }, user: ana, timeoutMs: 15_000 }),
+      ),
+    );
     expect(outs.map(content).filter((c) => c.includes('Sorry'))).toEqual([]);
     expect(app.store.db.prepare('SELECT count(*) FROM silences').pluck().get()).toBe(6);
   });
@@ -42,9 +45,17 @@ describe('simultaneous acks and mutes in chat', () => {
     run.write(4, { frac: 1, grad: 50 }); // mode_collapse and grad_explosion fire, and are posted
     await fake.waitFor(() => (app.store.alerts.list({}).length >= 2 ? true : null), 10_000);
     const ids = app.store.alerts.list({}).map((a) => a.id);
-    const outs = await Promise.all(ids.flatMap((id) => Array.from({ length: 10 }, () =>
-      fake.command({ name: 'ack', options: { id }, user: ana, timeoutMs: 15_000 }))));
+    const outs = await Promise.all(
+      ids.flatMap((id) =>
+        Array.from({ length: 10 }, () => fake.command({ name: 'ack', options: { id }, user: ana, timeoutMs: 15_000 })),
+      ),
+    );
     expect(outs.map(content).filter((c) => c.includes('Sorry'))).toEqual([]);
-    expect(app.store.alerts.list({}).filter((a) => a.acked_by !== null).map((a) => a.id)).toEqual(ids);
+    expect(
+      app.store.alerts
+        .list({})
+        .filter((a) => a.acked_by !== null)
+        .map((a) => a.id),
+    ).toEqual(ids);
   });
 });

@@ -48,7 +48,10 @@ describe('database problems', { timeout: 120_000 }, () => {
     expect(history.status).toBe(0);
     expect(JSON.parse(history.stdout).points).toHaveLength(3);
     expect(asReader(['alerts', '--db', db]).status).toBe(0);
-    expectOneLine(asReader(['backfill', runs, '--db', db]), /cannot write .*rlwatch\.db .*fix the permissions or pass another --db/);
+    expectOneLine(
+      asReader(['backfill', runs, '--db', db]),
+      /cannot write .*rlwatch\.db .*fix the permissions or pass another --db/,
+    );
     chmodSync(top, 0o755);
   });
 
@@ -62,7 +65,10 @@ describe('database problems', { timeout: 120_000 }, () => {
     conn.close();
     chmodSync(dir, 0o555);
     chmodSync(db, 0o444);
-    expectOneLine(asReader(['runs', '--db', db]), /.*read-only and was written by an older rlwatch .*with write access/);
+    expectOneLine(
+      asReader(['runs', '--db', db]),
+      /.*read-only and was written by an older rlwatch .*with write access/,
+    );
   });
 
   it('a file that is not a database gives one line, for reading and for writing commands', () => {

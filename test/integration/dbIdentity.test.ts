@@ -20,15 +20,21 @@ async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<
 }
 
 /** `start` on a run of three lines, until it says it is watching; then `remove` deletes files of its database. */
-async function startThenDelete(remove: (db: string) => void): Promise<{ code: number | null; stderr: string; db: string }> {
+async function startThenDelete(
+  remove: (db: string) => void,
+): Promise<{ code: number | null; stderr: string; db: string }> {
   const root = tempDir();
   const runs = join(root, 'runs');
   mkdirSync(join(runs, 'exp1'), { recursive: true });
   writeFileSync(join(runs, 'exp1', 'learning.log'), `${[1, 2, 3].map((i) => learningLine(i)).join('\n')}\n`);
   const db = join(root, 'rlwatch.db');
   const env = {
-    ...process.env, RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, DISCORD_TOKEN: undefined,
-    SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined,
+    ...process.env,
+    RLWATCH_DB: undefined,
+    RLWATCH_CONFIG: undefined,
+    DISCORD_TOKEN: undefined,
+    SLACK_BOT_TOKEN: undefined,
+    TELEGRAM_BOT_TOKEN: undefined,
   };
   const child = spawn(BIN, ['start', runs, '--db', db], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -62,7 +68,9 @@ describe('start stops when its database is deleted under it', { timeout: 90_000 
     // SQLite may make a new -wal before the next look: a different file all the same
     const said = r.stderr.split('\n').filter((l) => l.startsWith('rlwatch: '));
     expect(said).toHaveLength(1);
-    expect(said[0]).toMatch(/^rlwatch: the database's write-ahead log \S+ was (deleted|replaced) while rlwatch ran: stopping/);
+    expect(said[0]).toMatch(
+      /^rlwatch: the database's write-ahead log \S+ was (deleted|replaced) while rlwatch ran: stopping/,
+    );
     expect(said[0]).toContain(`log ${r.db}-wal was`);
     // stopped in time, it leaves the database sound, with the run (it used to end "malformed")
     const db = new Database(r.db, { readonly: true });

@@ -23,7 +23,9 @@ describe('rlwatch demo', () => {
     const list = out.slice(out.indexOf('alerts for grpo-demo'));
     expect(list).toMatch(/#\d+ critical · resolved · /); // the list's layout, so that the next line can say what is absent
     expect(list).not.toMatch(/(warning|critical) · firing/);
-    expect(list).toMatch(/critical · resolved · grpo-demo · mode_collapse at step 16\d: frac_zero_std 1 > 0\.8 for 3 steps/);
+    expect(list).toMatch(
+      /critical · resolved · grpo-demo · mode_collapse at step 16\d: frac_zero_std 1 > 0\.8 for 3 steps/,
+    );
     expect(r.stderr).toMatch(/step 300\/300/);
   }, 60_000);
 });

@@ -13,16 +13,23 @@ import { rlwatch } from './cli.ts';
 function makeRoot(): string {
   const root = tempDir();
   const put = (rel: string, data: string | Buffer): void => writeFileSync(ensureParent(join(root, rel)), data);
-  put('hf/runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.4242.0',
-    trainerEvents(20, (s) => ({ 'train/reward': s / 20, 'train/loss': 1 / s })));
-  put('hf/completions/completions_00020.parquet', Buffer.from(parquetWriteBuffer({
-    columnData: [
-      { name: 'step', data: ['20', '20'], type: 'STRING' },
-      { name: 'prompt', data: ['2+2?', '2+2?'], type: 'STRING' },
-      { name: 'completion', data: ['4', '5'], type: 'STRING' },
-      { name: 'accuracy_reward', data: [1, 0], type: 'DOUBLE' },
-    ],
-  })));
+  put(
+    'hf/runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.4242.0',
+    trainerEvents(20, (s) => ({ 'train/reward': s / 20, 'train/loss': 1 / s })),
+  );
+  put(
+    'hf/completions/completions_00020.parquet',
+    Buffer.from(
+      parquetWriteBuffer({
+        columnData: [
+          { name: 'step', data: ['20', '20'], type: 'STRING' },
+          { name: 'prompt', data: ['2+2?', '2+2?'], type: 'STRING' },
+          { name: 'completion', data: ['4', '5'], type: 'STRING' },
+          { name: 'accuracy_reward', data: [1, 0], type: 'DOUBLE' },
+        ],
+      }),
+    ),
+  );
   put('hf/README.txt', 'Fine-tuned with GRPO on gsm8k.\n');
   put('home-grown/logs/run.log', 'lorem ipsum dolor sit amet, consectetur adipiscing elit\n'.repeat(1300));
   return root;
@@ -49,7 +56,11 @@ describe('rlwatch files', () => {
     const report = JSON.parse(r.stdout);
     expect(report.map((x: { run: string }) => x.run)).toEqual(['hf', 'home-grown']);
     expect(report[0].files).toEqual([
-      expect.objectContaining({ path: 'completions/completions_00020.parquet', format: 'parquetCompletions', lines: 2 }),
+      expect.objectContaining({
+        path: 'completions/completions_00020.parquet',
+        format: 'parquetCompletions',
+        lines: 2,
+      }),
       expect.objectContaining({
         path: 'runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.4242.0',
         format: 'tfEvents',
@@ -74,7 +85,10 @@ describe('rlwatch files', () => {
     const history = JSON.parse(rlwatch(['reward', 'history', 'hf', '--json', '--db', db]).stdout);
     expect(history.points.at(-1)).toMatchObject({ step: 20, value: 1 });
     const best = JSON.parse(rlwatch(['examples', 'hf', 'best', '--json', '--db', db]).stdout);
-    expect(best).toMatchObject({ step: 20, examples: [{ completion: '4', reward: 1, breakdown: { accuracy_reward: 1 } }] });
+    expect(best).toMatchObject({
+      step: 20,
+      examples: [{ completion: '4', reward: 1, breakdown: { accuracy_reward: 1 } }],
+    });
   });
 
   it('is said by start once it has read what is there, and a growing event file is read as it grows', async () => {
@@ -95,11 +109,13 @@ describe('rlwatch files', () => {
       const events = join(fresh, 'hf/runs/Nov22_15-35-13_gpu01/events.out.tfevents.1763825713.gpu01.4242.0');
       appendFileSync(events, eventRecord({ step: 21, scalars: { 'train/reward': 1.5 } }));
       const run = app.store.runs.byName('hf')!;
-      await expect.poll(() => app.store.points.series(run.id, 'reward').at(-1), { timeout: 10_000 }).toEqual({
-        step: 21,
-        epoch: null,
-        value: 1.5,
-      });
+      await expect
+        .poll(() => app.store.points.series(run.id, 'reward').at(-1), { timeout: 10_000 })
+        .toEqual({
+          step: 21,
+          epoch: null,
+          value: 1.5,
+        });
     } finally {
       await app.stop();
     }

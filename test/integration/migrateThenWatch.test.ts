@@ -19,7 +19,6 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-
 describe('rlwatch migrate, then a watcher on PostgreSQL', () => {
   it('goes on with the migrated runs from where SQLite stopped', async () => {
     const dir = tempDir();
@@ -42,14 +41,18 @@ describe('rlwatch migrate, then a watcher on PostgreSQL', () => {
     await db.connect();
     cleanup.push(() => db.end());
     const rewards = async (): Promise<Array<{ name: string; step: number; value: number }>> =>
-      (await db.query<{ name: string; step: string; value: number }>(
-        `SELECT r.name, p.step, p.value FROM points p JOIN runs r ON r.id = p.run_id JOIN metrics m ON m.id = p.metric_id
+      (
+        await db.query<{ name: string; step: string; value: number }>(
+          `SELECT r.name, p.step, p.value FROM points p JOIN runs r ON r.id = p.run_id JOIN metrics m ON m.id = p.metric_id
          WHERE m.name = 'reward' ORDER BY p.step`,
-      )).rows.map((r) => ({ name: r.name, step: Number(r.step), value: r.value }));
+        )
+      ).rows.map((r) => ({ name: r.name, step: Number(r.step), value: r.value }));
     await expect.poll(async () => (await rewards()).length, { timeout: 20_000 }).toBe(70);
     const got = await rewards();
     expect(new Set(got.map((r) => r.name))).toEqual(new Set(['grpo-7']));
-    got.forEach((r, k) => expect(r).toEqual({ name: 'grpo-7', step: k + 1, value: expect.closeTo(0.1 + (k + 1) / 1000, 9) }));
+    got.forEach((r, k) =>
+      expect(r).toEqual({ name: 'grpo-7', step: k + 1, value: expect.closeTo(0.1 + (k + 1) / 1000, 9) }),
+    );
     const { rows: files } = await db.query<{ offset: string }>('SELECT "offset" FROM files');
     expect(files.map((f) => Number(f.offset))).toEqual([Buffer.byteLength(lines(1, 70))]);
   }, 60_000);

@@ -17,7 +17,11 @@ const TEST_LINE = 'This is a test notification from rlwatch notify --test';
 /** Every platform's variables, so that none of the developer's leaks into a case. */
 const PLATFORM_VARS = /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/;
 const bare = (): NodeJS.ProcessEnv =>
-  Object.fromEntries(Object.keys(process.env).filter((k) => PLATFORM_VARS.test(k)).map((k) => [k, undefined]));
+  Object.fromEntries(
+    Object.keys(process.env)
+      .filter((k) => PLATFORM_VARS.test(k))
+      .map((k) => [k, undefined]),
+  );
 
 /** `bin/rlwatch ARGS` in a fresh folder, run in the background: the fakes answer from this process meanwhile. */
 function rlwatch(args: string[], env: Record<string, string>): Promise<CliResult> {
@@ -56,16 +60,26 @@ afterEach(async () => {
 });
 
 const discordEnv = (fake: FakeDiscord, channel = fake.channelId) => ({
-  DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, DISCORD_CHANNEL_ID: channel,
+  DISCORD_TOKEN: fake.token,
+  DISCORD_API_URL: fake.apiUrl,
+  DISCORD_GUILD_ID: fake.guildId,
+  DISCORD_CHANNEL_ID: channel,
 });
 const slackEnv = (fake: FakeSlack) => ({
-  SLACK_BOT_TOKEN: fake.botToken, SLACK_APP_TOKEN: fake.appToken, SLACK_API_URL: fake.apiUrl, SLACK_CHANNEL_ID: fake.channelId,
+  SLACK_BOT_TOKEN: fake.botToken,
+  SLACK_APP_TOKEN: fake.appToken,
+  SLACK_API_URL: fake.apiUrl,
+  SLACK_CHANNEL_ID: fake.channelId,
 });
 
 describe('rlwatch notify --test', () => {
   it('sends the test card, with its chart, to every configured target and says each was reached', async () => {
     const [discord, slack, tg, hooks, mail] = await Promise.all([
-      startFakeDiscord(), startFakeSlack(), FakeTelegram.start(), HttpReceiver.start(), smtp(),
+      startFakeDiscord(),
+      startFakeSlack(),
+      FakeTelegram.start(),
+      HttpReceiver.start(),
+      smtp(),
     ]);
     open.push(discord, slack, tg, hooks, mail);
     hooks.fallback = () => ({ status: 200, body: '{"code":0}' }); // what a Feishu bot answers; the others read no body
@@ -73,16 +87,27 @@ describe('rlwatch notify --test', () => {
     const r = await rlwatch(['notify', '--test'], {
       ...discordEnv(discord),
       ...slackEnv(slack),
-      TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: String(chat),
-      SMTP_HOST: '127.0.0.1', SMTP_PORT: String(mail.port), EMAIL_FROM: 'rlwatch@lab.example', EMAIL_TO: 'ml@lab.example',
+      TELEGRAM_BOT_TOKEN: tg.token,
+      TELEGRAM_API_URL: tg.apiUrl,
+      TELEGRAM_CHAT_ID: String(chat),
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: String(mail.port),
+      EMAIL_FROM: 'rlwatch@lab.example',
+      EMAIL_TO: 'ml@lab.example',
       WEBHOOK_URL: hooks.url('/webhook'),
       TEAMS_WEBHOOK_URL: hooks.url('/teams'),
       MATTERMOST_WEBHOOK_URL: hooks.url('/mattermost'),
       FEISHU_WEBHOOK_URL: hooks.url('/feishu'),
     });
     const targets = [
-      `discord:${discord.channelId}`, `slack:${slack.channelId}`, `telegram:${chat}`, 'email:ml@lab.example',
-      'webhook:default', 'teams:default', 'mattermost:default', 'feishu:default',
+      `discord:${discord.channelId}`,
+      `slack:${slack.channelId}`,
+      `telegram:${chat}`,
+      'email:ml@lab.example',
+      'webhook:default',
+      'teams:default',
+      'mattermost:default',
+      'feishu:default',
     ];
     expect(r.stdout.trim().split('\n').sort()).toEqual(
       [...targets.map((t) => `ok      ${t}`), `${targets.length} of ${targets.length} targets reached`].sort(),
@@ -98,7 +123,9 @@ describe('rlwatch notify --test', () => {
     const slackCards = [...slack.messages.values()].filter((m) => m.source === 'chat.postMessage');
     expect(slackCards.map((m) => m.channel)).toEqual([slack.channelId]);
     expect(JSON.stringify(slackCards[0]!.blocks)).toContain(TEST_LINE);
-    expect(slack.uploads.map((u) => [u.channelId, u.bytes!.subarray(0, 8)])).toEqual([[slack.channelId, PNG_SIGNATURE]]);
+    expect(slack.uploads.map((u) => [u.channelId, u.bytes!.subarray(0, 8)])).toEqual([
+      [slack.channelId, PNG_SIGNATURE],
+    ]);
     // Telegram: the card and its chart as a photo replying to it
     const [card, photo] = tg.botMessages(chat);
     expect(card!.text).toContain(TEST_LINE);
@@ -130,9 +157,15 @@ describe('rlwatch notify --test', () => {
   });
 
   it.each([
-    ['not_in_channel', 'the app is not in this channel: type /invite @rlwatch (or the name you gave the app) in the channel'],
-    ['missing_scope', 'the bot token lacks a scope: give the app chat:write and files:write (slack-app-manifest.yaml lists ' +
-      'every scope rlwatch uses) and reinstall it to the workspace'],
+    [
+      'not_in_channel',
+      'the app is not in this channel: type /invite @rlwatch (or the name you gave the app) in the channel',
+    ],
+    [
+      'missing_scope',
+      'the bot token lacks a scope: give the app chat:write and files:write (slack-app-manifest.yaml lists ' +
+        'every scope rlwatch uses) and reinstall it to the workspace',
+    ],
   ])("Slack's %s is named with its fix; exit 1", async (code, fix) => {
     const slack = await startFakeSlack();
     open.push(slack);
@@ -156,7 +189,11 @@ describe('rlwatch notify --test', () => {
   it("Telegram's refused token is named with its fix; exit 1", async () => {
     const tg = await FakeTelegram.start();
     open.push(tg);
-    const r = await rlwatch(['notify', '--test'], { TELEGRAM_BOT_TOKEN: '1:wrong', TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: '42' });
+    const r = await rlwatch(['notify', '--test'], {
+      TELEGRAM_BOT_TOKEN: '1:wrong',
+      TELEGRAM_API_URL: tg.apiUrl,
+      TELEGRAM_CHAT_ID: '42',
+    });
     expect(r.stdout).toBe(
       'FAILED  telegram:42: telegram sendMessage: 401 Unauthorized. Fix: the token was refused: copy it again from ' +
         'BotFather (/mybots > API Token) into TELEGRAM_BOT_TOKEN\n0 of 1 target reached\n',
@@ -176,7 +213,9 @@ describe('rlwatch notify --test', () => {
 
   it('says what is missing when there is nothing to test, or no such platform, or no --test', async () => {
     const none = await rlwatch(['notify', '--test'], {});
-    expect(none.stderr).toBe('rlwatch: no chat platform is configured: nothing to test (the variables are in .env.example)\n');
+    expect(none.stderr).toBe(
+      'rlwatch: no chat platform is configured: nothing to test (the variables are in .env.example)\n',
+    );
     expect(none.status).toBe(1);
     const off = await rlwatch(['notify', '--test', 'discord'], {});
     expect(off.stderr).toBe('rlwatch: discord is not configured: its variables are in .env.example\n');

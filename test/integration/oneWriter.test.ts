@@ -25,7 +25,10 @@ describe('one writer per database', { timeout: 120_000 }, () => {
     try {
       await waitFor('the first start', () => first.stderr().includes('watching'));
       const holder = new RegExp(`in use by \`rlwatch start\` \\(pid ${first.child.pid} on ${hostname()}, since `);
-      for (const args of [['start', runs], ['backfill', runs]]) {
+      for (const args of [
+        ['start', runs],
+        ['backfill', runs],
+      ]) {
         const second = rlwatch([...args, '--db', db]);
         expect(second.status).toBe(1);
         expect(second.stderr).toMatch(holder);

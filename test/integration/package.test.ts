@@ -21,7 +21,10 @@ beforeAll(() => {
   const out = tempDir();
   // --ignore-scripts: pack the dist/ that `npm ci` built; prepack would rebuild it under the other tests' feet
   const packed = JSON.parse(
-    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8' }),
+    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }),
   ) as Array<{ filename: string; files: Array<{ path: string }> }>;
   tarball = join(out, packed[0]!.filename);
   files = packed[0]!.files.map((f) => f.path);
@@ -31,7 +34,8 @@ beforeAll(() => {
   // from npm's cache (`npm ci` filled it); install scripts off: better-sqlite3's would compile its addon for minutes
   // on this machine (no prebuilt binary can be fetched here), so the checkout's build of the same version stands in
   execFileSync('npm', ['install', tarball, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
-    cwd: app, stdio: 'pipe',
+    cwd: app,
+    stdio: 'pipe',
   });
   const addon = 'node_modules/better-sqlite3/build/Release/better_sqlite3.node';
   mkdirSync(join(app, addon, '..'), { recursive: true });
@@ -42,8 +46,13 @@ const installed = (args: string[]) =>
   spawnSync(join(app, 'node_modules', '.bin', 'rlwatch'), args, { cwd: app, encoding: 'utf8', timeout: 60_000 });
 
 /** The installed `rlwatch ARGS` in the background, with no platform variable but `env`'s: a fake answers meanwhile. */
-function installedAsync(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const platformVars = Object.keys(process.env).filter((k) => /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/.test(k));
+function installedAsync(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const platformVars = Object.keys(process.env).filter((k) =>
+    /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/.test(k),
+  );
   const child = spawn(join(app, 'node_modules', '.bin', 'rlwatch'), args, {
     cwd: app,
     env: { ...process.env, ...Object.fromEntries(platformVars.map((k) => [k, undefined])), ...env },
@@ -59,11 +68,14 @@ function installedAsync(args: string[], env: Record<string, string>): Promise<{ 
 describe('the npm package', () => {
   it('ships the bundle, the migrations, the samples and the docs, and no sources, tests or bench', () => {
     const top = new Set(files.map((f) => f.split('/')[0]));
-    for (const want of ['bin', 'dist', 'migrations', 'samples', 'docs', 'package.json', 'README.md']) expect(top).toContain(want);
+    for (const want of ['bin', 'dist', 'migrations', 'samples', 'docs', 'package.json', 'README.md'])
+      expect(top).toContain(want);
     for (const never of ['src', 'test', 'bench', '.ci', 'scripts', 'node_modules']) expect(top).not.toContain(never);
     expect(files).toContain('dist/cli.js');
     // every SQLite migration of the checkout is in the package
-    const migrations = readdirSync(join(ROOT, 'migrations')).filter((f) => f.endsWith('.sql')).map((f) => `migrations/${f}`);
+    const migrations = readdirSync(join(ROOT, 'migrations'))
+      .filter((f) => f.endsWith('.sql'))
+      .map((f) => `migrations/${f}`);
     expect(migrations.length).toBeGreaterThan(0);
     for (const m of migrations) expect(files).toContain(m);
   });
@@ -95,27 +107,44 @@ describe('the npm package', () => {
     const runs = join(app, 'runs', 'grpo-a');
     mkdirSync(runs, { recursive: true });
     copyFileSync(join(ROOT, 'samples', 'grpo-demo', 'learning.log'), join(runs, 'learning.log'));
-    const r = spawnSync(process.execPath, [
-      '--import', 'data:text/javascript,process.stderr.isTTY=true', // what a terminal gives; the pipe then records it
-      join(app, 'node_modules', '.bin', 'rlwatch'), 'backfill', join(app, 'runs'), '--db', join(app, 'backfill.db'),
-    ], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'data:text/javascript,process.stderr.isTTY=true', // what a terminal gives; the pipe then records it
+        join(app, 'node_modules', '.bin', 'rlwatch'),
+        'backfill',
+        join(app, 'runs'),
+        '--db',
+        join(app, 'backfill.db'),
+      ],
+      { cwd: app, encoding: 'utf8', timeout: 60_000 },
+    );
     expect(r.stderr).not.toContain('internal error');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toContain('backfill [');
   }, 60_000);
 
   it("doctor reads the Slack app's scopes from the manifest it ships, and names the one the token lacks", async () => {
-    const manifest = parse(readFileSync(join(ROOT, 'slack-app-manifest.yaml'), 'utf8')) as { oauth_config: { scopes: { bot: string[] } } };
+    const manifest = parse(readFileSync(join(ROOT, 'slack-app-manifest.yaml'), 'utf8')) as {
+      oauth_config: { scopes: { bot: string[] } };
+    };
     const scopes = manifest.oauth_config.scopes.bot;
     expect(scopes).toContain('files:write');
     const slack = await startFakeSlack({ scopes: scopes.filter((x) => x !== 'files:write') });
     try {
       const r = await installedAsync(['doctor', '--json'], {
-        SLACK_BOT_TOKEN: slack.botToken, SLACK_APP_TOKEN: slack.appToken, SLACK_API_URL: slack.apiUrl, SLACK_CHANNEL_ID: slack.channelId,
+        SLACK_BOT_TOKEN: slack.botToken,
+        SLACK_APP_TOKEN: slack.appToken,
+        SLACK_API_URL: slack.apiUrl,
+        SLACK_CHANNEL_ID: slack.channelId,
       });
       expect(r.stderr).toBe('');
       const checks = JSON.parse(r.stdout) as Array<{ check: string; status: string; detail: string }>;
-      expect(checks.find((c) => c.check === 'slack scopes')).toMatchObject({ status: 'fail', detail: 'the bot token lacks files:write' });
+      expect(checks.find((c) => c.check === 'slack scopes')).toMatchObject({
+        status: 'fail',
+        detail: 'the bot token lacks files:write',
+      });
       expect(r.status).toBe(1);
     } finally {
       await slack.close();

@@ -64,19 +64,43 @@ describe('commands on PostgreSQL', () => {
   it('run status shows the attempts of a job restarted from a checkpoint', async () => {
     const { url, store, run } = await aRun();
     const file = await store.addFile(run.id, '/runs/host-a/grpo/learning.log', 'learning.log');
-    const read = (steps: number[], offset: number) => store.commit({
-      runId: run.id, fileId: file.id, examples: [], skips: new Map(),
-      metrics: steps.map((step) => ({ step, values: new Map([['reward', step / 100]]) })),
-      progress: { dev: 1, ino: 1, offset, size: offset, mtimeMs: 0, seq: 0, lines: steps.length, records: steps.length },
-    }, 2);
+    const read = (steps: number[], offset: number) =>
+      store.commit(
+        {
+          runId: run.id,
+          fileId: file.id,
+          examples: [],
+          skips: new Map(),
+          metrics: steps.map((step) => ({ step, values: new Map([['reward', step / 100]]) })),
+          progress: {
+            dev: 1,
+            ino: 1,
+            offset,
+            size: offset,
+            mtimeMs: 0,
+            seq: 0,
+            lines: steps.length,
+            records: steps.length,
+          },
+        },
+        2,
+      );
     await read([1, 2, 3, 4, 5, 6], 60);
     await read([3, 4], 80); // the job died after step 6 and resumed from its checkpoint at step 3
 
     const status = rlwatch(['run', 'status', 'host-a/grpo', '--json', '--db', url], { cwd: tempDir() });
     expect(status.stderr).toBe('');
     const data = JSON.parse(status.stdout);
-    expect(data.attempts.map((a: { attempt: number; resumedStep: number; lastStep: number }) =>
-      [a.attempt, a.resumedStep, a.lastStep])).toEqual([[1, 1, 6], [2, 3, 4]]);
+    expect(
+      data.attempts.map((a: { attempt: number; resumedStep: number; lastStep: number }) => [
+        a.attempt,
+        a.resumedStep,
+        a.lastStep,
+      ]),
+    ).toEqual([
+      [1, 1, 6],
+      [2, 3, 4],
+    ]);
     // the restarted job's latest values, not those attempt 1 logged past step 4
     expect(data).toMatchObject({ step: 4, metrics: { reward: 0.04 } });
     const text = rlwatch(['run', 'status', 'host-a/grpo', '--db', url], { cwd: tempDir() }).stdout;

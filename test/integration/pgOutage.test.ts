@@ -53,7 +53,6 @@ async function relay(target: URL): Promise<{ url: string; cut(): void; restore()
   };
 }
 
-
 describe('a PostgreSQL watcher while the server is out of reach', () => {
   it('commits what was written meanwhile once the server is back, without the files growing again', async () => {
     const url = await freshPgDatabase();

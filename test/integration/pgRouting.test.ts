@@ -91,10 +91,15 @@ describe('routing at delivery: watchers without chat settings, one bot, a takeov
     await db.connect();
     cleanup.push(() => db.end());
     const stepsOf = async (run: string): Promise<number> =>
-      Number((await db.query<{ n: string }>(
-        `SELECT count(*) AS n FROM points p JOIN runs r ON r.id = p.run_id JOIN metrics m ON m.id = p.metric_id
-         WHERE m.name = 'reward' AND r.name = $1`, [run],
-      )).rows[0]!.n);
+      Number(
+        (
+          await db.query<{ n: string }>(
+            `SELECT count(*) AS n FROM points p JOIN runs r ON r.id = p.run_id JOIN metrics m ON m.id = p.metric_id
+         WHERE m.name = 'reward' AND r.name = $1`,
+            [run],
+          )
+        ).rows[0]!.n,
+      );
     const open = async (): Promise<number> =>
       (await db.query(`SELECT id FROM outbox WHERE done_at IS NULL AND dead_at IS NULL`)).rowCount ?? 0;
     let written = 10;
@@ -111,7 +116,9 @@ describe('routing at delivery: watchers without chat settings, one bot, a takeov
 
     // the first card of gpu-b/grpo is held on its way: the bot holds its row's lease (and its run's next rows wait
     // behind it) when it is killed
-    const hold = fake.holdNext('POST', /^\/channels\/\d+\/messages$/, (r) => JSON.stringify(r.body).includes('gpu-b/grpo'));
+    const hold = fake.holdNext('POST', /^\/channels\/\d+\/messages$/, (r) =>
+      JSON.stringify(r.body).includes('gpu-b/grpo'),
+    );
     cleanup.push(() => hold.release()); // after the checks (cleanup runs in reverse): a post of the dead bot's
     await upTo(55);
     await hold.arrived;
@@ -122,17 +129,33 @@ describe('routing at delivery: watchers without chat settings, one bot, a takeov
     await upTo(70); // gpu-a/ppo collapses while no bot leads (or just as the standby takes over)
 
     // the alerts that are news (not info, not a symptom the run's mode_collapse holds back), as the database has them
-    const { rows: alerts } = await db.query<{ id: number; run: string; rule: string; severity: string; fired: number; resolved: number | null }>(
+    const { rows: alerts } = await db.query<{
+      id: number;
+      run: string;
+      rule: string;
+      severity: string;
+      fired: number;
+      resolved: number | null;
+    }>(
       `SELECT a.id::int AS id, r.name AS run, a.rule, a.severity, a.fired_step::int AS fired, a.resolved_step::int AS resolved
        FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.fired_at IS NOT NULL ORDER BY a.id`,
     );
     const collapseHolds = GRPO_PRESET.find((r) => r.id === 'mode_collapse')!.inhibits;
     const held = (x: (typeof alerts)[number]): boolean =>
       collapseHolds.some((p) => globMatch(p, x.rule)) &&
-      alerts.some((c) => c.rule === 'mode_collapse' && c.run === x.run && c.fired <= x.fired && (c.resolved === null || c.resolved > x.fired));
+      alerts.some(
+        (c) =>
+          c.rule === 'mode_collapse' &&
+          c.run === x.run &&
+          c.fired <= x.fired &&
+          (c.resolved === null || c.resolved > x.fired),
+      );
     const news = alerts.filter((x) => x.severity !== 'info' && !held(x));
     const gap = news.filter((x) => x.severity === 'critical' && x.run !== 'gpu-a/grpo');
-    expect(gap.map((x) => `${x.run} ${x.rule}`).sort()).toEqual(['gpu-a/ppo mode_collapse', 'gpu-b/grpo mode_collapse']);
+    expect(gap.map((x) => `${x.run} ${x.rule}`).sort()).toEqual([
+      'gpu-a/ppo mode_collapse',
+      'gpu-b/grpo mode_collapse',
+    ]);
 
     await fake.waitFor(() => gap.every((x) => posted().has(x.id)), LEASE_MS / 2);
     const tookMs = Date.now() - ledAt;

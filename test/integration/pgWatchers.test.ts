@@ -118,7 +118,14 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     }
 
     // every alert that is news on Discord (not info) posted once, and mode collapse on exactly the two collapsed runs
-    const { rows: alerts } = await db.query<{ id: number; run: string; rule: string; severity: string; fired: number; resolved: number | null }>(
+    const { rows: alerts } = await db.query<{
+      id: number;
+      run: string;
+      rule: string;
+      severity: string;
+      fired: number;
+      resolved: number | null;
+    }>(
       `SELECT a.id::int AS id, r.name AS run, a.rule, a.severity, a.fired_step::int AS fired, a.resolved_step::int AS resolved
        FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.fired_at IS NOT NULL ORDER BY a.id`,
     );
@@ -126,13 +133,22 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     const collapseHolds = GRPO_PRESET.find((r) => r.id === 'mode_collapse')!.inhibits;
     const held = (x: (typeof alerts)[number]): boolean =>
       collapseHolds.some((p) => globMatch(p, x.rule)) &&
-      alerts.some((c) => c.rule === 'mode_collapse' && c.run === x.run && c.fired <= x.fired && (c.resolved === null || c.resolved > x.fired));
+      alerts.some(
+        (c) =>
+          c.rule === 'mode_collapse' &&
+          c.run === x.run &&
+          c.fired <= x.fired &&
+          (c.resolved === null || c.resolved > x.fired),
+      );
     const news = alerts.filter((x) => x.severity !== 'info' && !held(x));
     await fake.waitFor(() => news.every((x) => posted().has(x.id)), 30_000);
     await sleep(1000); // a second chance for any post twice to show
     for (const [id, n] of posted()) expect({ id, n }).toEqual({ id, n: 1 });
     expect([...posted().keys()].sort((x, y) => x - y)).toEqual(news.map((x) => x.id));
-    const collapsed = alerts.filter((x) => x.rule === 'mode_collapse').map((x) => x.run).sort();
+    const collapsed = alerts
+      .filter((x) => x.rule === 'mode_collapse')
+      .map((x) => x.run)
+      .sort();
     expect(collapsed).toEqual(['gpu-a/grpo', 'gpu-b/grpo']);
     // and every row queued (cards, their edits, the terminal's lines) delivered in the end
     await expect.poll(open, { timeout: 30_000 }).toBe(0);
@@ -144,7 +160,10 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     const fake = await startFakeDiscord();
     cleanup.push(() => fake.close());
     const [a, b] = [host('gpu-a'), host('gpu-b')];
-    const logs = [ensureParent(join(a.root, 'grpo', 'learning.log')), ensureParent(join(b.root, 'grpo', 'learning.log'))];
+    const logs = [
+      ensureParent(join(a.root, 'grpo', 'learning.log')),
+      ensureParent(join(b.root, 'grpo', 'learning.log')),
+    ];
     for (const log of logs) append(log, 1, 10);
     const first = start(['--db', url, '--config', a.config, a.root], fake);
     await fake.waitFor(() => first.stderr().includes('leading: delivering'), 60_000);
@@ -154,7 +173,10 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     // the second host's alert too is posted once, by the first process
     await fake.waitFor(() => postedPerAlert(fake).size === 2, 60_000);
     expect([...postedPerAlert(fake).values()]).toEqual([1, 1]);
-    const cards = fake.channelMessages().map((m) => JSON.stringify(m.embeds)).join('\n');
+    const cards = fake
+      .channelMessages()
+      .map((m) => JSON.stringify(m.embeds))
+      .join('\n');
     expect(cards).toContain('gpu-a/grpo');
     expect(cards).toContain('gpu-b/grpo');
     expect(second.stderr()).not.toContain('leading: delivering');
@@ -163,6 +185,8 @@ describe('two watchers and one bot on one PostgreSQL', () => {
   it('a watcher whose server cannot be reached says so in one line, without the password, and exits 1', () => {
     const r = rlwatch(['start', '--role', 'watcher', '--db', 'postgres://ana:s3cret@127.0.0.1:1/rlwatch', tempDir()]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toBe('rlwatch: cannot open postgres://ana:***@127.0.0.1:1/rlwatch: connect ECONNREFUSED 127.0.0.1:1\n');
+    expect(r.stderr).toBe(
+      'rlwatch: cannot open postgres://ana:***@127.0.0.1:1/rlwatch: connect ECONNREFUSED 127.0.0.1:1\n',
+    );
   });
 });

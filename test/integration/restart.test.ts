@@ -73,7 +73,10 @@ describe('start, killed with SIGKILL mid-stream and restarted', () => {
       append(11);
       await sleep(5);
     }
-    await waitFor('every line', () => storedSteps(db, 'reward').length >= TOTAL && storedSteps(db, 'pass_at_1').length >= TOTAL);
+    await waitFor(
+      'every line',
+      () => storedSteps(db, 'reward').length >= TOTAL && storedSteps(db, 'pass_at_1').length >= TOTAL,
+    );
     second.child.kill('SIGTERM');
     await exited(second.child);
 

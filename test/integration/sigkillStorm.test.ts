@@ -19,8 +19,12 @@ const SAMPLES = join(import.meta.dirname, '..', '..', 'samples');
 const KILLS = 12;
 /** a terminal-only start: no chat platform's settings reach it */
 const ENV = {
-  ...process.env, RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, DISCORD_TOKEN: undefined,
-  SLACK_BOT_TOKEN: undefined, TELEGRAM_BOT_TOKEN: undefined,
+  ...process.env,
+  RLWATCH_DB: undefined,
+  RLWATCH_CONFIG: undefined,
+  DISCORD_TOKEN: undefined,
+  SLACK_BOT_TOKEN: undefined,
+  TELEGRAM_BOT_TOKEN: undefined,
 };
 /** judged on rlwatch's clock (the silence since a file last grew, an error's grace), not on the records */
 const ON_THE_CLOCK = new Set(GRPO_PRESET.filter((r) => r.kind === 'stall' || r.kind === 'crash').map((r) => r.id));
@@ -83,7 +87,10 @@ function alertsOf(db: string): unknown[] {
   return alerts
     .filter((a) => !ON_THE_CLOCK.has(a['rule'] as string))
     .map(({ id: _id, startedAt: _s, resolvedAt: _r, ...rest }) =>
-      rest['rule'] === 'run_finished' ? { ...rest, summary: String(rest['summary']).replace(/ in (\d+[hms] ?)+;/, ';') } : rest)
+      rest['rule'] === 'run_finished'
+        ? { ...rest, summary: String(rest['summary']).replace(/ in (\d+[hms] ?)+;/, ';') }
+        : rest,
+    )
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 }
 
@@ -111,7 +118,9 @@ describe('start SIGKILLed a dozen times while runs are written', () => {
       bytes: Buffer.from(whole),
       at: 0,
       whole: (share) =>
-        share >= 1 ? whole : JSON.stringify({ ...state, log_history: history.slice(0, Math.floor(share * history.length)) }, null, 2),
+        share >= 1
+          ? whole
+          : JSON.stringify({ ...state, log_history: history.slice(0, Math.floor(share * history.length)) }, null, 2),
     });
     for (const f of files) {
       mkdirSync(dirname(f.path), { recursive: true });
@@ -141,7 +150,8 @@ describe('start SIGKILLed a dozen times while runs are written', () => {
       // half the kills land anywhere from start-up on, half while it watches
       const watching = killed % 2 === 1;
       const ready = Date.now() + 20_000;
-      while (watching && !p.stderr().includes('watching') && p.child.exitCode === null && Date.now() < ready) await sleep(20);
+      while (watching && !p.stderr().includes('watching') && p.child.exitCode === null && Date.now() < ready)
+        await sleep(20);
       expect(p.child.exitCode, p.stderr()).toBeNull();
       const until = Date.now() + 100 + rand() * (watching ? 1200 : 2500);
       const ticks = Math.max(1, Math.round((until - Date.now()) / 25));
@@ -171,7 +181,10 @@ describe('start SIGKILLed a dozen times while runs are written', () => {
     const points = pointsOf(clean);
     // every run gave records, and the clean read raises alerts that fire and resolve: there is something to compare
     for (const run of ['grpo-demo', 'grpo-callback', 'hotpotqa', 'finance']) {
-      expect(points.some((p) => p.startsWith(`${run} `)), run).toBe(true);
+      expect(
+        points.some((p) => p.startsWith(`${run} `)),
+        run,
+      ).toBe(true);
     }
     const alerts = alertsOf(clean);
     expect(alerts.length).toBeGreaterThan(5);

@@ -9,7 +9,11 @@ import { rlwatch } from './cli.ts';
 /** Every platform's variables, so that none of the developer's leaks into a case. */
 const PLATFORM_VARS = /^(DISCORD|SLACK|TELEGRAM|SMTP|EMAIL|WEBHOOK|TEAMS|MATTERMOST|FEISHU)_/;
 const bare = (): NodeJS.ProcessEnv =>
-  Object.fromEntries(Object.keys(process.env).filter((k) => PLATFORM_VARS.test(k)).map((k) => [k, undefined]));
+  Object.fromEntries(
+    Object.keys(process.env)
+      .filter((k) => PLATFORM_VARS.test(k))
+      .map((k) => [k, undefined]),
+  );
 
 /** `rlwatch start` on a folder holding one run, with `env` and (when given) an rlwatch.yaml, in a fresh folder. */
 function start(env: Record<string, string>, yaml?: string) {
@@ -36,7 +40,10 @@ function refused(r: ReturnType<typeof start>, line: string): void {
 
 describe('start with a platform that has nowhere to post', () => {
   it('Discord: a token and no channel', () => {
-    refused(start({ DISCORD_TOKEN: 'x' }), 'DISCORD_TOKEN is set but no channel: set DISCORD_CHANNEL_ID or discord.channel');
+    refused(
+      start({ DISCORD_TOKEN: 'x' }),
+      'DISCORD_TOKEN is set but no channel: set DISCORD_CHANNEL_ID or discord.channel',
+    );
   });
 
   it('Slack: a bot token and no channel', () => {
@@ -47,7 +54,10 @@ describe('start with a platform that has nowhere to post', () => {
   });
 
   it('Telegram: a bot token and no chat', () => {
-    refused(start({ TELEGRAM_BOT_TOKEN: '1:x' }), 'telegram.channel (or TELEGRAM_CHAT_ID) is needed: the chat alerts go to');
+    refused(
+      start({ TELEGRAM_BOT_TOKEN: '1:x' }),
+      'telegram.channel (or TELEGRAM_CHAT_ID) is needed: the chat alerts go to',
+    );
   });
 
   it('email: an SMTP server and no recipient', () => {
@@ -67,7 +77,9 @@ describe('start with a platform that has nowhere to post', () => {
 
   it('a route is somewhere to post: a token with routes and no default channel is taken', () => {
     const routes = { routes: [{ runs: 'grpo*', channel: '123' }] };
-    expect(discord.settings(discord.section.parse(routes), { DISCORD_TOKEN: 'x' })).toMatchObject({ channel: undefined });
+    expect(discord.settings(discord.section.parse(routes), { DISCORD_TOKEN: 'x' })).toMatchObject({
+      channel: undefined,
+    });
     expect(slack.settings(slack.section.parse(routes), { SLACK_BOT_TOKEN: 'x' })).toMatchObject({ channel: undefined });
   });
 });

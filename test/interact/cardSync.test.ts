@@ -49,7 +49,7 @@ describe('an ack or a mute from anywhere edits every card of the alert (real Bol
 
   afterAll(() => stopBothChats({ app, discord, slack }), 20_000);
 
-  it("a Slack Ack edits the Discord card: her name (inert), no Ack button, no new message, chart kept", async () => {
+  it('a Slack Ack edits the Discord card: her name (inert), no Ack button, no new message, chart kept', async () => {
     const alert = alertOf('mode_collapse');
     const card = discordCard('mode_collapse')!;
     const chart = card.attachments.map((a) => a.id);

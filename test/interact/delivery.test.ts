@@ -15,17 +15,40 @@ async function bothPlatforms(run: WatchedRun, log?: Log) {
   run.write(30);
   const chat: PlatformSettings = {
     discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId },
-    slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, timeoutMs: 2000 },
+    slack: {
+      botToken: slack.botToken,
+      appToken: slack.appToken,
+      apiUrl: slack.apiUrl,
+      channel: slack.channelId,
+      timeoutMs: 2000,
+    },
   };
   const app = await run.start(ConfigSchema.parse({}), chat, log);
   const discordPosts = (rule: string): DiscordMessage[] =>
     discord.channelMessages().filter((m) => m.interactionId === null && JSON.stringify(m.embeds).includes(` ${rule} `));
   const slackPosts = (rule: string) =>
     [...slack.messages.values()].filter((m) => m.blocks.length > 0 && JSON.stringify(m.blocks).includes(` ${rule} `));
-  type Row = { id: number; attempts: number; done_at: number | null; dead_at: number | null; dead_reason: string | null };
+  type Row = {
+    id: number;
+    attempts: number;
+    done_at: number | null;
+    dead_at: number | null;
+    dead_reason: string | null;
+  };
   const rows = (target: string): Row[] =>
-    app.store.db.prepare('SELECT id, attempts, done_at, dead_at, dead_reason FROM outbox WHERE target = ? ORDER BY id').all(target) as Row[];
-  return { discord, slack, app, discordPosts, slackPosts, rows, slackTarget: `slack:${slack.channelId}`, discordTarget: `discord:${discord.channelId}` };
+    app.store.db
+      .prepare('SELECT id, attempts, done_at, dead_at, dead_reason FROM outbox WHERE target = ? ORDER BY id')
+      .all(target) as Row[];
+  return {
+    discord,
+    slack,
+    app,
+    discordPosts,
+    slackPosts,
+    rows,
+    slackTarget: `slack:${slack.channelId}`,
+    discordTarget: `discord:${discord.channelId}`,
+  };
 }
 
 describe('one platform down never holds back the other (real clients, local fakes)', () => {
@@ -97,7 +120,11 @@ describe('an error that will not heal is set aside; the next alert still goes ou
     slack.failNext('chat.postMessage', { error: 'channel_not_found' });
     run.write(4, { frac: 1 }); // mode_collapse: refused on both
     await discord.waitFor(() => rows(discordTarget)[0]?.dead_at && rows(slackTarget)[0]?.dead_at, 10_000);
-    expect(rows(discordTarget)[0]).toMatchObject({ attempts: 1, done_at: null, dead_reason: 'Discord 403: Missing Access' });
+    expect(rows(discordTarget)[0]).toMatchObject({
+      attempts: 1,
+      done_at: null,
+      dead_reason: 'Discord 403: Missing Access',
+    });
     expect(rows(slackTarget)[0]).toMatchObject({ attempts: 1, done_at: null, dead_reason: 'Slack: channel_not_found' });
     run.write(1, { grad: 15.786 }); // grad_explosion: goes out on both
     await discord.waitFor(() => rows(discordTarget)[1]?.done_at && rows(slackTarget)[1]?.done_at, 10_000);
@@ -111,20 +138,30 @@ describe('an error that will not heal is set aside; the next alert still goes ou
     const { discord, slack, discordPosts, slackPosts, rows, discordTarget, slackTarget } = t;
     const listed = rlwatch(['outbox', '--json', '--db', db], { cwd: run.root });
     expect(listed.status).toBe(0);
-    const open = JSON.parse(listed.stdout) as Array<{ id: number; target: string; state: string; alerts: string[]; deadReason: string }>;
+    const open = JSON.parse(listed.stdout) as Array<{
+      id: number;
+      target: string;
+      state: string;
+      alerts: string[];
+      deadReason: string;
+    }>;
     expect(open.map((r) => [r.target, r.state, r.alerts, r.deadReason]).sort()).toEqual([
       [discordTarget, 'dead', ['firing mode_collapse'], 'Discord 403: Missing Access'],
       [slackTarget, 'dead', ['firing mode_collapse'], 'Slack: channel_not_found'],
     ]);
     const text = rlwatch(['outbox', '--db', db], { cwd: run.root });
     expect(text.stdout).toContain('Outbox: 0 pending, 2 set aside');
-    for (const r of open) expect(rlwatch(['outbox', 'retry', String(r.id), '--db', db], { cwd: run.root }).status).toBe(0);
+    for (const r of open)
+      expect(rlwatch(['outbox', 'retry', String(r.id), '--db', db], { cwd: run.root }).status).toBe(0);
     const again = rlwatch(['outbox', 'retry', String(open[0]!.id), '--db', db], { cwd: run.root });
     expect(again.status).toBe(1);
     expect(again.stderr).toBe(`rlwatch: outbox row #${open[0]!.id} is pending, not set aside\n`);
     // the running `start` picks them up on its next tick; kick it rather than wait the 10 s
     void t.app.dispatcher.kick();
-    await discord.waitFor(() => [...rows(discordTarget), ...rows(slackTarget)].every((r) => r.done_at !== null), 10_000);
+    await discord.waitFor(
+      () => [...rows(discordTarget), ...rows(slackTarget)].every((r) => r.done_at !== null),
+      10_000,
+    );
     expect([discordPosts('mode_collapse'), slackPosts('mode_collapse')].map((p) => p.length)).toEqual([1, 1]);
     expect([...rows(discordTarget), ...rows(slackTarget)].every((r) => r.dead_at === null)).toBe(true);
     expect(rlwatch(['outbox', '--db', db], { cwd: run.root }).stdout).toContain('Outbox empty');
@@ -141,7 +178,9 @@ describe('a channel that does not exist', () => {
   beforeAll(async () => {
     fake = await startFakeDiscord();
     run.write(30);
-    const chat = { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: '999999999999999999' } };
+    const chat = {
+      discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: '999999999999999999' },
+    };
     app = await run.start(ConfigSchema.parse({}), chat);
   }, 20_000);
 
@@ -153,7 +192,9 @@ describe('a channel that does not exist', () => {
   it('is an Unknown Channel from Discord: each alert is tried once and set aside, none retried', async () => {
     type Row = { attempts: number; dead_reason: string | null };
     const rows = (): Row[] =>
-      app.store.db.prepare("SELECT attempts, dead_reason FROM outbox WHERE target = 'discord:999999999999999999' ORDER BY id").all() as Row[];
+      app.store.db
+        .prepare("SELECT attempts, dead_reason FROM outbox WHERE target = 'discord:999999999999999999' ORDER BY id")
+        .all() as Row[];
     run.write(4, { frac: 1 });
     await fake.waitFor(() => rows()[0]?.dead_reason, 10_000);
     run.write(1, { grad: 15.786 });

@@ -12,7 +12,8 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   let fake: FakeDiscord;
   let app: App;
   const run = new WatchedRun();
-  const alertMessages = (): FakeMessage[] => fake.channelMessages().filter((m) => m.embeds.length > 0 && m.interactionId === null);
+  const alertMessages = (): FakeMessage[] =>
+    fake.channelMessages().filter((m) => m.embeds.length > 0 && m.interactionId === null);
   const titles = (m: FakeMessage): string[] => m.embeds.map((e) => String((e as { title?: string }).title));
   /** every request that carried a file: each is a chart rendered and uploaded */
   const uploads = (): number => fake.requests.filter((r) => r.files.length > 0).length;
@@ -21,7 +22,9 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     fake = await startFakeDiscord();
     run.write(30);
     const config = ConfigSchema.parse({ discord: { allow: { users: [ana.id] } } });
-    app = await run.start(config, { discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 } });
+    app = await run.start(config, {
+      discord: { token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0 },
+    });
   }, 20_000);
 
   afterAll(async () => {
@@ -32,30 +35,55 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   it('connects and registers the command tree as guild commands with subcommands and autocomplete', () => {
     const names = fake.commands.map((c) => c.name).sort();
     expect(names).toEqual(['ack', 'alerts', 'examples', 'files', 'mute', 'mutes', 'reward', 'run', 'unmute']);
-    const run = fake.commands.find((c) => c.name === 'run') as unknown as { options: Array<{ name: string; type: number; options: Array<{ name: string; autocomplete?: boolean }> }> };
-    expect(run.options.map((o) => [o.name, o.type])).toEqual([['status', 1], ['list', 1], ['logs', 1], ['report', 1], ['compare', 1]]);
+    const run = fake.commands.find((c) => c.name === 'run') as unknown as {
+      options: Array<{ name: string; type: number; options: Array<{ name: string; autocomplete?: boolean }> }>;
+    };
+    expect(run.options.map((o) => [o.name, o.type])).toEqual([
+      ['status', 1],
+      ['list', 1],
+      ['logs', 1],
+      ['report', 1],
+      ['compare', 1],
+    ]);
     expect(run.options[0]!.options[0]).toMatchObject({ name: 'run', autocomplete: true });
-    expect(fake.requestsTo('PUT', new RegExp(`/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`))).toHaveLength(1);
+    expect(
+      fake.requestsTo('PUT', new RegExp(`/applications/${fake.applicationId}/guilds/${fake.guildId}/commands`)),
+    ).toHaveLength(1);
   });
 
   it('posts a collapse appended to the watched run as an embed with fields and buttons, and then attaches its PNG chart', async () => {
     run.write(4, { frac: 1 });
-    const msg = await fake.waitFor(() => alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse'))), 10_000);
-    const collapse = (m: FakeMessage) => m.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
-      title: string; description: string; fields: Array<{ name: string; value: string }>; image?: { url: string }; color: number;
-    };
+    const msg = await fake.waitFor(
+      () => alertMessages().find((m) => titles(m).some((t) => t.includes('mode_collapse'))),
+      10_000,
+    );
+    const collapse = (m: FakeMessage) =>
+      m.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
+        title: string;
+        description: string;
+        fields: Array<{ name: string; value: string }>;
+        image?: { url: string };
+        color: number;
+      };
     // the post goes out without waiting for the chart to be drawn
-    const post = fake.requests.find((r) => r.method === 'POST' && JSON.stringify(r.body).includes('mode_collapse firing'))!;
+    const post = fake.requests.find(
+      (r) => r.method === 'POST' && JSON.stringify(r.body).includes('mode_collapse firing'),
+    )!;
     expect(post.files).toEqual([]);
     const embed = collapse(msg);
     expect(embed.title).toBe('CRITICAL · mode_collapse firing · grpo');
     expect(embed.description).toContain('frac_zero_std 1 > 0.8 for 3 steps');
     expect(embed.fields.map((f) => f.name)).toEqual(['Run', 'Metric', 'Step', 'Epoch', 'Alert', 'Try']);
     expect(embed.fields[2]!.value).toBe('33');
-    const buttons = (msg.components as Array<{ components: Array<{ custom_id: string; label: string; disabled?: boolean }> }>).flatMap((r) => r.components);
+    const buttons = (
+      msg.components as Array<{ components: Array<{ custom_id: string; label: string; disabled?: boolean }> }>
+    ).flatMap((r) => r.components);
     expect(buttons.map((b) => b.label)).toEqual(expect.arrayContaining(['Ack', 'Mute run 1h', 'Mute rule 24h']));
     // its chart follows, by an edit of the same message
-    const charted = await fake.waitFor(() => (fake.messages.get(msg.id)!.attachments.length > 0 ? fake.messages.get(msg.id)! : null), 10_000);
+    const charted = await fake.waitFor(
+      () => (fake.messages.get(msg.id)!.attachments.length > 0 ? fake.messages.get(msg.id)! : null),
+      10_000,
+    );
     expect(collapse(charted).image?.url).toMatch(/^attachment:\/\/chart-\d+\.png$/);
     const chart = charted.attachments.find((a) => `attachment://${a.filename}` === collapse(charted).image?.url);
     expect(chart?.data.subarray(0, 8).equals(PNG)).toBe(true);
@@ -65,7 +93,9 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   it('answers /run status with the latest values', async () => {
     const out = await fake.command({ name: 'run', subcommand: 'status', options: { run: 'grpo' }, user: bo });
     expect(out.callback?.type).toBe(4);
-    const embed = (out.callback?.data as { embeds: Array<{ title: string; fields: Array<{ name: string; value: string }> }> }).embeds[0]!;
+    const embed = (
+      out.callback?.data as { embeds: Array<{ title: string; fields: Array<{ name: string; value: string }> }> }
+    ).embeds[0]!;
     expect(embed.title).toBe(`grpo: step ${run.step}, epoch ${Number((run.step / 100).toFixed(2))}`);
     expect(embed.fields.find((f) => f.name === 'frac_zero_std')?.value).toBe('1');
   });
@@ -80,7 +110,12 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   });
 
   it('a slow command that fails after "thinking" answers only the caller', async () => {
-    const out = await fake.command({ name: 'reward', subcommand: 'history', options: { metric: 'accuracy' }, user: bo });
+    const out = await fake.command({
+      name: 'reward',
+      subcommand: 'history',
+      options: { metric: 'accuracy' },
+      user: bo,
+    });
     expect(out.callback?.type).toBe(5);
     await fake.waitFor(() => out.followUps.length > 0, 10_000);
     expect(out.originalDeleted).toBe(true);
@@ -89,14 +124,22 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   });
 
   it('suggests run and metric names as the user types', async () => {
-    const choices = await fake.autocomplete({ name: 'reward', subcommand: 'history', focused: { name: 'metric', value: 'entr' }, options: { run: 'grpo' }, user: bo });
+    const choices = await fake.autocomplete({
+      name: 'reward',
+      subcommand: 'history',
+      focused: { name: 'metric', value: 'entr' },
+      options: { run: 'grpo' },
+      user: bo,
+    });
     expect(choices).toEqual([{ name: 'entropy', value: 'entropy' }]);
   });
 
   it('answers a bad argument with an ephemeral one-line usage', async () => {
     const out = await fake.command({ name: 'mute', options: { run: 'grpo', duration: 'soon' }, user: ana });
     expect(out.callback?.data).toMatchObject({ flags: 64 });
-    expect((out.callback?.data as { content: string }).content).toBe("'soon' is not a duration: use e.g. 30m, 2h or 1d");
+    expect((out.callback?.data as { content: string }).content).toBe(
+      "'soon' is not a duration: use e.g. 30m, 2h or 1d",
+    );
   });
 
   it('an Ack click by an allowed user acks and edits the message in place; another user is refused', async () => {
@@ -110,9 +153,13 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     // recorded by username (audit), shown by the name Discord shows (her display name: she has no nickname)
     expect(app.store.alerts.byId(alert.id)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana Lima' });
     const edited = fake.messages.get(msg.id)!;
-    const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as { description: string };
+    const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
+      description: string;
+    };
     expect(embed.description).toContain('Acked by Ana Lima');
-    const ack = (edited.components as Array<{ components: Array<{ custom_id: string; disabled?: boolean; label: string }> }>)
+    const ack = (
+      edited.components as Array<{ components: Array<{ custom_id: string; disabled?: boolean; label: string }> }>
+    )
       .flatMap((r) => r.components)
       .find((b) => b.custom_id === `ack:${alert.id}`);
     expect(ack).toMatchObject({ disabled: true, label: 'Acked' });
@@ -131,7 +178,9 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const edited = fake.messages.get(msg.id)!;
     expect(JSON.stringify(edited.embeds)).toContain('Muted: recorded');
     expect(edited.attachments.map((a) => a.id)).toEqual(chart);
-    const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as { image?: { url: string } };
+    const embed = edited.embeds.find((e) => String((e as { title?: string }).title).includes('mode_collapse')) as {
+      image?: { url: string };
+    };
     expect(embed.image?.url).toBe(`attachment://${edited.attachments[0]!.filename}`);
     expect(uploads()).toBe(before);
   });
@@ -142,7 +191,8 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const refused = await fake.click({ customId: `muteRun:${alert.id}`, messageId: msg.id, user: bo });
     const usage = await fake.command({ name: 'mute', options: { duration: 'soon' }, user: ana });
     const status = await fake.command({ name: 'run', subcommand: 'status', options: { run: 'grpo' }, user: bo });
-    for (const out of [refused, usage, status]) expect(out.callback?.data).toMatchObject({ allowed_mentions: { parse: [] } });
+    for (const out of [refused, usage, status])
+      expect(out.callback?.data).toMatchObject({ allowed_mentions: { parse: [] } });
     expect(JSON.stringify(refused.callback?.data)).toContain('You may not use /mute');
   });
 
@@ -154,7 +204,9 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     await fake.waitFor(() => app.store.alerts.byId(alert.id)?.state === 'resolved', 10_000);
     const edited = await fake.waitFor(() => {
       const m = fake.messages.get(msg.id)!;
-      return m.embeds.some((e) => String((e as { description?: string }).description).includes('Resolved at step')) ? m : null;
+      return m.embeds.some((e) => String((e as { description?: string }).description).includes('Resolved at step'))
+        ? m
+        : null;
     }, 10_000);
     expect(edited.editCount).toBeGreaterThanOrEqual(2);
     expect(alertMessages().filter((m) => titles(m).some((t) => t.includes('mode_collapse')))).toHaveLength(1);
@@ -166,8 +218,13 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const reply = await fake.waitFor(() => fake.channelMessages().find((m) => m.replyTo === msg.id), 10_000);
     expect(reply.type).toBe(19);
     expect(reply.content).toMatch(/^✅ CRITICAL · mode_collapse resolved · grpo: .*Resolved at step \d+/);
-    const post = fake.requestsTo('POST', new RegExp(`/channels/${fake.channelId}/messages$`)).find((r) => r.status === 200 && JSON.stringify(r.body).includes('✅'));
-    expect(post?.body).toMatchObject({ allowed_mentions: { parse: [], replied_user: false }, message_reference: { message_id: msg.id, fail_if_not_exists: false } });
+    const post = fake
+      .requestsTo('POST', new RegExp(`/channels/${fake.channelId}/messages$`))
+      .find((r) => r.status === 200 && JSON.stringify(r.body).includes('✅'));
+    expect(post?.body).toMatchObject({
+      allowed_mentions: { parse: [], replied_user: false },
+      message_reference: { message_id: msg.id, fail_if_not_exists: false },
+    });
     expect(fake.messages.get(msg.id)!.attachments).toHaveLength(1);
     // the one upload to the message is its chart, attached right after the post
     expect(fake.requests.filter((r) => r.files.length > 0 && r.path.includes(msg.id))).toHaveLength(1);
@@ -186,10 +243,15 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(alertMessages().length).toBe(before + 1);
     fake.setDown(false);
     await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
-    const rows = app.store.db.prepare('SELECT attempts, done_at FROM outbox WHERE target = ? ORDER BY id').all(target) as Array<{ attempts: number; done_at: number | null }>;
+    const rows = app.store.db
+      .prepare('SELECT attempts, done_at FROM outbox WHERE target = ? ORDER BY id')
+      .all(target) as Array<{ attempts: number; done_at: number | null }>;
     expect(rows.every((r) => r.done_at !== null)).toBe(true);
     // each grad_explosion incident was posted exactly once, and the first was edited to resolved
-    const incidents = app.store.alerts.list({ all: true }).filter((a) => a.rule === 'grad_explosion').sort((x, y) => x.id - y.id);
+    const incidents = app.store.alerts
+      .list({ all: true })
+      .filter((a) => a.rule === 'grad_explosion')
+      .sort((x, y) => x.id - y.id);
     expect(incidents.map((a) => a.state)).toEqual(['resolved', 'firing']);
     const posts = alertMessages().filter((m) => titles(m).some((t) => t.includes('grad_explosion')));
     expect(posts).toHaveLength(2);
@@ -198,13 +260,13 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     expect(JSON.stringify(second!.embeds)).toContain('grad_norm 20 > 10');
   }, 30_000);
 
-  it('an ack clicked while a critical card\'s chart is on its way is still shown once the chart is attached', async () => {
+  it("an ack clicked while a critical card's chart is on its way is still shown once the chart is attached", async () => {
     const target = `discord:${fake.channelId}`;
     run.write(5, { grad: 0.05 }); // the open incident resolves first: its edits are not the ones held
     await fake.waitFor(() => app.store.alerts.list({}).every((a) => a.rule !== 'grad_explosion'), 10_000);
     await fake.waitFor(() => app.store.outbox.pending(target).length === 0, 10_000);
-    const chartEdit = fake.holdNext(
-      'PATCH', new RegExp(`/channels/${fake.channelId}/messages/\\d+$`), (r) => JSON.stringify(r.body).includes('grad_norm 30 > 10'),
+    const chartEdit = fake.holdNext('PATCH', new RegExp(`/channels/${fake.channelId}/messages/\\d+$`), (r) =>
+      JSON.stringify(r.body).includes('grad_norm 30 > 10'),
     );
     run.write(1, { grad: 30 });
     const held = await chartEdit.arrived;
@@ -242,7 +304,13 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const spiked = (r: RecordedRequest): boolean => JSON.stringify(r.body).includes('grad_norm 40 > 10');
     fake.failNext('PATCH', edits, { status: 429, retryAfter: 1 }, (r) => r.files.length > 0 && spiked(r));
     run.write(1, { grad: 40 });
-    const msg = await fake.waitFor(() => alertMessages().find((m) => JSON.stringify(m.embeds).includes('grad_norm 40 > 10') && m.attachments.length === 1), 10_000);
+    const msg = await fake.waitFor(
+      () =>
+        alertMessages().find(
+          (m) => JSON.stringify(m.embeds).includes('grad_norm 40 > 10') && m.attachments.length === 1,
+        ),
+      10_000,
+    );
     const tries = fake.requestsTo('PATCH', new RegExp(`/messages/${msg.id}$`)).filter((r) => r.files.length > 0);
     expect(tries.map((r) => r.status)).toEqual([429, 200]);
     expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(900);

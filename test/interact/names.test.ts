@@ -15,8 +15,11 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
   let slack: FakeSlack;
   let app: App;
   const discordCard = (): DiscordMessage =>
-    discord.channelMessages().find((m) => m.interactionId === null && JSON.stringify(m.embeds).includes(' mode_collapse '))!;
-  const slackCard = () => [...slack.messages.values()].find((m) => JSON.stringify(m.blocks).includes(' mode_collapse '))!;
+    discord
+      .channelMessages()
+      .find((m) => m.interactionId === null && JSON.stringify(m.embeds).includes(' mode_collapse '))!;
+  const slackCard = () =>
+    [...slack.messages.values()].find((m) => JSON.stringify(m.blocks).includes(' mode_collapse '))!;
 
   beforeAll(async () => {
     run.write(30);
@@ -30,12 +33,20 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
 
   it("a Slack user's Ack records their mention and the name from the action payload", async () => {
     const alert = app.store.alerts.list({}).find((a) => a.rule === 'mode_collapse')!;
-    const payload = await slack.blockAction({ actionId: `ack:${alert.id}`, userId: EVE.id, userName: EVE.name, messageTs: slackCard().ts });
+    const payload = await slack.blockAction({
+      actionId: `ack:${alert.id}`,
+      userId: EVE.id,
+      userName: EVE.name,
+      messageTs: slackCard().ts,
+    });
     expect(payload.payload).toMatchObject({ user: { id: EVE.id, username: EVE.name } });
     await slack.waitFor(() => (app.store.alerts.byId(alert.id)?.acked_by ? true : null), 10_000);
     expect(app.store.alerts.byId(alert.id)).toMatchObject({ acked_by: `<@${EVE.id}>`, acked_by_name: EVE.name });
     // on Slack the card names her by her mention (Slack shows her current name); her stored name is escaped
-    const edited = await slack.waitFor(() => (JSON.stringify(slackCard().blocks).includes('Acked by') ? slackCard() : null), 10_000);
+    const edited = await slack.waitFor(
+      () => (JSON.stringify(slackCard().blocks).includes('Acked by') ? slackCard() : null),
+      10_000,
+    );
     const blocks = JSON.stringify(edited.blocks);
     expect(blocks).toContain(`Acked by <@${EVE.id}>`);
     expect(blocks).not.toContain('<!channel>');
@@ -51,7 +62,13 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
   });
 
   it('/alerts on Slack shows her name as plain_text: <!channel> reaches nobody, *x* is not bold', async () => {
-    const r = await slack.slashCommand({ command: '/alerts', text: '', userId: EVE.id, userName: EVE.name, waitForResponses: 1 });
+    const r = await slack.slashCommand({
+      command: '/alerts',
+      text: '',
+      userId: EVE.id,
+      userName: EVE.name,
+      waitForResponses: 1,
+    });
     const body = JSON.stringify(r.responses[0]!.body);
     expect(body).toMatch(/"type":"plain_text","text":"[^"]*\[acked by <!channel> @everyone \*x\*\]/);
     expect(body).not.toMatch(/"type":"mrkdwn","text":"[^"]*<!channel>/); // only plain_text holds it
@@ -59,7 +76,10 @@ describe('who acked, across platforms (real Bolt and discord.js, local fakes)', 
 
   it('the resolution edits the Discord card with her name, inert, never her Slack id', async () => {
     run.write(4, { frac: 0 });
-    const card = await discord.waitFor(() => (JSON.stringify(discordCard().embeds).includes('Resolved at step') ? discordCard() : null), 10_000);
+    const card = await discord.waitFor(
+      () => (JSON.stringify(discordCard().embeds).includes('Resolved at step') ? discordCard() : null),
+      10_000,
+    );
     const text = JSON.stringify(card.embeds);
     expect(text).toContain('Acked by <!channel> @everyone \\\\*x\\\\*'); // emphasis escaped: shown as typed
     expect(text).not.toContain(EVE.id);

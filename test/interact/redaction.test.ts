@@ -28,7 +28,8 @@ const KEY_BODY = [
 const INTERNAL = 'INTERNAL-QWERTYUI';
 const SECRETS = [WANDB, HF, OPENAI, AWS_SECRET, ...KEY_BODY, INTERNAL];
 
-const OOM = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.42 GiB. GPU 0 has a total capacity of 79.25 GiB.';
+const OOM =
+  'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.42 GiB. GPU 0 has a total capacity of 79.25 GiB.';
 const trlDict = (i: number): string =>
   `{'loss': ${(0.01 * i).toFixed(4)}, 'grad_norm': 0.5, 'learning_rate': 9.8e-07, 'reward': ${(0.3 + i / 100).toFixed(3)}, ` +
   `'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'entropy': 0.61, 'epoch': ${(i / 50).toFixed(2)}}`;
@@ -53,7 +54,7 @@ function clean(where: string, text: string): void {
   expect(text, where).toContain('torch.OutOfMemoryError: CUDA out of memory');
 }
 
-describe('secrets in a crashing job\'s log, end to end', () => {
+describe("secrets in a crashing job's log, end to end", () => {
   const root = tempDir('rlw-redact-');
   const runDir = join(root, 'runs', 'grpo');
   const log = join(runDir, 'train.log');
@@ -72,19 +73,28 @@ describe('secrets in a crashing job\'s log, end to end', () => {
     const config = ConfigSchema.parse({ redact: { patterns: ['INTERNAL-[A-Z]{8}'] } });
     const env = {
       WEBHOOK_URL: hook.url(),
-      DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl, DISCORD_GUILD_ID: discord.guildId,
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_GUILD_ID: discord.guildId,
       DISCORD_CHANNEL_ID: discord.channelId,
     };
     app = await startApp({
-      config, dbPath: db, roots: [join(root, 'runs')], log: silentLog,
+      config,
+      dbPath: db,
+      roots: [join(root, 'runs')],
+      log: silentLog,
       terminal: consoleTarget((s) => void (terminal += s), false),
       platforms: platformsFromEnv(config, env),
       delivery: { baseBackoffMs: 200, maxBackoffMs: 400 },
     });
-    for (let i = 0; i < 500 && ![...app.platforms.values()].every((p) => p.ready?.() ?? true); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && ![...app.platforms.values()].every((p) => p.ready?.() ?? true); i++)
+      await new Promise((r) => setTimeout(r, 20));
     appendFileSync(log, `${crash.join('\n')}\n`);
     await hook.waitFor(() => hook.received.some((r) => r.raw.includes('run_crashed')), 15_000);
-    await discord.waitFor(() => discord.channelMessages().find((m) => JSON.stringify(m.embeds).includes('run_crashed')), 15_000);
+    await discord.waitFor(
+      () => discord.channelMessages().find((m) => JSON.stringify(m.embeds).includes('run_crashed')),
+      15_000,
+    );
     await vi.waitFor(() => expect(terminal).toContain('run_crashed'), { timeout: 15_000, interval: 20 });
   }, 40_000);
 
@@ -98,15 +108,17 @@ describe('secrets in a crashing job\'s log, end to end', () => {
     const raw = hook.received.find((r) => r.raw.includes('run_crashed'))!.raw;
     clean('webhook', raw);
     const evidence = JSON.parse(raw).alerts[0].evidence as { lines: string[] };
-    expect(evidence.lines).toEqual(expect.arrayContaining([
-      'WANDB_API_KEY=[redacted]',
-      'HF_TOKEN=[redacted]',
-      "os.environ={'OPENAI_API_KEY': '[redacted]', 'AWS_SECRET_ACCESS_KEY': '[redacted]', 'HOME': '/root'}",
-      'license: [redacted]',
-      '-----BEGIN PRIVATE KEY-----',
-      '-----END PRIVATE KEY-----',
-      OOM,
-    ]));
+    expect(evidence.lines).toEqual(
+      expect.arrayContaining([
+        'WANDB_API_KEY=[redacted]',
+        'HF_TOKEN=[redacted]',
+        "os.environ={'OPENAI_API_KEY': '[redacted]', 'AWS_SECRET_ACCESS_KEY': '[redacted]', 'HOME': '/root'}",
+        'license: [redacted]',
+        '-----BEGIN PRIVATE KEY-----',
+        '-----END PRIVATE KEY-----',
+        OOM,
+      ]),
+    );
   });
 
   it('every request to Discord, and the card it shows, hold none of the secrets', () => {
@@ -122,7 +134,12 @@ describe('secrets in a crashing job\'s log, end to end', () => {
   });
 
   it('/run logs in chat answers the tail redacted', async () => {
-    const out = await discord.command({ name: 'run', subcommand: 'logs', options: { run: 'grpo' }, user: { id: '111111111111111111', username: 'ana' } });
+    const out = await discord.command({
+      name: 'run',
+      subcommand: 'logs',
+      options: { run: 'grpo' },
+      user: { id: '111111111111111111', username: 'ana' },
+    });
     await discord.waitFor(() => out.callback !== null || out.edits.length > 0, 10_000);
     const shown = JSON.stringify([out.callback?.data, ...out.edits.map((e) => e.body)]);
     clean('/run logs', shown);
@@ -139,7 +156,9 @@ describe('secrets in a crashing job\'s log, end to end', () => {
     clean('rlwatch run logs --json', json.stdout);
     expect((JSON.parse(json.stdout) as { lines: string[] }).lines).toContain('WANDB_API_KEY=[redacted]');
     // not redacted at ingest: the evidence stored with the error event is the file's text
-    const stored = app.store.db.prepare("SELECT context FROM events WHERE kind = 'error'").all() as Array<{ context: string }>;
+    const stored = app.store.db.prepare("SELECT context FROM events WHERE kind = 'error'").all() as Array<{
+      context: string;
+    }>;
     expect(stored.map((e) => e.context).join('\n')).toContain(HF);
   });
 

@@ -46,7 +46,11 @@ function slowable(inner: StoreContract, ctl: { delayMs: number; method: string }
 function twoRuns(store: Store): { alertA: number; alertB: number } {
   const alertOf = (run: string): number =>
     store.alerts.create(store.runs.ensure(run, `/runs/${run}`).id, 'mode_collapse', 'frac_zero_std', 'firing', {
-      step: 3, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {},
+      step: 3,
+      at: Date.now(),
+      severity: 'critical',
+      summary: 'frac_zero_std 1 > 0.8',
+      details: {},
     }).id;
   return { alertA: alertOf(A), alertB: alertOf(B) };
 }
@@ -72,7 +76,15 @@ describe('Discord: where commands are taken from, who may write, what a channel 
       discord: { routes: [{ runs: 'team-a/*', channel: teamA }], commands: { channels: [fake.channelId, teamA, ops] } },
     });
     // no DISCORD_GUILD_ID: the server commands are taken from is the alert channel's
-    bot = new DiscordBot({ token: fake.token, apiUrl: fake.apiUrl, channel: fake.channelId, section: sectionOf(config, discord), store: slowable(new SqliteAsyncStore(store), slow), log: silentLog, retries: 0 });
+    bot = new DiscordBot({
+      token: fake.token,
+      apiUrl: fake.apiUrl,
+      channel: fake.channelId,
+      section: sectionOf(config, discord),
+      store: slowable(new SqliteAsyncStore(store), slow),
+      log: silentLog,
+      retries: 0,
+    });
     await bot.start();
   }, 20_000);
 
@@ -85,8 +97,15 @@ describe('Discord: where commands are taken from, who may write, what a channel 
   it('registers reads open to all and writes behind Manage Messages, usable in servers only', () => {
     const rights = Object.fromEntries(fake.commands.map((c) => [c.name, c.default_member_permissions]));
     expect(rights).toEqual({
-      run: null, reward: null, alerts: null, examples: null, files: null, mutes: null,
-      ack: MANAGE_MESSAGES, mute: MANAGE_MESSAGES, unmute: MANAGE_MESSAGES,
+      run: null,
+      reward: null,
+      alerts: null,
+      examples: null,
+      files: null,
+      mutes: null,
+      ack: MANAGE_MESSAGES,
+      mute: MANAGE_MESSAGES,
+      unmute: MANAGE_MESSAGES,
     });
     for (const c of fake.commands) expect([c.name, c.contexts, c.integration_types]).toEqual([c.name, [0], [0]]);
   });
@@ -115,7 +134,7 @@ describe('Discord: where commands are taken from, who may write, what a channel 
     expect(store.alerts.byId(alertA)?.acked_by).toBe('@ana');
   });
 
-  it("a channel routed only run A cannot see run B: status, alerts, logs, ack by id, autocomplete", async () => {
+  it('a channel routed only run A cannot see run B: status, alerts, logs, ack by id, autocomplete', async () => {
     const where = { channelId: teamA };
     const status = await fake.command({ name: 'run', subcommand: 'status', options: { run: B }, user: ana, where });
     expect(status.callback?.data).toMatchObject({ flags: 64 });
@@ -128,7 +147,13 @@ describe('Discord: where commands are taken from, who may write, what a channel 
     expect(shown).not.toContain(B);
     const ack = await fake.command({ name: 'ack', options: { id: alertB }, user: ana, where });
     expect(content(ack)).toBe(`no alert #${alertB} (see \`alerts --all\`)`);
-    const runs = await fake.autocomplete({ name: 'run', subcommand: 'status', focused: { name: 'run', value: '' }, user: ana, where });
+    const runs = await fake.autocomplete({
+      name: 'run',
+      subcommand: 'status',
+      focused: { name: 'run', value: '' },
+      user: ana,
+      where,
+    });
     expect(runs).toEqual([{ name: A, value: A }]);
   });
 
@@ -142,7 +167,13 @@ describe('Discord: where commands are taken from, who may write, what a channel 
   it('a command not marked slow whose answer takes longer than Discord waits says "thinking" first, then answers', async () => {
     Object.assign(slow, { delayMs: 3500, method: 'latest' });
     try {
-      const out = await fake.command({ name: 'run', subcommand: 'status', options: { run: A }, user: ana, where: { channelId: teamA } });
+      const out = await fake.command({
+        name: 'run',
+        subcommand: 'status',
+        options: { run: A },
+        user: ana,
+        where: { channelId: teamA },
+      });
       expect(out.callback?.type).toBe(5);
       await fake.waitFor(() => out.edits.length > 0, 10_000);
       expect(JSON.stringify(out.edits[0]!.body)).toContain(`${A}: step`);
@@ -155,10 +186,17 @@ describe('Discord: where commands are taken from, who may write, what a channel 
     const channel = await bot.client.channels.fetch(fake.channelId);
     if (!channel?.isSendable()) throw new Error('the fake channel is not sendable');
     const button = new ButtonBuilder().setCustomId(`ack:${alertB}`).setLabel('Ack').setStyle(ButtonStyle.Primary);
-    const card = await channel.send({ content: 'card', components: [new ActionRowBuilder<ButtonBuilder>().addComponents(button)] });
+    const card = await channel.send({
+      content: 'card',
+      components: [new ActionRowBuilder<ButtonBuilder>().addComponents(button)],
+    });
     Object.assign(slow, { delayMs: 3500, method: 'alertById' });
     try {
-      const out = await fake.click({ customId: `ack:${alertB}`, messageId: card.id, user: { id: '333333333333333333', username: 'cy' } });
+      const out = await fake.click({
+        customId: `ack:${alertB}`,
+        messageId: card.id,
+        user: { id: '333333333333333333', username: 'cy' },
+      });
       expect(out.callback?.type).toBe(6);
       await fake.waitFor(() => out.edits.length > 0, 10_000);
       expect(store.alerts.byId(alertB)?.acked_by).toBe('@cy');
@@ -179,7 +217,15 @@ describe('Discord unreachable at start', () => {
     mkdirSync(join(root, 'runs'));
     const child = spawn(BIN, ['start', join(root, 'runs'), '--db', join(root, 'rlwatch.db')], {
       cwd: root,
-      env: { ...process.env, RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, SLACK_BOT_TOKEN: undefined, DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_CHANNEL_ID: fake.channelId },
+      env: {
+        ...process.env,
+        RLWATCH_DB: undefined,
+        RLWATCH_CONFIG: undefined,
+        SLACK_BOT_TOKEN: undefined,
+        DISCORD_TOKEN: fake.token,
+        DISCORD_API_URL: fake.apiUrl,
+        DISCORD_CHANNEL_ID: fake.channelId,
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -187,7 +233,9 @@ describe('Discord unreachable at start', () => {
     try {
       // discord.js alone would redial without a word until rlwatch's 30 s ready timeout
       await fake.waitFor(() => stderr.includes('cannot reach Discord'), 20_000);
-      expect(stderr).toMatch(/cannot reach Discord: its gateway closed the connection before the bot was ready\. rlwatch keeps watching and retrying/);
+      expect(stderr).toMatch(
+        /cannot reach Discord: its gateway closed the connection before the bot was ready\. rlwatch keeps watching and retrying/,
+      );
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -211,7 +259,16 @@ describe('Slack: where commands are taken from, who may write, what a channel se
     ({ alertA, alertB } = twoRuns(store));
     // no commands.channels: the alert channel and the route's are taken from
     const config = ConfigSchema.parse({ slack: { routes: [{ runs: 'team-a/*', channel: TEAM_A }] } });
-    bot = new SlackBot({ botToken: fake.botToken, appToken: fake.appToken, apiUrl: fake.apiUrl, channel: fake.channelId, section: sectionOf(config, slack), store: new SqliteAsyncStore(store), log: silentLog, retries: 0 });
+    bot = new SlackBot({
+      botToken: fake.botToken,
+      appToken: fake.appToken,
+      apiUrl: fake.apiUrl,
+      channel: fake.channelId,
+      section: sectionOf(config, slack),
+      store: new SqliteAsyncStore(store),
+      log: silentLog,
+      retries: 0,
+    });
     await bot.start();
   }, 20_000);
 
@@ -223,25 +280,54 @@ describe('Slack: where commands are taken from, who may write, what a channel se
 
   it('a command from another workspace, a DM or a channel not taken from is refused, only to the caller', async () => {
     for (const where of [{ teamId: 'T0OTHER' }, { channelId: 'D0DIRECT' }, { channelId: 'C0ELSEWHERE' }]) {
-      const r = await fake.slashCommand({ command: '/ack', text: String(alertB), userId: 'U0ANA', waitForResponses: 1, ...where });
+      const r = await fake.slashCommand({
+        command: '/ack',
+        text: String(alertB),
+        userId: 'U0ANA',
+        waitForResponses: 1,
+        ...where,
+      });
       expect(reply(r)).toMatchObject({ response_type: 'ephemeral', text: NOT_HERE });
     }
     expect(store.alerts.byId(alertB)?.acked_by).toBeNull();
   });
 
-  it('with an empty allow list, an ack from the alert channel and from a route\'s channel is taken', async () => {
-    const here = await fake.slashCommand({ command: '/ack', text: String(alertB), userId: 'U0ANA', waitForResponses: 1 });
+  it("with an empty allow list, an ack from the alert channel and from a route's channel is taken", async () => {
+    const here = await fake.slashCommand({
+      command: '/ack',
+      text: String(alertB),
+      userId: 'U0ANA',
+      waitForResponses: 1,
+    });
     expect(reply(here).response_type).toBe('in_channel');
     expect(store.alerts.byId(alertB)?.acked_by).toBe('<@U0ANA>');
-    const routed = await fake.slashCommand({ command: '/ack', text: String(alertA), userId: 'U0ANA', channelId: TEAM_A, waitForResponses: 1 });
+    const routed = await fake.slashCommand({
+      command: '/ack',
+      text: String(alertA),
+      userId: 'U0ANA',
+      channelId: TEAM_A,
+      waitForResponses: 1,
+    });
     expect(reply(routed).response_type).toBe('in_channel');
     expect(store.alerts.byId(alertA)?.acked_by).toBe('<@U0ANA>');
   });
 
   it('a channel routed only run A cannot see run B', async () => {
-    const status = await fake.slashCommand({ command: '/run', text: `status ${B}`, userId: 'U0ANA', channelId: TEAM_A, waitForResponses: 1 });
+    const status = await fake.slashCommand({
+      command: '/run',
+      text: `status ${B}`,
+      userId: 'U0ANA',
+      channelId: TEAM_A,
+      waitForResponses: 1,
+    });
     expect(reply(status)).toMatchObject({ response_type: 'ephemeral', text: `unknown run '${B}' (known: ${A})` });
-    const alerts = await fake.slashCommand({ command: '/alerts', text: 'all', userId: 'U0ANA', channelId: TEAM_A, waitForResponses: 1 });
+    const alerts = await fake.slashCommand({
+      command: '/alerts',
+      text: 'all',
+      userId: 'U0ANA',
+      channelId: TEAM_A,
+      waitForResponses: 1,
+    });
     const shown = JSON.stringify(alerts.responses[0]!.body);
     expect(shown).toContain(`#${alertA} `);
     expect(shown).not.toContain(B);

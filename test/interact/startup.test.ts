@@ -44,7 +44,14 @@ class Started {
     // cwd is the temporary folder: no .env of the developer's is read
     this.child = spawn(BIN, ['start', join(this.root, 'runs'), '--db', this.db], {
       cwd: this.root,
-      env: { ...process.env, RLWATCH_DB: undefined, RLWATCH_CONFIG: undefined, DISCORD_TOKEN: undefined, SLACK_BOT_TOKEN: undefined, ...env },
+      env: {
+        ...process.env,
+        RLWATCH_DB: undefined,
+        RLWATCH_CONFIG: undefined,
+        DISCORD_TOKEN: undefined,
+        SLACK_BOT_TOKEN: undefined,
+        ...env,
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
@@ -58,7 +65,9 @@ class Started {
     const conn = new Database(this.db, { readonly: true });
     try {
       conn.pragma('busy_timeout = 2000');
-      return conn.prepare("SELECT target, done_at, dead_at, attempts FROM outbox WHERE target NOT IN ('console', ?) ORDER BY id").all(ROUTED) as ReturnType<Started['outbox']>;
+      return conn
+        .prepare("SELECT target, done_at, dead_at, attempts FROM outbox WHERE target NOT IN ('console', ?) ORDER BY id")
+        .all(ROUTED) as ReturnType<Started['outbox']>;
     } finally {
       conn.close();
     }
@@ -71,8 +80,13 @@ class Started {
     const conn = new Database(this.db, { readonly: true });
     try {
       conn.pragma('busy_timeout = 2000');
-      const rows = conn.prepare("SELECT payload FROM outbox WHERE target NOT IN ('console', ?) ORDER BY id").pluck().all(ROUTED) as string[];
-      return rows.map((p) => (JSON.parse(p) as { items: Array<{ kind: string; rule: string }> }).items.map((i) => `${i.kind} ${i.rule}`));
+      const rows = conn
+        .prepare("SELECT payload FROM outbox WHERE target NOT IN ('console', ?) ORDER BY id")
+        .pluck()
+        .all(ROUTED) as string[];
+      return rows.map((p) =>
+        (JSON.parse(p) as { items: Array<{ kind: string; rule: string }> }).items.map((i) => `${i.kind} ${i.rule}`),
+      );
     } finally {
       conn.close();
     }
@@ -83,7 +97,10 @@ class Started {
     const conn = new Database(this.db, { readonly: true });
     try {
       conn.pragma('busy_timeout = 2000');
-      return conn.prepare("SELECT count(*) FROM points p JOIN metrics m ON m.id = p.metric_id WHERE m.name = 'reward'").pluck().get() as number;
+      return conn
+        .prepare("SELECT count(*) FROM points p JOIN metrics m ON m.id = p.metric_id WHERE m.name = 'reward'")
+        .pluck()
+        .get() as number;
     } finally {
       conn.close();
     }
@@ -127,7 +144,11 @@ describe('`rlwatch start` never waits on a chat platform', () => {
     const port = await freePort();
     const token = 'MTIz.fake.discord-token-given-before-the-fake-is-up';
     const channelId = '123456789012345678';
-    const run = new Started().start({ DISCORD_TOKEN: token, DISCORD_API_URL: `http://127.0.0.1:${port}/api`, DISCORD_CHANNEL_ID: channelId });
+    const run = new Started().start({
+      DISCORD_TOKEN: token,
+      DISCORD_API_URL: `http://127.0.0.1:${port}/api`,
+      DISCORD_CHANNEL_ID: channelId,
+    });
     started = run;
     await until('the start-up', () => run.stderr.includes('watching') && run.steps() === 30);
     await until('the warning', () => run.stderr.includes('cannot reach Discord'));
@@ -140,13 +161,17 @@ describe('`rlwatch start` never waits on a chat platform', () => {
     started = new Started().start(slackEnv(tokens, `http://127.0.0.1:${port}/api/`));
     await until('the start-up', () => started!.stderr.includes('watching') && started!.steps() === 30);
     await until('the warning', () => started!.stderr.includes('cannot reach Slack'));
-    expect(started.stderr).toMatch(/warning: cannot reach Slack: .*ECONNREFUSED.*rlwatch keeps watching and retrying in the background/);
+    expect(started.stderr).toMatch(
+      /warning: cannot reach Slack: .*ECONNREFUSED.*rlwatch keeps watching and retrying in the background/,
+    );
     started.write(4, { frac: 1 }); // mode_collapse, ingested and announced while Slack is away
     await until('the alert in the outbox', () => started!.steps() === 34 && started!.outbox().length === 1);
     expect(started.outbox()[0]).toMatchObject({ target: 'slack:C0RLWATCH', done_at: null, dead_at: null });
     slack = await startFakeSlack({ port, ...tokens });
     await until('the delivery', () => started!.outbox()[0]?.done_at !== null, 40_000);
-    expect([...slack.messages.values()].filter((m) => JSON.stringify(m.blocks).includes(' mode_collapse '))).toHaveLength(1);
+    expect(
+      [...slack.messages.values()].filter((m) => JSON.stringify(m.blocks).includes(' mode_collapse ')),
+    ).toHaveLength(1);
     expect(started.stderr).toContain('slack: connected as');
     started.child.kill('SIGTERM');
     await exited(started.child);
@@ -180,7 +205,8 @@ describe('`rlwatch start` never waits on a chat platform', () => {
     const posted = discord.channelMessages();
     const cards = posted.filter((m) => Array.isArray(m.embeds) && m.embeds.length > 0);
     expect(cards.map((m) => (m.embeds as Array<{ title: string }>)[0]!.title)).toEqual([
-      'CRITICAL · mode_collapse resolved · grpo', 'CRITICAL · grad_explosion firing · grpo',
+      'CRITICAL · mode_collapse resolved · grpo',
+      'CRITICAL · grad_explosion firing · grpo',
     ]);
     expect(posted.filter((m) => String(m.content).startsWith('✅ CRITICAL · mode_collapse resolved'))).toHaveLength(1);
     run.child.kill('SIGTERM');
@@ -192,15 +218,23 @@ describe('`rlwatch start` never waits on a chat platform', () => {
     started = new Started().start(slackEnv({ ...slack, botToken: 'xoxb-not-the-right-one' }, slack.apiUrl));
     await exited(started.child);
     expect(started.child.exitCode).toBe(1);
-    expect(started.stderr).toContain('rlwatch: Slack refused the token (invalid_auth): check SLACK_BOT_TOKEN and SLACK_APP_TOKEN, then start again\n');
+    expect(started.stderr).toContain(
+      'rlwatch: Slack refused the token (invalid_auth): check SLACK_BOT_TOKEN and SLACK_APP_TOKEN, then start again\n',
+    );
   }, 30_000);
 
   it('a refused Discord token is one clear line and exit status 1', async () => {
     discord = await startFakeDiscord();
-    started = new Started().start({ DISCORD_TOKEN: 'not.the.token', DISCORD_API_URL: discord.apiUrl, DISCORD_CHANNEL_ID: discord.channelId });
+    started = new Started().start({
+      DISCORD_TOKEN: 'not.the.token',
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_CHANNEL_ID: discord.channelId,
+    });
     await exited(started.child);
     expect(started.child.exitCode).toBe(1);
-    expect(started.stderr).toContain('rlwatch: Discord refused DISCORD_TOKEN (invalid token): fix it and start again\n');
+    expect(started.stderr).toContain(
+      'rlwatch: Discord refused DISCORD_TOKEN (invalid token): fix it and start again\n',
+    );
   }, 30_000);
 
   it('SIGTERM while a delivery hangs in an outage exits in under 2 s and keeps the row', async () => {

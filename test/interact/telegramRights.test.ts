@@ -22,7 +22,11 @@ describe('Telegram: commands only from the chats alerts go to, each reading abou
     for (const name of [A, B]) {
       const id = run.store.runs.ensure(name, `/runs/${name}`).id;
       const alert = run.store.alerts.create(id, 'mode_collapse', 'frac_zero_std', 'firing', {
-        step: 3, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {},
+        step: 3,
+        at: Date.now(),
+        severity: 'critical',
+        summary: 'frac_zero_std 1 > 0.8',
+        details: {},
       });
       if (name === B) alertB = alert.id;
     }

@@ -11,8 +11,20 @@ import { learningLine, tempDir } from '../helpers.ts';
 /** Both bots pointed at the local fakes, without retries: what the cross-platform tests start the app with. */
 export function bothChats(discord: FakeDiscord, slack: FakeSlack): PlatformSettings {
   return {
-    discord: { token: discord.token, apiUrl: discord.apiUrl, guildId: discord.guildId, channel: discord.channelId, retries: 0 },
-    slack: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, channel: slack.channelId, retries: 0 },
+    discord: {
+      token: discord.token,
+      apiUrl: discord.apiUrl,
+      guildId: discord.guildId,
+      channel: discord.channelId,
+      retries: 0,
+    },
+    slack: {
+      botToken: slack.botToken,
+      appToken: slack.appToken,
+      apiUrl: slack.apiUrl,
+      channel: slack.channelId,
+      retries: 0,
+    },
   };
 }
 

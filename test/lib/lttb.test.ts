@@ -124,7 +124,12 @@ describe('lttb', () => {
     expect(out[0]).toBe(long[0]);
     expect(out[out.length - 1]).toBe(long[long.length - 1]);
     // Same result as sampling the finite points alone.
-    expect(out).toEqual(lttb(long.filter((p) => Number.isFinite(p.y)), 100));
+    expect(out).toEqual(
+      lttb(
+        long.filter((p) => Number.isFinite(p.y)),
+        100,
+      ),
+    );
 
     const trailingNaN = [...series(500), { x: 500, y: NaN }];
     expect(lttb(trailingNaN, 50).at(-1)).toBe(trailingNaN[499]);

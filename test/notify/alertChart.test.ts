@@ -15,7 +15,9 @@ describe("an alert card's chart", () => {
     t.feed(series('frac_zero_std', values));
     const row = t.outbox().find((r) => r.notification.items.some((i) => i.rule === 'mode_collapse'))!;
     // read back as a notifier reads the outbox row: what the chart needs survives the payload's schema
-    const card = alertCards(parseNotification(JSON.stringify(row.notification))).find((c) => c.title.includes('mode_collapse'))!;
+    const card = alertCards(parseNotification(JSON.stringify(row.notification))).find((c) =>
+      c.title.includes('mode_collapse'),
+    )!;
     expect(card.chart).toMatchObject({ metric: 'frac_zero_std', markStep: 8 });
     expect(card.chart!.points.map((p) => p.value)).toEqual(values);
     expect(card.chart!.guides!.lines).toEqual([{ value: 0.6, label: 'limit > 0.6', limit: true }]);
@@ -27,9 +29,24 @@ describe("an alert card's chart", () => {
 
   it('a row written before charts carried their evidence still draws its threshold', async () => {
     const item = {
-      alertId: 1, kind: 'firing', severity: 'critical', rule: 'mode_collapse', metric: 'frac_zero_std', summary: 's',
-      step: 3, epoch: null, recent: [], examples: null,
-      chart: { points: [{ step: 1, value: 0.2 }, { step: 2, value: 0.9 }, { step: 3, value: 0.9 }], threshold: 0.8 },
+      alertId: 1,
+      kind: 'firing',
+      severity: 'critical',
+      rule: 'mode_collapse',
+      metric: 'frac_zero_std',
+      summary: 's',
+      step: 3,
+      epoch: null,
+      recent: [],
+      examples: null,
+      chart: {
+        points: [
+          { step: 1, value: 0.2 },
+          { step: 2, value: 0.9 },
+          { step: 3, value: 0.9 },
+        ],
+        threshold: 0.8,
+      },
     };
     const [card] = alertCards(parseNotification(JSON.stringify({ run: 'r', items: [item] })));
     expect(card!.chart).toMatchObject({ threshold: 0.8 });

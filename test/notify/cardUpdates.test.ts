@@ -34,7 +34,10 @@ async function fired(opts: { commands?: boolean; beforeDelivery?: (t: Trace, ale
   const t = new Trace({ book: rulesOf(RULE), run: 'grpo', targets: [TG, HOOK] });
   let dispatcher: Dispatcher | undefined;
   const ctx = {
-    store: new SqliteAsyncStore(t.store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {},
+    store: new SqliteAsyncStore(t.store),
+    config: ConfigSchema.parse({}),
+    log: silentLog,
+    wake: () => {},
     deliverNow: () => void dispatcher?.kick(),
   };
   const make = async <S, T>(p: Platform<S, T>, section: unknown, env: NodeJS.ProcessEnv): Promise<PlatformInstance> =>

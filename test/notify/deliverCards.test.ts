@@ -14,7 +14,18 @@ describe('deliverCards: one outbox row to a chat channel', () => {
     const alert = (rule: string, severity: string): NotificationItem => {
       const change = { step: 1, at: Date.now(), severity, summary: rule, details: {} };
       const { id } = store.alerts.create(run.id, rule, 'm', 'firing', change);
-      return { alertId: id, kind: 'firing', severity, rule, metric: 'm', summary: rule, step: 1, epoch: null, recent: [], examples: null };
+      return {
+        alertId: id,
+        kind: 'firing',
+        severity,
+        rule,
+        metric: 'm',
+        summary: rule,
+        step: 1,
+        epoch: null,
+        recent: [],
+        examples: null,
+      };
     };
     const calls: string[] = [];
     let posted = 0;
@@ -32,7 +43,11 @@ describe('deliverCards: one outbox row to a chat channel', () => {
     expect(calls).toEqual([`post ${warning.alertId}`, `post ${spike.alertId}`, 'edit m1', 'reply m1']);
     // each part once: a retry of the row posts and replies nothing again
     await deliver([{ ...warning, kind: 'resolved', step: 5 }, spike], '2');
-    expect(calls.filter((c) => !c.startsWith('edit'))).toEqual([`post ${warning.alertId}`, `post ${spike.alertId}`, 'reply m1']);
+    expect(calls.filter((c) => !c.startsWith('edit'))).toEqual([
+      `post ${warning.alertId}`,
+      `post ${spike.alertId}`,
+      'reply m1',
+    ]);
     store.close();
   });
 });

@@ -15,14 +15,31 @@ function fixture() {
   const add = (target: string, label: string): number => {
     const n: Notification = {
       run: 'grpo',
-      items: [{ alertId: 1, kind: 'firing', severity: 'critical', rule: label, metric: 'm', summary: label, step: 1, epoch: null, recent: [], examples: null }],
+      items: [
+        {
+          alertId: 1,
+          kind: 'firing',
+          severity: 'critical',
+          rule: label,
+          metric: 'm',
+          summary: label,
+          step: 1,
+          epoch: null,
+          recent: [],
+          examples: null,
+        },
+      ],
     };
     store.outbox.add(run.id, target, n, Date.now());
     return store.db.prepare('SELECT max(id) FROM outbox').pluck().get() as number;
   };
   const row = (id: number) =>
     store.db.prepare('SELECT attempts, done_at, dead_at, dead_reason, last_error FROM outbox WHERE id = ?').get(id) as {
-      attempts: number; done_at: number | null; dead_at: number | null; dead_reason: string | null; last_error: string | null;
+      attempts: number;
+      done_at: number | null;
+      dead_at: number | null;
+      dead_reason: string | null;
+      last_error: string | null;
     };
   return { store, add, row };
 }
@@ -65,7 +82,10 @@ describe('Dispatcher: each target on its own', () => {
         slackGot.push(label(n));
       },
     };
-    const d = new Dispatcher(new SqliteAsyncStore(store), [slack, discord], { baseBackoffMs: 1000, maxBackoffMs: 8000 });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [slack, discord], {
+      baseBackoffMs: 1000,
+      maxBackoffMs: 8000,
+    });
     for (let s = 0; s < 60; s++) {
       const a = `alert-${s}`;
       added.set(a, Date.now());
@@ -135,7 +155,12 @@ describe('Dispatcher: each target on its own', () => {
       },
     };
     const id = add('slack:C1', 'a');
-    const d = new Dispatcher(new SqliteAsyncStore(store), [target], { baseBackoffMs: 100, maxBackoffMs: 1000, log, onError: () => errors++ });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target], {
+      baseBackoffMs: 100,
+      maxBackoffMs: 1000,
+      log,
+      onError: () => errors++,
+    });
     void d.kick();
     await vi.advanceTimersByTimeAsync(5 * 60_000);
     const attempts = row(id).attempts;
@@ -144,8 +169,12 @@ describe('Dispatcher: each target on its own', () => {
     // the first failure at once, then one line a minute
     expect(log.lines.length).toBeGreaterThanOrEqual(5);
     expect(log.lines.length).toBeLessThanOrEqual(7);
-    expect(log.lines[0]).toBe('warning: cannot notify slack:C1: Slack: service_unavailable; alerts wait in the outbox, next try in 1 s');
-    expect(log.lines[1]).toMatch(/^warning: cannot notify slack:C1: still failing \(\d+ attempts since the last note\)/);
+    expect(log.lines[0]).toBe(
+      'warning: cannot notify slack:C1: Slack: service_unavailable; alerts wait in the outbox, next try in 1 s',
+    );
+    expect(log.lines[1]).toMatch(
+      /^warning: cannot notify slack:C1: still failing \(\d+ attempts since the last note\)/,
+    );
     down = false;
     await vi.advanceTimersByTimeAsync(1000);
     expect(row(id).done_at).not.toBeNull();
@@ -210,7 +239,11 @@ describe('Dispatcher: each target on its own', () => {
       },
     };
     const id = add('webhook:default', 'collapse');
-    const d = new Dispatcher(new SqliteAsyncStore(store), [target], { baseBackoffMs: 200, maxBackoffMs: 200, now: () => clock });
+    const d = new Dispatcher(new SqliteAsyncStore(store), [target], {
+      baseBackoffMs: 200,
+      maxBackoffMs: 200,
+      now: () => clock,
+    });
     await d.kick();
     expect(row(id)).toMatchObject({ attempts: 1, done_at: null });
     clock += 190;
@@ -251,8 +284,17 @@ describe('Dispatcher: runs at once, each in order', () => {
     const add = (run: string, items: Array<Partial<NotificationItem>>): number => {
       const { id } = store.runs.ensure(run, `/runs/${run}`);
       const full = items.map((i) => ({
-        alertId: 1, kind: 'firing' as const, severity: 'info', rule: 'r', metric: 'm', summary: run, step: 1,
-        epoch: null, recent: [], examples: null, ...i,
+        alertId: 1,
+        kind: 'firing' as const,
+        severity: 'info',
+        rule: 'r',
+        metric: 'm',
+        summary: run,
+        step: 1,
+        epoch: null,
+        recent: [],
+        examples: null,
+        ...i,
       }));
       store.outbox.add(id, 'discord:C1', { run, items: full } satisfies Notification, Date.now());
       return store.db.prepare('SELECT max(id) FROM outbox').pluck().get() as number;
@@ -276,11 +318,20 @@ describe('Dispatcher: runs at once, each in order', () => {
 
   it('a warning card handed out critical goes without its chart, ahead of a critical row or beside a critical card', async () => {
     const { async, add } = runs();
-    const chart = { points: [{ step: 1, value: 1 }, { step: 2, value: 2 }], threshold: null };
+    const chart = {
+      points: [
+        { step: 1, value: 1 },
+        { step: 2, value: 2 },
+      ],
+      threshold: null,
+    };
     add('paged', [{ severity: 'warning', summary: 'ahead', chart }]);
     add('paged', [{ severity: 'critical', summary: 'paged', chart }]);
     add('calm', [{ severity: 'warning', summary: 'alone', chart }]);
-    add('mixed', [{ severity: 'warning', summary: 'mixed', chart }, { severity: 'critical', summary: 'mixed', chart }]);
+    add('mixed', [
+      { severity: 'warning', summary: 'mixed', chart },
+      { severity: 'critical', summary: 'mixed', chart },
+    ]);
     const got = new Map<string, { charts: number; urgency: number }>();
     const target: Target = {
       name: 'discord:C1',
@@ -299,7 +350,7 @@ describe('Dispatcher: runs at once, each in order', () => {
     await d.stop();
   });
 
-  it('delivers a few runs at once, and a run\'s card before its resolution, which edits it', async () => {
+  it("delivers a few runs at once, and a run's card before its resolution, which edits it", async () => {
     const { store, async, add } = runs();
     const RUNS = 8;
     const alerts: number[] = [];
@@ -325,10 +376,17 @@ describe('Dispatcher: runs at once, each in order', () => {
     const target: Target = {
       name: 'discord:C1',
       edits: true,
-      deliver: (n, key, runId) => deliverCards(async, 'discord:C1', n, { key, runId }, {
-        post: () => slow(() => (calls.push({ kind: 'post', run: n.run }), `m${++posts}`)),
-        edit: () => slow(() => void calls.push({ kind: 'edit', run: n.run })),
-      }),
+      deliver: (n, key, runId) =>
+        deliverCards(
+          async,
+          'discord:C1',
+          n,
+          { key, runId },
+          {
+            post: () => slow(() => (calls.push({ kind: 'post', run: n.run }), `m${++posts}`)),
+            edit: () => slow(() => void calls.push({ kind: 'edit', run: n.run })),
+          },
+        ),
     };
     const d = new Dispatcher(async, [target]);
     await d.kick();
@@ -345,7 +403,7 @@ describe('Dispatcher: runs at once, each in order', () => {
     await d.stop();
   });
 
-  it('a delivered row\'s slot is claimed for in the statement that marks it delivered: no claim of its own', async () => {
+  it("a delivered row's slot is claimed for in the statement that marks it delivered: no claim of its own", async () => {
     const { store, async, add } = runs();
     for (let i = 0; i < 10; i++) add('one', [{ summary: `one-${i}` }]);
     for (let r = 0; r < 3; r++) add(`run-${r}`, [{ summary: `run-${r}` }]);
@@ -436,8 +494,8 @@ describe('Dispatcher: runs at once, each in order', () => {
     for (let r = 0; r < IN_FLIGHT; r++) add(`warned-${r}`, [{ severity: 'warning', summary: `warned-${r}` }]);
     let claims = 0;
     const counted = new Proxy(async, {
-      get: (t, key: string) => (key === 'claim' ? (...a: Parameters<typeof async.claim>) => (claims++, t.claim(...a))
-        : Reflect.get(t, key)),
+      get: (t, key: string) =>
+        key === 'claim' ? (...a: Parameters<typeof async.claim>) => (claims++, t.claim(...a)) : Reflect.get(t, key),
     });
     const answers: Array<() => void> = [];
     const started: string[] = [];
@@ -484,8 +542,9 @@ describe('Dispatcher: runs at once, each in order', () => {
     await d.kick();
     // the first claim started four runs; run-1 failed first, the three others finished, and no fifth began
     expect(started).toEqual(['run-0', 'run-1', 'run-2', 'run-3']);
-    const rows = store.db.prepare('SELECT payload, done_at, attempts, claimed_until FROM outbox ORDER BY id').all() as
-      Array<{ payload: string; done_at: number | null; attempts: number; claimed_until: number | null }>;
+    const rows = store.db
+      .prepare('SELECT payload, done_at, attempts, claimed_until FROM outbox ORDER BY id')
+      .all() as Array<{ payload: string; done_at: number | null; attempts: number; claimed_until: number | null }>;
     const runOf = (r: { payload: string }): string => (JSON.parse(r.payload) as Notification).run;
     expect(rows.filter((r) => r.done_at !== null).map(runOf)).toEqual(['run-0', 'run-2', 'run-3']);
     expect(rows.filter((r) => r.attempts > 0).map(runOf)).toEqual(['run-1']);

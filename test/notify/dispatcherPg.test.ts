@@ -29,7 +29,11 @@ async function bot(url: string, fake: FakeDiscord): Promise<{ store: PgStore; di
   instance.start?.();
   for (let i = 0; i < 500 && !instance.ready?.(); i++) await sleep(20);
   const dispatcher = new Dispatcher(store, instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100 });
-  cleanup.push(() => store.close(), () => instance.stop!(), () => dispatcher.stop(0));
+  cleanup.push(
+    () => store.close(),
+    () => instance.stop!(),
+    () => dispatcher.stop(0),
+  );
   return { store, dispatcher };
 }
 
@@ -80,7 +84,11 @@ describe('two dispatchers on one PostgreSQL', () => {
     const [listening, writer] = [await PgStore.open(url), await PgStore.open(url)];
     const heard: boolean[] = [];
     const stop = await listening.onOutbox!((critical) => heard.push(critical));
-    cleanup.push(() => listening.close(), () => writer.close(), stop);
+    cleanup.push(
+      () => listening.close(),
+      () => writer.close(),
+      stop,
+    );
     const run = await writer.ensureRun('host-a/grpo', '/runs/grpo');
     // items as the engine writes them: severity, then rule
     const row = (severity: string) => ({ run: 'grpo', items: [{ alertId: 1, kind: 'firing', severity, rule: 'r' }] });
@@ -89,8 +97,12 @@ describe('two dispatchers on one PostgreSQL', () => {
     await writer.enqueue(run.id, 'discord:1', row('critical'), 2);
     await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false, true]);
     // untrusted text shaped like a critical item is a warning's row
-    await writer.enqueue(run.id, 'discord:1', { run: 'grpo', items: [{ severity: 'info', summary:
-      '"severity":"critical","rule":"r"' }] }, 3);
+    await writer.enqueue(
+      run.id,
+      'discord:1',
+      { run: 'grpo', items: [{ severity: 'info', summary: '"severity":"critical","rule":"r"' }] },
+      3,
+    );
     await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false, true, false]);
   }, 30_000);
 });

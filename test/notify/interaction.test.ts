@@ -18,11 +18,26 @@ function world(): { store: Store; alertId: number; warnings: string[]; asker: (o
   const store = Store.open(join(tempDir('rlw-interact-'), 'a.db'));
   stores.push(store);
   const run = store.runs.ensure('grpo-7b', '/runs/grpo-7b');
-  const change = { step: 33, at: 1000, severity: 'critical', summary: 'frac_zero_std 1 > 0.8 for 3 steps', details: {} };
+  const change = {
+    step: 33,
+    at: 1000,
+    severity: 'critical',
+    summary: 'frac_zero_std 1 > 0.8 for 3 steps',
+    details: {},
+  };
   const alert = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
   const warnings: string[] = [];
   const log: Log = { info: () => {}, warn: (m) => warnings.push(m) } as Log;
-  const asker = (o: Partial<Asker> = {}): Asker => ({ store: new SqliteAsyncStore(store), log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint: 'x.allow in rlwatch.yaml', now: 5000, ...o });
+  const asker = (o: Partial<Asker> = {}): Asker => ({
+    store: new SqliteAsyncStore(store),
+    log,
+    user: '@ana',
+    userName: 'Ana',
+    mayWrite: () => true,
+    rightsHint: 'x.allow in rlwatch.yaml',
+    now: 5000,
+    ...o,
+  });
   return { store, alertId: alert.id, warnings, asker };
 }
 
@@ -56,7 +71,14 @@ describe('one interaction path for typed commands and buttons', () => {
     const rule = await interact(buttonRequest(`muteRule:${w.alertId}`)!, w.asker());
     expect(run.ok && rule.ok).toBe(true);
     const [a, b] = w.store.silences.active(5000);
-    expect(a).toMatchObject({ run: 'grpo-7b', rule: null, ends_at: 5000 + 3_600_000, author: '@ana', author_name: 'Ana', reason: `alert #${w.alertId}` });
+    expect(a).toMatchObject({
+      run: 'grpo-7b',
+      rule: null,
+      ends_at: 5000 + 3_600_000,
+      author: '@ana',
+      author_name: 'Ana',
+      reason: `alert #${w.alertId}`,
+    });
     expect(b).toMatchObject({ run: 'grpo-7b', rule: 'mode_collapse', ends_at: 5000 + 86_400_000 });
     // the same as typed by name
     const typed = await interact({ words: ['mute'], args: { alert: w.alertId, duration: '2h' } }, w.asker());
@@ -70,8 +92,13 @@ describe('one interaction path for typed commands and buttons', () => {
     let asked = 0;
     const denied = w.asker({ mayWrite: () => (asked++, false) });
     const click = await interact(buttonRequest(`ack:${w.alertId}`)!, denied);
-    expect(click).toEqual({ ok: false, message: 'You may not use /ack: ask for the ack/mute right (x.allow in rlwatch.yaml).' });
-    expect(await interact({ words: ['mute', 'nonsense words'] }, denied)).toMatchObject({ message: expect.stringMatching(/^You may not use \/mute/) });
+    expect(click).toEqual({
+      ok: false,
+      message: 'You may not use /ack: ask for the ack/mute right (x.allow in rlwatch.yaml).',
+    });
+    expect(await interact({ words: ['mute', 'nonsense words'] }, denied)).toMatchObject({
+      message: expect.stringMatching(/^You may not use \/mute/),
+    });
     expect(w.store.alerts.byId(w.alertId)?.acked_by).toBeNull();
     const read = await interact({ words: ['alerts'] }, denied);
     expect(read.ok).toBe(true);

@@ -15,9 +15,21 @@ const ROLE = '123456789012345678';
 const ONCALL = '223456789012345678';
 const PROD_ROLE = '323456789012345678';
 
-const item = (alertId: number, severity: string, state: Partial<NonNullable<NotificationItem['state']>> = {}): NotificationItem => ({
-  alertId, kind: 'firing', severity, rule: `rule_${alertId}`, metric: 'm', summary: 's', step: 1, epoch: null,
-  recent: [], examples: null,
+const item = (
+  alertId: number,
+  severity: string,
+  state: Partial<NonNullable<NotificationItem['state']>> = {},
+): NotificationItem => ({
+  alertId,
+  kind: 'firing',
+  severity,
+  rule: `rule_${alertId}`,
+  metric: 'm',
+  summary: 's',
+  step: 1,
+  epoch: null,
+  recent: [],
+  examples: null,
   state: { startsAt: 1, firedStep: 1, ack: null, muted: false, resolved: null, ...state },
 });
 const cards = (run: string, ...items: NotificationItem[]) => messageCards({ run, items });
@@ -35,7 +47,12 @@ describe('mentionOf', () => {
   });
 
   it("pages the section's mention for a firing critical; a warning, an acked and a resolved critical page nobody", () => {
-    expect(mentionOf(section, 'C1', cards('dev-1', item(1, 'critical')))).toEqual({ roles: [ROLE], users: [], here: false, severity: ['critical'] });
+    expect(mentionOf(section, 'C1', cards('dev-1', item(1, 'critical')))).toEqual({
+      roles: [ROLE],
+      users: [],
+      here: false,
+      severity: ['critical'],
+    });
     expect(mentionOf(section, 'C1', cards('dev-1', item(2, 'warning')))).toBeNull();
     const ack = { by: 'U1', name: 'ana', at: 2, comment: null };
     expect(mentionOf(section, 'C1', cards('dev-1', item(3, 'critical', { ack })))).toBeNull();
@@ -74,9 +91,15 @@ describe("each platform's mention ids", () => {
     expect(ConfigSchema.safeParse({ discord: { mention: { roles: [123456789012345678] } } }).success).toBe(false);
     expect(ConfigSchema.safeParse({ discord: { mention: { users: ['<@123>'] } } }).success).toBe(false);
     expect(ConfigSchema.safeParse({ slack: { mention: { groups: ['<!channel>'] } } }).success).toBe(false);
-    expect(ConfigSchema.safeParse({ slack: { routes: [{ channel: 'C1', mention: { users: ['U0ANA'], groups: ['S0ONCALL'] } }] } }).success).toBe(true);
+    expect(
+      ConfigSchema.safeParse({
+        slack: { routes: [{ channel: 'C1', mention: { users: ['U0ANA'], groups: ['S0ONCALL'] } }] },
+      }).success,
+    ).toBe(true);
     expect(ConfigSchema.safeParse({ telegram: { mention: { users: ['ana oncall'] } } }).success).toBe(false);
-    expect(ConfigSchema.safeParse({ email: { mention: { to: ['a@x.example\r\nBcc: b@y.example'] } } }).success).toBe(false);
+    expect(ConfigSchema.safeParse({ email: { mention: { to: ['a@x.example\r\nBcc: b@y.example'] } } }).success).toBe(
+      false,
+    );
     expect(ConfigSchema.safeParse({ discord: { mention: { roles: [ROLE], severity: [] } } }).success).toBe(false);
   });
 

@@ -72,31 +72,43 @@ function setUp(quiet: Record<string, unknown>) {
   stores.push(store);
   const clock = { now: 0 };
   const engine = new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: 4 * 3600_000, now: () => clock.now,
+    repeatIntervalMs: 4 * 3600_000,
+    now: () => clock.now,
   });
   const delivered: Array<{ n: Notification; key: string }> = [];
   const refusals: Error[] = []; // the next deliveries fail with these
   // wrapped as the app wraps every target: the wrapper must pass the quiet hours on
-  const target: Target = redactingTarget({
-    name: 'webhook:ops',
-    quiet: quietOf(section, 'ops'),
-    deliver: async (n, key) => {
-      const refused = refusals.shift();
-      if (refused) throw refused;
-      delivered.push({ n, key });
+  const target: Target = redactingTarget(
+    {
+      name: 'webhook:ops',
+      quiet: quietOf(section, 'ops'),
+      deliver: async (n, key) => {
+        const refused = refusals.shift();
+        if (refused) throw refused;
+        delivered.push({ n, key });
+      },
     },
-  }, redactorOf(config));
+    redactorOf(config),
+  );
   const dispatcher = (quiet = true): Dispatcher => {
     const { quiet: _q, ...unquiet } = target;
     const d = new Dispatcher(new SqliteAsyncStore(store), [quiet ? target : unquiet], {
-      now: () => clock.now, baseBackoffMs: 20, route: router('webhook', section, 'ops'),
+      now: () => clock.now,
+      baseBackoffMs: 20,
+      route: router('webhook', section, 'ops'),
     });
     dispatchers.push(d);
     return d;
   };
   const fire = (run: string, rule: string, severity: string): number => {
     const r = store.runs.ensure(run, `/runs/${run}`);
-    const a = store.alerts.create(r.id, rule, 'm', 'firing', { step: 7, at: clock.now, severity, summary: `${rule} of ${run}\nmore`, details: {} });
+    const a = store.alerts.create(r.id, rule, 'm', 'firing', {
+      step: 7,
+      at: clock.now,
+      severity,
+      summary: `${rule} of ${run}\nmore`,
+      details: {},
+    });
     engine.announce(r.id);
     return a.id;
   };
@@ -105,7 +117,10 @@ function setUp(quiet: Record<string, unknown>) {
 
 describe('quiet hours in the dispatcher', () => {
   it('holds warnings, posts a critical at once, and sums up the held ones still firing in one message at the end, after a restart', async () => {
-    const { store, clock, engine, delivered, dispatcher, fire } = setUp({ hours: '22:00-07:00', timezone: 'Europe/Paris' });
+    const { store, clock, engine, delivered, dispatcher, fire } = setUp({
+      hours: '22:00-07:00',
+      timezone: 'Europe/Paris',
+    });
     clock.now = at('2026-01-15T21:30:00Z'); // 22:30 in Paris
     const first = dispatcher();
     const w1 = fire('grpo-a', 'entropy_drop', 'warning');
@@ -189,7 +204,9 @@ describe('quiet hours in the dispatcher', () => {
     clock.now += 60_000; // still night, but no quiet hours any more
     await dispatcher(false).kick();
     expect(delivered.map((d) => d.n.report?.title)).toEqual(['While quiet: 1 warning on 1 run']);
-    expect(delivered[0]!.n.report?.lines).toEqual([`WARNING · slow_steps · grpo-a: slow_steps of grpo-a (#${warn}, step 7)`]);
+    expect(delivered[0]!.n.report?.lines).toEqual([
+      `WARNING · slow_steps · grpo-a: slow_steps of grpo-a (#${warn}, step 7)`,
+    ]);
     expect(store.outbox.open()).toEqual([]);
   });
 });

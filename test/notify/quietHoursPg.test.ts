@@ -24,7 +24,10 @@ describe('quiet hours on PostgreSQL', () => {
     const bot = async (): Promise<{ store: PgStore; dispatcher: Dispatcher }> => {
       const store = await PgStore.open(url);
       const dispatcher = new Dispatcher(store, [target], { now: () => clock.now });
-      cleanup.push(() => store.close(), () => dispatcher.stop(0));
+      cleanup.push(
+        () => store.close(),
+        () => dispatcher.stop(0),
+      );
       return { store, dispatcher };
     };
     const first = await bot();
@@ -32,7 +35,18 @@ describe('quiet hours on PostgreSQL', () => {
     const alert = async (rule: string, severity: string) => {
       const change = { step: 3, at: clock.now, severity, summary: `${rule} high`, details: {} };
       const a = await first.store.createAlert(run.id, rule, 'm', 'firing', change);
-      return { alertId: a.id, kind: 'firing' as const, severity, rule, metric: 'm', summary: change.summary, step: 3, epoch: null, recent: [], examples: null };
+      return {
+        alertId: a.id,
+        kind: 'firing' as const,
+        severity,
+        rule,
+        metric: 'm',
+        summary: change.summary,
+        step: 3,
+        epoch: null,
+        recent: [],
+        examples: null,
+      };
     };
     const warning = await alert('slow_steps', 'warning');
     const critical = await alert('mode_collapse', 'critical');
@@ -45,8 +59,13 @@ describe('quiet hours on PostgreSQL', () => {
     clock.now = Date.parse('2026-01-16T07:10:00Z');
     const next = await bot();
     await next.dispatcher.kick();
-    expect(delivered.map((n) => n.report?.title ?? null)).toEqual([null, 'While quiet (22:00-07:00): 1 warning on 1 run']);
-    expect(delivered[1]!.report?.lines).toEqual([`WARNING · slow_steps · grpo: slow_steps high (#${warning.alertId}, step 3)`]);
+    expect(delivered.map((n) => n.report?.title ?? null)).toEqual([
+      null,
+      'While quiet (22:00-07:00): 1 warning on 1 run',
+    ]);
+    expect(delivered[1]!.report?.lines).toEqual([
+      `WARNING · slow_steps · grpo: slow_steps high (#${warning.alertId}, step 3)`,
+    ]);
     expect(await next.store.openOutbox()).toEqual([]);
   }, 60_000);
 });

@@ -30,16 +30,32 @@ describe('the built-in shapes', () => {
     ['OpenAI key', 'sk-1234567890abcdefghijklmnop', '[redacted]'],
     ['Slack bot token', 'xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx', '[redacted]'],
     ['Slack app token', 'xapp-1-A0123456789-1234567890123-abcdef0123456789', '[redacted]'],
-    ['GitHub token', 'git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x/y', 'git clone https://[redacted]@github.com/x/y'],
+    [
+      'GitHub token',
+      'git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x/y',
+      'git clone https://[redacted]@github.com/x/y',
+    ],
     ['GitHub fine-grained token', 'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz', '[redacted]'],
     ['AWS access key id', 'id AKIAIOSFODNN7EXAMPLE, session ASIAIOSFODNN7EXAMPLE', 'id [redacted], session [redacted]'],
-    ['AWS secret after its name, space-separated', `--aws-secret-access-key ${AWS_SECRET} --region x`, '--aws-secret-access-key [redacted] --region x'],
+    [
+      'AWS secret after its name, space-separated',
+      `--aws-secret-access-key ${AWS_SECRET} --region x`,
+      '--aws-secret-access-key [redacted] --region x',
+    ],
     ['Google API key', 'AIzaSyA1234567890abcdefghijklmnopqrstuv', '[redacted]'],
     ['JWT', `token ${JWT} expired`, 'token [redacted] expired'],
-    ['Bearer header', 'curl -H "Authorization: Bearer abcdef123456789" https://x', 'curl -H "Authorization: [redacted]" https://x'],
+    [
+      'Bearer header',
+      'curl -H "Authorization: Bearer abcdef123456789" https://x',
+      'curl -H "Authorization: [redacted]" https://x',
+    ],
     ['Bearer alone', 'sent Bearer abcdef123456789', 'sent Bearer [redacted]'],
     ['Authorization with a scheme', 'Authorization: Basic dXNlcjpwYXNzd29yZA==', 'Authorization: [redacted]'],
-    ['URL password', 'connecting to postgres://bob:hunter2@db.example:5432/x', 'connecting to postgres://bob:[redacted]@db.example:5432/x'],
+    [
+      'URL password',
+      'connecting to postgres://bob:hunter2@db.example:5432/x',
+      'connecting to postgres://bob:[redacted]@db.example:5432/x',
+    ],
     ['env line', `WANDB_API_KEY=${WANDB}`, 'WANDB_API_KEY=[redacted]'],
     ['env line, bare token value', `HF_TOKEN=${HF}`, 'HF_TOKEN=[redacted]'],
     ['YAML-style', 'db_password: s3cr3t-Pa55', 'db_password: [redacted]'],
@@ -51,9 +67,17 @@ describe('the built-in shapes', () => {
       "python train.py --hub_token abc123 --lr 1e-5 --db-password 'p w' --max_tokens 512 --use_auth_token True",
       "python train.py --hub_token [redacted] --lr 1e-5 --db-password '[redacted]' --max_tokens 512 --use_auth_token True",
     ],
-    ['a query parameter of a URL', 'GET https://api.example.com/v1/x?api_key=abc123&page=2', 'GET https://api.example.com/v1/x?api_key=[redacted]&page=2'],
+    [
+      'a query parameter of a URL',
+      'GET https://api.example.com/v1/x?api_key=abc123&page=2',
+      'GET https://api.example.com/v1/x?api_key=[redacted]&page=2',
+    ],
     ['a bare value longer than the match, all of it', `secret=${'x1'.repeat(400)} next`, 'secret=[redacted] next'],
-    ['JSON escaped inside a line', '{"msg": "{\\"api_key\\": \\"abc123\\"}"}', '{"msg": "{\\"api_key\\": \\"[redacted]\\"}"}'],
+    [
+      'JSON escaped inside a line',
+      '{"msg": "{\\"api_key\\": \\"abc123\\"}"}',
+      '{"msg": "{\\"api_key\\": \\"[redacted]\\"}"}',
+    ],
     [
       'Python dict of the environment',
       `os.environ={'OPENAI_API_KEY': '${OPENAI}', 'AWS_SECRET_ACCESS_KEY': '${AWS_SECRET}', 'HOME': '/root'}`,
@@ -65,15 +89,40 @@ describe('the built-in shapes', () => {
   });
 
   it('a PEM private key: the markers kept, the body one [redacted] line, the lines around it untouched', () => {
-    const key = ['step 3 done', '-----BEGIN RSA PRIVATE KEY-----', ...KEY_BODY, '-----END RSA PRIVATE KEY-----', 'Traceback'];
-    expect(r.lines(key)).toEqual(['step 3 done', '-----BEGIN RSA PRIVATE KEY-----', '[redacted]', '-----END RSA PRIVATE KEY-----', 'Traceback']);
+    const key = [
+      'step 3 done',
+      '-----BEGIN RSA PRIVATE KEY-----',
+      ...KEY_BODY,
+      '-----END RSA PRIVATE KEY-----',
+      'Traceback',
+    ];
+    expect(r.lines(key)).toEqual([
+      'step 3 done',
+      '-----BEGIN RSA PRIVATE KEY-----',
+      '[redacted]',
+      '-----END RSA PRIVATE KEY-----',
+      'Traceback',
+    ]);
     expect(r.text(key.join('\n'))).toBe(r.lines(key).join('\n'));
   });
 
   it('a PEM key cut at either end (an evidence block starts where it was cut; a tail ends anywhere)', () => {
-    expect(r.lines([KEY_BODY[1]!, KEY_BODY[2]!, '-----END PRIVATE KEY-----', 'RuntimeError'])).toEqual(['[redacted]', '-----END PRIVATE KEY-----', 'RuntimeError']);
-    expect(r.lines(['x', '-----BEGIN PRIVATE KEY-----', KEY_BODY[0]!])).toEqual(['x', '-----BEGIN PRIVATE KEY-----', '[redacted]']);
-    expect(r.lines(['before', '-----BEGIN PRIVATE KEY-----', KEY_BODY[0]!, 'loss=0.5 after'])).toEqual(['before', '-----BEGIN PRIVATE KEY-----', '[redacted]', 'loss=0.5 after']);
+    expect(r.lines([KEY_BODY[1]!, KEY_BODY[2]!, '-----END PRIVATE KEY-----', 'RuntimeError'])).toEqual([
+      '[redacted]',
+      '-----END PRIVATE KEY-----',
+      'RuntimeError',
+    ]);
+    expect(r.lines(['x', '-----BEGIN PRIVATE KEY-----', KEY_BODY[0]!])).toEqual([
+      'x',
+      '-----BEGIN PRIVATE KEY-----',
+      '[redacted]',
+    ]);
+    expect(r.lines(['before', '-----BEGIN PRIVATE KEY-----', KEY_BODY[0]!, 'loss=0.5 after'])).toEqual([
+      'before',
+      '-----BEGIN PRIVATE KEY-----',
+      '[redacted]',
+      'loss=0.5 after',
+    ]);
     // cut at both ends: a long mixed-case base64 line alone
     expect(r.lines(['a', KEY_BODY[0]!, 'b'])).toEqual(['a', '[redacted]', 'b']);
   });
@@ -93,7 +142,7 @@ describe('what is not a secret', () => {
     "tokenizer: Qwen2TokenizerFast(name_or_path='Qwen/Qwen2.5-7B', special_tokens={'eos_token': '<|im_end|>', 'pad_token': '<|endoftext|>'})",
     "{'prompt_key': 'prompt', 'reward_fn_key': 'data_source', 'num_key_value_heads': 2, 'ppo_max_token_len_per_gpu': 16384}",
     'TOKENIZERS_PARALLELISM=false use_auth_token: True hub_token=<HUB_TOKEN> HF_TOKEN=${HF_TOKEN}',
-    "tokenizer_path: /models/Qwen2.5 hf_token_path: ~/.cache/huggingface/token auth_url: https://auth.example",
+    'tokenizer_path: /models/Qwen2.5 hf_token_path: ~/.cache/huggingface/token auth_url: https://auth.example',
     '[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102±0.077  entropy=0.155',
     '(TaskRunner pid=1) step:34 - actor/entropy:0.22 - critic/score/mean:0.5 - actor/lr:1e-06',
     // a commit hash in ordinary text is an id, not a key: 40 hex only counts after a secret's name
@@ -138,7 +187,9 @@ describe('patterns from the config', () => {
   it('a bad pattern is named by its place in the file; redaction cannot be turned off', async () => {
     const path = join(tempDir(), 'rlwatch.yaml');
     writeFileSync(path, "redact:\n  patterns: ['ok-[0-9]+', 'broken(']\n");
-    await expect(loadConfig(path, {})).rejects.toThrow(new RegExp(`^${path}: redact\\.patterns\\.1: not a regular expression`));
+    await expect(loadConfig(path, {})).rejects.toThrow(
+      new RegExp(`^${path}: redact\\.patterns\\.1: not a regular expression`),
+    );
     writeFileSync(path, "redact:\n  patterns: ['x*']\n");
     await expect(loadConfig(path, {})).rejects.toThrow(/redact\.patterns\.0: matches the empty text/);
     writeFileSync(path, 'redact:\n  enabled: false\n');
@@ -151,10 +202,30 @@ describe('notifications and replies', () => {
     run: 'grpo',
     items: [
       {
-        alertId: 1, kind: 'firing', severity: 'critical', rule: 'run_crashed', metric: 'log:crash', step: 3, epoch: null,
-        summary: `ValueError: bad token ${HF}`, recent: [1, 2],
-        examples: { step: 3, best: [{ reward: 1, breakdown: { fmt: 1 }, completion: `print("${OPENAI}")` }], worst: [] },
-        evidence: { title: 'the log up to the error', lines: [`WANDB_API_KEY=${WANDB}`, '-----BEGIN PRIVATE KEY-----', ...KEY_BODY, '-----END PRIVATE KEY-----', 'torch.OutOfMemoryError: CUDA out of memory.'] },
+        alertId: 1,
+        kind: 'firing',
+        severity: 'critical',
+        rule: 'run_crashed',
+        metric: 'log:crash',
+        step: 3,
+        epoch: null,
+        summary: `ValueError: bad token ${HF}`,
+        recent: [1, 2],
+        examples: {
+          step: 3,
+          best: [{ reward: 1, breakdown: { fmt: 1 }, completion: `print("${OPENAI}")` }],
+          worst: [],
+        },
+        evidence: {
+          title: 'the log up to the error',
+          lines: [
+            `WANDB_API_KEY=${WANDB}`,
+            '-----BEGIN PRIVATE KEY-----',
+            ...KEY_BODY,
+            '-----END PRIVATE KEY-----',
+            'torch.OutOfMemoryError: CUDA out of memory.',
+          ],
+        },
       },
     ],
     report: { kind: 'digest', title: 'digest', lines: [`grpo: HF_TOKEN=${HF}`] },
@@ -166,12 +237,21 @@ describe('notifications and replies', () => {
     for (const s of [HF, OPENAI, WANDB, ...KEY_BODY]) expect(text).not.toContain(s);
     const item = out.items[0]!;
     expect(item.evidence?.lines).toEqual([
-      'WANDB_API_KEY=[redacted]', '-----BEGIN PRIVATE KEY-----', '[redacted]', '-----END PRIVATE KEY-----', 'torch.OutOfMemoryError: CUDA out of memory.',
+      'WANDB_API_KEY=[redacted]',
+      '-----BEGIN PRIVATE KEY-----',
+      '[redacted]',
+      '-----END PRIVATE KEY-----',
+      'torch.OutOfMemoryError: CUDA out of memory.',
     ]);
     expect(item.summary).toBe('ValueError: bad token [redacted]');
     expect(item.examples?.best[0]).toEqual({ reward: 1, breakdown: { fmt: 1 }, completion: 'print("[redacted]")' });
     expect(out.report?.lines).toEqual(['grpo: HF_TOKEN=[redacted]']);
-    expect({ ...item, summary: '', evidence: undefined, examples: null }).toEqual({ ...n.items[0], summary: '', evidence: undefined, examples: null });
+    expect({ ...item, summary: '', evidence: undefined, examples: null }).toEqual({
+      ...n.items[0],
+      summary: '',
+      evidence: undefined,
+      examples: null,
+    });
     expect(JSON.stringify(n)).toContain(HF); // the given notification is left as it was
   });
 
@@ -190,7 +270,13 @@ describe('notifications and replies', () => {
       title: `logs of ${HF}`,
       fields: [{ name: 'token', value: HF }],
       lines: [`HF_TOKEN=${HF}`],
-      blocks: [{ title: 'train.log', code: ['-----BEGIN PRIVATE KEY-----', ...KEY_BODY, '-----END PRIVATE KEY-----'].join('\n'), tail: true }],
+      blocks: [
+        {
+          title: 'train.log',
+          code: ['-----BEGIN PRIVATE KEY-----', ...KEY_BODY, '-----END PRIVATE KEY-----'].join('\n'),
+          tail: true,
+        },
+      ],
       attachment: { name: 'report.md', content: `key ${OPENAI}` },
       get data() {
         reads++;
@@ -202,7 +288,11 @@ describe('notifications and replies', () => {
     expect(out.title).toBe('logs of [redacted]');
     expect(out.fields).toEqual([{ name: 'token', value: '[redacted]' }]);
     expect(out.lines).toEqual(['HF_TOKEN=[redacted]']);
-    expect(out.blocks?.[0]).toEqual({ title: 'train.log', code: '-----BEGIN PRIVATE KEY-----\n[redacted]\n-----END PRIVATE KEY-----', tail: true });
+    expect(out.blocks?.[0]).toEqual({
+      title: 'train.log',
+      code: '-----BEGIN PRIVATE KEY-----\n[redacted]\n-----END PRIVATE KEY-----',
+      tail: true,
+    });
     expect(out.attachment?.content).toBe('key [redacted]');
     expect(await out.data).toEqual({ run: 'grpo', lines: ['WANDB_API_KEY=[redacted]', 'loss=0.5'], n: 3 });
     expect(reads).toBe(1);
@@ -213,7 +303,8 @@ describe('notifications and replies', () => {
     const data = { run: 'grpo', metric: 'reward', points };
     const out = r.reply({ title: 'reward of grpo', fields: [], lines: [], data }).data as typeof data;
     expect(out).toBe(data);
-    const named = r.reply({ title: '', fields: [], lines: [], data: { ...data, note: `HF_TOKEN=${HF}` } }).data as typeof data;
+    const named = r.reply({ title: '', fields: [], lines: [], data: { ...data, note: `HF_TOKEN=${HF}` } })
+      .data as typeof data;
     expect(named).toEqual({ ...data, note: 'HF_TOKEN=[redacted]' });
     expect(named.points).toBe(points);
   });

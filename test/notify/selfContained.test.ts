@@ -21,7 +21,12 @@ afterEach(async () => {
   open = [];
 });
 
-async function instance<S, T>(t: Trace, platform: Platform<S, T>, section: unknown, env: NodeJS.ProcessEnv): Promise<PlatformInstance> {
+async function instance<S, T>(
+  t: Trace,
+  platform: Platform<S, T>,
+  section: unknown,
+  env: NodeJS.ProcessEnv,
+): Promise<PlatformInstance> {
   const settings = platform.settings(platform.section.parse(section), env)!;
   const ctx = { store: new SqliteAsyncStore(t.store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
   return platform.create(settings, ctx);
@@ -63,7 +68,11 @@ describe('delivery renders what the outbox row carries, never the store', () => 
     expect(photo.reply_to_message_id).toBe(card.message_id);
     expect(photo.photo!.subarray(0, 8)).toEqual(PNG_SIGNATURE);
     const fired = hook.json<WebhookBody>(0).alerts[0]!;
-    expect(fired).toMatchObject({ status: 'firing', startsAt: new Date(T0).toISOString(), values: [0.1, 0.2, 0.1, 0.9, 0.95] });
+    expect(fired).toMatchObject({
+      status: 'firing',
+      startsAt: new Date(T0).toISOString(),
+      values: [0.1, 0.2, 0.1, 0.9, 0.95],
+    });
     expect(Buffer.from(fired.chart!, 'base64').subarray(0, 8)).toEqual(PNG_SIGNATURE);
 
     // the engine captures what the store says at the change: put back what the scramble took from the alert
@@ -80,7 +89,11 @@ describe('delivery renders what the outbox row carries, never the store', () => 
     expect(reply.reply_to_message_id).toBe(card.message_id);
     expect(reply.text).toMatch(/^✅ WARNING · frac_high resolved · grpo: Resolved at step 6/);
     const resolved = hook.json<WebhookBody>(1).alerts[0]!;
-    expect(resolved).toMatchObject({ status: 'resolved', startsAt: new Date(T0).toISOString(), endsAt: new Date(T0 + 60_000).toISOString() });
+    expect(resolved).toMatchObject({
+      status: 'resolved',
+      startsAt: new Date(T0).toISOString(),
+      endsAt: new Date(T0 + 60_000).toISOString(),
+    });
     expect(t.store.outbox.open()).toEqual([]);
   }, 20_000);
 
@@ -88,21 +101,44 @@ describe('delivery renders what the outbox row carries, never the store', () => 
     const hook = await HttpReceiver.start();
     open.push(hook);
     const t = new Trace({ book: rulesOf(RULE), run: 'grpo', targets: ['webhook:default'] });
-    const dispatcher = new Dispatcher(new SqliteAsyncStore(t.store), (await instance(t, webhook, { charts: true }, { WEBHOOK_URL: hook.url() })).targets);
+    const dispatcher = new Dispatcher(
+      new SqliteAsyncStore(t.store),
+      (await instance(t, webhook, { charts: true }, { WEBHOOK_URL: hook.url() })).targets,
+    );
     open.push({ close: () => dispatcher.stop(0) });
     const old = {
       run: 'grpo',
-      items: [{ alertId: 7, kind: 'resolved', severity: 'warning', rule: 'frac_high', metric: 'frac_zero_std', summary: 'back under 0.8',
-        step: 9, epoch: null, recent: [0.9, null, 0.1], examples: null }],
+      items: [
+        {
+          alertId: 7,
+          kind: 'resolved',
+          severity: 'warning',
+          rule: 'frac_high',
+          metric: 'frac_zero_std',
+          summary: 'back under 0.8',
+          step: 9,
+          epoch: null,
+          recent: [0.9, null, 0.1],
+          examples: null,
+        },
+      ],
     };
     t.store.outbox.add(t.run.id, 'webhook:default', old, T0);
     t.store.outbox.add(t.run.id, 'webhook:default', { run: 'grpo', items: 'not a list' }, T0);
     await dispatcher.kick();
     const body = hook.json<WebhookBody>(0).alerts[0]!;
-    expect(body).toMatchObject({ status: 'resolved', state: 'resolved', step: 9, startsAt: '0001-01-01T00:00:00Z', annotations: { summary: 'back under 0.8' } });
+    expect(body).toMatchObject({
+      status: 'resolved',
+      state: 'resolved',
+      step: 9,
+      startsAt: '0001-01-01T00:00:00Z',
+      annotations: { summary: 'back under 0.8' },
+    });
     expect(body.values).toEqual([0.9, null, 0.1]); // a NaN of the series goes out as JSON's null, as before
     expect(body.chart).toBeUndefined();
     // a payload that is no notification is set aside with the reason, never a crash
-    expect(t.store.outbox.open()).toMatchObject([{ dead_reason: expect.stringMatching(/^outbox row #2: its payload is not a notification \(items:/) }]);
+    expect(t.store.outbox.open()).toMatchObject([
+      { dead_reason: expect.stringMatching(/^outbox row #2: its payload is not a notification \(items:/) },
+    ]);
   });
 });

@@ -80,7 +80,10 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     // the storm: every reward function of every run saturates at step 40; the engine writes a row per batch
     const items = new Map<number, NotificationItem>();
     const runs: Array<{ id: number; name: string; alerts: NotificationItem[] }> = [];
-    const points = [{ step: 39, value: 0.9 }, { step: 40, value: 1 }];
+    const points = [
+      { step: 39, value: 0.9 },
+      { step: 40, value: 1 },
+    ];
     for (let r = 0; r < RUNS; r++) {
       const name = `exp/run-${r}`;
       const run = store.runs.ensure(name, `/runs/${name}`);
@@ -93,8 +96,17 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
         const change = { step: 40, at: Date.now(), severity, summary: rule, details: {} };
         const { id } = store.alerts.create(run.id, rule, metric, 'firing', change);
         const item: NotificationItem = {
-          alertId: id, kind: 'firing', severity, rule, metric, summary: `${metric} saturated`, step: 40, epoch: null,
-          recent: [0.9, 1], examples: null, chart: { points, threshold: null },
+          alertId: id,
+          kind: 'firing',
+          severity,
+          rule,
+          metric,
+          summary: `${metric} saturated`,
+          step: 40,
+          epoch: null,
+          recent: [0.9, 1],
+          examples: null,
+          chart: { points, threshold: null },
           state: { startsAt: 0, firedStep: 40, ack: null, muted: false, resolved: null },
         };
         alerts.push(item);
@@ -166,9 +178,13 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     limit.limited = true;
     for (const run of runs) {
       for (let i = 0; i < PER_RUN; i += 50) {
-        const resolved = run.alerts.slice(i, i + 50).map((a): NotificationItem => ({
-          ...a, kind: 'resolved', state: { ...a.state!, resolved: { step: 60, at: Date.now(), summary: 'recovered' } },
-        }));
+        const resolved = run.alerts.slice(i, i + 50).map(
+          (a): NotificationItem => ({
+            ...a,
+            kind: 'resolved',
+            state: { ...a.state!, resolved: { step: 60, at: Date.now(), summary: 'recovered' } },
+          }),
+        );
         await async.enqueue(run.id, TARGET, { run: run.name, items: resolved } satisfies Notification, Date.now());
         await d.kick();
       }
@@ -209,8 +225,25 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     for (let k = 0; k < 42; k++) {
       const severity = k % 3 === 2 ? 'critical' : 'warning';
       const rule = severity === 'critical' ? 'grad_explosion' : 'reward_saturated';
-      const { id } = store.alerts.create(run.id, rule, `m${k}`, 'firing', { step: 1, at: 1, severity, summary: rule, details: {} });
-      items.push({ alertId: id, kind: 'firing', severity, rule, metric: `m${k}`, summary: rule, step: 1, epoch: null, recent: [], examples: null });
+      const { id } = store.alerts.create(run.id, rule, `m${k}`, 'firing', {
+        step: 1,
+        at: 1,
+        severity,
+        summary: rule,
+        details: {},
+      });
+      items.push({
+        alertId: id,
+        kind: 'firing',
+        severity,
+        rule,
+        metric: `m${k}`,
+        summary: rule,
+        step: 1,
+        epoch: null,
+        recent: [],
+        examples: null,
+      });
     }
     const sent: Sent[] = [];
     const ch = channel(sent, { limited: false, refused: 0 });
@@ -219,7 +252,12 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     const warnings = items.length - criticals.length;
     expect(sent.map((s) => s.kind)).toEqual(Array(Math.ceil(criticals.length / 5)).fill('post'));
     const cards = sent.flatMap((s) => s.cards);
-    expect(cards.filter((c) => c.severity === 'critical').map((c) => c.alertId).sort((a, b) => a - b)).toEqual(criticals);
+    expect(
+      cards
+        .filter((c) => c.severity === 'critical')
+        .map((c) => c.alertId)
+        .sort((a, b) => a - b),
+    ).toEqual(criticals);
     // the first message: its five critical cards, then the warnings as one summary
     const summary = sent[0]!.cards.at(-1)!;
     expect(SUMMARY.exec(summary.title)?.[1]).toBe(String(warnings));
@@ -230,8 +268,16 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
 
   it('a storm row to a platform that cannot edit (Teams, Mattermost, Feishu, email) is five cards and a summary', async () => {
     const items: NotificationItem[] = Array.from({ length: 500 }, (_, k) => ({
-      alertId: k + 1, kind: 'firing', severity: 'warning', rule: k < 400 ? 'reward_saturated' : 'reward_trend',
-      metric: `rewards/fn${k}`, summary: `fn${k}`, step: 40, epoch: null, recent: [], examples: null,
+      alertId: k + 1,
+      kind: 'firing',
+      severity: 'warning',
+      rule: k < 400 ? 'reward_saturated' : 'reward_trend',
+      metric: `rewards/fn${k}`,
+      summary: `fn${k}`,
+      step: 40,
+      epoch: null,
+      recent: [],
+      examples: null,
     }));
     const n: Notification = { run: 'exp/wide', items };
     const summed = '+495 more alerts on exp/wide';

@@ -8,7 +8,10 @@ import type { FakeDiscord } from '../fakes/discordServer.ts';
  * ids, in order.
  */
 export async function enqueueAlerts(
-  store: StoreContract, fake: FakeDiscord, n: number, name = 'host-a/grpo',
+  store: StoreContract,
+  fake: FakeDiscord,
+  n: number,
+  name = 'host-a/grpo',
 ): Promise<number[]> {
   const run = await store.ensureRun(name, `/runs/${name}`);
   const ids: number[] = [];
@@ -18,8 +21,16 @@ export async function enqueueAlerts(
     const change = { step: i, at: Date.now(), severity: 'critical', summary, details: {} };
     const a = await store.createAlert(run.id, `rule_${i}`, 'frac_zero_std', 'firing', change);
     const item = {
-      alertId: a.id, kind: 'firing' as const, severity: 'critical', rule: a.rule, metric: a.metric, summary,
-      step: i, epoch: null, recent: [], examples: null,
+      alertId: a.id,
+      kind: 'firing' as const,
+      severity: 'critical',
+      rule: a.rule,
+      metric: a.metric,
+      summary,
+      step: i,
+      epoch: null,
+      recent: [],
+      examples: null,
     };
     const n: Notification = { run: run.name, items: [item] };
     await store.enqueue(run.id, `discord:${fake.channelId}`, n, Date.now());
@@ -41,5 +52,9 @@ export function postedPerAlert(fake: FakeDiscord): Map<number, number> {
 
 /** The Discord settings of the fake, without retries. */
 export const discordOf = (fake: FakeDiscord) => ({
-  token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0,
+  token: fake.token,
+  apiUrl: fake.apiUrl,
+  guildId: fake.guildId,
+  channel: fake.channelId,
+  retries: 0,
 });

@@ -23,7 +23,11 @@ async function smtp() {
     onData(stream, session, done) {
       simpleParser(stream, { keepCidLinks: true }).then((mail) => {
         if (refuse) return done(Object.assign(new Error(refuse.message), { responseCode: refuse.code }));
-        mails.push({ from: String(session.envelope.mailFrom && session.envelope.mailFrom.address), to: session.envelope.rcptTo.map((r) => r.address), mail });
+        mails.push({
+          from: String(session.envelope.mailFrom && session.envelope.mailFrom.address),
+          to: session.envelope.rcptTo.map((r) => r.address),
+          mail,
+        });
         done();
       }, done);
     },
@@ -50,7 +54,14 @@ afterEach(async () => {
 
 async function setUp(pass = 'pw', section: unknown = {}) {
   const server = await smtp();
-  const env = { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(server.port), SMTP_USER: 'rlwatch', SMTP_PASS: pass, EMAIL_FROM: 'rlwatch <alerts@lab.example>', EMAIL_TO: 'ml-team@lab.example' };
+  const env = {
+    SMTP_HOST: '127.0.0.1',
+    SMTP_PORT: String(server.port),
+    SMTP_USER: 'rlwatch',
+    SMTP_PASS: pass,
+    EMAIL_FROM: 'rlwatch <alerts@lab.example>',
+    EMAIL_TO: 'ml-team@lab.example',
+  };
   const run = await PlatformRun.of(email, section, env);
   open.push(server, run);
   return { server, run };
@@ -60,7 +71,10 @@ describe('email over SMTP, end to end against a local smtp-server', () => {
   it('a collapse arrives as HTML with the chart inline and a plain-text part; a hostile completion stays text', async () => {
     const { server, run } = await setUp();
     await run.write(30);
-    await run.generations([{ reward: 0.9, completion: HOSTILE }, { reward: 0.1, completion: 'x = 1' }]);
+    await run.generations([
+      { reward: 0.9, completion: HOSTILE },
+      { reward: 0.1, completion: 'x = 1' },
+    ]);
     await run.write(4, { frac: 1 });
     await waitFor(() => server.mails.length === 1);
     const { from, to, mail } = server.mails[0]!;
@@ -79,7 +93,9 @@ describe('email over SMTP, end to end against a local smtp-server', () => {
     expect(chart.contentDisposition).toBe('inline');
     expect(chart.content.subarray(0, 8)).toEqual(PNG_SIGNATURE);
     expect(html).toContain(`src="cid:${chart.cid}"`);
-    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt; &lt;b&gt;bold&lt;/b&gt; &lt;a href=&quot;https://evil.example&quot;&gt;');
+    expect(html).toContain(
+      '&lt;script&gt;alert(1)&lt;/script&gt; &lt;b&gt;bold&lt;/b&gt; &lt;a href=&quot;https://evil.example&quot;&gt;',
+    );
     expect(html).toContain('&lt;/pre&gt;&lt;/code&gt;');
     for (const raw of ['<script', '<b>bold', '<a href', '</pre></code>', '<at ']) expect(html).not.toContain(raw);
     expect(run.rows()).toMatchObject([{ target: 'email:ml-team@lab.example', attempts: 0 }]);
@@ -98,7 +114,9 @@ describe('email over SMTP, end to end against a local smtp-server', () => {
     await waitFor(() => bad.run.rows()[0]?.dead_at != null);
     expect(bad.run.rows()[0]!.dead_reason).toMatch(/^email: .*Invalid username or password/);
 
-    const { server, run } = await setUp('pw', { routes: [{ runs: 'grpo', severity: ['critical'], channel: 'pager@lab.example' }] });
+    const { server, run } = await setUp('pw', {
+      routes: [{ runs: 'grpo', severity: ['critical'], channel: 'pager@lab.example' }],
+    });
     server.refuseWith({ code: 451, message: 'try again later' });
     await run.write(30);
     await run.write(4, { frac: 1 });
@@ -130,6 +148,10 @@ describe('email over SMTP, end to end against a local smtp-server', () => {
     expect(email.settings(parse({}), {})).toBeNull();
     expect(() => email.settings(parse({ host: 'mx' }), {})).toThrow('email.from (or EMAIL_FROM)');
     expect(() => email.settings(parse({ host: 'mx', from: 'a@b' }), {})).toThrow('email.channel (or EMAIL_TO)');
-    expect(email.settings(parse({ host: 'mx', from: 'a@b', channel: 'c@d', secure: true }), {})).toMatchObject({ port: 465, to: 'c@d', auth: undefined });
+    expect(email.settings(parse({ host: 'mx', from: 'a@b', channel: 'c@d', secure: true }), {})).toMatchObject({
+      port: 465,
+      to: 'c@d',
+      auth: undefined,
+    });
   });
 });

@@ -13,8 +13,16 @@ function feishuBot(r: { raw: string }) {
   const body = JSON.parse(r.raw) as Json;
   const expected = createHmac('sha256', `${body.timestamp}\n${SECRET}`).update(Buffer.alloc(0)).digest('base64');
   const fresh = Math.abs(Date.now() / 1000 - Number(body.timestamp)) < 3600;
-  if (body.sign !== expected || !fresh) return { status: 200, body: JSON.stringify({ code: 19021, msg: 'sign match fail or timestamp is not within one hour from current time' }) };
-  if (body.msg_type !== 'interactive' || !body.card?.header) return { status: 200, body: JSON.stringify({ code: 19001, msg: 'param invalid' }) };
+  if (body.sign !== expected || !fresh)
+    return {
+      status: 200,
+      body: JSON.stringify({
+        code: 19021,
+        msg: 'sign match fail or timestamp is not within one hour from current time',
+      }),
+    };
+  if (body.msg_type !== 'interactive' || !body.card?.header)
+    return { status: 200, body: JSON.stringify({ code: 19001, msg: 'param invalid' }) };
   return { status: 200, body: JSON.stringify({ code: 0, msg: 'success', data: {} }) };
 }
 
@@ -36,7 +44,11 @@ afterEach(async () => {
 async function setUp(secret: string) {
   const bot = await HttpReceiver.start();
   bot.fallback = feishuBot;
-  const run = await PlatformRun.of(feishu, {}, { FEISHU_WEBHOOK_URL: bot.url('/open-apis/bot/v2/hook/abc'), FEISHU_SECRET: secret });
+  const run = await PlatformRun.of(
+    feishu,
+    {},
+    { FEISHU_WEBHOOK_URL: bot.url('/open-apis/bot/v2/hook/abc'), FEISHU_SECRET: secret },
+  );
   open.push(bot, run);
   return { bot, run };
 }
@@ -50,7 +62,10 @@ describe('Feishu/Lark custom bot, end to end against a local bot that checks the
     await bot.waitFor(() => run.rows()[0]?.done_at != null);
     const body = bot.json<Json>(0);
     expect(feishuBot(bot.received[0]!).body).toContain('"code":0');
-    expect(body.card.header).toEqual({ title: { tag: 'plain_text', content: 'CRITICAL · mode_collapse firing · grpo' }, template: 'red' });
+    expect(body.card.header).toEqual({
+      title: { tag: 'plain_text', content: 'CRITICAL · mode_collapse firing · grpo' },
+      template: 'red',
+    });
     const tags = [...tagged(body.card)];
     expect(new Set(tags.map((t) => t.tag))).toEqual(new Set(['plain_text', 'div']));
     const texts = tags.filter((t) => t.tag === 'plain_text').map((t) => t.content as string);
@@ -60,7 +75,10 @@ describe('Feishu/Lark custom bot, end to end against a local bot that checks the
 
     await run.write(3);
     await bot.waitFor(() => bot.received.length === 2);
-    expect(bot.json<Json>(1).card.header).toMatchObject({ template: 'green', title: { content: 'CRITICAL · mode_collapse resolved · grpo' } });
+    expect(bot.json<Json>(1).card.header).toMatchObject({
+      template: 'green',
+      title: { content: 'CRITICAL · mode_collapse resolved · grpo' },
+    });
   }, 30_000);
 
   it("a run's milestone report is posted as its card, as of the step that reached the epoch", async () => {
@@ -72,7 +90,10 @@ describe('Feishu/Lark custom bot, end to end against a local bot that checks the
     const at = (): number => bot.received.findIndex((r) => r.raw.includes('reached epoch 0.5'));
     await bot.waitFor(() => at() >= 0);
     const body = bot.json<Json>(at());
-    expect(body.card.header).toEqual({ title: { tag: 'plain_text', content: expect.stringMatching(/^grpo reached epoch 0\.5: \S/) }, template: 'blue' });
+    expect(body.card.header).toEqual({
+      title: { tag: 'plain_text', content: expect.stringMatching(/^grpo reached epoch 0\.5: \S/) },
+      template: 'blue',
+    });
     const texts = [...tagged(body.card)].filter((t) => t.tag === 'plain_text').map((t) => t.content as string);
     expect(texts.some((t) => t.includes('step 50, epoch 0.5'))).toBe(true);
   }, 30_000);

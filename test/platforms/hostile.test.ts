@@ -108,8 +108,19 @@ describe('hostile completions on Discord: nothing pings, nothing links', () => {
 
 describe('a phone sees what happened', () => {
   it('a Discord alert message has a content line (severity, rule, state, run, the number) for the lock screen', async () => {
-    const plain: AlertCard = { ...card, title: 'CRITICAL · mode_collapse firing · grpo', summary: 'frac_zero_std 1 > 0.8 for 3 steps', fields: [] };
-    const resolved: AlertCard = { ...plain, alertId: 8, status: 'resolved', title: 'WARNING · grad_explosion resolved · grpo', summary: 'grad_norm 0.08: back past 10 for 5 steps' };
+    const plain: AlertCard = {
+      ...card,
+      title: 'CRITICAL · mode_collapse firing · grpo',
+      summary: 'frac_zero_std 1 > 0.8 for 3 steps',
+      fields: [],
+    };
+    const resolved: AlertCard = {
+      ...plain,
+      alertId: 8,
+      status: 'resolved',
+      title: 'WARNING · grad_explosion resolved · grpo',
+      summary: 'grad_norm 0.08: back past 10 for 5 steps',
+    };
     const m = await cardsMessage([plain, resolved]);
     expect(m.content).toBe(
       'CRITICAL · mode_collapse firing · grpo: frac_zero_std 1 > 0.8 for 3 steps\n' +
@@ -119,9 +130,11 @@ describe('a phone sees what happened', () => {
   });
 });
 
-describe('the reply in a resolved alert\'s thread', () => {
+describe("the reply in a resolved alert's thread", () => {
   const resolved: AlertCard = {
-    ...card, status: 'resolved', title: 'CRITICAL · mode_collapse resolved · <!channel>-run @everyone',
+    ...card,
+    status: 'resolved',
+    title: 'CRITICAL · mode_collapse resolved · <!channel>-run @everyone',
     resolution: `Resolved at step 9: ${text}`,
   };
 
@@ -148,21 +161,42 @@ describe('the reply in a resolved alert\'s thread', () => {
 
 describe("Slack's fallback text", () => {
   it('says resolved when it is, and is escaped like the rest', () => {
-    const resolved: AlertCard = { ...card, status: 'resolved', title: 'WARNING · grad_explosion resolved · <!here>', summary: 'grad_norm 0.08: back past 10' };
+    const resolved: AlertCard = {
+      ...card,
+      status: 'resolved',
+      title: 'WARNING · grad_explosion resolved · <!here>',
+      summary: 'grad_norm 0.08: back past 10',
+    };
     expect(fallback([resolved])).toBe('WARNING · grad_explosion resolved · &lt;!here>: grad_norm 0.08: back past 10');
   });
 });
 
-describe('an acker\'s display name shows as typed: its emphasis formats nothing', () => {
+describe("an acker's display name shows as typed: its emphasis formats nothing", () => {
   const NAME = '*boss* _x_ ~~y~~ `code`';
   /** alert #7 acked from Discord (or the CLI) by someone called NAME, as the engine captures it */
   const acked: Notification = {
     run: 'grpo',
-    items: [{
-      alertId: 7, kind: 'update', severity: 'critical', rule: 'mode_collapse', metric: 'frac_zero_std',
-      summary: 'frac_zero_std 1 > 0.8', step: 3, epoch: null, recent: [], examples: null,
-      state: { startsAt: 0, firedStep: 3, ack: { by: '@mallory', name: NAME, at: 0, comment: 'on it' }, muted: false, resolved: null },
-    }],
+    items: [
+      {
+        alertId: 7,
+        kind: 'update',
+        severity: 'critical',
+        rule: 'mode_collapse',
+        metric: 'frac_zero_std',
+        summary: 'frac_zero_std 1 > 0.8',
+        step: 3,
+        epoch: null,
+        recent: [],
+        examples: null,
+        state: {
+          startsAt: 0,
+          firedStep: 3,
+          ack: { by: '@mallory', name: NAME, at: 0, comment: 'on it' },
+          muted: false,
+          resolved: null,
+        },
+      },
+    ],
   };
   const [c] = alertCards(acked);
 
@@ -173,7 +207,9 @@ describe('an acker\'s display name shows as typed: its emphasis formats nothing'
 
   it('Slack: the name is a plain_text element (mrkdwn has no escape for emphasis); no mrkdwn text holds it', () => {
     const blocks = cardBlocks([c!]);
-    const context = blocks.find((b) => b.type === 'context') as unknown as { elements: Array<{ type: string; text: string }> };
+    const context = blocks.find((b) => b.type === 'context') as unknown as {
+      elements: Array<{ type: string; text: string }>;
+    };
     expect(context.elements).toContainEqual({ type: 'plain_text', text: NAME, emoji: false });
     expect(mrkdwnTexts(blocks).filter((t) => /boss|~y~|code/.test(t))).toEqual([]);
     expect(mrkdwnTexts(blocks)).toEqual(expect.arrayContaining(['*Acked by*', '*: on it*']));
@@ -181,15 +217,21 @@ describe('an acker\'s display name shows as typed: its emphasis formats nothing'
 
   it('in a reply (/alerts, /mutes, an ack) too: Discord escapes it, Slack shows the lines as plain_text', async () => {
     const named: Reply = {
-      title: `Acked #7 mode_collapse (frac_zero_std) by ${NAME}`, fields: [],
-      lines: [`#7 critical firing grpo mode_collapse step 3: frac_zero_std 1 > 0.8 [acked by ${NAME}]`], names: [NAME], data: null,
+      title: `Acked #7 mode_collapse (frac_zero_std) by ${NAME}`,
+      fields: [],
+      lines: [`#7 critical firing grpo mode_collapse step 3: frac_zero_std 1 > 0.8 [acked by ${NAME}]`],
+      names: [NAME],
+      data: null,
     };
     const escaped = '\\*boss\\* \\_x\\_ \\~\\~y\\~\\~ \\`code\\`';
     const e = (await replyMessage(named)).embeds[0]!.toJSON();
     expect(e.title).toBe(`Acked #7 mode_collapse (frac_zero_std) by ${escaped}`);
     expect(e.description).toContain(`[acked by ${escaped}]`);
     const blocks = replyBlocks(named);
-    expect(blocks).toContainEqual({ type: 'section', text: { type: 'plain_text', text: named.lines[0], emoji: false } });
+    expect(blocks).toContainEqual({
+      type: 'section',
+      text: { type: 'plain_text', text: named.lines[0], emoji: false },
+    });
     expect(mrkdwnTexts(blocks).filter((t) => t.includes('boss'))).toEqual([]);
     expect(replyHtml(named)).toContain(`[acked by ${NAME}]`);
   });
@@ -199,7 +241,11 @@ describe('an acker\'s display name shows as typed: its emphasis formats nothing'
     const mm = (mattermostMessage(acked) as { attachments: Array<{ text: string }> }).attachments[0]!.text;
     expect(mm).toContain('**Acked by \\*boss\\* \\_x\\_ \\~\\~y\\~\\~ \\`code\\`: on it**');
     expect((await alertMail(acked, 'example.org')).html).toContain(`<b>Acked by ${NAME}: on it</b>`);
-    expect(JSON.stringify(teamsMessage(acked))).toContain(JSON.stringify({ type: 'TextRun', text: `Acked by ${NAME}: on it`, weight: 'Bolder' }));
-    expect(JSON.stringify(feishuCard(acked))).toContain(JSON.stringify({ tag: 'plain_text', content: `Acked by ${NAME}: on it` }));
+    expect(JSON.stringify(teamsMessage(acked))).toContain(
+      JSON.stringify({ type: 'TextRun', text: `Acked by ${NAME}: on it`, weight: 'Bolder' }),
+    );
+    expect(JSON.stringify(feishuCard(acked))).toContain(
+      JSON.stringify({ tag: 'plain_text', content: `Acked by ${NAME}: on it` }),
+    );
   });
 });

@@ -24,8 +24,22 @@ async function alertsReply(who: string): Promise<{ reply: Reply; stored: string 
   const store = Store.open(join(tempDir('rlw-names-'), 'a.db'));
   stores.push(store);
   const run = store.runs.ensure('grpo', '/runs/grpo');
-  store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', { step: 3, at: 0, severity: 'critical', summary: 's', details: {} });
-  const asker = { store: new SqliteAsyncStore(store), log: silentLog, user: who, userName: NAME, mayWrite: () => true, rightsHint: '', now: 60_000 };
+  store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', {
+    step: 3,
+    at: 0,
+    severity: 'critical',
+    summary: 's',
+    details: {},
+  });
+  const asker = {
+    store: new SqliteAsyncStore(store),
+    log: silentLog,
+    user: who,
+    userName: NAME,
+    mayWrite: () => true,
+    rightsHint: '',
+    now: 60_000,
+  };
   const ack = await interact({ words: ['ack', '1'] }, asker);
   const list = await interact({ words: ['alerts'] }, asker);
   if (!ack.ok || !list.ok) throw new Error('ack or alerts failed');
@@ -34,9 +48,21 @@ async function alertsReply(who: string): Promise<{ reply: Reply; stored: string 
 
 /** A card acked by `ackedBy` under the name, as cards.ts writes its note. */
 const acked = (ackedBy: string, name: string): AlertCard => ({
-  alertId: 1, run: 'grpo', title: 'CRITICAL · mode_collapse firing · grpo', severity: 'critical', status: 'acked',
-  summary: 'frac_zero_std 1 > 0.8', fields: [], note: `Acked by ${name}: on it`, ackedBy, ackedByName: name,
-  sparkline: null, examples: [], evidence: null, chart: null, buttons: [],
+  alertId: 1,
+  run: 'grpo',
+  title: 'CRITICAL · mode_collapse firing · grpo',
+  severity: 'critical',
+  status: 'acked',
+  summary: 'frac_zero_std 1 > 0.8',
+  fields: [],
+  note: `Acked by ${name}: on it`,
+  ackedBy,
+  ackedByName: name,
+  sparkline: null,
+  examples: [],
+  evidence: null,
+  chart: null,
+  buttons: [],
 });
 
 /** Every mrkdwn text in some Slack blocks, and the control sequences (`<!…>`, `<@…>`) left raw in them. */
@@ -46,7 +72,8 @@ function mrkdwn(node: unknown): string[] {
   const o = node as Record<string, unknown>;
   return [...(o.type === 'mrkdwn' && typeof o.text === 'string' ? [o.text] : []), ...Object.values(o).flatMap(mrkdwn)];
 }
-const slackControls = (blocks: unknown): string[] => mrkdwn(blocks).flatMap((t) => [...t.matchAll(/<[!@#][^>]*>/g)].map((m) => m[0]));
+const slackControls = (blocks: unknown): string[] =>
+  mrkdwn(blocks).flatMap((t) => [...t.matchAll(/<[!@#][^>]*>/g)].map((m) => m[0]));
 /** What Telegram would act on outside <pre>: tags other than <b>/<i>, mentions, commands, hashtags. */
 const telegramLive = (html: string): string[] => [
   ...(html.match(/<(?!\/?[bi]>)[^>]*>/g) ?? []),
@@ -64,7 +91,9 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     const blocks = replyBlocks(reply);
     expect(slackControls(blocks)).toEqual([]);
     // the lines name her: plain_text, which Slack never parses (mrkdwn has no escape for her emphasis)
-    expect(JSON.stringify(blocks)).toContain('[acked by <!channel> @everyone *x* > quoted # Heading <@U123>]","emoji":false');
+    expect(JSON.stringify(blocks)).toContain(
+      '[acked by <!channel> @everyone *x* > quoted # Heading <@U123>]","emoji":false',
+    );
   });
 
   it('/alerts on Discord: nothing may ping, and its heading and quote marks are mid-line, plain text', async () => {
@@ -72,7 +101,9 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     const m = await replyMessage(reply);
     expect(m.allowedMentions).toEqual({ parse: [] });
     // one line: its `#` and `>` are mid-line, where Discord reads no heading and no quote
-    expect(JSON.stringify(m.embeds)).toContain('[acked by <!channel> @everyone \\\\*x\\\\* > quoted # Heading <@U123>]');
+    expect(JSON.stringify(m.embeds)).toContain(
+      '[acked by <!channel> @everyone \\\\*x\\\\* > quoted # Heading <@U123>]',
+    );
   });
 
   it('/alerts on Telegram: escaped, the @ and # broken so that nothing notifies or links', async () => {
@@ -86,7 +117,15 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     const store = Store.open(join(tempDir('rlw-names-'), 'a.db'));
     stores.push(store);
     store.runs.ensure('grpo', '/runs/grpo');
-    const asker = { store: new SqliteAsyncStore(store), log: silentLog, user: '@bo', userName: '*boss*', mayWrite: () => true, rightsHint: '', now: 60_000 };
+    const asker = {
+      store: new SqliteAsyncStore(store),
+      log: silentLog,
+      user: '@bo',
+      userName: '*boss*',
+      mayWrite: () => true,
+      rightsHint: '',
+      now: 60_000,
+    };
     const muted = await interact({ words: ['mute', 'grpo', '1h'] }, asker);
     const list = await interact({ words: ['mutes'] }, asker);
     if (!muted.ok || !list.ok) throw new Error('mute or mutes failed');
@@ -96,15 +135,19 @@ describe('a hostile display name stays inert wherever it is shown', () => {
     }
   });
 
-  it('cards: on Slack only the Slack acker\'s own mention is live; a name from elsewhere is escaped', () => {
+  it("cards: on Slack only the Slack acker's own mention is live; a name from elsewhere is escaped", () => {
     expect(slackControls(cardBlocks([acked('<@U0EVE>', '<!channel> @everyone')]))).toEqual(['<@U0EVE>']);
-    expect(mrkdwn(cardBlocks([acked('<@U0EVE>', '<!channel> @everyone')])).join('\n')).toContain('Acked by <@U0EVE>: on it');
+    expect(mrkdwn(cardBlocks([acked('<@U0EVE>', '<!channel> @everyone')])).join('\n')).toContain(
+      'Acked by <@U0EVE>: on it',
+    );
     // a Discord user with the hostile name: nothing live at all
     const fromDiscord = cardBlocks([acked('@mallory', '<!channel> <@U123> @everyone')]);
     expect(slackControls(fromDiscord)).toEqual([]);
     // its name is plain_text, which Slack never parses (nor its emphasis): shown exactly as typed
     expect(mrkdwn(fromDiscord)).toEqual(expect.arrayContaining(['*Acked by*', '*: on it*']));
-    expect(JSON.stringify(fromDiscord)).toContain(JSON.stringify({ type: 'plain_text', text: '<!channel> <@U123> @everyone', emoji: false }));
+    expect(JSON.stringify(fromDiscord)).toContain(
+      JSON.stringify({ type: 'plain_text', text: '<!channel> <@U123> @everyone', emoji: false }),
+    );
   });
 
   it('cards: on Discord allowed_mentions is empty; on Telegram nothing is live', async () => {

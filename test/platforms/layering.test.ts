@@ -11,7 +11,8 @@ const all = files(SRC).map((f) => ({ path: relative(SRC, f).replaceAll('\\', '/'
 
 /** Platform names as they would appear in code or comments. */
 const PLATFORM_NAME = /discord|slack|telegram|\bteams\b|mattermost|feishu|\blark\b|webhook|e-?mail|smtp|nodemailer/i;
-const importsOf = (text: string): string[] => [...text.matchAll(/(?:from|import\()\s*'([^']+)'/g)].map((m) => m[1] as string);
+const importsOf = (text: string): string[] =>
+  [...text.matchAll(/(?:from|import\()\s*'([^']+)'/g)].map((m) => m[1] as string);
 
 describe('the platform layer is a folder per platform plus one registration line', () => {
   it('no file outside src/platforms/ names a platform (the registration list is the one exception)', () => {
@@ -27,16 +28,26 @@ describe('the platform layer is a folder per platform plus one registration line
   it('platforms import the notify layer, never the reverse', () => {
     const upward = all
       .filter((f) => f.path.startsWith('notify/'))
-      .flatMap((f) => importsOf(f.text).filter((i) => i.includes('platforms/')).map((i) => `${f.path} imports ${i}`));
+      .flatMap((f) =>
+        importsOf(f.text)
+          .filter((i) => i.includes('platforms/'))
+          .map((i) => `${f.path} imports ${i}`),
+      );
     expect(upward).toEqual([]);
-    const usesNotify = all.filter((f) => /^platforms\/(discord|slack)\//.test(f.path)).some((f) => importsOf(f.text).some((i) => i.includes('/notify/')));
+    const usesNotify = all
+      .filter((f) => /^platforms\/(discord|slack)\//.test(f.path))
+      .some((f) => importsOf(f.text).some((i) => i.includes('/notify/')));
     expect(usesNotify).toBe(true);
   });
 
   it('only the app, the config and the CLI reach into src/platforms/, through the list or the terminal', () => {
     const reaching = all
       .filter((f) => !f.path.startsWith('platforms/'))
-      .flatMap((f) => importsOf(f.text).filter((i) => i.includes('platforms/')).map((i) => `${f.path} -> ${i.replace(/^(\.\.?\/)+/, '')}`));
+      .flatMap((f) =>
+        importsOf(f.text)
+          .filter((i) => i.includes('platforms/'))
+          .map((i) => `${f.path} -> ${i.replace(/^(\.\.?\/)+/, '')}`),
+      );
     for (const r of reaching) expect(r).toMatch(/-> platforms\/(index|platform|terminal\/terminal)\.ts$/);
   });
 
@@ -46,7 +57,10 @@ describe('the platform layer is a folder per platform plus one registration line
     for (const e of entries) {
       // type-only imports vanish at run time; a value import of an npm package (other than zod) or of the bot loads it
       const staticImports = [...e.text.matchAll(/^import (?!type )[^;]*? from '([^']+)'/gm)].map((m) => m[1] as string);
-      expect(staticImports.filter((i) => !/^(zod$|node:|\.\.?\/)/.test(i) || /bot\.ts$/.test(i)), e.path).toEqual([]);
+      expect(
+        staticImports.filter((i) => !/^(zod$|node:|\.\.?\/)/.test(i) || /bot\.ts$/.test(i)),
+        e.path,
+      ).toEqual([]);
     }
   });
 });

@@ -35,7 +35,12 @@ describe('Mattermost incoming webhook, end to end against a local receiver', () 
     expect(body.attachments).toHaveLength(1);
     const a = body.attachments[0];
     expect(a).toMatchObject({ color: '#d7263d', title: 'CRITICAL · mode\\_collapse firing · grpo', footer: 'rlwatch' });
-    expect(a.fields).toEqual(expect.arrayContaining([{ title: 'Run', value: 'grpo', short: true }, { title: 'Step', value: '33', short: true }]));
+    expect(a.fields).toEqual(
+      expect.arrayContaining([
+        { title: 'Run', value: 'grpo', short: true },
+        { title: 'Step', value: '33', short: true },
+      ]),
+    );
     // the generation, verbatim inside a code block (its own ``` broken so it cannot close the block early)
     expect(a.text).toContain('```\n@everyone @here @channel @all <!channel>');
     expect(a.text).toContain('`\u200b`` fence `\u200b``');
@@ -45,7 +50,10 @@ describe('Mattermost incoming webhook, end to end against a local receiver', () 
 
     await run.write(3);
     await hook.waitFor(() => hook.received.length === 2);
-    expect(hook.json<Json>(1).attachments[0]).toMatchObject({ title: 'CRITICAL · mode\\_collapse resolved · grpo', color: '#2a9d8f' });
+    expect(hook.json<Json>(1).attachments[0]).toMatchObject({
+      title: 'CRITICAL · mode\\_collapse resolved · grpo',
+      color: '#2a9d8f',
+    });
   }, 30_000);
 
   it("a run's milestone report is posted as its card, as of the step that reached the epoch", async () => {

@@ -51,10 +51,14 @@ async function paging<S, T>(platform: Platform<S, T>, section: unknown, env: Nod
   for (let i = 0; i < 500 && instance.ready && !instance.ready(); i++) await sleep(20);
   const clock = { now: Date.parse('2026-01-15T12:00:00Z') };
   const engine = new Engine(store, ruleBookFor(config), {
-    repeatIntervalMs: HOUR, now: () => clock.now,
+    repeatIntervalMs: HOUR,
+    now: () => clock.now,
   });
   const dispatcher = new Dispatcher(contract, instance.targets, {
-    baseBackoffMs: 50, maxBackoffMs: 100, now: () => clock.now, route: platform.route(settings, config),
+    baseBackoffMs: 50,
+    maxBackoffMs: 100,
+    now: () => clock.now,
+    route: platform.route(settings, config),
   });
   open.push(async () => {
     await dispatcher.stop(0);
@@ -62,10 +66,21 @@ async function paging<S, T>(platform: Platform<S, T>, section: unknown, env: Nod
     store.close();
   });
   /** An alert firing now on `run`, announced and delivered. */
-  const fire = async (run: string, rule: string, severity: string, line = 'Traceback: CUDA out of memory'): Promise<number> => {
+  const fire = async (
+    run: string,
+    rule: string,
+    severity: string,
+    line = 'Traceback: CUDA out of memory',
+  ): Promise<number> => {
     const r = store.runs.ensure(run, `/runs/${run}`);
     const details = { evidence: { title: 'log', lines: [line] } };
-    const a = store.alerts.create(r.id, rule, 'log:error', 'firing', { step: 5, at: clock.now, severity, summary: `${rule} on ${run}`, details });
+    const a = store.alerts.create(r.id, rule, 'log:error', 'firing', {
+      step: 5,
+      at: clock.now,
+      severity,
+      summary: `${rule} on ${run}`,
+      details,
+    });
     engine.announce(r.id);
     await dispatcher.kick();
     return a.id;
@@ -79,7 +94,10 @@ async function paging<S, T>(platform: Platform<S, T>, section: unknown, env: Nod
 }
 
 const discordEnv = (fake: FakeDiscord) => ({
-  DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, DISCORD_CHANNEL_ID: fake.channelId,
+  DISCORD_TOKEN: fake.token,
+  DISCORD_API_URL: fake.apiUrl,
+  DISCORD_GUILD_ID: fake.guildId,
+  DISCORD_CHANNEL_ID: fake.channelId,
 });
 
 async function fakeDiscord(): Promise<FakeDiscord> {
@@ -125,7 +143,7 @@ describe('Discord (discord.js against the fake)', () => {
     expect(post.content).toContain(HOSTILE_RUN);
   }, 30_000);
 
-  it('here: @here is allowed, and the run name\'s own @everyone is broken', async () => {
+  it("here: @here is allowed, and the run name's own @everyone is broken", async () => {
     const fake = await fakeDiscord();
     const p = await paging(discord, { mention: { here: true } }, discordEnv(fake));
     await p.fire(HOSTILE_RUN, 'crash', 'critical', HOSTILE_LINE);
@@ -172,14 +190,20 @@ describe('Slack (Bolt against the fake)', () => {
     const fake = await startFakeSlack();
     open.push(() => fake.close());
     const env = {
-      SLACK_BOT_TOKEN: fake.botToken, SLACK_APP_TOKEN: fake.appToken, SLACK_API_URL: fake.apiUrl, SLACK_CHANNEL_ID: fake.channelId,
+      SLACK_BOT_TOKEN: fake.botToken,
+      SLACK_APP_TOKEN: fake.appToken,
+      SLACK_API_URL: fake.apiUrl,
+      SLACK_CHANNEL_ID: fake.channelId,
     };
     const p = await paging(slack, { mention: { groups: ['S0ONCALL'], users: ['U0ANA'] } }, env);
     await p.fire(HOSTILE_RUN, 'crash', 'critical', HOSTILE_LINE);
     await p.fire('grpo-b', 'slow_steps', 'warning');
     const messages = () => [...fake.messages.values()].filter((m) => m.channel === fake.channelId);
     await fake.waitFor(() => messages().length === 2);
-    const [critical, warning] = messages() as [ReturnType<typeof messages>[number], ReturnType<typeof messages>[number]];
+    const [critical, warning] = messages() as [
+      ReturnType<typeof messages>[number],
+      ReturnType<typeof messages>[number],
+    ];
     const controls = (s: string): string[] => [...s.matchAll(/<[!@][^>]*>/g)].map((m) => m[0]);
     expect(critical.text.startsWith('<@U0ANA> <!subteam^S0ONCALL> ')).toBe(true);
     expect(controls(critical.text)).toEqual(['<@U0ANA>', '<!subteam^S0ONCALL>']);
@@ -213,7 +237,9 @@ describe('email (nodemailer against a real SMTP server)', () => {
   it("a critical's mail goes to the extra recipient too (Cc); a warning's does not", async () => {
     const mails: Array<{ to: string[]; mail: ParsedMail }> = [];
     const server = new SMTPServer({
-      authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
       onData(stream, session, done) {
         simpleParser(stream).then((mail) => {
           mails.push({ to: session.envelope.rcptTo.map((r) => r.address), mail });
@@ -224,13 +250,15 @@ describe('email (nodemailer against a real SMTP server)', () => {
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     open.push(() => new Promise<void>((ok) => server.close(() => ok())));
     const env = {
-      SMTP_HOST: '127.0.0.1', SMTP_PORT: String((server.server.address() as AddressInfo).port),
-      EMAIL_FROM: 'rlwatch <alerts@lab.example>', EMAIL_TO: 'ml-team@lab.example',
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: String((server.server.address() as AddressInfo).port),
+      EMAIL_FROM: 'rlwatch <alerts@lab.example>',
+      EMAIL_TO: 'ml-team@lab.example',
     };
     const p = await paging(email, { mention: { to: ['oncall@lab.example'] } }, env);
     await p.fire('grpo', 'mode_collapse', 'critical');
     await p.fire('grpo-b', 'slow_steps', 'warning');
-    for (const end = Date.now() + 10_000; mails.length < 2 && Date.now() < end;) await sleep(20);
+    for (const end = Date.now() + 10_000; mails.length < 2 && Date.now() < end; ) await sleep(20);
     const [critical, warning] = mails as [(typeof mails)[number], (typeof mails)[number]];
     expect(critical.to.sort()).toEqual(['ml-team@lab.example', 'oncall@lab.example']);
     expect(critical.mail.headers.get('cc')).toMatchObject({ value: [{ address: 'oncall@lab.example' }] });

@@ -19,7 +19,14 @@ import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
-export type OutboxRow = { id: number; target: string; attempts: number; done_at: number | null; dead_at: number | null; dead_reason: string | null };
+export type OutboxRow = {
+  id: number;
+  target: string;
+  attempts: number;
+  done_at: number | null;
+  dead_at: number | null;
+  dead_reason: string | null;
+};
 
 export class PlatformRun {
   readonly runs: string;
@@ -46,7 +53,11 @@ export class PlatformRun {
     this.engine = new Engine(this.store, ruleBookFor(this.config), {
       repeatIntervalMs: parseDuration(this.config.alerts.repeatInterval) as number,
     });
-    this.dispatcher = new Dispatcher(new SqliteAsyncStore(this.store), instance.targets, { baseBackoffMs: 50, maxBackoffMs: 100, route });
+    this.dispatcher = new Dispatcher(new SqliteAsyncStore(this.store), instance.targets, {
+      baseBackoffMs: 50,
+      maxBackoffMs: 100,
+      route,
+    });
     this.ingestor = new Ingestor(this.store, this.config.ingest, (e) => {
       if (e.kind === 'batch') this.engine.evaluate(e.result.runId);
     });
@@ -88,7 +99,8 @@ export class PlatformRun {
 
   /** The rows of the instance's targets (the engine's platform-neutral rows, routed into these, left out). */
   rows(): OutboxRow[] {
-    return this.store.db.prepare('SELECT id, target, attempts, done_at, dead_at, dead_reason FROM outbox WHERE target <> ? ORDER BY id')
+    return this.store.db
+      .prepare('SELECT id, target, attempts, done_at, dead_at, dead_reason FROM outbox WHERE target <> ? ORDER BY id')
       .all(ROUTED) as OutboxRow[];
   }
 

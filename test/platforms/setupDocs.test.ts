@@ -35,9 +35,17 @@ describe('the Discord setup page', () => {
   const page = read('docs/platforms/discord.md');
 
   it("the invite link's permission integer is the sum of the permissions its table names, at discord.js's values", () => {
-    const rows = [...page.matchAll(/^\| ([A-Z][A-Za-z ]+) \| (\d+) \|/gm)].map((m) => ({ name: m[1]!, value: BigInt(m[2]!) }));
+    const rows = [...page.matchAll(/^\| ([A-Z][A-Za-z ]+) \| (\d+) \|/gm)].map((m) => ({
+      name: m[1]!,
+      value: BigInt(m[2]!),
+    }));
     expect(rows.map((r) => r.name)).toEqual([
-      'View Channel', 'Send Messages', 'Embed Links', 'Attach Files', 'Read Message History', 'Use Application Commands',
+      'View Channel',
+      'Send Messages',
+      'Embed Links',
+      'Attach Files',
+      'Read Message History',
+      'Use Application Commands',
     ]);
     let bits = 0n;
     for (const { name, value } of rows) {
@@ -80,17 +88,26 @@ describe('a setup page per chat platform', () => {
     expect(all.length).toBeGreaterThanOrEqual(PLATFORMS.length * 2);
     expect(all.filter((name) => !example.has(name))).toEqual([]);
     expect(new Set(all).size).toBe(all.length);
-    expect(variablesRead(PLATFORMS.find((p) => p.id === 'email')!)).toEqual(
-      ['EMAIL_FROM', 'EMAIL_TO', 'SMTP_HOST', 'SMTP_PASS', 'SMTP_PORT', 'SMTP_SECURE', 'SMTP_USER'],
-    );
+    expect(variablesRead(PLATFORMS.find((p) => p.id === 'email')!)).toEqual([
+      'EMAIL_FROM',
+      'EMAIL_TO',
+      'SMTP_HOST',
+      'SMTP_PASS',
+      'SMTP_PORT',
+      'SMTP_SECURE',
+      'SMTP_USER',
+    ]);
   });
 
-  it.each(PLATFORMS.map((p) => [p.id, p] as const))('docs/platforms/%s.md exists and names every variable its settings read', (id, platform) => {
-    const path = join(ROOT, 'docs', 'platforms', `${id}.md`);
-    expect(existsSync(path), `docs/platforms/${id}.md`).toBe(true);
-    const page = readFileSync(path, 'utf8');
-    expect(variablesRead(platform).filter((name) => !new RegExp(`\\b${name}\\b`).test(page))).toEqual([]);
-  });
+  it.each(PLATFORMS.map((p) => [p.id, p] as const))(
+    'docs/platforms/%s.md exists and names every variable its settings read',
+    (id, platform) => {
+      const path = join(ROOT, 'docs', 'platforms', `${id}.md`);
+      expect(existsSync(path), `docs/platforms/${id}.md`).toBe(true);
+      const page = readFileSync(path, 'utf8');
+      expect(variablesRead(platform).filter((name) => !new RegExp(`\\b${name}\\b`).test(page))).toEqual([]);
+    },
+  );
 
   it('each page is linked from docs/platforms.md and from docs/first-hour.md', () => {
     const index = read('docs/platforms.md');

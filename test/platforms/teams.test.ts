@@ -90,7 +90,11 @@ describe('Microsoft Teams Workflows webhook, end to end against a local receiver
   it('a refused card (400) is set aside; routes pick a named Workflows URL', async () => {
     const hook = await HttpReceiver.start();
     hook.answers.push({ status: 400, body: 'bad card' });
-    const run = await PlatformRun.of(teams, { urls: { ml: hook.url('/ml') }, routes: [{ runs: '*', channel: 'ml' }] }, {});
+    const run = await PlatformRun.of(
+      teams,
+      { urls: { ml: hook.url('/ml') }, routes: [{ runs: '*', channel: 'ml' }] },
+      {},
+    );
     open.push(hook, run);
     await run.write(30);
     await run.write(4, { frac: 1 });

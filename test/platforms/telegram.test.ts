@@ -74,7 +74,10 @@ describe('Telegram, end to end against a local fake of the Bot API', () => {
   it('a button press runs the command: Ack by an allowed user acks and edits the card; others are refused', async () => {
     tg.press(card(), mallory, 'muteRun:1');
     await tg.waitFor(() => tg.callbackAnswers.length === 1);
-    expect(tg.callbackAnswers[0]).toMatchObject({ show_alert: true, text: expect.stringMatching(/^You may not use \/mute/) });
+    expect(tg.callbackAnswers[0]).toMatchObject({
+      show_alert: true,
+      text: expect.stringMatching(/^You may not use \/mute/),
+    });
     expect(run.store.silences.active(Date.now())).toEqual([]);
 
     tg.press(card(), alice, 'ack:1');
@@ -88,7 +91,9 @@ describe('Telegram, end to end against a local fake of the Bot API', () => {
 
     tg.press(card(), alice, 'muteRun:1');
     await tg.waitFor(() => tg.callbackAnswers.length === 3);
-    expect(run.store.silences.active(Date.now())).toMatchObject([{ run: 'grpo', rule: null, author: '@alice', author_name: 'Alice Liddell' }]);
+    expect(run.store.silences.active(Date.now())).toMatchObject([
+      { run: 'grpo', rule: null, author: '@alice', author_name: 'Alice Liddell' },
+    ]);
   });
 
   it('answers commands from the tree: /alerts, /status@bot, usage for a bad one, rights for /ack', async () => {
@@ -116,20 +121,38 @@ describe('Telegram, end to end against a local fake of the Bot API', () => {
     expect(replies.filter((m) => m.photo)).toHaveLength(1); // the chart, once, at the post
     const said = replies.filter((m) => m.text?.startsWith('✅'));
     expect(said).toHaveLength(1);
-    expect(said[0]!.text).toMatch(/^✅ CRITICAL · mode_collapse resolved · grpo: Resolved at step \d+: frac_zero_std 0: back past/);
+    expect(said[0]!.text).toMatch(
+      /^✅ CRITICAL · mode_collapse resolved · grpo: Resolved at step \d+: frac_zero_std 0: back past/,
+    );
   });
 });
 
 describe('Telegram refusals', () => {
   it('a refused token settles `failure`; a 429 on sendMessage waits its retry_after', async () => {
     const tg = await FakeTelegram.start();
-    const bad = await PlatformRun.of(telegram, {}, { TELEGRAM_BOT_TOKEN: 'nope', TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: String(CHAT) });
+    const bad = await PlatformRun.of(
+      telegram,
+      {},
+      { TELEGRAM_BOT_TOKEN: 'nope', TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: String(CHAT) },
+    );
     bad.instance.start!();
     expect((await bad.instance.failure!).message).toMatch(/^Telegram refused the token .*401 Unauthorized/);
     await bad.close();
 
-    tg.failSend.push({ status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } } });
-    const run = await PlatformRun.of(telegram, { commands: false }, { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: String(CHAT) });
+    tg.failSend.push({
+      status: 429,
+      body: {
+        ok: false,
+        error_code: 429,
+        description: 'Too Many Requests: retry after 1',
+        parameters: { retry_after: 1 },
+      },
+    });
+    const run = await PlatformRun.of(
+      telegram,
+      { commands: false },
+      { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_CHAT_ID: String(CHAT) },
+    );
     await run.write(30);
     await run.write(4, { frac: 1 });
     await tg.waitFor(() => run.rows()[0]?.done_at != null, 5000);

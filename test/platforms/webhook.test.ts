@@ -37,7 +37,10 @@ describe('generic webhook, end to end against a local receiver', () => {
   it('a collapse is POSTed once, signed, with Alertmanager fields and the generations as data; its resolution too', async () => {
     const { hook, run } = await setUp({ charts: true });
     await run.write(30);
-    await run.generations([{ reward: 0.9, completion: HOSTILE }, { reward: 0.1, completion: 'x = 1' }]);
+    await run.generations([
+      { reward: 0.9, completion: HOSTILE },
+      { reward: 0.1, completion: 'x = 1' },
+    ]);
     await run.write(4, { frac: 1 }); // frac_zero_std > 0.8 for 3 steps: mode_collapse
     await hook.waitFor(() => hook.received.length === 1);
     const r = hook.received[0]!;
@@ -46,7 +49,9 @@ describe('generic webhook, end to end against a local receiver', () => {
     // a captured body replayed: with its own timestamp it is refused once stale, and a fresh timestamp breaks the HMAC
     const sent = Number(r.headers[TIMESTAMP_HEADER.toLowerCase()]);
     expect(verified(r.raw, r.headers, sent + 301)).toBe(false);
-    expect(verified(r.raw, { ...r.headers, [TIMESTAMP_HEADER.toLowerCase()]: String(sent + 301) }, sent + 301)).toBe(false);
+    expect(verified(r.raw, { ...r.headers, [TIMESTAMP_HEADER.toLowerCase()]: String(sent + 301) }, sent + 301)).toBe(
+      false,
+    );
     const body = hook.json<WebhookBody>(0);
     expect(body).toMatchObject({ version: '4', status: 'firing', groupLabels: { run: 'grpo' }, truncatedAlerts: 0 });
     expect(body.alerts).toHaveLength(1);
@@ -106,16 +111,19 @@ describe('generic webhook, end to end against a local receiver', () => {
   it('routes by run glob to a named URL; a route to an unknown destination is a config error naming the field', async () => {
     const oncall = await HttpReceiver.start();
     open.push(oncall);
-    const { hook, run } = await setUp({ urls: { oncall: oncall.url('/pager') }, routes: [{ runs: 'grp*', channel: 'oncall' }] });
+    const { hook, run } = await setUp({
+      urls: { oncall: oncall.url('/pager') },
+      routes: [{ runs: 'grp*', channel: 'oncall' }],
+    });
     await run.write(30);
     await run.write(4, { frac: 1 });
     await oncall.waitFor(() => oncall.received.length === 1);
     expect(oncall.received[0]!.path).toBe('/pager');
     expect(hook.received).toEqual([]);
     expect(run.rows().map((r) => r.target)).toEqual(['webhook:oncall']);
-    expect(() => webhook.settings(webhook.section.parse({ routes: [{ channel: 'pager' }] }), { WEBHOOK_URL: hook.url() })).toThrow(
-      "webhook.routes[0].channel: no destination 'pager'",
-    );
+    expect(() =>
+      webhook.settings(webhook.section.parse({ routes: [{ channel: 'pager' }] }), { WEBHOOK_URL: hook.url() }),
+    ).toThrow("webhook.routes[0].channel: no destination 'pager'");
     expect(webhook.settings(webhook.section.parse({}), {})).toBeNull();
   });
 

@@ -26,7 +26,11 @@ function expectPng(png: Buffer, width = 800, height = 360): void {
   expect(png.length).toBeGreaterThan(2_000);
 }
 
-const curve = (n: number) => Array.from({ length: n }, (_, i) => ({ step: i * 10, value: 0.2 + 0.5 * (1 - Math.exp(-i / 60)) + 0.03 * Math.sin(i / 4) }));
+const curve = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    step: i * 10,
+    value: 0.2 + 0.5 * (1 - Math.exp(-i / 60)) + 0.03 * Math.sin(i / 4),
+  }));
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -46,7 +50,9 @@ describe('renderLineChart', () => {
   it('renders an empty series as a chart saying "no data"', async () => {
     const png = await renderLineChart({ title: 'run a · kl', metric: 'kl', points: [] });
     expectPng(png, 800, 360);
-    const svg = await specToSvg(lineChartSpec({ title: 'run a · kl', metric: 'kl', rows: [], width: 800, height: 360 }));
+    const svg = await specToSvg(
+      lineChartSpec({ title: 'run a · kl', metric: 'kl', rows: [], width: 800, height: 360 }),
+    );
     expect(svg).toContain('no data');
     expect(svg).toContain('run a · kl');
   });
@@ -58,7 +64,9 @@ describe('renderLineChart', () => {
   });
 
   it('drops NaN and Infinity and leaves a gap instead of crashing', async () => {
-    const points = curve(300).map((p, i) => (i >= 100 && i < 110 ? { ...p, value: NaN } : i === 200 ? { ...p, value: Infinity } : p));
+    const points = curve(300).map((p, i) =>
+      i >= 100 && i < 110 ? { ...p, value: NaN } : i === 200 ? { ...p, value: Infinity } : p,
+    );
     expectPng(await renderLineChart({ title: 'gappy', metric: 'loss', points }));
 
     const rows = chartRows(points, 1000);
@@ -75,14 +83,23 @@ describe('renderLineChart', () => {
     const png = await renderLineChart({ title: 'fired', metric: 'reward', points: curve(300), markStep: 2400 });
     expectPng(png);
     const svg = await specToSvg(
-      lineChartSpec({ title: 'fired', metric: 'reward', rows: chartRows(curve(300), 1000), markStep: 2400, width: 800, height: 360 }),
+      lineChartSpec({
+        title: 'fired',
+        metric: 'reward',
+        rows: chartRows(curve(300), 1000),
+        markStep: 2400,
+        width: 800,
+        height: 360,
+      }),
     );
     expect(svg.toLowerCase()).toContain('#d62728');
     expect(svg).toContain('step 2,400');
     expect(svg).toContain('>reward<');
     expect(svg).toContain('>step<');
     // No mark without markStep.
-    const plain = await specToSvg(lineChartSpec({ title: 'x', metric: 'reward', rows: chartRows(curve(300), 1000), width: 800, height: 360 }));
+    const plain = await specToSvg(
+      lineChartSpec({ title: 'x', metric: 'reward', rows: chartRows(curve(300), 1000), width: 800, height: 360 }),
+    );
     expect(plain.toLowerCase()).not.toContain('#d62728');
   });
 
@@ -109,7 +126,10 @@ describe('renderLineChart', () => {
   });
 
   it('down-samples to at most 1,000 points and renders 1,000,000 points', async () => {
-    const points = Array.from({ length: 1_000_000 }, (_, i) => ({ step: i, value: Math.sin(i / 40_000) + (i === 500_000 ? 10 : 0) }));
+    const points = Array.from({ length: 1_000_000 }, (_, i) => ({
+      step: i,
+      value: Math.sin(i / 40_000) + (i === 500_000 ? 10 : 0),
+    }));
     const rows = chartRows(points, 1000);
     expect(rows).toHaveLength(1000);
     expect(rows).toContainEqual({ step: 500_000, value: 10 + Math.sin(500_000 / 40_000) });
@@ -126,18 +146,31 @@ describe('renderLineChart', () => {
     vi.stubGlobal('fetch', fetchSpy);
     expectPng(await renderLineChart({ title: 't', metric: 'm', points: curve(30), markStep: 100 }));
     expect(fetchSpy).not.toHaveBeenCalled();
-    const spec = JSON.stringify(lineChartSpec({ title: 't', metric: 'm', rows: chartRows(curve(30), 1000), markStep: 100, width: 800, height: 360 }));
+    const spec = JSON.stringify(
+      lineChartSpec({
+        title: 't',
+        metric: 'm',
+        rows: chartRows(curve(30), 1000),
+        markStep: 100,
+        width: 800,
+        height: 360,
+      }),
+    );
     expect(spec).not.toMatch(/"url"/);
   });
 
   it('still produces a PNG when no fonts are available', async () => {
-    const svg = await specToSvg(lineChartSpec({ title: 't', metric: 'm', rows: chartRows(curve(30), 1000), width: 800, height: 360 }));
+    const svg = await specToSvg(
+      lineChartSpec({ title: 't', metric: 'm', rows: chartRows(curve(30), 1000), width: 800, height: 360 }),
+    );
     expectPng(await svgToPng(svg, 800, { loadSystemFonts: false }));
   });
 
-  it('measures text with DejaVu Sans advance widths instead of vega\'s 0.8 em guess', () => {
+  it("measures text with DejaVu Sans advance widths instead of vega's 0.8 em guess", () => {
     expect(dejaVuTextWidth({ text: '0123456789', fontSize: 10 })).toBeCloseTo(63.6);
-    expect(dejaVuTextWidth({ text: 'step', fontSize: 14, fontWeight: 'bold' })).toBeGreaterThan(dejaVuTextWidth({ text: 'step', fontSize: 14 }));
+    expect(dejaVuTextWidth({ text: 'step', fontSize: 14, fontWeight: 'bold' })).toBeGreaterThan(
+      dejaVuTextWidth({ text: 'step', fontSize: 14 }),
+    );
     expect(dejaVuTextWidth({ fontSize: 12 }, 'abc')).toBeGreaterThan(0);
     expect(dejaVuTextWidth({ text: null })).toBe(0);
   });
@@ -146,16 +179,31 @@ describe('renderLineChart', () => {
 describe('living beside other libraries', () => {
   it("leaves Set.prototype as it found it (vega-lite's toJSON breaks discord.js's event emitter)", async () => {
     const { renderLineChart: render } = await import('../../src/render/chart.ts');
-    await render({ title: 't', metric: 'm', points: [{ step: 1, value: 1 }, { step: 2, value: 2 }] });
+    await render({
+      title: 't',
+      metric: 'm',
+      points: [
+        { step: 1, value: 1 },
+        { step: 2, value: 2 },
+      ],
+    });
     expect(Object.getOwnPropertyNames(Set.prototype)).not.toContain('toJSON');
   });
 });
 
 describe('a chart read on a phone', () => {
   const noisy = Array.from({ length: 100 }, (_, i) => ({ step: i + 1, value: i % 2 === 0 ? 0.505 : 0.495 }));
-  type Layer = { mark: { type: string; opacity?: number; strokeWidth?: number }; data?: { values: Array<Record<string, unknown>> }; encoding: { y?: { field?: string; scale?: { domain?: number[] } } } };
+  type Layer = {
+    mark: { type: string; opacity?: number; strokeWidth?: number };
+    data?: { values: Array<Record<string, unknown>> };
+    encoding: { y?: { field?: string; scale?: { domain?: number[] } } };
+  };
   const layers = (rows: Array<{ step: number; value: number | null }>): Layer[] =>
-    (lineChartSpec({ title: 't', metric: 'reward', rows, markStep: 50, width: 800, height: 360 }) as unknown as { layer: Layer[] }).layer;
+    (
+      lineChartSpec({ title: 't', metric: 'reward', rows, markStep: 50, width: 800, height: 360 }) as unknown as {
+        layer: Layer[];
+      }
+    ).layer;
 
   it('noise of ±0.005 on 0.5 is drawn in a range of at least 0.05, not stretched to the full height', () => {
     const raw = layers(noisy).find((l) => l.encoding.y?.field === 'value')!;
@@ -166,7 +214,9 @@ describe('a chart read on a phone', () => {
     expect(lo).toBeCloseTo(0.5 - span / 2, 9);
     expect(hi).toBeCloseTo(0.5 + span / 2 + (26 / 260) * span, 9);
     // a real move keeps its own range
-    const moving = layers(noisy.map((p) => ({ ...p, value: p.step / 100 }))).find((l) => l.encoding.y?.field === 'value')!;
+    const moving = layers(noisy.map((p) => ({ ...p, value: p.step / 100 }))).find(
+      (l) => l.encoding.y?.field === 'value',
+    )!;
     expect(moving.encoding.y!.scale!.domain![0]).toBe(0.01);
     expect(moving.encoding.y!.scale!.domain![1]).toBeCloseTo(1 + (26 / 260) * 0.99, 9);
   });
@@ -183,19 +233,38 @@ describe('a chart read on a phone', () => {
     const values = ema.data!.values.map((r) => r.ema as number);
     expect(values[0]).toBeCloseTo(0.505, 12);
     expect(values[1]).toBeCloseTo(0.505 - 0.01 / 3, 12);
-    expect(withEma([{ step: 1, value: 1 }, { step: 2, value: null }, { step: 3, value: 3 }], 0.5).map((r) => r.ema)).toEqual([1, null, 2]);
+    expect(
+      withEma(
+        [
+          { step: 1, value: 1 },
+          { step: 2, value: null },
+          { step: 3, value: 3 },
+        ],
+        0.5,
+      ).map((r) => r.ema),
+    ).toEqual([1, null, 2]);
   });
 });
 
 describe('the y axis', () => {
   it("keeps its rotated title clear of the tick labels (frac_zero_std's underscores reach towards them)", async () => {
-    const points = Array.from({ length: 43 }, (_, i) => ({ step: i + 1, value: i < 40 ? 0.2 + 0.05 * Math.sin(i) : 0.9 }));
-    const svg = await specToSvg(lineChartSpec({ title: 't', metric: 'frac_zero_std', rows: chartRows(points, 1000), width: 800, height: 360 }));
+    const points = Array.from({ length: 43 }, (_, i) => ({
+      step: i + 1,
+      value: i < 40 ? 0.2 + 0.05 * Math.sin(i) : 0.9,
+    }));
+    const svg = await specToSvg(
+      lineChartSpec({ title: 't', metric: 'frac_zero_std', rows: chartRows(points, 1000), width: 800, height: 360 }),
+    );
     // the tick labels are right-aligned at x; the title is rotated a quarter turn, its baseline at x + dy
-    const labels = [...svg.matchAll(/text-anchor="end" transform="translate\(([-\d.]+),[-\d.]+\)"[^>]*font-size="18px"[^>]*>(0\.\d)</g)]
-      .map((m) => Number(m[1]) - dejaVuTextWidth({ fontSize: 18 }, m[2]));
+    const labels = [
+      ...svg.matchAll(
+        /text-anchor="end" transform="translate\(([-\d.]+),[-\d.]+\)"[^>]*font-size="18px"[^>]*>(0\.\d)</g,
+      ),
+    ].map((m) => Number(m[1]) - dejaVuTextWidth({ fontSize: 18 }, m[2]));
     expect(labels.length).toBeGreaterThanOrEqual(3);
-    const title = /translate\(([-\d.]+),[-\d.]+\) rotate\(-90\) translate\(0,([-\d.]+)\)[^>]*>frac_zero_std</.exec(svg)!;
+    const title = /translate\(([-\d.]+),[-\d.]+\) rotate\(-90\) translate\(0,([-\d.]+)\)[^>]*>frac_zero_std</.exec(
+      svg,
+    )!;
     const baseline = Number(title[1]) + Number(title[2]);
     // DejaVu Sans Bold's underscore reaches 0.3 em under the baseline: 5.4 px at 18 px; 4 px more of air
     expect(baseline + 0.3 * 18 + 4).toBeLessThanOrEqual(Math.min(...labels));
@@ -205,19 +274,39 @@ describe('the y axis', () => {
 describe('the alert rule drawn on the chart', () => {
   it('a threshold is a dashed horizontal rule at its value, labelled, and the y range reaches it', async () => {
     const points = curve(100).map((p) => ({ ...p, value: p.value * 0.5 })); // 0.1 .. 0.36, all under the line
-    const spec = lineChartSpec({ title: 't', metric: 'frac_zero_std', rows: chartRows(points, 1000), threshold: 0.8, markStep: 500, width: 800, height: 360 });
-    const layers = (spec as { layer: Array<{ mark: { type: string; strokeDash?: number[] }; data?: { values: unknown[] }; encoding: Record<string, { field?: string }> }> }).layer;
+    const spec = lineChartSpec({
+      title: 't',
+      metric: 'frac_zero_std',
+      rows: chartRows(points, 1000),
+      threshold: 0.8,
+      markStep: 500,
+      width: 800,
+      height: 360,
+    });
+    const layers = (
+      spec as {
+        layer: Array<{
+          mark: { type: string; strokeDash?: number[] };
+          data?: { values: unknown[] };
+          encoding: Record<string, { field?: string }>;
+        }>;
+      }
+    ).layer;
     const rule = layers.find((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'threshold')!;
     // the line is the range's top: its label goes under it
     expect(rule.data?.values).toEqual([{ threshold: 0.8, label: 'threshold 0.8', up: false }]);
     expect(rule.mark.strokeDash).toBeDefined();
     // the firing step keeps its own (vertical) rule
-    expect(layers.find((l) => l.mark.type === 'rule' && l.encoding.x?.field === 'step')?.data?.values).toEqual([{ step: 500 }]);
+    expect(layers.find((l) => l.mark.type === 'rule' && l.encoding.x?.field === 'step')?.data?.values).toEqual([
+      { step: 500 },
+    ]);
     const svg = await specToSvg(spec);
     expect(svg).toContain('threshold 0.8');
     expect(svg).toContain('>0.8<'); // a y label at (or past) the line: the range was stretched to show it
     expectPng(await renderLineChart({ title: 't', metric: 'frac_zero_std', points, threshold: 0.8, markStep: 500 }));
-    const plain = await specToSvg(lineChartSpec({ title: 't', metric: 'x', rows: chartRows(points, 1000), width: 800, height: 360 }));
+    const plain = await specToSvg(
+      lineChartSpec({ title: 't', metric: 'x', rows: chartRows(points, 1000), width: 800, height: 360 }),
+    );
     expect(plain).not.toContain('threshold');
   });
 });

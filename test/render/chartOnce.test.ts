@@ -3,7 +3,10 @@ import { PNG_SIGNATURE } from '../../src/render/chart.ts';
 import { alertChartPng } from '../../src/render/chartOnce.ts';
 
 const spec = (threshold: number) => ({
-  title: 'frac_zero_std · grpo', metric: 'frac_zero_std', markStep: 5, threshold,
+  title: 'frac_zero_std · grpo',
+  metric: 'frac_zero_std',
+  markStep: 5,
+  threshold,
   points: [0.1, 0.2, 0.1, 0.9, 0.95].map((value, i) => ({ step: i + 1, value })),
 });
 

@@ -11,7 +11,9 @@ import { tempDir } from '../helpers.ts';
 import { cases, type Case } from './chartCases.ts';
 
 const optionsOf = (c: Case): LineChartOptions => ({
-  title: c.title, metric: c.metric, points: c.points,
+  title: c.title,
+  metric: c.metric,
+  points: c.points,
   ...(c.markStep === undefined ? {} : { markStep: c.markStep }),
   ...(c.threshold === undefined ? {} : { threshold: c.threshold }),
   ...(c.second ? { second: { points: c.second } } : {}),
@@ -59,14 +61,17 @@ describe('charts drawn on the chart thread', () => {
       renderOffThread({ ...card, threshold: 20 + i }, urgency).then(() => done.push(name));
     // posted together: the thread takes the first at once; the others wait, and the critical one is next
     await Promise.all([
-      draw('warning 1', 1, 1), draw('info', 0, 2), draw('warning 2', 1, 3), draw('critical', 2, 4),
+      draw('warning 1', 1, 1),
+      draw('info', 0, 2),
+      draw('warning 2', 1, 3),
+      draw('critical', 2, 4),
       draw('warning 3', 1, 5),
     ]);
     expect(done.indexOf('critical')).toBeLessThanOrEqual(1);
     expect(done.filter((n) => n !== 'critical')).toEqual(['warning 1', 'warning 2', 'warning 3', 'info']);
   });
 
-  it('free each chart\'s native memory while more wait: 150 charts drawn back to back hold no more than a few', () => {
+  it("free each chart's native memory while more wait: 150 charts drawn back to back hold no more than a few", () => {
     // resvg holds ~1.7 MB per chart (its font data and image) until a finalizer runs from the thread's event loop
     const code = `
       import { chartThreadReady, renderOffThread } from './src/render/chartThread.ts';
@@ -81,7 +86,8 @@ describe('charts drawn on the chart thread', () => {
       await Promise.all(Array.from({ length: 16 }, lane));
       console.log(Math.round((process.memoryUsage().rss - base) / 2 ** 20));`;
     const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-      encoding: 'utf8', timeout: 120_000,
+      encoding: 'utf8',
+      timeout: 120_000,
     });
     expect(child.stderr).toBe('');
     // all 150 held: 250 MB and more; freed as drawn: the thread's heap and a few charts' worth
@@ -112,7 +118,8 @@ describe('charts drawn on the chart thread', () => {
       await chartThreadReady();
       renderOffThread(opts).then((png) => console.log('drawn', png.equals(here)));`;
     const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-      encoding: 'utf8', timeout: 60_000,
+      encoding: 'utf8',
+      timeout: 60_000,
     });
     expect(child.stderr).toBe('');
     expect(child.stdout.trim()).toBe('drawn true');
@@ -131,7 +138,9 @@ describe('charts drawn on the chart thread', () => {
       const drawn = await renderOffThread(opts);
       console.log('same', drawn.equals(await renderLineChart(opts)));`;
     const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-      encoding: 'utf8', timeout: 60_000, env: { ...process.env, XDG_CACHE_HOME: cache },
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, XDG_CACHE_HOME: cache },
     });
     expect(child.stderr).toBe('');
     expect(child.stdout.trim()).toBe('same true');

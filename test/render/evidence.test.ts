@@ -56,11 +56,16 @@ const panels = (spec: TopLevelSpec): Layer[][] => {
   const s = spec as unknown as Spec;
   return s.vconcat ? s.vconcat.map((v) => v.layer) : [s.layer!];
 };
-const rawLayer = (layers: Layer[]): Layer => layers.find((l) => l.mark.type === 'line' && l.encoding.y?.field === 'value')!;
+const rawLayer = (layers: Layer[]): Layer =>
+  layers.find((l) => l.mark.type === 'line' && l.encoding.y?.field === 'value')!;
 const limitsOf = (layers: Layer[]): number[] =>
-  layers.filter((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'threshold').flatMap((l) => l.data!.values.map((v) => v.threshold as number));
+  layers
+    .filter((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'threshold')
+    .flatMap((l) => l.data!.values.map((v) => v.threshold as number));
 const breachesOf = (layers: Layer[]): Array<{ step: number; value: number }> =>
-  layers.filter((l) => l.mark.type === 'point').flatMap((l) => l.data!.values.map((v) => ({ step: v.step as number, value: v.value as number })));
+  layers
+    .filter((l) => l.mark.type === 'point')
+    .flatMap((l) => l.data!.values.map((v) => ({ step: v.step as number, value: v.value as number })));
 
 /** The y domains vega computed for the spec's panels, top first (what the picture's y axes span). */
 async function yDomains(spec: TopLevelSpec): Promise<Array<[number, number]>> {
@@ -85,7 +90,11 @@ const inside = (v: number, [lo, hi]: [number, number]): boolean => v >= lo && v 
  * marked, and each panel's limits (`limits`, top panel first) drawn and within its y range with the firing value.
  */
 async function checkEvidence(
-  name: string, chart: AlertChart, fired: number, firedValue: number, limits: number[][],
+  name: string,
+  chart: AlertChart,
+  fired: number,
+  firedValue: number,
+  limits: number[][],
 ): Promise<Layer[][]> {
   const spec = chartSpecOf(chart);
   const ps = panels(spec);
@@ -100,7 +109,10 @@ async function checkEvidence(
     expect(raw.mark.opacity ?? 1).toBe(1);
     const drawn = limitsOf(layers);
     for (const want of limits[k]!) {
-      expect(drawn.some((v) => Math.abs(v - want) <= 1e-9 * Math.max(1, Math.abs(want))), `${name}: limit ${want} in ${drawn}`).toBe(true);
+      expect(
+        drawn.some((v) => Math.abs(v - want) <= 1e-9 * Math.max(1, Math.abs(want))),
+        `${name}: limit ${want} in ${drawn}`,
+      ).toBe(true);
       expect(inside(want, domains[k]!), `${name}: limit ${want} in ${domains[k]}`).toBe(true);
     }
   });
@@ -128,7 +140,10 @@ describe("an alert card's chart shows why it fired", () => {
     const ps = await checkEvidence('mode_collapse', chart, fired, at(rows, 'frac_zero_std', fired), [[rule.value!]]);
     // every record above the line is marked, none below it (the chart ends at the record the alert fired on: it was
     // captured then)
-    const above = rows.slice(0, fired).map((r, i) => ({ step: i + 1, value: r.frac_zero_std })).filter((p) => p.value > rule.value!);
+    const above = rows
+      .slice(0, fired)
+      .map((r, i) => ({ step: i + 1, value: r.frac_zero_std }))
+      .filter((p) => p.value > rule.value!);
     expect(breachesOf(ps[0]!)).toEqual(above);
   });
 
@@ -139,7 +154,9 @@ describe("an alert card's chart shows why it fired", () => {
     ];
     const t = new Trace({ book: presetOnly('entropy_collapse') }).feed(rows);
     const { chart, fired } = chartOfAlert(t, 'entropy_collapse');
-    await checkEvidence('entropy_collapse', chart, fired, at(rows, 'entropy', fired), [[preset<'threshold'>('entropy_collapse').value!]]);
+    await checkEvidence('entropy_collapse', chart, fired, at(rows, 'entropy', fired), [
+      [preset<'threshold'>('entropy_collapse').value!],
+    ]);
   });
 
   it('threshold on two metrics (no_learning): the loss and the grad norm in two panels, each with its line', async () => {
@@ -171,13 +188,27 @@ describe("an alert card's chart shows why it fired", () => {
     const base = median(rows.slice(80 - rule.baselineWindow, 80).map((r) => r.grad_norm!));
     const limit = Math.max(rule.floor!, rule.factor * base);
     const ps = await checkEvidence('grad_explosion', chart, fired, 14.7, [[limit]]);
-    const levels = ps[0]!.filter((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'level').flatMap((l) => l.data!.values.map((v) => v.level));
+    const levels = ps[0]!
+      .filter((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'level')
+      .flatMap((l) => l.data!.values.map((v) => v.level));
     expect(levels).toEqual([base]);
   });
 
   it('relative with a recovery line: the band between recover × baseline and the limit it must come back through', async () => {
-    const rows = [...Array.from({ length: 30 }, (_, i) => ({ length: 100 + 10 * jitter(i) })), ...Array.from({ length: 3 }, () => ({ length: 260 }))];
-    const book = rulesOf({ id: 'length_blowup', kind: 'relative', metric: 'length', baseline: 'early', baselineWindow: 20, op: '>', factor: 2, recover: 1.5 });
+    const rows = [
+      ...Array.from({ length: 30 }, (_, i) => ({ length: 100 + 10 * jitter(i) })),
+      ...Array.from({ length: 3 }, () => ({ length: 260 })),
+    ];
+    const book = rulesOf({
+      id: 'length_blowup',
+      kind: 'relative',
+      metric: 'length',
+      baseline: 'early',
+      baselineWindow: 20,
+      op: '>',
+      factor: 2,
+      recover: 1.5,
+    });
     const t = new Trace({ book }).feed(rows);
     const { chart, fired } = chartOfAlert(t, 'length_blowup');
     const base = median(rows.slice(0, 20).map((r) => r.length!));
@@ -188,7 +219,10 @@ describe("an alert card's chart shows why it fired", () => {
   });
 
   it('anomaly (pg_clipfrac_spike): the band of median ± z robust σ the spike left', async () => {
-    const rows = [...Array.from({ length: 60 }, (_, i) => ({ pg_clipfrac: 0.1 + 0.02 * jitter(i) })), { pg_clipfrac: 0.4 }];
+    const rows = [
+      ...Array.from({ length: 60 }, (_, i) => ({ pg_clipfrac: 0.1 + 0.02 * jitter(i) })),
+      { pg_clipfrac: 0.4 },
+    ];
     const t = new Trace({ book: presetOnly('pg_clipfrac_spike') }).feed(rows);
     const { chart, fired } = chartOfAlert(t, 'pg_clipfrac_spike');
     const rule = preset<'anomaly'>('pg_clipfrac_spike');
@@ -207,7 +241,11 @@ describe("an alert card's chart shows why it fired", () => {
     const trace = (): Trace => new Trace().feed(rows);
     /** each shaded window's drawn mean is the mean of the records it spans */
     const windowsMatch = (layers: Layer[]): Array<{ from: number; to: number }> => {
-      const ws = layers.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{ from: number; to: number; mean: number }>;
+      const ws = layers.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{
+        from: number;
+        to: number;
+        mean: number;
+      }>;
       for (const w of ws) expect(w.mean).toBeCloseTo(mean(rows.slice(w.from - 1, w.to).map((r) => r.reward)), 12);
       return ws;
     };
@@ -234,14 +272,20 @@ describe("an alert card's chart shows why it fired", () => {
 
   it('decline (reward_trend): its best level and the current window, each drawn at the mean of the records it spans', async () => {
     // a level of 0.6 with some noise, then a slow slide of 30% over 250 records: adjacent windows barely differ
-    const rows = Array.from({ length: 450 }, (_, i) => ({ reward: (i < 200 ? 0.6 : 0.6 * (1 - (0.3 * (i - 200)) / 250)) + 0.01 * jitter(i) }));
+    const rows = Array.from({ length: 450 }, (_, i) => ({
+      reward: (i < 200 ? 0.6 : 0.6 * (1 - (0.3 * (i - 200)) / 250)) + 0.01 * jitter(i),
+    }));
     const t = new Trace({ book: presetOnly('reward_trend') }).feed(rows);
     const details = JSON.parse(t.alert('reward_trend').details) as { best?: { step: number } };
     expect(details.best).toBeDefined(); // fired as a decline from its best level
     const { chart, fired } = chartOfAlert(t, 'reward_trend');
     const rule = preset<'trend'>('reward_trend');
     const ps = await checkEvidence('reward_decline', chart, fired, at(rows, 'reward', fired), [[]]);
-    const ws = ps[0]!.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{ from: number; to: number; mean: number }>;
+    const ws = ps[0]!.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{
+      from: number;
+      to: number;
+      mean: number;
+    }>;
     expect(ws.map((w) => w.to - w.from + 1)).toEqual([2 * rule.declineWindow, rule.declineWindow]);
     expect(ws[0]!.to).toBe(details.best!.step);
     expect(ws[1]!.to).toBe(fired);
@@ -251,7 +295,15 @@ describe("an alert card's chart shows why it fired", () => {
 
   it('milestone: the target the mean missed at the epoch, the window it was the mean of', async () => {
     const rows = Array.from({ length: 60 }, (_, i) => ({ epoch: (i + 1) / 100, reward: 0.1 + 0.04 * jitter(i) }));
-    const book = rulesOf({ id: 'reward_by_half', kind: 'milestone', epoch: 0.5, metric: 'reward', op: '>', value: 0.2, window: 10 });
+    const book = rulesOf({
+      id: 'reward_by_half',
+      kind: 'milestone',
+      epoch: 0.5,
+      metric: 'reward',
+      op: '>',
+      value: 0.2,
+      window: 10,
+    });
     const t = new Trace({ book }).feed(rows);
     const { chart, fired } = chartOfAlert(t, 'reward_by_half');
     expect(fired).toBe(50); // the record of epoch 0.5
@@ -263,13 +315,23 @@ describe("an alert card's chart shows why it fired", () => {
 
   it('divergence: the rising component above, the falling one beneath, each with its two windows', async () => {
     const rows = [
-      ...Array.from({ length: 40 }, (_, i) => ({ 'rewards/format': 0.3 + 0.01 * jitter(i), 'rewards/accuracy': 0.5 + 0.01 * jitter(i + 3) })),
+      ...Array.from({ length: 40 }, (_, i) => ({
+        'rewards/format': 0.3 + 0.01 * jitter(i),
+        'rewards/accuracy': 0.5 + 0.01 * jitter(i + 3),
+      })),
       ...Array.from({ length: 30 }, (_, i) => ({
         'rewards/format': 0.3 + 0.02 * (i + 1) + 0.01 * jitter(i),
         'rewards/accuracy': 0.5 - 0.012 * (i + 1) + 0.01 * jitter(i + 3),
       })),
     ];
-    const book = rulesOf({ id: 'reward_hacking', kind: 'divergence', metrics: ['rewards/*'], window: 15, minDelta: 0.05, sigmas: 5 });
+    const book = rulesOf({
+      id: 'reward_hacking',
+      kind: 'divergence',
+      metrics: ['rewards/*'],
+      window: 15,
+      minDelta: 0.05,
+      sigmas: 5,
+    });
     const t = new Trace({ book }).feed(rows);
     const { chart, fired } = chartOfAlert(t, 'reward_hacking');
     expect(chart.metric).toBe('rewards/format');
@@ -278,7 +340,11 @@ describe("an alert card's chart shows why it fired", () => {
     expect(ps.length).toBe(2);
     const names = ['rewards/format', 'rewards/accuracy'] as const;
     ps.forEach((layers, k) => {
-      const ws = layers.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{ from: number; to: number; mean: number }>;
+      const ws = layers.find((l) => l.mark.type === 'rule' && l.encoding.x2)!.data!.values as Array<{
+        from: number;
+        to: number;
+        mean: number;
+      }>;
       expect(ws.length).toBe(2);
       expect(ws[1]!.to).toBe(fired);
       for (const w of ws) expect(w.mean).toBeCloseTo(mean(rows.slice(w.from - 1, w.to).map((r) => r[names[k]!]!)), 12);
@@ -292,20 +358,28 @@ describe("an alert card's chart shows why it fired", () => {
   });
 
   it('non_finite: the last finite value drawn, and a mark where the series went NaN', async () => {
-    const rows: Values[] = [...Array.from({ length: 30 }, (_, i) => ({ loss: 0.6 - i * 0.01 + 0.02 * jitter(i) })), { loss: NaN }];
+    const rows: Values[] = [
+      ...Array.from({ length: 30 }, (_, i) => ({ loss: 0.6 - i * 0.01 + 0.02 * jitter(i) })),
+      { loss: NaN },
+    ];
     const t = new Trace({ book: presetOnly('non_finite') }).feed(rows);
     const { chart, fired } = chartOfAlert(t, 'non_finite');
     expect(fired).toBe(31);
     const last = rows[29]!.loss!;
     const ps = await checkEvidence('non_finite', chart, fired, last, [[]]);
-    const levels = ps[0]!.filter((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'level').flatMap((l) => l.data!.values);
+    const levels = ps[0]!
+      .filter((l) => l.mark.type === 'rule' && l.encoding.y?.field === 'level')
+      .flatMap((l) => l.data!.values);
     expect(levels.map((v) => v.level)).toEqual([last]);
     expect(levels[0]!.label).toContain('last finite');
   });
 
   it('saturation: the highest value it sits at, and its spread at 0 beneath', async () => {
     const rows = [
-      ...Array.from({ length: 30 }, (_, i) => ({ 'rewards/format': 0.4 + 0.02 * i, 'rewards/format/std': 0.2 + 0.05 * jitter(i) })),
+      ...Array.from({ length: 30 }, (_, i) => ({
+        'rewards/format': 0.4 + 0.02 * i,
+        'rewards/format/std': 0.2 + 0.05 * jitter(i),
+      })),
       ...Array.from({ length: 5 }, () => ({ 'rewards/format': 1.0, 'rewards/format/std': 0 })),
     ];
     const t = new Trace({ book: presetOnly('reward_saturated') }).feed(rows);

@@ -15,8 +15,14 @@ const wave = (n: number): Array<{ step: number; value: number }> =>
 
 /** Texts beyond ASCII that DejaVu Sans draws in both weights, and negative numbers (d3 writes U+2212 for minus). */
 const more: Case[] = [
-  { name: 'accents, Greek, Cyrillic', title: 'Grüße · Ωμέγα · Жизнь · naïve “q” – ok…',
-    metric: 'récompense', points: wave(80), markStep: 30, threshold: -1.5 },
+  {
+    name: 'accents, Greek, Cyrillic',
+    title: 'Grüße · Ωμέγα · Жизнь · naïve “q” – ok…',
+    metric: 'récompense',
+    points: wave(80),
+    markStep: 30,
+    threshold: -1.5,
+  },
   { name: 'a CJK run name', title: 'reward · 训练/run1', metric: 'reward', points: wave(40) },
 ];
 
@@ -49,8 +55,10 @@ describe('the fonts a chart is rasterised with', () => {
   it('go to the system fonts for a numeric character reference or a character outside the BMP', () => {
     const all = new Uint8Array(0x10000).fill(1);
     const everything = { files: ['/a.ttf', '/b.ttf'], covered: all };
-    expect(fontsFor('<svg><text>a</text></svg>', everything))
-      .toEqual({ loadSystemFonts: false, fontFiles: everything.files });
+    expect(fontsFor('<svg><text>a</text></svg>', everything)).toEqual({
+      loadSystemFonts: false,
+      fontFiles: everything.files,
+    });
     expect(fontsFor('<svg><text>&#x8bad;</text></svg>', everything)).toBe(SYSTEM_FONTS);
     const some = { files: everything.files, covered: new Uint8Array(0x10000).fill(1, 0x20, 0x7f) };
     expect(fontsFor('<svg>\n<text>ok</text></svg>', some).loadSystemFonts).toBe(false);
@@ -78,7 +86,8 @@ describe('the fonts a chart is rasterised with', () => {
     expect(findDejaVu([dir])).toBeNull(); // the bold face is missing
     symlinkSync(dejaVu!.files[1]!, join(dir, 'a', 'DejaVuSans-Bold.ttf'));
     expect(findDejaVu([dir, '/usr/share/fonts'])?.files).toEqual([
-      join(dir, 'a', 'b', 'DejaVuSans.ttf'), join(dir, 'a', 'DejaVuSans-Bold.ttf'),
+      join(dir, 'a', 'b', 'DejaVuSans.ttf'),
+      join(dir, 'a', 'DejaVuSans-Bold.ttf'),
     ]);
   });
 });

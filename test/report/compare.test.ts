@@ -14,11 +14,13 @@ import { tempDir } from '../helpers.ts';
 
 /** A learning.log (the OCaml GRPO trainer's) of `n` lines: reward and frac_zero_std as functions of the line number. */
 function learningLog(n: number, perEpoch: number, reward: (i: number) => number, frac: (i: number) => number): string {
-  return Array.from({ length: n }, (_, k) => {
-    const i = k + 1;
-    const r = reward(i).toFixed(3);
-    return `[Epoch ${(i / perEpoch).toFixed(2)}]  loss=-0.01  grad=0.05  lr=1e-06  reward=${r}±0.05  entropy=0.15  frac_zero_std=${frac(i).toFixed(2)}`;
-  }).join('\n') + '\n';
+  return (
+    Array.from({ length: n }, (_, k) => {
+      const i = k + 1;
+      const r = reward(i).toFixed(3);
+      return `[Epoch ${(i / perEpoch).toFixed(2)}]  loss=-0.01  grad=0.05  lr=1e-06  reward=${r}±0.05  entropy=0.15  frac_zero_std=${frac(i).toFixed(2)}`;
+    }).join('\n') + '\n'
+  );
 }
 
 async function store(runs: Record<string, string>): Promise<Store> {
@@ -55,10 +57,16 @@ describe('run compare', () => {
     expect(reward.ahead).toBe('a');
     expect(c.metrics.find((m) => m.metric === 'frac_zero_std')?.ahead).toBe('a'); // lower is better
     expect(c.metrics.find((m) => m.metric === 'entropy')).toMatchObject({ ahead: 'even' });
-    expect(reply.lines).toContain(`reward: fast ahead (fast ${Number(reward.a.toPrecision(4))}, slow ${Number(reward.b.toPrecision(4))} at epoch 0.6; higher is better)`);
+    expect(reply.lines).toContain(
+      `reward: fast ahead (fast ${Number(reward.a.toPrecision(4))}, slow ${Number(reward.b.toPrecision(4))} at epoch 0.6; higher is better)`,
+    );
     expect(reply.lines.find((l) => l.startsWith('entropy'))).toMatch(/no better side/);
     // the chart: both runs over epochs
-    expect(reply.chart).toMatchObject({ metric: 'reward', xTitle: 'epoch', title: 'reward: fast (blue) vs slow (orange)' });
+    expect(reply.chart).toMatchObject({
+      metric: 'reward',
+      xTitle: 'epoch',
+      title: 'reward: fast (blue) vs slow (orange)',
+    });
     expect(reply.chart!.points).toHaveLength(60);
     expect(reply.chart!.second!.points).toHaveLength(40);
     const png = await renderLineChart(reply.chart!);
@@ -67,9 +75,29 @@ describe('run compare', () => {
   });
 
   it('the chart spec draws the second series as its own line', () => {
-    const rows = chartRows([{ step: 1, value: 1 }, { step: 2, value: 2 }], 100);
-    const rows2 = chartRows([{ step: 1, value: 3 }, { step: 2, value: 5 }], 100);
-    const spec = lineChartSpec({ title: 't', metric: 'm', rows, rows2, width: 400, height: 200, xTitle: 'epoch' }) as unknown as {
+    const rows = chartRows(
+      [
+        { step: 1, value: 1 },
+        { step: 2, value: 2 },
+      ],
+      100,
+    );
+    const rows2 = chartRows(
+      [
+        { step: 1, value: 3 },
+        { step: 2, value: 5 },
+      ],
+      100,
+    );
+    const spec = lineChartSpec({
+      title: 't',
+      metric: 'm',
+      rows,
+      rows2,
+      width: 400,
+      height: 200,
+      xTitle: 'epoch',
+    }) as unknown as {
       layer: Array<{ data: { values: unknown[] }; mark: { type: string; color: string } }>;
     };
     const lines = spec.layer.filter((l) => l.mark.type === 'line');
@@ -79,7 +107,15 @@ describe('run compare', () => {
 
   it('aligns by step when a run logs no epoch; refuses the same run twice and a metric only one logs', async () => {
     const jsonl = Array.from({ length: 20 }, (_, k) => JSON.stringify({ step: k + 1, reward: 0.5 })).join('\n') + '\n';
-    const s = await store({ a: learningLog(30, 100, () => 0.2, () => 0), 'b-jsonl': jsonl });
+    const s = await store({
+      a: learningLog(
+        30,
+        100,
+        () => 0.2,
+        () => 0,
+      ),
+      'b-jsonl': jsonl,
+    });
     const db = new SqliteAsyncStore(s);
     const c = (await runCompare({ store: db }, { a: 'a', b: 'b-jsonl' })).data as Comparison;
     expect(c.by).toBe('step');
@@ -87,7 +123,9 @@ describe('run compare', () => {
     expect(c.metrics[0]).toMatchObject({ at: 20, b: 0.5, ahead: 'b' });
     expect(c.metrics[0]!.a).toBeCloseTo(0.2, 12);
     await expect(runCompare({ store: db }, { a: 'a', b: 'a' })).rejects.toThrow(/two different runs/);
-    await expect(runCompare({ store: db }, { a: 'a', b: 'b-jsonl', metric: 'entropy' })).rejects.toThrow(/do not both log 'entropy'/);
+    await expect(runCompare({ store: db }, { a: 'a', b: 'b-jsonl', metric: 'entropy' })).rejects.toThrow(
+      /do not both log 'entropy'/,
+    );
     s.close();
   });
 

@@ -9,19 +9,26 @@ import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Trace, presetOnly, rulesOf, series, times } from '../engine/trace.ts';
 
 describe('the "try:" hint on alert cards', () => {
-  it('a firing alert carries its rule\'s hint from the knowledge base; the terminal and the card show it', () => {
+  it("a firing alert carries its rule's hint from the knowledge base; the terminal and the card show it", () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.feed(times(3, { frac_zero_std: 1 }));
     const [row] = t.outbox();
     const item = row!.notification.items[0]!;
     expect(item.rule).toBe('mode_collapse');
     expect(item.hint).toBe(KNOWLEDGE.mode_collapse!.hint);
-    expect(renderNotification(row!.notification, false).split('\n')).toContain(`  try: ${KNOWLEDGE.mode_collapse!.hint}`);
-    expect(alertCards(row!.notification)[0]!.fields).toContainEqual({ name: 'Try', value: KNOWLEDGE.mode_collapse!.hint });
+    expect(renderNotification(row!.notification, false).split('\n')).toContain(
+      `  try: ${KNOWLEDGE.mode_collapse!.hint}`,
+    );
+    expect(alertCards(row!.notification)[0]!.fields).toContainEqual({
+      name: 'Try',
+      value: KNOWLEDGE.mode_collapse!.hint,
+    });
   });
 
   it('a resolution and a rule the user added carry none', () => {
-    const t = new Trace({ book: rulesOf({ id: 'my_rule', kind: 'threshold', metric: 'x', op: '>', value: 1, for: 1, recoverFor: 1 }) });
+    const t = new Trace({
+      book: rulesOf({ id: 'my_rule', kind: 'threshold', metric: 'x', op: '>', value: 1, for: 1, recoverFor: 1 }),
+    });
     t.feed([{ x: 2 }, { x: 0 }]);
     const items = t.outbox().flatMap((r) => r.notification.items);
     expect(items.map((i) => i.kind)).toEqual(['firing', 'resolved']);
@@ -33,9 +40,16 @@ describe('the "try:" hint on alert cards', () => {
 describe('a hint fits what the alert says', () => {
   const book = () =>
     // from the run's first records (the preset's warm-up is not what this is about)
-    RuleBook.build(GRPO_PRESET.filter((r) => r.id === 'reward_trend'), [{ id: 'reward_trend', window: 20, for: 1, warmup: 0 }]);
+    RuleBook.build(
+      GRPO_PRESET.filter((r) => r.id === 'reward_trend'),
+      [{ id: 'reward_trend', window: 20, for: 1, warmup: 0 }],
+    );
   const trend = (): Trace => new Trace({ book: book() });
-  const itemOf = (t: Trace) => t.outbox().flatMap((r) => r.notification.items).find((i) => i.rule === 'reward_trend')!;
+  const itemOf = (t: Trace) =>
+    t
+      .outbox()
+      .flatMap((r) => r.notification.items)
+      .find((i) => i.rule === 'reward_trend')!;
 
   it('a rise of the reward (info) gets no advice for a fall; a fall still does', () => {
     const rise = trend().feed(series('reward', [...Array(20).fill(0.4), ...Array(20).fill(0.5)]));

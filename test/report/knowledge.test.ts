@@ -18,7 +18,8 @@ describe('the knowledge base next to the rule book', () => {
   });
 
   it('explains every finding an expected range can raise', () => {
-    for (const r of GRPO_RANGES) for (const id of [r.low, r.high]) if (id) expect(KNOWLEDGE[id], `${r.metric}: ${id}`).toBeDefined();
+    for (const r of GRPO_RANGES)
+      for (const id of [r.low, r.high]) if (id) expect(KNOWLEDGE[id], `${r.metric}: ${id}`).toBeDefined();
   });
 
   it("is the table of docs/alerts.md's 'What to try': every preset rule is a row with its hint", () => {

@@ -30,7 +30,10 @@ describe('a run that crashed', () => {
     vi.setSystemTime(T0);
     root = tempDir('rlw-story-');
     store = Store.open(join(root, 'rlwatch.db'));
-    const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 3_600_000, targets: ['console'] });
+    const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
+      repeatIntervalMs: 3_600_000,
+      targets: ['console'],
+    });
     engine.caughtUp();
     ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
       if (e.kind === 'batch') engine.evaluate(e.result.runId);
@@ -63,10 +66,18 @@ describe('a run that crashed', () => {
     const report = await reportOf({ store: db }, { run: 'grpo-demo' }, T0);
     // the stop criteria at epoch 1.0 are met (reward 0.8, frac 0.05): only the crash keeps it from going on
     expect(report.milestones.filter((m) => m.stop).map((m) => m.state)).toEqual(['met', 'met']);
-    expect(report.status).toMatchObject({ level: 'struggling', decidedBy: expect.stringContaining(`run_crashed firing (#${crash!.id})`) });
-    expect(report.stop).toEqual({ verdict: 'ended', why: [`the run crashed: run_crashed firing (#${crash!.id}): ${crash!.summary}`] });
+    expect(report.status).toMatchObject({
+      level: 'struggling',
+      decidedBy: expect.stringContaining(`run_crashed firing (#${crash!.id})`),
+    });
+    expect(report.stop).toEqual({
+      verdict: 'ended',
+      why: [`the run crashed: run_crashed firing (#${crash!.id}): ${crash!.summary}`],
+    });
     const lines = summaryLines(report);
-    expect(lines.at(-1)).toBe(`verdict: ended (the run crashed: run_crashed firing (#${crash!.id}): ${crash!.summary})`);
+    expect(lines.at(-1)).toBe(
+      `verdict: ended (the run crashed: run_crashed firing (#${crash!.id}): ${crash!.summary})`,
+    );
     expect(lines.join('\n')).not.toContain('continue');
 
     const runs = await runList({ store: db }, T0);
@@ -78,13 +89,23 @@ describe('a run that crashed', () => {
 describe('a milestone report', () => {
   /** `n` records from epoch `from`, 100 per epoch */
   const records = (n: number, from: number, frac: number) =>
-    Array.from({ length: n }, (_, i) => ({ epoch: from + (i + 1) / 100, reward: 0.3, reward_std: 0.02, frac_zero_std: frac }));
+    Array.from({ length: n }, (_, i) => ({
+      epoch: from + (i + 1) / 100,
+      reward: 0.3,
+      reward_std: 0.02,
+      frac_zero_std: frac,
+    }));
 
   it('describes the run at the step that reached its epoch, not what happened after it', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     const config = ConfigSchema.parse({});
     const store = new SqliteAsyncStore(t.store);
-    const schedule = new ReportSchedule(store, config, () => ['console'], () => t.now);
+    const schedule = new ReportSchedule(
+      store,
+      config,
+      () => ['console'],
+      () => t.now,
+    );
     t.feed(records(50, 0, 0.05)); // epochs 0.01-0.50: step 50 reaches 0.5
     t.feed(records(30, 0.5, 0.95)); // then every group the same: mode_collapse fires past epoch 0.5
     const collapse = t.alert('mode_collapse');

@@ -70,7 +70,7 @@ function leadIn(): string[] {
 }
 
 describe('run report: the training analysis at epoch 0.28-0.29', () => {
-  it('reaches the analysis\' verdict (struggling, continue with changes) and its actions', async () => {
+  it("reaches the analysis' verdict (struggling, continue with changes) and its actions", async () => {
     const root = tempDir();
     mkdirSync(join(root, 'ocaml-grpo'));
     writeFileSync(join(root, 'ocaml-grpo', 'learning.log'), `${[...leadIn(), ...ANALYSIS_LINES].join('\n')}\n`);
@@ -124,7 +124,7 @@ describe('run report: the training analysis at epoch 0.28-0.29', () => {
     store.close();
   });
 
-  it('says stop at epoch 1.0 when the reward is still below 0.15 (the training analysis\' stop criteria)', async () => {
+  it("says stop at epoch 1.0 when the reward is still below 0.15 (the training analysis' stop criteria)", async () => {
     const root = tempDir();
     mkdirSync(join(root, 'stuck'));
     const lines = Array.from({ length: 110 }, (_, i) => {
@@ -149,7 +149,10 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     const last = readFileSync('samples/grpo-demo/learning.log', 'utf8').trim().split('\n').slice(-50).map(parseLine);
     expect(r.window).toMatchObject({ fromStep: 251, toStep: 300, records: 50 });
     const frac = last.map((l) => l.frac_zero_std!);
-    expect([row(r, 'frac_zero_std')!.min, row(r, 'frac_zero_std')!.max]).toEqual([Math.min(...frac), Math.max(...frac)]);
+    expect([row(r, 'frac_zero_std')!.min, row(r, 'frac_zero_std')!.max]).toEqual([
+      Math.min(...frac),
+      Math.max(...frac),
+    ]);
     const fracOut = frac.filter((v) => v > 0.1).length;
     expect(row(r, 'frac_zero_std')!.above).toBe(fracOut);
     expect(row(r, 'frac_zero_std')!.mark).toBe(fracOut === 0 ? 'ok' : fracOut * 2 < 50 ? 'warn' : 'bad');
@@ -179,7 +182,10 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     mkdirSync(dir, { recursive: true });
     const n = 150_000;
     const frac = (i: number): number => (i % 7) / 10; // 0.0 .. 0.6
-    writeFileSync(join(dir, 'learning.log'), `${Array.from({ length: n }, (_, k) => learningLine(k + 1, { frac: frac(k + 1) })).join('\n')}\n`);
+    writeFileSync(
+      join(dir, 'learning.log'),
+      `${Array.from({ length: n }, (_, k) => learningLine(k + 1, { frac: frac(k + 1) })).join('\n')}\n`,
+    );
     const store = await ingest([join(dir, '..')], ConfigSchema.parse({}), false);
     const r = await reportOf(ctx(store), { run: 'long', since: '1' });
     expect(r.window.records).toBe(n);
@@ -187,7 +193,7 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     store.close();
   }, 60_000);
 
-  it('a config range replaces the preset\'s (report.ranges) and --since takes a step', async () => {
+  it("a config range replaces the preset's (report.ranges) and --since takes a step", async () => {
     const config = ConfigSchema.parse({ report: { ranges: { entropy: { min: 0.05, max: 0.3 } } } });
     const store = await ingest([resolve('samples/grpo-demo')], config);
     const r = await reportOf({ ...ctx(store), config }, { run: 'grpo-demo', since: '200' });
@@ -196,7 +202,9 @@ describe('run report on the demo sample (samples/grpo-demo)', () => {
     expect(row(r, 'entropy')!.below).toBe(ent.filter((l) => l.entropy! < 0.05).length);
     expect(row(r, 'entropy')!.range.source).toBe('config report.ranges');
     await expect(reportOf(ctx(store), { run: 'grpo-demo', since: 'soon' })).rejects.toThrow(/--since takes a step/);
-    await expect(reportOf(ctx(store), { run: 'grpo-demo', since: '9.5' })).rejects.toThrow('grpo-demo has no records from 9.5 on');
+    await expect(reportOf(ctx(store), { run: 'grpo-demo', since: '9.5' })).rejects.toThrow(
+      'grpo-demo has no records from 9.5 on',
+    );
     store.close();
   });
 });
@@ -207,7 +215,10 @@ describe('run report: untrusted text stays inert', () => {
     mkdirSync(join(root, 'r', 'reward_logs'), { recursive: true });
     writeFileSync(join(root, 'r', 'learning.log'), `${leadIn().slice(0, 5).join('\n')}\n`);
     const evil = 'ok\n```\n# @everyone <@123> **bold**';
-    writeFileSync(join(root, 'r', 'reward_logs', 'completions.jsonl'), `${JSON.stringify({ reward: 0.9, completion: evil })}\n`);
+    writeFileSync(
+      join(root, 'r', 'reward_logs', 'completions.jsonl'),
+      `${JSON.stringify({ reward: 0.9, completion: evil })}\n`,
+    );
     const store = await ingest([root]);
     const md = (await runReport(ctx(store), { run: 'r' })).attachment!.content;
     const block = md.slice(md.indexOf('**Best**'), md.indexOf('**Worst**'));
@@ -229,7 +240,10 @@ describe('run report on the logging callback sample (samples/grpo-callback)', ()
     const logged = r.components.filter((c) => c.source === 'metric');
     expect(logged.map((c) => c.name).sort()).toEqual([...fns].sort());
     for (const c of logged) {
-      const v = store.points.series(run.id, c.name).filter((p) => p.step >= steps[0]!).map((p) => p.value);
+      const v = store.points
+        .series(run.id, c.name)
+        .filter((p) => p.step >= steps[0]!)
+        .map((p) => p.value);
       expect(c.mean, c.name).toBeCloseTo(v.reduce((a, b) => a + b, 0) / v.length, 12);
       expect(c.best, c.name).toBe(Math.max(...v));
     }
@@ -257,7 +271,9 @@ describe('run report on the real-log corpus', () => {
       for (const x of r.ranges) {
         if (x.metric === 'reward_cv') {
           const std = new Map(inW('reward_std').map((p) => [p.step, p.value]));
-          const cv = inW('reward').filter((p) => std.has(p.step) && p.value !== 0).map((p) => std.get(p.step)! / Math.abs(p.value));
+          const cv = inW('reward')
+            .filter((p) => std.has(p.step) && p.value !== 0)
+            .map((p) => std.get(p.step)! / Math.abs(p.value));
           expect(x.median).toBeCloseTo(median(cv), 12);
           continue;
         }
@@ -268,14 +284,22 @@ describe('run report on the real-log corpus', () => {
           expect(x.above, x.metric).toBe(v.filter((y) => x.range.max !== undefined && y > x.range.max).length);
         }
         if (x.range.basis === 'baseline' && x.baseline !== undefined) {
-          const early = store.points.series(run.id, x.metric).slice(0, 20).map((p) => p.value).filter(Number.isFinite);
+          const early = store.points
+            .series(run.id, x.metric)
+            .slice(0, 20)
+            .map((p) => p.value)
+            .filter(Number.isFinite);
           expect(x.baseline).toBeCloseTo(median(early), 12);
         }
       }
       // entropy and grad norm: the training analysis' absolute range unless the run's own start lies outside it
       for (const metric of ['entropy', 'grad_norm']) {
         const x = r.ranges.find((y) => y.metric === metric);
-        const early = store.points.series(run.id, metric).slice(0, 20).map((p) => p.value).filter(Number.isFinite);
+        const early = store.points
+          .series(run.id, metric)
+          .slice(0, 20)
+          .map((p) => p.value)
+          .filter(Number.isFinite);
         if (!x || early.length < 5) continue;
         const inside = metric === 'entropy' ? [0.1, 0.2] : [0.01, 0.5];
         const m = median(early);

@@ -12,7 +12,12 @@ const records = (n: number, from: number, reward: number) =>
 
 function setup(config = ConfigSchema.parse({ report: { digest: '09:00' } })) {
   const t = new Trace({ book: presetOnly('mode_collapse') });
-  const schedule = new ReportSchedule(new SqliteAsyncStore(t.store), config, () => ['console', 'discord:c1'], () => t.now);
+  const schedule = new ReportSchedule(
+    new SqliteAsyncStore(t.store),
+    config,
+    () => ['console', 'discord:c1'],
+    () => t.now,
+  );
   return { t, schedule };
 }
 
@@ -26,26 +31,40 @@ describe('scheduled reports', () => {
     expect(await schedule.tick()).toBe(0); // once
     const [row] = t.outbox('discord:c1');
     expect(row!.notification.items).toEqual([]);
-    expect(row!.notification.report).toMatchObject({ kind: 'milestone', title: expect.stringMatching(/^r1 reached epoch 0.5: /) });
+    expect(row!.notification.report).toMatchObject({
+      kind: 'milestone',
+      title: expect.stringMatching(/^r1 reached epoch 0.5: /),
+    });
     // every record has frac_zero_std 0.25, above its 0.10: struggling, as `run report` says
     expect(row!.notification.report!.title).toContain('Struggling');
-    expect(renderNotification(row!.notification, false).split('\n')[0]).toBe(`[REPORT] ${row!.notification.report!.title}`);
+    expect(renderNotification(row!.notification, false).split('\n')[0]).toBe(
+      `[REPORT] ${row!.notification.report!.title}`,
+    );
     t.feed(records(50, 0.55, 0.4)); // epoch 1.05
     await schedule.tick();
-    expect(t.outbox('console').map((r) => r.notification.report?.title.split(':')[0])).toEqual(['r1 reached epoch 0.5', 'r1 reached epoch 1']);
+    expect(t.outbox('console').map((r) => r.notification.report?.title.split(':')[0])).toEqual([
+      'r1 reached epoch 0.5',
+      'r1 reached epoch 1',
+    ]);
   });
 
   it('a tick started while one runs adds nothing; a milestone seen marked is not asked of the store again', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     let marks = 0; // markReport calls, in the transactions the schedule opens
     const inner = new SqliteAsyncStore(t.store);
-    const counted = (tx: StoreTx): StoreTx => Object.assign(Object.create(tx) as StoreTx, {
-      markReport: (...args: Parameters<StoreTx['markReport']>) => (marks++, tx.markReport(...args)),
-    });
+    const counted = (tx: StoreTx): StoreTx =>
+      Object.assign(Object.create(tx) as StoreTx, {
+        markReport: (...args: Parameters<StoreTx['markReport']>) => (marks++, tx.markReport(...args)),
+      });
     const store = Object.assign(Object.create(inner) as SqliteAsyncStore, {
       transaction: <T>(fn: (tx: StoreTx) => Promise<T>) => inner.transaction((tx) => fn(counted(tx))),
     });
-    const schedule = new ReportSchedule(store, ConfigSchema.parse({}), () => ['console'], () => t.now);
+    const schedule = new ReportSchedule(
+      store,
+      ConfigSchema.parse({}),
+      () => ['console'],
+      () => t.now,
+    );
     t.feed(records(55, 0, 0.3)); // epoch 0.55
     expect(await Promise.all([schedule.tick(), schedule.tick()])).toEqual([1, 0]);
     expect(t.outbox('console')).toHaveLength(1);
@@ -60,9 +79,22 @@ describe('scheduled reports', () => {
   it('a milestone passed before the run was watched live is not announced; a mute on rule report holds them', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
     t.restart(() => t.feed(records(60, 0, 0.3), false)); // read at start-up as history: epoch 0.6, not live
-    const schedule = new ReportSchedule(new SqliteAsyncStore(t.store), ConfigSchema.parse({}), () => ['console'], () => t.now);
+    const schedule = new ReportSchedule(
+      new SqliteAsyncStore(t.store),
+      ConfigSchema.parse({}),
+      () => ['console'],
+      () => t.now,
+    );
     expect(await schedule.tick()).toBe(0);
-    t.store.silences.add({ run: 'r1', rule: 'report', severity: null, author: 'ana', reason: 'known', starts_at: t.now, ends_at: t.now + 2 * HOUR });
+    t.store.silences.add({
+      run: 'r1',
+      rule: 'report',
+      severity: null,
+      author: 'ana',
+      reason: 'known',
+      starts_at: t.now,
+      ends_at: t.now + 2 * HOUR,
+    });
     t.feed(records(45, 0.6, 0.3)); // epoch 1.05, muted
     expect(await schedule.tick()).toBe(0);
     expect(t.outbox('console')).toEqual([]);
@@ -78,7 +110,9 @@ describe('scheduled reports', () => {
     expect(await schedule.tick()).toBe(2); // 09:30, one message per channel
     const digest = t.outbox('discord:c1')[0]!.notification;
     expect(digest.report).toMatchObject({ kind: 'digest', title: 'rlwatch daily digest, 2025-01-02' });
-    expect(digest.report!.lines).toEqual([expect.stringMatching(/^r1: 🟠 Struggling.* · step 40 · no alert firing · reward 0.5 \(yesterday 0.2\)$/)]);
+    expect(digest.report!.lines).toEqual([
+      expect.stringMatching(/^r1: 🟠 Struggling.* · step 40 · no alert firing · reward 0.5 \(yesterday 0.2\)$/),
+    ]);
     t.advance(30 * MIN);
     expect(await schedule.tick()).toBe(0); // once a day
   });
@@ -89,7 +123,13 @@ describe('scheduled reports', () => {
     // incidents that fired then, each resolved an hour later (one key is open once at a time)
     const add = (rule: string, metric: string, severity: string, hoursAfterT0: number): void => {
       const at = T0 + hoursAfterT0 * HOUR;
-      const a = t.store.alerts.create(t.run.id, rule, metric, 'firing', { step: 20, at, severity, summary: `${rule} fired`, details: {} });
+      const a = t.store.alerts.create(t.run.id, rule, metric, 'firing', {
+        step: 20,
+        at,
+        severity,
+        summary: `${rule} fired`,
+        details: {},
+      });
       t.store.alerts.resolve(a.id, { step: 20, at: at + HOUR, severity, summary: 'resolved', details: {} });
     };
     add('reward_trend', 'reward', 'info', 5); // Jan 1 08:00: more than 24 h before Jan 2 09:30
@@ -102,12 +142,14 @@ describe('scheduled reports', () => {
     const lines = t.outbox('discord:c1')[0]!.notification.report!.lines;
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^r1: .* · step 20 · no alert firing · reward 0.2 \(yesterday 0.2\)$/);
-    expect(lines[1]).toBe('  info, last 24 h: reward_trend ×2 (reward now 0.2), zero_signal_too_hard ×1 (frac_zero_std now 0.25)');
+    expect(lines[1]).toBe(
+      '  info, last 24 h: reward_trend ×2 (reward now 0.2), zero_signal_too_hard ×1 (frac_zero_std now 0.25)',
+    );
     // the terminal gets the same message
     expect(t.outbox('console')[0]!.notification.report!.lines).toEqual(lines);
   });
 
-  it('the digest time is read in `report.digestZone`, and the day in its title is that zone\'s', async () => {
+  it("the digest time is read in `report.digestZone`, and the day in its title is that zone's", async () => {
     // 09:00 in Tokyo is 00:00 UTC; T0 (03:00 UTC) is 12:00 there, past today's digest
     const config = ConfigSchema.parse({ report: { digest: '09:00', digestZone: 'Asia/Tokyo' } });
     const { t, schedule } = setup(config);
@@ -125,12 +167,39 @@ describe('scheduled reports', () => {
     const late = new Trace({ book: presetOnly('mode_collapse'), now: T0 + 7 * HOUR }); // 10:00
     late.feed(records(5, 0, 0.2));
     const config = ConfigSchema.parse({});
-    expect(await new ReportSchedule(new SqliteAsyncStore(late.store), config, () => ['console'], () => late.now).tick()).toBe(0);
+    expect(
+      await new ReportSchedule(
+        new SqliteAsyncStore(late.store),
+        config,
+        () => ['console'],
+        () => late.now,
+      ).tick(),
+    ).toBe(0);
     const off = ConfigSchema.parse({ report: { digest: 'off' } });
     late.advance(24 * HOUR);
-    expect(await new ReportSchedule(new SqliteAsyncStore(late.store), off, () => ['console'], () => late.now - 2 * HOUR).tick()).toBe(0);
-    late.store.silences.add({ run: '*', rule: 'digest', severity: null, author: 'ana', reason: 'weekend', starts_at: late.now, ends_at: late.now + 48 * HOUR });
-    const s = new ReportSchedule(new SqliteAsyncStore(late.store), config, () => ['console'], () => late.now);
+    expect(
+      await new ReportSchedule(
+        new SqliteAsyncStore(late.store),
+        off,
+        () => ['console'],
+        () => late.now - 2 * HOUR,
+      ).tick(),
+    ).toBe(0);
+    late.store.silences.add({
+      run: '*',
+      rule: 'digest',
+      severity: null,
+      author: 'ana',
+      reason: 'weekend',
+      starts_at: late.now,
+      ends_at: late.now + 48 * HOUR,
+    });
+    const s = new ReportSchedule(
+      new SqliteAsyncStore(late.store),
+      config,
+      () => ['console'],
+      () => late.now,
+    );
     expect(await s.tick()).toBe(0);
     expect(() => ConfigSchema.parse({ report: { digest: '9am' } })).toThrow(/HH:MM/);
   });

@@ -44,7 +44,11 @@ describe('a busy database', () => {
     store.db.pragma('busy_timeout = 50');
     const other = holdWriteLock(dbPath);
     const busy: string[] = [];
-    retryWhileBusy(() => engine.evaluate(runId, false), (e) => busy.push(e.message), 200);
+    retryWhileBusy(
+      () => engine.evaluate(runId, false),
+      (e) => busy.push(e.message),
+      200,
+    );
     expect(busy).toEqual(['database is locked']);
     expect(store.alerts.list({ all: true })).toEqual([]);
     other.exec('COMMIT');
@@ -59,7 +63,13 @@ describe('a busy database', () => {
     const log = ensureParent(join(root, 'r1', 'learning.log'));
     writeFileSync(log, collapsed(1, 1));
     const warnings: string[] = [];
-    const app = await startApp({ config, dbPath, roots: [root], log: { ...quiet, warn: (m) => warnings.push(m) }, terminal: null });
+    const app = await startApp({
+      config,
+      dbPath,
+      roots: [root],
+      log: { ...quiet, warn: (m) => warnings.push(m) },
+      terminal: null,
+    });
     cleanup.push(() => app.stop());
     app.store.db.pragma('busy_timeout = 50');
     const other = holdWriteLock(dbPath);

@@ -28,7 +28,12 @@ function world(alerts: number): { store: Store; async: SqliteAsyncStore; ids: nu
   for (let i = 0; i < alerts; i++) {
     const change = { step: i, at: NOW, severity: 'critical', summary: `rule ${i}`, details: {} };
     const a = store.alerts.create(run.id, `rule_${i}`, 'grad_norm', 'firing', change);
-    store.chatMessages.record('discord:ops', `m${i}`, { runId: run.id, alertIds: [a.id], payload: {}, delivery: `d${i}` }, NOW);
+    store.chatMessages.record(
+      'discord:ops',
+      `m${i}`,
+      { runId: run.id, alertIds: [a.id], payload: {}, delivery: `d${i}` },
+      NOW,
+    );
     ids.push(a.id);
   }
   return { store, async: new SqliteAsyncStore(store), ids };
@@ -43,7 +48,13 @@ describe('concurrent writes through the async SQLite store', () => {
     const calls: Array<Promise<unknown>> = [];
     for (let i = 0; i < 25; i++) {
       calls.push(ackAlert({ store: async }, { id: ids[i]!, by, comment: `ack ${i}` }, NOW + i));
-      calls.push(muteAlerts({ store: async }, { run: 'grpo-7b', rule: `rule_${i}`, for: '1h', by, reason: `mute ${i}` }, NOW + i));
+      calls.push(
+        muteAlerts(
+          { store: async },
+          { run: 'grpo-7b', rule: `rule_${i}`, for: '1h', by, reason: `mute ${i}` },
+          NOW + i,
+        ),
+      );
       // plain calls between them: a read, and a write outside any transaction
       calls.push(async.listAlerts({ all: true }));
       calls.push(async.enqueue(1, 'console', { n: i }, NOW));
@@ -60,10 +71,12 @@ describe('concurrent writes through the async SQLite store', () => {
     const { store, ids } = world(20);
     const [a, b] = [new SqliteAsyncStore(store), new SqliteAsyncStore(store)];
     const by = { id: '@ana', name: 'Ana' };
-    const settled = await Promise.allSettled(ids.flatMap((id, i) => [
-      ackAlert({ store: a }, { id, by }, NOW + i),
-      muteAlerts({ store: b }, { run: 'grpo-7b', rule: `rule_${i}`, for: '1h', by }, NOW + i),
-    ]));
+    const settled = await Promise.allSettled(
+      ids.flatMap((id, i) => [
+        ackAlert({ store: a }, { id, by }, NOW + i),
+        muteAlerts({ store: b }, { run: 'grpo-7b', rule: `rule_${i}`, for: '1h', by }, NOW + i),
+      ]),
+    );
     expect(settled.filter((s) => s.status === 'rejected')).toEqual([]);
     expect(count(store, 'SELECT count(*) AS n FROM alerts WHERE acked_by IS NOT NULL')).toBe(20);
     expect(count(store, 'SELECT count(*) AS n FROM silences')).toBe(20);
@@ -76,7 +89,8 @@ describe('concurrent writes through the async SQLite store', () => {
       throw new Error('body failed');
     });
     const others = Array.from({ length: 10 }, (_, i) =>
-      async.transaction(async (tx) => tx.enqueue(1, 'console', { n: i }, NOW)));
+      async.transaction(async (tx) => tx.enqueue(1, 'console', { n: i }, NOW)),
+    );
     await expect(failing).rejects.toThrow('body failed');
     await Promise.all(others);
     expect(store.alerts.byId(ids[0]!)?.acked_by).toBeNull();
@@ -87,11 +101,21 @@ describe('concurrent writes through the async SQLite store', () => {
     const { store, async, ids } = world(25);
     const warnings: string[] = [];
     const log = { info: () => {}, warn: (m: string) => warnings.push(m) } as Log;
-    const asker: Asker = { store: async, log, user: '@ana', userName: 'Ana', mayWrite: () => true, rightsHint: 'x', now: NOW };
-    const answers = await Promise.all(ids.flatMap((id, i) => [
-      interact({ words: ['ack', String(id)] }, asker),
-      interact({ words: ['mute', 'grpo-7b', `rule_${i}`, '1h'] }, asker),
-    ]));
+    const asker: Asker = {
+      store: async,
+      log,
+      user: '@ana',
+      userName: 'Ana',
+      mayWrite: () => true,
+      rightsHint: 'x',
+      now: NOW,
+    };
+    const answers = await Promise.all(
+      ids.flatMap((id, i) => [
+        interact({ words: ['ack', String(id)] }, asker),
+        interact({ words: ['mute', 'grpo-7b', `rule_${i}`, '1h'] }, asker),
+      ]),
+    );
     expect(answers.filter((a) => !a.ok)).toEqual([]);
     expect(warnings).toEqual([]);
     expect(count(store, 'SELECT count(*) AS n FROM alerts WHERE acked_by IS NOT NULL')).toBe(25);

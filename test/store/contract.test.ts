@@ -47,7 +47,8 @@ afterEach(async () => {
 });
 
 async function setUp(
-  kind: Kind, now?: () => number,
+  kind: Kind,
+  now?: () => number,
 ): Promise<{ store: StoreContract; other: () => Promise<StoreContract>; where: string }> {
   const db = await kind.fresh();
   const open = async (): Promise<StoreContract> => {
@@ -59,7 +60,14 @@ async function setUp(
 }
 
 const progress = (offset: number, lines: number): Batch['progress'] => ({
-  dev: 1, ino: 2, offset, size: offset, mtimeMs: 0, seq: 0, lines, records: lines,
+  dev: 1,
+  ino: 2,
+  offset,
+  size: offset,
+  mtimeMs: 0,
+  seq: 0,
+  lines,
+  records: lines,
 });
 
 /** Steps with their values, as lines of a log give them. */
@@ -92,23 +100,40 @@ async function someRuns(store: StoreContract, n: number): Promise<number[]> {
   return ids;
 }
 
-const change = (step: number, at: number, summary: string) => ({ step, at, severity: 'critical', summary, details: { v: step } });
+const change = (step: number, at: number, summary: string) => ({
+  step,
+  at,
+  severity: 'critical',
+  summary,
+  details: { v: step },
+});
 
 /** A child process that takes the leader lock `bot` on `where`, says `held`, and waits to be killed. */
 function leaderChild(kind: string, where: string): Promise<ChildProcess> {
   const src = join(import.meta.dirname, '../../src/store');
-  const code = kind === 'sqlite'
-    ? `const { Store } = await import(${JSON.stringify(join(src, 'store.ts'))});
+  const code =
+    kind === 'sqlite'
+      ? `const { Store } = await import(${JSON.stringify(join(src, 'store.ts'))});
        const { SqliteAsyncStore } = await import(${JSON.stringify(join(src, 'sqliteAsync.ts'))});
        const s = new SqliteAsyncStore(Store.open(${JSON.stringify(where)}));`
-    : `const { PgStore } = await import(${JSON.stringify(join(src, 'pg/pgStore.ts'))});
+      : `const { PgStore } = await import(${JSON.stringify(join(src, 'pg/pgStore.ts'))});
        const s = await PgStore.open(${JSON.stringify(where)});`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e',
-    `${code} const lead = await s.tryLead('bot'); process.stdout.write(lead ? 'held' : 'refused'); setInterval(() => {}, 1000);`,
-  ], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      `${code} const lead = await s.tryLead('bot'); process.stdout.write(lead ? 'held' : 'refused'); setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   children.push(child);
   return new Promise((resolve, reject) => {
-    child.stdout!.once('data', (d: Buffer) => (d.toString() === 'held' ? resolve(child) : reject(new Error(d.toString()))));
+    child.stdout!.once('data', (d: Buffer) =>
+      d.toString() === 'held' ? resolve(child) : reject(new Error(d.toString())),
+    );
     child.once('exit', (c) => reject(new Error(`leader child exited ${c}`)));
   });
 }
@@ -117,30 +142,57 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('stores a batch once per (run, metric, step): a step written again replaces its values', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
-    const rows1: Rows = [[1, { reward: 0.1, loss: 2 }], [2, { reward: 0.2 }], [3, { reward: 0.3 }]];
+    const rows1: Rows = [
+      [1, { reward: 0.1, loss: 2 }],
+      [2, { reward: 0.2 }],
+      [3, { reward: 0.3 }],
+    ];
     const first = await store.commit(batch(runId, fileId, rows1, 90), 3);
     expect(first).toMatchObject({ runId, minStep: 1, maxStep: 3, newSteps: 3 });
     // the same lines read again after a restart, with step 2 corrected, and a new step 4
-    const rows2: Rows = [[2, { reward: 0.25 }], [3, { reward: 0.3 }], [4, { reward: 0.4 }]];
+    const rows2: Rows = [
+      [2, { reward: 0.25 }],
+      [3, { reward: 0.3 }],
+      [4, { reward: 0.4 }],
+    ];
     const again = await store.commit(batch(runId, fileId, rows2, 120), 3);
     expect(again.newSteps).toBe(1);
     const reward = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
-    expect(reward).toEqual([[1, 0.1], [2, 0.25], [3, 0.3], [4, 0.4]]);
+    expect(reward).toEqual([
+      [1, 0.1],
+      [2, 0.25],
+      [3, 0.3],
+      [4, 0.4],
+    ]);
     expect(await store.steps(runId)).toEqual([1, 2, 3, 4]);
     expect(await store.metricsOf(runId)).toEqual(['loss', 'reward']);
-    expect(await store.latest(runId)).toEqual([{ metric: 'loss', step: 1, value: 2 }, { metric: 'reward', step: 4, value: 0.4 }]);
+    expect(await store.latest(runId)).toEqual([
+      { metric: 'loss', step: 1, value: 2 },
+      { metric: 'reward', step: 4, value: 0.4 },
+    ]);
     expect(await store.runById(runId)).toMatchObject({ first_step: 1, last_step: 4, records: 4, batches: 2 });
     expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 120, lines: 6 });
-    expect(await store.after(runId, 'reward', 2)).toEqual([{ step: 3, value: 0.3 }, { step: 4, value: 0.4 }]);
+    expect(await store.after(runId, 'reward', 2)).toEqual([
+      { step: 3, value: 0.3 },
+      { step: 4, value: 0.4 },
+    ]);
   });
 
   it('keeps NaN and ±Infinity as logged; a finite window skips them', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
-    const rows: Rows = [[1, { loss: 1 }], [2, { loss: NaN }], [3, { loss: Infinity }], [4, { loss: 4 }]];
+    const rows: Rows = [
+      [1, { loss: 1 }],
+      [2, { loss: NaN }],
+      [3, { loss: Infinity }],
+      [4, { loss: 4 }],
+    ];
     await store.commit(batch(runId, fileId, rows, 40), 3);
     expect((await store.series(runId, 'loss')).map((p) => p.value)).toEqual([1, NaN, Infinity, 4]);
-    expect(await store.upTo(runId, 'loss', 4, 2, true)).toEqual([{ step: 1, value: 1 }, { step: 4, value: 4 }]);
+    expect(await store.upTo(runId, 'loss', 4, 2, true)).toEqual([
+      { step: 1, value: 1 },
+      { step: 4, value: 4 },
+    ]);
     expect((await store.upTo(runId, 'loss', 3, 2)).map((p) => p.value)).toEqual([NaN, Infinity]);
   });
 
@@ -169,7 +221,11 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { runId, fileId } = await runWithFile(store);
     const b = batch(runId, fileId, [[5, { reward: 0.5 }]], 10);
     b.examples = [0.9, 0.1, 0.5, 0.7].map((reward, i) => ({
-      step: 5, key: `k${i}`, completion: `c${i}`, reward, breakdown: { r: reward },
+      step: 5,
+      key: `k${i}`,
+      completion: `c${i}`,
+      reward,
+      breakdown: { r: reward },
     }));
     b.events = [{ step: 5, kind: 'error', title: 'CUDA out of memory', text: 'OOM', fatal: true, context: ['a', 'b'] }];
     await store.commit(b, 1);
@@ -187,7 +243,10 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { store } = await setUp(kind);
     const { runId } = await runWithFile(store);
     const a = await store.createAlert(runId, 'mode_collapse', 'frac_zero_std', 'pending', change(10, 1000, 'pending'));
-    expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toMatchObject({ id: a.id, state: 'pending' });
+    expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toMatchObject({
+      id: a.id,
+      state: 'pending',
+    });
     await store.fireAlert(a.id, change(12, 2000, 'fires'));
     await store.ackAlert(a.id, { id: '<@U0ANA>', name: 'Ana Lima' }, 'looking', 2500);
     expect(await store.listAlerts({ runId })).toMatchObject([
@@ -199,7 +258,11 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect(done).toMatchObject({ state: 'resolved', resolved_step: 20, resolved_at: 3000, ack_comment: 'looking' });
     expect(JSON.parse(done.details)).toEqual({ v: 12, resolved: { summary: 'back to normal', v: 20 } });
     const history = (await store.alertEvents(a.id)).map((e) => [e.state, e.step]);
-    expect(history).toEqual([['pending', 10], ['firing', 12], ['resolved', 20]]);
+    expect(history).toEqual([
+      ['pending', 10],
+      ['firing', 12],
+      ['resolved', 20],
+    ]);
     expect(await store.listAlerts({ runId })).toEqual([]);
     await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 20, { streak: 2 });
     await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 25, { streak: 0 });
@@ -209,12 +272,28 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('a silence is active from its creation until its end, or until it is ended, whatever the clock reads between', async () => {
     const { store } = await setUp(kind);
     const s = await store.addSilence({
-      run: 'exp/*', rule: null, severity: 'warning', starts_at: 100, ends_at: 200, author: '<@U0ANA>', reason: 'lr sweep',
+      run: 'exp/*',
+      rule: null,
+      severity: 'warning',
+      starts_at: 100,
+      ends_at: 200,
+      author: '<@U0ANA>',
+      reason: 'lr sweep',
     });
     const t = await store.addSilence({
-      run: null, rule: 'kl_high', severity: null, starts_at: 100, ends_at: 120, author: '<@U0BO>', author_name: 'Bo', reason: '',
+      run: null,
+      rule: 'kl_high',
+      severity: null,
+      starts_at: 100,
+      ends_at: 120,
+      author: '<@U0BO>',
+      author_name: 'Bo',
+      reason: '',
     });
-    expect((await store.activeSilences(110)).map((x) => [x.id, x.author_name])).toEqual([[s.id, '<@U0ANA>'], [t.id, 'Bo']]);
+    expect((await store.activeSilences(110)).map((x) => [x.id, x.author_name])).toEqual([
+      [s.id, '<@U0ANA>'],
+      [t.id, 'Bo'],
+    ]);
     expect((await store.activeSilences(150)).map((x) => x.id)).toEqual([s.id]);
     // the clock stepped back behind the mutes' creation: they still hold
     expect((await store.activeSilences(40)).map((x) => x.id)).toEqual([s.id, t.id]);
@@ -226,18 +305,20 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('a transaction that throws leaves none of its writes', async () => {
     const { store } = await setUp(kind);
     const { runId } = await runWithFile(store);
-    await expect(store.transaction(async (tx) => {
-      await tx.createAlert(runId, 'grad_explosion', 'grad_norm', 'firing', change(3, 10, 'boom'));
-      await tx.enqueue(runId, 'console', { alert: 1 }, 10);
-      throw new Error('evaluation failed');
-    })).rejects.toThrow('evaluation failed');
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.createAlert(runId, 'grad_explosion', 'grad_norm', 'firing', change(3, 10, 'boom'));
+        await tx.enqueue(runId, 'console', { alert: 1 }, 10);
+        throw new Error('evaluation failed');
+      }),
+    ).rejects.toThrow('evaluation failed');
     expect(await store.listAlerts({ all: true })).toEqual([]);
     expect(await store.openOutbox()).toEqual([]);
     await store.transaction(async (tx) => tx.enqueue(runId, 'console', { alert: 2 }, 11));
     expect((await store.openOutbox()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
   });
 
-  it('two claimers at once never get the same outbox row; each run\'s rows go one at a time, in order', async () => {
+  it("two claimers at once never get the same outbox row; each run's rows go one at a time, in order", async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const runIds = await someRuns(store, 12);
@@ -284,20 +365,29 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     await Promise.all([1, 2, 3].flatMap((k) => [drain(store, `a${k}`), drain(second, `b${k}`)]));
     expect(got.map((g) => g.n).sort((x, y) => x - y)).toEqual(Array.from({ length: N }, (_, i) => i));
     for (let r = 0; r < 6; r++) {
-      expect(got.map((g) => g.n).filter((n) => n % 6 === r)).toEqual(Array.from({ length: N / 6 }, (_, k) => r + 6 * k));
+      expect(got.map((g) => g.n).filter((n) => n % 6 === r)).toEqual(
+        Array.from({ length: N / 6 }, (_, k) => r + 6 * k),
+      );
     }
     expect(await store.openOutbox()).toEqual([]);
   });
 
-  it('hands out each run\'s oldest row, leased until delivered; a failed row holds back later rows', async () => {
+  it("hands out each run's oldest row, leased until delivered; a failed row holds back later rows", async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const [r1, r2, r3] = await someRuns(store, 3);
-    for (const [runId, n] of [[r1, 0], [r2, 1], [r1, 2], [r3, 3], [r2, 4]] as const) {
+    for (const [runId, n] of [
+      [r1, 0],
+      [r2, 1],
+      [r1, 2],
+      [r3, 3],
+      [r2, 4],
+    ] as const) {
       await store.enqueue(runId!, 'discord:ops', { n }, n);
     }
     const claim = (s: StoreContract, now: number, limit?: number) =>
-      s.claim('discord:ops', { owner: 'c', now, leaseMs: 60_000, limit })
+      s
+        .claim('discord:ops', { owner: 'c', now, leaseMs: 60_000, limit })
         .then((rows) => rows.map((r) => JSON.parse(r.payload).n));
     const idOf = async (n: number): Promise<number> =>
       (await store.openOutbox()).find((r) => JSON.parse(r.payload).n === n)!.id;
@@ -309,7 +399,11 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     await store.failed(await idOf(1), 'HTTP 502', 90_000);
     expect(await claim(second, 61_001)).toEqual([]); // the first leases ran out, but rows 2 and 3 come after row 1
     const back = await second.claim('discord:ops', { owner: 'c', now: 90_000, leaseMs: 100_000 });
-    expect(back.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual([[1, 1], [2, 0], [3, 0]]);
+    expect(back.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual([
+      [1, 1],
+      [2, 0],
+      [3, 0],
+    ]);
     expect(back.every((r) => r.leaseUntil === 190_000)).toBe(true);
     // set aside, a row no longer holds its run back: run 2's next row goes (the others are leased by `back`)
     await store.setAside(await idOf(1), 'HTTP 403', 90_100);
@@ -339,26 +433,38 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       await store.enqueue(runId, 'discord:ops', { ...(payload as object), i }, i);
     }
     const next = async (limit = 1): Promise<number[]> =>
-      (await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit }))
-        .map((r) => JSON.parse(r.payload).i);
+      (await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit })).map(
+        (r) => JSON.parse(r.payload).i,
+      );
     // run `paged`'s info row first (its critical row is behind it), then `warned`'s, then by age; in that order,
     // each as urgent as its run's most severe row (what a target draws first)
     const first = await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit: 3 });
-    expect(first.map((r) => [JSON.parse(r.payload).i, r.urgency])).toEqual([[4, 2], [3, 1], [0, 0]]);
+    expect(first.map((r) => [JSON.parse(r.payload).i, r.urgency])).toEqual([
+      [4, 2],
+      [3, 1],
+      [0, 0],
+    ]);
     expect([await next(), await next()]).toEqual([[2], []]);
     const open = await store.openOutbox();
     for (const i of [4, 3]) await store.delivered(open.find((r) => JSON.parse(r.payload).i === i)!.id, 1100);
     expect([await next(), await next(), await next()]).toEqual([[6], [5], []]);
   });
 
-  it('a run\'s new items join its newest waiting row until a deliverer has it; a card and its resolution stay two', async () => {
+  it("a run's new items join its newest waiting row until a deliverer has it; a card and its resolution stay two", async () => {
     const { store } = await setUp(kind);
     const [a, b] = await someRuns(store, 2);
-    const item = (alertId: number, severity = 'warning', kind = 'firing') =>
-      ({ alertId, kind, severity, rule: `r${alertId}`, summary: 'untrusted ]} "x"', step: alertId });
+    const item = (alertId: number, severity = 'warning', kind = 'firing') => ({
+      alertId,
+      kind,
+      severity,
+      rule: `r${alertId}`,
+      summary: 'untrusted ]} "x"',
+      step: alertId,
+    });
     const put = (runId: number, run: string, items: object[], at: number, more: object = {}) =>
       store.enqueue(runId, 'discord:ops', { run, items, ...more }, at);
-    const open = async () => (await store.openOutbox()).map((r) => ({ run: r.run_id, at: r.created_at, n: JSON.parse(r.payload) }));
+    const open = async () =>
+      (await store.openOutbox()).map((r) => ({ run: r.run_id, at: r.created_at, n: JSON.parse(r.payload) }));
     await put(a!, 'a', [item(1)], 1);
     await put(b!, 'b', [item(10)], 2);
     await put(a!, 'a', [item(2, 'critical'), item(3)], 3); // joins a's row: the critical alert rides with it
@@ -369,7 +475,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       { run: b, at: 4, n: { run: 'b', items: [item(10, 'warning', 'resolved')] } },
     ]);
     // written as one notification would be: its text is that notification's JSON
-    expect((await store.openOutbox())[0]!.payload).toBe(JSON.stringify({ run: 'a', items: [item(1), item(2, 'critical'), item(3)] }));
+    expect((await store.openOutbox())[0]!.payload).toBe(
+      JSON.stringify({ run: 'a', items: [item(1), item(2, 'critical'), item(3)] }),
+    );
     const first = await store.claim('discord:ops', { owner: 'x', now: 10, leaseMs: 60_000, limit: 1 });
     expect(first.map((r) => [r.run_id, r.urgency])).toEqual([[a, 2]]);
     // handed out (even if given back), a row takes nothing more: what it holds may be posted in part already
@@ -381,7 +489,12 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     await put(b!, 'b', [], 14, { report: { kind: 'digest', title: 't', lines: [] } });
     await put(b!, 'b', [item(15)], 15);
     expect((await open()).map((r) => [r.at, r.n.items.map((i: { alertId: number }) => i.alertId)])).toEqual([
-      [1, [1, 2, 3]], [2, [10]], [4, [10, 11, 12, 13, 14]], [11, [4]], [14, []], [15, [15]],
+      [1, [1, 2, 3]],
+      [2, [10]],
+      [4, [10, 11, 12, 13, 14]],
+      [11, [4]],
+      [14, []],
+      [15, [15]],
     ]);
   });
 
@@ -389,13 +502,23 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { store } = await setUp(kind);
     const [w1, w2, w3, c1, c2, c3] = await someRuns(store, 6);
     const item = (severity: string) => ({ alertId: 1, kind: 'firing', severity, rule: 'r', summary: 's' });
-    for (const [runId, n, severity] of [[w1, 0, 'warning'], [w2, 1, 'warning'], [c1, 2, 'critical'],
-      [w3, 3, 'info'], [c1, 4, 'info']] as const) {
+    for (const [runId, n, severity] of [
+      [w1, 0, 'warning'],
+      [w2, 1, 'warning'],
+      [c1, 2, 'critical'],
+      [w3, 3, 'info'],
+      [c1, 4, 'info'],
+    ] as const) {
       await store.enqueue(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
     }
     const nOf = (rows: ClaimedRow[]) => rows.map((r) => JSON.parse(r.payload).n as number);
-    const opts = (now: number, limit: number, criticalExtra: number) =>
-      ({ owner: 'a', now, leaseMs: 60_000, limit, criticalExtra });
+    const opts = (now: number, limit: number, criticalExtra: number) => ({
+      owner: 'a',
+      now,
+      leaseMs: 60_000,
+      limit,
+      criticalExtra,
+    });
     // four warnings' slots full (limit 0): the kept slot takes run c1's critical row, and then nothing else
     const [critical] = await store.claim('discord:ops', opts(1000, 0, 1));
     expect(nOf([critical!])).toEqual([2]);
@@ -441,13 +564,19 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     }
   });
 
-  it('delivered and claimed in one: the run\'s next row, or a more urgent run\'s; never a row another holds', async () => {
+  it("delivered and claimed in one: the run's next row, or a more urgent run's; never a row another holds", async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const [r1, r2, r3] = await someRuns(store, 3);
     const item = (severity: string) => ({ alertId: 1, kind: 'firing', severity, rule: 'r', summary: 's' });
-    for (const [runId, n, severity] of [[r1, 0, 'info'], [r2, 1, 'info'], [r1, 2, 'info'], [r3, 3, 'info'],
-      [r3, 4, 'critical'], [r1, 5, 'info']] as const) {
+    for (const [runId, n, severity] of [
+      [r1, 0, 'info'],
+      [r2, 1, 'info'],
+      [r1, 2, 'info'],
+      [r3, 3, 'info'],
+      [r3, 4, 'critical'],
+      [r1, 5, 'info'],
+    ] as const) {
       await store.enqueue(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
     }
     const nOf = (rows: ClaimedRow[]) => rows.map((r) => JSON.parse(r.payload).n as number);
@@ -480,7 +609,11 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const m = { runId, alertIds: [a.id], payload: { title: 'x' }, delivery: '7:0' };
     await store.recordMessage('discord:ops', '1234', m, 50);
     await store.recordMessage('discord:ops', '1234', m, 60); // a retry after a crash before the outbox row was done
-    expect(await store.messageByDelivery('discord:ops', '7:0')).toMatchObject({ ref: '1234', run_id: runId, posted_at: 50 });
+    expect(await store.messageByDelivery('discord:ops', '7:0')).toMatchObject({
+      ref: '1234',
+      run_id: runId,
+      posted_at: 50,
+    });
     expect((await store.messageByRef('discord:ops', '1234'))!.alert_ids).toBe(JSON.stringify([a.id]));
     expect((await store.messagesOfAlert(a.id, 'discord:ops')).map((x) => x.ref)).toEqual(['1234']);
     expect(await store.messagesOfAlert(a.id, 'slack:ops')).toEqual([]);
@@ -489,12 +622,37 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('answers what commands and reports read: names, columns, epochs, generations, meta and config', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
-    const b = batch(runId, fileId, [[1, { reward: 0.1, epoch: 0.5 }], [2, { reward: NaN }], [3, { reward: 0.3, epoch: 1 }]], 30);
-    b.examples = [[1, 0.9], [1, 0.2], [3, 0.6], [3, 0.1]].map(([step, reward], i) => ({
-      step: step!, key: `k${i}`, completion: `c${i}`, reward: reward!, breakdown: { r: reward! },
+    const b = batch(
+      runId,
+      fileId,
+      [
+        [1, { reward: 0.1, epoch: 0.5 }],
+        [2, { reward: NaN }],
+        [3, { reward: 0.3, epoch: 1 }],
+      ],
+      30,
+    );
+    b.examples = [
+      [1, 0.9],
+      [1, 0.2],
+      [3, 0.6],
+      [3, 0.1],
+    ].map(([step, reward], i) => ({
+      step: step!,
+      key: `k${i}`,
+      completion: `c${i}`,
+      reward: reward!,
+      breakdown: { r: reward! },
     }));
     b.events = [
-      { step: 1, kind: 'meta', title: 'start', text: '', values: { total_steps: 100, max_steps: 90 }, config: { model: 'qwen' } },
+      {
+        step: 1,
+        kind: 'meta',
+        title: 'start',
+        text: '',
+        values: { total_steps: 100, max_steps: 90 },
+        config: { model: 'qwen' },
+      },
       { step: 3, kind: 'meta', title: 'later', text: '', values: { total_steps: 120 }, config: { lr: '1e-6' } },
     ];
     await store.commit(b, 2);
@@ -508,16 +666,26 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect([cols.length, upTo(cols.steps), upTo(cols.values)]).toEqual([3, [1, 2, 3], [0.1, NaN, 0.3]]);
     expect((await store.columns(runId, 'nothing')).length).toBe(0);
     expect(await store.digest(runId, 'reward', 2)).toMatchObject({
-      length: 2, firstStep: 2, lastStep: 3, min: 0.3, max: 0.3, tail: { steps: [2, 3], values: [NaN, 0.3] },
-      overview: [NaN, 0.3], chart: [{ step: 3, value: 0.3 }],
+      length: 2,
+      firstStep: 2,
+      lastStep: 3,
+      min: 0.3,
+      max: 0.3,
+      tail: { steps: [2, 3], values: [NaN, 0.3] },
+      overview: [NaN, 0.3],
+      chart: [{ step: 3, value: 0.3 }],
     });
     expect(await store.epochsAt(runId, [3, 2, 1])).toEqual([1, null, 0.5]);
     expect((await store.examplesBetween(runId, 1, 3)).map((e) => [e.step, e.key])).toEqual([
-      [1, 'k0'], [1, 'k1'], [3, 'k2'], [3, 'k3'],
+      [1, 'k0'],
+      [1, 'k1'],
+      [3, 'k2'],
+      [3, 'k3'],
     ]);
     expect((await store.examplesBetween(runId, 2, 3)).map((e) => e.key)).toEqual(['k2', 'k3']);
     expect((await store.examplesExtremes(runId, 1, 3, 'best', 2)).map((e) => [e.key, e.breakdown])).toEqual([
-      ['k0', { r: 0.9 }], ['k2', { r: 0.6 }],
+      ['k0', { r: 0.9 }],
+      ['k2', { r: 0.6 }],
     ]);
     expect((await store.examplesExtremes(runId, 1, 3, 'worst', 1)).map((e) => e.key)).toEqual(['k3']);
     expect(await store.runMeta(runId)).toEqual({ total_steps: 120, max_steps: 90 });
@@ -539,7 +707,10 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       { run_id: runId, attempt: 2, resumed_step: 4, at: 2000, last_step: 7, rewound: 0 },
     ]);
     // steps 1..10 were new, then 4..7 took attempt 2 on from step 3
-    expect(await store.arrivalsOf(runId)).toEqual([{ at: 1000, steps: 10 }, { at: 2000, steps: 4 }]);
+    expect(await store.arrivalsOf(runId)).toEqual([
+      { at: 1000, steps: 10 },
+      { at: 2000, steps: 4 },
+    ]);
     expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ last_step: 7, attempt: 2 });
     expect(await store.replayingStep(runId, 10)).toBe(7);
     await store.markRewound(runId, 2);
@@ -557,26 +728,43 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { runId, fileId } = await runWithFile(store);
     // a backfill of both attempts at once: 1..6, then again from 3 to 5
     await store.commit(batch(runId, fileId, logged([1, 2, 3, 4, 5, 6, 3, 4, 5]), 90), 2);
-    const brief = async () => (await store.attemptsOf(runId)).map((a) => [a.attempt, a.resumed_step, a.at, a.last_step]);
-    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5]]);
+    const brief = async () =>
+      (await store.attemptsOf(runId)).map((a) => [a.attempt, a.resumed_step, a.at, a.last_step]);
+    expect(await brief()).toEqual([
+      [1, 1, 1000, 6],
+      [2, 3, 1000, 5],
+    ]);
     // batch_metrics.jsonl logs steps 1..3 later: behind, in another format, no restart and nothing new
     t = 5000;
     const jsonl = await store.addFile(runId, '/runs/exp/a/batch_metrics.jsonl', 'batchMetrics');
     await store.commit(batch(runId, jsonl.id, logged([1, 2, 3]), 30), 2);
-    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5]]);
+    expect(await brief()).toEqual([
+      [1, 1, 1000, 6],
+      [2, 3, 1000, 5],
+    ]);
     // a second learning.log from step 2, over a minute after the first one last grew: attempt 3
     t = 62_000;
     const second = await store.addFile(runId, '/runs/exp/a/learning-2.log', 'learning.log');
     await store.commit(batch(runId, second.id, logged([2, 3]), 20), 2);
-    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5], [3, 2, 62_000, 3]]);
+    expect(await brief()).toEqual([
+      [1, 1, 1000, 6],
+      [2, 3, 1000, 5],
+      [3, 2, 62_000, 3],
+    ]);
     // that job's own batch_metrics-2.jsonl, 8 s later (its sibling quiet too): the same attempt
     t = 70_000;
     const jsonl2 = await store.addFile(runId, '/runs/exp/a/batch_metrics-2.jsonl', 'batchMetrics');
     await store.commit(batch(runId, jsonl2.id, logged([2, 3, 4]), 30), 2);
-    expect(await brief()).toEqual([[1, 1, 1000, 6], [2, 3, 1000, 5], [3, 2, 62_000, 4]]);
+    expect(await brief()).toEqual([
+      [1, 1, 1000, 6],
+      [2, 3, 1000, 5],
+      [3, 2, 62_000, 4],
+    ]);
     expect(await store.fileByPath('/runs/exp/a/batch_metrics-2.jsonl')).toMatchObject({ last_step: 4, attempt: 3 });
     expect(await store.arrivalsOf(runId)).toEqual([
-      { at: 1000, steps: 6 + 3 }, { at: 62_000, steps: 2 }, { at: 70_000, steps: 1 },
+      { at: 1000, steps: 6 + 3 },
+      { at: 62_000, steps: 2 },
+      { at: 70_000, steps: 1 },
     ]);
   });
 
@@ -596,7 +784,13 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
     const s = await store.addSilence({
-      run: null, rule: null, severity: null, starts_at: 100, ends_at: 200, author: 'ana', reason: 'sweep',
+      run: null,
+      rule: null,
+      severity: null,
+      starts_at: 100,
+      ends_at: 200,
+      author: 'ana',
+      reason: 'sweep',
     });
     expect(await store.silenceById(s.id)).toMatchObject({ id: s.id, ends_at: 200, ended_at: null, reason: 'sweep' });
     expect(await store.silenceById(s.id + 1)).toBeUndefined();
@@ -609,7 +803,10 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     await store.recordMessage('discord:ops', 'd1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '1/0' }, 10);
     await store.recordMessage('slack:C1', 's1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '2/0' }, 11);
     const showing = await store.messagesShowing(a.id);
-    expect(showing.map((m) => [m.target, m.ref])).toEqual([['slack:C1', 's1'], ['discord:ops', 'd1']]);
+    expect(showing.map((m) => [m.target, m.ref])).toEqual([
+      ['slack:C1', 's1'],
+      ['discord:ops', 'd1'],
+    ]);
     await store.setMessagePayload(showing[1]!.id, { v: 2 });
     expect(JSON.parse((await store.messageByRef('discord:ops', 'd1'))!.payload)).toEqual({ v: 2 });
 
@@ -617,7 +814,18 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     expect(await store.markReport(runId, 'epoch:0.5', 60)).toBe(false);
     expect(await store.markReport(0, 'digest:2026-11-22', 60)).toBe(true);
     // steps arrive at the store's clock: one batch now, the step it reached is the one logged by then
-    await store.commit(batch(runId, fileId, [[1, { reward: 0.1 }], [2, { reward: 0.2 }]], 20), 2);
+    await store.commit(
+      batch(
+        runId,
+        fileId,
+        [
+          [1, { reward: 0.1 }],
+          [2, { reward: 0.2 }],
+        ],
+        20,
+      ),
+      2,
+    );
     expect(await store.stepAt(runId, Date.now() + 60_000)).toBe(2);
     expect(await store.stepAt(runId, 0)).toBeNull();
     expect(await store.unreadFiles()).toEqual([]);
@@ -684,7 +892,10 @@ describe('PostgreSQL points', () => {
     );
     // step 5 is not visible yet, so the batch (enough points for COPY) takes COPY, which waits for the other
     // transaction on the key
-    const rows: Rows = [[4, { reward: 0.4 }], [5, { reward: 0.9 }]];
+    const rows: Rows = [
+      [4, { reward: 0.4 }],
+      [5, { reward: 0.9 }],
+    ];
     for (let step = 6; rows.length < COPY_MIN_POINTS; step++) rows.push([step, { reward: step / 100 }]);
     const committing = store.commit(batch(runId, fileId, rows, 30), 3);
     await new Promise((r) => setTimeout(r, 300));
@@ -692,7 +903,12 @@ describe('PostgreSQL points', () => {
     await other.end();
     expect(await committing).toMatchObject({ minStep: 4, maxStep: COPY_MIN_POINTS + 3, newSteps: COPY_MIN_POINTS });
     const series = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
-    expect(series.slice(0, 4)).toEqual([[1, 0.1], [4, 0.4], [5, 0.9], [6, 0.06]]);
+    expect(series.slice(0, 4)).toEqual([
+      [1, 0.1],
+      [4, 0.4],
+      [5, 0.9],
+      [6, 0.06],
+    ]);
     expect(series).toHaveLength(COPY_MIN_POINTS + 1);
     expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30 });
   });
@@ -707,7 +923,9 @@ describe('the PostgreSQL leader lock', () => {
     opened.push(admin);
     // what a server restart or an administrator does to the session
     const killer = await freshClient(where);
-    await killer.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()`);
+    await killer.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()`,
+    );
     await killer.end();
     expect(await lost).toBe('lost');
     expect(await admin.tryLead('bot')).not.toBeNull();

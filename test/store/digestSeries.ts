@@ -34,7 +34,16 @@ export function write(path: string, s: Series): void {
       metrics: s.steps.map((step, i) => ({ step, values: new Map([['reward', s.values[i]!]]) })),
       examples: [],
       skips: new Map(),
-      progress: { dev: 1, ino: 1, offset: 0, size: 0, mtimeMs: 0, seq: 0, lines: s.steps.length, records: s.steps.length },
+      progress: {
+        dev: 1,
+        ino: 1,
+        offset: 0,
+        size: 0,
+        mtimeMs: 0,
+        seq: 0,
+        lines: s.steps.length,
+        records: s.steps.length,
+      },
     },
     2,
   );

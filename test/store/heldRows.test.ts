@@ -53,7 +53,10 @@ beforeEach(() => {
   root = join(dir, 'runs');
   store = Store.open(join(dir, 'test.db'));
   // the rules after each batch, as `start` runs them once caught up: they mark the run evaluated and live
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 3_600_000, targets: ['console'] });
+  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
+    repeatIntervalMs: 3_600_000,
+    targets: ['console'],
+  });
   engine.caughtUp();
   ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }, (e) => {
     if (e.kind === 'batch') engine.evaluate(e.result.runId);
@@ -71,7 +74,11 @@ describe('what the writer holds of the runs it reads', () => {
     await write('a', [dict(2), dict(3)]); // a job resumed from a checkpoint: a new attempt
     bothSay('a');
     expect(store.attempts.list(store.runs.byName('a')!.id)).toHaveLength(2);
-    await write('a', ['Traceback (most recent call last):', '  File "train.py", line 3, in <module>', 'RuntimeError: boom']);
+    await write('a', [
+      'Traceback (most recent call last):',
+      '  File "train.py", line 3, in <module>',
+      'RuntimeError: boom',
+    ]);
     bothSay('a');
     await write('a', ["{'loss': 0.1, 'broken", dict(4)]);
     bothSay('a');

@@ -12,7 +12,13 @@ describe('integrity at open', () => {
     const store = Store.open(db);
     const run = store.runs.ensure('r', '/x/r');
     store.db.transaction(() => {
-      const rows = Array.from({ length: 20_000 }, (_, k) => ({ step: k + 1, values: new Map([['loss', k + 1], ['reward', (k + 1) / 2]]) }));
+      const rows = Array.from({ length: 20_000 }, (_, k) => ({
+        step: k + 1,
+        values: new Map([
+          ['loss', k + 1],
+          ['reward', (k + 1) / 2],
+        ]),
+      }));
       store.points.writeRows(run.id, rows, new Set());
     })();
     store.db.pragma('wal_checkpoint(TRUNCATE)');

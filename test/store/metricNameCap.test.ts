@@ -20,7 +20,11 @@ const config = ConfigSchema.parse({ ingest: { maxMetricNames: CAP } });
 const name = (i: number): string => `k${String(i).padStart(3, '0')}`;
 /** 20 lines of 10 new names each: 200 distinct names, the first 50 in the first 5 lines */
 const LINES = Array.from({ length: 20 }, (_, l) =>
-  JSON.stringify({ step: l + 1, ...Object.fromEntries(Array.from({ length: 10 }, (_, k) => [name(l * 10 + k), l + k / 10])) }));
+  JSON.stringify({
+    step: l + 1,
+    ...Object.fromEntries(Array.from({ length: 10 }, (_, k) => [name(l * 10 + k), l + k / 10])),
+  }),
+);
 const KEPT = Array.from({ length: CAP }, (_, i) => name(i));
 const REASON = pastCap(CAP, [50, 51, 52, 53, 54].map(name).join(', '));
 
@@ -62,7 +66,12 @@ describe('a cap on distinct metric names per run', () => {
     let b = Store.open(dbPath);
     let ingestor = new Ingestor(b, config.ingest);
     for (let i = 0; i < LINES.length; i += 3) {
-      appendFileSync(live.file, LINES.slice(i, i + 3).map((l) => `${l}\n`).join(''));
+      appendFileSync(
+        live.file,
+        LINES.slice(i, i + 3)
+          .map((l) => `${l}\n`)
+          .join(''),
+      );
       await ingestor.ingest(live.file, live.root);
       if (i === 9) {
         // a restart past the cap: the later lines are counted under the reason the first ones named
@@ -88,15 +97,27 @@ describe('a cap on distinct metric names per run', () => {
     const run = store.runs.ensure('r', '/runs/r');
     const file = store.files.add(run.id, '/runs/r/m.jsonl', 'jsonlMetrics');
     const long = `${'x'.repeat(100)}\nINJECTED`;
-    store.commit({
-      runId: run.id,
-      fileId: file.id,
-      metrics: [{ step: 1, values: new Map([['loss', 1], [long, 2], ['a\tb', 3]]) }],
-      examples: [],
-      skips: new Map(),
-      progress: { dev: 1, ino: 1, offset: 10, size: 10, mtimeMs: 0, seq: 0, lines: 1, records: 1 },
-      maxMetricNames: 1,
-    }, 2);
+    store.commit(
+      {
+        runId: run.id,
+        fileId: file.id,
+        metrics: [
+          {
+            step: 1,
+            values: new Map([
+              ['loss', 1],
+              [long, 2],
+              ['a\tb', 3],
+            ]),
+          },
+        ],
+        examples: [],
+        skips: new Map(),
+        progress: { dev: 1, ino: 1, offset: 10, size: 10, mtimeMs: 0, seq: 0, lines: 1, records: 1 },
+        maxMetricNames: 1,
+      },
+      2,
+    );
     expect(store.points.metricsOf(run.id)).toEqual(['loss']);
     expect(store.files.skipsOf(file.id).map((s) => [s.reason, s.count])).toEqual([
       [pastCap(1, `${'x'.repeat(39)}…, a?b`), 1],

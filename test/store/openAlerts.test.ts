@@ -40,7 +40,7 @@ function emptyBatch(store: Store, runId: number): Batch {
 }
 
 describe('the open alerts held in memory', () => {
-  it("are read again once another connection has committed: its ack is seen at the next read", () => {
+  it('are read again once another connection has committed: its ack is seen at the next read', () => {
     const { path, store, run, first, table } = setup();
     const other = Store.open(path);
     other.alerts.ack(first.id, { id: 'U1', name: 'ana' }, 'looking', NOW);
@@ -80,7 +80,7 @@ describe('the open alerts held in memory', () => {
     store.close();
   });
 
-  it("see an ack made through this same store (a bot in the start process), and nothing of one rolled back", () => {
+  it('see an ack made through this same store (a bot in the start process), and nothing of one rolled back', () => {
     const { store, run, first, table } = setup();
     expect(() =>
       store.db.transaction(() => {

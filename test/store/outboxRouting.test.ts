@@ -50,8 +50,16 @@ const route = (_run: string, severity: string): string[] => [
 ];
 
 const item = (alertId: number, severity: string): NotificationItem => ({
-  alertId, kind: 'firing', severity, rule: `rule_${alertId}`, metric: 'm', summary: `alert ${alertId}`, step: alertId,
-  epoch: null, recent: [], examples: null,
+  alertId,
+  kind: 'firing',
+  severity,
+  rule: `rule_${alertId}`,
+  metric: 'm',
+  summary: `alert ${alertId}`,
+  step: alertId,
+  epoch: null,
+  recent: [],
+  examples: null,
 });
 
 /** A target recording what it was given: `target -> alert ids`, one entry per delivery of an item. */
@@ -88,14 +96,23 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
 
     const got = new Map<string, number[]>();
     const names = ['console', 'chat:ops', 'chat:pager'];
-    for (const s of [a, b]) dispatchers.push(new Dispatcher(s, names.map((n) => recording(n, got)), { route }));
+    for (const s of [a, b])
+      dispatchers.push(
+        new Dispatcher(
+          s,
+          names.map((n) => recording(n, got)),
+          { route },
+        ),
+      );
     await Promise.all(dispatchers.map((d) => d.kick()));
     await Promise.all(dispatchers.map((d) => d.kick())); // rows routed while the other's lanes had looked
 
     const expected = new Map(names.map((n) => [n, [] as number[]]));
-    for (const w of written) for (const i of w.items) for (const t of route(w.run, i.severity)) expected.get(t)!.push(i.alertId);
+    for (const w of written)
+      for (const i of w.items) for (const t of route(w.run, i.severity)) expected.get(t)!.push(i.alertId);
     expected.get('chat:ops')!.push(old.alertId);
-    const sorted = (m: Map<string, number[]>) => Object.fromEntries([...m].map(([k, v]) => [k, [...v].sort((x, y) => x - y)]));
+    const sorted = (m: Map<string, number[]>) =>
+      Object.fromEntries([...m].map(([k, v]) => [k, [...v].sort((x, y) => x - y)]));
     expect(sorted(got)).toEqual(sorted(expected));
     const open = await a.openOutbox();
     expect(open).toEqual([]); // the neutral rows done, every target's row delivered
@@ -109,7 +126,11 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     await store.enqueue(run.id, ROUTED, { run: run.name, items: [{ alertId: 'x' }] }, 1);
     await store.enqueue(run.id, ROUTED, { run: run.name, items: [item(7, 'critical')] }, 2);
     const got = new Map<string, number[]>();
-    const d = new Dispatcher(store, ['console', 'chat:ops', 'chat:pager'].map((n) => recording(n, got)), { route });
+    const d = new Dispatcher(
+      store,
+      ['console', 'chat:ops', 'chat:pager'].map((n) => recording(n, got)),
+      { route },
+    );
     dispatchers.push(d);
     await d.kick();
     expect(Object.fromEntries(got)).toEqual({ console: [7], 'chat:ops': [7], 'chat:pager': [7] });
@@ -129,26 +150,32 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     expect(await store.transaction((tx) => queueCardUpdates(tx, [a.id], 2))).toBe(1);
     const got: Array<[string, string, number]> = []; // target, item kind, alert
     const record = (name: string): Target => ({
-      name, edits: true,
-      deliver: async (n: Notification) => void got.push(...n.items.map((i) => [name, i.kind, i.alertId] as [string, string, number])),
+      name,
+      edits: true,
+      deliver: async (n: Notification) =>
+        void got.push(...n.items.map((i) => [name, i.kind, i.alertId] as [string, string, number])),
     });
     const d = new Dispatcher(store, ['console', 'chat:ops', 'chat:pager'].map(record), { route });
     dispatchers.push(d);
     await d.kick();
     // each destination a critical goes to: its post, then the edit that shows the ack
     for (const t of route(run.name, 'critical')) {
-      expect(got.filter(([name]) => name === t)).toEqual([[t, 'firing', a.id], [t, 'update', a.id]]);
+      expect(got.filter(([name]) => name === t)).toEqual([
+        [t, 'firing', a.id],
+        [t, 'update', a.id],
+      ]);
     }
     expect(got).toHaveLength(2 * route(run.name, 'critical').length);
   });
 
-  it("reclaimLeases frees the rows a dead deliverer leased, at once, and leaves delivered rows alone", async () => {
+  it('reclaimLeases frees the rows a dead deliverer leased, at once, and leaves delivered rows alone', async () => {
     const where = await kind.fresh();
     const store = await kind.open(where);
     opened.push(store);
     const run = await store.ensureRun('host/grpo', '/r/grpo');
     const other = await store.ensureRun('host/ppo', '/r/ppo');
-    for (const r of [run, other]) await store.enqueue(r.id, 'chat:ops', { run: r.name, items: [item(r.id, 'critical')] }, 1);
+    for (const r of [run, other])
+      await store.enqueue(r.id, 'chat:ops', { run: r.name, items: [item(r.id, 'critical')] }, 1);
     const now = Date.now();
     const leased = await store.claim('chat:ops', { owner: 'dead', now, leaseMs: 120_000, limit: 10 });
     expect(leased).toHaveLength(2);

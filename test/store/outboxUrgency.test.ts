@@ -51,7 +51,8 @@ describe('outbox urgency', () => {
     await readAndDeliver();
 
     const rows = store.db.prepare('SELECT payload, urgency FROM outbox ORDER BY id').all() as Array<{
-      payload: string; urgency: number;
+      payload: string;
+      urgency: number;
     }>;
     const expected = rows.map((r) => {
       const n = JSON.parse(r.payload) as Notification;

@@ -117,18 +117,45 @@ describe('Points memory of the last batch and the series tails', () => {
     const model = new Model();
     const ab = ['a', 'b'];
     // two shapes in one batch, a step written twice within it (the second value wins)
-    commit(t, shaped([[1, ab, [1, 10]], [2, ab, [2, 20]], [2, ['a'], [2.5]], [3, ab, [3, NaN]]]), model);
+    commit(
+      t,
+      shaped([
+        [1, ab, [1, 10]],
+        [2, ab, [2, 20]],
+        [2, ['a'], [2.5]],
+        [3, ab, [3, NaN]],
+      ]),
+      model,
+    );
     expectAnswers(t, model, ab, 0, 4);
     // the next batch goes back to step 2 (a restarted job), then on; `c` is new
-    commit(t, shaped([[2, ['a', 'b', 'c'], [-2, -20, 0.5]], [4, ['a', 'b', 'c'], [4, 40, Infinity]]]), model);
+    commit(
+      t,
+      shaped([
+        [2, ['a', 'b', 'c'], [-2, -20, 0.5]],
+        [4, ['a', 'b', 'c'], [4, 40, Infinity]],
+      ]),
+      model,
+    );
     expectAnswers(t, model, ['a', 'b', 'c'], 0, 5);
     // a batch that goes back within itself: what follows the step back is not past the batch's own points
-    commit(t, shaped([[7, ab, [7, 70]], [5, ab, [5, 50]], [6, ab, [6, 60]]]), model);
+    commit(
+      t,
+      shaped([
+        [7, ab, [7, 70]],
+        [5, ab, [5, 50]],
+        [6, ab, [6, 60]],
+      ]),
+      model,
+    );
     expectAnswers(t, model, ab, 0, 8);
     // 3000 ascending steps in rows (a format without shapes): tails are cut back past what they keep
     const rows: MetricRow[] = Array.from({ length: 3000 }, (_, i) => ({
       step: 5 + i,
-      values: new Map([['a', i % 7 === 0 ? NaN : i], ['c', -i]]),
+      values: new Map([
+        ['a', i % 7 === 0 ? NaN : i],
+        ['c', -i],
+      ]),
     }));
     commit(t, rows, model);
     expectAnswers(t, model, ['a', 'b', 'c'], 2990, 3010);
@@ -156,7 +183,10 @@ describe('Points.writeSteps', () => {
     expect(added).toEqual([150, again.filter((s) => !known.has(s)).length]);
     expect(t.store.points.steps(t.runId)).toEqual([...new Set([...first, ...again])].sort((a, b) => a - b));
     const at = t.store.db.prepare('SELECT step, at FROM steps WHERE run_id = ? AND step IN (298, 299)').all(t.runId);
-    expect(at).toEqual([{ step: 298, at: 1000 }, { step: 299, at: 2000 }]);
+    expect(at).toEqual([
+      { step: 298, at: 1000 },
+      { step: 299, at: 2000 },
+    ]);
     t.store.close();
   });
 });

@@ -58,7 +58,16 @@ describe('rule cursors held in memory', () => {
     const store = Store.open(join(tempDir(), 'rlwatch.db'), { now: () => NOW });
     const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
     const opts = { ...config.ingest, chunkBytes: 4096 };
-    await backfill(new Ingestor(store, opts, () => {}, (r) => engine.evaluate(r.runId, false)), [SAMPLES], config.watch);
+    await backfill(
+      new Ingestor(
+        store,
+        opts,
+        () => {},
+        (r) => engine.evaluate(r.runId, false),
+      ),
+      [SAMPLES],
+      config.watch,
+    );
     const rows = tableRows(store).length;
     expect(rows).toBeGreaterThan(10);
     expect(expectExact(store)).toBeGreaterThanOrEqual(rows);
@@ -73,7 +82,10 @@ describe('rule cursors held in memory', () => {
     writeFileSync(path, '');
     const write = (from: number, to: number): void => {
       for (let step = from; step <= to; step++) {
-        appendFileSync(path, `${JSON.stringify({ step, reward: 0.5 + step / 100, frac_reward_zero_std: 0.95, grad_norm: 50 })}\n`);
+        appendFileSync(
+          path,
+          `${JSON.stringify({ step, reward: 0.5 + step / 100, frac_reward_zero_std: 0.95, grad_norm: 50 })}\n`,
+        );
       }
     };
     const store = Store.open(join(root, 'rlwatch.db'));

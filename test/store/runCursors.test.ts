@@ -77,7 +77,16 @@ describe('run_cursors', () => {
     const batch = (step: number, offset: number): Parameters<Store['commit']>[0] => ({
       runId: run.id,
       fileId: file.id,
-      metrics: [{ step, values: new Map([['reward', 0.5], ['frac_reward_zero_std', 0.95], ['loss', 1]]) }],
+      metrics: [
+        {
+          step,
+          values: new Map([
+            ['reward', 0.5],
+            ['frac_reward_zero_std', 0.95],
+            ['loss', 1],
+          ]),
+        },
+      ],
       examples: [],
       skips: new Map(),
       progress: { dev: 1, ino: 1, offset, size: offset, mtimeMs: 0, seq: 1, lines: 1, records: 1 },
@@ -159,7 +168,11 @@ describe('run_cursors', () => {
       }
       for (const r of OLD_ROWS) {
         await pool.query('INSERT INTO rule_cursors (run_id, rule, metric, step, state) VALUES ($1, $2, $3, $4, $5)', [
-          r.run, r.rule, r.metric, r.step, r.state,
+          r.run,
+          r.rule,
+          r.metric,
+          r.step,
+          r.state,
         ]);
       }
       await migratePg(pool);
@@ -234,8 +247,9 @@ describe.each(kinds)('run_cursors on $name', (kind) => {
     ];
     for (const s of saves) await store.saveCursor(...s);
     // the last save of each cursor, from the list above
-    const last = new Map(saves.map(([run, rule, metric, step, state]) =>
-      [`${run} ${rule} ${metric}`, { step, state }]));
+    const last = new Map(
+      saves.map(([run, rule, metric, step, state]) => [`${run} ${rule} ${metric}`, { step, state }]),
+    );
     expect(last.size).toBe(4);
     for (const [key, want] of last) {
       const [run, rule, metric] = key.split(' ') as [string, string, string];

@@ -22,7 +22,11 @@ describe('series columns, kept in memory between requests', () => {
     const store = Store.open(join(tempDir(), 'c.db'));
     const run = store.runs.ensure('r', '/r');
     const file = store.files.add(run.id, '/r/trainer_state.json', 'trainerState');
-    commit(store, run.id, file.id, [[1, 0.1], [2, NaN], [3, 0.3]]);
+    commit(store, run.id, file.id, [
+      [1, 0.1],
+      [2, NaN],
+      [3, 0.3],
+    ]);
     const first = store.points.columns(run.id, 'reward');
     expect([...first.steps.subarray(0, first.length)]).toEqual([1, 2, 3]);
     expect([...first.values.subarray(0, first.length)]).toEqual([0.1, NaN, 0.3]);
@@ -39,7 +43,12 @@ describe('series columns, kept in memory between requests', () => {
     const store = Store.open(join(tempDir(), 'c.db'));
     const run = store.runs.ensure('r', '/r');
     const file = store.files.add(run.id, '/r/learning.log', 'learningLog');
-    commit(store, run.id, file.id, Array.from({ length: 5000 }, (_, i) => [i + 1, i] as [number, number]));
+    commit(
+      store,
+      run.id,
+      file.id,
+      Array.from({ length: 5000 }, (_, i) => [i + 1, i] as [number, number]),
+    );
     const c = store.points.columns(run.id, 'reward');
     expect(c.length).toBe(5000);
     expect(c.values[4999]).toBe(4999);

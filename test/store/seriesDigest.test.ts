@@ -57,7 +57,9 @@ function expectDigest(got: SeriesDigest, want: ReturnType<typeof expected>): voi
   const { overview: wantOverview, ...wantRest } = want;
   expect(rest).toEqual(wantRest);
   expect(overview).toHaveLength(wantOverview.length);
-  overview.forEach((v, i) => (Number.isNaN(wantOverview[i]) ? expect(v).toBeNaN() : expect(v).toBeCloseTo(wantOverview[i]!, 12)));
+  overview.forEach((v, i) =>
+    Number.isNaN(wantOverview[i]) ? expect(v).toBeNaN() : expect(v).toBeCloseTo(wantOverview[i]!, 12),
+  );
 }
 
 /** The digest as a one-shot command reads it (SQLite sums the series up) and as a long-lived process does. */
@@ -79,7 +81,10 @@ afterEach(() => vi.restoreAllMocks());
 describe('series digest (what reward history shows), from every point without reading them all', () => {
   it('sums a series of whole steps up in SQLite, equal to the points themselves, whole and its newest points', () => {
     const path = join(tempDir(), 'd.db');
-    const s = series(Array.from({ length: 5000 }, (_, i) => i + 1), 3001);
+    const s = series(
+      Array.from({ length: 5000 }, (_, i) => i + 1),
+      3001,
+    );
     write(path, s);
     const shares = vi.spyOn(routes, 'shares');
     const gaps = vi.spyOn(routes, 'withGaps');
@@ -108,7 +113,10 @@ describe('series digest (what reward history shows), from every point without re
 
   it('reads a small window (or a short series) whole', () => {
     const path = join(tempDir(), 'd.db');
-    const s = series(Array.from({ length: 3000 }, (_, i) => 10 * i), 500);
+    const s = series(
+      Array.from({ length: 3000 }, (_, i) => 10 * i),
+      500,
+    );
     write(path, s);
     const rows = vi.spyOn(routes, 'fromRows');
     for (const last of [50, 1000]) {

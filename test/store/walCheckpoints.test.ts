@@ -67,5 +67,5 @@ describe('WAL checkpoints off the writer thread', () => {
     await asked.stop();
     expect(other.db.pragma('wal_autocheckpoint', { simple: true })).toBe(0); // the writer is closing
     other.close();
-});
+  });
 });

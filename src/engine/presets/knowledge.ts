@@ -108,7 +108,10 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
       'mode collapse (the learning.log metrics guide: frac_zero_std > 0.5)',
   },
   entropy_collapse: ENTROPY_LOW,
-  entropy_drop: { ...ENTROPY_LOW, meaning: 'entropy fell below a quarter of its early level: the policy stopped exploring' },
+  entropy_drop: {
+    ...ENTROPY_LOW,
+    meaning: 'entropy fell below a quarter of its early level: the policy stopped exploring',
+  },
   grad_explosion: {
     meaning:
       'a gradient norm far above its usual range (> 10): one update can undo much of the training (the learning.log ' +
@@ -194,7 +197,11 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
   non_finite: {
     meaning: 'a NaN or infinite loss, gradient, reward, KL or entropy: the weights may already be corrupted',
     causes: ['learning rate too high', 'fp16 overflow', 'a reward function returning nan/inf'],
-    actions: ['stop and restart from the last good checkpoint', 'lower the learning rate; use bf16', 'guard the reward function'],
+    actions: [
+      'stop and restart from the last good checkpoint',
+      'lower the learning rate; use bf16',
+      'guard the reward function',
+    ],
     hint: 'restart from the last good checkpoint; lower the LR; use bf16',
   },
   run_crashed: {
@@ -212,7 +219,10 @@ export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
   run_restarted: {
     meaning: 'the job logs its steps again from an earlier step: it restarted from a checkpoint',
     causes: ['preempted or requeued by the scheduler', 'a crash resumed by hand or by a supervisor'],
-    actions: ['check why the attempt before ended (rlwatch run logs)', 'check that it resumed from the checkpoint meant'],
+    actions: [
+      'check why the attempt before ended (rlwatch run logs)',
+      'check that it resumed from the checkpoint meant',
+    ],
     hint: 'check why the attempt before ended (rlwatch run logs)',
   },
   trainer_warning: {

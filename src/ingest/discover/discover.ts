@@ -39,7 +39,10 @@ export interface Found {
  * root is put in `outside`. FIFOs, sockets and devices are never listed.
  */
 export function discover(
-  root: string, depth: number, ignore: readonly string[] = [], roots: readonly string[] = [root],
+  root: string,
+  depth: number,
+  ignore: readonly string[] = [],
+  roots: readonly string[] = [root],
 ): Found {
   const found: Found = { files: [], outside: [] };
   const visited = new Set<string>();

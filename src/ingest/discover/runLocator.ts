@@ -2,7 +2,8 @@ import { basename, join, relative, sep } from 'node:path';
 
 /** Sub-directories whose files belong to the run above them (reward logs, Trainer checkpoints, verl
  * rollout dumps, TRL completion tables). */
-const ATTACHED_DIR = /^(reward_logs|checkpoint-\d+|global_step_?\d+|completions|rollouts?|rollout_data(_dir)?|generations|logs)$/;
+const ATTACHED_DIR =
+  /^(reward_logs|checkpoint-\d+|global_step_?\d+|completions|rollouts?|rollout_data(_dir)?|generations|logs)$/;
 
 /** Names worth opening to look for a known format; everything else (weights, configs) is never read.
  * `.err`: a job's captured stderr; TensorBoard event files carry a timestamp, host and pid after the prefix. */

@@ -98,11 +98,13 @@ export class LiveIngest {
   private kick(): void {
     if (this.draining) return;
     // the files that change within GATHER_MS of this one are read with it, in one transaction
-    this.draining = new Promise<void>((next) => setTimeout(next, this.store ? GATHER_MS : 0)).then(() => this.drain()).finally(() => {
-      this.draining = null;
-      // a path queued after the loop's last look, before this callback, must not be stranded
-      if (this.queue.size > 0) this.kick();
-    });
+    this.draining = new Promise<void>((next) => setTimeout(next, this.store ? GATHER_MS : 0))
+      .then(() => this.drain())
+      .finally(() => {
+        this.draining = null;
+        // a path queued after the loop's last look, before this callback, must not be stranded
+        if (this.queue.size > 0) this.kick();
+      });
   }
 
   private async drain(): Promise<void> {

@@ -5,8 +5,7 @@ import { baseName, detectJsonl, jsonLines, metricFromObject } from './common.ts'
 export const batchMetrics: LineFormat = {
   id: 'batchMetrics',
   kind: 'lines',
-  detect: (file, head) =>
-    baseName(file.relPath) === 'batch_metrics.jsonl' ? detectJsonl(head, () => true) : 'no',
+  detect: (file, head) => (baseName(file.relPath) === 'batch_metrics.jsonl' ? detectJsonl(head, () => true) : 'no'),
   open: () => jsonLines(metricFromObject),
   independentLines: true,
 };

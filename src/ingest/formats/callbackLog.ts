@@ -98,7 +98,9 @@ export class CallbackLog {
     const colon = t.indexOf(':');
     if (colon <= 0) return NOISE;
     const name = t.slice(0, colon).trim();
-    const tokens = plusMinus(t.slice(colon + 1)).split(/[\s,[\]]+/).filter((x) => x !== '');
+    const tokens = plusMinus(t.slice(colon + 1))
+      .split(/[\s,[\]]+/)
+      .filter((x) => x !== '');
     const mean = parseNumber(tokens[0] ?? '');
     if (mean === undefined) return NOISE;
     const values = new Map<string, number>();

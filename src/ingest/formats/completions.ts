@@ -3,13 +3,7 @@
  * "reward": 0.35, "base_reward": 0.5, "length": 895, "is_degenerate": false, "completion": "..."}`.
  */
 import type { LineFormat } from '../records.ts';
-import {
-  baseName,
-  detectJsonl,
-  exampleLines,
-  textOf,
-  type ExampleFields,
-} from './common.ts';
+import { baseName, detectJsonl, exampleLines, textOf, type ExampleFields } from './common.ts';
 
 const FIELDS: ExampleFields = {
   completion: ['completion'],

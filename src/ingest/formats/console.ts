@@ -65,7 +65,16 @@ const CONTINUATION_LINES = 5;
 const TRAIN_BAR_DESC: ReadonlySet<string> = new Set(['', 'Training Progress', 'Training']);
 /** Canonical names a training record carries (a config dict has numbers too, but none of these). */
 const TRAINING_METRICS: ReadonlySet<string> = new Set([
-  'loss', 'reward', 'reward_std', 'grad_norm', 'lr', 'kl', 'entropy', 'frac_zero_std', 'value_loss', 'clipped_ratio',
+  'loss',
+  'reward',
+  'reward_std',
+  'grad_norm',
+  'lr',
+  'kl',
+  'entropy',
+  'frac_zero_std',
+  'value_loss',
+  'clipped_ratio',
 ]);
 const isTrainingMetric = (name: string): boolean => TRAINING_METRICS.has(name) || name.startsWith('rewards/');
 /** queued log steps kept at most: a bar redrawn for other messages must not grow memory */
@@ -217,12 +226,21 @@ class ConsoleReader {
     let step = readStep(steps);
     if (evaluation) return metricResult(values, step ?? this.logged.shift() ?? this.lastDictStep);
     const epochValue = raw['epoch'];
-    const epoch = epochText === undefined || !Number.isFinite(epochValue) ? undefined : { value: epochValue!, half: halfUnit(epochText) };
+    const epoch =
+      epochText === undefined || !Number.isFinite(epochValue)
+        ? undefined
+        : { value: epochValue!, half: halfUnit(epochText) };
     if (step === undefined) {
       const placed = this.placeTrainDict(counted, epoch);
       step = placed.step;
-      if (placed.exact && step !== undefined && epoch !== undefined && epoch.value > 0 &&
-        step >= (this.anchor?.step ?? 0)) this.anchor = { step, epoch: epoch.value, half: epoch.half };
+      if (
+        placed.exact &&
+        step !== undefined &&
+        epoch !== undefined &&
+        epoch.value > 0 &&
+        step >= (this.anchor?.step ?? 0)
+      )
+        this.anchor = { step, epoch: epoch.value, half: epoch.half };
     } else if (epoch !== undefined && epoch.value > 0) {
       this.anchor = { step, epoch: epoch.value, half: epoch.half };
     }
@@ -271,7 +289,9 @@ class ConsoleReader {
   }
 
   /** The steps an epoch value can mean given the anchor's steps per epoch, both as rounded as they were printed. */
-  private epochWindow(epoch: { value: number; half: number } | undefined): { lo: number; hi: number; at: number } | undefined {
+  private epochWindow(
+    epoch: { value: number; half: number } | undefined,
+  ): { lo: number; hi: number; at: number } | undefined {
     const a = this.anchor;
     if (!epoch || !a || epoch.value <= 0) return undefined;
     const at = (epoch.value * a.step) / a.epoch;
@@ -280,7 +300,9 @@ class ConsoleReader {
   }
 
   /** The same from the banner's total and `Num Epochs`: a guess (a run cut by max_steps has more steps per epoch). */
-  private bannerWindow(epoch: { value: number; half: number } | undefined): { lo: number; hi: number; at: number } | undefined {
+  private bannerWindow(
+    epoch: { value: number; half: number } | undefined,
+  ): { lo: number; hi: number; at: number } | undefined {
     const total = this.announcedTotal;
     if (!epoch || epoch.value <= 0 || total === undefined || this.numEpochs === undefined) return undefined;
     const at = (epoch.value * total) / this.numEpochs;
@@ -426,7 +448,6 @@ function detect(file: FileInfo, head: string): Detection {
   if (lines.some((line) => parse(line).kind === 'metric')) return 'yes';
   return head.length >= DETECT_LIMIT ? 'no' : 'later';
 }
-
 
 function open(): LineParser {
   const reader = new ConsoleReader();

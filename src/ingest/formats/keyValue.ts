@@ -133,7 +133,7 @@ function skipLoggerPrefix(s: string, i: number): number {
   j = digits(s, j + 1, 2);
   if (j < 0 || s.charCodeAt(j) !== 45) return i;
   j = digits(s, j + 1, 2);
-  if (j < 0 || (s.charCodeAt(j) !== SPACE && s.charCodeAt(j) !== 84 /* T */)) return i;
+  if (j < 0 || (s.charCodeAt(j) !== SPACE && s.charCodeAt(j) !== 84) /* T */) return i;
   j = digits(s, j + 1, 2);
   if (j < 0 || s.charCodeAt(j) !== COLON) return i;
   j = digits(s, j + 1, 2);

@@ -44,8 +44,15 @@ const isSpace = (c: number): boolean =>
   c === 32 ||
   (c >= 9 && c <= 13) ||
   (c >= 0xa0 &&
-    (c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
-      c === 0x205f || c === 0x3000 || c === 0xfeff));
+    (c === 0xa0 ||
+      c === 0x1680 ||
+      (c >= 0x2000 && c <= 0x200a) ||
+      c === 0x2028 ||
+      c === 0x2029 ||
+      c === 0x202f ||
+      c === 0x205f ||
+      c === 0x3000 ||
+      c === 0xfeff));
 /** What `common.ts`'s BINARY finds: control characters other than tab, LF and CR. */
 const isControl = (c: number): boolean => (c < 32 && c !== 9 && c !== 10 && c !== 13) || c === 127;
 

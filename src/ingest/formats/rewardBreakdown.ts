@@ -4,13 +4,7 @@
  * The key is computed from `preview`, so the line merges with its completions.jsonl line.
  */
 import type { LineFormat } from '../records.ts';
-import {
-  baseName,
-  detectJsonl,
-  exampleLines,
-  textOf,
-  type ExampleFields,
-} from './common.ts';
+import { baseName, detectJsonl, exampleLines, textOf, type ExampleFields } from './common.ts';
 
 const FIELDS: ExampleFields = {
   completion: ['preview', 'completion'],

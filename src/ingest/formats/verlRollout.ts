@@ -3,12 +3,7 @@
  * ...reward_extra_infos such as "acc"}`. The lines carry no problem id: the prompt hash stands in.
  */
 import type { LineFormat } from '../records.ts';
-import {
-  baseName,
-  detectJsonl,
-  exampleLines,
-  type ExampleFields,
-} from './common.ts';
+import { baseName, detectJsonl, exampleLines, type ExampleFields } from './common.ts';
 
 const FIELDS: ExampleFields = {
   completion: ['output'],

@@ -5,7 +5,14 @@
  * process: the worker reads the main thread's own, which stays open until the worker has said it stopped.
  */
 import { parentPort } from 'node:worker_threads';
-import { CHUNKS_AHEAD, parsedChunks, resumedParser, type FileParser, type LineRange, type ParsedChunk } from '../tail/lineChunks.ts';
+import {
+  CHUNKS_AHEAD,
+  parsedChunks,
+  resumedParser,
+  type FileParser,
+  type LineRange,
+  type ParsedChunk,
+} from '../tail/lineChunks.ts';
 
 export type ToWorker =
   | { kind: 'read'; id: number; fileId: number; format: string; relPath: string; fresh: boolean; range: LineRange }

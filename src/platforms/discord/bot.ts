@@ -46,7 +46,18 @@ import type { StoreContract } from '../../store/contract.ts';
 import type { DiscordMention, DiscordSection, DiscordSettings } from './index.ts';
 
 /** Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits). */
-const LIMIT = { title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embeds: 10, rows: 5, choices: 25, optionDescription: 100, embedsTotal: 6000 };
+const LIMIT = {
+  title: 256,
+  description: 4096,
+  fieldName: 256,
+  fieldValue: 1024,
+  fields: 25,
+  embeds: 10,
+  rows: 5,
+  choices: 25,
+  optionDescription: 100,
+  embedsTotal: 6000,
+};
 
 export interface DiscordOptions extends DiscordSettings {
   section: DiscordSection;
@@ -76,7 +87,10 @@ const DEFER_AFTER_MS = 2000;
  * Integrations); rlwatch's own `discord.allow` and channel checks apply on top. Reads need nothing. */
 const WRITE_PERMISSION = PermissionFlagsBits.ManageMessages.toString();
 /** Commands are a server's: not offered in DMs or group DMs, nor installed on a user's account. */
-const GUILD_ONLY = { contexts: [InteractionContextType.Guild], integration_types: [ApplicationIntegrationType.GuildInstall] };
+const GUILD_ONLY = {
+  contexts: [InteractionContextType.Guild],
+  integration_types: [ApplicationIntegrationType.GuildInstall],
+};
 
 /**
  * Untrusted text (run names, log lines, summaries naming metrics) outside a code block: a masked link, a
@@ -85,9 +99,20 @@ const GUILD_ONLY = { contexts: [InteractionContextType.Guild], integration_types
  */
 export const inert = (s: string): string =>
   escapeMarkdown(s, {
-    codeBlock: true, inlineCode: true, codeBlockContent: true, inlineCodeContent: true,
-    bold: false, italic: false, underline: false, strikethrough: false, spoiler: false, escape: false,
-    heading: true, bulletedList: true, numberedList: true, maskedLink: true,
+    codeBlock: true,
+    inlineCode: true,
+    codeBlockContent: true,
+    inlineCodeContent: true,
+    bold: false,
+    italic: false,
+    underline: false,
+    strikethrough: false,
+    spoiler: false,
+    escape: false,
+    heading: true,
+    bulletedList: true,
+    numberedList: true,
+    maskedLink: true,
   });
 /** A person's name: nothing in it formats, emphasis included (`*boss*`, `_x_`, `~~y~~` show as typed). */
 const literal = (s: string): string =>
@@ -135,14 +160,21 @@ export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBo
       ...(o.autocomplete ? { autocomplete: true } : {}),
     }) as APIApplicationCommandOption;
   // Discord wants required options first
-  const options = (spec: CommandSpec) => [...spec.options].sort((a, b) => Number(b.required === true) - Number(a.required === true)).map(option);
+  const options = (spec: CommandSpec) =>
+    [...spec.options].sort((a, b) => Number(b.required === true) - Number(a.required === true)).map(option);
   // Discord sets permissions per top-level command: a group's subcommands all share its own (all reads today)
   const rights = (specs: readonly CommandSpec[]) =>
     specs.some((s) => s.access === 'write') ? { default_member_permissions: WRITE_PERMISSION } : {};
   const out: RESTPostAPIChatInputApplicationCommandsJSONBody[] = [];
   for (const spec of COMMANDS) {
     if (spec.path.length === 1) {
-      out.push({ name: spec.path[0], description: cut(spec.description, 100), options: options(spec), ...rights([spec]), ...GUILD_ONLY });
+      out.push({
+        name: spec.path[0],
+        description: cut(spec.description, 100),
+        options: options(spec),
+        ...rights([spec]),
+        ...GUILD_ONLY,
+      });
       continue;
     }
     const [group, sub] = spec.path;
@@ -152,7 +184,12 @@ export function discordCommands(): RESTPostAPIChatInputApplicationCommandsJSONBo
       const rightsOfGroup = rights(COMMANDS.filter((c) => c.path[0] === group));
       out.push((cmd = { name: group, description, options: [], ...rightsOfGroup, ...GUILD_ONLY }));
     }
-    cmd.options!.push({ type: 1, name: sub, description: cut(spec.description, 100), options: options(spec) } as APIApplicationCommandOption);
+    cmd.options!.push({
+      type: 1,
+      name: sub,
+      description: cut(spec.description, 100),
+      options: options(spec),
+    } as APIApplicationCommandOption);
   }
   return out;
 }
@@ -190,7 +227,12 @@ export async function replyMessage(
   reply: Reply,
 ): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[]; allowedMentions: typeof NO_MENTIONS }> {
   const names = reply.names ?? [];
-  const parts = [...reply.lines.map((l) => cut(withNames(l, names), 400)), ...(reply.blocks ?? []).map((b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`)];
+  const parts = [
+    ...reply.lines.map((l) => cut(withNames(l, names), 400)),
+    ...(reply.blocks ?? []).map(
+      (b) => `${cut(inert(b.title), 300)}\n${b.tail ? tailBlock(b.code.split('\n'), 3000) : codeBlock(b.code, 1000)}`,
+    ),
+  ];
   const title = names.length === 0 ? reply.title : withNames(reply.title, names);
   const embed = fitEmbed(title, reply.fields, parts, LIMIT.embedsTotal).setColor(0x264653);
   const files: AttachmentBuilder[] = [];
@@ -198,7 +240,8 @@ export async function replyMessage(
     files.push(new AttachmentBuilder(await renderLineChart(reply.chart), { name: 'chart.png' }));
     embed.setImage('attachment://chart.png');
   }
-  if (reply.attachment) files.push(new AttachmentBuilder(Buffer.from(reply.attachment.content), { name: reply.attachment.name }));
+  if (reply.attachment)
+    files.push(new AttachmentBuilder(Buffer.from(reply.attachment.content), { name: reply.attachment.name }));
   return { embeds: [embed], files, allowedMentions: NO_MENTIONS };
 }
 
@@ -217,7 +260,11 @@ export function contentLine(cards: readonly AlertCard[]): string {
 export function paged(text: string, m: DiscordMention | null) {
   if (!m) return { content: text, allowedMentions: NO_MENTIONS };
   const who = [...m.roles.map((id) => `<@&${id}>`), ...m.users.map((id) => `<@${id}>`), ...(m.here ? ['@here'] : [])];
-  const allowedMentions = { parse: m.here ? (['everyone'] as const) : NO_MENTIONS.parse, roles: m.roles, users: m.users };
+  const allowedMentions = {
+    parse: m.here ? (['everyone'] as const) : NO_MENTIONS.parse,
+    roles: m.roles,
+    users: m.users,
+  };
   const shown = m.here ? text.replace(/@(everyone|here)/g, '@\u200b$1') : text;
   return { content: `${who.join(' ')}\n${shown}`, allowedMentions };
 }
@@ -233,14 +280,21 @@ export type Charts = 'attach' | 'later' | 'kept';
 /** Alert cards as embeds sharing the message's 6,000 characters, one row of buttons per alert, and each card's
  * chart as an image (see `Charts`). */
 export async function cardsMessage(
-  cards: readonly AlertCard[], charts: Charts = 'attach', urgency = 0, mention: DiscordMention | null = null,
+  cards: readonly AlertCard[],
+  charts: Charts = 'attach',
+  urgency = 0,
+  mention: DiscordMention | null = null,
 ) {
   const embeds: EmbedBuilder[] = [];
   const files: AttachmentBuilder[] = [];
   const components: ActionRowBuilder<ButtonBuilder>[] = [];
   const budget = Math.floor(LIMIT.embedsTotal / Math.max(1, cards.length));
   for (const c of cards) {
-    const parts = [cut(inert(c.summary), 500), ...(c.note ? [`**${cut(noteText(c), 500)}**`] : []), ...(c.sparkline ? [`\`${c.sparkline.replaceAll('`', "'")}\``] : [])];
+    const parts = [
+      cut(inert(c.summary), 500),
+      ...(c.note ? [`**${cut(noteText(c), 500)}**`] : []),
+      ...(c.sparkline ? [`\`${c.sparkline.replaceAll('`', "'")}\``] : []),
+    ];
     for (const e of c.examples) parts.push(`${cut(inert(e.title), 300)}\n${codeBlock(e.code, 700)}`);
     // the evidence goes first among the blocks: on a crash it is why the card exists
     if (c.evidence) parts.splice(1, 0, `${cut(inert(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines, 1800)}`);
@@ -253,17 +307,18 @@ export async function cardsMessage(
       embed.setImage(`attachment://${name}`);
     }
     embeds.push(embed);
-    if (c.buttons.length > 0) components.push(
-      new ActionRowBuilder<ButtonBuilder>().addComponents(
-        c.buttons.map((b) =>
-          new ButtonBuilder()
-            .setCustomId(b.id)
-            .setLabel(b.label)
-            .setStyle(b.id.startsWith('ack') ? ButtonStyle.Primary : ButtonStyle.Secondary)
-            .setDisabled(b.disabled),
+    if (c.buttons.length > 0)
+      components.push(
+        new ActionRowBuilder<ButtonBuilder>().addComponents(
+          c.buttons.map((b) =>
+            new ButtonBuilder()
+              .setCustomId(b.id)
+              .setLabel(b.label)
+              .setStyle(b.id.startsWith('ack') ? ButtonStyle.Primary : ButtonStyle.Secondary)
+              .setDisabled(b.disabled),
+          ),
         ),
-      ),
-    );
+      );
   }
   // log lines and run names are untrusted: nothing in a card may ping anyone but the configured mention
   const message = { ...paged(contentLine(cards), mention), embeds, components };
@@ -362,7 +417,9 @@ export class DiscordBot {
       this.client.off('shardReconnecting', dropped);
     }
     this.connected = true;
-    this.opts.log.info(`discord: connected as ${this.client.user?.tag}; alerts to ${this.channels.join(', ') || 'no channel'}`);
+    this.opts.log.info(
+      `discord: connected as ${this.client.user?.tag}; alerts to ${this.channels.join(', ') || 'no channel'}`,
+    );
   }
 
   /**
@@ -378,9 +435,12 @@ export class DiscordBot {
         hooks.onUp();
       },
       fatal: (err) => {
-        if (isTokenInvalid(err)) return new UserError('Discord refused DISCORD_TOKEN (invalid token): fix it and start again');
+        if (isTokenInvalid(err))
+          return new UserError('Discord refused DISCORD_TOKEN (invalid token): fix it and start again');
         if (err instanceof DiscordAPIError && err.status >= 400 && err.status < 500 && err.status !== 429) {
-          return new UserError(`Discord refused rlwatch: ${err.message} (check DISCORD_TOKEN, DISCORD_GUILD_ID and the bot's permissions)`);
+          return new UserError(
+            `Discord refused rlwatch: ${err.message} (check DISCORD_TOKEN, DISCORD_GUILD_ID and the bot's permissions)`,
+          );
         }
         return null;
       },
@@ -430,28 +490,45 @@ export class DiscordBot {
   }
 
   private async deliver(
-    channelId: string, n: Notification, key: string, runId: number, urgency: number,
+    channelId: string,
+    n: Notification,
+    key: string,
+    runId: number,
+    urgency: number,
   ): Promise<void> {
     if (!this.connected) throw new DeliveryError('not connected to Discord yet');
     try {
       const channel = await this.client.channels.fetch(channelId);
       if (!channel?.isSendable()) {
-        throw new DeliveryError(`discord channel ${channelId} is not a text channel the bot can post in`, undefined, true);
+        throw new DeliveryError(
+          `discord channel ${channelId} is not a text channel the bot can post in`,
+          undefined,
+          true,
+        );
       }
       const target = targetName('discord', channelId);
       // a card goes out as soon as its numbers are ready, and its delivery ends there: its chart is drawn after and
       // attached by an edit, so neither its push nor its run's next card (maybe critical) waits for a picture
-      await deliverCards(this.opts.store, target, n, { key, runId }, {
-        edit: async (ref, cards) =>
-          void (await channel.messages.edit(ref, await cardsMessage(cards, 'kept', 0, this.mention(channelId, cards)))),
-        post: async (cards) => {
-          const message = await cardsMessage(cards, 'later', 0, this.mention(channelId, cards));
-          return this.inTurn(channelId, urgency, async () => (await channel.send(message)).id);
+      await deliverCards(
+        this.opts.store,
+        target,
+        n,
+        { key, runId },
+        {
+          edit: async (ref, cards) =>
+            void (await channel.messages.edit(
+              ref,
+              await cardsMessage(cards, 'kept', 0, this.mention(channelId, cards)),
+            )),
+          post: async (cards) => {
+            const message = await cardsMessage(cards, 'later', 0, this.mention(channelId, cards));
+            return this.inTurn(channelId, urgency, async () => (await channel.send(message)).id);
+          },
+          afterPost: async (ref, cards) => void this.charted(this.attachCharts(channel, target, ref, cards, urgency)),
+          replyResolved: async (ref, cards) =>
+            this.inTurn(channelId, urgency, async () => (await channel.send(resolvedMessage(cards, ref))).id),
         },
-        afterPost: async (ref, cards) => void this.charted(this.attachCharts(channel, target, ref, cards, urgency)),
-        replyResolved: async (ref, cards) =>
-          this.inTurn(channelId, urgency, async () => (await channel.send(resolvedMessage(cards, ref))).id),
-      });
+      );
     } catch (err) {
       throw deliveryError(err);
     }
@@ -487,7 +564,11 @@ export class DiscordBot {
    * and is not posted again for its chart. Never rejects.
    */
   private async attachCharts(
-    channel: SendableChannels, target: string, ref: string, posted: readonly AlertCard[], urgency: number,
+    channel: SendableChannels,
+    target: string,
+    ref: string,
+    posted: readonly AlertCard[],
+    urgency: number,
   ): Promise<void> {
     if (!posted.some((c) => c.chart)) return;
     const ids = posted.map((c) => `#${c.alertId}`).join(', ');
@@ -529,7 +610,12 @@ export class DiscordBot {
 
   private allowed(i: ChatInputCommandInteraction | ButtonInteraction): boolean {
     const roles = (i.member as GuildMember | null)?.roles?.cache;
-    return mayAct(this.opts.section.allow.users, this.opts.section.allow.roles, i.user.id, roles ? [...roles.keys()] : []);
+    return mayAct(
+      this.opts.section.allow.users,
+      this.opts.section.allow.roles,
+      i.user.id,
+      roles ? [...roles.keys()] : [],
+    );
   }
 
   /** What a command from where `i` comes may do: none from a DM, another server or a channel not taken from. */
@@ -543,7 +629,16 @@ export class DiscordBot {
     const { store, config, log } = this.opts;
     const user = `@${i.user.username}`;
     const mayWrite = () => this.allowed(i);
-    return { store, config, log, user, userName: shownName(i), mayWrite, rightsHint: 'discord.allow in rlwatch.yaml', ...this.place(i) };
+    return {
+      store,
+      config,
+      log,
+      user,
+      userName: shownName(i),
+      mayWrite,
+      rightsHint: 'discord.allow in rlwatch.yaml',
+      ...this.place(i),
+    };
   }
 
   /**
@@ -552,11 +647,15 @@ export class DiscordBot {
    * Whether it deferred says how the answer is then sent.
    */
   private async inTime<T>(
-    what: string, defer: () => Promise<unknown>, work: (deferNow: () => void) => Promise<T>,
+    what: string,
+    defer: () => Promise<unknown>,
+    work: (deferNow: () => void) => Promise<T>,
   ): Promise<{ value: T; deferred: boolean }> {
     let deferring: Promise<unknown> | undefined;
     const deferNow = (): void =>
-      void (deferring ??= defer().catch((err: Error) => this.opts.log.warn(`discord: cannot say "thinking" for ${what}: ${err.message}`)));
+      void (deferring ??= defer().catch((err: Error) =>
+        this.opts.log.warn(`discord: cannot say "thinking" for ${what}: ${err.message}`),
+      ));
     const timer = setTimeout(deferNow, DEFER_AFTER_MS);
     let value: T;
     try {
@@ -575,12 +674,23 @@ export class DiscordBot {
       if (o.value !== undefined) args[o.name] = o.value;
     }
     // a command that may read a long series says "thinking" at once, any other when it is late
-    const { value: { answer, message }, deferred } = await this.inTime(`/${i.commandName}`, () => i.deferReply(), async (deferNow) => {
-      const answer = await interact({ words: sub ? [i.commandName, sub] : [i.commandName], args }, this.asker(i), async (spec) => {
-        if (spec.slow === true) deferNow();
-      });
-      return { answer, message: answer.ok ? await replyMessage(answer.reply) : undefined };
-    });
+    const {
+      value: { answer, message },
+      deferred,
+    } = await this.inTime(
+      `/${i.commandName}`,
+      () => i.deferReply(),
+      async (deferNow) => {
+        const answer = await interact(
+          { words: sub ? [i.commandName, sub] : [i.commandName], args },
+          this.asker(i),
+          async (spec) => {
+            if (spec.slow === true) deferNow();
+          },
+        );
+        return { answer, message: answer.ok ? await replyMessage(answer.reply) : undefined };
+      },
+    );
     if (changedSomething(answer)) this.opts.deliverNow?.();
     if (answer.ok) {
       if (deferred) await i.editReply(message!);
@@ -588,7 +698,8 @@ export class DiscordBot {
       return;
     }
     const content = cut(answer.message, 2000);
-    if (!deferred) return void (await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
+    if (!deferred)
+      return void (await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
     // the "thinking" placeholder is public: replace it by a note only the caller sees
     await i.deleteReply();
     await i.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS });
@@ -607,7 +718,12 @@ export class DiscordBot {
       names = row ? await this.opts.store.metricsOf(row.id) : known.metrics;
     }
     const typed = String(focused.value).toLowerCase();
-    await i.respond(names.filter((n) => n.toLowerCase().includes(typed)).slice(0, LIMIT.choices).map((n) => ({ name: n, value: n })));
+    await i.respond(
+      names
+        .filter((n) => n.toLowerCase().includes(typed))
+        .slice(0, LIMIT.choices)
+        .map((n) => ({ name: n, value: n })),
+    );
   }
 
   private async button(i: ButtonInteraction): Promise<void> {
@@ -616,17 +732,25 @@ export class DiscordBot {
     let changed = false;
     try {
       // late, the click is acknowledged first ("deferred update"): the card is then edited through the interaction
-      const { value, deferred } = await this.inTime(`button ${i.customId}`, () => i.deferUpdate(), async () => {
-        const answer = await interact(request, this.asker(i));
-        if (!answer.ok) return { refused: answer.message };
-        changed = true;
-        // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted; then
-        // its other cards (other channels, other platforms) are edited from the outbox
-        const cards = await recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
-        return { message: cards ? await cardsMessage(cards, 'kept') : { allowedMentions: NO_MENTIONS } };
-      });
+      const { value, deferred } = await this.inTime(
+        `button ${i.customId}`,
+        () => i.deferUpdate(),
+        async () => {
+          const answer = await interact(request, this.asker(i));
+          if (!answer.ok) return { refused: answer.message };
+          changed = true;
+          // the click changed the alert: its card is captured anew and re-rendered, its chart left as posted; then
+          // its other cards (other channels, other platforms) are edited from the outbox
+          const cards = await recapture(this.opts.store, targetName('discord', i.channelId), i.message.id);
+          return { message: cards ? await cardsMessage(cards, 'kept') : { allowedMentions: NO_MENTIONS } };
+        },
+      );
       if (value.refused !== undefined) {
-        const note = { content: cut(value.refused, 2000), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS } as const;
+        const note = {
+          content: cut(value.refused, 2000),
+          flags: MessageFlags.Ephemeral,
+          allowedMentions: NO_MENTIONS,
+        } as const;
         return void (await (deferred ? i.followUp(note) : i.reply(note)));
       }
       await (deferred ? i.editReply(value.message) : i.update(value.message));

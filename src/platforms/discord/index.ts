@@ -68,7 +68,12 @@ export const discord: Platform<DiscordSection, DiscordSettings> = {
     const { DiscordBot } = await import('./bot.ts');
     const section = sectionOf(ctx.config, discord);
     const bot = new DiscordBot({
-      ...settings, section, store: ctx.store, config: ctx.config, log: ctx.log, deliverNow: ctx.deliverNow,
+      ...settings,
+      section,
+      store: ctx.store,
+      config: ctx.config,
+      log: ctx.log,
+      deliverNow: ctx.deliverNow,
     });
     let refused: (err: Error) => void = () => {};
     const failure = new Promise<Error>((done) => (refused = done));

@@ -12,7 +12,9 @@ import { pagingSection, quietOf } from '../../notify/routing.ts';
 import { router, type Platform } from '../platform.ts';
 
 /** One address, nothing a header could be made of around it. */
-const address = z.string().check(z.regex(/^[^\s@,;<>"]+@[^\s@,;<>"]+$/, { message: 'expected one address such as oncall@example.com' }));
+const address = z
+  .string()
+  .check(z.regex(/^[^\s@,;<>"]+@[^\s@,;<>"]+$/, { message: 'expected one address such as oncall@example.com' }));
 
 /** Who a paging alert's mail goes to as well (Cc): extra addresses. */
 export const EmailMention = mentionSchema({ to: z._default(z.array(address), []) });
@@ -67,9 +69,11 @@ export const email: Platform<Section, EmailSettings> = {
     if (!from) throw new UserError('email.from (or EMAIL_FROM) is needed to send alerts by email');
     const secure = s.secure ?? env.SMTP_SECURE === 'true';
     const port = s.port ?? (env.SMTP_PORT ? Number(env.SMTP_PORT) : secure ? 465 : 587);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UserError(`SMTP_PORT: not a port number: '${env.SMTP_PORT}'`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UserError(`SMTP_PORT: not a port number: '${env.SMTP_PORT}'`);
     const to = s.channel ?? (env.EMAIL_TO || undefined);
-    if (!to && s.routes.length === 0) throw new UserError('email.channel (or EMAIL_TO) is needed: the address alerts go to');
+    if (!to && s.routes.length === 0)
+      throw new UserError('email.channel (or EMAIL_TO) is needed: the address alerts go to');
     const user = s.user ?? (env.SMTP_USER || undefined);
     return {
       section: s,
@@ -88,7 +92,9 @@ export const email: Platform<Section, EmailSettings> = {
     const { host, port, secure, auth } = settings;
     const transport = createTransport({ host, port, secure, auth, ...timeouts });
     const domain = /@([^>\s]+)/.exec(settings.from)?.[1] ?? 'rlwatch';
-    const destinations = [...new Set([...(settings.to ? [settings.to] : []), ...settings.section.routes.map((r) => r.channel)])];
+    const destinations = [
+      ...new Set([...(settings.to ? [settings.to] : []), ...settings.section.routes.map((r) => r.channel)]),
+    ];
     return {
       targets: destinations.map((to) => ({
         name: `email:${to}`,

@@ -31,7 +31,10 @@ const pre = (s: string): string =>
 
 function cardHtml(c: AlertCard, cid: string | null): string {
   const rows = c.fields
-    .map((f) => `<tr><td style="color:#666;padding-right:12px">${escapeHtml(f.name)}</td><td>${escapeHtml(f.value)}</td></tr>`)
+    .map(
+      (f) =>
+        `<tr><td style="color:#666;padding-right:12px">${escapeHtml(f.name)}</td><td>${escapeHtml(f.value)}</td></tr>`,
+    )
     .join('');
   return [
     `<div style="border-left:6px solid ${hex(COLORS[c.status])};padding:4px 12px;margin-bottom:24px;font-family:sans-serif">`,
@@ -41,7 +44,9 @@ function cardHtml(c: AlertCard, cid: string | null): string {
     ...(c.note ? [`<p><b>${escapeHtml(c.note)}</b></p>`] : []),
     `<table>${rows}</table>`,
     ...(c.evidence ? [`<p>${escapeHtml(c.evidence.title)}</p>`, pre(c.evidence.lines.join('\n'))] : []),
-    ...(cid ? [`<p><img src="cid:${cid}" alt="${escapeHtml(c.chart!.title)}" width="640" style="max-width:100%"></p>`] : []),
+    ...(cid
+      ? [`<p><img src="cid:${cid}" alt="${escapeHtml(c.chart!.title)}" width="640" style="max-width:100%"></p>`]
+      : []),
     ...(c.sparkline ? [pre(c.sparkline)] : []),
     ...c.examples.flatMap((e) => [`<p>${escapeHtml(e.title)}</p>`, pre(e.code)]),
     '</div>',
@@ -63,7 +68,9 @@ function cardText(c: AlertCard): string {
 /** The mail for one outbox row. `domain` names the Message-IDs (the sender's domain); `paged` gives the addresses
  * the cards' paging alerts add. */
 export async function alertMail(
-  n: Notification, domain: string, paged: (cards: readonly AlertCard[]) => readonly string[] = () => [],
+  n: Notification,
+  domain: string,
+  paged: (cards: readonly AlertCard[]) => readonly string[] = () => [],
 ): Promise<AlertMail> {
   const cards = notificationCards(n);
   const cc = paged(cards);

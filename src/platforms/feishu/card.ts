@@ -14,7 +14,12 @@ const CODE_CHARS = 1200;
 type Element = Record<string, unknown>;
 const plain = (content: string): Element => ({ tag: 'plain_text', content });
 const div = (content: string): Element => ({ tag: 'div', text: plain(content) });
-const TEMPLATE: Record<AlertCard['status'], string> = { firing: 'red', acked: 'grey', muted: 'grey', resolved: 'green' };
+const TEMPLATE: Record<AlertCard['status'], string> = {
+  firing: 'red',
+  acked: 'grey',
+  muted: 'grey',
+  resolved: 'green',
+};
 
 function cardElements(c: AlertCard, withTitle: boolean): Element[] {
   return [

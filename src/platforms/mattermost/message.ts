@@ -28,7 +28,7 @@ function attachment(c: AlertCard): Record<string, unknown> {
   ];
   return {
     fallback: cut(`${c.title}: ${c.summary}`, 300).replace(/@/g, '@\u200b'),
-    color: hex(c.status === 'firing' ? COLORS[c.severity as 'warning'] ?? COLORS.firing : COLORS[c.status]),
+    color: hex(c.status === 'firing' ? (COLORS[c.severity as 'warning'] ?? COLORS.firing) : COLORS[c.status]),
     title: mdEscape(c.title),
     text: text.join('\n'),
     fields: c.fields.map((f) => ({ title: f.name, value: mdEscape(f.value), short: true })),

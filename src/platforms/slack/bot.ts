@@ -1,4 +1,13 @@
-import { App, HTTPModuleFunctions, HTTPReceiver, isValidSlackRequest, LogLevel, SocketModeReceiver, type RespondFn, type SlashCommand } from '@slack/bolt';
+import {
+  App,
+  HTTPModuleFunctions,
+  HTTPReceiver,
+  isValidSlackRequest,
+  LogLevel,
+  SocketModeReceiver,
+  type RespondFn,
+  type SlashCommand,
+} from '@slack/bolt';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebClient } from '@slack/web-api';
 import { UserError } from '../../lib/errors.ts';
@@ -40,13 +49,32 @@ export interface SlackOptions extends SlackSettings {
 
 /** Slack errors no retry can heal: the channel, the bot's membership, its scopes or its token. */
 const PERMANENT = new Set([
-  'channel_not_found', 'not_in_channel', 'is_archived', 'invalid_auth', 'not_authed', 'account_inactive',
-  'token_revoked', 'token_expired', 'no_permission', 'missing_scope', 'restricted_action', 'invalid_blocks',
-  'invalid_arguments', 'msg_too_long', 'no_text', 'not_allowed_token_type', 'team_access_not_granted',
+  'channel_not_found',
+  'not_in_channel',
+  'is_archived',
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'no_permission',
+  'missing_scope',
+  'restricted_action',
+  'invalid_blocks',
+  'invalid_arguments',
+  'msg_too_long',
+  'no_text',
+  'not_allowed_token_type',
+  'team_access_not_granted',
 ]);
 /** Of those, the ones that mean the token itself is refused: fatal at start-up. */
 const TOKEN_REFUSED = new Set([
-  'invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type',
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'not_allowed_token_type',
 ]);
 
 /** How far ahead of the clock a request's X-Slack-Request-Timestamp may be (Bolt refuses those over 5 min old). */
@@ -130,18 +158,29 @@ export function replyBlocks(reply: Reply): Block[] {
     for (let i = 0; i < reply.fields.length; i += LIMIT.fields) {
       blocks.push({
         type: 'section',
-        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: cut(`*${slackEscape(f.name)}*\n${slackEscape(f.value)}`, LIMIT.field) })),
+        fields: reply.fields.slice(i, i + LIMIT.fields).map((f) => ({
+          type: 'mrkdwn',
+          text: cut(`*${slackEscape(f.name)}*\n${slackEscape(f.value)}`, LIMIT.field),
+        })),
       });
     }
   }
   // lines that name people are plain_text, which Slack never parses: mrkdwn has no escape for emphasis
   const plain = (reply.names ?? []).some((n) => n !== '' && reply.lines.some((l) => l.includes(n)));
-  const text = joinWithin(reply.lines.map((l) => cut(plain ? l : slackEscape(l), 500)), '\n', LIMIT.section);
+  const text = joinWithin(
+    reply.lines.map((l) => cut(plain ? l : slackEscape(l), 500)),
+    '\n',
+    LIMIT.section,
+  );
   const plainText = { type: 'section', text: { type: 'plain_text', text: cut(text, LIMIT.section), emoji: false } };
   if (text) blocks.push(plain ? plainText : mrkdwn(text));
   for (const b of reply.blocks ?? []) {
     const code = slackEscape(b.code);
-    blocks.push(mrkdwn(`${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`));
+    blocks.push(
+      mrkdwn(
+        `${cut(slackEscape(b.title), 300)}\n${b.tail ? tailBlock(code.split('\n'), 2500) : codeBlock(code, 1500)}`,
+      ),
+    );
   }
   return blocks.slice(0, LIMIT.blocks);
 }
@@ -170,8 +209,16 @@ export function cardBlocks(cards: readonly AlertCard[]): Block[] {
     if (blocks.length > 0) blocks.push({ type: 'divider' });
     blocks.push({ type: 'header', text: { type: 'plain_text', text: cut(c.title, LIMIT.header) } });
     blocks.push(mrkdwn(slackEscape(c.summary)));
-    if (c.evidence) blocks.push(mrkdwn(`${cut(slackEscape(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines.map(slackEscape), 2500)}`));
-    blocks.push({ type: 'section', fields: c.fields.slice(0, LIMIT.fields).map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${slackEscape(f.value)}` })) });
+    if (c.evidence)
+      blocks.push(
+        mrkdwn(`${cut(slackEscape(c.evidence.title), 200)}\n${tailBlock(c.evidence.lines.map(slackEscape), 2500)}`),
+      );
+    blocks.push({
+      type: 'section',
+      fields: c.fields
+        .slice(0, LIMIT.fields)
+        .map((f) => ({ type: 'mrkdwn', text: `*${f.name}*\n${slackEscape(f.value)}` })),
+    });
     const context = [
       ...(c.sparkline ? [{ type: 'mrkdwn' as const, text: `\`${slackEscape(c.sparkline)}\`` }] : []),
       ...(c.note ? noteElements(c) : []),
@@ -217,14 +264,19 @@ export function privateBlocks(reply: Reply, token: string): Block[] {
     {
       type: 'actions',
       block_id: 'share',
-      elements: [{ type: 'button', action_id: SHARE_ID, value: token, text: { type: 'plain_text', text: 'Post to channel' } }],
+      elements: [
+        { type: 'button', action_id: SHARE_ID, value: token, text: { type: 'plain_text', text: 'Post to channel' } },
+      ],
     },
   ];
 }
 
 /** The answer as posted for everyone, saying who shared it (`<@U…>`, Slack's id of the clicker). */
 export function sharedBlocks(reply: Reply, userId: string): Block[] {
-  return [...replyBlocks(reply).slice(0, LIMIT.blocks - 1), { type: 'context', elements: [{ type: 'mrkdwn', text: `shared by <@${userId}>` }] }];
+  return [
+    ...replyBlocks(reply).slice(0, LIMIT.blocks - 1),
+    { type: 'context', elements: [{ type: 'mrkdwn', text: `shared by <@${userId}>` }] },
+  ];
 }
 
 /** The reply in a resolved alert's thread, escaped: a run name or summary pings no one. */
@@ -232,13 +284,16 @@ export const resolvedText = (cards: readonly AlertCard[]): string =>
   cards.map((c) => slackEscape(resolvedReply(c))).join('\n');
 
 /** The text a notification (and a lock screen) shows: each card's title, which says "resolved" when it is. */
-export const fallback = (cards: readonly AlertCard[]): string => cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
+export const fallback = (cards: readonly AlertCard[]): string =>
+  cards.map((c) => slackEscape(`${c.title}: ${c.summary}`)).join('\n');
 
 /** The control sequences of a configured mention: the only ones a message's text and blocks hold unescaped. */
 export function mentionText(m: SlackMention): string {
   return [
-    ...m.users.map((id) => `<@${id}>`), ...m.groups.map((id) => `<!subteam^${id}>`),
-    ...(m.here ? ['<!here>'] : []), ...(m.channel ? ['<!channel>'] : []),
+    ...m.users.map((id) => `<@${id}>`),
+    ...m.groups.map((id) => `<!subteam^${id}>`),
+    ...(m.here ? ['<!here>'] : []),
+    ...(m.channel ? ['<!channel>'] : []),
   ].join(' ');
 }
 
@@ -269,7 +324,8 @@ const isPermanent = (e: WebApiError): boolean =>
 /** A Web API failure as a delivery error: a rate limit carries Slack's Retry-After; a permanent one says so. */
 function deliveryError(err: unknown): Error {
   const e = err as WebApiError;
-  if (e.code === 'slack_webapi_rate_limited_error') return new DeliveryError('Slack rate limit', (e.retryAfter ?? 1) * 1000);
+  if (e.code === 'slack_webapi_rate_limited_error')
+    return new DeliveryError('Slack rate limit', (e.retryAfter ?? 1) * 1000);
   if (e.code?.startsWith('slack_webapi_')) {
     return new DeliveryError(`Slack: ${e.data?.error ?? e.message ?? e.code}`, undefined, isPermanent(e));
   }
@@ -279,10 +335,13 @@ function deliveryError(err: unknown): Error {
 /** A refused token at start-up, as the one line the user needs. */
 function tokenRefused(err: Error): Error | null {
   const e = err as WebApiError;
-  const refused = (e.code === 'slack_webapi_platform_error' && TOKEN_REFUSED.has(e.data?.error ?? '')) ||
+  const refused =
+    (e.code === 'slack_webapi_platform_error' && TOKEN_REFUSED.has(e.data?.error ?? '')) ||
     (e.code === 'slack_webapi_http_error' && (e.statusCode === 401 || e.statusCode === 403));
   if (!refused) return null;
-  return new UserError(`Slack refused the token (${e.data?.error ?? `HTTP ${e.statusCode}`}): check SLACK_BOT_TOKEN and SLACK_APP_TOKEN, then start again`);
+  return new UserError(
+    `Slack refused the token (${e.data?.error ?? `HTTP ${e.statusCode}`}): check SLACK_BOT_TOKEN and SLACK_APP_TOKEN, then start again`,
+  );
 }
 
 /**
@@ -316,7 +375,10 @@ export class SlackBot {
       rejectRateLimitedCalls: true,
     };
     const socket = opts.section.mode === 'socket';
-    if (socket && !opts.appToken) throw new UserError('SLACK_APP_TOKEN is needed for Socket Mode (or set slack.mode: http with SLACK_SIGNING_SECRET)');
+    if (socket && !opts.appToken)
+      throw new UserError(
+        'SLACK_APP_TOKEN is needed for Socket Mode (or set slack.mode: http with SLACK_SIGNING_SECRET)',
+      );
     if (!socket && !opts.signingSecret) throw new UserError('SLACK_SIGNING_SECRET is needed for slack.mode: http');
     // The socket's own client keeps redialling after an outage (a failed redial is an unhandled rejection in
     // @slack/socket-mode), so it gets its own patient retries, unlike the calls that deliver alerts.
@@ -342,7 +404,9 @@ export class SlackBot {
     for (const word of new Set(COMMANDS.map((c) => c.path[0]))) {
       this.app.command(`/${word}`, async ({ command, ack, respond, client }) => {
         await ack(); // within Slack's 3 s, before any work
-        await this.onCommand(word, command, respond, client).catch((err: Error) => this.opts.log.warn(`slack: /${word} failed: ${err.message}`));
+        await this.onCommand(word, command, respond, client).catch((err: Error) =>
+          this.opts.log.warn(`slack: /${word} failed: ${err.message}`),
+        );
       });
     }
     this.onClick(BUTTON_ID, (click) => this.onButton(click));
@@ -393,7 +457,9 @@ export class SlackBot {
     const auth = await this.app.client.auth.test();
     this.team = auth.team_id;
     this.connected = true;
-    this.opts.log.info(`slack: connected as ${auth.user ?? auth.user_id} (${this.opts.section.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`);
+    this.opts.log.info(
+      `slack: connected as ${auth.user ?? auth.user_id} (${this.opts.section.mode}); alerts to ${this.channels.join(', ') || 'no channel'}`,
+    );
   }
 
   private async listen(): Promise<void> {
@@ -416,14 +482,22 @@ export class SlackBot {
     const client = this.app.client;
     const paging = (cards: readonly AlertCard[]): SlackMention | null => mentionOf(this.opts.section, channel, cards);
     try {
-      await deliverCards(this.opts.store, targetName('slack', channel), n, { key, runId }, {
-        // an edit never touches the charts: they were uploaded once, with the post
-        edit: async (ts, cards) => void (await client.chat.update({ channel, ts, ...pagedMessage(cards, paging(cards)) })),
-        post: async (cards) => String((await client.chat.postMessage({ channel, ...pagedMessage(cards, paging(cards)) })).ts),
-        afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards, urgency),
-        replyResolved: async (ts, cards) =>
-          String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),
-      });
+      await deliverCards(
+        this.opts.store,
+        targetName('slack', channel),
+        n,
+        { key, runId },
+        {
+          // an edit never touches the charts: they were uploaded once, with the post
+          edit: async (ts, cards) =>
+            void (await client.chat.update({ channel, ts, ...pagedMessage(cards, paging(cards)) })),
+          post: async (cards) =>
+            String((await client.chat.postMessage({ channel, ...pagedMessage(cards, paging(cards)) })).ts),
+          afterPost: (ts, cards) => this.uploadCharts(channel, ts, cards, urgency),
+          replyResolved: async (ts, cards) =>
+            String((await client.chat.postMessage({ channel, thread_ts: ts, text: resolvedText(cards) })).ts),
+        },
+      );
     } catch (err) {
       throw deliveryError(err);
     }
@@ -435,12 +509,14 @@ export class SlackBot {
     const charted = cards.filter((c) => c.chart);
     if (charted.length === 0) return;
     try {
-      const file_uploads = await Promise.all(charted.map(async (c) => ({
-        file: await alertChartPng(c.chart!, urgency),
-        filename: `chart-${c.alertId}.png`,
-        title: c.chart!.title,
-        alt_text: `chart of ${c.chart!.title}`,
-      })));
+      const file_uploads = await Promise.all(
+        charted.map(async (c) => ({
+          file: await alertChartPng(c.chart!, urgency),
+          filename: `chart-${c.alertId}.png`,
+          title: c.chart!.title,
+          alt_text: `chart of ${c.chart!.title}`,
+        })),
+      );
       const names = charted.map((c) => `#${c.alertId} ${c.chart!.title}`).join(', ');
       const initial_comment = slackEscape(`${charted.length > 1 ? 'Charts' : 'Chart'} of ${names}`);
       await this.app.client.files.uploadV2({ channel_id: channel, thread_ts: ts, initial_comment, file_uploads });
@@ -470,14 +546,25 @@ export class SlackBot {
   private async onCommand(word: string, command: SlashCommand, respond: RespondFn, client: WebClient): Promise<void> {
     const words = [word, ...command.text.trim().split(/\s+/).filter(Boolean)];
     const place = this.place(command.team_id, command.channel_id);
-    const answer = await interact({ words }, this.asker({ id: command.user_id, name: command.user_name }, place, client));
+    const answer = await interact(
+      { words },
+      this.asker({ id: command.user_id, name: command.user_name }, place, client),
+    );
     if (changedSomething(answer)) this.opts.deliverNow?.();
-    if (!answer.ok) return void (await respond({ response_type: 'ephemeral', text: cut(slackEscape(answer.message), LIMIT.section) }));
+    if (!answer.ok)
+      return void (await respond({
+        response_type: 'ephemeral',
+        text: cut(slackEscape(answer.message), LIMIT.section),
+      }));
     const reply = answer.reply;
     if (answer.spec.access === 'read') {
       // to the caller alone; the button posts it for everyone
       const token = this.held.keep({ reply, user: command.user_id, channel: command.channel_id });
-      return void (await respond({ response_type: 'ephemeral', text: slackEscape(reply.title), blocks: privateBlocks(reply, token) }));
+      return void (await respond({
+        response_type: 'ephemeral',
+        text: slackEscape(reply.title),
+        blocks: privateBlocks(reply, token),
+      }));
     }
     // an ack or a mute is said where it was asked: the team sees who silenced what
     await respond({ response_type: 'in_channel', text: slackEscape(reply.title), blocks: replyBlocks(reply) });
@@ -488,9 +575,20 @@ export class SlackBot {
   private async uploadFiles(client: WebClient, channel: string, reply: Reply, thread?: string): Promise<void> {
     const where = thread ? { channel_id: channel, thread_ts: thread } : { channel_id: channel };
     if (reply.chart) {
-      await client.files.uploadV2({ ...where, file: await renderLineChart(reply.chart), filename: 'chart.png', title: reply.chart.title });
+      await client.files.uploadV2({
+        ...where,
+        file: await renderLineChart(reply.chart),
+        filename: 'chart.png',
+        title: reply.chart.title,
+      });
     }
-    if (reply.attachment) await client.files.uploadV2({ ...where, file: Buffer.from(reply.attachment.content), filename: reply.attachment.name, title: 'full report' });
+    if (reply.attachment)
+      await client.files.uploadV2({
+        ...where,
+        file: Buffer.from(reply.attachment.content),
+        filename: reply.attachment.name,
+        title: 'full report',
+      });
   }
 
   /** Button clicks of `actionId`s matching `pattern`: acked at once; a click that fails is said to the clicker. */
@@ -525,7 +623,8 @@ export class SlackBot {
       };
       await handle(click).catch(async (err: Error) => {
         this.opts.log.warn(`slack: button ${a.action_id} failed: ${err.message}`);
-        if (!answered) await whisper(say, "Sorry, that click failed on rlwatch's side; its log says why.").catch(() => {});
+        if (!answered)
+          await whisper(say, "Sorry, that click failed on rlwatch's side; its log says why.").catch(() => {});
       });
     });
   }
@@ -565,7 +664,10 @@ export class SlackBot {
     const held = this.held.get(value);
     // the answer went to its asker alone, in one channel: anything else is not a click on it
     if (!held || held.user !== user.id || held.channel !== channel || !/^[UW][A-Z0-9]+$/.test(user.id)) {
-      return whisper(respond, `This answer is no longer held (for ${HOLD_MS / 60_000} min, and not across a restart): ask again.`);
+      return whisper(
+        respond,
+        `This answer is no longer held (for ${HOLD_MS / 60_000} min, and not across a restart): ask again.`,
+      );
     }
     const { reply } = held;
     let ts: string;

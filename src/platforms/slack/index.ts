@@ -10,8 +10,14 @@ import { slackAdvice } from './advice.ts';
 /** Who a paging alert notifies: users (U…, W…) and user groups (S…) by id, or the channel (`here`: those active,
  * `channel`: every member). */
 export const SlackMention = mentionSchema({
-  users: z._default(z.array(z.string().check(z.regex(/^[UW][A-Z0-9]{2,}$/, { message: 'expected a Slack user id (U…)' }))), []),
-  groups: z._default(z.array(z.string().check(z.regex(/^S[A-Z0-9]{2,}$/, { message: 'expected a Slack user-group id (S…)' }))), []),
+  users: z._default(
+    z.array(z.string().check(z.regex(/^[UW][A-Z0-9]{2,}$/, { message: 'expected a Slack user id (U…)' }))),
+    [],
+  ),
+  groups: z._default(
+    z.array(z.string().check(z.regex(/^S[A-Z0-9]{2,}$/, { message: 'expected a Slack user-group id (S…)' }))),
+    [],
+  ),
   here: z._default(z.boolean(), false),
   channel: z._default(z.boolean(), false),
 });
@@ -74,7 +80,12 @@ export const slack: Platform<SlackSection, SlackSettings> = {
     const { SlackBot } = await import('./bot.ts');
     const section = sectionOf(ctx.config, slack);
     const bot = new SlackBot({
-      ...settings, section, store: ctx.store, config: ctx.config, log: ctx.log, deliverNow: ctx.deliverNow,
+      ...settings,
+      section,
+      store: ctx.store,
+      config: ctx.config,
+      log: ctx.log,
+      deliverNow: ctx.deliverNow,
     });
     let refused: (err: Error) => void = () => {};
     const failure = new Promise<Error>((done) => (refused = done));

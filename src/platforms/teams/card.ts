@@ -17,8 +17,14 @@ const rich = (inlines: Element[], extra: Element = {}): Element => ({ type: 'Ric
 const mono = (text: string): Element =>
   rich([run(cut(text, CODE_CHARS), { fontType: 'Monospace', size: 'Small' })], { spacing: 'Small' });
 
-const COLOR: Record<AlertCard['status'], string> = { firing: 'Attention', acked: 'Default', muted: 'Default', resolved: 'Good' };
-const colour = (c: AlertCard): string => (c.severity === 'warning' && c.status === 'firing' ? 'Warning' : COLOR[c.status]);
+const COLOR: Record<AlertCard['status'], string> = {
+  firing: 'Attention',
+  acked: 'Default',
+  muted: 'Default',
+  resolved: 'Good',
+};
+const colour = (c: AlertCard): string =>
+  c.severity === 'warning' && c.status === 'firing' ? 'Warning' : COLOR[c.status];
 
 function cardElements(c: AlertCard): Element[] {
   return [

@@ -45,8 +45,16 @@ export class BotApi {
   ) {}
 
   /** A JSON call; `timeoutMs` bounds it (long polls pass their own, longer one). */
-  async call<T>(method: string, params: Record<string, unknown>, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
-    return this.send<T>(method, { body: JSON.stringify(params), headers: { 'content-type': 'application/json' } }, opts);
+  async call<T>(
+    method: string,
+    params: Record<string, unknown>,
+    opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<T> {
+    return this.send<T>(
+      method,
+      { body: JSON.stringify(params), headers: { 'content-type': 'application/json' } },
+      opts,
+    );
   }
 
   /** sendPhoto with the PNG uploaded as multipart form data. */
@@ -73,7 +81,10 @@ export class BotApi {
       throw new DeliveryError(`telegram ${method}: no answer (${cause})`);
     }
     const a = (await res.json().catch(() => ({ ok: false, description: `HTTP ${res.status}` }))) as Answer<T>;
-    if (!a.ok) throw res.status >= 500 ? new DeliveryError(`telegram ${method}: HTTP ${res.status}`) : apiError(method, res.status, a);
+    if (!a.ok)
+      throw res.status >= 500
+        ? new DeliveryError(`telegram ${method}: HTTP ${res.status}`)
+        : apiError(method, res.status, a);
     return a.result as T;
   }
 }

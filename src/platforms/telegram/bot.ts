@@ -95,20 +95,32 @@ export class TelegramBot {
   }
 
   private async deliver(chat: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
-    await deliverCards(this.ctx.store, `telegram:${chat}`, n, { key, runId }, {
-      edit: (ref, cards) => this.edit(chat, ref, cards),
-      post: async (cards) => {
-        const html = pagedHtml(cards, mentionOf(this.s, chat, cards));
-        return String((await this.send(chat, html, { reply_markup: keyboard(cards) })).message_id);
+    await deliverCards(
+      this.ctx.store,
+      `telegram:${chat}`,
+      n,
+      { key, runId },
+      {
+        edit: (ref, cards) => this.edit(chat, ref, cards),
+        post: async (cards) => {
+          const html = pagedHtml(cards, mentionOf(this.s, chat, cards));
+          return String((await this.send(chat, html, { reply_markup: keyboard(cards) })).message_id);
+        },
+        afterPost: (ref, cards) => this.charts(chat, ref, cards, urgency),
+        replyResolved: async (ref, cards) =>
+          String((await this.send(chat, resolvedHtml(cards), { reply_to_message_id: Number(ref) })).message_id),
       },
-      afterPost: (ref, cards) => this.charts(chat, ref, cards, urgency),
-      replyResolved: async (ref, cards) =>
-        String((await this.send(chat, resolvedHtml(cards), { reply_to_message_id: Number(ref) })).message_id),
-    });
+    );
   }
 
   private send(chat: string, html: string, extra: Record<string, unknown> = {}): Promise<TgMessage> {
-    const params = { chat_id: chat, text: html, parse_mode: 'HTML', link_preview_options: { is_disabled: true }, ...extra };
+    const params = {
+      chat_id: chat,
+      text: html,
+      parse_mode: 'HTML',
+      link_preview_options: { is_disabled: true },
+      ...extra,
+    };
     return this.api.call<TgMessage>('sendMessage', params);
   }
 
@@ -128,7 +140,11 @@ export class TelegramBot {
       if (!c.chart) continue;
       try {
         const png = await alertChartPng(c.chart, urgency);
-        await this.api.sendPhoto(chat, png, { reply_to_message_id: ref, caption: inert(c.chart.title), parse_mode: 'HTML' });
+        await this.api.sendPhoto(chat, png, {
+          reply_to_message_id: ref,
+          caption: inert(c.chart.title),
+          parse_mode: 'HTML',
+        });
       } catch (err) {
         this.ctx.log.warn(`telegram: chart of alert #${c.alertId} not sent: ${(err as Error).message}`);
       }
@@ -149,14 +165,18 @@ export class TelegramBot {
         backoff = 1000;
       } catch (err) {
         if (this.abort.signal.aborted) return;
-        this.ctx.log.warn(`telegram: cannot read commands (${(err as Error).message}): trying again in ${backoff / 1000} s`);
+        this.ctx.log.warn(
+          `telegram: cannot read commands (${(err as Error).message}): trying again in ${backoff / 1000} s`,
+        );
         await sleep(backoff, undefined, { signal: this.abort.signal }).catch(() => {});
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
         continue;
       }
       for (const u of updates) {
         offset = u.update_id + 1;
-        await this.onUpdate(u).catch((err: Error) => this.ctx.log.warn(`telegram: update ${u.update_id} failed: ${err.message}`));
+        await this.onUpdate(u).catch((err: Error) =>
+          this.ctx.log.warn(`telegram: update ${u.update_id} failed: ${err.message}`),
+        );
       }
     }
   }
@@ -191,7 +211,9 @@ export class TelegramBot {
     if (!answer.ok) return void (await this.send(chat, inert(answer.message), { reply_to_message_id: m.message_id }));
     const sent = await this.send(chat, replyHtml(answer.reply), { reply_to_message_id: m.message_id });
     if (answer.reply.chart) {
-      await this.api.sendPhoto(chat, await renderLineChart(answer.reply.chart), { reply_to_message_id: String(sent.message_id) });
+      await this.api.sendPhoto(chat, await renderLineChart(answer.reply.chart), {
+        reply_to_message_id: String(sent.message_id),
+      });
     }
   }
 

@@ -12,7 +12,14 @@ import { telegramAdvice } from './advice.ts';
 
 /** Who a paging alert notifies: Telegram usernames, `@name`. */
 export const TelegramMention = mentionSchema({
-  users: z._default(z.array(z.string().check(z.regex(/^@[A-Za-z0-9_]{5,32}$/, { message: 'expected a Telegram username such as @ana_oncall' }))), []),
+  users: z._default(
+    z.array(
+      z
+        .string()
+        .check(z.regex(/^@[A-Za-z0-9_]{5,32}$/, { message: 'expected a Telegram username such as @ana_oncall' })),
+    ),
+    [],
+  ),
 });
 export type TelegramMention = z.infer<typeof TelegramMention>;
 
@@ -37,7 +44,8 @@ export const telegram: Platform<Section, Settings> = {
     if (!env.TELEGRAM_BOT_TOKEN) return null;
     const fallback = s.channel ?? (env.TELEGRAM_CHAT_ID || undefined);
     const chats = [...new Set([...(fallback ? [fallback] : []), ...s.routes.map((r) => r.channel)])];
-    if (chats.length === 0) throw new UserError('telegram.channel (or TELEGRAM_CHAT_ID) is needed: the chat alerts go to');
+    if (chats.length === 0)
+      throw new UserError('telegram.channel (or TELEGRAM_CHAT_ID) is needed: the chat alerts go to');
     return {
       section: s,
       fallback,

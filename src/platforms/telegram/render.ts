@@ -44,10 +44,14 @@ export const resolvedHtml = (cards: readonly AlertCard[]): string =>
   cards.map((c) => inert(resolvedReply(c))).join('\n');
 
 /** The buttons still live on the cards: one row per alert. */
-export function keyboard(cards: readonly AlertCard[]): { inline_keyboard: Array<Array<{ text: string; callback_data: string }>> } {
+export function keyboard(cards: readonly AlertCard[]): {
+  inline_keyboard: Array<Array<{ text: string; callback_data: string }>>;
+} {
   return {
     inline_keyboard: cards
-      .map((c) => c.buttons.filter((b) => !b.disabled).map((b) => ({ text: `${b.label} #${c.alertId}`, callback_data: b.id })))
+      .map((c) =>
+        c.buttons.filter((b) => !b.disabled).map((b) => ({ text: `${b.label} #${c.alertId}`, callback_data: b.id })),
+      )
       .filter((row) => row.length > 0),
   };
 }

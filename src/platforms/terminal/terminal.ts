@@ -38,11 +38,20 @@ const paint = (s: string, code: string, color: boolean): string => (color ? `\x1
 /** One notification (a run's burst of alert changes) as terminal text. */
 export function renderNotification(n: Notification, color: boolean): string {
   const out: string[] = [];
-  if (n.report) out.push(bold(`[REPORT] ${inert(n.report.title)}`, color), ...n.report.lines.map((l) => `  ${inert(l)}`));
+  if (n.report)
+    out.push(bold(`[REPORT] ${inert(n.report.title)}`, color), ...n.report.lines.map((l) => `  ${inert(l)}`));
   for (const item of n.items) {
     const state = item.kind === 'resolved' ? 'RESOLVED' : item.kind === 'repeat' ? 'STILL FIRING' : 'FIRING';
-    const badge = paint(`[${item.severity.toUpperCase()}]`, item.kind === 'resolved' ? '32' : (SEVERITY_COLOR[item.severity] ?? '0'), color);
-    const where = [n.run, `step ${item.step}`, ...(item.epoch === null ? [] : [`epoch ${formatValue(item.epoch)}`])].join(' · ');
+    const badge = paint(
+      `[${item.severity.toUpperCase()}]`,
+      item.kind === 'resolved' ? '32' : (SEVERITY_COLOR[item.severity] ?? '0'),
+      color,
+    );
+    const where = [
+      n.run,
+      `step ${item.step}`,
+      ...(item.epoch === null ? [] : [`epoch ${formatValue(item.epoch)}`]),
+    ].join(' · ');
     out.push(`${badge} ${bold(`${item.rule} ${state}`, color)} #${item.alertId} · ${where}`);
     out.push(`  ${item.summary}`);
     if (item.hint) out.push(`  ${dim('try:', color)} ${item.hint}`);
@@ -67,7 +76,8 @@ export function renderNotification(n: Notification, color: boolean): string {
       if (ex.best[0]) out.push(show(`best of step ${ex.step}:`, ex.best[0]));
       if (ex.worst[0]) out.push(show(`worst of step ${ex.step}:`, ex.worst[0]));
     }
-    if (item.kind !== 'resolved') out.push(dim(`  rlwatch ack ${item.alertId}   rlwatch mute --run ${n.run} --rule ${item.rule} --for 1h`, color));
+    if (item.kind !== 'resolved')
+      out.push(dim(`  rlwatch ack ${item.alertId}   rlwatch mute --run ${n.run} --rule ${item.rule} --for 1h`, color));
   }
   return out.join('\n');
 }

@@ -63,7 +63,12 @@ export class MetricIds {
  * before it, and none writes what another reads), which returns the file's row.
  */
 export async function writeBatch(
-  db: pg.ClientBase, ids: MetricIds, batch: Batch, keep: number, at: number, live: LiveBatch = {},
+  db: pg.ClientBase,
+  ids: MetricIds,
+  batch: Batch,
+  keep: number,
+  at: number,
+  live: LiveBatch = {},
 ): Promise<BatchResult> {
   // text PostgreSQL refuses would fail the batch, and the file would never get past it
   const b = guardBatch(batch, await ids.namesOf(db, batch.runId));
@@ -152,7 +157,13 @@ export async function writeBatch(
     writes.push(
       `skips_in AS (INSERT INTO file_skips (file_id, reason, count, sample)
          SELECT ${fileId}, * FROM unnest(${q.add(reasons, 'text[]')},
-           ${q.add(skips.map((s) => s.count), 'bigint[]')}, ${q.add(skips.map((s) => s.sample), 'text[]')})
+           ${q.add(
+             skips.map((s) => s.count),
+             'bigint[]',
+           )}, ${q.add(
+             skips.map((s) => s.sample),
+             'text[]',
+           )})
          ON CONFLICT (file_id, reason) DO UPDATE SET count = file_skips.count + excluded.count,
            sample = excluded.sample)`,
     );
@@ -266,7 +277,10 @@ export class HeldHeads {
  * after the other. */
 async function readHead(db: pg.ClientBase, b: Batch): Promise<Head> {
   type Row = Omit<AttemptRow, 'run_id' | 'attempt'> & {
-    run_last: number | null; format: string | null; file_last: number | null; file_attempt: number | null;
+    run_last: number | null;
+    format: string | null;
+    file_last: number | null;
+    file_attempt: number | null;
     attempt: number | null;
   };
   const r = await db.query<Row>(
@@ -282,9 +296,10 @@ async function readHead(db: pg.ClientBase, b: Batch): Promise<Head> {
   );
   const h = r.rows[0];
   if (!h) return { runLast: null, file: undefined, latest: undefined };
-  const file = h.format === null
-    ? undefined
-    : { id: b.fileId, format: h.format, last_step: h.file_last, attempt: h.file_attempt! };
+  const file =
+    h.format === null
+      ? undefined
+      : { id: b.fileId, format: h.format, last_step: h.file_last, attempt: h.file_attempt! };
   const { attempt, resumed_step, at, last_step, rewound } = h;
   const latest = attempt === null ? undefined : { run_id: b.runId, attempt, resumed_step, at, last_step, rewound };
   return { runLast: h.run_last, file, latest };
@@ -305,19 +320,32 @@ interface Statement {
  * follows), before the run's summary moves: the writes go to `writes`, the batch's statement. Returns the file's new
  * last step and attempt, for its row. */
 async function trackAttempts(
-  db: pg.ClientBase, b: Batch, head: Head, steps: number[], at: number, s: Statement,
+  db: pg.ClientBase,
+  b: Batch,
+  head: Head,
+  steps: number[],
+  at: number,
+  s: Statement,
 ): Promise<TrackedFile | null> {
   const { q, run, now, writes } = s;
   const { runLast, file, latest } = head;
   if (!file) return null;
-  const quiet = mayRepeatSibling(file, steps[0]!, runLast) && (await db.query(
-    `SELECT 1 FROM files WHERE run_id = $1 AND format = $2 AND id <> $3 AND last_step IS NOT NULL AND grew_at <= $4
+  const quiet =
+    mayRepeatSibling(file, steps[0]!, runLast) &&
+    (
+      await db.query(
+        `SELECT 1 FROM files WHERE run_id = $1 AND format = $2 AND id <> $3 AND last_step IS NOT NULL AND grew_at <= $4
      LIMIT 1`,
-    [b.runId, file.format, file.id, at - QUIET_MS],
-  )).rowCount! > 0;
+        [b.runId, file.format, file.id, at - QUIET_MS],
+      )
+    ).rowCount! > 0;
   const fold = foldAttempts(b.runId, latest, file, steps, at, runLast, quiet);
   if (fold.rows.length > 0) {
-    const col = <K extends keyof AttemptRow>(k: K, type: string): string => q.add(fold.rows.map((r) => r[k]), type);
+    const col = <K extends keyof AttemptRow>(k: K, type: string): string =>
+      q.add(
+        fold.rows.map((r) => r[k]),
+        type,
+      );
     writes.push(
       `attempts_in AS (INSERT INTO attempts (run_id, attempt, resumed_step, at, last_step, rewound)
          SELECT ${run}, * FROM unnest(${col('attempt', 'integer[]')}, ${col('resumed_step', 'bigint[]')},
@@ -385,7 +413,18 @@ async function writeEvent(db: pg.ClientBase, b: Batch, e: BatchEvent, at: number
   await db.query(
     `INSERT INTO events (run_id, file_id, step, kind, title, text, fatal, context, vals, config, at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [b.runId, b.fileId, e.step, e.kind, e.title, e.text, e.fatal ? 1 : 0,
-      json(e.context), json(e.values), json(e.config), at],
+    [
+      b.runId,
+      b.fileId,
+      e.step,
+      e.kind,
+      e.title,
+      e.text,
+      e.fatal ? 1 : 0,
+      json(e.context),
+      json(e.values),
+      json(e.config),
+      at,
+    ],
   );
 }

@@ -93,7 +93,9 @@ export async function migratePg(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise
       if (done.has(f.version)) continue;
       await client.query(readFileSync(join(dir, f.name), 'utf8'));
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-        f.version, f.name, Date.now(),
+        f.version,
+        f.name,
+        Date.now(),
       ]);
       applied.push(f.version);
     }

@@ -8,14 +8,40 @@ import { migratePg } from './connect.ts';
  * file's lock) has no meaning elsewhere and stays behind.
  */
 export const TABLES = [
-  'runs', 'files', 'file_skips', 'metrics', 'points', 'steps', 'run_metrics', 'examples', 'events', 'attempts',
-  'arrivals', 'alerts', 'alert_events', 'run_cursors', 'silences', 'outbox', 'chat_messages', 'alert_messages',
-  'unread_files', 'report_marks',
+  'runs',
+  'files',
+  'file_skips',
+  'metrics',
+  'points',
+  'steps',
+  'run_metrics',
+  'examples',
+  'events',
+  'attempts',
+  'arrivals',
+  'alerts',
+  'alert_events',
+  'run_cursors',
+  'silences',
+  'outbox',
+  'chat_messages',
+  'alert_messages',
+  'unread_files',
+  'report_marks',
 ] as const;
 
 /** Tables whose `id` is an identity: its sequence is moved past the ids copied. */
 const IDENTITIES = [
-  'runs', 'files', 'metrics', 'events', 'arrivals', 'alerts', 'alert_events', 'silences', 'outbox', 'chat_messages',
+  'runs',
+  'files',
+  'metrics',
+  'events',
+  'arrivals',
+  'alerts',
+  'alert_events',
+  'silences',
+  'outbox',
+  'chat_messages',
 ];
 
 /** Parameters per INSERT stay under PostgreSQL's limit of 65,535. */
@@ -87,23 +113,28 @@ async function copyTable(
   onProgress: (table: string, done: number, total: number) => void,
 ): Promise<TableCount> {
   const theirs = new Set(
-    (await db.query<{ column_name: string }>(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`,
-      [table],
-    )).rows.map((r) => r.column_name),
+    (
+      await db.query<{ column_name: string }>(
+        `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`,
+        [table],
+      )
+    ).rows.map((r) => r.column_name),
   );
-  const columns = (src.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]).filter((c) =>
-    theirs.has(c),
+  const columns = (src.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]).filter(
+    (c) => theirs.has(c),
   );
   const total = src.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
   const quoted = columns.map((c) => `"${c}"`).join(', ');
   const perInsert = Math.max(1, Math.min(5000, Math.floor(MAX_PARAMS / columns.length)));
   // SQLite stores a NaN point as NULL (it has no NaN); PostgreSQL keeps NaN itself
   const value = table === 'points' ? columns.indexOf('value') : -1;
-  const convert = value < 0 ? null : (row: unknown[]): unknown[] => {
-    row[value] ??= NaN;
-    return row;
-  };
+  const convert =
+    value < 0
+      ? null
+      : (row: unknown[]): unknown[] => {
+          row[value] ??= NaN;
+          return row;
+        };
   let copied = 0;
   let done = 0;
   let chunk: unknown[][] = [];

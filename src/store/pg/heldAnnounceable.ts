@@ -19,8 +19,12 @@ export class HeldAnnounceable {
     const rows = this.runs.get(runId);
     if (!rows) return undefined;
     this.runs.delete(runId);
-    return rows.filter((a) => a.state === 'firing' || a.notified_state === 'firing' ||
-      (a.notified_state === null && a.fired_at !== null && a.fired_at >= firedSince));
+    return rows.filter(
+      (a) =>
+        a.state === 'firing' ||
+        a.notified_state === 'firing' ||
+        (a.notified_state === null && a.fired_at !== null && a.fired_at >= firedSince),
+    );
   }
 
   /** An alert created or fired: its row as written (`fired`: as HeldOpenAlerts changed it). A row held already keeps
@@ -55,7 +59,13 @@ export class HeldAnnounceable {
     if (k === -1) return void this.runs.delete(runId);
     const row = rows![k]!;
     const details = { ...(JSON.parse(row.details) as object), resolved: changeDetails(c) };
-    rows![k] = { ...row, state: 'resolved', resolved_step: c.step, resolved_at: c.at, details: JSON.stringify(details) };
+    rows![k] = {
+      ...row,
+      state: 'resolved',
+      resolved_step: c.step,
+      resolved_at: c.at,
+      details: JSON.stringify(details),
+    };
   }
 
   clear(): void {

@@ -76,7 +76,11 @@ export class HeldPoints {
   /** The last `n` points up to `step` (finite ones only, with `finite`), ascending, when the series' tail reaches
    * back far enough to know; else undefined. */
   upTo(
-    runId: number, metric: string, step: number, n: number, finite: boolean,
+    runId: number,
+    metric: string,
+    step: number,
+    n: number,
+    finite: boolean,
   ): Array<{ step: number; value: number }> | undefined {
     const tail = this.tails.get(runId)?.get(metric);
     if (!tail || n <= 0) return undefined;

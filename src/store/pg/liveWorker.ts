@@ -39,13 +39,42 @@ export type WorkerStart = { kind: 'ready' } | { kind: 'failed'; message: string;
 
 /** PgStore's methods a watcher calls as they are. */
 const FORWARDED = [
-  'runById', 'ensureRun', 'unevaluatedRuns', 'markLive', 'markEvaluated',
-  'fileByPath', 'addFile', 'clearSkips',
-  'after', 'latest', 'metricsOf', 'series', 'stepSpan', 'upTo', 'examplesAtOrBefore',
-  'announceable', 'alertById', 'alertIds', 'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified',
+  'runById',
+  'ensureRun',
+  'unevaluatedRuns',
+  'markLive',
+  'markEvaluated',
+  'fileByPath',
+  'addFile',
+  'clearSkips',
+  'after',
+  'latest',
+  'metricsOf',
+  'series',
+  'stepSpan',
+  'upTo',
+  'examplesAtOrBefore',
+  'announceable',
+  'alertById',
+  'alertIds',
+  'createAlert',
+  'dropAlert',
+  'fireAlert',
+  'resolveAlert',
+  'markNotified',
   'firedByRule',
-  'openAlertsOf', 'activeSilences', 'enqueue', 'noteUnread', 'forgetUnread',
-  'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep', 'arrivalsOf',
+  'openAlertsOf',
+  'activeSilences',
+  'enqueue',
+  'noteUnread',
+  'forgetUnread',
+  'eventsAfter',
+  'eventById',
+  'finishedEvent',
+  'runMeta',
+  'attemptsOf',
+  'replayingStep',
+  'arrivalsOf',
 ] as const satisfies ReadonlyArray<keyof PgStore>;
 type Forwarded = (typeof FORWARDED)[number];
 
@@ -106,8 +135,22 @@ export type LiveOps = Pick<PgStore, Forwarded> & Own;
  * sends, must not be here: a later call's statement could go out between its statements.
  */
 const OVERLAPS = new Set<keyof LiveOps>([
-  'begin', 'savepoint', 'release', 'saveRunCursors', 'markRewound', 'markEvaluated', 'markLive', 'clearSkips',
-  'createAlert', 'dropAlert', 'fireAlert', 'resolveAlert', 'markNotified', 'enqueue', 'noteUnread', 'forgetUnread',
+  'begin',
+  'savepoint',
+  'release',
+  'saveRunCursors',
+  'markRewound',
+  'markEvaluated',
+  'markLive',
+  'clearSkips',
+  'createAlert',
+  'dropAlert',
+  'fireAlert',
+  'resolveAlert',
+  'markNotified',
+  'enqueue',
+  'noteUnread',
+  'forgetUnread',
 ]);
 
 /** The connection and what goes with it. */
@@ -339,8 +382,12 @@ function factColumns(id: string, arrivals: boolean): string {
 
 function factsOfRow(row: FactsRow): RunFacts {
   const {
-    rlwatch_attempts: attempts, rlwatch_metrics: metrics, rlwatch_alerts: alerts, rlwatch_arrivals,
-    rlwatch_examples_from: examplesFrom, ...run
+    rlwatch_attempts: attempts,
+    rlwatch_metrics: metrics,
+    rlwatch_alerts: alerts,
+    rlwatch_arrivals,
+    rlwatch_examples_from: examplesFrom,
+    ...run
   } = row;
   const facts: RunFacts = { run: run.id === null ? undefined : run, attempts, metrics, alerts, examplesFrom };
   if (rlwatch_arrivals) facts.arrivals = rlwatch_arrivals;
@@ -399,7 +446,10 @@ function ops(conn: Connection): Own {
       if (pointsOf(batch) >= COPY_MIN_POINTS) await Promise.allSettled(ahead);
       await new Promise<void>((sent) => {
         const written = write(batch, keep, facts, sent);
-        written.then(() => sent(), () => sent()); // failed before its last statement: the error waits its turn
+        written.then(
+          () => sent(),
+          () => sent(),
+        ); // failed before its last statement: the error waits its turn
         written.catch(() => {});
         ahead.push(written);
       });
@@ -458,14 +508,18 @@ async function main(data: LiveWorkerData): Promise<void> {
     if (!forwarded.has(name)) return null;
     return (...args) => conn.run(({ store }) => (store as unknown as Record<string, Method>)[name]!(...args));
   };
-  serveSync(data.port, data.state, async (req: SyncRequest, sent) => {
-    conn.now = req.now;
-    const method = methodOf(req.method);
-    if (!method) throw new Error(`no such call: ${req.method}`);
-    return conn.starting(sent, () => method(...req.args));
-  },
-  new Set(['rollback']), // what a posted write that failed was part of is gone with the ROLLBACK
-  (req) => OVERLAPS.has(req.method as keyof LiveOps));
+  serveSync(
+    data.port,
+    data.state,
+    async (req: SyncRequest, sent) => {
+      conn.now = req.now;
+      const method = methodOf(req.method);
+      if (!method) throw new Error(`no such call: ${req.method}`);
+      return conn.starting(sent, () => method(...req.args));
+    },
+    new Set(['rollback']), // what a posted write that failed was part of is gone with the ROLLBACK
+    (req) => OVERLAPS.has(req.method as keyof LiveOps),
+  );
   parentPort!.postMessage({ kind: 'ready' } satisfies WorkerStart);
 }
 

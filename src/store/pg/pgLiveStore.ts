@@ -54,15 +54,37 @@ type OnceFacts = Omit<RunFacts, 'alerts' | 'attempts' | 'examplesFrom'>;
 
 /** Calls after which a batch's answers still hold: reads, and savepoints (they change no row). */
 const KEEP_FACTS = new Set<keyof LiveOps>([
-  'runById', 'runsWithFacts', 'unevaluatedRuns', 'fileByPath', 'after', 'latest', 'metricsOf', 'series', 'stepSpan',
-  'upTo', 'examplesAtOrBefore', 'announceable', 'alertById', 'alertIds', 'firedByRule', 'openAlertsOf',
-  'activeSilences', 'eventsAfter', 'eventById', 'finishedEvent', 'runMeta', 'attemptsOf', 'replayingStep',
-  'arrivalsOf', 'runCursors', 'savepoint', 'release',
+  'runById',
+  'runsWithFacts',
+  'unevaluatedRuns',
+  'fileByPath',
+  'after',
+  'latest',
+  'metricsOf',
+  'series',
+  'stepSpan',
+  'upTo',
+  'examplesAtOrBefore',
+  'announceable',
+  'alertById',
+  'alertIds',
+  'firedByRule',
+  'openAlertsOf',
+  'activeSilences',
+  'eventsAfter',
+  'eventById',
+  'finishedEvent',
+  'runMeta',
+  'attemptsOf',
+  'replayingStep',
+  'arrivalsOf',
+  'runCursors',
+  'savepoint',
+  'release',
 ]);
 
 /** Alert ids taken from the sequence at a time: one round trip per this many new alerts. */
 const ALERT_IDS_TAKEN = 16;
-
 
 export class PgLiveStore implements LiveStore {
   readonly scope: string;

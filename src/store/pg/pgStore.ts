@@ -1,9 +1,33 @@
 import type pg from 'pg';
 import type { EventRecord } from '../../ingest/records.ts';
-import type { AlertChange, AlertRow, Batch, BatchResult, ChatMessageRow, ClaimedRow, ClaimOptions } from '../contract.ts';
-import type { EventRow, FileRow, LatestValue, Leadership, OpenOutboxRow, PostedMessage, RuleCursor } from '../contract.ts';
 import type {
-  NewSilence, RunRow, SeriesPoint, SilenceRow, StepValue, StoredExample, StoreContract, StoreTx, Who,
+  AlertChange,
+  AlertRow,
+  Batch,
+  BatchResult,
+  ChatMessageRow,
+  ClaimedRow,
+  ClaimOptions,
+} from '../contract.ts';
+import type {
+  EventRow,
+  FileRow,
+  LatestValue,
+  Leadership,
+  OpenOutboxRow,
+  PostedMessage,
+  RuleCursor,
+} from '../contract.ts';
+import type {
+  NewSilence,
+  RunRow,
+  SeriesPoint,
+  SilenceRow,
+  StepValue,
+  StoredExample,
+  StoreContract,
+  StoreTx,
+  Who,
 } from '../contract.ts';
 import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
 import { changeDetails, type RuleIncidents } from '../alerts.ts';
@@ -17,8 +41,17 @@ import { MetricIds, writeBatch } from './batch.ts';
 import { CRITICAL_NOTICE, listenOutbox, OUTBOX_CHANNEL } from './outboxSignal.ts';
 import { fromRow as eventFromRow, type Raw as EventDbRow } from '../events.ts';
 import {
-  alertColumns, announceableAlerts, attemptColumns, chatMessageColumns, eventColumns, exampleFromRow, fileColumns,
-  runColumns, silenceColumns, unreadColumns, type ExampleDbRow,
+  alertColumns,
+  announceableAlerts,
+  attemptColumns,
+  chatMessageColumns,
+  eventColumns,
+  exampleFromRow,
+  fileColumns,
+  runColumns,
+  silenceColumns,
+  unreadColumns,
+  type ExampleDbRow,
 } from './rows.ts';
 
 type Db = pg.Pool | pg.ClientBase;
@@ -178,9 +211,7 @@ export class PgStore implements StoreContract {
 
   /** The file at `path` of a run of `scope` ('' for the contract). */
   fileByPath = (path: string, scope = ''): Promise<FileRow | undefined> =>
-    this.one(`SELECT ${fileColumns()} FROM files WHERE scope = $1 AND path = $2`, [
-      scope, path,
-    ]);
+    this.one(`SELECT ${fileColumns()} FROM files WHERE scope = $1 AND path = $2`, [scope, path]);
   filesOfRun = (runId: number): Promise<FileRow[]> =>
     this.rows(`SELECT ${fileColumns()} FROM files WHERE run_id = $1 ORDER BY path`, [runId]);
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
@@ -199,8 +230,9 @@ export class PgStore implements StoreContract {
     ).then((r) => r.map((x) => x.name));
 
   steps = (runId: number): Promise<number[]> =>
-    this.rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId])
-      .then((r) => r.map((x) => x.step));
+    this.rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId]).then((r) =>
+      r.map((x) => x.step),
+    );
 
   latest = (runId: number): Promise<LatestValue[]> =>
     this.rows(
@@ -369,7 +401,12 @@ export class PgStore implements StoreContract {
   /** `id`: one taken from the ids' sequence beforehand (`alertIds`), as a watcher that sends it without waiting
    * does. */
   async createAlert(
-    runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange, id: number | null = null,
+    runId: number,
+    rule: string,
+    metric: string,
+    state: 'pending' | 'firing',
+    c: AlertChange,
+    id: number | null = null,
   ): Promise<AlertRow> {
     const firing = state === 'firing';
     return (await this.one<AlertRow>(
@@ -381,8 +418,21 @@ export class PgStore implements StoreContract {
          RETURNING ${alertColumns()}),
        event AS (${eventOf('id', '$9', '$8', '$5', '$13')} FROM made)
        SELECT * FROM made`,
-      [runId, rule, metric, c.severity, state, c.summary, JSON.stringify(c.details), c.step, c.at,
-        firing ? c.step : null, firing ? c.at : null, id, eventDetails(c)],
+      [
+        runId,
+        rule,
+        metric,
+        c.severity,
+        state,
+        c.summary,
+        JSON.stringify(c.details),
+        c.step,
+        c.at,
+        firing ? c.step : null,
+        firing ? c.at : null,
+        id,
+        eventDetails(c),
+      ],
     ))!;
   }
 
@@ -390,7 +440,8 @@ export class PgStore implements StoreContract {
    * rolled back). */
   alertIds = (n: number): Promise<number[]> =>
     this.rows<{ id: number }>(
-      `SELECT nextval(pg_get_serial_sequence('alerts', 'id')) AS id FROM generate_series(1, $1::int) ORDER BY 1`, [n],
+      `SELECT nextval(pg_get_serial_sequence('alerts', 'id')) AS id FROM generate_series(1, $1::int) ORDER BY 1`,
+      [n],
     ).then((r) => r.map((x) => x.id));
 
   async fireAlert(id: number, c: AlertChange): Promise<void> {
@@ -435,7 +486,13 @@ export class PgStore implements StoreContract {
   }
 
   /** One cursor merged into the run's row (`run_cursors`: one row per run, as in SQLite). */
-  saveCursor = async (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
+  saveCursor = async (
+    runId: number,
+    rule: string,
+    metric: string,
+    step: number,
+    state: RuleCursor['state'],
+  ): Promise<void> =>
     void (await this.run(
       `INSERT INTO run_cursors AS r (run_id, cursors)
        VALUES ($1, jsonb_build_object($2::text,
@@ -475,7 +532,9 @@ export class PgStore implements StoreContract {
          SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM merged) RETURNING urgency)
        SELECT pg_notify('${OUTBOX_CHANNEL}', CASE WHEN urgency >= ${CRITICAL_URGENCY} THEN '${CRITICAL_NOTICE}' ELSE ''
          END) FROM (SELECT urgency FROM merged UNION ALL SELECT urgency FROM added) AS changed`,
-      m ? [at, runId, target, m.text, m.ids, m.items, m.room, m.editRoom] : [at, runId, target, JSON.stringify(payload), null],
+      m
+        ? [at, runId, target, m.text, m.ids, m.items, m.room, m.editRoom]
+        : [at, runId, target, JSON.stringify(payload), null],
     ));
   };
 
@@ -486,9 +545,15 @@ export class PgStore implements StoreContract {
    */
   async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
-    const rows = await this.rows<RankedRow>(
-      claimStatement(''), [target, o.now, o.limit ?? 50, o.owner, until, 0, o.criticalExtra ?? 0],
-    );
+    const rows = await this.rows<RankedRow>(claimStatement(''), [
+      target,
+      o.now,
+      o.limit ?? 50,
+      o.owner,
+      until,
+      0,
+      o.criticalExtra ?? 0,
+    ]);
     return handOutOrder(rows, until);
   }
 
@@ -496,10 +561,16 @@ export class PgStore implements StoreContract {
    * still has it open), so its run's next row is that run's head. */
   async deliveredAndClaim(id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
-    const rows = await this.rows<RankedRow>(
-      claimStatement('done AS (UPDATE outbox SET done_at = $8 WHERE id = $6),'),
-      [target, o.now, o.limit ?? 50, o.owner, until, id, o.criticalExtra ?? 0, at],
-    );
+    const rows = await this.rows<RankedRow>(claimStatement('done AS (UPDATE outbox SET done_at = $8 WHERE id = $6),'), [
+      target,
+      o.now,
+      o.limit ?? 50,
+      o.owner,
+      until,
+      id,
+      o.criticalExtra ?? 0,
+      at,
+    ]);
     return handOutOrder(rows, until);
   }
 
@@ -542,7 +613,9 @@ export class PgStore implements StoreContract {
       [owner],
     ));
   reclaimLeases = (): Promise<number> =>
-    this.run('UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL');
+    this.run(
+      'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
+    );
 
   /** A new message and its alerts' links in one statement (every posted card: one round trip, not five); a message
    * already recorded (a retry after a crash) is linked by its ref in a transaction of its own. */
@@ -561,9 +634,9 @@ export class PgStore implements StoreContract {
     if (made) return;
     // the row is another statement's (its snapshot is not this one's): read it after that one
     await this.inTransaction(async (db) => {
-      const { id } = (await db.query<{ id: number }>(
-        'SELECT id FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref],
-      )).rows[0]!;
+      const { id } = (
+        await db.query<{ id: number }>('SELECT id FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref])
+      ).rows[0]!;
       await db.query(
         'INSERT INTO alert_messages (alert_id, message_id) SELECT unnest($1::bigint[]), $2 ON CONFLICT DO NOTHING',
         [[...m.alertIds], id],
@@ -573,7 +646,8 @@ export class PgStore implements StoreContract {
 
   messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
     this.one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND delivery = $2`, [
-      target, delivery,
+      target,
+      delivery,
     ]);
   messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
     this.one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND ref = $2`, [target, ref]);
@@ -594,21 +668,25 @@ export class PgStore implements StoreContract {
     void (await this.run('UPDATE chat_messages SET payload = $2 WHERE id = $1', [id, JSON.stringify(payload)]));
 
   markReport = async (runId: number, mark: string, at: number): Promise<boolean> =>
-    (await this.run(
-      'INSERT INTO report_marks (run_id, mark, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      [runId, mark, at],
-    )) === 1;
+    (await this.run('INSERT INTO report_marks (run_id, mark, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+      runId,
+      mark,
+      at,
+    ])) === 1;
   stepAt = (runId: number, at: number): Promise<number | null> =>
-    this.one<{ step: number | null }>('SELECT max(step) AS step FROM steps WHERE run_id = $1 AND at <= $2', [runId, at])
-      .then((r) => r?.step ?? null);
+    this.one<{ step: number | null }>('SELECT max(step) AS step FROM steps WHERE run_id = $1 AND at <= $2', [
+      runId,
+      at,
+    ]).then((r) => r?.step ?? null);
 
   // What a watcher's live store (pg/pgLiveStore.ts) reads and writes besides the contract, as the SQLite modules do.
 
   /** The runs of one watcher's scope, by name (in SQLite's byte order). */
   /** Runs of the scope with committed batches the engine has not evaluated (`Runs.unevaluated`). */
   unevaluatedRuns = (scope: string): Promise<number[]> =>
-    this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope])
-      .then((r) => r.map((x) => x.id));
+    this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope]).then(
+      (r) => r.map((x) => x.id),
+    );
   markLive = async (runId: number): Promise<void> =>
     void (await this.run('UPDATE runs SET live_at = active_at WHERE id = $1 AND live_at IS DISTINCT FROM active_at', [
       runId,
@@ -623,8 +701,9 @@ export class PgStore implements StoreContract {
     ));
   /** How long the run took from its first logged step to its last, by when rlwatch read them (`Points.stepSpan`). */
   stepSpan = (runId: number): Promise<number | null> =>
-    this.one<{ span: number | null }>('SELECT max(at) - min(at) AS span FROM steps WHERE run_id = $1', [runId])
-      .then((r) => r?.span ?? null);
+    this.one<{ span: number | null }>('SELECT max(at) - min(at) AS span FROM steps WHERE run_id = $1', [runId]).then(
+      (r) => r?.span ?? null,
+    );
   eventById = (id: number): Promise<EventRow | undefined> =>
     this.one<EventDbRow>(`SELECT ${eventColumns()} FROM events WHERE id = $1`, [id]).then((r) => r && eventFromRow(r));
   /** The run's last `finished` event (`Events.finished`). */
@@ -723,5 +802,4 @@ export class PgStore implements StoreContract {
     this.leaders.add(lead);
     return lead;
   }
-
 }

@@ -32,49 +32,130 @@ function columns<T>(keys: Record<keyof T, true>): (alias?: string) => string {
 
 /** `runs`' columns (a RunRow and the watcher's scope). */
 export const runColumns = columns<RunRow & { scope: string }>({
-  id: true, name: true, path: true, created_at: true, updated_at: true, first_step: true, last_step: true,
-  records: true, active_at: true, started_at: true, live_at: true, batches: true, evaluated: true, scope: true,
+  id: true,
+  name: true,
+  path: true,
+  created_at: true,
+  updated_at: true,
+  first_step: true,
+  last_step: true,
+  records: true,
+  active_at: true,
+  started_at: true,
+  live_at: true,
+  batches: true,
+  evaluated: true,
+  scope: true,
 });
 
 /** `files`' columns (a FileRow, its run's scope and when the row last changed). */
 export const fileColumns = columns<FileRow & { scope: string; updated_at: number | null }>({
-  id: true, run_id: true, path: true, format: true, dev: true, ino: true, offset: true, size: true, mtime_ms: true,
-  seq: true, lines: true, records: true, skipped: true, grew_at: true, last_step: true, attempt: true, scope: true,
+  id: true,
+  run_id: true,
+  path: true,
+  format: true,
+  dev: true,
+  ino: true,
+  offset: true,
+  size: true,
+  mtime_ms: true,
+  seq: true,
+  lines: true,
+  records: true,
+  skipped: true,
+  grew_at: true,
+  last_step: true,
+  attempt: true,
+  scope: true,
   updated_at: true,
 });
 
 /** `attempts`' columns. */
 export const attemptColumns = columns<AttemptRow>({
-  run_id: true, attempt: true, resumed_step: true, at: true, last_step: true, rewound: true,
+  run_id: true,
+  attempt: true,
+  resumed_step: true,
+  at: true,
+  last_step: true,
+  rewound: true,
 });
 
 /** `alerts`' columns. */
 export const alertColumns = columns<AlertRow>({
-  id: true, run_id: true, rule: true, metric: true, severity: true, state: true, summary: true, details: true,
-  started_step: true, started_at: true, fired_step: true, fired_at: true, resolved_step: true, resolved_at: true,
-  acked_by: true, acked_by_name: true, acked_at: true, ack_comment: true, notified_state: true, notified_at: true,
+  id: true,
+  run_id: true,
+  rule: true,
+  metric: true,
+  severity: true,
+  state: true,
+  summary: true,
+  details: true,
+  started_step: true,
+  started_at: true,
+  fired_step: true,
+  fired_at: true,
+  resolved_step: true,
+  resolved_at: true,
+  acked_by: true,
+  acked_by_name: true,
+  acked_at: true,
+  ack_comment: true,
+  notified_state: true,
+  notified_at: true,
 });
 
 /** `events`' columns (an event as stored, before `fromRow`, and the file it was read from). */
 export const eventColumns = columns<EventDbRow & { file_id: number | null }>({
-  id: true, run_id: true, file_id: true, step: true, kind: true, title: true, text: true, fatal: true, context: true,
-  vals: true, config: true, at: true,
+  id: true,
+  run_id: true,
+  file_id: true,
+  step: true,
+  kind: true,
+  title: true,
+  text: true,
+  fatal: true,
+  context: true,
+  vals: true,
+  config: true,
+  at: true,
 });
 
 /** `silences`' columns. */
 export const silenceColumns = columns<SilenceRow>({
-  id: true, run: true, rule: true, severity: true, starts_at: true, ends_at: true, author: true, author_name: true,
-  reason: true, ended_at: true,
+  id: true,
+  run: true,
+  rule: true,
+  severity: true,
+  starts_at: true,
+  ends_at: true,
+  author: true,
+  author_name: true,
+  reason: true,
+  ended_at: true,
 });
 
 /** `chat_messages`' columns. */
 export const chatMessageColumns = columns<ChatMessageRow>({
-  id: true, target: true, ref: true, run_id: true, alert_ids: true, payload: true, delivery: true, posted_at: true,
+  id: true,
+  target: true,
+  ref: true,
+  run_id: true,
+  alert_ids: true,
+  payload: true,
+  delivery: true,
+  posted_at: true,
 });
 
 /** `unread_files`' columns (an UnreadRow and the scope of the watcher that noted it). */
 export const unreadColumns = columns<UnreadRow & { scope: string }>({
-  path: true, run: true, run_dir: true, rel_path: true, reason: true, size: true, seen_at: true, scope: true,
+  path: true,
+  run: true,
+  run_dir: true,
+  rel_path: true,
+  reason: true,
+  size: true,
+  seen_at: true,
+  scope: true,
 });
 
 /**

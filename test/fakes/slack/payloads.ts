@@ -128,7 +128,7 @@ export function locateAction(
       if (e.action_id !== actionId) continue;
       const text =
         e.text !== null && typeof e.text === 'object' && typeof (e.text as { text?: unknown }).text === 'string'
-          ? ((e.text as { text: string }).text)
+          ? (e.text as { text: string }).text
           : undefined;
       return {
         blockId: typeof block.block_id === 'string' ? block.block_id : undefined,

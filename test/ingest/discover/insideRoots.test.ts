@@ -3,7 +3,12 @@ import { closeSync, existsSync, mkdirSync, readSync, rmSync, statSync, symlinkSy
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  approve, openApproved, openInsideRoots, OutsideRoots, reachOf, ReplacedWhileOpened,
+  approve,
+  openApproved,
+  openInsideRoots,
+  OutsideRoots,
+  reachOf,
+  ReplacedWhileOpened,
 } from '../../../src/ingest/discover/insideRoots.ts';
 import { ensureParent, tempDir } from '../../helpers.ts';
 

@@ -23,7 +23,11 @@ const losses = (run: string): number[] => {
   const r = store.runs.byName(run);
   return r ? store.points.series(r.id, 'loss').map((p) => p.value) : [];
 };
-const runNames = (): string[] => store.runs.list().map((r) => r.name).sort();
+const runNames = (): string[] =>
+  store.runs
+    .list()
+    .map((r) => r.name)
+    .sort();
 
 /** As `start` runs it: commits grouped in the ingestor's store. */
 async function watch(
@@ -224,9 +228,14 @@ describe('files changed together', () => {
   it('lose none of their lines to one whose rules throw', async () => {
     const events: IngestEvent[] = [];
     const bad = (): number => store.runs.byName('r05')?.id ?? -1;
-    const ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }, (e) => events.push(e), (r) => {
-      if (r.runId === bad() && (r.maxStep ?? 0) > 2) throw new Error('a rule broke');
-    });
+    const ingestor = new Ingestor(
+      store,
+      { maxLineBytes: 64 * 1024, examplesPerStep: 2 },
+      (e) => events.push(e),
+      (r) => {
+        if (r.runId === bad() && (r.maxStep ?? 0) > 2) throw new Error('a rule broke');
+      },
+    );
     await watch([root], {}, ingestor);
     appendToAll(3, 5);
     await until(() => RUNS.every((r) => r === 'r05' || losses(r).length >= 5));

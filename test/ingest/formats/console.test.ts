@@ -5,7 +5,9 @@ import type { ParseResult } from '../../../src/ingest/records.ts';
 const reader = () => consoleLog.open({ relPath: 'train.log' });
 const feed = (text: string, parse = reader()): ParseResult[] => text.split('\n').map((l) => parse(l));
 const metrics = (rs: ParseResult[]) =>
-  rs.flatMap((r) => (r.kind === 'metric' ? [{ step: r.record.step, values: Object.fromEntries(r.record.values) }] : []));
+  rs.flatMap((r) =>
+    r.kind === 'metric' ? [{ step: r.record.step, values: Object.fromEntries(r.record.values) }] : [],
+  );
 const events = (rs: ParseResult[]) => rs.flatMap((r) => (r.kind === 'event' ? [r.record] : []));
 const examples = (rs: ParseResult[]) => rs.flatMap((r) => (r.kind === 'example' ? [r.record] : []));
 
@@ -28,7 +30,12 @@ describe('console: TRL / Trainer steps', () => {
       { step: 10, values: { loss: 0.4, reward: 0.5, epoch: 0.2 } },
     ]);
     expect(events(rs)).toEqual([
-      { kind: 'meta', title: 'total steps', text: '  0%|          | 0/50 [00:00<?, ?it/s]', values: { total_steps: 50 } },
+      {
+        kind: 'meta',
+        title: 'total steps',
+        text: '  0%|          | 0/50 [00:00<?, ?it/s]',
+        values: { total_steps: 50 },
+      },
       {
         kind: 'finished',
         title: 'training finished',
@@ -66,14 +73,21 @@ describe('console: OpenRLHF tqdm postfix', () => {
       ].join('\n'),
     );
     expect(metrics(rs)).toEqual([
-      { step: 6, values: { loss: 0.12, reward: 0.5, ret: 0.41, completion_length: 312, tlen: 480, kl: 0.0021, lr: 5e-7 } },
-      { step: 52, values: { loss: -0.03, reward: 0.61, ret: 0.55, completion_length: 298, tlen: 466, kl: 0.004, lr: 5e-7 } },
+      {
+        step: 6,
+        values: { loss: 0.12, reward: 0.5, ret: 0.41, completion_length: 312, tlen: 480, kl: 0.0021, lr: 5e-7 },
+      },
+      {
+        step: 52,
+        values: { loss: -0.03, reward: 0.61, ret: 0.55, completion_length: 298, tlen: 466, kl: 0.004, lr: 5e-7 },
+      },
     ]);
   });
 });
 
 describe('console: verl epochs', () => {
-  const verl = (step: number, epoch: number) => `(TaskRunner pid=1) step:${step} - critic/score/mean:0.5 - training/epoch:${epoch}`;
+  const verl = (step: number, epoch: number) =>
+    `(TaskRunner pid=1) step:${step} - critic/score/mean:0.5 - training/epoch:${epoch}`;
 
   it('derives a fractional epoch from the total steps and total_epochs the run prints at start', () => {
     const rs = feed(
@@ -86,7 +100,12 @@ describe('console: verl epochs', () => {
     );
     expect(metrics(rs).map((m) => m.values['epoch'])).toEqual([1 / 25, 30 / 25]);
     expect(events(rs)).toEqual([
-      { kind: 'meta', title: 'total steps', text: 'Training Progress:   0%|          | 0/100 [00:00<?, ?it/s]', values: { total_steps: 100 } },
+      {
+        kind: 'meta',
+        title: 'total steps',
+        text: 'Training Progress:   0%|          | 0/100 [00:00<?, ?it/s]',
+        values: { total_steps: 100 },
+      },
     ]);
     expect(events(feed('(TaskRunner pid=1) Total training steps: 435'))[0]?.values).toEqual({ total_steps: 435 });
   });
@@ -107,10 +126,10 @@ describe('console: TRL rich completion tables', () => {
     '│ ┃ Prompt     ┃ Completion  ┃ accuracy_ ┃ format_r ┃ Advantage ┃ answer_parsed ┃ │',
     '│ ┃            ┃             ┃ reward    ┃ eward    ┃           ┃               ┃ │',
     '│ ┡━━━━━━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩ │',
-    '│ │ What is    │ It is 4.    │      1.00 │     0.50 │      0.71 │ [4, \'4\']      │ │',
+    "│ │ What is    │ It is 4.    │      1.00 │     0.50 │      0.71 │ [4, '4']      │ │",
     '│ │ 2+2?       │ Done.       │           │          │           │               │ │',
     '│ ├────────────┼─────────────┼───────────┼──────────┼───────────┼───────────────┤ │',
-    '│ │ What is    │ 5           │      0.00 │     0.00 │     -0.71 │ [5, \'5\']      │ │',
+    "│ │ What is    │ 5           │      0.00 │     0.00 │     -0.71 │ [5, '5']      │ │",
     '│ │ 2+2?       │             │           │          │           │               │ │',
     '│ └────────────┴─────────────┴───────────┴──────────┴───────────┴───────────────┘ │',
     '╰─────────────────────────────────────────────────────────╯',
@@ -126,7 +145,12 @@ describe('console: TRL rich completion tables', () => {
       reward: 1.5,
       breakdown: { accuracy_reward: 1, format_reward: 0.5, advantage: 0.71 },
     });
-    expect(ex[1]).toMatchObject({ step: 15, completion: '5', reward: 0, breakdown: { accuracy_reward: 0, format_reward: 0, advantage: -0.71 } });
+    expect(ex[1]).toMatchObject({
+      step: 15,
+      completion: '5',
+      reward: 0,
+      breakdown: { accuracy_reward: 0, format_reward: 0, advantage: -0.71 },
+    });
     expect(ex[0]!.key).not.toBe(ex[1]!.key);
   });
 
@@ -137,7 +161,7 @@ describe('console: TRL rich completion tables', () => {
   });
 });
 
-describe('console: the R1-Zero GRPO logging guide\'s ComprehensiveLoggingCallback', () => {
+describe("console: the R1-Zero GRPO logging guide's ComprehensiveLoggingCallback", () => {
   it('files every block line under the Step line above it; reads ± as printed on any platform', () => {
     const rs = feed(
       [
@@ -238,14 +262,24 @@ describe('console: the R1-Zero GRPO logging guide\'s ComprehensiveLoggingCallbac
         reward: 2,
         breakdown: { accuracy: 1, format: 1 },
       }),
-      expect.objectContaining({ step: 50, completion: 'The answer is 5 because I think so.', reward: 0, breakdown: { accuracy: 0, format: 0 } }),
+      expect.objectContaining({
+        step: 50,
+        completion: 'The answer is 5 because I think so.',
+        reward: 0,
+        breakdown: { accuracy: 0, format: 0 },
+      }),
     ]);
     expect(metrics(rs).map((m) => m.step)).toEqual([50, 52]);
   });
 
   it('ends a GENERATION EXAMPLES block that is cut short, and reads on', () => {
     const rs = feed(
-      ['Step   50 | Loss: 0.3000 | LR: 4.00e-05', 'GENERATION EXAMPLES', '='.repeat(80), "{'loss': 0.25, 'step': 51}"].join('\n'),
+      [
+        'Step   50 | Loss: 0.3000 | LR: 4.00e-05',
+        'GENERATION EXAMPLES',
+        '='.repeat(80),
+        "{'loss': 0.25, 'step': 51}",
+      ].join('\n'),
     );
     expect(metrics(rs).map((m) => m.step)).toEqual([50, 51]);
   });

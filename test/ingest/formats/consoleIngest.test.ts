@@ -28,7 +28,8 @@ const losses = () => {
 /** A rich completion table of about `bytes` bytes, as TRL prints before its first metric dict. */
 function tablePreamble(bytes: number): string {
   const rows: string[] = ['╭──────────── Step 1 ────────────╮', '│ ┃ Prompt ┃ Completion ┃ reward ┃ Advantage ┃ │'];
-  while (rows.join('\n').length < bytes) rows.push('│ │ What is 2+2? Think step by step. │ It is four, as 2+2=4. │ 1.00 │ 0.50 │ │');
+  while (rows.join('\n').length < bytes)
+    rows.push('│ │ What is 2+2? Think step by step. │ It is four, as 2+2=4. │ 1.00 │ 0.50 │ │');
   rows.push('│ └──────┴──────┴──────┴──────┘ │', '╰────────────────────────────────╯');
   return `${rows.join('\n')}\n`;
 }
@@ -36,14 +37,20 @@ function tablePreamble(bytes: number): string {
 describe('captured stdout through the Ingestor', () => {
   it('reads a first metric dict that comes after a 100 KB preamble', async () => {
     const path = file('run_1.log');
-    writeFileSync(path, `${tablePreamble(100_000)} 10%|█         | 5/50 [01:07<09:21, 12.48s/it]{'loss': '0.25', 'reward': '0.5'}\n`);
+    writeFileSync(
+      path,
+      `${tablePreamble(100_000)} 10%|█         | 5/50 [01:07<09:21, 12.48s/it]{'loss': '0.25', 'reward': '0.5'}\n`,
+    );
     expect(await ingest(path)).toMatchObject({ run: 'job', format: 'console', skips: {} });
     expect(losses()).toEqual([[5, 0.25]]);
   });
 
   it('registers a job that crashed before its first step, and reads its steps once they come', async () => {
     const path = file('slurm-4242.out');
-    writeFileSync(path, 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nRuntimeError: boom\n');
+    writeFileSync(
+      path,
+      'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nRuntimeError: boom\n',
+    );
     expect(await ingest(path)).toMatchObject({ run: 'job', format: 'console', records: 0 });
     expect(store.runs.byName('job')).toBeDefined();
     appendFileSync(path, 'epoch: 0|step: 1|act_loss: 0.5|cri_loss: 0.25\n');

@@ -108,8 +108,26 @@ describe('parseNumber', () => {
     expect(parseNumber(raw)).toEqual(value);
   });
 
-  it.each(['None', 'null', 'True', 'False', '', '  ', 'abc', '1.00%', '1m', '10/1000', '0x1f', '0b1', '0o7',
-    "'np.float64(1)'", 'tensor([0.5, 0.6])', "'abc'", "'", 'np.float64()'])('%j -> undefined', (raw) => {
+  it.each([
+    'None',
+    'null',
+    'True',
+    'False',
+    '',
+    '  ',
+    'abc',
+    '1.00%',
+    '1m',
+    '10/1000',
+    '0x1f',
+    '0b1',
+    '0o7',
+    "'np.float64(1)'",
+    'tensor([0.5, 0.6])',
+    "'abc'",
+    "'",
+    'np.float64()',
+  ])('%j -> undefined', (raw) => {
     expect(parseNumber(raw)).toBeUndefined();
   });
 });
@@ -138,7 +156,23 @@ describe('decimalAt', () => {
   });
 
   it('leaves to parseNumber what is not a plain decimal or is too long for one exact operation', () => {
-    const others = ['', '.', '-', '+', 'e5', '1e', '1e+', '1.2.3', '1e5.5', '0x1f', '0b1', '1_000', '1,5', 'nan', 'inf'];
+    const others = [
+      '',
+      '.',
+      '-',
+      '+',
+      'e5',
+      '1e',
+      '1e+',
+      '1.2.3',
+      '1e5.5',
+      '0x1f',
+      '0b1',
+      '1_000',
+      '1,5',
+      'nan',
+      'inf',
+    ];
     for (const s of [...others, ' 1', '1 ', '1234567890123456', '1e23', '1e-23', '١']) {
       expect(decimalAt(s, 0, s.length), s).toBeUndefined();
     }

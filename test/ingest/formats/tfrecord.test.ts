@@ -27,8 +27,7 @@ function tfRecord(data: Buffer): Buffer {
   return Buffer.concat([len, crc(len), data, crc(data)]);
 }
 
-const decode = (bytes: Buffer): { results: ParseResult[]; consumed: number } =>
-  decoder(1 << 20)(bytes);
+const decode = (bytes: Buffer): { results: ParseResult[]; consumed: number } => decoder(1 << 20)(bytes);
 const metrics = (results: ParseResult[]): MetricRecord[] =>
   results.flatMap((r) => (r.kind === 'metric' ? [r.record] : []));
 
@@ -99,7 +98,15 @@ describe('TFRecord framing', () => {
 
   it('reads a zero, which the no-learning rule looks for (a oneof member is written even when 0)', () => {
     const bytes = eventRecord({ step: 3, scalars: { 'train/loss': 0, 'train/grad_norm': 0 } });
-    expect(metrics(decode(bytes).results)).toEqual([{ step: 3, values: new Map([['loss', 0], ['grad_norm', 0]]) }]);
+    expect(metrics(decode(bytes).results)).toEqual([
+      {
+        step: 3,
+        values: new Map([
+          ['loss', 0],
+          ['grad_norm', 0],
+        ]),
+      },
+    ]);
   });
 
   it('passes over text and multi-element tensors as noise, not as bad records', () => {
@@ -121,7 +128,14 @@ describe('TFRecord framing', () => {
       eventRecord({ step: 6, scalars: { 'train/reward': 0.625 } }),
     ]);
     expect(metrics(decode(bytes).results)).toEqual([
-      { step: 5, epoch: 0.25, values: new Map([['reward', 0.5], ['epoch', 0.25]]) },
+      {
+        step: 5,
+        epoch: 0.25,
+        values: new Map([
+          ['reward', 0.5],
+          ['epoch', 0.25],
+        ]),
+      },
       { step: 6, values: new Map([['reward', 0.625]]) },
     ]);
   });

@@ -50,11 +50,28 @@ describe('parsed chunks of a learning.log (metric lines as columns, without a Ma
     expect([...chunk!.steps]).toEqual([1, 2, 3, 4, 5]);
     expect([...chunk!.shapeOf]).toEqual([0, 0, 1, 0, 2]);
     expect([...chunk!.values]).toEqual([
-      0.1, 0.5, 1.5, 0.2, 0.1,
-      0.2, 0.4, 1.25, 0.3, 0.05,
-      0.3, 0.3, 9, 0.4,
-      0.4, NaN, 1, 0.5, 0.1,
-      0.5, 0.01, 2e-6,
+      0.1,
+      0.5,
+      1.5,
+      0.2,
+      0.1,
+      0.2,
+      0.4,
+      1.25,
+      0.3,
+      0.05,
+      0.3,
+      0.3,
+      9,
+      0.4,
+      0.4,
+      NaN,
+      1,
+      0.5,
+      0.1,
+      0.5,
+      0.01,
+      2e-6,
     ]);
     expect(chunk!.skips).toEqual([['unrecognised line', { count: 1, sample: 'garbage' }]]);
     expect(chunk!.seq).toBe(5);
@@ -69,18 +86,23 @@ describe('parsed chunks of a learning.log (metric lines as columns, without a Ma
     });
     for (const chunkBytes of [64, 200, 1 << 16]) {
       const chunks = chunksOf(lines, chunkBytes);
-      expect(records(chunks).map((r) => r.values), `chunks of ${chunkBytes} bytes`).toEqual(expected);
+      expect(
+        records(chunks).map((r) => r.values),
+        `chunks of ${chunkBytes} bytes`,
+      ).toEqual(expected);
       expect(records(chunks).map((r) => r.step)).toEqual(expected.map((_, i) => i + 1));
     }
   });
 });
 
 describe('what the parser keeps between chunks', () => {
-  it("keeps no chunk of the file alive through a key it remembers (V8 keeps a slice as a view of the whole)", () => {
+  it('keeps no chunk of the file alive through a key it remembers (V8 keeps a slice as a view of the whole)', () => {
     // a new 30-character key in each of 300 chunks of ~16 KB: kept as slices, they would hold ~5 MB of text
     const path = join(tempDir(), 'learning.log');
-    const lines = Array.from({ length: 300 * 120 }, (_, i) =>
-      `[Epoch 0.1]  loss=0.5  a_rather_long_metric_name_${Math.floor(i / 120)}=1  reward=0.2  ${'pad '.repeat(20)}`,
+    const lines = Array.from(
+      { length: 300 * 120 },
+      (_, i) =>
+        `[Epoch 0.1]  loss=0.5  a_rather_long_metric_name_${Math.floor(i / 120)}=1  reward=0.2  ${'pad '.repeat(20)}`,
     );
     writeFileSync(path, `${lines.join('\n')}\n`);
     const lineChunks = resolve(import.meta.dirname, '../../../src/ingest/tail/lineChunks.ts');

@@ -156,7 +156,7 @@ describe('two rotations between reads', () => {
     expect(losses()).toEqual(range(1, 17));
   });
 
-  it('never reads an older rotation already read, another run\'s .bak or a compressed rotation', async () => {
+  it("never reads an older rotation already read, another run's .bak or a compressed rotation", async () => {
     const path = logPath();
     const ingestor = newIngestor();
     writeFileSync(path, lines(1, 5));

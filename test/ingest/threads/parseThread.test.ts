@@ -48,10 +48,12 @@ describe('parsing in a worker thread', () => {
       expect(there).toEqual(here);
       // independently of either: every record, numbered from 1; the malformed and the overlong lines counted
       expect(there.flatMap((c) => [...c.steps])).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
-      const skips = there.flatMap((c) => c.skips).reduce<Record<string, number>>((m, [reason, s]) => {
-        m[reason] = (m[reason] ?? 0) + s.count;
-        return m;
-      }, {});
+      const skips = there
+        .flatMap((c) => c.skips)
+        .reduce<Record<string, number>>((m, [reason, s]) => {
+          m[reason] = (m[reason] ?? 0) + s.count;
+          return m;
+        }, {});
       expect(skips).toEqual({ 'unrecognised line': 8, 'line too long': 1 });
       expect(there.at(-1)!.end).toBe(statSync(path).size);
     } finally {

@@ -18,8 +18,14 @@ const card = (id: number): AlertCard => ({
 });
 
 /** What Discord counts against the 6,000 characters of a message's embeds. */
-const embedChars = (e: { title?: string; description?: string; fields?: Array<{ name: string; value: string }> }): number =>
-  (e.title?.length ?? 0) + (e.description?.length ?? 0) + (e.fields ?? []).reduce((n, f) => n + f.name.length + f.value.length, 0);
+const embedChars = (e: {
+  title?: string;
+  description?: string;
+  fields?: Array<{ name: string; value: string }>;
+}): number =>
+  (e.title?.length ?? 0) +
+  (e.description?.length ?? 0) +
+  (e.fields ?? []).reduce((n, f) => n + f.name.length + f.value.length, 0);
 
 describe("Discord's limits", () => {
   it('cuts a reply to title 256, description 4096, 25 fields of 1024, without breaking a code block', async () => {
@@ -54,7 +60,12 @@ describe("Discord's limits", () => {
 
   it('registers commands Discord accepts: required options first, descriptions of at most 100', () => {
     for (const c of discordCommands()) {
-      const opts = (c.options ?? []) as Array<{ type: number; required?: boolean; description: string; options?: Array<{ required?: boolean; description: string }> }>;
+      const opts = (c.options ?? []) as Array<{
+        type: number;
+        required?: boolean;
+        description: string;
+        options?: Array<{ required?: boolean; description: string }>;
+      }>;
       const leaves = opts.some((o) => o.type === 1) ? opts.map((o) => o.options ?? []) : [opts];
       for (const list of leaves) {
         const firstOptional = list.findIndex((o) => !o.required);

@@ -10,7 +10,7 @@ import { Store } from '../../../src/store/store.ts';
 import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../../fakes/discordServer.ts';
 import { tempDir } from '../../helpers.ts';
 
-describe('Discord: a channel\'s posts go one at a time, the most urgent first (the real client, a local fake)', () => {
+describe("Discord: a channel's posts go one at a time, the most urgent first (the real client, a local fake)", () => {
   let fake: FakeDiscord;
   let bot: DiscordBot;
   let target: Target;
@@ -22,7 +22,20 @@ describe('Discord: a channel\'s posts go one at a time, the most urgent first (t
     const alertId = store.alerts.create(run.id, rule, 'm', 'firing', change).id;
     const n: Notification = {
       run: rule,
-      items: [{ alertId, kind: 'firing', severity, rule, metric: 'm', summary: rule, step: 1, epoch: null, recent: [], examples: null }],
+      items: [
+        {
+          alertId,
+          kind: 'firing',
+          severity,
+          rule,
+          metric: 'm',
+          summary: rule,
+          step: 1,
+          epoch: null,
+          recent: [],
+          examples: null,
+        },
+      ],
     };
     return target.deliver(n, key, run.id, urgency);
   };
@@ -30,8 +43,14 @@ describe('Discord: a channel\'s posts go one at a time, the most urgent first (t
   beforeAll(async () => {
     fake = await startFakeDiscord();
     bot = new DiscordBot({
-      token: fake.token, apiUrl: fake.apiUrl, guildId: fake.guildId, channel: fake.channelId, retries: 0,
-      section: DiscordSection.parse({}), store: new SqliteAsyncStore(store), log: { info: () => {}, warn: () => {} },
+      token: fake.token,
+      apiUrl: fake.apiUrl,
+      guildId: fake.guildId,
+      channel: fake.channelId,
+      retries: 0,
+      section: DiscordSection.parse({}),
+      store: new SqliteAsyncStore(store),
+      log: { info: () => {}, warn: () => {} },
     });
     await bot.start();
     target = bot.targets()[0]!;
@@ -54,7 +73,8 @@ describe('Discord: a channel\'s posts go one at a time, the most urgent first (t
     await sleep(300);
     first.release();
     await Promise.all(deliveries);
-    const rule = (r: RecordedRequest): string => (r.body as { embeds: Array<{ description: string }> }).embeds[0]!.description;
+    const rule = (r: RecordedRequest): string =>
+      (r.body as { embeds: Array<{ description: string }> }).embeds[0]!.description;
     const order = fake.requests.filter((r) => r.method === 'POST' && posts.test(r.path)).map(rule);
     expect(order).toEqual(['first_warning', 'the_critical', 'second_warning']);
   }, 20_000);

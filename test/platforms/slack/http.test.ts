@@ -52,7 +52,16 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret; requests fro
     port = await freePort();
     const config = ConfigSchema.parse({ slack: { mode: 'http', port } });
     const log: Log = { info: () => {}, warn: (m) => warnings.push(m) };
-    bot = new SlackBot({ botToken: fake.botToken, signingSecret: SECRET, apiUrl: fake.apiUrl, channel: fake.channelId, store: new SqliteAsyncStore(store), section: sectionOf(config, slack), log, retries: 0 });
+    bot = new SlackBot({
+      botToken: fake.botToken,
+      signingSecret: SECRET,
+      apiUrl: fake.apiUrl,
+      channel: fake.channelId,
+      store: new SqliteAsyncStore(store),
+      section: sectionOf(config, slack),
+      log,
+      retries: 0,
+    });
     await bot.start();
   }, 20_000);
 
@@ -69,12 +78,27 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret; requests fro
     const sig = signature ?? `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}`;
     return fetch(`http://127.0.0.1:${port}/slack/events`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-signature': sig, 'x-slack-request-timestamp': ts },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-signature': sig,
+        'x-slack-request-timestamp': ts,
+      },
       body,
     });
   };
   const command = (text: string): string =>
-    new URLSearchParams({ command: '/run', text, user_id: 'U1', user_name: 'ana', channel_id: fake.channelId, team_id: fake.teamId, api_app_id: fake.appId, response_url: responseUrl, trigger_id: '1.2.3', token: 'legacy' }).toString();
+    new URLSearchParams({
+      command: '/run',
+      text,
+      user_id: 'U1',
+      user_name: 'ana',
+      channel_id: fake.channelId,
+      team_id: fake.teamId,
+      api_app_id: fake.appId,
+      response_url: responseUrl,
+      trigger_id: '1.2.3',
+      token: 'legacy',
+    }).toString();
 
   it('answers a signed slash command through the response_url', async () => {
     const res = await post(command('list'));
@@ -93,7 +117,18 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret; requests fro
 
   /** A slash command `/run list` as Slack signs it, stamped `ts` (seconds); `nonce` makes the body unique. */
   const signed = (ts: number, nonce: string) => {
-    const body = new URLSearchParams({ command: '/run', text: 'list', user_id: 'U1', user_name: 'ana', channel_id: fake.channelId, team_id: fake.teamId, api_app_id: fake.appId, response_url: `${responseUrl}?${nonce}`, trigger_id: nonce, token: 'legacy' }).toString();
+    const body = new URLSearchParams({
+      command: '/run',
+      text: 'list',
+      user_id: 'U1',
+      user_name: 'ana',
+      channel_id: fake.channelId,
+      team_id: fake.teamId,
+      api_app_id: fake.appId,
+      response_url: `${responseUrl}?${nonce}`,
+      trigger_id: nonce,
+      token: 'legacy',
+    }).toString();
     const headers = {
       'content-type': 'application/x-www-form-urlencoded',
       'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}`,

@@ -17,7 +17,9 @@ describe('private answers held for Post to channel', () => {
     const held = new HeldReplies();
     const tokens = Array.from({ length: 101 }, (_, i) => held.keep(answer(`#${i}`), i));
     expect(held.get(tokens[0]!, 200)).toBeUndefined();
-    expect(tokens.slice(1).map((t) => held.get(t, 200)?.reply.title)).toEqual(Array.from({ length: 100 }, (_, i) => `#${i + 1}`));
+    expect(tokens.slice(1).map((t) => held.get(t, 200)?.reply.title)).toEqual(
+      Array.from({ length: 100 }, (_, i) => `#${i + 1}`),
+    );
   });
 
   it('each answer has its own random token; one posted is dropped, the others stay', () => {

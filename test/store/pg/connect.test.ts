@@ -21,8 +21,9 @@ async function connected() {
 }
 
 const prepared = async (client: Awaited<ReturnType<typeof connected>>) =>
-  (await client.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements'))
-    .rows.map((r) => `${r.name}: ${r.statement}`).sort();
+  (await client.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements')).rows
+    .map((r) => `${r.name}: ${r.statement}`)
+    .sort();
 
 it('names each statement with parameters once, and leaves those without parameters unnamed', async () => {
   const client = await connected();

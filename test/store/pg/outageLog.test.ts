@@ -9,7 +9,10 @@ import { OutageLog } from '../../../src/store/pg/outageLog.ts';
 function logged(): { lines: string[]; log: OutageLog; clock: { now: number } } {
   const lines: string[] = [];
   const clock = { now: 0 };
-  const log = new OutageLog({ info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warning: ${m}`) }, () => clock.now);
+  const log = new OutageLog(
+    { info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warning: ${m}`) },
+    () => clock.now,
+  );
   return { lines, log, clock };
 }
 

@@ -69,8 +69,11 @@ describe('outbox announcements on PostgreSQL', () => {
     let heard = 0;
     cleanup.push(await bot.onOutbox!(() => heard++));
     const run = await watcher.ensureRun('grpo', '/runs/grpo');
-    await admin(url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-      WHERE pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`);
+    await admin(
+      url,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      WHERE pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`,
+    );
     await watcher.enqueue(run.id, 'discord:1', { n: 1 }, 1); // committed while nobody listens
     await expect.poll(() => heard, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
     const back = heard;

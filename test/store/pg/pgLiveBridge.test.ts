@@ -84,47 +84,44 @@ describe('the synchronous bridge', () => {
     expect(sent).toEqual({ waited: 1, posted: 1000 });
   });
 
-  it('keeps the first failure of a posted call: later posts are dropped, and every waited call throws it until a reset',
-    async () => {
-      const { call, post } = await echoWorker();
-      post('push', 1);
-      post('fail');
-      post('push', 2); // after the failure: never run
-      expect(() => call('echo', 'x')).toThrow(expect.objectContaining({ message: 'no such table', code: '42P01' }));
-      expect(() => call('list')).toThrow('no such table'); // still kept: a COMMIT here would throw it too
-      post('push', 3);
-      expect(call('reset')).toBeUndefined(); // a reset runs despite the failure, and clears it
-      post('push', 4);
-      expect(call('list')).toEqual([4]);
-      // a waited call that fails is thrown once, as before: nothing is kept
-      expect(() => call('fail')).toThrow('no such table');
-      expect(call('echo', 'y')).toEqual(['y']);
-    });
+  it('keeps the first failure of a posted call: later posts are dropped, and every waited call throws it until a reset', async () => {
+    const { call, post } = await echoWorker();
+    post('push', 1);
+    post('fail');
+    post('push', 2); // after the failure: never run
+    expect(() => call('echo', 'x')).toThrow(expect.objectContaining({ message: 'no such table', code: '42P01' }));
+    expect(() => call('list')).toThrow('no such table'); // still kept: a COMMIT here would throw it too
+    post('push', 3);
+    expect(call('reset')).toBeUndefined(); // a reset runs despite the failure, and clears it
+    post('push', 4);
+    expect(call('list')).toEqual([4]);
+    // a waited call that fails is thrown once, as before: nothing is kept
+    expect(() => call('fail')).toThrow('no such table');
+    expect(call('echo', 'y')).toEqual(['y']);
+  });
 
-  it('starts each posted call that overlaps once the one before is sent, not answered; the next waited call after all',
-    async () => {
-      const { call, post } = await echoWorker();
-      for (let i = 0; i < 100; i++) post('overlapping', i);
-      post('push', 'after'); // one that does not overlap starts once every one before it is answered
-      const list = call('list') as Array<[unknown, number] | string>;
-      const sent = [...Array.from({ length: 100 }, (_, i) => i), 'after'];
-      expect(list.map((e) => (Array.isArray(e) ? e[0] : e))).toEqual(sent);
-      // one at a time, each would have been alone in flight
-      const inFlight = list.flatMap((e) => (Array.isArray(e) ? [e[1]] : []));
-      expect(Math.max(...inFlight)).toBeGreaterThan(1);
-    });
+  it('starts each posted call that overlaps once the one before is sent, not answered; the next waited call after all', async () => {
+    const { call, post } = await echoWorker();
+    for (let i = 0; i < 100; i++) post('overlapping', i);
+    post('push', 'after'); // one that does not overlap starts once every one before it is answered
+    const list = call('list') as Array<[unknown, number] | string>;
+    const sent = [...Array.from({ length: 100 }, (_, i) => i), 'after'];
+    expect(list.map((e) => (Array.isArray(e) ? e[0] : e))).toEqual(sent);
+    // one at a time, each would have been alone in flight
+    const inFlight = list.flatMap((e) => (Array.isArray(e) ? [e[1]] : []));
+    expect(Math.max(...inFlight)).toBeGreaterThan(1);
+  });
 
-  it('keeps the first failure among overlapping posted calls for the waited call after them, until a reset',
-    async () => {
-      const { call, post } = await echoWorker();
-      post('overlapping', 1);
-      post('overlappingFail');
-      // a statement sent behind a failed one fails too: not the failure kept
-      post('overlappingFail', 'current transaction is aborted', '25P02');
-      post('push', 2); // after the failure is known: dropped
-      expect(() => call('echo', 'x')).toThrow(expect.objectContaining({ message: 'deadlock detected', code: '40P01' }));
-      expect(call('reset')).toBeUndefined();
-      post('overlapping', 3);
-      expect(call('list')).toEqual([[3, 1]]);
-    });
+  it('keeps the first failure among overlapping posted calls for the waited call after them, until a reset', async () => {
+    const { call, post } = await echoWorker();
+    post('overlapping', 1);
+    post('overlappingFail');
+    // a statement sent behind a failed one fails too: not the failure kept
+    post('overlappingFail', 'current transaction is aborted', '25P02');
+    post('push', 2); // after the failure is known: dropped
+    expect(() => call('echo', 'x')).toThrow(expect.objectContaining({ message: 'deadlock detected', code: '40P01' }));
+    expect(call('reset')).toBeUndefined();
+    post('overlapping', 3);
+    expect(call('list')).toEqual([[3, 1]]);
+  });
 });

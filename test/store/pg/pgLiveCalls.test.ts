@@ -27,9 +27,14 @@ it('a live line waits for about two answers of the worker, and posts its writes;
       repeatIntervalMs: parseDuration(config.alerts.repeatInterval) as number,
       targets: ['console'],
     });
-    const ingestor = new Ingestor(store, { ...config.ingest, runPrefix: 'gpu-a' }, () => {}, (r) => {
-      engine.evaluate(r.runId, true);
-    });
+    const ingestor = new Ingestor(
+      store,
+      { ...config.ingest, runPrefix: 'gpu-a' },
+      () => {},
+      (r) => {
+        engine.evaluate(r.runId, true);
+      },
+    );
     const runs = ['a', 'b', 'c'];
     for (const r of runs) mkdirSync(join(root, r), { recursive: true });
     engine.caughtUp();

@@ -34,14 +34,16 @@ const INGEST = { ...config.ingest, runPrefix: PREFIX };
 /** A TRL run's stdout: healthy, then a NaN loss and grad_norm at step 20, an infinite grad_norm at 25, a reward
  * spike at 30, healthy again to 40; a trainer warning after steps 12 and 14, and the end-of-training summary. */
 function trlLines(): string[] {
-  const warning = '/trl/trainer/grpo_trainer.py:812: UserWarning: KL divergence is starting to become negative: ' +
+  const warning =
+    '/trl/trainer/grpo_trainer.py:812: UserWarning: KL divergence is starting to become negative: ' +
     '-0.02 - this might be a precursor for failed training.';
   const lines = Array.from({ length: 40 }, (_, k) => {
     const i = k + 1;
     const loss = i === 20 ? 'nan' : (0.01 * i).toFixed(4);
     const grad = i === 20 ? 'nan' : i === 25 ? 'inf' : (0.5 + i / 100).toFixed(2);
     const reward = i === 30 ? '3.000' : (0.3 + i / 100).toFixed(3);
-    const line = `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'reward': ${reward}, ` +
+    const line =
+      `{'loss': ${loss}, 'grad_norm': ${grad}, 'learning_rate': 9.8e-07, 'reward': ${reward}, ` +
       `'reward_std': 0.31, 'frac_reward_zero_std': 0.1, 'kl': 0.0004, 'entropy': 0.61, ` +
       `'epoch': ${(i / 50).toFixed(2)}}`;
     return i === 12 || i === 14 ? [line, warning] : [line];
@@ -65,10 +67,19 @@ function verlRestartLines(): string[] {
 /** Each log's lines, by its path under a run root. */
 function logs(): Map<string, string[]> {
   const files = new Map<string, string[]>();
-  const sampleFiles = ['learning.log', 'batch_metrics.jsonl', 'reward_logs/completions.jsonl',
-    'reward_logs/syntax_aware_breakdown.jsonl'];
+  const sampleFiles = [
+    'learning.log',
+    'batch_metrics.jsonl',
+    'reward_logs/completions.jsonl',
+    'reward_logs/syntax_aware_breakdown.jsonl',
+  ];
   for (const f of sampleFiles) {
-    files.set(join('grpo-demo', f), readFileSync(join(SAMPLE, f), 'utf8').split('\n').filter((l) => l !== ''));
+    files.set(
+      join('grpo-demo', f),
+      readFileSync(join(SAMPLE, f), 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
   }
   files.set(join('trl-nan', 'train.log'), trlLines());
   files.set(join('verl-restart', 'verl_demo.log'), verlRestartLines());
@@ -91,7 +102,12 @@ async function backfillRoute(store: LiveStore, root: string): Promise<void> {
     appendFileSync(join(root, path), lines.map((l) => `${l}\n`).join(''));
   }
   const engine = engineOn(store);
-  const ingestor = new Ingestor(store, INGEST, () => {}, (r) => void engine.evaluate(r.runId, false));
+  const ingestor = new Ingestor(
+    store,
+    INGEST,
+    () => {},
+    (r) => void engine.evaluate(r.runId, false),
+  );
   await backfill(ingestor, [root], config.watch);
   engine.evaluateBehind();
   engine.tick();
@@ -103,7 +119,12 @@ async function liveRoute(store: LiveStore, root: string, piece = 23): Promise<vo
   const all = logs();
   for (const path of all.keys()) mkdirSync(join(root, path, '..'), { recursive: true });
   const engine = engineOn(store);
-  const ingestor = new Ingestor(store, INGEST, () => {}, (r) => void engine.evaluate(r.runId, true));
+  const ingestor = new Ingestor(
+    store,
+    INGEST,
+    () => {},
+    (r) => void engine.evaluate(r.runId, true),
+  );
   engine.caughtUp();
   for (let round = 0; [...all.values()].some((lines) => lines.length > round * piece); round++) {
     for (const [path, lines] of all) {

@@ -66,22 +66,32 @@ async function stateOf(url: string, scope: string) {
   const byRun = `JOIN runs r ON r.id = x.run_id WHERE r.scope = $1`;
   const strip = (rows: Row[]) => rows.map((r): Row => ({ ...r, run: r.run.split('/')[1]! }));
   return {
-    runs: strip(await q(`SELECT name AS run, first_step::int, last_step::int, records::int,
+    runs: strip(
+      await q(`SELECT name AS run, first_step::int, last_step::int, records::int,
       evaluated = batches AS evaluated
-      FROM runs x WHERE scope = $1 ORDER BY name`)),
+      FROM runs x WHERE scope = $1 ORDER BY name`),
+    ),
     // every value, in step order (a float sum's last digit depends on the order PostgreSQL adds them in)
-    points: strip(await q(`SELECT r.name AS run, m.name AS metric, count(*)::int AS n, sum(x.step)::text AS steps,
+    points: strip(
+      await q(`SELECT r.name AS run, m.name AS metric, count(*)::int AS n, sum(x.step)::text AS steps,
       string_agg(x.value::text, ' ' ORDER BY x.step) AS vals
       FROM points x JOIN metrics m ON m.id = x.metric_id ${byRun}
-      GROUP BY r.name, m.name ORDER BY r.name, m.name`)),
-    alerts: strip(await q(`SELECT r.name AS run, x.rule, x.metric, x.state, x.started_step::int AS started,
+      GROUP BY r.name, m.name ORDER BY r.name, m.name`),
+    ),
+    alerts: strip(
+      await q(`SELECT r.name AS run, x.rule, x.metric, x.state, x.started_step::int AS started,
       x.fired_step::int AS fired, x.resolved_step::int AS resolved, x.notified_state
-      FROM alerts x ${byRun} ORDER BY r.name, x.rule, x.metric, x.id`)),
-    outbox: strip(await q(`SELECT r.name AS run, count(*)::int AS n FROM outbox x ${byRun} GROUP BY r.name
-      ORDER BY r.name`)),
+      FROM alerts x ${byRun} ORDER BY r.name, x.rule, x.metric, x.id`),
+    ),
+    outbox: strip(
+      await q(`SELECT r.name AS run, count(*)::int AS n FROM outbox x ${byRun} GROUP BY r.name
+      ORDER BY r.name`),
+    ),
     cursors: strip(await q(`SELECT r.name AS run, x.cursors FROM run_cursors x ${byRun} ORDER BY r.name`)),
-    attempts: strip(await q(`SELECT r.name AS run, x.attempt, x.resumed_step, x.last_step, x.rewound
-      FROM attempts x ${byRun} ORDER BY r.name, x.attempt`)),
+    attempts: strip(
+      await q(`SELECT r.name AS run, x.attempt, x.resumed_step, x.last_step, x.rewound
+      FROM attempts x ${byRun} ORDER BY r.name, x.attempt`),
+    ),
   };
 }
 
@@ -106,7 +116,9 @@ it('stores, fires and queues what reading each file alone does, waiting for the 
   expect(state).toEqual(await stateOf(url, 'one'));
   // the input's own route to what must be there: 40 steps in each run, b's spike and c's collapse fired and queued
   expect(state.runs.map((r) => [r.run, r.last_step, r.evaluated])).toEqual([
-    ['a', 40, true], ['b', 40, true], ['c', 40, true],
+    ['a', 40, true],
+    ['b', 40, true],
+    ['c', 40, true],
   ]);
   expect(state.points.find((p) => p.run === 'b' && p.metric === 'loss')).toMatchObject({ n: 40, steps: '820' });
   expect(state.alerts.filter((a) => a.run === 'b').map((a) => a.fired)).toContain(25);
@@ -139,7 +151,8 @@ it('rolls a group back whole when one of its batches fails, and its files read a
   expect(await pgRows(url, 'SELECT max(last_step)::int AS m FROM runs')).toEqual([{ m: 5 }]);
   for (const p of w.paths) await w.ingestor.ingest(p, w.root);
   const runs = await pgRows<{ name: string; last_step: number }>(
-    url, 'SELECT name, last_step::int FROM runs ORDER BY name',
+    url,
+    'SELECT name, last_step::int FROM runs ORDER BY name',
   );
   expect(runs).toEqual(['a', 'b', 'c'].map((r) => ({ name: `grp/${r}`, last_step: 6 })));
 }, 120_000);

@@ -10,9 +10,7 @@ import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { ARRIVALS_KEPT, PRUNE_EVERY } from '../../../src/store/arrivals.ts';
 import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
 import { PgStore } from '../../../src/store/pg/pgStore.ts';
-import {
-  alertColumns, attemptColumns, fileColumns, runColumns, silenceColumns,
-} from '../../../src/store/pg/rows.ts';
+import { alertColumns, attemptColumns, fileColumns, runColumns, silenceColumns } from '../../../src/store/pg/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
 import type { Batch } from '../../../src/store/store.ts';
 import { freshPgDatabase, pgRows as rows } from '../../pg/pgTest.ts';
@@ -51,7 +49,10 @@ describe('PgLiveStore', () => {
       store.outbox.add(run.id, 'console', { n: r.newSteps }, 5);
     });
     expect(result).toMatchObject({ runId: run.id, minStep: 1, maxStep: 3, newSteps: 3 });
-    expect(store.points.after(run.id, 'loss', 1)).toEqual([{ step: 2, value: 0.2 }, { step: 3, value: 0.3 }]);
+    expect(store.points.after(run.id, 'loss', 1)).toEqual([
+      { step: 2, value: 0.2 },
+      { step: 3, value: 0.3 },
+    ]);
     expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":3}' }]);
 
     const lost = (): never => {
@@ -145,39 +146,38 @@ describe('PgLiveStore', () => {
     expect(await rows(url, 'SELECT last_step, records FROM runs')).toEqual([{ last_step: '6', records: '6' }]);
   });
 
-  it('never commits past a write posted without waiting that failed: the COMMIT throws its error and rolls back',
-    async () => {
-      const url = await freshPgDatabase();
-      const store = await open(url);
-      const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
-      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
-      const before = store.calls;
-      const badCursor = (): void => {
-        store.alerts.saveCursor(run.id + 1000, 'r', 'loss', 1, {}); // no such run: run_cursors' foreign key refuses it
-        store.alerts.flushCursors();
-      };
-      expect(() =>
-        store.transaction(() => {
-          store.outbox.add(run.id, 'console', { n: 1 }, 5);
-          badCursor();
-          store.outbox.add(run.id, 'console', { n: 2 }, 5);
-        }),
-      ).toThrow(expect.objectContaining({ code: '23503' }));
-      // BEGIN, the two rows and the cursor went without waiting; the cursor's read, the COMMIT and the ROLLBACK waited
-      expect(store.calls).toEqual({ waited: before.waited + 3, posted: before.posted + 4 });
-      // in a group, a failed write in one file's savepoint fails the whole group: its files are read again
-      const { failed } = store.group(() => [
-        store.commit(batchOf(run.id, file.id, [1], 10), 0),
-        store.transaction(badCursor),
-      ]);
-      expect(failed?.message).toMatch(/did not commit: .*foreign key/);
-      expect(await rows(url, 'SELECT * FROM outbox')).toEqual([]);
-      expect(await rows(url, 'SELECT * FROM points')).toEqual([]);
-      expect(await rows(url, 'SELECT * FROM run_cursors')).toEqual([]);
-      // the store goes on
-      store.commit(batchOf(run.id, file.id, [1], 10), 0, () => store.outbox.add(run.id, 'console', { n: 3 }, 6));
-      expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":3}' }]);
-    });
+  it('never commits past a write posted without waiting that failed: the COMMIT throws its error and rolls back', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url);
+    const run = store.runs.ensure('gpu-a/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const before = store.calls;
+    const badCursor = (): void => {
+      store.alerts.saveCursor(run.id + 1000, 'r', 'loss', 1, {}); // no such run: run_cursors' foreign key refuses it
+      store.alerts.flushCursors();
+    };
+    expect(() =>
+      store.transaction(() => {
+        store.outbox.add(run.id, 'console', { n: 1 }, 5);
+        badCursor();
+        store.outbox.add(run.id, 'console', { n: 2 }, 5);
+      }),
+    ).toThrow(expect.objectContaining({ code: '23503' }));
+    // BEGIN, the two rows and the cursor went without waiting; the cursor's read, the COMMIT and the ROLLBACK waited
+    expect(store.calls).toEqual({ waited: before.waited + 3, posted: before.posted + 4 });
+    // in a group, a failed write in one file's savepoint fails the whole group: its files are read again
+    const { failed } = store.group(() => [
+      store.commit(batchOf(run.id, file.id, [1], 10), 0),
+      store.transaction(badCursor),
+    ]);
+    expect(failed?.message).toMatch(/did not commit: .*foreign key/);
+    expect(await rows(url, 'SELECT * FROM outbox')).toEqual([]);
+    expect(await rows(url, 'SELECT * FROM points')).toEqual([]);
+    expect(await rows(url, 'SELECT * FROM run_cursors')).toEqual([]);
+    // the store goes on
+    store.commit(batchOf(run.id, file.id, [1], 10), 0, () => store.outbox.add(run.id, 'console', { n: 3 }, 6));
+    expect(await rows(url, 'SELECT payload FROM outbox')).toEqual([{ payload: '{"n":3}' }]);
+  });
 
   it('keeps two hosts apart that ingest the same path: two runs, two files, each lists its own', async () => {
     const url = await freshPgDatabase();
@@ -252,7 +252,10 @@ describe('PgLiveStore', () => {
       expect(store.calls.waited).toBe(before); // no round trip
       expect(ids(since500)).toEqual([firing, resolved, mutedAway]);
       expect(since500[0]).toMatchObject({
-        state: 'firing', acked_by: 'u1', notified_state: 'firing', notified_at: 600,
+        state: 'firing',
+        acked_by: 'u1',
+        notified_state: 'firing',
+        notified_at: 600,
       });
       // given once: the next call asks the database, and gets the same
       expect(store.alerts.announceable(run.id, 501)).toEqual(since500.filter((a) => a.id !== mutedAway));
@@ -290,7 +293,11 @@ describe('PgLiveStore', () => {
     });
     expect(ids(heldRows)).toEqual([firing, late]);
     expect(parsed(heldRows)).toEqual(parsed(await direct.announceable(run.id, 800)));
-    expect(parsed(heldRows)[1]).toMatchObject({ state: 'resolved', resolved_step: 5, details: { resolved: { summary: 'cooled' } } });
+    expect(parsed(heldRows)[1]).toMatchObject({
+      state: 'resolved',
+      resolved_step: 5,
+      details: { resolved: { summary: 'cooled' } },
+    });
     // a rolled back evaluation drops it too
     expect(() =>
       store.commit(batchOf(run.id, file.id, [6], 60), 0, () => {
@@ -350,235 +357,285 @@ describe('PgLiveStore', () => {
     expect(held.map((h) => h.announceable.length)).toEqual([0, 1, 1]);
   });
 
-  it('holds what only it writes of a run: its attempts until a batch or a rewind, where its generations start; and '
-    + 'the mutes for one transaction', async () => {
-    const url = await freshPgDatabase();
-    const store = await open(url, 'gpu-held');
-    const direct = await PgStore.open(url);
-    cleanup.push(() => direct.close());
-    const run = store.runs.ensure('gpu-held/grpo', '/runs/grpo');
-    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
-    store.commit(batchOf(run.id, file.id, [1, 2, 3], 30), 0, () => {});
-    const waited = (fn: () => unknown): number => {
-      const before = store.calls.waited;
-      fn();
-      return store.calls.waited - before;
-    };
-
-    // attempts: as the batch's round trip read them, as often as asked, until a rewind
-    expect(store.attempts.list(run.id)).toEqual(await direct.attemptsOf(run.id));
-    expect(waited(() => store.attempts.list(run.id))).toBe(0);
-    store.attempts.markRewound(run.id, 1);
-    let listed: unknown;
-    expect(waited(() => (listed = store.attempts.list(run.id)))).toBe(1);
-    expect(listed).toEqual(await direct.attemptsOf(run.id));
-    expect((listed as Array<{ rewound: number }>)[0]!.rewound).not.toBe(0);
-
-    // generations: none kept, so none is asked for; once kept from step 5 on, asked for at 5, not at 4
-    expect(waited(() => expect(store.examples.atOrBefore(run.id, 3)).toEqual([]))).toBe(0);
-    const withExamples = batchOf(run.id, file.id, [4, 5], 50);
-    withExamples.examples = [{ step: 5, key: 'k1', completion: 'the answer is 4', reward: 1, breakdown: {} }];
-    store.commit(withExamples, 2, () => {});
-    expect(waited(() => expect(store.examples.atOrBefore(run.id, 4)).toEqual([]))).toBe(0);
-    expect(store.examples.atOrBefore(run.id, 5)).toEqual(await direct.examplesAtOrBefore(run.id, 5));
-    expect(store.examples.atOrBefore(run.id, 9)).toMatchObject([{ step: 5, key: 'k1' }]);
-
-    // mutes: read once in a transaction; another process's new mute is read by the next one
-    const mute = `INSERT INTO silences (run, starts_at, ends_at, author) VALUES ('gpu-held/grpo', 0, 1e12, 'u1')`;
-    store.transaction(() => {
-      expect(store.silences.active(1_000)).toEqual([]);
-      expect(waited(() => store.silences.active(1_000))).toBe(0);
-    });
-    await rows(url, mute);
-    store.transaction(() => {
-      expect(store.silences.active(1_000)).toMatchObject([{ run: 'gpu-held/grpo', author: 'u1' }]);
-    });
-  });
-
-  it("holds a run's open alerts through its own firings, announcements, resolutions and drops, as the table has them",
+  it(
+    'holds what only it writes of a run: its attempts until a batch or a rewind, where its generations start; and ' +
+      'the mutes for one transaction',
     async () => {
       const url = await freshPgDatabase();
-      const store = await open(url, 'gpu-open');
+      const store = await open(url, 'gpu-held');
       const direct = await PgStore.open(url);
       cleanup.push(() => direct.close());
-      const run = store.runs.ensure('gpu-open/grpo', '/runs/grpo');
-      const change = (step: number) =>
-        ({ step, at: 500 + step, severity: 'warning', summary: `s${step}`, details: {} });
-      const held: unknown[] = [];
-      const table: unknown[] = [];
-      const waits: number[] = [];
-      const look = async (): Promise<void> => {
+      const run = store.runs.ensure('gpu-held/grpo', '/runs/grpo');
+      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+      store.commit(batchOf(run.id, file.id, [1, 2, 3], 30), 0, () => {});
+      const waited = (fn: () => unknown): number => {
         const before = store.calls.waited;
-        held.push(store.alerts.openOf(run.id));
-        waits.push(store.calls.waited - before);
-        table.push(await direct.openAlertsOf(run.id));
+        fn();
+        return store.calls.waited - before;
       };
-      // created without waiting for their rows: ids are taken 16 at a time (the first round trip), and the COMMIT
-      let before = store.calls.waited;
-      const [a, b, c] = store.transaction(() =>
-        ['hot', 'spike', 'flat'].map((rule) => store.alerts.create(run.id, rule, 'loss', 'pending', change(1))),
-      );
-      expect(store.calls.waited - before).toBe(2);
-      expect(a!.id < b!.id && b!.id < c!.id).toBe(true);
-      await look();
-      before = store.calls.waited;
-      const d = store.transaction(() => store.alerts.create(run.id, 'late', 'kl', 'firing', change(2)));
-      expect(store.calls.waited - before).toBe(1);
-      expect(await direct.alertById(d.id)).toEqual(d);
-      store.transaction(() => store.alerts.drop(d.id));
-      store.transaction(() => store.alerts.fire(a!.id, { ...change(2), severity: 'critical', details: { n: 2 } }));
-      await look();
-      store.transaction(() => store.alerts.markNotified(a!.id, 'firing', 700));
-      await look();
-      store.transaction(() => store.alerts.resolve(b!.id, change(3)));
-      await look();
-      store.transaction(() => store.alerts.drop(c!.id));
-      await look();
-      expect(held).toEqual(table);
-      expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed (its new alerts too)
-      expect(held.at(-1)).toMatchObject([
-        { id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' },
-      ]);
-    });
 
-  it("prunes a run's arrivals every PRUNE_EVERY batches, reading the newest ARRIVALS_KEPT as before; lists each new "
-    + 'metric once', async () => {
+      // attempts: as the batch's round trip read them, as often as asked, until a rewind
+      expect(store.attempts.list(run.id)).toEqual(await direct.attemptsOf(run.id));
+      expect(waited(() => store.attempts.list(run.id))).toBe(0);
+      store.attempts.markRewound(run.id, 1);
+      let listed: unknown;
+      expect(waited(() => (listed = store.attempts.list(run.id)))).toBe(1);
+      expect(listed).toEqual(await direct.attemptsOf(run.id));
+      expect((listed as Array<{ rewound: number }>)[0]!.rewound).not.toBe(0);
+
+      // generations: none kept, so none is asked for; once kept from step 5 on, asked for at 5, not at 4
+      expect(waited(() => expect(store.examples.atOrBefore(run.id, 3)).toEqual([]))).toBe(0);
+      const withExamples = batchOf(run.id, file.id, [4, 5], 50);
+      withExamples.examples = [{ step: 5, key: 'k1', completion: 'the answer is 4', reward: 1, breakdown: {} }];
+      store.commit(withExamples, 2, () => {});
+      expect(waited(() => expect(store.examples.atOrBefore(run.id, 4)).toEqual([]))).toBe(0);
+      expect(store.examples.atOrBefore(run.id, 5)).toEqual(await direct.examplesAtOrBefore(run.id, 5));
+      expect(store.examples.atOrBefore(run.id, 9)).toMatchObject([{ step: 5, key: 'k1' }]);
+
+      // mutes: read once in a transaction; another process's new mute is read by the next one
+      const mute = `INSERT INTO silences (run, starts_at, ends_at, author) VALUES ('gpu-held/grpo', 0, 1e12, 'u1')`;
+      store.transaction(() => {
+        expect(store.silences.active(1_000)).toEqual([]);
+        expect(waited(() => store.silences.active(1_000))).toBe(0);
+      });
+      await rows(url, mute);
+      store.transaction(() => {
+        expect(store.silences.active(1_000)).toMatchObject([{ run: 'gpu-held/grpo', author: 'u1' }]);
+      });
+    },
+  );
+
+  it("holds a run's open alerts through its own firings, announcements, resolutions and drops, as the table has them", async () => {
     const url = await freshPgDatabase();
-    const store = await open(url, 'gpu-arr');
-    const run = store.runs.ensure('gpu-arr/grpo', '/runs/grpo');
-    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
-    const BATCHES = ARRIVALS_KEPT + PRUNE_EVERY + 7;
-    const advanced: number[] = []; // the steps each batch took the run to: its arrival's count
-    let step = 0;
-    store.transaction(() => {
-      for (let k = 0; k < BATCHES; k++) {
-        const n = (k % 3) + 1;
-        const b = batchOf(run.id, file.id, Array.from({ length: n }, (_, i) => step + i + 1), step + n);
-        if (k === BATCHES - 1) for (const m of b.metrics as MetricRow[]) m.values.set('kl', 0.1); // a new one, late
-        store.commit(b, 0);
-        step += n;
-        advanced.push(n);
-      }
-    });
-    // the first batch starts the run: no arrival of its own
-    const expected = advanced.slice(1).slice(-ARRIVALS_KEPT);
-    expect(store.arrivals.recent(run.id).map((a) => a.steps)).toEqual(expected);
-    const { n } = (await rows<{ n: number }>(url, 'SELECT count(*)::int AS n FROM arrivals'))[0]!;
-    expect(n).toBeGreaterThanOrEqual(ARRIVALS_KEPT);
-    expect(n).toBeLessThan(ARRIVALS_KEPT + PRUNE_EVERY);
-    expect(store.points.metricsOf(run.id)).toEqual(['kl', 'loss']);
+    const store = await open(url, 'gpu-open');
+    const direct = await PgStore.open(url);
+    cleanup.push(() => direct.close());
+    const run = store.runs.ensure('gpu-open/grpo', '/runs/grpo');
+    const change = (step: number) => ({ step, at: 500 + step, severity: 'warning', summary: `s${step}`, details: {} });
+    const held: unknown[] = [];
+    const table: unknown[] = [];
+    const waits: number[] = [];
+    const look = async (): Promise<void> => {
+      const before = store.calls.waited;
+      held.push(store.alerts.openOf(run.id));
+      waits.push(store.calls.waited - before);
+      table.push(await direct.openAlertsOf(run.id));
+    };
+    // created without waiting for their rows: ids are taken 16 at a time (the first round trip), and the COMMIT
+    let before = store.calls.waited;
+    const [a, b, c] = store.transaction(() =>
+      ['hot', 'spike', 'flat'].map((rule) => store.alerts.create(run.id, rule, 'loss', 'pending', change(1))),
+    );
+    expect(store.calls.waited - before).toBe(2);
+    expect(a!.id < b!.id && b!.id < c!.id).toBe(true);
+    await look();
+    before = store.calls.waited;
+    const d = store.transaction(() => store.alerts.create(run.id, 'late', 'kl', 'firing', change(2)));
+    expect(store.calls.waited - before).toBe(1);
+    expect(await direct.alertById(d.id)).toEqual(d);
+    store.transaction(() => store.alerts.drop(d.id));
+    store.transaction(() => store.alerts.fire(a!.id, { ...change(2), severity: 'critical', details: { n: 2 } }));
+    await look();
+    store.transaction(() => store.alerts.markNotified(a!.id, 'firing', 700));
+    await look();
+    store.transaction(() => store.alerts.resolve(b!.id, change(3)));
+    await look();
+    store.transaction(() => store.alerts.drop(c!.id));
+    await look();
+    expect(held).toEqual(table);
+    expect(waits).toEqual([1, 0, 0, 0, 0]); // read once, then followed (its new alerts too)
+    expect(held.at(-1)).toMatchObject([{ id: a!.id, state: 'firing', severity: 'critical', notified_state: 'firing' }]);
   });
 
-  it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)',
+  it(
+    "prunes a run's arrivals every PRUNE_EVERY batches, reading the newest ARRIVALS_KEPT as before; lists each new " +
+      'metric once',
     async () => {
       const url = await freshPgDatabase();
-      const store = await open(url, 'gpu-mig');
-      // the statements name every column the migrations made (the rows lose none of them)
-      for (const [table, listed] of [['runs', runColumns()], ['files', fileColumns()]] as const) {
-        const made = await rows<{ c: string }>(url, `SELECT quote_ident(column_name) AS c
-          FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`, [table]);
-        expect(listed.split(', ').sort()).toEqual(made.map((r) => r.c).sort());
-      }
-      const run = store.runs.ensure('gpu-mig/grpo', '/runs/grpo');
+      const store = await open(url, 'gpu-arr');
+      const run = store.runs.ensure('gpu-arr/grpo', '/runs/grpo');
       const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
-      store.commit(batchOf(run.id, file.id, [1, 2], 20), 0);
-      expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 20 });
+      const BATCHES = ARRIVALS_KEPT + PRUNE_EVERY + 7;
+      const advanced: number[] = []; // the steps each batch took the run to: its arrival's count
+      let step = 0;
+      store.transaction(() => {
+        for (let k = 0; k < BATCHES; k++) {
+          const n = (k % 3) + 1;
+          const b = batchOf(
+            run.id,
+            file.id,
+            Array.from({ length: n }, (_, i) => step + i + 1),
+            step + n,
+          );
+          if (k === BATCHES - 1) for (const m of b.metrics as MetricRow[]) m.values.set('kl', 0.1); // a new one, late
+          store.commit(b, 0);
+          step += n;
+          advanced.push(n);
+        }
+      });
+      // the first batch starts the run: no arrival of its own
+      const expected = advanced.slice(1).slice(-ARRIVALS_KEPT);
+      expect(store.arrivals.recent(run.id).map((a) => a.steps)).toEqual(expected);
+      const { n } = (await rows<{ n: number }>(url, 'SELECT count(*)::int AS n FROM arrivals'))[0]!;
+      expect(n).toBeGreaterThanOrEqual(ARRIVALS_KEPT);
+      expect(n).toBeLessThan(ARRIVALS_KEPT + PRUNE_EVERY);
+      expect(store.points.metricsOf(run.id)).toEqual(['kl', 'loss']);
+    },
+  );
 
-      // what a newer rlwatch's migration would do while this watcher runs
-      await rows(url, 'ALTER TABLE runs ADD COLUMN added_later integer; ALTER TABLE files ADD COLUMN added_later text');
-
-      // every statement prepared before the change runs again, inside a transaction and outside
-      store.commit(batchOf(run.id, file.id, [3], 30), 0);
-      store.transaction(() => store.commit(batchOf(run.id, file.id, [4], 40), 0));
-      expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 40, lines: 4, last_step: 4 });
-      expect(store.runs.ensure('gpu-mig/grpo', '/runs/grpo')).toMatchObject({ id: run.id, last_step: 4 });
-      expect(store.runs.byId(run.id)).toMatchObject({ name: 'gpu-mig/grpo', records: 4, batches: 3 });
-      expect(store.runs.list().map((r) => r.name)).toEqual(['gpu-mig/grpo']);
-      const other = store.runs.ensure('gpu-mig/ppo', '/runs/ppo');
-      expect(store.files.add(other.id, '/runs/ppo/train.log', 'learning.log')).toMatchObject({ run_id: other.id });
-      expect(store.points.after(run.id, 'loss', 0).map((p) => p.step)).toEqual([1, 2, 3, 4]);
-      expect(await rows(url, 'SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [run.id])).toEqual(
-        [1, 2, 3, 4].map((step) => ({ step: String(step) })),
+  it('goes on writing after a migration adds columns to runs and files under it (its statements are prepared)', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-mig');
+    // the statements name every column the migrations made (the rows lose none of them)
+    for (const [table, listed] of [
+      ['runs', runColumns()],
+      ['files', fileColumns()],
+    ] as const) {
+      const made = await rows<{ c: string }>(
+        url,
+        `SELECT quote_ident(column_name) AS c
+          FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`,
+        [table],
       );
-    });
+      expect(listed.split(', ').sort()).toEqual(made.map((r) => r.c).sort());
+    }
+    const run = store.runs.ensure('gpu-mig/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    store.commit(batchOf(run.id, file.id, [1, 2], 20), 0);
+    expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 20 });
 
-  it('goes on evaluating after a migration adds columns to alerts, events, attempts, mutes and unread files under it',
-    async () => {
-      const url = await freshPgDatabase();
-      const store = await open(url, 'gpu-cols');
-      const run = store.runs.ensure('gpu-cols/grpo', '/runs/grpo');
-      const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
-      // a mute, as the bot (another process) writes it
-      await rows(url, `INSERT INTO silences (run, starts_at, ends_at, author, reason)
-        VALUES ('gpu-cols/*', 0, 9000, 'ana', 'sweep')`);
-      const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: `at ${step}`, details: {} });
-      /** the rows' keys: each table's listed columns, never one a migration added */
-      const keyed = <T extends object>(list: string, got: T[]): T[] => {
-        for (const r of got) expect(Object.keys(r).sort()).toEqual(list.split(', ').sort());
-        return got;
-      };
-      /** A batch with an error at its first step (and the end of training at its last), and inside it what the rules
-       * read and write: every statement of the live store that reads those tables. */
-      const round = (steps: number[], rule: string, finished = false) => {
-        const [first, last] = [steps[0]!, steps.at(-1)!];
-        const b: Batch = { ...batchOf(run.id, file.id, steps, last * 10), events: [
+    // what a newer rlwatch's migration would do while this watcher runs
+    await rows(url, 'ALTER TABLE runs ADD COLUMN added_later integer; ALTER TABLE files ADD COLUMN added_later text');
+
+    // every statement prepared before the change runs again, inside a transaction and outside
+    store.commit(batchOf(run.id, file.id, [3], 30), 0);
+    store.transaction(() => store.commit(batchOf(run.id, file.id, [4], 40), 0));
+    expect(store.files.byPath('/runs/grpo/train.log')).toMatchObject({ offset: 40, lines: 4, last_step: 4 });
+    expect(store.runs.ensure('gpu-mig/grpo', '/runs/grpo')).toMatchObject({ id: run.id, last_step: 4 });
+    expect(store.runs.byId(run.id)).toMatchObject({ name: 'gpu-mig/grpo', records: 4, batches: 3 });
+    expect(store.runs.list().map((r) => r.name)).toEqual(['gpu-mig/grpo']);
+    const other = store.runs.ensure('gpu-mig/ppo', '/runs/ppo');
+    expect(store.files.add(other.id, '/runs/ppo/train.log', 'learning.log')).toMatchObject({ run_id: other.id });
+    expect(store.points.after(run.id, 'loss', 0).map((p) => p.step)).toEqual([1, 2, 3, 4]);
+    expect(await rows(url, 'SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [run.id])).toEqual(
+      [1, 2, 3, 4].map((step) => ({ step: String(step) })),
+    );
+  });
+
+  it('goes on evaluating after a migration adds columns to alerts, events, attempts, mutes and unread files under it', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-cols');
+    const run = store.runs.ensure('gpu-cols/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    // a mute, as the bot (another process) writes it
+    await rows(
+      url,
+      `INSERT INTO silences (run, starts_at, ends_at, author, reason)
+        VALUES ('gpu-cols/*', 0, 9000, 'ana', 'sweep')`,
+    );
+    const change = (step: number) => ({ step, at: 500, severity: 'warning', summary: `at ${step}`, details: {} });
+    /** the rows' keys: each table's listed columns, never one a migration added */
+    const keyed = <T extends object>(list: string, got: T[]): T[] => {
+      for (const r of got) expect(Object.keys(r).sort()).toEqual(list.split(', ').sort());
+      return got;
+    };
+    /** A batch with an error at its first step (and the end of training at its last), and inside it what the rules
+     * read and write: every statement of the live store that reads those tables. */
+    const round = (steps: number[], rule: string, finished = false) => {
+      const [first, last] = [steps[0]!, steps.at(-1)!];
+      const b: Batch = {
+        ...batchOf(run.id, file.id, steps, last * 10),
+        events: [
           { step: first, kind: 'error', title: `oom at ${first}`, text: 'OOM', fatal: false },
           ...(finished ? [{ step: last, kind: 'finished' as const, title: 'done', text: 'finished' }] : []),
-        ] };
-        const reads = () => {
-          // the first two from the batch's round trip (liveWorker.ts runFacts), the rest by statements of their own
-          const announced = keyed(alertColumns(), store.alerts.announceable(run.id));
-          const attempts = keyed(attemptColumns(), store.attempts.list(run.id));
-          const created = keyed(alertColumns(), [store.alerts.create(run.id, rule, 'loss', 'pending', change(first))]);
-          store.alerts.fire(created[0]!.id, change(last));
-          const open = keyed(alertColumns(), store.alerts.openOf(run.id));
-          const byId = keyed(alertColumns(), [store.alerts.byId(created[0]!.id)!]);
-          const announceable = keyed(alertColumns(), store.alerts.announceable(run.id));
-          const events = store.events.after(run.id, ['error'], 0);
-          const event = [store.events.byId(events[0]!.id)];
-          const ended = [store.events.finished(run.id)];
-          const listed = keyed(attemptColumns(), store.attempts.list(run.id));
-          const replaying = [store.attempts.replaying(run.id, last)];
-          const muted = keyed(silenceColumns(), store.silences.active(600));
-          store.unread.note({ path: `/runs/grpo/notes-${first}.txt`, run: 'gpu-cols/grpo', run_dir: '/runs/grpo',
-            rel_path: `notes-${first}.txt`, reason: 'no format', size: first, seen_at: 500 });
-          return { announced, attempts, created, open, byId, announceable, events, event, ended, listed, replaying,
-            muted };
-        };
-        let read: ReturnType<typeof reads> | undefined;
-        store.commit(b, 0, () => void (read = reads()));
-        return read!;
+        ],
       };
-      const ids = (got: Array<{ id: number }>) => got.map((r) => r.id);
+      const reads = () => {
+        // the first two from the batch's round trip (liveWorker.ts runFacts), the rest by statements of their own
+        const announced = keyed(alertColumns(), store.alerts.announceable(run.id));
+        const attempts = keyed(attemptColumns(), store.attempts.list(run.id));
+        const created = keyed(alertColumns(), [store.alerts.create(run.id, rule, 'loss', 'pending', change(first))]);
+        store.alerts.fire(created[0]!.id, change(last));
+        const open = keyed(alertColumns(), store.alerts.openOf(run.id));
+        const byId = keyed(alertColumns(), [store.alerts.byId(created[0]!.id)!]);
+        const announceable = keyed(alertColumns(), store.alerts.announceable(run.id));
+        const events = store.events.after(run.id, ['error'], 0);
+        const event = [store.events.byId(events[0]!.id)];
+        const ended = [store.events.finished(run.id)];
+        const listed = keyed(attemptColumns(), store.attempts.list(run.id));
+        const replaying = [store.attempts.replaying(run.id, last)];
+        const muted = keyed(silenceColumns(), store.silences.active(600));
+        store.unread.note({
+          path: `/runs/grpo/notes-${first}.txt`,
+          run: 'gpu-cols/grpo',
+          run_dir: '/runs/grpo',
+          rel_path: `notes-${first}.txt`,
+          reason: 'no format',
+          size: first,
+          seen_at: 500,
+        });
+        return {
+          announced,
+          attempts,
+          created,
+          open,
+          byId,
+          announceable,
+          events,
+          event,
+          ended,
+          listed,
+          replaying,
+          muted,
+        };
+      };
+      let read: ReturnType<typeof reads> | undefined;
+      store.commit(b, 0, () => void (read = reads()));
+      return read!;
+    };
+    const ids = (got: Array<{ id: number }>) => got.map((r) => r.id);
 
-      const before = round([1, 2], 'rise');
-      // what a newer rlwatch's migration would do while this watcher runs
-      await rows(url, ['alerts', 'events', 'attempts', 'silences', 'unread_files']
-        .map((t) => `ALTER TABLE ${t} ADD COLUMN added_later integer DEFAULT 7`).join('; '));
-      const after = round([3, 4], 'nan', true);
+    const before = round([1, 2], 'rise');
+    // what a newer rlwatch's migration would do while this watcher runs
+    await rows(
+      url,
+      ['alerts', 'events', 'attempts', 'silences', 'unread_files']
+        .map((t) => `ALTER TABLE ${t} ADD COLUMN added_later integer DEFAULT 7`)
+        .join('; '),
+    );
+    const after = round([3, 4], 'nan', true);
 
-      const [rise, nan] = [before.created[0]!.id, after.created[0]!.id];
-      expect(before.created[0]).toMatchObject({ run_id: run.id, rule: 'rise', state: 'pending', summary: 'at 1' });
-      expect(after.byId[0]).toMatchObject({ id: nan, rule: 'nan', state: 'firing', fired_step: 4, summary: 'at 4' });
-      expect([before.announced, after.announced].map(ids)).toEqual([[], [rise]]);
-      expect([before.open, after.open, before.announceable, after.announceable].map(ids))
-        .toEqual([[rise], [rise, nan], [rise], [rise, nan]]);
-      const attempt = { run_id: run.id, attempt: 1, resumed_step: 1, at: 1_000, rewound: 1 };
-      for (const [r, last] of [[before, 2], [after, 4]] as const) {
-        expect([r.attempts, r.listed]).toEqual([[{ ...attempt, last_step: last }], [{ ...attempt, last_step: last }]]);
-      }
-      expect([before.replaying, after.replaying]).toEqual([[null], [null]]);
-      expect(after.events.map((e) => e.title)).toEqual(['oom at 1', 'oom at 3']);
-      expect([before.event, after.event]).toEqual([[before.events[0]], [after.events[0]]]);
-      expect(after.events[0]).toEqual(before.events[0]);
-      expect([before.ended, after.ended]).toEqual([[undefined], [expect.objectContaining({ title: 'done', step: 4 })]]);
-      expect([before.muted, after.muted]).toEqual([
-        [expect.objectContaining({ run: 'gpu-cols/*', author: 'ana', reason: 'sweep' })], before.muted,
-      ]);
-      expect(await rows(url, 'SELECT rel_path, size, added_later FROM unread_files ORDER BY size')).toEqual([
-        { rel_path: 'notes-1.txt', size: '1', added_later: 7 }, { rel_path: 'notes-3.txt', size: '3', added_later: 7 },
-      ]);
-    });
+    const [rise, nan] = [before.created[0]!.id, after.created[0]!.id];
+    expect(before.created[0]).toMatchObject({ run_id: run.id, rule: 'rise', state: 'pending', summary: 'at 1' });
+    expect(after.byId[0]).toMatchObject({ id: nan, rule: 'nan', state: 'firing', fired_step: 4, summary: 'at 4' });
+    expect([before.announced, after.announced].map(ids)).toEqual([[], [rise]]);
+    expect([before.open, after.open, before.announceable, after.announceable].map(ids)).toEqual([
+      [rise],
+      [rise, nan],
+      [rise],
+      [rise, nan],
+    ]);
+    const attempt = { run_id: run.id, attempt: 1, resumed_step: 1, at: 1_000, rewound: 1 };
+    for (const [r, last] of [
+      [before, 2],
+      [after, 4],
+    ] as const) {
+      expect([r.attempts, r.listed]).toEqual([[{ ...attempt, last_step: last }], [{ ...attempt, last_step: last }]]);
+    }
+    expect([before.replaying, after.replaying]).toEqual([[null], [null]]);
+    expect(after.events.map((e) => e.title)).toEqual(['oom at 1', 'oom at 3']);
+    expect([before.event, after.event]).toEqual([[before.events[0]], [after.events[0]]]);
+    expect(after.events[0]).toEqual(before.events[0]);
+    expect([before.ended, after.ended]).toEqual([[undefined], [expect.objectContaining({ title: 'done', step: 4 })]]);
+    expect([before.muted, after.muted]).toEqual([
+      [expect.objectContaining({ run: 'gpu-cols/*', author: 'ana', reason: 'sweep' })],
+      before.muted,
+    ]);
+    expect(await rows(url, 'SELECT rel_path, size, added_later FROM unread_files ORDER BY size')).toEqual([
+      { rel_path: 'notes-1.txt', size: '1', added_later: 7 },
+      { rel_path: 'notes-3.txt', size: '3', added_later: 7 },
+    ]);
+  });
 
   it('survives its connection terminated: the call finding it lost names the server; later ones work', async () => {
     const url = await freshPgDatabase();

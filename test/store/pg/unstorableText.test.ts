@@ -45,15 +45,29 @@ async function ingest(store: LiveStore, root: string): Promise<void> {
   await backfill(new Ingestor(store, INGEST, () => {}), [root], config.watch);
   const run = store.runs.list()[0]!;
   const file = store.files.byPath(join(root, 'r1', 'metrics.jsonl'))!;
-  store.commit({
-    runId: run.id,
-    fileId: file.id,
-    metrics: [{ step: 6, values: new Map([['loss', 0.05]]) }],
-    examples: [],
-    events: [{ kind: 'meta', step: 6, title: 'config', text: 'model: qwen\u0000', config: { model: 'qwen\u0000-7b' } }],
-    skips: new Map(),
-    progress: { dev: file.dev!, ino: file.ino!, offset: file.offset, size: file.size, mtimeMs: 0, seq: file.seq, lines: 1, records: 1 },
-  }, 2);
+  store.commit(
+    {
+      runId: run.id,
+      fileId: file.id,
+      metrics: [{ step: 6, values: new Map([['loss', 0.05]]) }],
+      examples: [],
+      events: [
+        { kind: 'meta', step: 6, title: 'config', text: 'model: qwen\u0000', config: { model: 'qwen\u0000-7b' } },
+      ],
+      skips: new Map(),
+      progress: {
+        dev: file.dev!,
+        ino: file.ino!,
+        offset: file.offset,
+        size: file.size,
+        mtimeMs: 0,
+        seq: file.seq,
+        lines: 1,
+        records: 1,
+      },
+    },
+    2,
+  );
 }
 
 const QUERIES = {
@@ -104,12 +118,21 @@ describe('text PostgreSQL refuses, in a log', () => {
     }
     const got = await pgRowsOf(url);
     expect(got.metrics).toEqual([{ name: 'loss' }]);
-    expect(got.points.map((p) => [p.step, p.value])).toEqual([[1, 0.5], [2, 0.4], [3, 0.3], [4, 0.2], [5, 0.1], [6, 0.05]]);
+    expect(got.points.map((p) => [p.step, p.value])).toEqual([
+      [1, 0.5],
+      [2, 0.4],
+      [3, 0.3],
+      [4, 0.2],
+      [5, 0.1],
+      [6, 0.05],
+    ]);
     expect(got.examples).toEqual([
       { completion: 'print(1) END', reward: 0.5 },
       { completion: 'fine \u{1F600} END', reward: 0.9 },
     ]);
-    expect(got.events).toEqual([{ title: 'config', text: 'model: qwen', config: JSON.stringify({ model: 'qwen-7b' }) }]);
+    expect(got.events).toEqual([
+      { title: 'config', text: 'model: qwen', config: JSON.stringify({ model: 'qwen-7b' }) },
+    ]);
     const metricsFile = join(root, 'r1', 'metrics.jsonl');
     const completionsFile = join(root, 'r1', 'reward_logs', 'completions.jsonl');
     expect(got.skips).toEqual([
@@ -142,7 +165,13 @@ describe('text PostgreSQL refuses, in a log', () => {
       const alert = await store.createAlert(run.id, 'grad_explosion', 'grad_norm', 'firing', change);
       await store.ackAlert(alert.id, { id: '<@U1>', name: 'A\u0000na' }, 'on it\u0000\ud800', NOW);
       const mute = await store.addSilence({
-        run: 'grpo', rule: null, severity: null, starts_at: NOW, ends_at: NOW + 60_000, author: '<@U1>', reason: 'noisy\u0000',
+        run: 'grpo',
+        rule: null,
+        severity: null,
+        starts_at: NOW,
+        ends_at: NOW + 60_000,
+        author: '<@U1>',
+        reason: 'noisy\u0000',
       });
       expect(await store.alertById(alert.id)).toMatchObject({ acked_by_name: 'Ana', ack_comment: 'on it\ufffd' });
       expect(mute.reason).toBe('noisy');
