@@ -11,13 +11,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { globMatch } from '../../src/lib/duration.ts';
-import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { LEASE_MS } from '../../src/notify/dispatcher.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
 import { startFakeDiscord } from '../fakes/discordServer.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
-import { postedPerAlert } from '../pg/alertRows.ts';
+import { firedAlerts, postedPerAlert } from '../pg/alertRows.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 import { BIN, exited, startWithDiscord } from './cli.ts';
 
@@ -129,28 +127,7 @@ describe('routing at delivery: watchers without chat settings, one bot, a takeov
     await upTo(70); // gpu-a/ppo collapses while no bot leads (or just as the standby takes over)
 
     // the alerts that are news (not info, not a symptom the run's mode_collapse holds back), as the database has them
-    const { rows: alerts } = await db.query<{
-      id: number;
-      run: string;
-      rule: string;
-      severity: string;
-      fired: number;
-      resolved: number | null;
-    }>(
-      `SELECT a.id::int AS id, r.name AS run, a.rule, a.severity, a.fired_step::int AS fired, a.resolved_step::int AS resolved
-       FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.fired_at IS NOT NULL ORDER BY a.id`,
-    );
-    const collapseHolds = GRPO_PRESET.find((r) => r.id === 'mode_collapse')!.inhibits;
-    const held = (x: (typeof alerts)[number]): boolean =>
-      collapseHolds.some((p) => globMatch(p, x.rule)) &&
-      alerts.some(
-        (c) =>
-          c.rule === 'mode_collapse' &&
-          c.run === x.run &&
-          c.fired <= x.fired &&
-          (c.resolved === null || c.resolved > x.fired),
-      );
-    const news = alerts.filter((x) => x.severity !== 'info' && !held(x));
+    const { news } = await firedAlerts(db);
     const gap = news.filter((x) => x.severity === 'critical' && x.run !== 'gpu-a/grpo');
     expect(gap.map((x) => `${x.run} ${x.rule}`).sort()).toEqual([
       'gpu-a/ppo mode_collapse',

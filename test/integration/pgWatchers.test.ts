@@ -10,11 +10,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { globMatch } from '../../src/lib/duration.ts';
-import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
-import { postedPerAlert } from '../pg/alertRows.ts';
+import { firedAlerts, postedPerAlert } from '../pg/alertRows.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 import { exited, rlwatch, startWithDiscord } from './cli.ts';
 
@@ -118,29 +116,7 @@ describe('two watchers and one bot on one PostgreSQL', () => {
     }
 
     // every alert that is news on Discord (not info) posted once, and mode collapse on exactly the two collapsed runs
-    const { rows: alerts } = await db.query<{
-      id: number;
-      run: string;
-      rule: string;
-      severity: string;
-      fired: number;
-      resolved: number | null;
-    }>(
-      `SELECT a.id::int AS id, r.name AS run, a.rule, a.severity, a.fired_step::int AS fired, a.resolved_step::int AS resolved
-       FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.fired_at IS NOT NULL ORDER BY a.id`,
-    );
-    // a symptom that fired while its run's mode_collapse fired is recorded, not posted (the preset's inhibition)
-    const collapseHolds = GRPO_PRESET.find((r) => r.id === 'mode_collapse')!.inhibits;
-    const held = (x: (typeof alerts)[number]): boolean =>
-      collapseHolds.some((p) => globMatch(p, x.rule)) &&
-      alerts.some(
-        (c) =>
-          c.rule === 'mode_collapse' &&
-          c.run === x.run &&
-          c.fired <= x.fired &&
-          (c.resolved === null || c.resolved > x.fired),
-      );
-    const news = alerts.filter((x) => x.severity !== 'info' && !held(x));
+    const { alerts, news } = await firedAlerts(db);
     await fake.waitFor(() => news.every((x) => posted().has(x.id)), 30_000);
     await sleep(1000); // a second chance for any post twice to show
     for (const [id, n] of posted()) expect({ id, n }).toEqual({ id, n: 1 });

@@ -1,4 +1,7 @@
+import type pg from 'pg';
+import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import type { Notification } from '../../src/engine/notification.ts';
+import { globMatch } from '../../src/lib/duration.ts';
 import type { StoreContract } from '../../src/store/contract.ts';
 import type { FakeDiscord } from '../fakes/discordServer.ts';
 
@@ -58,3 +61,35 @@ export const discordOf = (fake: FakeDiscord) => ({
   channel: fake.channelId,
   retries: 0,
 });
+
+/** An alert that fired, as the database has it. */
+export interface FiredAlert {
+  id: number;
+  run: string;
+  rule: string;
+  severity: string;
+  fired: number;
+  resolved: number | null;
+}
+
+/**
+ * The alerts that fired, and the news among them: those a chat is posted (not info, and not a symptom that fired
+ * while its run's mode_collapse fired: the preset's inhibition records it without posting it).
+ */
+export async function firedAlerts(db: pg.Client): Promise<{ alerts: FiredAlert[]; news: FiredAlert[] }> {
+  const { rows: alerts } = await db.query<FiredAlert>(
+    `SELECT a.id::int AS id, r.name AS run, a.rule, a.severity, a.fired_step::int AS fired, a.resolved_step::int AS resolved
+     FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.fired_at IS NOT NULL ORDER BY a.id`,
+  );
+  const collapseHolds = GRPO_PRESET.find((r) => r.id === 'mode_collapse')!.inhibits;
+  const held = (x: FiredAlert): boolean =>
+    collapseHolds.some((p) => globMatch(p, x.rule)) &&
+    alerts.some(
+      (c) =>
+        c.rule === 'mode_collapse' &&
+        c.run === x.run &&
+        c.fired <= x.fired &&
+        (c.resolved === null || c.resolved > x.fired),
+    );
+  return { alerts, news: alerts.filter((x) => x.severity !== 'info' && !held(x)) };
+}
