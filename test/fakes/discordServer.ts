@@ -1658,6 +1658,14 @@ class FakeDiscordImpl implements FakeDiscord {
 }
 
 /** Starts the fake on 127.0.0.1 with an ephemeral port. */
+/** The environment that points rlwatch's Discord settings at `fake` (its alert channel, or `channel`). */
+export const discordEnv = (fake: FakeDiscord, channel = fake.channelId): Record<string, string> => ({
+  DISCORD_TOKEN: fake.token,
+  DISCORD_API_URL: fake.apiUrl,
+  DISCORD_GUILD_ID: fake.guildId,
+  DISCORD_CHANNEL_ID: channel,
+});
+
 export async function startFakeDiscord(opts: FakeDiscordOptions = {}): Promise<FakeDiscord> {
   const fake = new FakeDiscordImpl(opts);
   await fake.listen();

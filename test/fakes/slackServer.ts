@@ -1184,6 +1184,14 @@ class FakeSlackServer implements FakeSlack {
 }
 
 /** Start a fake Slack on 127.0.0.1 (ephemeral port). Always `await fake.close()` (after `await app.stop()`). */
+/** The environment that points rlwatch's Slack settings (Socket Mode) at `fake`. */
+export const slackEnv = (fake: FakeSlack): Record<string, string> => ({
+  SLACK_BOT_TOKEN: fake.botToken,
+  SLACK_APP_TOKEN: fake.appToken,
+  SLACK_API_URL: fake.apiUrl,
+  SLACK_CHANNEL_ID: fake.channelId,
+});
+
 export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeSlack> {
   const fake = new FakeSlackServer(opts);
   await fake.listen();

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PNG_SIGNATURE } from '../../src/render/chart.ts';
-import { snowflake, startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
+import { discordEnv, snowflake, startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { HttpReceiver } from '../fakes/httpReceiver.ts';
-import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
+import { slackEnv, startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
 import { FakeTelegram } from '../fakes/telegramServer.ts';
 import { tempDir } from '../helpers.ts';
 import { BIN, type CliResult } from './cli.ts';
@@ -57,19 +57,6 @@ let open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
   for (const o of open.reverse()) await o.close();
   open = [];
-});
-
-const discordEnv = (fake: FakeDiscord, channel = fake.channelId) => ({
-  DISCORD_TOKEN: fake.token,
-  DISCORD_API_URL: fake.apiUrl,
-  DISCORD_GUILD_ID: fake.guildId,
-  DISCORD_CHANNEL_ID: channel,
-});
-const slackEnv = (fake: FakeSlack) => ({
-  SLACK_BOT_TOKEN: fake.botToken,
-  SLACK_APP_TOKEN: fake.appToken,
-  SLACK_API_URL: fake.apiUrl,
-  SLACK_CHANNEL_ID: fake.channelId,
 });
 
 describe('rlwatch notify --test', () => {

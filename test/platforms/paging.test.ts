@@ -23,7 +23,7 @@ import { slack } from '../../src/platforms/slack/index.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
 import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
 import { Store } from '../../src/store/store.ts';
-import { startFakeDiscord, type FakeDiscord, type Json } from '../fakes/discordServer.ts';
+import { discordEnv, startFakeDiscord, type FakeDiscord, type Json } from '../fakes/discordServer.ts';
 import { startFakeSlack } from '../fakes/slackServer.ts';
 import { FakeTelegram } from '../fakes/telegramServer.ts';
 import { tempDir } from '../helpers.ts';
@@ -92,13 +92,6 @@ async function paging<S, T>(platform: Platform<S, T>, section: unknown, env: Nod
   };
   return { clock, fire, again, kick: () => dispatcher.kick() };
 }
-
-const discordEnv = (fake: FakeDiscord) => ({
-  DISCORD_TOKEN: fake.token,
-  DISCORD_API_URL: fake.apiUrl,
-  DISCORD_GUILD_ID: fake.guildId,
-  DISCORD_CHANNEL_ID: fake.channelId,
-});
 
 async function fakeDiscord(): Promise<FakeDiscord> {
   const fake = await startFakeDiscord();
