@@ -54,7 +54,8 @@ const SNIPPET_CHARS = 400;
  * at the same step the inhibitor wins, and of two rules that hold each other back (entropy_drop and
  * entropy_collapse) the older alert: one page either way. */
 function inhibitor(rules: readonly Rule[], alerts: readonly AlertRow[]): (a: AlertRow) => boolean {
-  const inhibitsOf = (rule: string): readonly string[] => rules.find((r) => r.id === rule)?.inhibits ?? [];
+  const inhibits = new Map(rules.map((r) => [r.id, r.inhibits]));
+  const inhibitsOf = (rule: string): readonly string[] => inhibits.get(rule) ?? [];
   const holds = (a: AlertRow, b: AlertRow): boolean =>
     a.rule !== b.rule && inhibitsOf(a.rule).some((p) => globMatch(p, b.rule));
   const sources = alerts.filter((a) => a.state === 'firing' && inhibitsOf(a.rule).length > 0);
