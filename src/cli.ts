@@ -425,8 +425,12 @@ program
     const runDir = await replayDemo({ config, dbPath, paceMs: opts.pace, log: stderrLog, chat: opts.chat });
     await withStore(cmd, async (store) => {
       const color = process.stdout.isTTY === true;
-      process.stdout.write(`\n${renderReplyText(await runStatus({ store }, { run: DEMO_RUN }), color)}\n\n`);
-      process.stdout.write(`${renderReplyText(await alertList({ store }, { run: DEMO_RUN, all: true }), color)}\n\n`);
+      process.stdout.write(
+        `\n${renderReplyText(await runStatus({ store, local: true }, { run: DEMO_RUN }), color)}\n\n`,
+      );
+      process.stdout.write(
+        `${renderReplyText(await alertList({ store, local: true }, { run: DEMO_RUN, all: true }), color)}\n\n`,
+      );
     });
     const db = dbPath === resolve('rlwatch.db') ? '' : ` --db ${dbPath}`;
     const self = invokedAs();

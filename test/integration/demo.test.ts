@@ -19,6 +19,9 @@ describe('rlwatch demo', () => {
       expect(out).toMatch(new RegExp(`· resolved · grpo-demo · ${rule} at step`));
     }
     expect(out).toMatch(/grpo-demo: step 300, epoch 1\.2/);
+    // the terminal's words for the metrics not shown, not a chat command's
+    expect(out).toContain('more metrics logged: see --json or `reward history --metric NAME`');
+    expect(out).not.toContain('metric=NAME');
     // the alert list at the end: the collapse is over, nothing serious still fires
     const list = out.slice(out.indexOf('alerts for grpo-demo'));
     expect(list).toMatch(/#\d+ critical · resolved · /); // the list's layout, so that the next line can say what is absent
