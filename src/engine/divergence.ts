@@ -3,7 +3,7 @@ import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { DivergenceRule } from './rules.ts';
 import { Sums } from './breaks.ts';
-import { longRunFactor, windowDiffSe } from './stats.ts';
+import { windowDiffSe } from './stats.ts';
 
 /** How many windows the noise of each metric is measured over. */
 const NOISE_WINDOWS = 4;

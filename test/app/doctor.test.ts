@@ -7,10 +7,10 @@ import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { doctor, type Check } from '../../src/app/doctor.ts';
 import { init } from '../../src/app/init.ts';
-import { discordEnv, snowflake, startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
+import { discordEnv, snowflake, startFakeDiscord } from '../fakes/discordServer.ts';
 import { HttpReceiver } from '../fakes/httpReceiver.ts';
 import { FakeTelegram } from '../fakes/telegramServer.ts';
-import { slackEnv, startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
+import { slackEnv, startFakeSlack } from '../fakes/slackServer.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 import { BIN, type CliResult } from '../integration/cli.ts';
 

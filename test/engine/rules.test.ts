@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { RuleBook, compare } from '../../src/engine/rules.ts';
-import { MIN, T0, Trace, presetOnly, rulesOf, series, times } from './trace.ts';
+import { Trace, presetOnly, rulesOf, series } from './trace.ts';
 
 const hot = (extra: Record<string, unknown> = {}) =>
   rulesOf({ id: 'hot', kind: 'threshold', metric: 'x', op: '>', value: 0.8, ...extra });

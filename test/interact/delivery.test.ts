@@ -4,7 +4,7 @@ import type { App, PlatformSettings } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { startFakeDiscord, type FakeDiscord, type FakeMessage as DiscordMessage } from '../fakes/discordServer.ts';
-import { startFakeSlack, type FakeSlack } from '../fakes/slackServer.ts';
+import { startFakeSlack } from '../fakes/slackServer.ts';
 import { rlwatch } from '../integration/cli.ts';
 import { WatchedRun } from './watchedRun.ts';
 
