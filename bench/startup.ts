@@ -65,7 +65,9 @@ export function runStartupBench(opts: { repo: string; db: string; run: string; r
   ];
   const times = cases.map(() => [] as Timed[]);
   for (let round = 0; round < (opts.rounds ?? 15); round++) {
-    cases.forEach((c, i) => times[i]!.push(timeOnce(c.args, opts.repo)));
+    cases.forEach((c, i) => {
+      times[i]!.push(timeOnce(c.args, opts.repo));
+    });
   }
   const figures = cases.map((c, i) => figure(c.label, times[i]!, times[0]!));
   const [node, ...commands] = figures as [StartupFigure, ...StartupFigure[]];

@@ -38,7 +38,9 @@ export function destinations(
     }
   };
   if (section.channel) check(section.channel, 'channel');
-  section.routes.forEach((r, i) => check(r.channel, `routes[${i}].channel`));
+  section.routes.forEach((r, i) => {
+    check(r.channel, `routes[${i}].channel`);
+  });
   if (!fallback && section.routes.length === 0) {
     throw new UserError(
       `${platform}.urls is set but no channel: set ${envName} or ${platform}.channel (one of its names)`,

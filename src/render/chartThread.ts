@@ -50,7 +50,7 @@ function start(): Worker {
   thread.on('message', (m: ChartDone) => {
     if ('ready' in m) {
       ready = true;
-      whenReady.splice(0).forEach((done) => done());
+      for (const done of whenReady.splice(0)) done();
       return;
     }
     const w = waiting.get(m.id);
@@ -72,7 +72,7 @@ function ended(thread: Worker, err: Error): void {
   worker = null;
   if (!ready) cannotStart = true;
   ready = false;
-  whenReady.splice(0).forEach((done) => done());
+  for (const done of whenReady.splice(0)) done();
   for (const w of waiting.values()) w.reject(err);
   waiting.clear();
 }

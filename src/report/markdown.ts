@@ -111,7 +111,9 @@ export function reportMarkdown(r: RunReport): string {
 
   push('## Recommended actions', '');
   if (r.actions.length === 0) push('Nothing to change: keep watching.');
-  r.actions.forEach((a, i) => push(`${i + 1}. ${a}`));
+  r.actions.forEach((a, i) => {
+    push(`${i + 1}. ${a}`);
+  });
   push('');
 
   push('## Milestones', '', '| Epoch | Check | Actual | State |', '|---|---|---|---|');

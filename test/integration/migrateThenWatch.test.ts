@@ -50,9 +50,9 @@ describe('rlwatch migrate, then a watcher on PostgreSQL', () => {
     await expect.poll(async () => (await rewards()).length, { timeout: 20_000 }).toBe(70);
     const got = await rewards();
     expect(new Set(got.map((r) => r.name))).toEqual(new Set(['grpo-7']));
-    got.forEach((r, k) =>
-      expect(r).toEqual({ name: 'grpo-7', step: k + 1, value: expect.closeTo(0.1 + (k + 1) / 1000, 9) }),
-    );
+    got.forEach((r, k) => {
+      expect(r).toEqual({ name: 'grpo-7', step: k + 1, value: expect.closeTo(0.1 + (k + 1) / 1000, 9) });
+    });
     const { rows: files } = await db.query<{ offset: string }>('SELECT "offset" FROM files');
     expect(files.map((f) => Number(f.offset))).toEqual([Buffer.byteLength(lines(1, 70))]);
   }, 60_000);

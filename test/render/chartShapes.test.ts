@@ -25,7 +25,9 @@ describe('charts drawn from a kept shape', () => {
     for (const c of cases) expect(await specToSvg(specOf(c)), c.name).toBe(expected.get(c.name));
     for (const c of [...cases].reverse()) expect(await specToSvg(specOf(c)), c.name).toBe(expected.get(c.name));
     const together = await Promise.all(cases.map((c) => specToSvg(specOf(c))));
-    together.forEach((svg, i) => expect(svg, cases[i]!.name).toBe(expected.get(cases[i]!.name)));
+    together.forEach((svg, i) => {
+      expect(svg, cases[i]!.name).toBe(expected.get(cases[i]!.name));
+    });
   });
 
   it('rasterise to the same PNG bytes', async () => {

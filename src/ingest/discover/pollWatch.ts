@@ -82,9 +82,9 @@ export class PollWatch {
   async close(): Promise<void> {
     await this.watcher?.close();
     this.watcher = null;
-    this.trailing.forEach((t) => clearTimeout(t));
+    for (const t of this.trailing.values()) clearTimeout(t);
     this.trailing.clear();
-    this.listings.forEach((t) => clearTimeout(t));
+    for (const t of this.listings) clearTimeout(t);
     this.listings.clear();
   }
 

@@ -301,7 +301,9 @@ function withMaps(parser: ShapedLineParser): LineParser {
     const r = parser.read(line);
     if (r) return r;
     const values = new Map<string, number>();
-    parser.names.forEach((name, i) => values.set(name, parser.values[i]!));
+    parser.names.forEach((name, i) => {
+      values.set(name, parser.values[i]!);
+    });
     return metricResult(values);
   };
 }
