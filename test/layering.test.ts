@@ -43,7 +43,6 @@ const EXCEPTIONS: Record<string, string> = {
     "the schema takes the store guard's default cap of metric names; loading tells a db URL from a file",
   'notify/ -> interact/': 'cards carry a chart spec and a button request; the redactor redacts replies',
   'report/ -> commands/': 'the scheduled reports build their report as `run report` does',
-  'report/ -> notify/': 'a scheduled report is drawn as an alert card',
   'store/ -> ingest/': 'the store takes the record types of ingest/records.ts',
 };
 

@@ -6,7 +6,7 @@ import {
   type NotificationItem,
   type ScheduledReport,
 } from '../engine/notification.ts';
-import { reportCard } from '../report/card.ts';
+import { reportCard } from './reportCard.ts';
 import type { ChatMessageRow, StoreContract } from '../store/contract.ts';
 import { CRITICAL_URGENCY, urgencyOf } from '../store/outbox.ts';
 import { alertCards, stateOf, type AlertCard } from './cards.ts';

@@ -1,4 +1,4 @@
-import type { AlertCard } from '../notify/cards.ts';
+import type { AlertCard } from './cards.ts';
 import type { ScheduledReport } from '../engine/notification.ts';
 
 /** A scheduled report as a chat card: title and lines, no buttons (there is no alert to ack or mute). */
