@@ -5,7 +5,7 @@
  */
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 import { rng } from './generate.ts';
 
 export interface BareResult {

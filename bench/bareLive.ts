@@ -10,7 +10,7 @@ import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, rm
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 import { learningLogLine, rng } from './generate.ts';
 import { FILES_PER_TX, INITIAL, makeRuns } from './liveScale.ts';
 

@@ -26,7 +26,7 @@ import { RuleBook } from '../src/engine/rules.ts';
 import { backfill } from '../src/ingest/backfill.ts';
 import { Ingestor } from '../src/ingest/ingestor.ts';
 import { silentLog } from '../src/lib/log.ts';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REAL_LOGS = join(BENCH_DIR, '../../shared/real-logs');

@@ -12,7 +12,7 @@ import { Engine } from '../src/engine/engine.ts';
 import { GRPO_PRESET } from '../src/engine/presets/grpo.ts';
 import { RuleBook } from '../src/engine/rules.ts';
 import { Ingestor } from '../src/ingest/ingestor.ts';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 import { learningLogLine, rng } from './generate.ts';
 import { FILES_PER_TX, INITIAL, makeRuns } from './liveScale.ts';
 

@@ -14,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Engine } from '../src/engine/engine.ts';
 import { GRPO_PRESET } from '../src/engine/presets/grpo.ts';
 import { RuleBook } from '../src/engine/rules.ts';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 import { rng } from './generate.ts';
 
 const OUT = join(dirname(fileURLToPath(import.meta.url)), 'out');

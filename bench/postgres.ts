@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Batch } from '../src/store/store.ts';
-import { Store } from '../src/store/store.ts';
-import { PgStore } from '../src/store/pg/pgStore.ts';
-import { SqliteAsyncStore } from '../src/store/sqliteAsync.ts';
+import type { Batch } from '../src/store/sqlite/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
+import { PgStore } from '../src/store/postgres/pgStore.ts';
+import { SqliteAsyncStore } from '../src/store/sqlite/sqliteAsync.ts';
 import { startPostgres } from '../test/pg/embedded.ts';
 
 const METRICS = 20;

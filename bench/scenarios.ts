@@ -17,7 +17,7 @@ import type { Notification } from '../src/engine/notification.ts';
 import { GRPO_PRESET } from '../src/engine/presets/grpo.ts';
 import { RuleBook } from '../src/engine/rules.ts';
 import type { AlertRow } from '../src/store/alerts.ts';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 import { canonicalName } from '../src/ingest/metricNames.ts';
 import { buildModelScenarios } from './scenarioModels.ts';
 import { buildScenarios, learningLogLine, type Scenario, type StepValues } from './scenarioTraces.ts';

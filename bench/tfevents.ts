@@ -10,7 +10,7 @@ import { ConfigSchema } from '../src/config/schema.ts';
 import { tfEvents } from '../src/ingest/formats/tfEvents.ts';
 import { backfill } from '../src/ingest/backfill.ts';
 import { Ingestor } from '../src/ingest/ingestor.ts';
-import { Store } from '../src/store/store.ts';
+import { Store } from '../src/store/sqlite/store.ts';
 import { eventRecord, versionRecord } from '../test/tfeventsWriter.ts';
 
 const MB = 1e6;

@@ -12,13 +12,13 @@ const outdir = join(root, 'dist');
 rmSync(outdir, { recursive: true, force: true });
 await build({
   // the backfill's parser runs in a worker thread of its own entry (src/ingest/threads/parseThread.ts finds it beside
-  // it), and so does a PostgreSQL watcher's connection (src/store/pg/pgLiveStore.ts), and `start`'s WAL checkpoints
-  // (src/store/walCheckpoints.ts), and the bot's charts (src/render/chartThread.ts)
+  // it), and so does a PostgreSQL watcher's connection (src/store/postgres/pgLiveStore.ts), and `start`'s WAL checkpoints
+  // (src/store/sqlite/walCheckpoints.ts), and the bot's charts (src/render/chartThread.ts)
   entryPoints: {
     cli: join(root, 'src', 'cli.ts'),
     parseWorker: join(root, 'src', 'ingest', 'threads', 'parseWorker.ts'),
-    liveWorker: join(root, 'src', 'store', 'pg', 'liveWorker.ts'),
-    checkpointWorker: join(root, 'src', 'store', 'checkpointWorker.ts'),
+    liveWorker: join(root, 'src', 'store', 'postgres', 'liveWorker.ts'),
+    checkpointWorker: join(root, 'src', 'store', 'sqlite', 'checkpointWorker.ts'),
     chartWorker: join(root, 'src', 'render', 'chartWorker.ts'),
   },
   outdir,
@@ -30,7 +30,7 @@ await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
-  // better-sqlite3's JavaScript is bundled (its addon is loaded by path: src/store/sqliteAddon.ts); subset-font finds
+  // better-sqlite3's JavaScript is bundled (its addon is loaded by path: src/store/sqlite/sqliteAddon.ts); subset-font finds
   // its WebAssembly beside it, and only the chart thread loads it, once per machine (src/render/fonts.ts)
   external: ['@resvg/resvg-js', 'discord.js', '@slack/bolt', 'subset-font'],
   // bundled CommonJS packages call require(): give the ESM bundle one

@@ -19,9 +19,9 @@ import { interact } from './interact/interaction.ts';
 import { databaseError } from './store/dbErrors.ts';
 import type { StoreContract } from './store/contract.ts';
 import { dbLocation, isPostgresUrl, openStore } from './store/open.ts';
-import { redactUrl } from './store/pg/url.ts';
-import { SqliteAsyncStore } from './store/sqliteAsync.ts';
-import { Store } from './store/store.ts';
+import { redactUrl } from './store/postgres/url.ts';
+import { SqliteAsyncStore } from './store/sqlite/sqliteAsync.ts';
+import { Store } from './store/sqlite/store.ts';
 import { registerMigrate } from './app/migrate.ts';
 
 // The pipeline (app, ingest, engine, watcher), the demo and the progress bar are imported where `start`,

@@ -6,7 +6,7 @@ import { platformsFromEnv, startApp, type App } from './start.ts';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../lib/log.ts';
 import { SAMPLES_DIR } from '../lib/paths.ts';
-import { Store } from '../store/store.ts';
+import { Store } from '../store/sqlite/store.ts';
 
 export const SAMPLE_RUN = join(SAMPLES_DIR, 'grpo-demo');
 export const DEMO_RUN = 'grpo-demo';

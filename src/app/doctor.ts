@@ -26,7 +26,7 @@ import {
 import { sectionOf } from '../platforms/platform.ts';
 import { databaseError } from '../store/dbErrors.ts';
 import { dbLocation, isPostgresUrl } from '../store/open.ts';
-import { redactUrl } from '../store/pg/url.ts';
+import { redactUrl } from '../store/postgres/url.ts';
 
 export type { Check, Status };
 
@@ -182,7 +182,7 @@ async function sqliteCheck(path: string): Promise<Check> {
   }
   const [{ default: Database }, { SQLITE_ADDON }] = await Promise.all([
     import('better-sqlite3'),
-    import('../store/sqliteAddon.ts'),
+    import('../store/sqlite/sqliteAddon.ts'),
   ]);
   let db;
   try {
@@ -198,7 +198,10 @@ async function sqliteCheck(path: string): Promise<Check> {
 }
 
 async function postgresCheck(url: string, t: number): Promise<Check> {
-  const [{ default: pg }, { PG_MIGRATIONS_DIR }] = await Promise.all([import('pg'), import('../store/pg/connect.ts')]);
+  const [{ default: pg }, { PG_MIGRATIONS_DIR }] = await Promise.all([
+    import('pg'),
+    import('../store/postgres/connect.ts'),
+  ]);
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: t, query_timeout: t });
   client.on('error', () => {}); // a connection dropped after the answer: the result is in already
   const label = redactUrl(url);

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
-import { Store } from '../store/store.ts';
-import { isConnectionError, isPostgresUrl, redactUrl } from '../store/pg/url.ts';
+import { Store } from '../store/sqlite/store.ts';
+import { isConnectionError, isPostgresUrl, redactUrl } from '../store/postgres/url.ts';
 
 /** `rlwatch migrate --from FILE.db --to postgres://...`: moves a SQLite history into PostgreSQL. */
 export function registerMigrate(program: Command): void {
@@ -22,8 +22,8 @@ async function migrate(from: string, to: string): Promise<void> {
   if (!existsSync(path)) throw new UserError(`${from}: no such SQLite database`);
   if (!isPostgresUrl(to)) throw new UserError(`--to ${redactUrl(to)}: expected a postgres:// URL`);
   // the driver loads only for this command: every other command starts without it
-  const { newPool } = await import('../store/pg/connect.ts');
-  const { copySqliteToPg } = await import('../store/pg/fromSqlite.ts');
+  const { newPool } = await import('../store/postgres/connect.ts');
+  const { copySqliteToPg } = await import('../store/postgres/fromSqlite.ts');
   const store = Store.openForReading(path);
   const pool = newPool(to, 1);
   const t0 = performance.now();

@@ -12,8 +12,8 @@ import { redactingTarget, redactorOf } from '../notify/redact.ts';
 import { PLATFORMS } from '../platforms/index.ts';
 import { sectionOf, type Platform, type PlatformInstance } from '../platforms/platform.ts';
 import { urgencyOf } from '../store/outbox.ts';
-import { SqliteAsyncStore } from '../store/sqliteAsync.ts';
-import { Store } from '../store/store.ts';
+import { SqliteAsyncStore } from '../store/sqlite/sqliteAsync.ts';
+import { Store } from '../store/sqlite/store.ts';
 
 /** The run and rule the test card names: no real run or rule is called so. */
 export const TEST_RUN = 'rlwatch-test';

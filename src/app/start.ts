@@ -14,10 +14,10 @@ import { sectionOf, type PlatformInstance } from '../platforms/platform.ts';
 import type { StoreContract } from '../store/contract.ts';
 import type { LiveStore } from '../store/live.ts';
 import { runPrefix } from '../store/open.ts';
-import { SqliteAsyncStore } from '../store/sqliteAsync.ts';
-import type { BatchResult } from '../store/store.ts';
-import { Store } from '../store/store.ts';
-import { walCheckpoints } from '../store/walCheckpoints.ts';
+import { SqliteAsyncStore } from '../store/sqlite/sqliteAsync.ts';
+import type { BatchResult } from '../store/sqlite/store.ts';
+import { Store } from '../store/sqlite/store.ts';
+import { walCheckpoints } from '../store/sqlite/walCheckpoints.ts';
 import { watchDbIdentity } from '../store/dbIdentity.ts';
 import { engineFor, ingestEvents, startWatching, type Watching } from './watching.ts';
 

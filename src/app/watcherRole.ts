@@ -10,9 +10,9 @@ import { UserError } from '../lib/errors.ts';
 import type { Log } from '../lib/log.ts';
 import { isUnreachable } from '../store/dbErrors.ts';
 import { openStore, runPrefix } from '../store/open.ts';
-import { PgLiveStore } from '../store/pg/pgLiveStore.ts';
-import { isConnectionError } from '../store/pg/url.ts';
-import type { BatchResult } from '../store/store.ts';
+import { PgLiveStore } from '../store/postgres/pgLiveStore.ts';
+import { isConnectionError } from '../store/postgres/url.ts';
+import type { BatchResult } from '../store/sqlite/store.ts';
 import { startWatching, type Watching } from './watching.ts';
 
 export interface WatcherApp {

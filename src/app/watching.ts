@@ -12,8 +12,8 @@ import { LiveIngest, UNREACHABLE_RETRY_MS } from '../ingest/discover/watcher.ts'
 import type { Log } from '../lib/log.ts';
 import { isUnreachable } from '../store/dbErrors.ts';
 import type { LiveStore } from '../store/live.ts';
-import { OutageLog } from '../store/pg/outageLog.ts';
-import { retryWhileBusy, type BatchResult } from '../store/store.ts';
+import { OutageLog } from '../store/postgres/outageLog.ts';
+import { retryWhileBusy, type BatchResult } from '../store/sqlite/store.ts';
 
 /** How often stalls, repeats and expired mutes are looked at (and, by the process that delivers, the outbox). */
 export const TICK_MS = 10_000;

@@ -36,7 +36,7 @@ export class PeakWindow {
     private readonly current: number,
     private readonly horizon: number,
     /** the first record a window may start at (the records before are not the run's: another line, a warm-up) */
-    private readonly from: number,
+    from: number,
     start: number,
   ) {
     this.next = Math.max(from + w - 1, start - horizon);

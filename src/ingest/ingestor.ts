@@ -4,7 +4,7 @@ import { setImmediate as nextTick } from 'node:timers/promises';
 import type { FileRow, SkipCount } from '../store/files.ts';
 import { isDatabaseError, isDiskFull } from '../store/dbErrors.ts';
 import type { LiveStore } from '../store/live.ts';
-import type { Batch, BatchResult } from '../store/store.ts';
+import type { Batch, BatchResult } from '../store/sqlite/store.ts';
 import { ShapedRows, type MetricRow } from '../store/metricRows.ts';
 import { FORMATS, detectFormat } from './formats/index.ts';
 import { OutsideRoots, openInsideRoots } from './discover/insideRoots.ts';

@@ -242,7 +242,7 @@ export function decimalAt(s: string, start: number, end: number): number | undef
 function plainNumber(s: string): number | undefined {
   if (s.length === 0) return undefined;
   const n = Number(s);
-  if (n !== n) return undefined;
+  if (Number.isNaN(n)) return undefined;
   if (s.length > 2 && s.charCodeAt(0) === 48 /* 0 */) {
     const c = s.charCodeAt(1) | 0x20; // lower-case
     if (c === 120 /* x */ || c === 98 /* b */ || c === 111 /* o */) return undefined;

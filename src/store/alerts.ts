@@ -1,7 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { HeldCursors } from './heldCursors.ts';
 import { HeldOpenAlerts } from './heldOpenAlerts.ts';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 export type AlertState = 'pending' | 'firing' | 'resolved';
 

@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 /** Rows kept per run: enough for a stall rule's window of 200 steps with reads that came close together. */
 export const ARRIVALS_KEPT = 400;

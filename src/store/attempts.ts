@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 export interface AttemptRow {
   run_id: number;

@@ -1,6 +1,6 @@
 import type { ExampleRecord, EventRecord } from '../ingest/records.ts';
 import { ShapedRows, type MetricRecords, type MetricRow } from './metricRows.ts';
-import type { Batch } from './store.ts';
+import type { Batch } from './sqlite/store.ts';
 
 /** Distinct metric names a run may have when the config says nothing (`ingest.maxMetricNames`): a log with a million
  * distinct keys took backfill to 1.33 GB and `/run status` to 6.4 s. */

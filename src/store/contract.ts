@@ -11,7 +11,7 @@ import type { RunRow } from './runs.ts';
 import type { Columns } from './seriesCache.ts';
 import type { SeriesDigest } from './seriesDigest.ts';
 import type { NewSilence, SilenceRow } from './silences.ts';
-import type { Batch, BatchResult } from './store.ts';
+import type { Batch, BatchResult } from './sqlite/store.ts';
 import type { UnreadRow } from './unread.ts';
 
 export type { AlertChange, AlertRow, AttemptRow, Batch, BatchResult, ChatMessageRow, Columns, EventRow, FileRow };

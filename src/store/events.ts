@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import type { EventRecord } from '../ingest/records.ts';
 import { HeldEvents } from './heldEvents.ts';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 export interface EventRow {
   id: number;

@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ExampleRecord } from '../ingest/records.ts';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 export interface StoredExample {
   step: number;

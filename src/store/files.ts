@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { HeldRows } from './heldRows.ts';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 export interface FileRow {
   id: number;

@@ -8,7 +8,7 @@ import type { Outbox } from './outbox.ts';
 import type { Points } from './points.ts';
 import type { Runs } from './runs.ts';
 import type { Silences } from './silences.ts';
-import type { Batch, BatchResult } from './store.ts';
+import type { Batch, BatchResult } from './sqlite/store.ts';
 import type { Unread } from './unread.ts';
 
 /**

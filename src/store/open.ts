@@ -8,9 +8,9 @@ import { resolve } from 'node:path';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import type { StoreContract } from './contract.ts';
-import { isConnectionError, isPostgresUrl, redactUrl } from './pg/url.ts';
-import { SqliteAsyncStore } from './sqliteAsync.ts';
-import { Store } from './store.ts';
+import { isConnectionError, isPostgresUrl, redactUrl } from './postgres/url.ts';
+import { SqliteAsyncStore } from './sqlite/sqliteAsync.ts';
+import { Store } from './sqlite/store.ts';
 
 export { isPostgresUrl };
 
@@ -39,7 +39,7 @@ export interface OpenOptions {
  * server that cannot be reached is a UserError naming it (without its password). */
 export async function openStore(where: string, opts: OpenOptions = {}): Promise<StoreContract> {
   if (isPostgresUrl(where)) {
-    const { PgStore } = await import('./pg/pgStore.ts');
+    const { PgStore } = await import('./postgres/pgStore.ts');
     try {
       return await PgStore.open(where, { now: opts.now });
     } catch (err) {

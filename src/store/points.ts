@@ -1,7 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
 import { digestOfNewest, SqlDigest, type SeriesDigest } from './seriesDigest.ts';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 import type { MetricRow, ShapedRows } from './metricRows.ts';
 
 export interface SeriesPoint {

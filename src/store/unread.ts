@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { prepared } from './prepared.ts';
+import { prepared } from './sqlite/prepared.ts';
 
 /** A file that looks like a log but that no format claims (yet). */
 export interface UnreadRow {

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startBot as startBotInProcess } from '../../src/app/bot.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { silentLog } from '../../src/lib/log.ts';
-import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { PgStore } from '../../src/store/postgres/pgStore.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { tempDir } from '../helpers.ts';
 import { exited, rlwatch, startWithDiscord } from '../integration/cli.ts';

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { doctor } from '../../src/app/doctor.ts';
-import { migratePg, newPool } from '../../src/store/pg/connect.ts';
+import { migratePg, newPool } from '../../src/store/postgres/connect.ts';
 import { tempDir } from '../helpers.ts';
 import { freshPgDatabase, pgRows } from '../pg/pgTest.ts';
 

@@ -7,8 +7,8 @@ import { sectionOf } from '../../src/platforms/platform.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const stores: Store[] = [];

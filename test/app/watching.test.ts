@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { PostgresError } from '../../src/store/dbErrors.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { startWatching, type Watching } from '../../src/app/watching.ts';
 import { ensureParent, learningLines as lines, tempDir } from '../helpers.ts';
 

@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact, type Asker } from '../../src/interact/interaction.ts';
 import { MIGRATIONS_DIR } from '../../src/lib/paths.ts';
-import { migrate } from '../../src/store/migrate.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { migrate } from '../../src/store/sqlite/migrate.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const MIN = 60_000;

@@ -4,9 +4,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { files, runFiles, unreadSummary } from '../../src/commands/files.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { openStore } from '../../src/store/open.ts';
-import { PgLiveStore } from '../../src/store/pg/pgLiveStore.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { PgLiveStore } from '../../src/store/postgres/pgLiveStore.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 

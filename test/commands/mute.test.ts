@@ -4,8 +4,8 @@ import { muteAlerts, muteList } from '../../src/commands/alerts.ts';
 import { findCommand, parseText, UsageError } from '../../src/interact/registry.ts';
 import { UserError } from '../../src/lib/errors.ts';
 import { parseDuration } from '../../src/lib/duration.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 let store: Store;

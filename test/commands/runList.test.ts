@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ago } from '../../src/interact/reply.ts';
 import { interact } from '../../src/interact/interaction.ts';
 import { silentLog } from '../../src/lib/log.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const stores: Store[] = [];

@@ -6,8 +6,8 @@ import { loadConfig } from '../../src/config/load.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact } from '../../src/interact/interaction.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 
 let root: string;

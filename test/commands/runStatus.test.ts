@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runStatus } from '../../src/commands/runStatus.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact } from '../../src/interact/interaction.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { MIN, T0, Trace, presetOnly, times } from '../engine/trace.ts';
 
 describe('run status', () => {

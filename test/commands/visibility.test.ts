@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact, type Asker } from '../../src/interact/interaction.ts';
 import { commandPlaces, CommandsSchema, NOT_HERE, type Route } from '../../src/notify/routing.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const T = Date.UTC(2026, 10, 22, 9, 0, 0);

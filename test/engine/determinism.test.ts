@@ -15,7 +15,7 @@ import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { realLogsDir, tempDir } from '../helpers.ts';
 import { Trace, presetOnly, times, type Values } from './trace.ts';
 

@@ -12,7 +12,7 @@ import { makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 import { rowsOf, ruleQueries } from '../store/tableRows.ts';
 

@@ -11,7 +11,7 @@ import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { silentLog } from '../../src/lib/log.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 /** A run folder with a TRL-style metrics log of `{"step": N, ...}` lines. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Notification } from '../../src/engine/notification.ts';
 import { DeliveryError, Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { HOUR, MIN, Trace, presetOnly, times } from './trace.ts';
 
 const spike = (targets = ['console']) =>

@@ -9,7 +9,7 @@ import { ConfigSchema } from '../../src/config/schema.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 describe('a rule that throws', () => {

@@ -13,7 +13,7 @@ import type { ExampleRecord } from '../../src/ingest/records.ts';
 import type { AlertRow } from '../../src/store/alerts.ts';
 import type { FileRow } from '../../src/store/files.ts';
 import type { RunRow } from '../../src/store/runs.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 /** 2025-01-01 03:00:00 UTC: the 3 a.m. the product promises to watch. */

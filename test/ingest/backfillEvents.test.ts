@@ -13,7 +13,7 @@ import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { AlertRow } from '../../src/store/alerts.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, realLogsDir, tempDir } from '../helpers.ts';
 
 const T0 = Date.UTC(2025, 0, 1, 3, 0, 0);

@@ -15,7 +15,7 @@ import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { rowsOf, ruleQueries } from '../store/tableRows.ts';
 import { tempDir } from '../helpers.ts';
 

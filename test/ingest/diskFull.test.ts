@@ -6,7 +6,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../src/ingest/discover/watcher.ts';
 import { DatabaseError } from '../../src/store/dbErrors.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 // The disk fills for real inside SQLite: `max_page_count` makes every write past it fail with SQLITE_FULL

@@ -2,7 +2,7 @@ import { appendFileSync, chmodSync, mkdirSync, renameSync, truncateSync, writeFi
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 
 let root: string;

@@ -13,8 +13,8 @@ import { consoleLog } from '../../src/ingest/formats/console.ts';
 import { readKeyValueLine } from '../../src/ingest/formats/keyValue.ts';
 import { Ingestor, type FileOutcome } from '../../src/ingest/ingestor.ts';
 import { parseNumber } from '../../src/ingest/metricNames.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { realLogsDir, tempDir } from '../helpers.ts';
 
 const CORPUS = realLogsDir();

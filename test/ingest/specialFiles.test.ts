@@ -7,8 +7,8 @@ import { runFiles } from '../../src/commands/files.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../src/ingest/discover/watcher.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 let root: string;

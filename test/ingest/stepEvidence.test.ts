@@ -11,8 +11,8 @@ import { runFiles, unreadSummary } from '../../src/commands/files.ts';
 import { STEP_LINE_NOT_READ, consoleLog } from '../../src/ingest/formats/console.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { MetricRecord } from '../../src/ingest/records.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, realLogsDir, tempDir } from '../helpers.ts';
 
 /** The metric records of `lines` read by one console reader, as [step, values]. */

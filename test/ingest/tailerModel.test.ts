@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../scripts/rng.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 /**

@@ -6,7 +6,7 @@ import type { Notification } from '../../src/engine/notification.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { endExpiredMutes } from '../../src/notify/cardUpdates.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';

@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
 import { deliverCards, type CardChannel } from '../../src/notify/delivery.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 describe('deliverCards: one outbox row to a chat channel', () => {

@@ -4,8 +4,8 @@ import type { Notification, NotificationItem } from '../../src/engine/notificati
 import type { Log } from '../../src/lib/log.ts';
 import { deliverCards } from '../../src/notify/delivery.ts';
 import { DeliveryError, Dispatcher, IN_FLIGHT, type Target } from '../../src/notify/dispatcher.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 /** A real store with one run; `add` writes an outbox row whose one alert is named `label`. */

@@ -11,7 +11,7 @@ import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { discord } from '../../src/platforms/discord/index.ts';
 import type { PlatformInstance } from '../../src/platforms/platform.ts';
-import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { PgStore } from '../../src/store/postgres/pgStore.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { discordOf, enqueueAlerts, postedPerAlert } from '../pg/alertRows.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';

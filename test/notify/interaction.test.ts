@@ -4,8 +4,8 @@ import { COMMANDS } from '../../src/interact/registry.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { buttonRequest } from '../../src/notify/cards.ts';
 import { displayName, interact, type Asker } from '../../src/interact/interaction.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const stores: Store[] = [];

@@ -15,8 +15,8 @@ import { isQuiet, QuietSchema } from '../../src/notify/quietHours.ts';
 import { redactingTarget, redactorOf } from '../../src/notify/redact.ts';
 import { quietOf, router } from '../../src/notify/routing.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const at = (iso: string): number => Date.parse(iso);

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Notification } from '../../src/engine/notification.ts';
 import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import { QuietSchema } from '../../src/notify/quietHours.ts';
-import { PgStore } from '../../src/store/pg/pgStore.ts';
+import { PgStore } from '../../src/store/postgres/pgStore.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
 import type { WebhookBody } from '../../src/platforms/webhook/body.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';

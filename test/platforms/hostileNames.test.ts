@@ -7,8 +7,8 @@ import { interact } from '../../src/interact/interaction.ts';
 import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, replyBlocks } from '../../src/platforms/slack/bot.ts';
 import { cardsHtml, replyHtml } from '../../src/platforms/telegram/render.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 /** A display name that tries to ping a Slack channel and a Discord server, open a quote and a heading. */

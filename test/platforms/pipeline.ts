@@ -15,8 +15,8 @@ import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
 export type OutboxRow = {

@@ -8,8 +8,8 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { Comparison } from '../../src/report/compare.ts';
 import { lineChartSpec, renderLineChart, chartRows, PNG_SIGNATURE } from '../../src/render/chart.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 /** A learning.log (the OCaml GRPO trainer's) of `n` lines: reward and frac_zero_std as functions of the line number. */

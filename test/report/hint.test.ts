@@ -5,7 +5,7 @@ import { RuleBook } from '../../src/engine/rules.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { KNOWLEDGE } from '../../src/engine/presets/knowledge.ts';
 import { reportOf } from '../../src/commands/runReport.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { Trace, presetOnly, rulesOf, series, times } from '../engine/trace.ts';
 
 describe('the "try:" hint on alert cards', () => {

@@ -14,8 +14,8 @@ import { RuleBook } from '../../src/engine/rules.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { summaryLines } from '../../src/report/markdown.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 import { Trace, presetOnly } from '../engine/trace.ts';
 

@@ -7,8 +7,8 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { readOnce } from '../../src/report/readOnce.ts';
 import type { StoreTx } from '../../src/store/contract.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 /** `store`, with every call it is asked (method and arguments) written down in `calls`. */

@@ -13,8 +13,8 @@ import { reportOf, runReport } from '../../src/commands/runReport.ts';
 import { ConfigSchema, type Config } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import type { RunReport } from '../../src/report/build.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
 /** Reads the files (real Ingestor), then the engine evaluates what was read, as at start-up (unless `alerts` is

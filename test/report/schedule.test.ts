@@ -3,7 +3,7 @@ import { renderNotification } from '../../src/platforms/terminal/terminal.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
 import type { StoreTx } from '../../src/store/contract.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { HOUR, MIN, T0, Trace, presetOnly } from '../engine/trace.ts';
 
 /** `n` records from epoch `from`, 100 records per epoch, with this reward and frac_zero_std 0.25. */

@@ -9,7 +9,7 @@ import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { Log } from '../../src/lib/log.ts';
-import { retryWhileBusy, Store } from '../../src/store/store.ts';
+import { retryWhileBusy, Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 
 // "Busy" for real: a second connection holds the write lock (BEGIN IMMEDIATE), as a CLI `mute` does for a moment,

@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Log } from '../../src/lib/log.ts';
 import { ackAlert, muteAlerts } from '../../src/commands/alerts.ts';
 import { interact, type Asker } from '../../src/interact/interaction.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const stores: Store[] = [];

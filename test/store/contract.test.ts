@@ -8,10 +8,10 @@ import pg from 'pg';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Batch, ClaimedRow, StoreContract } from '../../src/store/contract.ts';
-import { COPY_MIN_POINTS } from '../../src/store/pg/points.ts';
-import { PgStore } from '../../src/store/pg/pgStore.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { COPY_MIN_POINTS } from '../../src/store/postgres/points.ts';
+import { PgStore } from '../../src/store/postgres/pgStore.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 
@@ -113,10 +113,10 @@ function leaderChild(kind: string, where: string): Promise<ChildProcess> {
   const src = join(import.meta.dirname, '../../src/store');
   const code =
     kind === 'sqlite'
-      ? `const { Store } = await import(${JSON.stringify(join(src, 'store.ts'))});
-       const { SqliteAsyncStore } = await import(${JSON.stringify(join(src, 'sqliteAsync.ts'))});
+      ? `const { Store } = await import(${JSON.stringify(join(src, 'sqlite/store.ts'))});
+       const { SqliteAsyncStore } = await import(${JSON.stringify(join(src, 'sqlite/sqliteAsync.ts'))});
        const s = new SqliteAsyncStore(Store.open(${JSON.stringify(where)}));`
-      : `const { PgStore } = await import(${JSON.stringify(join(src, 'pg/pgStore.ts'))});
+      : `const { PgStore } = await import(${JSON.stringify(join(src, 'postgres/pgStore.ts'))});
        const s = await PgStore.open(${JSON.stringify(where)});`;
   const child = spawn(
     process.execPath,

@@ -1,4 +1,4 @@
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 
 /** Series for the digest's tests (test/store/seriesDigest.test.ts, test/commands/rewardHistory.test.ts). */
 export interface Series {

@@ -5,7 +5,7 @@ import { Engine } from '../../src/engine/engine.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
 import { RuleBook } from '../../src/engine/rules.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 // The writer holds in memory what only it writes of the runs it reads (their rows, metrics, files, attempts and events),

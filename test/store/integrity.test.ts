@@ -2,8 +2,8 @@ import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DatabaseError } from '../../src/store/dbErrors.ts';
-import { Store } from '../../src/store/store.ts';
-import { WriterLock } from '../../src/store/writerLock.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
+import { WriterLock } from '../../src/store/sqlite/writerLock.ts';
 import { tempDir } from '../helpers.ts';
 
 describe('integrity at open', () => {

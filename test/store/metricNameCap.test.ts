@@ -11,7 +11,7 @@ import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { pastCap } from '../../src/store/batchGuard.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 import { rlwatch } from '../integration/cli.ts';
 

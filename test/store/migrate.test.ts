@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
-const STORE = join(import.meta.dirname, '../../src/store/store.ts');
+const STORE = join(import.meta.dirname, '../../src/store/sqlite/store.ts');
 
 /** A process that opens (creating) the database at `db` at the wall-clock instant `at`, and prints `ok`. */
 function openAt(db: string, at: number): Promise<{ code: number | null; out: string }> {

@@ -7,8 +7,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AlertChange, AlertRow } from '../../src/store/alerts.ts';
-import type { Batch } from '../../src/store/store.ts';
-import { Store } from '../../src/store/store.ts';
+import type { Batch } from '../../src/store/sqlite/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const NOW = 1_800_000_000_000;

@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreContract } from '../../src/store/contract.ts';
 import { EDIT_ITEMS_MAX } from '../../src/store/outbox.ts';
-import { PgStore } from '../../src/store/pg/pgStore.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { PgStore } from '../../src/store/postgres/pgStore.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 

@@ -12,9 +12,9 @@ import { queueCardUpdates } from '../../src/notify/cardUpdates.ts';
 import { Dispatcher, type Target } from '../../src/notify/dispatcher.ts';
 import type { StoreContract } from '../../src/store/contract.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
-import { PgStore } from '../../src/store/pg/pgStore.ts';
-import { SqliteAsyncStore } from '../../src/store/sqliteAsync.ts';
-import { Store } from '../../src/store/store.ts';
+import { PgStore } from '../../src/store/postgres/pgStore.ts';
+import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 

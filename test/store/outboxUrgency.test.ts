@@ -11,7 +11,7 @@ import { Engine } from '../../src/engine/engine.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 const RANK: Record<string, number> = { critical: 2, warning: 1 };

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ShapedRows, type MetricRow } from '../../src/store/metricRows.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 type Point = { step: number; value: number };

@@ -12,7 +12,7 @@ import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 import { CURSOR_ROWS } from './tableRows.ts';
 

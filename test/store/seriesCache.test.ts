@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
 function commit(store: Store, runId: number, fileId: number, steps: Array<[number, number]>): void {

@@ -1,5 +1,5 @@
 /**
- * `start` checkpoints its WAL on a thread of its own (store/walCheckpoints.ts): the writer's commits never checkpoint
+ * `start` checkpoints its WAL on a thread of its own (store/sqlite/walCheckpoints.ts): the writer's commits never checkpoint
  * (SQLite's own checkpoint syncs to disk on the committing thread), and what they wrote still reaches the database
  * file. A real SQLite file and the real worker thread; the file's size on disk tells what was checkpointed into it.
  */
@@ -7,8 +7,8 @@ import { renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.ts';
-import { walCheckpoints } from '../../src/store/walCheckpoints.ts';
+import { Store } from '../../src/store/sqlite/store.ts';
+import { walCheckpoints } from '../../src/store/sqlite/walCheckpoints.ts';
 import { tempDir } from '../helpers.ts';
 
 const ROW = 'x'.repeat(1000);

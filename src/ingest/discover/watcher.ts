@@ -4,7 +4,7 @@ import { PollWatch } from './pollWatch.ts';
 import { TreeWatch } from './treeWatch.ts';
 import { isBusy, isUnreachable } from '../../store/dbErrors.ts';
 import type { LiveStore } from '../../store/live.ts';
-import { BUSY_RETRY_MS } from '../../store/store.ts';
+import { BUSY_RETRY_MS } from '../../store/sqlite/store.ts';
 
 /** A safety net for events lost anyway (inotify queue overflow, editors' tricks): re-check every file seen, and
  * list every folder again. */

@@ -11,10 +11,10 @@ import type { Reply } from '../../interact/reply.ts';
 const MESSAGE_CHARS = 4000;
 const CODE_CHARS = 600;
 
-const escape = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeHtml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 /** Plain words of untrusted text: escaped, with no mention, command or hashtag left to tap. */
-export const inert = (s: string): string => escape(s).replace(/(^|[^\w])([@/#])/g, '$1$2\u2060');
-const pre = (s: string, max = CODE_CHARS): string => `<pre>${escape(cut(s, max))}</pre>`;
+export const inert = (s: string): string => escapeHtml(s).replace(/(^|[^\w])([@/#])/g, '$1$2\u2060');
+const pre = (s: string, max = CODE_CHARS): string => `<pre>${escapeHtml(cut(s, max))}</pre>`;
 
 function cardHtml(c: AlertCard): string {
   return [

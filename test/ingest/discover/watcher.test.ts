@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Ingestor, type IngestEvent } from '../../../src/ingest/ingestor.ts';
 import { LiveIngest, type WatchOptions } from '../../../src/ingest/discover/watcher.ts';
-import { Store } from '../../../src/store/store.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../../helpers.ts';
 
 // The live watcher against real files and real file-system events: what it reads, and when.

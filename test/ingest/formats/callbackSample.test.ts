@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';
-import { Store } from '../../../src/store/store.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { CALLBACK_STORY, DEFAULT_FILE, callbackRun } from '../../../scripts/make-callback-sample.ts';
 import { tempDir } from '../../helpers.ts';
 

@@ -3,7 +3,7 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';
-import { Store } from '../../../src/store/store.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../../helpers.ts';
 
 let root: string;

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor, type IngestEvent } from '../../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../../src/ingest/discover/watcher.ts';
-import { Store } from '../../../src/store/store.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { ensureParent, tempDir } from '../../helpers.ts';
 import { eventRecord, versionRecord } from '../../tfeventsWriter.ts';
 

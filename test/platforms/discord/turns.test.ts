@@ -5,8 +5,8 @@ import type { Notification } from '../../../src/engine/notification.ts';
 import type { Target } from '../../../src/notify/dispatcher.ts';
 import { DiscordBot } from '../../../src/platforms/discord/bot.ts';
 import { DiscordSection } from '../../../src/platforms/discord/index.ts';
-import { SqliteAsyncStore } from '../../../src/store/sqliteAsync.ts';
-import { Store } from '../../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../../fakes/discordServer.ts';
 import { tempDir } from '../../helpers.ts';
 

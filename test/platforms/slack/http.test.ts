@@ -9,8 +9,8 @@ import { ConfigSchema } from '../../../src/config/schema.ts';
 import type { Log } from '../../../src/lib/log.ts';
 import { slack } from '../../../src/platforms/slack/index.ts';
 import { sectionOf } from '../../../src/platforms/platform.ts';
-import { SqliteAsyncStore } from '../../../src/store/sqliteAsync.ts';
-import { Store } from '../../../src/store/store.ts';
+import { SqliteAsyncStore } from '../../../src/store/sqlite/sqliteAsync.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slackServer.ts';
 import { tempDir } from '../../helpers.ts';
 

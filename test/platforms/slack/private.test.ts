@@ -21,7 +21,7 @@ const buttons = (blocks: Block[]): Array<{ id: string; label: string; value: str
     .flatMap((b) =>
       b.elements!.map((e) => ({ id: e.action_id!, label: (e.text as { text: string }).text, value: e.value! })),
     );
-const unescape = (s: string): string => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string): string => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
 describe('Slack without the noise: read answers to the caller alone, generations behind a button', () => {
   let fake: FakeSlack;
@@ -85,7 +85,7 @@ describe('Slack without the noise: read answers to the caller alone, generations
     expect(texts[0]!.split('\n')[0]).toBe(`best of step ${genStep}: 0.9`);
     expect(texts[1]).toBe(`worst of step ${genStep}: 0.1\n\`\`\`\nthe worst answer\n\`\`\``);
     // the hostile one whole (its fences broken by a zero-width space), with nothing Slack reads as a mention or a link
-    expect(unescape(texts[0]!).replace(/\u200b/g, '')).toContain(HOSTILE);
+    expect(unescapeHtml(texts[0]!).replace(/\u200b/g, '')).toContain(HOSTILE);
     expect(texts[0]).not.toMatch(/<[!@]/);
     expect(r.responses).toHaveLength(1);
     expect(card().edits).toBe(edits);

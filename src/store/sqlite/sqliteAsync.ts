@@ -1,4 +1,4 @@
-import type { EventRecord } from '../ingest/records.ts';
+import type { EventRecord } from '../../ingest/records.ts';
 import type {
   AlertChange,
   AlertRow,
@@ -7,7 +7,7 @@ import type {
   ChatMessageRow,
   ClaimedRow,
   ClaimOptions,
-} from './contract.ts';
+} from '../contract.ts';
 import type {
   EventRow,
   FileRow,
@@ -16,7 +16,7 @@ import type {
   OpenOutboxRow,
   PostedMessage,
   RuleCursor,
-} from './contract.ts';
+} from '../contract.ts';
 import type {
   NewSilence,
   RunRow,
@@ -27,10 +27,10 @@ import type {
   StoreContract,
   StoreTx,
   Who,
-} from './contract.ts';
-import type { Arrival, AttemptRow, Columns, UnreadRow } from './contract.ts';
-import type { SeriesDigest } from './seriesDigest.ts';
-import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from './outbox.ts';
+} from '../contract.ts';
+import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
+import type { SeriesDigest } from '../seriesDigest.ts';
+import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from '../outbox.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
 import type { Store } from './store.ts';

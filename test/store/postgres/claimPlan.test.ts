@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { claimStatement, PgStore } from '../../../src/store/pg/pgStore.ts';
+import { claimStatement, PgStore } from '../../../src/store/postgres/pgStore.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];

@@ -17,7 +17,7 @@ import type { AttemptRow } from '../attempts.ts';
 import type { Arrival } from '../contract.ts';
 import type { FileRow } from '../files.ts';
 import type { RunRow } from '../runs.ts';
-import type { Batch, BatchResult } from '../store.ts';
+import type { Batch, BatchResult } from '../sqlite/store.ts';
 import { HeldHeads, MetricIds, writeBatch } from './batch.ts';
 import { COPY_MIN_POINTS } from './points.ts';
 import { migratePg, newClient, newPool, preparing } from './connect.ts';

@@ -4,7 +4,7 @@ import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';
 import type { AttemptRow, AttemptsFold, TrackedFile } from '../attempts.ts';
 import type { FileRow } from '../files.ts';
 import { guardBatch, PAST_CAP, type RunNames } from '../batchGuard.ts';
-import type { Batch, BatchResult } from '../store.ts';
+import type { Batch, BatchResult } from '../sqlite/store.ts';
 import { copyPoints, Params, upsertPoints, type PointColumns } from './points.ts';
 import { attemptColumns, fileColumns } from './rows.ts';
 
@@ -56,7 +56,7 @@ export class MetricIds {
 }
 
 /**
- * Writes one batch inside the caller's transaction: points (by COPY for many new ones: src/store/pg/points.ts), the
+ * Writes one batch inside the caller's transaction: points (by COPY for many new ones: src/store/postgres/points.ts), the
  * steps and run metrics it adds, the run's attempts and arrivals (as the SQLite store's `Store.commit`), examples,
  * events, skips, the file's offset and the run's summary. A live line is 2 statements: what attempt tracking reads
  * (`readHead`), then every write in one statement of data-modifying CTEs (its parts see the tables as they were

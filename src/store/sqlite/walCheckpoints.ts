@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { spawnWorker } from '../lib/workerThread.ts';
+import { spawnWorker } from '../../lib/workerThread.ts';
 
 /** How often the WAL is checkpointed off the writer's thread: ~3,000 frames at 100 runs x 5 lines/s. */
 export const CHECKPOINT_MS = 1000;

@@ -12,7 +12,7 @@ import { parseDuration } from '../../../src/lib/duration.ts';
 import { Engine } from '../../../src/engine/engine.ts';
 import { ruleBookFor } from '../../../src/engine/presets/index.ts';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';
-import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
+import { PgLiveStore } from '../../../src/store/postgres/pgLiveStore.ts';
 import { tempDir } from '../../helpers.ts';
 import { freshPgDatabase, pgRows } from '../../pg/pgTest.ts';
 import { learningLine } from '../../learningLines.ts';

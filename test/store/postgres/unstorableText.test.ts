@@ -14,9 +14,9 @@ import { backfill } from '../../../src/ingest/backfill.ts';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';
 import { BAD_NAME, CLEANED_TEXT } from '../../../src/store/batchGuard.ts';
 import type { LiveStore } from '../../../src/store/live.ts';
-import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
-import { PgStore } from '../../../src/store/pg/pgStore.ts';
-import { Store } from '../../../src/store/store.ts';
+import { PgLiveStore } from '../../../src/store/postgres/pgLiveStore.ts';
+import { PgStore } from '../../../src/store/postgres/pgStore.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { tempDir } from '../../helpers.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 

@@ -20,8 +20,8 @@ import { backfill } from '../../../src/ingest/backfill.ts';
 import { Ingestor } from '../../../src/ingest/ingestor.ts';
 import type { AlertRow } from '../../../src/store/alerts.ts';
 import type { LiveStore } from '../../../src/store/live.ts';
-import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
-import { Store } from '../../../src/store/store.ts';
+import { PgLiveStore } from '../../../src/store/postgres/pgLiveStore.ts';
+import { Store } from '../../../src/store/sqlite/store.ts';
 import { tempDir } from '../../helpers.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 

@@ -1,10 +1,10 @@
 /**
- * HeldPoints (src/store/pg/heldPoints.ts): the newest points of each series a watcher wrote, kept so that the rules'
+ * HeldPoints (src/store/postgres/heldPoints.ts): the newest points of each series a watcher wrote, kept so that the rules'
  * look-back windows (`upTo`) are answered on its thread. A backfill's batch holds thousands of points, and the rules
  * evaluate from steps deep inside it: the tail keeps the whole batch and the points before it.
  */
 import { describe, expect, it } from 'vitest';
-import { HeldPoints } from '../../../src/store/pg/heldPoints.ts';
+import { HeldPoints } from '../../../src/store/postgres/heldPoints.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
 
 const rows = (from: number, to: number): MetricRow[] =>

@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { MIGRATIONS_DIR } from '../lib/paths.ts';
-import { DatabaseError, databaseError, isBusy } from './dbErrors.ts';
+import { MIGRATIONS_DIR } from '../../lib/paths.ts';
+import { DatabaseError, databaseError, isBusy } from '../dbErrors.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
 import { SQLITE_ADDON } from './sqliteAddon.ts';
 

@@ -29,7 +29,7 @@ import type { EventRow } from '../events.ts';
 import type { FileRow } from '../files.ts';
 import type { LiveStore } from '../live.ts';
 import type { SilenceRow } from '../silences.ts';
-import type { Batch, BatchResult } from '../store.ts';
+import type { Batch, BatchResult } from '../sqlite/store.ts';
 import type { UnreadRow } from '../unread.ts';
 import type { LiveOps, LiveWorkerData, RunFacts, WorkerStart, WrittenBatch } from './liveWorker.ts';
 import { HeldPoints } from './heldPoints.ts';

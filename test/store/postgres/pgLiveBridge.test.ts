@@ -1,11 +1,11 @@
 /**
- * The synchronous bridge to a worker thread (src/store/pg/syncBridge.ts), alone: answers in order, errors with their
+ * The synchronous bridge to a worker thread (src/store/postgres/syncBridge.ts), alone: answers in order, errors with their
  * code, and a worker that exits is said so instead of being waited for; calls posted without waiting run in order
  * before the next waited one, and the first that fails is handed to the calls that wait until a reset.
  */
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { syncChannel, type CrossedError } from '../../../src/store/pg/syncBridge.ts';
+import { syncChannel, type CrossedError } from '../../../src/store/postgres/syncBridge.ts';
 
 const workers: Worker[] = [];
 afterEach(async () => {
@@ -18,7 +18,7 @@ afterEach(async () => {
  * (`serveSync`'s `overlaps`). */
 async function echoWorker() {
   const { bridge, port, state } = syncChannel();
-  const bridgeModule = JSON.stringify(new URL('../../../src/store/pg/syncBridge.ts', import.meta.url).href);
+  const bridgeModule = JSON.stringify(new URL('../../../src/store/postgres/syncBridge.ts', import.meta.url).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const code = `
     const { workerData, parentPort } = await import('node:worker_threads');

@@ -1,11 +1,11 @@
 /**
- * A watcher's connection prepares its statements (src/store/pg/connect.ts `preparing`): each statement with
+ * A watcher's connection prepares its statements (src/store/postgres/connect.ts `preparing`): each statement with
  * parameters is parsed once per connection under a name of its own, and then only bound and run; one without
  * parameters keeps the simple protocol (several statements in one string); a name whose first parse failed, in a
  * transaction that had already failed, is parsed again after the rollback.
  */
 import { afterEach, expect, it } from 'vitest';
-import { newClient, preparing } from '../../../src/store/pg/connect.ts';
+import { newClient, preparing } from '../../../src/store/postgres/connect.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 
 const clients: Array<{ end(): Promise<void> }> = [];

@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PgStore } from '../../../src/store/pg/pgStore.ts';
+import { PgStore } from '../../../src/store/postgres/pgStore.ts';
 import { freshPgDatabase } from '../../pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];

@@ -8,11 +8,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertRow } from '../../../src/store/alerts.ts';
 import { isDatabaseError, PostgresError } from '../../../src/store/dbErrors.ts';
 import { ARRIVALS_KEPT, PRUNE_EVERY } from '../../../src/store/arrivals.ts';
-import { PgLiveStore } from '../../../src/store/pg/pgLiveStore.ts';
-import { PgStore } from '../../../src/store/pg/pgStore.ts';
-import { alertColumns, attemptColumns, fileColumns, runColumns, silenceColumns } from '../../../src/store/pg/rows.ts';
+import { PgLiveStore } from '../../../src/store/postgres/pgLiveStore.ts';
+import { PgStore } from '../../../src/store/postgres/pgStore.ts';
+import {
+  alertColumns,
+  attemptColumns,
+  fileColumns,
+  runColumns,
+  silenceColumns,
+} from '../../../src/store/postgres/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
-import type { Batch } from '../../../src/store/store.ts';
+import type { Batch } from '../../../src/store/sqlite/store.ts';
 import { freshPgDatabase, pgRows as rows } from '../../pg/pgTest.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');

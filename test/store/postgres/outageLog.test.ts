@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PostgresError } from '../../../src/store/dbErrors.ts';
-import { OutageLog } from '../../../src/store/pg/outageLog.ts';
+import { OutageLog } from '../../../src/store/postgres/outageLog.ts';
 
 function logged(): { lines: string[]; log: OutageLog; clock: { now: number } } {
   const lines: string[] = [];

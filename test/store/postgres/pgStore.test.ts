@@ -6,9 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertChange } from '../../../src/store/alerts.ts';
-import type { Batch } from '../../../src/store/store.ts';
-import { newClient, preparing } from '../../../src/store/pg/connect.ts';
-import { PgStore } from '../../../src/store/pg/pgStore.ts';
+import type { Batch } from '../../../src/store/sqlite/store.ts';
+import { newClient, preparing } from '../../../src/store/postgres/connect.ts';
+import { PgStore } from '../../../src/store/postgres/pgStore.ts';
 import {
   alertColumns,
   attemptColumns,
@@ -18,7 +18,7 @@ import {
   runColumns,
   silenceColumns,
   unreadColumns,
-} from '../../../src/store/pg/rows.ts';
+} from '../../../src/store/postgres/rows.ts';
 import { freshPgDatabase, pgRows as rows } from '../../pg/pgTest.ts';
 
 const cleanup: Array<() => Promise<unknown>> = [];
