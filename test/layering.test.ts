@@ -42,7 +42,6 @@ const EXCEPTIONS: Record<string, string> = {
   'config/ -> store/':
     "the schema takes the store guard's default cap of metric names; loading tells a db URL from a file",
   'notify/ -> interact/': 'cards carry a chart spec and a button request; the redactor redacts replies',
-  'report/ -> commands/': 'the scheduled reports build their report as `run report` does',
   'store/ -> ingest/': 'the store takes the record types of ingest/records.ts',
 };
 

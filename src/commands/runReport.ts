@@ -1,9 +1,8 @@
 import { UserError } from '../lib/errors.ts';
 import { ConfigSchema } from '../config/schema.ts';
-import { ruleBookFor } from '../engine/presets/index.ts';
-import { buildReport, type RunReport } from '../report/build.ts';
+import type { RunReport } from '../report/build.ts';
 import { expected, LEVEL_LABEL, MARK, reportMarkdown, summaryLines } from '../report/markdown.ts';
-import { rangesFor } from '../report/ranges.ts';
+import { reportOfRun } from '../report/ofRun.ts';
 import { formatValue } from '../lib/numbers.ts';
 import type { StoreTx } from '../store/contract.ts';
 import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
@@ -16,31 +15,15 @@ export function parseSince(text: string | undefined): { step: number } | { epoch
   throw new UserError(`--since takes a step (120) or an epoch with a decimal point (0.5), not '${text}'`);
 }
 
-/** The report of one run, as `run report` builds it (also for the scheduled reports and tests). */
+/** The report of the named run (with no name, the only one), as `run report` builds it. */
 export async function reportOf(
   ctx: Pick<CommandContext, 'config' | 'seesRun'> & { store: StoreTx },
-  args: { run?: string; since?: string; until?: number },
+  args: { run?: string; since?: string },
   now = Date.now(),
 ): Promise<RunReport> {
   const run = await resolveRun(ctx.store, args.run, ctx.seesRun);
   const config = ctx.config ?? ConfigSchema.parse({});
-  const report = await buildReport(
-    ctx.store,
-    run,
-    {
-      since: parseSince(args.since),
-      window: config.report.window,
-      ranges: rangesFor(config),
-      rules: ruleBookFor(config).forRun(run.name),
-      now,
-      until: args.until,
-    },
-    formatValue,
-  );
-  if (report.window.records === 0) {
-    throw new UserError(`${run.name} has no records ${args.since ? `from ${args.since} on` : 'yet'}`);
-  }
-  return report;
+  return reportOfRun(ctx.store, run, config, { since: parseSince(args.since) }, now);
 }
 
 /** `run report [run] [since]`: the summary as the reply, the full Markdown report as its attachment. */

@@ -9,8 +9,8 @@ import type { Notification, ScheduledReport } from '../engine/notification.ts';
 import { formatValue } from '../lib/numbers.ts';
 import type { RunRow, StoreContract, StoreTx } from '../store/contract.ts';
 import { silenceMatches } from '../store/silences.ts';
-import { reportOf } from '../commands/runReport.ts';
 import { LEVEL_LABEL, summaryLines } from './markdown.ts';
+import { reportOfRun } from './ofRun.ts';
 import { finite, mean } from './stats.ts';
 
 const DAY = 24 * 3600 * 1000;
@@ -82,11 +82,7 @@ export class ReportSchedule {
       written += await this.store.transaction(async (tx) => {
         if (!(await tx.markReport(run.id, `epoch:${e}`, this.now()))) return 0;
         if (run.live_at === null || (await this.muted(tx, run.name, 'report'))) return 0;
-        const report = await reportOf(
-          { store: tx, config: this.config },
-          { run: run.name, until: reached },
-          this.now(),
-        );
+        const report = await reportOfRun(tx, run, this.config, { until: reached }, this.now());
         const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
         const sent = { kind: 'milestone' as const, title, lines: summaryLines(report) };
         return this.send(tx, run.id, run.name, this.route(run.name, 'warning'), sent);
@@ -135,7 +131,7 @@ export class ReportSchedule {
   }
 
   private async digestLine(tx: StoreTx, run: RunRow, now: number): Promise<string> {
-    const report = await reportOf({ store: tx, config: this.config }, { run: run.name }, now);
+    const report = await reportOfRun(tx, run, this.config, {}, now);
     // info alerts (a run finished) are events, not trouble: told in the info line below
     const firing = (await tx.listAlerts({ runId: run.id })).filter((a) => a.severity !== 'info').map((a) => a.rule);
     const rewardAt = async (step: number | null): Promise<number | null> => {
