@@ -53,7 +53,7 @@ export function mentionOf<M extends MentionBase>(
   for (const c of cards) {
     if (c.alertId <= 0 || c.status !== 'firing') continue; // a report, a storm's summary, an acked or resolved alert
     const m = routeTo(section.routes, dest, c.run, c.severity)?.mention ?? section.mention;
-    if (m && m.severity.includes(c.severity)) out = out ? merged(out, m) : m;
+    if (m?.severity.includes(c.severity)) out = out ? merged(out, m) : m;
   }
   return out;
 }

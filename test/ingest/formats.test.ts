@@ -7,13 +7,13 @@ import type { DocumentFormat, ExampleRecord, LineFormat, MetricRecord, ParseResu
 
 function format(id: string): LineFormat {
   const f = FORMATS.find((x) => x.id === id);
-  if (!f || f.kind !== 'lines') throw new Error(`no line format ${id}`);
+  if (f?.kind !== 'lines') throw new Error(`no line format ${id}`);
   return f;
 }
 
 function documentFormat(id: string): DocumentFormat {
   const f = FORMATS.find((x) => x.id === id);
-  if (!f || f.kind !== 'document') throw new Error(`no document format ${id}`);
+  if (f?.kind !== 'document') throw new Error(`no document format ${id}`);
   return f;
 }
 

@@ -24,7 +24,7 @@ async function smtp() {
       simpleParser(stream, { keepCidLinks: true }).then((mail) => {
         if (refuse) return done(Object.assign(new Error(refuse.message), { responseCode: refuse.code }));
         mails.push({
-          from: String(session.envelope.mailFrom && session.envelope.mailFrom.address),
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address),
           mail,
         });

@@ -10,7 +10,7 @@ type Json = Record<string, any>;
 function checkShape(body: Json): string | null {
   if (body.type !== 'message') return 'type must be message';
   const a = body.attachments?.[0];
-  if (!a || a.contentType !== 'application/vnd.microsoft.card.adaptive') return 'attachments[0].contentType';
+  if (a?.contentType !== 'application/vnd.microsoft.card.adaptive') return 'attachments[0].contentType';
   if (a.content?.type !== 'AdaptiveCard') return 'content.type';
   if (!/^1\.[0-6]$/.test(String(a.content.version))) return 'content.version';
   if (!Array.isArray(a.content.body) || a.content.body.length === 0) return 'content.body';

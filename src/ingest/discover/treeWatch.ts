@@ -65,7 +65,7 @@ export class TreeWatch {
   /** Starts watching `path` at `level` below its root (a nested root makes that the smaller), and reads it. */
   private add(path: string, level: number): void {
     const known = this.dirs.get(path);
-    if (known && known.watcher && known.level <= level) return;
+    if (known?.watcher && known.level <= level) return;
     let real: string;
     try {
       real = realpathSync.native(path);

@@ -52,7 +52,7 @@ const SAMPLE_CHARS = 200;
 
 function lineFormat(formatId: string): LineFormat {
   const format = FORMATS.find((f) => f.id === formatId);
-  if (!format || format.kind !== 'lines') throw new Error(`no line format ${formatId}`);
+  if (format?.kind !== 'lines') throw new Error(`no line format ${formatId}`);
   return format;
 }
 
