@@ -48,6 +48,7 @@ const channelsOf = (fallback: string | undefined, routes: readonly Route[]): str
 ];
 
 /** A platform's checks, given its settings and its config section. */
+// biome-ignore lint/suspicious/noExplicitAny: each probe takes its own platform's settings type
 type Probe = (settings: any, config: Config, t: number, section: { routes: Route[] }) => Promise<Check[]>;
 
 /** Each configured platform's checks, side by side. */
@@ -100,6 +101,7 @@ export async function platformChecks(
 interface Answer {
   status: number;
   headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: a platform API's JSON answer, read field by field as each probe expects
   body: any;
 }
 
@@ -169,7 +171,7 @@ const THREADS = new Set([10, 11, 12]);
 
 async function discordProbe(
   s: DiscordSettings,
-  config: Config,
+  _config: Config,
   t: number,
   section: { routes: Route[] },
 ): Promise<Check[]> {
@@ -341,7 +343,12 @@ function manifestScopes(): string[] {
   return manifest.oauth_config.scopes.bot;
 }
 
-async function slackProbe(s: SlackSettings, config: Config, t: number, section: { routes: Route[] }): Promise<Check[]> {
+async function slackProbe(
+  s: SlackSettings,
+  _config: Config,
+  t: number,
+  section: { routes: Route[] },
+): Promise<Check[]> {
   const base = (s.apiUrl ?? 'https://slack.com/api/').replace(/\/*$/, '/');
   const call = (method: string, token: string, args: Record<string, string> = {}): Promise<Answer> =>
     request(

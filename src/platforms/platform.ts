@@ -39,6 +39,7 @@ export interface PlatformInstance {
   settled?(): Promise<void>;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the platform list holds platforms of every section and settings type
 export interface Platform<Section = any, Settings = any> {
   /** the config key, the target prefix, the name in logs: `discord`, `webhook`, ... */
   id: string;

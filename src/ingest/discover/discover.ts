@@ -1,4 +1,4 @@
-import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { type Dirent, readdirSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { reachOf } from './insideRoots.ts';
 import { CANDIDATE_FILE } from './runLocator.ts';
@@ -55,7 +55,7 @@ export function discover(
     }
     if (visited.has(real)) return; // a bind mount of a folder above
     visited.add(real);
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch {

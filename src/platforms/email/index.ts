@@ -86,7 +86,7 @@ export const email: Platform<Section, EmailSettings> = {
     };
   },
   route: (settings) => router('email', settings.section, settings.to),
-  async create(settings, ctx) {
+  async create(settings) {
     const { createTransport } = await import('nodemailer');
     const timeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
     const { host, port, secure, auth } = settings;

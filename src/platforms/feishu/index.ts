@@ -40,7 +40,7 @@ export const feishu: Platform<WebhookSection, Settings> = {
     return d && { section: s, ...d, secret: env.FEISHU_SECRET || undefined };
   },
   route: (settings) => router('feishu', settings.section, settings.fallback),
-  async create(settings, ctx) {
+  async create(settings) {
     return {
       targets: [...settings.urls].map(([name, url]) => ({
         name: `feishu:${name}`,

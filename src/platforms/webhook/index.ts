@@ -34,7 +34,7 @@ export const webhook: Platform<Section, Settings> = {
     return d && { section: s, ...d, secret: env.WEBHOOK_SECRET || undefined };
   },
   route: (settings) => router('webhook', settings.section, settings.fallback),
-  async create(settings, ctx) {
+  async create(settings) {
     const targets = [...settings.urls].map(([name, url]) => ({
       name: `webhook:${name}`,
       quiet: quietOf(settings.section, name),
