@@ -41,8 +41,8 @@ const EXCEPTIONS: Record<string, string> = {
   'config/ -> platforms/': "the config's schema takes each platform's section from the platform list",
   'config/ -> store/':
     "the schema takes the store guard's default cap of metric names; loading tells a db URL from a file",
+  'store/ -> ingest/': 'contract.ts and the async stores still name EventRecord by ingest/ (being reworked)',
   'notify/ -> interact/': 'cards carry a chart spec and a button request; the redactor redacts replies',
-  'store/ -> ingest/': 'the store takes the record types of ingest/records.ts',
 };
 
 const SRC = join(import.meta.dirname, '..', 'src');

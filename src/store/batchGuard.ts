@@ -1,4 +1,4 @@
-import type { ExampleRecord, EventRecord } from '../ingest/records.ts';
+import type { ExampleRecord, EventRecord } from './records.ts';
 import { ShapedRows, type MetricRecords, type MetricRow } from './metricRows.ts';
 import type { Batch } from './sqlite/store.ts';
 

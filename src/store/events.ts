@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import type { EventRecord } from '../ingest/records.ts';
+import type { EventRecord } from './records.ts';
 import { HeldEvents } from './heldEvents.ts';
 import { prepared } from './sqlite/prepared.ts';
 

@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { ExampleRecord } from '../ingest/records.ts';
+import type { ExampleRecord } from './records.ts';
 import { prepared } from './sqlite/prepared.ts';
 
 export interface StoredExample {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EventRecord, ExampleRecord } from '../../ingest/records.ts';
+import type { EventRecord, ExampleRecord } from '../records.ts';
 import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { openDb } from './db.ts';
