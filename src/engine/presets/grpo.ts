@@ -228,6 +228,8 @@ const PRESET_V2: readonly Record<string, unknown>[] = [
     // ours: and over 60-record windows (format 0.17 → 0.62 while accuracy 0.38 → 0.10 over 200 steps moves two
     // 15-record windows by 0.02-0.03)
     longWindow: 60,
+    // ours: the fall of the component paid for and the rise of the total are its symptoms
+    inhibits: ['reward_trend', 'reward_plateau'],
   },
   {
     // ours: a component saturated at its max with zero std (no signal): every completion gets the
