@@ -39,8 +39,6 @@ const EXCEPTIONS: Record<string, string> = {
   'commands/ -> interact/': 'the handlers take the reply types and run lookup of interact/reply.ts',
   'config/ -> engine/': "loading a config file checks its rules with the engine's rule book",
   'config/ -> platforms/': "the config's schema takes each platform's section from the platform list",
-  'config/ -> store/':
-    "the schema takes the store guard's default cap of metric names; loading tells a db URL from a file",
   'store/ -> ingest/': 'contract.ts and the async stores still name EventRecord by ingest/ (being reworked)',
   'notify/ -> interact/': 'cards carry a chart spec and a button request; the redactor redacts replies',
 };

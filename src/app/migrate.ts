@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { Store } from '../store/sqlite/store.ts';
-import { isConnectionError, isPostgresUrl, redactUrl } from '../store/postgres/url.ts';
+import { isPostgresUrl } from '../config/storeSettings.ts';
+import { isConnectionError, redactUrl } from '../store/postgres/url.ts';
 
 /** `rlwatch migrate --from FILE.db --to postgres://...`: moves a SQLite history into PostgreSQL. */
 export function registerMigrate(program: Command): void {

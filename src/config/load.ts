@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
-import { isPostgresUrl } from '../store/postgres/url.ts';
+import { isPostgresUrl } from './storeSettings.ts';
 import type * as z from '../lib/zod.ts';
 
 export interface LoadedConfig {

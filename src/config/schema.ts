@@ -1,5 +1,5 @@
 import { PLATFORMS } from '../platforms/index.ts';
-import { DEFAULT_MAX_METRIC_NAMES } from '../store/batchGuard.ts';
+import { DEFAULT_MAX_METRIC_NAMES } from './storeSettings.ts';
 import * as z from '../lib/zod.ts';
 import { duration, nonEmpty, wholeFrom } from '../lib/zod.ts';
 

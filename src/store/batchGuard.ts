@@ -1,10 +1,7 @@
 import type { ExampleRecord, EventRecord } from './records.ts';
 import { ShapedRows, type MetricRecords, type MetricRow } from './metricRows.ts';
 import type { Batch } from './sqlite/store.ts';
-
-/** Distinct metric names a run may have when the config says nothing (`ingest.maxMetricNames`): a log with a million
- * distinct keys took backfill to 1.33 GB and `/run status` to 6.4 s. */
-export const DEFAULT_MAX_METRIC_NAMES = 10_000;
+import { DEFAULT_MAX_METRIC_NAMES } from '../config/storeSettings.ts';
 
 /** What no store may be handed as text: NUL (PostgreSQL's text refuses it, and the whole batch with it: the file
  * never got past that line) and a UTF-16 half without its other half (`\ud800` in JSON; not a character). */

@@ -8,7 +8,8 @@ import { resolve } from 'node:path';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import type { StoreContract } from './contract.ts';
-import { isConnectionError, isPostgresUrl, redactUrl } from './postgres/url.ts';
+import { isPostgresUrl } from '../config/storeSettings.ts';
+import { isConnectionError, redactUrl } from './postgres/url.ts';
 import { SqliteAsyncStore } from './sqlite/sqliteAsync.ts';
 import { Store } from './sqlite/store.ts';
 

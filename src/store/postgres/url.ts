@@ -1,8 +1,3 @@
-/** Whether `--db` / RLWATCH_DB names a PostgreSQL database rather than a SQLite file. */
-export function isPostgresUrl(db: string): boolean {
-  return /^postgres(ql)?:\/\//.test(db);
-}
-
 /** The URL with its password hidden, for messages. */
 export function redactUrl(url: string): string {
   try {
