@@ -518,7 +518,7 @@ describe('Dispatcher: runs at once, each in order', () => {
     void d.kick({ critical: true });
     await vi.waitFor(() => expect(started).toContain('paged'));
     expect(claims).toBe(2);
-    answers.forEach((answer) => answer());
+    for (const answer of answers) answer();
     await vi.waitFor(() => expect(started).toContain('warned-late'));
     answers.at(-1)!();
     await drained;

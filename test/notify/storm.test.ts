@@ -141,7 +141,7 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
       expect(perRule).toBe(Number(k));
       expect(shown.length + Number(k)).toBe(ROW_ITEMS);
       expect(new Set(shown.map((c) => c.run))).toEqual(new Set([run]));
-      shown.forEach((c) => carded.add(c.alertId));
+      for (const c of shown) carded.add(c.alertId);
       summed += Number(k);
       // one chart per message at most, or one per critical card (a run with a critical alert waiting draws only those)
       const criticals = shown.filter((c) => c.severity === 'critical').length;

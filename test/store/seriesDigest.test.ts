@@ -24,8 +24,11 @@ function expected(s: Series, last?: number) {
   }
   // the chart: every finite point when few; else the first lowest and first highest finite point of each of 600 shares
   const chart: Array<{ step: number; value: number }> = [];
-  if (n <= 1200) steps.forEach((step, i) => Number.isFinite(values[i]) && chart.push({ step, value: values[i]! }));
-  else {
+  if (n <= 1200) {
+    steps.forEach((step, i) => {
+      if (Number.isFinite(values[i])) chart.push({ step, value: values[i]! });
+    });
+  } else {
     for (let j = 0; j < 600; j++) {
       const [a, b] = share(j, 600);
       let lo = -1;
@@ -57,9 +60,10 @@ function expectDigest(got: SeriesDigest, want: ReturnType<typeof expected>): voi
   const { overview: wantOverview, ...wantRest } = want;
   expect(rest).toEqual(wantRest);
   expect(overview).toHaveLength(wantOverview.length);
-  overview.forEach((v, i) =>
-    Number.isNaN(wantOverview[i]) ? expect(v).toBeNaN() : expect(v).toBeCloseTo(wantOverview[i]!, 12),
-  );
+  overview.forEach((v, i) => {
+    if (Number.isNaN(wantOverview[i])) expect(v).toBeNaN();
+    else expect(v).toBeCloseTo(wantOverview[i]!, 12);
+  });
 }
 
 /** The digest as a one-shot command reads it (SQLite sums the series up) and as a long-lived process does. */

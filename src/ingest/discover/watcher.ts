@@ -71,7 +71,7 @@ export class LiveIngest {
     }
     this.sweep = setInterval(() => {
       this.source?.rescan();
-      this.seen.forEach((p) => this.enqueue(p));
+      for (const p of this.seen) this.enqueue(p);
     }, SWEEP_MS);
     this.sweep.unref();
     await this.idle();
@@ -144,7 +144,11 @@ export class LiveIngest {
     this.onError(err);
     // their lines were not committed: read them again soon, not only when they next grow
     const retryMs = isBusy(err) ? BUSY_RETRY_MS : isUnreachable(err) ? UNREACHABLE_RETRY_MS : null;
-    if (retryMs !== null) setTimeout(() => paths.forEach((p) => this.enqueue(p)), retryMs).unref();
+    if (retryMs !== null) {
+      setTimeout(() => {
+        for (const p of paths) this.enqueue(p);
+      }, retryMs).unref();
+    }
   }
 }
 
