@@ -29,12 +29,16 @@ export class OutageLog implements Log {
 
   /** `line` (which names `err`) when `err` is something else; when the database is out of reach, as above. */
   failed(err: unknown, line: string): void {
-    if (!isUnreachable(err)) return this.log.warn(line);
+    if (!isUnreachable(err)) {
+      this.log.warn(line);
+      return;
+    }
     const now = this.now();
     const o = this.outage;
     if (!o) {
       this.outage = { since: now, loggedAt: now, untold: 0, total: 1 };
-      return this.log.warn(line);
+      this.log.warn(line);
+      return;
     }
     o.total++;
     o.untold++;

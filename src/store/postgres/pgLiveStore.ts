@@ -313,7 +313,10 @@ export class PgLiveStore implements LiveStore {
     within: ((r: BatchResult) => void) | undefined,
     then: (r: BatchResult) => void,
   ): void {
-    if (!this.ahead || this.depth !== 1) return then(this.commit(batch, examplesPerStep, within));
+    if (!this.ahead || this.depth !== 1) {
+      then(this.commit(batch, examplesPerStep, within));
+      return;
+    }
     // the rules of a run read what its batches wrote: one batch of a run at a time ahead
     if (this.ahead.some((a) => a.batch.runId === batch.runId)) this.answerAhead();
     this.post('writeBatchLater', batch, examplesPerStep, within !== undefined);
