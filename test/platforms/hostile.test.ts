@@ -148,7 +148,7 @@ describe("the reply in a resolved alert's thread", () => {
     const m = resolvedMessage([resolved], '123');
     expect(m.allowedMentions).toEqual({ parse: [], repliedUser: false });
     expect(m.reply).toEqual({ messageReference: '123', failIfNotExists: false });
-    expect(m.content).toContain('\[click me](https://evil.example/x)');
+    expect(m.content).toContain('\\[click me](https://evil.example/x)');
   });
 
   it('on Telegram has no tag, mention or command to tap', () => {
