@@ -3,7 +3,16 @@
  * database, the watch roots (and the inotify budget), and each configured chat platform's token, channel and rights.
  * Each check is ok, warn or fail; a failure says what to do about it. Network checks give up after `timeoutMs`.
  */
-import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  type Dirent,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '../config/load.ts';
@@ -11,7 +20,7 @@ import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import { discover, isIgnoredDir } from '../ingest/discover/discover.ts';
 import { locateRun, visibleName } from '../ingest/discover/runLocator.ts';
-import { MIGRATIONS_DIR, PACKAGE_ROOT } from '../lib/paths.ts';
+import { MIGRATIONS_DIR } from '../lib/paths.ts';
 import {
   ENV_SECTIONS,
   fail,
@@ -184,7 +193,7 @@ async function sqliteCheck(path: string): Promise<Check> {
     import('better-sqlite3'),
     import('../store/sqlite/sqliteAddon.ts'),
   ]);
-  let db;
+  let db: InstanceType<typeof Database> | undefined;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5000, nativeBinding: SQLITE_ADDON });
     const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
@@ -231,7 +240,7 @@ async function postgresCheck(url: string, t: number): Promise<Check> {
 function countDirs(root: string, depth: number, ignore: readonly string[]): number {
   const seen = new Set<string>();
   const walk = (dir: string, level: number): void => {
-    let entries;
+    let entries: Dirent[];
     try {
       const real = realpathSync.native(dir);
       if (seen.has(real)) return;
