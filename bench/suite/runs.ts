@@ -195,10 +195,10 @@ interface Failure {
   /** records after the onset at which a gradual failure is significant (Label.significant); default 0 */
   significantAfter?: number;
   rules: readonly string[];
+  // biome-ignore lint/suspicious/noConfusingVoidType: most failures return nothing; a few return the lines they add
   apply: (g: Generated, o: number, r: Rng, p: HealthyParams) => readonly string[] | void;
 }
 
-const PID = 'TaskRunner pid=48213';
 const WORKER = 'WorkerDict pid=48977';
 const ansi = (who: string, text: string): string => `\x1b[36m(${who})\x1b[0m ${text}`;
 

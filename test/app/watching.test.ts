@@ -14,7 +14,7 @@ import { Store } from '../../src/store/sqlite/store.ts';
 import { startWatching, type Watching } from '../../src/app/watching.ts';
 import { ensureParent, learningLines as lines, tempDir } from '../helpers.ts';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });

@@ -19,7 +19,7 @@ import { firedAlerts, postedPerAlert } from '../pg/alertRows.ts';
 import { freshPgDatabase } from '../pg/pgTest.ts';
 import { BIN, exited, startWithDiscord } from './cli.ts';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });

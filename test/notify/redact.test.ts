@@ -141,6 +141,7 @@ describe('what is not a secret', () => {
     "{'max_num_batched_tokens': 1024, 'pad_token_id': 151643, 'eos_token_id': 151645, 'bos_token_id': None}",
     "tokenizer: Qwen2TokenizerFast(name_or_path='Qwen/Qwen2.5-7B', special_tokens={'eos_token': '<|im_end|>', 'pad_token': '<|endoftext|>'})",
     "{'prompt_key': 'prompt', 'reward_fn_key': 'data_source', 'num_key_value_heads': 2, 'ppo_max_token_len_per_gpu': 16384}",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell variable as a training log prints it
     'TOKENIZERS_PARALLELISM=false use_auth_token: True hub_token=<HUB_TOKEN> HF_TOKEN=${HF_TOKEN}',
     'tokenizer_path: /models/Qwen2.5 hf_token_path: ~/.cache/huggingface/token auth_url: https://auth.example',
     '[Epoch 0.28]  loss=-0.0469  grad=0.0838  lr=3.58e-06  reward=0.102±0.077  entropy=0.155',

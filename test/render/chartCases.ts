@@ -150,6 +150,7 @@ export const cases: Case[] = [
   },
   {
     name: 'untrusted text in the title and metric',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: hostile text, a template placeholder among it, must stay inert
     title: '<script>alert(1)</script> & "q" \'s\' @everyone ${x} ]]>',
     metric: '<b>m</b> & @here',
     points: wave(100),
