@@ -17,7 +17,7 @@ export function normal(r: Rng): number {
 
 /** Gamma(shape, 1) by Marsaglia and Tsang (shape < 1 boosted by U^(1/shape)). */
 function gamma(r: Rng, shape: number): number {
-  if (shape < 1) return gamma(r, shape + 1) * Math.pow(1 - r(), 1 / shape);
+  if (shape < 1) return gamma(r, shape + 1) * (1 - r()) ** (1 / shape);
   const d = shape - 1 / 3;
   const c = 1 / Math.sqrt(9 * d);
   for (;;) {

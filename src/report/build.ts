@@ -7,7 +7,7 @@ import { knowledgeOf, knowledgeOfAlert } from '../engine/presets/knowledge.ts';
 import { compare, type MilestoneRule, type Rule } from '../engine/rules.ts';
 import type { AlertRow, RunRow, StoreTx } from '../store/contract.ts';
 import { rangeRow } from './judge.ts';
-import { type ExpectedRange } from './ranges.ts';
+import type { ExpectedRange } from './ranges.ts';
 import { direction, finite, mean, range } from './stats.ts';
 import { endedBy, statusOf, stopVerdict } from './verdict.ts';
 import { valuesIn, windowOf, type Window } from './window.ts';

@@ -33,7 +33,7 @@ describe('the CLI', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(
-      /^backfill: 2 runs, 2 files, 5 records from 0\.0 MB in \d+\.\d s\n  skipped 1 line: 1 × dict line not read \(cut off or nested\)\n/,
+      /^backfill: 2 runs, 2 files, 5 records from 0\.0 MB in \d+\.\d s\n {2}skipped 1 line: 1 × dict line not read \(cut off or nested\)\n/,
     );
     expect(r.stdout).toContain(
       `\n  unparsed lines: trl-b/train.out: 1 line skipped (1 × dict line not read (cut off or nested), e.g. "{'loss': 0.1, 'reward': ")\n`,

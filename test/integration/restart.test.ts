@@ -55,7 +55,7 @@ describe('start, killed with SIGKILL mid-stream and restarted', () => {
       }
     };
 
-    let first = rlwatchBackground(args);
+    const first = rlwatchBackground(args);
     await waitFor('the first start-up', () => first.stderr().includes('watching'));
     // Write steadily until part of it is committed, then kill the process without warning.
     while (storedSteps(db, 'reward').length < 100) {

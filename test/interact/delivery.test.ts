@@ -135,7 +135,7 @@ describe('an error that will not heal is set aside; the next alert still goes ou
   }, 30_000);
 
   it('`rlwatch outbox --json` lists the set-aside rows; `outbox retry ID` puts them back and they are delivered', async () => {
-    const { discord, slack, discordPosts, slackPosts, rows, discordTarget, slackTarget } = t;
+    const { discord, discordPosts, slackPosts, rows, discordTarget, slackTarget } = t;
     const listed = rlwatch(['outbox', '--json', '--db', db], { cwd: run.root });
     expect(listed.status).toBe(0);
     const open = JSON.parse(listed.stdout) as Array<{

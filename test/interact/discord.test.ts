@@ -94,7 +94,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
     const out = await fake.command({ name: 'run', subcommand: 'status', options: { run: 'grpo' }, user: bo });
     expect(out.callback?.type).toBe(4);
     const embed = (
-      out.callback?.data as { embeds: Array<{ title: string; fields: Array<{ name: string; value: string }> }> }
+      out.callback!.data as { embeds: Array<{ title: string; fields: Array<{ name: string; value: string }> }> }
     ).embeds[0]!;
     expect(embed.title).toBe(`grpo: step ${run.step}, epoch ${Number((run.step / 100).toFixed(2))}`);
     expect(embed.fields.find((f) => f.name === 'frac_zero_std')?.value).toBe('1');
@@ -137,7 +137,7 @@ describe('Discord, end to end: the real discord.js Client against a local fake',
   it('answers a bad argument with an ephemeral one-line usage', async () => {
     const out = await fake.command({ name: 'mute', options: { run: 'grpo', duration: 'soon' }, user: ana });
     expect(out.callback?.data).toMatchObject({ flags: 64 });
-    expect((out.callback?.data as { content: string }).content).toBe(
+    expect((out.callback!.data as { content: string }).content).toBe(
       "'soon' is not a duration: use e.g. 30m, 2h or 1d",
     );
   });

@@ -18,7 +18,7 @@ function reference(data: P[], threshold: number): P[] {
     let avgY = 0;
     let avgStart = Math.floor((i + 1) * every) + 1;
     let avgEnd = Math.floor((i + 2) * every) + 1;
-    avgEnd = avgEnd < data.length ? avgEnd : data.length;
+    avgEnd = Math.min(avgEnd, data.length);
     const avgLen = avgEnd - avgStart;
     for (; avgStart < avgEnd; avgStart++) {
       avgX += data[avgStart]!.x;
