@@ -243,3 +243,91 @@ export interface StoreContract {
 
 /** What a transaction body may do: everything but closing, nesting and leading. */
 export type StoreTx = Omit<StoreContract, 'close' | 'transaction' | 'tryLead'>;
+
+/** What each member of `T` is at run time: a method, a value, an object of them (a table), or optional. */
+export type Members<T> = {
+  [K in keyof T]-?: {} extends Pick<T, K>
+    ? 'optional'
+    : T[K] extends (...args: never[]) => unknown
+      ? 'method'
+      : T[K] extends object
+        ? Members<T[K]>
+        : 'value';
+};
+
+/** The contract's members, at run time, for the test that holds both stores to it (test/store/parity.test.ts): its
+ * type lists every member of `StoreContract`, so one added there and not here does not compile. */
+export const CONTRACT_MEMBERS: Members<StoreContract> = {
+  kind: 'value',
+  close: 'method',
+  ensureRun: 'method',
+  runById: 'method',
+  runByName: 'method',
+  listRuns: 'method',
+  addFile: 'method',
+  fileByPath: 'method',
+  filesOfRun: 'method',
+  skipsOf: 'method',
+  commit: 'method',
+  metricsOf: 'method',
+  steps: 'method',
+  latest: 'method',
+  series: 'method',
+  after: 'method',
+  upTo: 'method',
+  examplesAtOrBefore: 'method',
+  eventsAfter: 'method',
+  metricNames: 'method',
+  columns: 'method',
+  digest: 'method',
+  epochsAt: 'method',
+  examplesBetween: 'method',
+  examplesExtremes: 'method',
+  runMeta: 'method',
+  runConfig: 'method',
+  attemptsOf: 'method',
+  replayingStep: 'method',
+  markRewound: 'method',
+  arrivalsOf: 'method',
+  unreadFiles: 'method',
+  openAlert: 'method',
+  alertById: 'method',
+  openAlertsOf: 'method',
+  listAlerts: 'method',
+  createAlert: 'method',
+  fireAlert: 'method',
+  resolveAlert: 'method',
+  dropAlert: 'method',
+  ackAlert: 'method',
+  markNotified: 'method',
+  alertEvents: 'method',
+  cursor: 'method',
+  saveCursor: 'method',
+  addSilence: 'method',
+  endSilence: 'method',
+  activeSilences: 'method',
+  silenceById: 'method',
+  expiredSilences: 'method',
+  enqueue: 'method',
+  claim: 'method',
+  delivered: 'method',
+  deliveredAndClaim: 'method',
+  failed: 'method',
+  setAside: 'method',
+  requeue: 'method',
+  openOutbox: 'method',
+  clearWait: 'method',
+  releaseClaims: 'method',
+  reclaimLeases: 'method',
+  onOutbox: 'optional',
+  recordMessage: 'method',
+  messageByDelivery: 'method',
+  messageByRef: 'method',
+  messagesOfAlert: 'method',
+  messagesShowing: 'method',
+  setMessagePayload: 'method',
+  markReport: 'method',
+  stepAt: 'method',
+  transaction: 'method',
+  tryLead: 'method',
+};

@@ -130,6 +130,8 @@ export class PgStore implements StoreContract {
   readonly kind = 'postgres' as const;
   /** the connections holding this store's leader locks: closing the store ends them too */
   private readonly leaders = new Set<Leadership>();
+  /** rlwatch's clock: a function, kept out of the store's public members (test/store/parity.test.ts) */
+  readonly #now: () => number;
 
   private constructor(
     private readonly url: string,
@@ -137,8 +139,10 @@ export class PgStore implements StoreContract {
     private readonly pool: pg.Pool | null,
     private readonly db: Db,
     private readonly ids: MetricIds,
-    private readonly now: () => number,
-  ) {}
+    now: () => number,
+  ) {
+    this.#now = now;
+  }
 
   /** Connects and brings the schema up to date (migrations/pg/). */
   static async open(url: string, opts: PgStoreOptions = {}): Promise<PgStore> {
@@ -164,15 +168,15 @@ export class PgStore implements StoreContract {
   }
 
   // every statement of this store but a batch's (writeBatch, guarded as a whole) is sent from here
-  private async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+  async #rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
     return (await this.db.query(sql, params.map(storable))).rows as T[];
   }
 
-  private async one<T>(sql: string, params: unknown[] = []): Promise<T | undefined> {
-    return (await this.rows<T>(sql, params))[0];
+  async #one<T>(sql: string, params: unknown[] = []): Promise<T | undefined> {
+    return (await this.#rows<T>(sql, params))[0];
   }
 
-  private async run(sql: string, params: unknown[] = []): Promise<number> {
+  async #run(sql: string, params: unknown[] = []): Promise<number> {
     return (await this.db.query(sql, params.map(storable))).rowCount ?? 0;
   }
 
@@ -181,15 +185,15 @@ export class PgStore implements StoreContract {
   async ensureRun(name: string, path: string, scope = ''): Promise<RunRow> {
     for (let tries = 0; tries < 10; tries++) {
       const sql = `SELECT ${runColumns()} FROM runs WHERE scope = $1 AND path = $2`;
-      const existing = await this.one<RunRow>(sql, [scope, path]);
+      const existing = await this.#one<RunRow>(sql, [scope, path]);
       if (existing) return existing;
       let candidate = name;
       for (let i = 2; await this.runByName(candidate); i++) candidate = `${name}~${i}`;
       // another process may take the path or the name meanwhile: then look again
-      const made = await this.one<RunRow>(
+      const made = await this.#one<RunRow>(
         `INSERT INTO runs (name, path, created_at, scope) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
          RETURNING ${runColumns()}`,
-        [candidate, path, this.now(), scope],
+        [candidate, path, this.#now(), scope],
       );
       if (made) return made;
     }
@@ -197,32 +201,32 @@ export class PgStore implements StoreContract {
   }
 
   runById = (id: number): Promise<RunRow | undefined> =>
-    this.one(`SELECT ${runColumns()} FROM runs WHERE id = $1`, [id]);
+    this.#one(`SELECT ${runColumns()} FROM runs WHERE id = $1`, [id]);
   runByName = (name: string): Promise<RunRow | undefined> =>
-    this.one(`SELECT ${runColumns()} FROM runs WHERE name = $1`, [name]);
-  listRuns = (): Promise<RunRow[]> => this.rows(`SELECT ${runColumns()} FROM runs ORDER BY name`);
+    this.#one(`SELECT ${runColumns()} FROM runs WHERE name = $1`, [name]);
+  listRuns = (): Promise<RunRow[]> => this.#rows(`SELECT ${runColumns()} FROM runs ORDER BY name`);
 
   /** The file, in its run's scope. */
   async addFile(runId: number, path: string, format: string): Promise<FileRow> {
     const sql = `INSERT INTO files (run_id, path, format, scope) SELECT $1, $2, $3, scope FROM runs WHERE id = $1
                  RETURNING ${fileColumns()}`;
-    return (await this.one<FileRow>(sql, [runId, path, format]))!;
+    return (await this.#one<FileRow>(sql, [runId, path, format]))!;
   }
 
   /** The file at `path` of a run of `scope` ('' for the contract). */
   fileByPath = (path: string, scope = ''): Promise<FileRow | undefined> =>
-    this.one(`SELECT ${fileColumns()} FROM files WHERE scope = $1 AND path = $2`, [scope, path]);
+    this.#one(`SELECT ${fileColumns()} FROM files WHERE scope = $1 AND path = $2`, [scope, path]);
   filesOfRun = (runId: number): Promise<FileRow[]> =>
-    this.rows(`SELECT ${fileColumns()} FROM files WHERE run_id = $1 ORDER BY path`, [runId]);
+    this.#rows(`SELECT ${fileColumns()} FROM files WHERE run_id = $1 ORDER BY path`, [runId]);
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
-    this.rows('SELECT reason, count, sample FROM file_skips WHERE file_id = $1 ORDER BY count DESC', [fileId]);
+    this.#rows('SELECT reason, count, sample FROM file_skips WHERE file_id = $1 ORDER BY count DESC', [fileId]);
 
   commit(batch: Batch, examplesPerStep: number): Promise<BatchResult> {
-    return this.inTransaction((db) => writeBatch(db, this.ids, batch, examplesPerStep, this.now()));
+    return this.#inTransaction((db) => writeBatch(db, this.ids, batch, examplesPerStep, this.#now()));
   }
 
   metricsOf = (runId: number): Promise<string[]> =>
-    this.rows<{ name: string }>(
+    this.#rows<{ name: string }>(
       // in SQLite's order (bytes), whatever the database's collation: rules go through metrics in this order
       `SELECT m.name FROM run_metrics r JOIN metrics m ON m.id = r.metric_id WHERE r.run_id = $1
        ORDER BY m.name COLLATE "C"`,
@@ -230,12 +234,12 @@ export class PgStore implements StoreContract {
     ).then((r) => r.map((x) => x.name));
 
   steps = (runId: number): Promise<number[]> =>
-    this.rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId]).then((r) =>
+    this.#rows<{ step: number }>('SELECT step FROM steps WHERE run_id = $1 ORDER BY step', [runId]).then((r) =>
       r.map((x) => x.step),
     );
 
   latest = (runId: number): Promise<LatestValue[]> =>
-    this.rows(
+    this.#rows(
       `SELECT m.name AS metric, p.step, p.value
        FROM run_metrics r
        JOIN metrics m ON m.id = r.metric_id
@@ -247,7 +251,7 @@ export class PgStore implements StoreContract {
     );
 
   async series(runId: number, metric: string, last?: number): Promise<SeriesPoint[]> {
-    const rows = await this.rows<SeriesPoint>(
+    const rows = await this.#rows<SeriesPoint>(
       `SELECT p.step, e.value AS epoch, p.value
        FROM points p
        JOIN metrics m ON m.id = p.metric_id AND m.name = $2
@@ -262,7 +266,7 @@ export class PgStore implements StoreContract {
   }
 
   after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
-    this.rows(
+    this.#rows(
       `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
        WHERE p.run_id = $1 AND p.step > $3 ORDER BY p.step`,
       [runId, metric, step],
@@ -271,7 +275,7 @@ export class PgStore implements StoreContract {
   async upTo(runId: number, metric: string, step: number, n: number, finite = false): Promise<StepValue[]> {
     // PostgreSQL's NaN equals itself and sorts above every number
     const where = finite ? `AND p.value <> 'NaN' AND abs(p.value) <> 'Infinity'` : '';
-    const rows = await this.rows<StepValue>(
+    const rows = await this.#rows<StepValue>(
       `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
        WHERE p.run_id = $1 AND p.step <= $3 ${where} ORDER BY p.step DESC LIMIT $4`,
       [runId, metric, step, n],
@@ -280,7 +284,7 @@ export class PgStore implements StoreContract {
   }
 
   async examplesAtOrBefore(runId: number, step: number): Promise<StoredExample[]> {
-    const rows = await this.rows<ExampleDbRow>(
+    const rows = await this.#rows<ExampleDbRow>(
       `SELECT step, key, reward, prompt, completion, breakdown FROM examples
        WHERE run_id = $1 AND step = (SELECT max(step) FROM examples WHERE run_id = $1 AND step <= $2)
        ORDER BY reward DESC, key`,
@@ -290,7 +294,7 @@ export class PgStore implements StoreContract {
   }
 
   async eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> {
-    const rows = await this.rows<EventDbRow>(
+    const rows = await this.#rows<EventDbRow>(
       `SELECT ${eventColumns()} FROM events WHERE run_id = $1 AND id > $2 AND kind = ANY($3) ORDER BY id`,
       [runId, afterId, [...kinds]],
     );
@@ -298,10 +302,10 @@ export class PgStore implements StoreContract {
   }
 
   metricNames = (): Promise<string[]> =>
-    this.rows<{ name: string }>('SELECT name FROM metrics ORDER BY name').then((r) => r.map((x) => x.name));
+    this.#rows<{ name: string }>('SELECT name FROM metrics ORDER BY name').then((r) => r.map((x) => x.name));
 
   async columns(runId: number, metric: string): Promise<Columns> {
-    const rows = await this.rows<StepValue>(
+    const rows = await this.#rows<StepValue>(
       `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = $2
        WHERE p.run_id = $1 ORDER BY p.step`,
       [runId, metric],
@@ -319,7 +323,7 @@ export class PgStore implements StoreContract {
     digestOfNewest(await this.columns(runId, metric), last);
 
   async epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>> {
-    const rows = await this.rows<StepValue>(
+    const rows = await this.#rows<StepValue>(
       `SELECT p.step, p.value FROM points p JOIN metrics m ON m.id = p.metric_id AND m.name = 'epoch'
        WHERE p.run_id = $1 AND p.step = ANY($2::bigint[])`,
       [runId, [...steps]],
@@ -329,14 +333,14 @@ export class PgStore implements StoreContract {
   }
 
   examplesBetween = (runId: number, from: number, to: number): Promise<StoredExample[]> =>
-    this.rows<ExampleDbRow>(
+    this.#rows<ExampleDbRow>(
       `SELECT step, key, reward, prompt, completion, breakdown FROM examples
        WHERE run_id = $1 AND step BETWEEN $2 AND $3 ORDER BY step, key`,
       [runId, from, to],
     ).then((r) => r.map(exampleFromRow));
 
   examplesExtremes = (runId: number, from: number, to: number, which: 'best' | 'worst', n: number) =>
-    this.rows<ExampleDbRow>(
+    this.#rows<ExampleDbRow>(
       `SELECT step, key, reward, prompt, completion, breakdown FROM examples
        WHERE run_id = $1 AND step BETWEEN $2 AND $3 AND reward IS NOT NULL
        ORDER BY reward ${which === 'best' ? 'DESC' : 'ASC'}, step DESC, key LIMIT $4`,
@@ -344,21 +348,21 @@ export class PgStore implements StoreContract {
     ).then((r) => r.map(exampleFromRow));
 
   /** `meta` events' JSON (`vals` or `config`) merged, later over earlier */
-  private async merged<T>(runId: number, column: 'vals' | 'config'): Promise<Record<string, T>> {
-    const rows = await this.rows<{ v: string }>(
+  async #merged<T>(runId: number, column: 'vals' | 'config'): Promise<Record<string, T>> {
+    const rows = await this.#rows<{ v: string }>(
       `SELECT ${column} AS v FROM events WHERE run_id = $1 AND kind = 'meta' AND ${column} IS NOT NULL ORDER BY id`,
       [runId],
     );
     return Object.assign({}, ...rows.map((r) => JSON.parse(r.v) as Record<string, T>)) as Record<string, T>;
   }
 
-  runMeta = (runId: number): Promise<Record<string, number>> => this.merged(runId, 'vals');
-  runConfig = (runId: number): Promise<Record<string, string>> => this.merged(runId, 'config');
+  runMeta = (runId: number): Promise<Record<string, number>> => this.#merged(runId, 'vals');
+  runConfig = (runId: number): Promise<Record<string, string>> => this.#merged(runId, 'config');
   attemptsOf = (runId: number): Promise<AttemptRow[]> =>
-    this.rows(`SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1 ORDER BY attempt`, [runId]);
+    this.#rows(`SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1 ORDER BY attempt`, [runId]);
 
   async replayingStep(runId: number, runLast: number | null): Promise<number | null> {
-    const latest = await this.one<AttemptRow>(
+    const latest = await this.#one<AttemptRow>(
       `SELECT ${attemptColumns()} FROM attempts WHERE run_id = $1 ORDER BY attempt DESC LIMIT 1`,
       [runId],
     );
@@ -366,10 +370,10 @@ export class PgStore implements StoreContract {
   }
 
   markRewound = async (runId: number, attempt: number): Promise<void> =>
-    void (await this.run('UPDATE attempts SET rewound = 1 WHERE run_id = $1 AND attempt = $2', [runId, attempt]));
+    void (await this.#run('UPDATE attempts SET rewound = 1 WHERE run_id = $1 AND attempt = $2', [runId, attempt]));
 
   async arrivalsOf(runId: number): Promise<Arrival[]> {
-    const rows = await this.rows<Arrival>(
+    const rows = await this.#rows<Arrival>(
       `SELECT at, steps FROM arrivals WHERE run_id = $1 ORDER BY id DESC LIMIT ${ARRIVALS_KEPT}`,
       [runId],
     );
@@ -377,22 +381,22 @@ export class PgStore implements StoreContract {
   }
 
   unreadFiles = (run?: string): Promise<UnreadRow[]> =>
-    this.rows(
+    this.#rows(
       `SELECT ${unreadColumns()} FROM unread_files WHERE ($1::text IS NULL OR run = $1) ORDER BY run, rel_path`,
       [run ?? null],
     );
 
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
-    this.one(
+    this.#one(
       `SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND rule = $2 AND metric = $3 AND state != 'resolved'`,
       [runId, rule, metric],
     );
   alertById = (id: number): Promise<AlertRow | undefined> =>
-    this.one(`SELECT ${alertColumns()} FROM alerts WHERE id = $1`, [id]);
+    this.#one(`SELECT ${alertColumns()} FROM alerts WHERE id = $1`, [id]);
   openAlertsOf = (runId: number): Promise<AlertRow[]> =>
-    this.rows(`SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND state != 'resolved' ORDER BY id`, [runId]);
+    this.#rows(`SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND state != 'resolved' ORDER BY id`, [runId]);
   listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
-    this.rows(
+    this.#rows(
       `SELECT ${alertColumns()} FROM alerts WHERE ($1::bigint IS NULL OR run_id = $1) AND ($2 OR state = 'firing')
        ORDER BY id DESC`,
       [opts.runId ?? null, opts.all ?? false],
@@ -409,7 +413,7 @@ export class PgStore implements StoreContract {
     id: number | null = null,
   ): Promise<AlertRow> {
     const firing = state === 'firing';
-    return (await this.one<AlertRow>(
+    return (await this.#one<AlertRow>(
       `WITH made AS (
          INSERT INTO alerts (id, run_id, rule, metric, severity, state, summary, details, started_step, started_at,
            fired_step, fired_at)
@@ -439,13 +443,13 @@ export class PgStore implements StoreContract {
   /** `n` new alert ids, in order, taken from the sequence (none is given twice, even when the insert that used one
    * rolled back). */
   alertIds = (n: number): Promise<number[]> =>
-    this.rows<{ id: number }>(
+    this.#rows<{ id: number }>(
       `SELECT nextval(pg_get_serial_sequence('alerts', 'id')) AS id FROM generate_series(1, $1::int) ORDER BY 1`,
       [n],
     ).then((r) => r.map((x) => x.id));
 
   async fireAlert(id: number, c: AlertChange): Promise<void> {
-    await this.run(
+    await this.#run(
       `WITH fired AS (
          UPDATE alerts SET state = 'firing', fired_step = $2, fired_at = $3, severity = $4, summary = $5, details = $6
          WHERE id = $1)
@@ -457,7 +461,7 @@ export class PgStore implements StoreContract {
   async resolveAlert(id: number, c: AlertChange): Promise<void> {
     const details = eventDetails(c);
     // the same text twice: $4 is read as jsonb, the event keeps $5 as written
-    await this.run(
+    await this.#run(
       `WITH resolved AS (
          UPDATE alerts SET state = 'resolved', resolved_step = $2, resolved_at = $3,
            details = (details::jsonb || jsonb_build_object('resolved', $4::jsonb))::text WHERE id = $1)
@@ -466,19 +470,19 @@ export class PgStore implements StoreContract {
     );
   }
 
-  dropAlert = async (id: number): Promise<void> => void (await this.run('DELETE FROM alerts WHERE id = $1', [id]));
+  dropAlert = async (id: number): Promise<void> => void (await this.#run('DELETE FROM alerts WHERE id = $1', [id]));
   ackAlert = async (id: number, by: Who, comment: string | null, at: number): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       'UPDATE alerts SET acked_by = $2, acked_by_name = $3, acked_at = $4, ack_comment = $5 WHERE id = $1',
       [id, by.id, by.name, at, comment],
     ));
   markNotified = async (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
-    void (await this.run('UPDATE alerts SET notified_state = $2, notified_at = $3 WHERE id = $1', [id, state, at]));
+    void (await this.#run('UPDATE alerts SET notified_state = $2, notified_at = $3 WHERE id = $1', [id, state, at]));
   alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
-    this.rows('SELECT at, step, state, details FROM alert_events WHERE alert_id = $1 ORDER BY id', [id]);
+    this.#rows('SELECT at, step, state, details FROM alert_events WHERE alert_id = $1 ORDER BY id', [id]);
 
   async cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> {
-    const row = await this.one<{ c: RuleCursor | null }>(
+    const row = await this.#one<{ c: RuleCursor | null }>(
       'SELECT cursors -> $2::text -> $3::text AS c FROM run_cursors WHERE run_id = $1',
       [runId, rule, metric],
     );
@@ -493,7 +497,7 @@ export class PgStore implements StoreContract {
     step: number,
     state: RuleCursor['state'],
   ): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       `INSERT INTO run_cursors AS r (run_id, cursors)
        VALUES ($1, jsonb_build_object($2::text,
          jsonb_build_object($3::text, jsonb_build_object('step', $4::bigint, 'state', $5::jsonb))))
@@ -503,7 +507,7 @@ export class PgStore implements StoreContract {
     ));
 
   async addSilence(s: NewSilence): Promise<SilenceRow> {
-    return (await this.one<SilenceRow>(
+    return (await this.#one<SilenceRow>(
       `INSERT INTO silences (run, rule, severity, starts_at, ends_at, author, author_name, reason)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${silenceColumns()}`,
       [s.run, s.rule, s.severity, s.starts_at, s.ends_at, s.author, s.author_name ?? s.author, s.reason],
@@ -511,21 +515,21 @@ export class PgStore implements StoreContract {
   }
 
   endSilence = async (id: number, at: number): Promise<void> =>
-    void (await this.run('UPDATE silences SET ended_at = $2 WHERE id = $1', [id, at]));
+    void (await this.#run('UPDATE silences SET ended_at = $2 WHERE id = $1', [id, at]));
   /** From its creation until its end whatever the clock reads between (Silences.active) */
   activeSilences = (now: number): Promise<SilenceRow[]> =>
-    this.rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at > $1 ORDER BY id`, [now]);
+    this.#rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at > $1 ORDER BY id`, [now]);
 
   silenceById = (id: number): Promise<SilenceRow | undefined> =>
-    this.one(`SELECT ${silenceColumns()} FROM silences WHERE id = $1`, [id]);
+    this.#one(`SELECT ${silenceColumns()} FROM silences WHERE id = $1`, [id]);
   expiredSilences = (now: number): Promise<SilenceRow[]> =>
-    this.rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id`, [now]);
+    this.#rows(`SELECT ${silenceColumns()} FROM silences WHERE ended_at IS NULL AND ends_at <= $1 ORDER BY id`, [now]);
 
   /** Each change that gives the deliverer work is announced (OUTBOX_CHANNEL): it posts at once, not on its sweep. A
    * critical row says so (CRITICAL_NOTICE): only then does the deliverer look for one for the slot it keeps. */
   enqueue = async (runId: number, target: string, payload: unknown, at: number): Promise<void> => {
     const m = mergeable(payload);
-    void (await this.run(
+    void (await this.#run(
       `WITH merged AS (${m ? MERGE : 'SELECT NULL::smallint AS urgency WHERE false'}),
        added AS (
          INSERT INTO outbox (created_at, run_id, target, payload, merge_alerts)
@@ -545,7 +549,7 @@ export class PgStore implements StoreContract {
    */
   async claim(target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
-    const rows = await this.rows<RankedRow>(claimStatement(''), [
+    const rows = await this.#rows<RankedRow>(claimStatement(''), [
       target,
       o.now,
       o.limit ?? 50,
@@ -561,66 +565,60 @@ export class PgStore implements StoreContract {
    * still has it open), so its run's next row is that run's head. */
   async deliveredAndClaim(id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> {
     const until = o.now + o.leaseMs;
-    const rows = await this.rows<RankedRow>(claimStatement('done AS (UPDATE outbox SET done_at = $8 WHERE id = $6),'), [
-      target,
-      o.now,
-      o.limit ?? 50,
-      o.owner,
-      until,
-      id,
-      o.criticalExtra ?? 0,
-      at,
-    ]);
+    const rows = await this.#rows<RankedRow>(
+      claimStatement('done AS (UPDATE outbox SET done_at = $8 WHERE id = $6),'),
+      [target, o.now, o.limit ?? 50, o.owner, until, id, o.criticalExtra ?? 0, at],
+    );
     return handOutOrder(rows, until);
   }
 
   delivered = async (id: number, at: number): Promise<void> =>
-    void (await this.run('UPDATE outbox SET done_at = $2 WHERE id = $1', [id, at]));
+    void (await this.#run('UPDATE outbox SET done_at = $2 WHERE id = $1', [id, at]));
   failed = async (id: number, error: string, nextAttemptAt: number | null): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3,
          claimed_by = NULL, claimed_until = NULL
        WHERE id = $1`,
       [id, error, nextAttemptAt],
     ));
   setAside = async (id: number, reason: string, at: number): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       `UPDATE outbox SET attempts = attempts + 1, last_error = $2, dead_at = $3, dead_reason = $2, claimed_by = NULL,
          claimed_until = NULL WHERE id = $1`,
       [id, reason, at],
     ));
   requeue = async (id: number): Promise<boolean> =>
-    (await this.run(
+    (await this.#run(
       `WITH back AS (UPDATE outbox SET dead_at = NULL, dead_reason = NULL, next_attempt_at = NULL
          WHERE id = $1 AND dead_at IS NOT NULL AND done_at IS NULL RETURNING 1)
        SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM back`,
       [id],
     )) === 1;
   openOutbox = (): Promise<OpenOutboxRow[]> =>
-    this.rows(
+    this.#rows(
       `SELECT id, created_at, run_id, target, payload, attempts, next_attempt_at, last_error, dead_at, dead_reason
        FROM outbox WHERE done_at IS NULL ORDER BY id`,
     );
 
   clearWait = async (target: string): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       'UPDATE outbox SET next_attempt_at = NULL WHERE target = $1 AND done_at IS NULL AND next_attempt_at IS NOT NULL',
       [target],
     ));
   releaseClaims = async (owner: string): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = $1 AND done_at IS NULL',
       [owner],
     ));
   reclaimLeases = (): Promise<number> =>
-    this.run(
+    this.#run(
       'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
     );
 
   /** A new message and its alerts' links in one statement (every posted card: one round trip, not five); a message
    * already recorded (a retry after a crash) is linked by its ref in a transaction of its own. */
   async recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void> {
-    const made = await this.one<{ id: number }>(
+    const made = await this.#one<{ id: number }>(
       `WITH made AS (
          INSERT INTO chat_messages (target, ref, run_id, alert_ids, payload, delivery, posted_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id
@@ -633,7 +631,7 @@ export class PgStore implements StoreContract {
     );
     if (made) return;
     // the row is another statement's (its snapshot is not this one's): read it after that one
-    await this.inTransaction(async (db) => {
+    await this.#inTransaction(async (db) => {
       const { id } = (
         await db.query<{ id: number }>('SELECT id FROM chat_messages WHERE target = $1 AND ref = $2', [target, ref])
       ).rows[0]!;
@@ -645,36 +643,36 @@ export class PgStore implements StoreContract {
   }
 
   messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
-    this.one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND delivery = $2`, [
+    this.#one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND delivery = $2`, [
       target,
       delivery,
     ]);
   messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
-    this.one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND ref = $2`, [target, ref]);
+    this.#one(`SELECT ${chatMessageColumns()} FROM chat_messages WHERE target = $1 AND ref = $2`, [target, ref]);
   messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
-    this.rows(
+    this.#rows(
       `SELECT ${chatMessageColumns('m')} FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
        WHERE a.alert_id = $1 AND m.target = $2 ORDER BY m.id DESC`,
       [alertId, target],
     );
 
   messagesShowing = (alertId: number): Promise<ChatMessageRow[]> =>
-    this.rows(
+    this.#rows(
       `SELECT ${chatMessageColumns('m')} FROM chat_messages m JOIN alert_messages a ON a.message_id = m.id
        WHERE a.alert_id = $1 ORDER BY m.id DESC`,
       [alertId],
     );
   setMessagePayload = async (id: number, payload: unknown): Promise<void> =>
-    void (await this.run('UPDATE chat_messages SET payload = $2 WHERE id = $1', [id, JSON.stringify(payload)]));
+    void (await this.#run('UPDATE chat_messages SET payload = $2 WHERE id = $1', [id, JSON.stringify(payload)]));
 
   markReport = async (runId: number, mark: string, at: number): Promise<boolean> =>
-    (await this.run('INSERT INTO report_marks (run_id, mark, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+    (await this.#run('INSERT INTO report_marks (run_id, mark, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
       runId,
       mark,
       at,
     ])) === 1;
   stepAt = (runId: number, at: number): Promise<number | null> =>
-    this.one<{ step: number | null }>('SELECT max(step) AS step FROM steps WHERE run_id = $1 AND at <= $2', [
+    this.#one<{ step: number | null }>('SELECT max(step) AS step FROM steps WHERE run_id = $1 AND at <= $2', [
       runId,
       at,
     ]).then((r) => r?.step ?? null);
@@ -684,31 +682,31 @@ export class PgStore implements StoreContract {
   /** The runs of one watcher's scope, by name (in SQLite's byte order). */
   /** Runs of the scope with committed batches the engine has not evaluated (`Runs.unevaluated`). */
   unevaluatedRuns = (scope: string): Promise<number[]> =>
-    this.rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [scope]).then(
-      (r) => r.map((x) => x.id),
-    );
+    this.#rows<{ id: number }>('SELECT id FROM runs WHERE scope = $1 AND evaluated < batches ORDER BY id', [
+      scope,
+    ]).then((r) => r.map((x) => x.id));
   markLive = async (runId: number): Promise<void> =>
-    void (await this.run('UPDATE runs SET live_at = active_at WHERE id = $1 AND live_at IS DISTINCT FROM active_at', [
+    void (await this.#run('UPDATE runs SET live_at = active_at WHERE id = $1 AND live_at IS DISTINCT FROM active_at', [
       runId,
     ]));
   markEvaluated = async (runId: number): Promise<void> =>
-    void (await this.run('UPDATE runs SET evaluated = batches WHERE id = $1', [runId]));
+    void (await this.#run('UPDATE runs SET evaluated = batches WHERE id = $1', [runId]));
   /** A file read whole again: the skips of an earlier read no longer stand. */
   clearSkips = async (fileId: number): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       'WITH gone AS (DELETE FROM file_skips WHERE file_id = $1) UPDATE files SET skipped = 0 WHERE id = $1',
       [fileId],
     ));
   /** How long the run took from its first logged step to its last, by when rlwatch read them (`Points.stepSpan`). */
   stepSpan = (runId: number): Promise<number | null> =>
-    this.one<{ span: number | null }>('SELECT max(at) - min(at) AS span FROM steps WHERE run_id = $1', [runId]).then(
+    this.#one<{ span: number | null }>('SELECT max(at) - min(at) AS span FROM steps WHERE run_id = $1', [runId]).then(
       (r) => r?.span ?? null,
     );
   eventById = (id: number): Promise<EventRow | undefined> =>
-    this.one<EventDbRow>(`SELECT ${eventColumns()} FROM events WHERE id = $1`, [id]).then((r) => r && eventFromRow(r));
+    this.#one<EventDbRow>(`SELECT ${eventColumns()} FROM events WHERE id = $1`, [id]).then((r) => r && eventFromRow(r));
   /** The run's last `finished` event (`Events.finished`). */
   finishedEvent = (runId: number): Promise<EventRow | undefined> =>
-    this.one<EventDbRow>(
+    this.#one<EventDbRow>(
       `SELECT ${eventColumns()} FROM events WHERE run_id = $1 AND kind = 'finished' ORDER BY id DESC LIMIT 1`,
       [runId],
     ).then((r) => r && eventFromRow(r));
@@ -716,14 +714,14 @@ export class PgStore implements StoreContract {
   /** `Alerts.announceable` in one query: the firing alerts, the resolved ones whose firing was announced, and the
    * ones that fired at or after `firedSince` and resolved before they could be announced; in id order. */
   announceable = (runId: number, firedSince: number | null): Promise<AlertRow[]> =>
-    this.rows(
+    this.#rows(
       `SELECT ${alertColumns()} FROM alerts WHERE run_id = $1 AND ${announceableAlerts('fired_at >= $2')} ORDER BY id`,
       [runId, firedSince],
     );
 
   /** The run's incidents that fired, by rule (`Alerts.firedByRule`). */
   firedByRule = (runId: number): Promise<RuleIncidents[]> =>
-    this.rows(
+    this.#rows(
       `SELECT rule, CASE max(CASE severity WHEN 'critical' THEN 3 WHEN 'warning' THEN 2 ELSE 1 END)
            WHEN 3 THEN 'critical' WHEN 2 THEN 'warning' ELSE 'info' END AS severity,
          count(*) AS incidents, count(*) FILTER (WHERE state = 'firing') AS firing
@@ -733,7 +731,7 @@ export class PgStore implements StoreContract {
 
   /** A file that no format claims (yet), as seen by the watcher of `scope` (`Unread.note`). */
   noteUnread = async (row: UnreadRow, scope: string): Promise<void> =>
-    void (await this.run(
+    void (await this.#run(
       `INSERT INTO unread_files (scope, path, run, run_dir, rel_path, reason, size, seen_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (scope, path) DO UPDATE SET run = excluded.run, run_dir = excluded.run_dir,
@@ -741,14 +739,14 @@ export class PgStore implements StoreContract {
       [scope, row.path, row.run, row.run_dir, row.rel_path, row.reason, row.size, row.seen_at],
     ));
   forgetUnread = async (path: string, scope: string): Promise<void> =>
-    void (await this.run('DELETE FROM unread_files WHERE scope = $1 AND path = $2', [scope, path]));
+    void (await this.#run('DELETE FROM unread_files WHERE scope = $1 AND path = $2', [scope, path]));
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.inTransaction((client) => fn(new PgStore(this.url, this.pool, client, this.ids, this.now)));
+    return this.#inTransaction((client) => fn(new PgStore(this.url, this.pool, client, this.ids, this.#now)));
   }
 
   /** BEGIN .. COMMIT on one connection of the pool (or, inside a transaction already, on its connection). */
-  private async inTransaction<T>(fn: (db: pg.ClientBase) => Promise<T>): Promise<T> {
+  async #inTransaction<T>(fn: (db: pg.ClientBase) => Promise<T>): Promise<T> {
     if (this.pool === null || this.db !== this.pool) return fn(this.db as pg.ClientBase);
     const client = await this.pool.connect();
     try {

@@ -103,7 +103,7 @@ export class SqliteAsyncStore implements StoreContract {
   }
 
   /** Runs a synchronous store call once no transaction body holds the store. */
-  private call<T>(fn: () => T): Promise<T> {
+  #call<T>(fn: () => T): Promise<T> {
     return this.inTx ? settled(fn) : this.gate.run(fn);
   }
 
@@ -111,109 +111,109 @@ export class SqliteAsyncStore implements StoreContract {
     return this.gate.run(() => this.store.close());
   }
 
-  ensureRun = (name: string, path: string): Promise<RunRow> => this.call(() => this.store.runs.ensure(name, path));
-  runById = (id: number): Promise<RunRow | undefined> => this.call(() => this.store.runs.byId(id));
-  runByName = (name: string): Promise<RunRow | undefined> => this.call(() => this.store.runs.byName(name));
-  listRuns = (): Promise<RunRow[]> => this.call(() => this.store.runs.list());
+  ensureRun = (name: string, path: string): Promise<RunRow> => this.#call(() => this.store.runs.ensure(name, path));
+  runById = (id: number): Promise<RunRow | undefined> => this.#call(() => this.store.runs.byId(id));
+  runByName = (name: string): Promise<RunRow | undefined> => this.#call(() => this.store.runs.byName(name));
+  listRuns = (): Promise<RunRow[]> => this.#call(() => this.store.runs.list());
   addFile = (runId: number, path: string, format: string): Promise<FileRow> =>
-    this.call(() => this.store.files.add(runId, path, format));
-  fileByPath = (path: string): Promise<FileRow | undefined> => this.call(() => this.store.files.byPath(path));
-  filesOfRun = (runId: number): Promise<FileRow[]> => this.call(() => this.store.files.ofRun(runId));
+    this.#call(() => this.store.files.add(runId, path, format));
+  fileByPath = (path: string): Promise<FileRow | undefined> => this.#call(() => this.store.files.byPath(path));
+  filesOfRun = (runId: number): Promise<FileRow[]> => this.#call(() => this.store.files.ofRun(runId));
   skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
-    this.call(() => this.store.files.skipsOf(fileId));
+    this.#call(() => this.store.files.skipsOf(fileId));
 
   commit = (batch: Batch, examplesPerStep: number): Promise<BatchResult> =>
-    this.call(() => this.store.commit(batch, examplesPerStep));
+    this.#call(() => this.store.commit(batch, examplesPerStep));
 
-  metricsOf = (runId: number): Promise<string[]> => this.call(() => this.store.points.metricsOf(runId));
-  steps = (runId: number): Promise<number[]> => this.call(() => this.store.points.steps(runId));
-  latest = (runId: number): Promise<LatestValue[]> => this.call(() => this.store.points.latest(runId));
+  metricsOf = (runId: number): Promise<string[]> => this.#call(() => this.store.points.metricsOf(runId));
+  steps = (runId: number): Promise<number[]> => this.#call(() => this.store.points.steps(runId));
+  latest = (runId: number): Promise<LatestValue[]> => this.#call(() => this.store.points.latest(runId));
   series = (runId: number, metric: string, last?: number): Promise<SeriesPoint[]> =>
-    this.call(() => this.store.points.series(runId, metric, last));
+    this.#call(() => this.store.points.series(runId, metric, last));
   after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
-    this.call(() => this.store.points.after(runId, metric, step));
+    this.#call(() => this.store.points.after(runId, metric, step));
   upTo = (runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]> =>
-    this.call(() => this.store.points.upTo(runId, metric, step, n, finite));
+    this.#call(() => this.store.points.upTo(runId, metric, step, n, finite));
   examplesAtOrBefore = (runId: number, step: number): Promise<StoredExample[]> =>
-    this.call(() => this.store.examples.atOrBefore(runId, step));
+    this.#call(() => this.store.examples.atOrBefore(runId, step));
   eventsAfter = (runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> =>
-    this.call(() => this.store.events.after(runId, kinds, afterId));
+    this.#call(() => this.store.events.after(runId, kinds, afterId));
 
-  metricNames = (): Promise<string[]> => this.call(() => this.store.points.allNames());
+  metricNames = (): Promise<string[]> => this.#call(() => this.store.points.allNames());
   columns = (runId: number, metric: string): Promise<Columns> =>
-    this.call(() => this.store.points.columns(runId, metric));
+    this.#call(() => this.store.points.columns(runId, metric));
   digest = (runId: number, metric: string, last?: number): Promise<SeriesDigest> =>
-    this.call(() => this.store.points.digest(runId, metric, last));
+    this.#call(() => this.store.points.digest(runId, metric, last));
   epochsAt = (runId: number, steps: readonly number[]): Promise<Array<number | null>> =>
-    this.call(() => this.store.points.epochsAt(runId, steps));
+    this.#call(() => this.store.points.epochsAt(runId, steps));
   examplesBetween = (runId: number, from: number, to: number): Promise<StoredExample[]> =>
-    this.call(() => this.store.examples.between(runId, from, to));
+    this.#call(() => this.store.examples.between(runId, from, to));
   examplesExtremes = (runId: number, from: number, to: number, which: 'best' | 'worst', n: number) =>
-    this.call(() => this.store.examples.extremes(runId, from, to, which, n));
-  runMeta = (runId: number): Promise<Record<string, number>> => this.call(() => this.store.events.meta(runId));
-  runConfig = (runId: number): Promise<Record<string, string>> => this.call(() => this.store.events.config(runId));
-  attemptsOf = (runId: number): Promise<AttemptRow[]> => this.call(() => this.store.attempts.list(runId));
+    this.#call(() => this.store.examples.extremes(runId, from, to, which, n));
+  runMeta = (runId: number): Promise<Record<string, number>> => this.#call(() => this.store.events.meta(runId));
+  runConfig = (runId: number): Promise<Record<string, string>> => this.#call(() => this.store.events.config(runId));
+  attemptsOf = (runId: number): Promise<AttemptRow[]> => this.#call(() => this.store.attempts.list(runId));
   replayingStep = (runId: number, runLast: number | null): Promise<number | null> =>
-    this.call(() => this.store.attempts.replaying(runId, runLast));
+    this.#call(() => this.store.attempts.replaying(runId, runLast));
   markRewound = (runId: number, attempt: number): Promise<void> =>
-    this.call(() => this.store.attempts.markRewound(runId, attempt));
-  arrivalsOf = (runId: number): Promise<Arrival[]> => this.call(() => this.store.arrivals.recent(runId));
-  unreadFiles = (run?: string): Promise<UnreadRow[]> => this.call(() => this.store.unread.list(run));
+    this.#call(() => this.store.attempts.markRewound(runId, attempt));
+  arrivalsOf = (runId: number): Promise<Arrival[]> => this.#call(() => this.store.arrivals.recent(runId));
+  unreadFiles = (run?: string): Promise<UnreadRow[]> => this.#call(() => this.store.unread.list(run));
 
   openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
-    this.call(() => this.store.alerts.open(runId, rule, metric));
-  alertById = (id: number): Promise<AlertRow | undefined> => this.call(() => this.store.alerts.byId(id));
-  openAlertsOf = (runId: number): Promise<AlertRow[]> => this.call(() => this.store.alerts.openOf(runId));
+    this.#call(() => this.store.alerts.open(runId, rule, metric));
+  alertById = (id: number): Promise<AlertRow | undefined> => this.#call(() => this.store.alerts.byId(id));
+  openAlertsOf = (runId: number): Promise<AlertRow[]> => this.#call(() => this.store.alerts.openOf(runId));
   listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
-    this.call(() => this.store.alerts.list(opts));
+    this.#call(() => this.store.alerts.list(opts));
   createAlert = (
     runId: number,
     rule: string,
     metric: string,
     state: 'pending' | 'firing',
     c: AlertChange,
-  ): Promise<AlertRow> => this.call(() => this.store.alerts.create(runId, rule, metric, state, c));
-  fireAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.fire(id, c));
-  resolveAlert = (id: number, c: AlertChange): Promise<void> => this.call(() => this.store.alerts.resolve(id, c));
-  dropAlert = (id: number): Promise<void> => this.call(() => this.store.alerts.drop(id));
+  ): Promise<AlertRow> => this.#call(() => this.store.alerts.create(runId, rule, metric, state, c));
+  fireAlert = (id: number, c: AlertChange): Promise<void> => this.#call(() => this.store.alerts.fire(id, c));
+  resolveAlert = (id: number, c: AlertChange): Promise<void> => this.#call(() => this.store.alerts.resolve(id, c));
+  dropAlert = (id: number): Promise<void> => this.#call(() => this.store.alerts.drop(id));
   ackAlert = (id: number, by: Who, comment: string | null, at: number): Promise<void> =>
-    this.call(() => this.store.alerts.ack(id, by, comment, at));
+    this.#call(() => this.store.alerts.ack(id, by, comment, at));
   markNotified = (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
-    this.call(() => this.store.alerts.markNotified(id, state, at));
+    this.#call(() => this.store.alerts.markNotified(id, state, at));
   alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
-    this.call(() => this.store.alerts.events(id));
+    this.#call(() => this.store.alerts.events(id));
   cursor = (runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> =>
-    this.call(() => this.store.alerts.cursor(runId, rule, metric));
+    this.#call(() => this.store.alerts.cursor(runId, rule, metric));
   saveCursor = (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
-    this.call(() => {
+    this.#call(() => {
       this.store.alerts.saveCursor(runId, rule, metric, step, state);
       this.store.alerts.flushCursors();
     });
 
-  addSilence = (s: NewSilence): Promise<SilenceRow> => this.call(() => this.store.silences.add(s));
-  endSilence = (id: number, at: number): Promise<void> => this.call(() => this.store.silences.end(id, at));
-  activeSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.active(now));
-  silenceById = (id: number): Promise<SilenceRow | undefined> => this.call(() => this.store.silences.byId(id));
-  expiredSilences = (now: number): Promise<SilenceRow[]> => this.call(() => this.store.silences.expired(now));
+  addSilence = (s: NewSilence): Promise<SilenceRow> => this.#call(() => this.store.silences.add(s));
+  endSilence = (id: number, at: number): Promise<void> => this.#call(() => this.store.silences.end(id, at));
+  activeSilences = (now: number): Promise<SilenceRow[]> => this.#call(() => this.store.silences.active(now));
+  silenceById = (id: number): Promise<SilenceRow | undefined> => this.#call(() => this.store.silences.byId(id));
+  expiredSilences = (now: number): Promise<SilenceRow[]> => this.#call(() => this.store.silences.expired(now));
 
   enqueue = (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
-    this.call(() => this.store.outbox.add(runId, target, payload, at));
-  delivered = (id: number, at: number): Promise<void> => this.call(() => this.store.outbox.done(id, at));
+    this.#call(() => this.store.outbox.add(runId, target, payload, at));
+  delivered = (id: number, at: number): Promise<void> => this.#call(() => this.store.outbox.done(id, at));
   failed = (id: number, error: string, nextAttemptAt: number | null): Promise<void> =>
-    this.call(() => {
+    this.#call(() => {
       this.store.outbox.failed(id, error, nextAttemptAt);
-      this.releaseClaim(id);
+      this.#releaseClaim(id);
     });
   setAside = (id: number, reason: string, at: number): Promise<void> =>
-    this.call(() => {
+    this.#call(() => {
       this.store.outbox.setAside(id, reason, at);
-      this.releaseClaim(id);
+      this.#releaseClaim(id);
     });
-  requeue = (id: number): Promise<boolean> => this.call(() => this.store.outbox.requeue(id));
-  openOutbox = (): Promise<OpenOutboxRow[]> => this.call(() => this.store.outbox.open());
-  clearWait = (target: string): Promise<void> => this.call(() => this.store.outbox.clearWait(target));
+  requeue = (id: number): Promise<boolean> => this.#call(() => this.store.outbox.requeue(id));
+  openOutbox = (): Promise<OpenOutboxRow[]> => this.#call(() => this.store.outbox.open());
+  clearWait = (target: string): Promise<void> => this.#call(() => this.store.outbox.clearWait(target));
   releaseClaims = (owner: string): Promise<void> =>
-    this.call(() => {
+    this.#call(() => {
       prepared(
         this.store.db,
         'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND done_at IS NULL',
@@ -221,7 +221,7 @@ export class SqliteAsyncStore implements StoreContract {
     });
 
   reclaimLeases = (): Promise<number> =>
-    this.call(
+    this.#call(
       () =>
         prepared(
           this.store.db,
@@ -230,18 +230,18 @@ export class SqliteAsyncStore implements StoreContract {
     );
 
   /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
-  claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> => this.call(() => this.claimNow(target, o));
+  claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> => this.#call(() => this.#claimNow(target, o));
 
   /** One transaction: one commit for both. */
   deliveredAndClaim = (id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
-    this.call(() =>
+    this.#call(() =>
       this.store.db.transaction(() => {
         this.store.outbox.done(id, at);
-        return this.claimNow(target, o);
+        return this.#claimNow(target, o);
       })(),
     );
 
-  private claimNow(target: string, o: ClaimOptions): ClaimedRow[] {
+  #claimNow(target: string, o: ClaimOptions): ClaimedRow[] {
     const until = o.now + o.leaseMs;
     // each run's oldest open row (index outbox_runs), if not leased, before any row that waits for a retry; the
     // first `limit` of them, and the next `criticalExtra` if critical (most urgent first: those come right after)
@@ -272,26 +272,26 @@ export class SqliteAsyncStore implements StoreContract {
     return handOutOrder(rows, until);
   }
 
-  private releaseClaim(id: number): void {
+  #releaseClaim(id: number): void {
     prepared(this.store.db, 'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE id = ?').run(id);
   }
 
   recordMessage = (target: string, ref: string, m: PostedMessage, at: number): Promise<void> =>
-    this.call(() => this.store.chatMessages.record(target, ref, m, at));
+    this.#call(() => this.store.chatMessages.record(target, ref, m, at));
   messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
-    this.call(() => this.store.chatMessages.byDelivery(target, delivery));
+    this.#call(() => this.store.chatMessages.byDelivery(target, delivery));
   messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
-    this.call(() => this.store.chatMessages.byRef(target, ref));
+    this.#call(() => this.store.chatMessages.byRef(target, ref));
   messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
-    this.call(() => this.store.chatMessages.ofAlert(alertId, target));
+    this.#call(() => this.store.chatMessages.ofAlert(alertId, target));
   messagesShowing = (alertId: number): Promise<ChatMessageRow[]> =>
-    this.call(() => this.store.chatMessages.showing(alertId));
+    this.#call(() => this.store.chatMessages.showing(alertId));
   setMessagePayload = (id: number, payload: unknown): Promise<void> =>
-    this.call(() => this.store.chatMessages.setPayload(id, payload));
+    this.#call(() => this.store.chatMessages.setPayload(id, payload));
 
   markReport = (runId: number, mark: string, at: number): Promise<boolean> =>
-    this.call(() => this.marks.mark(runId, mark, at));
-  stepAt = (runId: number, at: number): Promise<number | null> => this.call(() => this.marks.stepAt(runId, at));
+    this.#call(() => this.marks.mark(runId, mark, at));
+  stepAt = (runId: number, at: number): Promise<number | null> => this.#call(() => this.marks.stepAt(runId, at));
 
   /**
    * BEGIN IMMEDIATE .. COMMIT around an async body; the gate keeps the store's other callers out meanwhile. The
