@@ -236,7 +236,10 @@ describe('a step whose record lands in two reads', () => {
     const t = new Trace({ book });
     rows.forEach((row, i) => {
       const entries = Object.entries(row);
-      if (whole || entries.length < 2) return void t.feed([row]);
+      if (whole || entries.length < 2) {
+        t.feed([row]);
+        return;
+      }
       // the first key alone, or (with `rand`) a random share of the keys in their order
       const at = rand ? 1 + Math.floor(rand() * (entries.length - 1)) : 1;
       t.feed([Object.fromEntries(entries.slice(0, at))]);
