@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { config as loadDotenv } from 'dotenv';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, type Stats, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
@@ -10,7 +10,7 @@ import type { Reply } from './interact/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
 import { UserError } from './lib/errors.ts';
 import type { Config } from './config/schema.ts';
-import type { PlatformSettings } from './app/start.ts';
+import type { BackfillStores, PlatformSettings } from './app/start.ts';
 import type { BackfillSummary } from './ingest/backfill.ts';
 import type { ParseThread } from './ingest/threads/parseThread.ts';
 import { silentLog, stderrLog } from './lib/log.ts';
@@ -55,9 +55,29 @@ async function print(reply: Reply, json: boolean | undefined): Promise<void> {
   else process.stdout.write(`${renderReplyText(reply, process.stdout.isTTY === true)}\n`);
 }
 
+/** What `backfill` writes through: a SQLite file's one writer, or on PostgreSQL this host's live store as a watcher
+ * opens it (its runs named under the host's prefix) and the contract its outbox is delivered from. */
+async function openBackfill(db: string, config: Config) {
+  if (!isPostgresUrl(db)) {
+    const store = Store.openWriter(db, 'backfill');
+    const close = async (): Promise<void> => store.close();
+    return { stores: store, contract: new SqliteAsyncStore(store), scope: undefined, close };
+  }
+  const { store, prefix } = await (await import('./app/watcherRole.ts')).openWatcherStore(config, db);
+  const contract = await openStore(db).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
+  const close = async (): Promise<void> => {
+    await contract.close();
+    await store.close();
+  };
+  return { stores: { live: store, contract, prefix }, contract, scope: prefix, close };
+}
+
 /** Ingests `roots`, evaluating the rules over the history; prints the summary, then what still fires. */
 async function runBackfill(
-  store: Store,
+  store: Store | BackfillStores,
   config: Config,
   roots: string[],
   report: (s: BackfillSummary) => Promise<void>,
@@ -118,7 +138,7 @@ function describeBackfill(s: BackfillSummary, seconds: number): string {
 function checkDirs(dirs: readonly string[]): string[] {
   return dirs.map((d) => {
     const abs = resolve(d);
-    let st;
+    let st: Stats;
     try {
       st = statSync(abs);
       readdirSync(abs);
@@ -242,20 +262,21 @@ program
   .argument('<dirs...>', 'directories holding runs')
   .action(async (dirs: string[], _opts: unknown, cmd: Command) => {
     const roots = checkDirs(dirs);
-    const { config, dbPath } = await setup(cmd);
+    const global = cmd.optsWithGlobals<GlobalOpts>();
+    const { config } = await loadConfig(global.config);
     // the parse worker starts up while this thread opens the database and loads the rules (an idle one never keeps
     // the process alive, should the database be refused)
     const parsing = new (await import('./ingest/threads/parseThread.ts')).ParseThread();
-    const store = Store.openWriter(dbPath, 'backfill');
+    const target = await openBackfill(dbLocation(global.db, config), config);
     try {
       const t0 = performance.now();
       await runBackfill(
-        store,
+        target.stores,
         config,
         roots,
         async (summary) => {
           const { unreadSummary } = await import('./commands/files.ts');
-          const unread = (await unreadSummary(new SqliteAsyncStore(store), roots)).map((line) => `  ${line}`);
+          const unread = (await unreadSummary(target.contract, roots, { scope: target.scope })).map((l) => `  ${l}`);
           process.stdout.write(
             `${[describeBackfill(summary, (performance.now() - t0) / 1000), ...unread].join('\n')}\n`,
           );
@@ -263,7 +284,7 @@ program
         parsing,
       );
     } finally {
-      store.close();
+      await target.close();
     }
   });
 
