@@ -75,18 +75,28 @@ export function makeEngine(store: LiveStore, config: Config, opts: { terminal: b
   return engineFor(store, config, opts.now, opts.terminal ? ['console'] : undefined);
 }
 
+/** What a backfill writes through when it is not a SQLite `Store` (which is all three): the live store the ingestor
+ * and the rules write, the contract its outbox is delivered from, and what its runs' names start with. */
+export interface BackfillStores {
+  live: LiveStore;
+  contract: StoreContract;
+  prefix: string;
+}
+
 /**
  * ingest → store → engine → outbox → notify, for one pass over what is there (`backfill`): rules are
  * evaluated over the whole history, and only what is still firing at the end is announced.
  */
-export function backfillPipeline(store: Store, config: Config, log: Log, target: Target) {
-  const engine = makeEngine(store, config, { terminal: true });
-  const dispatcher = new Dispatcher(new SqliteAsyncStore(store), [redactingTarget(target, redactorOf(config))], {
-    log,
-  });
+export function backfillPipeline(store: Store | BackfillStores, config: Config, log: Log, target: Target) {
+  const { live, contract, prefix } =
+    store instanceof Store
+      ? { live: store, contract: new SqliteAsyncStore(store), prefix: runPrefix(config.watch, store.db.name) }
+      : store;
+  const engine = makeEngine(live, config, { terminal: true });
+  const dispatcher = new Dispatcher(contract, [redactingTarget(target, redactorOf(config))], { log });
   // the rules run inside each batch's transaction: one commit per batch
-  const ingest = { ...config.ingest, runPrefix: runPrefix(config.watch, store.db.name) };
-  const ingestor = new Ingestor(store, ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
+  const ingest = { ...config.ingest, runPrefix: prefix };
+  const ingestor = new Ingestor(live, ingest, ingestEvents(log), (r) => engine.evaluate(r.runId, false));
   return {
     ingestor,
     async finish(): Promise<void> {

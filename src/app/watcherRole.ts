@@ -31,11 +31,7 @@ export async function startWatcher(opts: {
   onBatch?: (r: BatchResult) => void;
 }): Promise<WatcherApp> {
   const { config, log } = opts;
-  const prefix = runPrefix(config.watch, opts.db);
-  const store = await PgLiveStore.open(opts.db, { scope: prefix }).catch((err: unknown) => {
-    // a server that cannot be reached is told in one line (the message names it, without its password)
-    throw isConnectionError(err) ? new UserError((err as Error).message) : err;
-  });
+  const { store, prefix } = await openWatcherStore(config, opts.db);
   let watching: Watching;
   try {
     watching = await startWatching(store, {
@@ -58,6 +54,17 @@ export async function startWatcher(opts: {
       await store.close();
     },
   };
+}
+
+/** This host's live store on PostgreSQL (`db` a URL) and what its runs' names start with: a watcher's, and
+ * `backfill`'s on PostgreSQL. */
+export async function openWatcherStore(config: Config, db: string): Promise<{ store: PgLiveStore; prefix: string }> {
+  const prefix = runPrefix(config.watch, db);
+  const store = await PgLiveStore.open(db, { scope: prefix }).catch((err: unknown) => {
+    // a server that cannot be reached is told in one line (the message names it, without its password)
+    throw isConnectionError(err) ? new UserError((err as Error).message) : err;
+  });
+  return { store, prefix };
 }
 
 /** The files under `roots` that no format reads, told once at start: a server out of reach at that moment costs
