@@ -1,3 +1,7 @@
+/**
+ * `rlwatch demo`: replays the bundled sample GRPO run into a temporary directory while `start` watches it, so a new
+ * user sees alerts fire and resolve without a training job of their own.
+ */
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';

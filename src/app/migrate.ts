@@ -1,3 +1,4 @@
+/** `rlwatch migrate`: copies a SQLite history into PostgreSQL, for a team that outgrows one machine's database. */
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';

@@ -1,3 +1,7 @@
+/**
+ * Assembles the pipeline: the engine with the configured rules, each platform's settings from the environment, the
+ * router of the process that delivers, and the one pass over existing logs that `backfill` runs.
+ */
 import type { Config } from '../config/schema.ts';
 import { unreadSummary } from '../commands/files.ts';
 import type { Engine } from '../engine/engine.ts';
