@@ -1,3 +1,7 @@
+/**
+ * The alert commands (`alerts`, `ack`, `mute`, `mutes`, `unmute`): list incidents and hold back their notifications,
+ * each answering a platform-neutral Reply.
+ */
 import { UserError } from '../lib/errors.ts';
 import { durationMs, globMatch, MAX_DURATION, parseDuration, formatDuration } from '../lib/duration.ts';
 import { Severity } from '../engine/rules.ts';

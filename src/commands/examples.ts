@@ -1,3 +1,4 @@
+/** `examples`: the generations kept for a step, the text that tells a collapse or a runaway apart. */
 import { UserError } from '../lib/errors.ts';
 import { formatValue } from '../lib/numbers.ts';
 import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';

@@ -1,3 +1,7 @@
+/**
+ * `files`, and the unread summary `backfill` and `start` print: which log files rlwatch reads per run, with what
+ * format and how far, and which lines or files it could not read and why.
+ */
 import { existsSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { FORMATS } from '../ingest/formats/index.ts';

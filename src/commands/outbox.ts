@@ -1,3 +1,7 @@
+/**
+ * `outbox` and `outbox retry`: the operator's view of notifications not yet delivered, and a way to resend one set
+ * aside.
+ */
 import { UserError } from '../lib/errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { queueCardUpdates } from '../notify/cardUpdates.ts';

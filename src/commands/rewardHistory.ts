@@ -1,3 +1,6 @@
+/**
+ * `reward history`: one metric's series of a run, from the store's digest (a table, a chart, the full list on --json).
+ */
 import { UserError } from '../lib/errors.ts';
 import { formatValue, jsonValue } from '../lib/numbers.ts';
 import { sparkline } from '../render/sparkline.ts';

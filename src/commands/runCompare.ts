@@ -1,3 +1,4 @@
+/** `run compare`: two runs side by side, metric by metric, aligned by epoch (else step), with a chart of both. */
 import { UserError } from '../lib/errors.ts';
 import { compareRuns, type MetricComparison } from '../report/compare.ts';
 import { formatValue } from '../lib/numbers.ts';

@@ -1,3 +1,4 @@
+/** `run logs`: the tail of a run's console log, cleaned of control characters, read only inside the watched roots. */
 import { closeSync, readSync } from 'node:fs';
 import { basename, relative, sep } from 'node:path';
 import { UserError } from '../lib/errors.ts';

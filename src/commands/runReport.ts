@@ -1,3 +1,4 @@
+/** `run report`: a run's summary as the reply, with the full Markdown report attached. */
 import { UserError } from '../lib/errors.ts';
 import { ConfigSchema } from '../config/schema.ts';
 import type { RunReport } from '../report/build.ts';

@@ -1,3 +1,4 @@
+/** `run status`: a run's latest step, epoch and metric values, and its restarts. */
 import { isCanonicalMetric } from '../ingest/metricNames.ts';
 import { formatValue, jsonValue } from '../lib/numbers.ts';
 import type { AttemptRow, LatestValue } from '../store/contract.ts';
