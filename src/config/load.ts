@@ -1,3 +1,7 @@
+/**
+ * Finds and loads the config (`--config`, RLWATCH_CONFIG, ./rlwatch.yaml or the defaults), validates it, and resolves
+ * the database path.
+ */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';

@@ -1,3 +1,7 @@
+/**
+ * Reads a YAML config file within a size cap, and tells whether it holds a secret (so that a file others can read
+ * is warned of).
+ */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parse, YAMLParseError } from 'yaml';
 import { UserError } from '../lib/errors.ts';

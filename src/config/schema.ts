@@ -1,3 +1,6 @@
+/**
+ * The zod schema of rlwatch.yaml, with its defaults; an unknown key is an error, so a typo never falls back silently.
+ */
 import { PLATFORMS } from '../platforms/index.ts';
 import { DEFAULT_MAX_METRIC_NAMES } from './storeSettings.ts';
 import * as z from '../lib/zod.ts';

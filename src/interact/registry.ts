@@ -1,3 +1,7 @@
+/**
+ * The command tree, defined once for every chat platform and the CLI: each command's name, arguments and handler,
+ * and the checking of arguments given by name.
+ */
 import { UserError } from '../lib/errors.ts';
 import { parseDuration } from '../lib/duration.ts';
 import type { StoreContract } from '../store/contract.ts';

@@ -1,3 +1,7 @@
+/**
+ * The Reply every command answers and every front end renders, the context a command runs in, and the shared
+ * wording of runs and times (`12 min ago`).
+ */
 import { UserError } from '../lib/errors.ts';
 import type { Config } from '../config/schema.ts';
 import type { RunRow, StoreContract, StoreTx } from '../store/contract.ts';

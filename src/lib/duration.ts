@@ -1,3 +1,4 @@
+/** Durations (`90s`, `2h`, `1h30m`) read and written within a year's cap, and globs over run names. */
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** The longest span a user may give (a mute, a stall, a repeat interval): a year. Beyond it nothing is meant, and

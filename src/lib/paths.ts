@@ -1,3 +1,4 @@
+/** Where the package's own files are (migrations/, samples/), the same from the sources and from the bundle. */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+/** Starts a worker thread from its own entry, in the bundle (dist/) or from the sources through tsx. */
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 /**
