@@ -1,3 +1,4 @@
+/** The anomaly rule kind: a record far from its recent past by a robust z-score (median and MAD), a spike. */
 import { formatValue } from '../lib/numbers.ts';
 import { resume, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';

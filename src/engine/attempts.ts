@@ -1,3 +1,7 @@
+/**
+ * Restarts: the `restart` rule kind, and the rewind of alerts and rule cursors when a job logs earlier steps again,
+ * so that a new attempt's values are judged afresh.
+ */
 import type { AlertRow } from '../store/alerts.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { LiveStore } from '../store/live.ts';

@@ -1,3 +1,7 @@
+/**
+ * What a rule sees of a run in one evaluation (its series, metric names and open alerts, read once and memoised),
+ * and the helpers rules share to walk a series from where they left off.
+ */
 import { replayingStep, type AttemptRow } from '../store/attempts.ts';
 import type { RunRow } from '../store/runs.ts';
 import type { LiveStore } from '../store/live.ts';

@@ -1,3 +1,4 @@
+/** The run_crashed rule kind: a fatal error in a run's log, or a traceback the run did not survive, with its lines. */
 import type { EventRow } from '../store/events.ts';
 import { formatDuration, parseDuration } from '../lib/duration.ts';
 import type { RunContext } from './context.ts';

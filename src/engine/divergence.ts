@@ -1,3 +1,4 @@
+/** The divergence rule kind (reward hacking): one metric rises while another falls, both beyond their noise. */
 import { formatValue } from '../lib/numbers.ts';
 import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';

@@ -1,3 +1,7 @@
+/**
+ * The engine: after each batch, evaluates the rules of the runs it touched and writes their alert changes to the
+ * outbox in the same transaction, platform-neutral.
+ */
 import { stderrLog, type Log } from '../lib/log.ts';
 import { isDatabaseError } from '../store/dbErrors.ts';
 import type { AlertRow } from '../store/alerts.ts';

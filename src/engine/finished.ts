@@ -1,3 +1,4 @@
+/** When a run has finished, and the run_finished rule kind: one info alert carrying the run's summary. */
 import { formatValue } from '../lib/numbers.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunRow } from '../store/runs.ts';

@@ -1,3 +1,4 @@
+/** The registry of rule kinds: each kind of the rule schema mapped to its evaluator, checked at compile time. */
 import { evaluateAnomaly } from './anomaly.ts';
 import { evaluateRestart } from './attempts.ts';
 import type { RunContext } from './context.ts';

@@ -1,3 +1,4 @@
+/** One alert key's lifecycle (pending, firing, resolved) as the rules' verdicts arrive, step by step. */
 import type { AlertRow } from '../store/alerts.ts';
 import type { OpenAlerts } from './openAlerts.ts';
 

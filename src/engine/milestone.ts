@@ -1,3 +1,4 @@
+/** The milestone rule kind: by a given epoch, a metric's recent mean should have reached a level. */
 import { formatValue } from '../lib/numbers.ts';
 import { START, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';

@@ -1,3 +1,7 @@
+/**
+ * The non_finite rule kind: the first NaN or ±Inf of a watched metric, one incident for the metrics that break
+ * together.
+ */
 import { formatValue, jsonValue } from '../lib/numbers.ts';
 import type { AlertRow } from '../store/alerts.ts';
 import type { RunContext } from './context.ts';

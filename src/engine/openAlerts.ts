@@ -1,3 +1,7 @@
+/**
+ * One run's open alerts for the length of one evaluation, read from the store once and kept exact as rules change
+ * them.
+ */
 import type { AlertChange, AlertRow } from '../store/alerts.ts';
 import type { LiveStore } from '../store/live.ts';
 

@@ -1,3 +1,7 @@
+/**
+ * The relative rule kind: a metric against a baseline learnt from the run itself (its early or recent median, or
+ * its running max).
+ */
 import { formatValue } from '../lib/numbers.ts';
 import { resume, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';

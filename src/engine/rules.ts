@@ -1,3 +1,4 @@
+/** The rule schema (every rule kind's fields, in zod) and the rule book: which rules apply to which run. */
 import * as z from '../lib/zod.ts';
 import { duration, nonEmpty, wholeFrom } from '../lib/zod.ts';
 import { globMatch } from '../lib/duration.ts';

@@ -1,3 +1,4 @@
+/** The saturation rule kind: a reward component pinned at its highest value with no spread, which teaches nothing. */
 import { formatValue } from '../lib/numbers.ts';
 import { resume, StepLookup, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';

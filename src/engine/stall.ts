@@ -1,3 +1,4 @@
+/** The stall rule kind: a live run silent for longer than its own pace allows. */
 import type { RunRow } from '../store/runs.ts';
 import { formatDuration, parseDuration } from '../lib/duration.ts';
 import type { RunContext } from './context.ts';

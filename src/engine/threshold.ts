@@ -1,3 +1,4 @@
+/** The threshold rule kind: a metric past a fixed value for a number of records. */
 import { formatValue } from '../lib/numbers.ts';
 import { START, StepLookup, type RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';

@@ -1,3 +1,4 @@
+/** The trainer_warning rule kind: a warning line a trainer printed opens one incident per kind of warning. */
 import type { RunContext } from './context.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { TrainerWarningRule } from './rules.ts';

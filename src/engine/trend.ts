@@ -1,3 +1,7 @@
+/**
+ * The trend rule kind: a window's mean against the window before (a rise, a fall, a plateau, a decline from the
+ * best), judged against the series' own autocorrelated noise.
+ */
 import { formatValue } from '../lib/numbers.ts';
 import { type Break, breakSpan, lineBreak, Sums } from './breaks.ts';
 import { resume, START, type RunContext } from './context.ts';

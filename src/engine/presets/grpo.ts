@@ -1,3 +1,7 @@
+/**
+ * The GRPO preset: the rules rlwatch runs by default, on the canonical metric names, each citing where its number
+ * comes from.
+ */
 import { RuleSchema, type Rule } from '../rules.ts';
 
 /**

@@ -1,3 +1,4 @@
+/** The rule book in force for a config: its preset (grpo or none), changed and extended by `alerts.rules`. */
 import type { Config } from '../../config/schema.ts';
 import { RuleBook } from '../rules.ts';
 import { GRPO_PRESET } from './grpo.ts';
