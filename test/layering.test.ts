@@ -40,7 +40,7 @@ const EXCEPTIONS: Record<string, string> = {
   'config/ -> engine/': "loading a config file checks its rules with the engine's rule book",
   'config/ -> platforms/': "the config's schema takes each platform's section from the platform list",
   'store/ -> ingest/': 'contract.ts and the async stores still name EventRecord by ingest/ (being reworked)',
-  'notify/ -> interact/': 'cards carry a chart spec and a button request; the redactor redacts replies',
+  'notify/ -> interact/': 'cards carry a chart spec; the redactor redacts replies',
 };
 
 const SRC = join(import.meta.dirname, '..', 'src');

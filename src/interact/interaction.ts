@@ -12,6 +12,7 @@ import type { Config } from '../config/schema.ts';
 import type { Log } from '../lib/log.ts';
 import type { StoreContract } from '../store/contract.ts';
 import { redactorOf } from '../notify/redact.ts';
+import { BUTTON_ID } from '../notify/buttons.ts';
 
 /** Who asks, and what the front end knows about them. */
 export interface Asker {
@@ -46,6 +47,17 @@ export interface Asker {
 export interface Request {
   words: readonly string[];
   args?: Args;
+}
+
+/** The command a card's button stands for (its id, notify/buttons.ts): ack the alert, or mute its run for
+ * an hour or its rule for a day; null for an id of no button of ours. */
+export function buttonRequest(id: string): Request | null {
+  const m = BUTTON_ID.exec(id);
+  if (!m) return null;
+  const alert = Number(m[2]);
+  if (m[1] === 'ack') return { words: ['ack'], args: { id: alert } };
+  if (m[1] === 'muteRun') return { words: ['mute'], args: { alert, duration: '1h' } };
+  return { words: ['mute'], args: { alert, scope: 'rule', duration: '24h' } };
 }
 
 export type Answer =

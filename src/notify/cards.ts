@@ -4,7 +4,6 @@ import { formatValue } from '../lib/numbers.ts';
 import { finishedFields } from '../render/finished.ts';
 import { sparkline } from '../render/sparkline.ts';
 import type { ChartSpec } from '../interact/reply.ts';
-import type { Request } from '../interact/interaction.ts';
 
 /** One alert as a chat card, whatever the platform: built from the notification item and the state it
  * carries, so that an ack, a mute or a resolution re-renders the same card with its new state. */
@@ -45,20 +44,6 @@ export const COLORS: Record<AlertCard['status'] | 'info' | 'warning' | 'critical
   muted: 0x8d99ae,
   resolved: 0x2a9d8f,
 };
-
-/**
- * Custom ids of the buttons: `<action>:<alertId>`. A button is a command with its arguments filled in, run
- * through the same path as typed commands (src/interact/interaction.ts).
- */
-export const BUTTON_ID = /^(ack|muteRun|muteRule):(\d+)$/;
-export function buttonRequest(id: string): Request | null {
-  const m = BUTTON_ID.exec(id);
-  if (!m) return null;
-  const alert = Number(m[2]);
-  if (m[1] === 'ack') return { words: ['ack'], args: { id: alert } };
-  if (m[1] === 'muteRun') return { words: ['mute'], args: { alert, duration: '1h' } };
-  return { words: ['mute'], args: { alert, scope: 'rule', duration: '24h' } };
-}
 
 const EXAMPLE_CHARS = 500;
 
@@ -151,6 +136,7 @@ function card(run: string, item: NotificationItem): AlertCard {
       : [],
     evidence: item.evidence && item.kind !== 'resolved' ? item.evidence : null,
     chart: chartSpec(run, item, s),
+    // ids as notify/buttons.ts reads them
     buttons: [
       { id: `ack:${item.alertId}`, label: s.ack ? 'Acked' : 'Ack', disabled: resolved || s.ack !== null },
       { id: `muteRun:${item.alertId}`, label: 'Mute run 1h', disabled: resolved },

@@ -31,11 +31,11 @@ import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } fr
 import type { Reply } from '../../interact/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../lib/log.ts';
-import { buttonRequest, COLORS, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
+import { COLORS, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { keepConnecting, type ConnectHooks, type Connector } from '../../notify/connect.ts';
 import { deliverCards, recapture, shownNow } from '../../notify/delivery.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
-import { changedSomething, interact, mayAct, type Asker } from '../../interact/interaction.ts';
+import { buttonRequest, changedSomething, interact, mayAct, type Asker } from '../../interact/interaction.ts';
 import { codeBlock, cut, joinWithin, tailBlock } from '../../notify/limits.ts';
 import { mentionOf } from '../../notify/mentions.ts';
 import { allDestinations, commandPlaces, NOT_HERE, quietOf, targetName, type Place } from '../../notify/routing.ts';

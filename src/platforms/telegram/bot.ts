@@ -3,12 +3,12 @@
  * reply, and commands and button presses read by long polling getUpdates (no public URL needed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buttonRequest, type AlertCard } from '../../notify/cards.ts';
+import type { AlertCard } from '../../notify/cards.ts';
 import { deliverCards, recapture } from '../../notify/delivery.ts';
 import type { Notification } from '../../engine/notification.ts';
 import { UserError } from '../../lib/errors.ts';
 import { DeliveryError, type Target } from '../../notify/dispatcher.ts';
-import { changedSomething, interact, type Asker } from '../../interact/interaction.ts';
+import { buttonRequest, changedSomething, interact, type Asker } from '../../interact/interaction.ts';
 import { mentionOf } from '../../notify/mentions.ts';
 import type { Quiet } from '../../notify/quietHours.ts';
 import { commandPlaces, quietOf, type Place, type Route } from '../../notify/routing.ts';
