@@ -1,3 +1,7 @@
+/**
+ * `backfill`'s ingest: every file already under the roots read once, parsed in a worker thread while this one
+ * writes and runs the rules, summed up at the end.
+ */
 import { statSync } from 'node:fs';
 import { discoverFiles, readElsewhere } from './discover/discover.ts';
 import { DatabaseError } from '../store/dbErrors.ts';

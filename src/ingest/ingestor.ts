@@ -1,3 +1,7 @@
+/**
+ * The ingestor: turns a log file's new bytes into records and commits them with the offset they were read up to, in
+ * one transaction, so that a crash never loses or duplicates a line.
+ */
 import { closeSync, lstatSync, readSync, type Stats } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';

@@ -1,3 +1,7 @@
+/**
+ * Walks the roots once for log files (what `backfill` and a start-up read), skipping ignored folders and listing
+ * symlinks that lead out of every root as not read.
+ */
 import { type Dirent, readdirSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { reachOf } from './insideRoots.ts';

@@ -1,3 +1,7 @@
+/**
+ * The one rule for what may be read: a path whose real path lies inside a watched root's, so that a planted symlink
+ * never leaks a file from elsewhere.
+ */
 import { closeSync, constants, fstatSync, openSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 

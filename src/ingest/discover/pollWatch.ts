@@ -1,3 +1,4 @@
+/** Watching by polling (chokidar, `watch.poll`), for network file systems that send no events. */
 import { watch, type FSWatcher } from 'chokidar';
 import { statSync } from 'node:fs';
 import { basename, relative, sep } from 'node:path';

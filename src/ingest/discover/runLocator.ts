@@ -1,3 +1,7 @@
+/**
+ * Which files are candidate logs, which run a file belongs to (its folder relative to the root), and run names made
+ * visible (no invisible or bidi characters).
+ */
 import { basename, join, relative, sep } from 'node:path';
 
 /** Sub-directories whose files belong to the run above them (reward logs, Trainer checkpoints, verl

@@ -1,3 +1,4 @@
+/** Watching by file-system events: one `fs.watch` (inotify) per directory of the roots, down to `depth`. */
 import { readdirSync, realpathSync, watch, type Dirent, type FSWatcher } from 'node:fs';
 import { join, sep } from 'node:path';
 import { isIgnoredDir, leadsOut } from './discover.ts';

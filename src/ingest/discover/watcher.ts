@@ -1,3 +1,7 @@
+/**
+ * Feeds changed files to the ingestor as they grow: from TreeWatch or PollWatch, one read of a file at a time,
+ * several files per transaction.
+ */
 import { resolve, sep } from 'node:path';
 import type { Ingestor } from '../ingestor.ts';
 import { PollWatch } from './pollWatch.ts';

@@ -1,3 +1,7 @@
+/**
+ * Reads the complete lines of a byte range in chunks, leaving a last line without its terminator for the next read
+ * and skipping over-long lines without holding them.
+ */
 import { readSync } from 'node:fs';
 
 /** Complete lines read from a file, and the byte offset just past the last of them. */

@@ -1,3 +1,4 @@
+/** Log rotation: finds the file last read under its new name, and the files rotated away before any read saw them. */
 import { lstatSync, readdirSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
