@@ -1,3 +1,7 @@
+/**
+ * An alert as a chat card, whatever the platform: built from what the notification carries, so that an ack, a mute
+ * or a resolution re-renders the same card.
+ */
 import type { ChartGuides } from '../engine/capture.ts';
 import type { AlertSnapshot, Notification, NotificationItem } from '../engine/notification.ts';
 import { formatValue } from '../lib/numbers.ts';

@@ -1,3 +1,7 @@
+/**
+ * Connects a chat bot in the background with a capped backoff, so that ingest and the terminal never wait on a chat
+ * platform.
+ */
 import type { Log } from '../lib/log.ts';
 
 /** What the app hears from a bot connecting in the background. */

@@ -1,3 +1,7 @@
+/**
+ * Delivers a notification's cards to one channel: posts new cards and storms' summaries, edits the messages of
+ * cards whose alert changed, and replies when one resolves.
+ */
 import { setImmediate } from 'node:timers';
 import { isMuted, snapshotOf } from '../engine/capture.ts';
 import {

@@ -1,3 +1,7 @@
+/**
+ * The dispatcher: drains the outbox to each target on its own, routes platform-neutral rows at delivery, retries
+ * with backoff and sets aside what cannot heal.
+ */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isMuted } from '../engine/capture.ts';

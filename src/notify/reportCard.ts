@@ -1,3 +1,4 @@
+/** A scheduled report as a chat card. */
 import type { AlertCard } from './cards.ts';
 import type { ScheduledReport } from '../engine/notification.ts';
 

@@ -1,3 +1,7 @@
+/**
+ * Routes: the fields every platform's config section shares (default destination, routes by run and severity,
+ * quiet hours), and the route an alert takes.
+ */
 import { globMatch } from '../lib/duration.ts';
 import * as z from '../lib/zod.ts';
 import { nonEmpty } from '../lib/zod.ts';
