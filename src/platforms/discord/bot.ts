@@ -1,3 +1,7 @@
+/**
+ * The Discord bot (discord.js): posts and edits alert cards, attaches charts, registers the slash commands and
+ * answers them and the card buttons through the one interaction path.
+ */
 import {
   ActionRowBuilder,
   AttachmentBuilder,

@@ -1,3 +1,7 @@
+/**
+ * The Slack bot (Bolt, over HTTP or Socket Mode): posts and edits alert cards, uploads charts, and answers the slash
+ * commands and buttons through the one interaction path.
+ */
 import {
   App,
   HTTPModuleFunctions,
