@@ -1,3 +1,7 @@
+/**
+ * Line charts as PNG (vega-lite to SVG to resvg): a metric's series with an alert's evidence (its limit, bands and
+ * windows), for cards and replies.
+ */
 import { Resvg, renderAsync, type ResvgRenderOptions } from '@resvg/resvg-js';
 import type { TopLevelSpec } from 'vega-lite';
 import type { ChartGuides } from '../engine/capture.ts';

@@ -1,3 +1,4 @@
+/** A finished run's summary as name/value pairs, shared by its card and the terminal. */
 import { humanDuration } from '../engine/finished.ts';
 import type { FinishedSummary } from '../engine/notification.ts';
 import { formatValue } from '../lib/numbers.ts';

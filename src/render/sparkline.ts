@@ -1,3 +1,4 @@
+/** A one-line text chart of the last values of a series. */
 const BARS = '▁▂▃▄▅▆▇█';
 
 /** A one-line chart of the last `width` values; non-finite values show as a gap. */
