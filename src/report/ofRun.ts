@@ -1,3 +1,4 @@
+/** The report of one run with the config's window, ranges and rules: what `run report` and scheduled reports build. */
 import { UserError } from '../lib/errors.ts';
 import { formatValue } from '../lib/numbers.ts';
 import type { Config } from '../config/schema.ts';

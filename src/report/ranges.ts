@@ -1,3 +1,7 @@
+/**
+ * Where each metric should sit over a report's window (the GRPO preset's ranges and the config's own), and how a
+ * range is written.
+ */
 import type { Config } from '../config/schema.ts';
 
 /**

@@ -1,3 +1,4 @@
+/** A store that answers each read a report repeats once, to spare PostgreSQL's round trips. */
 import type { StoreTx } from '../store/contract.ts';
 
 /** The reads a report repeats: the epochs (its window, each milestone, each judged range), a metric's series (its
