@@ -1,3 +1,7 @@
+/**
+ * Writes one batch to PostgreSQL inside the caller's transaction: points, steps, attempts, examples, events, skips
+ * and the file's offset.
+ */
 import type pg from 'pg';
 import { ARRIVALS_KEPT, PRUNE_EVERY } from '../arrivals.ts';
 import { foldAttempts, mayRepeatSibling, QUIET_MS } from '../attempts.ts';

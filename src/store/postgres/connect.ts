@@ -1,3 +1,7 @@
+/**
+ * PostgreSQL connections: pools and clients, numbers read back as SQLite gives them, rlwatch's advisory locks and
+ * its migrations.
+ */
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+/** Copies a SQLite history into PostgreSQL, table by table (`rlwatch migrate`). */
 import type Database from 'better-sqlite3';
 import type pg from 'pg';
 import { UserError } from '../../lib/errors.ts';

@@ -1,3 +1,4 @@
+/** The alerts a run's announcement may read on PostgreSQL, held from the batch's round trip, to spare a read. */
 import { changeDetails, type AlertChange, type AlertRow } from '../alerts.ts';
 
 /**

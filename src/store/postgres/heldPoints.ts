@@ -1,3 +1,4 @@
+/** The points a PostgreSQL watcher wrote, held as far as the engine reads them back, to spare round trips. */
 import type { MetricRecords } from '../metricRows.ts';
 import { ShapedRows } from '../metricRows.ts';
 

@@ -1,3 +1,4 @@
+/** A log that sums up the warnings of a database out of reach: the first at once, then one line a minute. */
 import type { Log } from '../../lib/log.ts';
 import { isUnreachable } from '../dbErrors.ts';
 

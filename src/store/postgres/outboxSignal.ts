@@ -1,3 +1,4 @@
+/** LISTEN/NOTIFY for outbox changes on PostgreSQL, so that a deliverer hears of new rows at once. */
 import type pg from 'pg';
 import { newClient } from './connect.ts';
 

@@ -1,3 +1,7 @@
+/**
+ * The store contract on PostgreSQL: a pool of connections, a transaction per batch, outbox claims with
+ * `FOR UPDATE SKIP LOCKED`.
+ */
 import type pg from 'pg';
 import type { EventRecord } from '../../ingest/records.ts';
 import type {

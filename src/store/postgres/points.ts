@@ -1,3 +1,4 @@
+/** Many new points of a batch go into PostgreSQL by COPY, inside the caller's transaction. */
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { Readable } from 'node:stream';

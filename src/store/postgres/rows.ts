@@ -1,3 +1,4 @@
+/** PostgreSQL rows turned into the shapes the SQLite store returns, and the column lists its statements name. */
 import type { AlertRow } from '../alerts.ts';
 import type { AttemptRow } from '../attempts.ts';
 import type { ChatMessageRow } from '../chatMessages.ts';
