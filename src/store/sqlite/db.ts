@@ -1,3 +1,4 @@
+/** Opens the SQLite file in WAL mode with its schema up to date, every problem at open a DatabaseError. */
 import Database from 'better-sqlite3';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -1,3 +1,7 @@
+/**
+ * SQLite's schema changes: `migrations/NNN_name.sql` applied in order, each once, however many processes
+ * open a new database.
+ */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Database } from 'better-sqlite3';

@@ -1,3 +1,4 @@
+/** Prepared statements cached per connection and SQL text. */
 import type { Database, Statement } from 'better-sqlite3';
 
 const caches = new WeakMap<Database, Map<string, Statement>>();

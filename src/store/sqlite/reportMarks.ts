@@ -1,3 +1,4 @@
+/** The scheduled reports already sent, on SQLite, so that each is sent once. */
 import type { Database } from 'better-sqlite3';
 
 /** The scheduled reports already sent (or passed over): each milestone report and each day's digest once. */

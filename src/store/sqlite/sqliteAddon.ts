@@ -1,3 +1,4 @@
+/** Where better-sqlite3's compiled addon is, for every `new Database`, from the sources and from the bundle. */
 import { createRequire } from 'node:module';
 
 /**

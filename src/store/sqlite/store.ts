@@ -1,3 +1,7 @@
+/**
+ * The SQLite store: one per process, owning the connection and the table modules; a batch and its offset committed
+ * in one transaction.
+ */
 import type Database from 'better-sqlite3';
 import type { EventRecord, ExampleRecord } from '../records.ts';
 import { statSync } from 'node:fs';

@@ -1,3 +1,4 @@
+/** WAL checkpoints of a long-lived writer on a thread of their own, so that commits do not stall on them. */
 import type Database from 'better-sqlite3';
 import { spawnWorker } from '../../lib/workerThread.ts';
 

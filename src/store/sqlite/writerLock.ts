@@ -1,3 +1,4 @@
+/** One writer per SQLite database, by an OS file lock the kernel drops when the process ends. */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
