@@ -1,3 +1,7 @@
+/**
+ * The alerts table family on SQLite: incidents, their transitions and acks, and the rule cursors the engine keeps
+ * per run; also the alert row shapes both stores share.
+ */
 import type { Database, Statement } from 'better-sqlite3';
 import { HeldCursors } from './heldCursors.ts';
 import { HeldOpenAlerts } from './heldOpenAlerts.ts';

@@ -1,3 +1,4 @@
+/** When batches took each run to new steps, on rlwatch's own clock: the pace the stall rule reads. */
 import type { Database, Statement } from 'better-sqlite3';
 import { prepared } from './sqlite/prepared.ts';
 

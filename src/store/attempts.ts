@@ -1,3 +1,6 @@
+/**
+ * A run's attempts (a restarted job logging its steps again): how a batch folds into them, and their table on SQLite.
+ */
 import type { Database } from 'better-sqlite3';
 import { prepared } from './sqlite/prepared.ts';
 

@@ -1,3 +1,7 @@
+/**
+ * What any store may be handed of a batch: names and text that cannot be stored, and names past a run's cap, left
+ * out or cleaned and counted as skips.
+ */
 import type { ExampleRecord, EventRecord } from './records.ts';
 import { ShapedRows, type MetricRecords, type MetricRow } from './metricRows.ts';
 import type { Batch } from './sqlite/store.ts';

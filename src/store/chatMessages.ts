@@ -1,3 +1,4 @@
+/** Which chat message shows which alerts, per target: what lets delivery edit a card when its alert changes. */
 import type { Database } from 'better-sqlite3';
 import { prepared } from './sqlite/prepared.ts';
 

@@ -1,3 +1,4 @@
+/** Database problems (damaged, read-only, full, busy, out of reach) in one line each: what is wrong and what to do. */
 import { UserError } from '../lib/errors.ts';
 
 export type DatabaseProblem = 'damaged' | 'readonly' | 'full' | 'busy' | 'io' | 'outdated' | 'in use';

@@ -1,3 +1,4 @@
+/** Notices when the SQLite file a long-lived writer opened is deleted or replaced, which SQLite would not say. */
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 

@@ -1,3 +1,4 @@
+/** Events read from a run's logs (errors, warnings, the end of training, run facts), in file order, on SQLite. */
 import type { Database } from 'better-sqlite3';
 import type { EventRecord } from './records.ts';
 import { HeldEvents } from './heldEvents.ts';

@@ -1,3 +1,4 @@
+/** Generations kept per step on SQLite: only the best and worst few by reward. */
 import type { Database, Statement } from 'better-sqlite3';
 import type { ExampleRecord } from './records.ts';
 import { prepared } from './sqlite/prepared.ts';

@@ -1,3 +1,6 @@
+/**
+ * The files read per run on SQLite: format, offset, identity and skipped lines, the offset written with the records.
+ */
 import type { Database } from 'better-sqlite3';
 import { HeldRows } from './heldRows.ts';
 import { prepared } from './sqlite/prepared.ts';

@@ -1,3 +1,7 @@
+/**
+ * The open alerts of the runs a process evaluates, held in memory and kept exact by the store's own writes, so that
+ * a rule's lookup after every batch needs no query.
+ */
 import type { AlertChange, AlertRow } from './alerts.ts';
 
 /**

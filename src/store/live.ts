@@ -1,3 +1,7 @@
+/**
+ * The synchronous store the ingestor, the engine and the live watcher write through (SQLite's `Store`, or a
+ * PostgreSQL watcher's), one transaction per batch.
+ */
 import type { Alerts } from './alerts.ts';
 import type { Members } from './contract.ts';
 import type { Arrivals } from './arrivals.ts';

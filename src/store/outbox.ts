@@ -1,3 +1,4 @@
+/** The outbox on SQLite: notifications written with the alert changes, claimed, delivered, retried or set aside. */
 import type { Database } from 'better-sqlite3';
 import { prepared } from './sqlite/prepared.ts';
 

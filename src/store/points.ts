@@ -1,3 +1,4 @@
+/** Metric points on SQLite: written per batch, read back as series, with the newest points held for the rules. */
 import type { Database, Statement } from 'better-sqlite3';
 import { SeriesCache, type Columns } from './seriesCache.ts';
 import { digestOfNewest, SqlDigest, type SeriesDigest } from './seriesDigest.ts';

@@ -1,3 +1,4 @@
+/** The runs table on SQLite: one row per run with its summary, held in memory for the store that writes its batches. */
 import type { Database } from 'better-sqlite3';
 import { HeldRows } from './heldRows.ts';
 import { prepared } from './sqlite/prepared.ts';

@@ -1,3 +1,4 @@
+/** Whole series kept in memory between requests for charts and history, topped up with the steps written since. */
 import type { Database, Statement } from 'better-sqlite3';
 
 /** One metric of one run as two columns, steps ascending; NaN where the run logged nan. */

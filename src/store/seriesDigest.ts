@@ -1,3 +1,7 @@
+/**
+ * What `reward history` shows of a series (overview, extremes, newest rows), summed up in the database, not read
+ * point by point.
+ */
 import type { Database, Statement } from 'better-sqlite3';
 import type { Columns } from './seriesCache.ts';
 

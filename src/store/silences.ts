@@ -1,3 +1,4 @@
+/** Mutes on SQLite: matchers, a time span, an author and a reason, and whether one matches an alert. */
 import type { Database } from 'better-sqlite3';
 import { globMatch } from '../lib/duration.ts';
 import { prepared } from './sqlite/prepared.ts';

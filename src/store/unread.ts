@@ -1,3 +1,4 @@
+/** The files rlwatch looked at and could not read, so that they are reported rather than silently ignored. */
 import type { Database } from 'better-sqlite3';
 import { prepared } from './sqlite/prepared.ts';
 
