@@ -250,6 +250,7 @@ export type StoreTx = Omit<StoreContract, 'close' | 'transaction' | 'tryLead'>;
 
 /** What each member of `T` is at run time: a method, a value, an object of them (a table), or optional. */
 export type Members<T> = {
+  // biome-ignore lint/complexity/noBannedTypes: `{} extends Pick<T, K>` is how a type tells an optional key
   [K in keyof T]-?: {} extends Pick<T, K>
     ? 'optional'
     : T[K] extends (...args: never[]) => unknown
