@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { renderReplyText, terminal } from './platforms/terminal/terminal.ts';
 import { INIT_HELP } from './platforms/index.ts';
 import { COMMANDS, usage, type Args, type CommandSpec } from './interact/registry.ts';
-import type { Reply } from './interact/reply.ts';
+import type { Reply } from './render/reply.ts';
 import { loadConfig, resolveDbPath } from './config/load.ts';
 import { UserError } from './lib/errors.ts';
 import type { Config } from './config/schema.ts';

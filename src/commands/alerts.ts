@@ -8,7 +8,8 @@ import { Severity } from '../engine/rules.ts';
 import { alertsUnder, queueCardUpdates } from '../notify/cardUpdates.ts';
 import type { AlertRow, Who } from '../store/alerts.ts';
 import { silenceMatches, type SilenceRow } from '../store/silences.ts';
-import { ago, fromNow, isoTime, resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { ago, fromNow, isoTime, resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 const everyRun = (): boolean => true;
 

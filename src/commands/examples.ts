@@ -1,7 +1,8 @@
 /** `examples`: the generations kept for a step, the text that tells a collapse or a runaway apart. */
 import { UserError } from '../lib/errors.ts';
 import { formatValue } from '../lib/numbers.ts';
-import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /** Characters of each generation shown: the start is what tells a collapse or a runaway apart. */
 const SHOWN = 600;

@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { FORMATS } from '../ingest/formats/index.ts';
 import type { RunRow, StoreContract } from '../store/contract.ts';
-import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 export interface ReadFile {
   /** relative to the run directory: a chat reply never shows the server's absolute paths */

@@ -6,7 +6,8 @@ import { UserError } from '../lib/errors.ts';
 import type { Notification } from '../engine/notification.ts';
 import { queueCardUpdates } from '../notify/cardUpdates.ts';
 import { parseNotification } from '../notify/payload.ts';
-import { isoTime, type CommandContext, type Reply } from '../interact/reply.ts';
+import { isoTime, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /** The alerts a row's cards show; none when its payload no longer reads (it is set aside again on delivery). */
 function alertsIn(payload: string): number[] {

@@ -6,7 +6,8 @@ import { formatValue, jsonValue } from '../lib/numbers.ts';
 import { sparkline } from '../render/sparkline.ts';
 import type { Columns } from '../store/contract.ts';
 import { newestFrom, OVERVIEW_WIDTH } from '../store/seriesDigest.ts';
-import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /** Rows of the text table; the full series is in `data` (`--json`) and in the chart. */
 const TABLE_ROWS = 10;

@@ -2,7 +2,8 @@
 import { UserError } from '../lib/errors.ts';
 import { compareRuns, type MetricComparison } from '../report/compare.ts';
 import { formatValue } from '../lib/numbers.ts';
-import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 function line(m: MetricComparison, a: string, b: string, by: string): string {
   const values = `${a} ${formatValue(m.a)}, ${b} ${formatValue(m.b)} at ${by} ${formatValue(m.at)}`;

@@ -1,7 +1,8 @@
 /** `runs` / `run list`: every run with its health as its firing alerts tell it, cheap enough for a million steps. */
 import { visibleName } from '../ingest/discover/runLocator.ts';
 import { formatValue, jsonValue } from '../lib/numbers.ts';
-import { ago, isoTime, type CommandContext, type Reply } from '../interact/reply.ts';
+import { ago, isoTime, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /**
  * `runs` / `run list`: every run with its health as its firing alerts tell it (criticals, warnings), step range, last

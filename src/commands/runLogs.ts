@@ -2,13 +2,13 @@
 import { closeSync, readSync } from 'node:fs';
 import { basename, relative, sep } from 'node:path';
 import { UserError } from '../lib/errors.ts';
-import { DEFAULT_LINES, MAX_LINES } from '../interact/registry.ts';
 import { cleanLine } from '../ingest/formats/common.ts';
 import { FORMATS } from '../ingest/formats/index.ts';
 import { isUnder, openInsideRoots, OutsideRoots, ReplacedWhileOpened } from '../ingest/discover/insideRoots.ts';
 import { visibleName } from '../ingest/discover/runLocator.ts';
 import type { FileRow } from '../store/files.ts';
-import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { DEFAULT_LINES, MAX_LINES, resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /** read from the end of the file: enough for MAX_LINES lines of ordinary length */
 const TAIL_BYTES = 256 * 1024;

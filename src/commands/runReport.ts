@@ -6,7 +6,8 @@ import { expected, LEVEL_LABEL, MARK, reportMarkdown, summaryLines } from '../re
 import { reportOfRun } from '../report/ofRun.ts';
 import { formatValue } from '../lib/numbers.ts';
 import type { StoreTx } from '../store/contract.ts';
-import { resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /** `--since 120` is a step, `--since 0.5` an epoch (a number with a decimal point). */
 export function parseSince(text: string | undefined): { step: number } | { epoch: number } | undefined {

@@ -2,7 +2,8 @@
 import { isCanonicalMetric } from '../ingest/metricNames.ts';
 import { formatValue, jsonValue } from '../lib/numbers.ts';
 import type { AttemptRow, LatestValue } from '../store/contract.ts';
-import { ago, isoTime, resolveRun, type CommandContext, type Reply } from '../interact/reply.ts';
+import { ago, isoTime, resolveRun, type CommandContext } from './context.ts';
+import type { Reply } from '../render/reply.ts';
 
 /** `attempt 2 (now): resumed at step 40 12 min ago, ...` per attempt when there are several: a job that
  * restarted. */

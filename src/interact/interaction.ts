@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { UserError } from '../lib/errors.ts';
 import { bindWords, checkArgs, findCommand, groupUsage, knownNames, type Args, type CommandSpec } from './registry.ts';
-import type { Reply } from './reply.ts';
+import type { Reply } from '../render/reply.ts';
 import type { Config } from '../config/schema.ts';
 import type { Log } from '../lib/log.ts';
 import type { StoreContract } from '../store/contract.ts';

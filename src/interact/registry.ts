@@ -5,7 +5,8 @@
 import { UserError } from '../lib/errors.ts';
 import { parseDuration } from '../lib/duration.ts';
 import type { StoreContract } from '../store/contract.ts';
-import type { CommandContext, Reply } from './reply.ts';
+import { DEFAULT_LINES, MAX_LINES, type CommandContext } from '../commands/context.ts';
+import type { Reply } from '../render/reply.ts';
 
 // Each command's implementation is imported when it runs: the CLI starts one command per process, and loading
 // them all (the report, its rules and ranges, the log formats) would cost every command their start-up.
@@ -69,10 +70,6 @@ const num = (a: Args, k: string): number | undefined => (a[k] === undefined ? un
 const isDuration = (w: string): boolean => parseDuration(w) !== undefined;
 const SEVERITIES = ['info', 'warning', 'critical'] as const;
 const isSince = (w: string): boolean => /^\d*\.?\d+$/.test(w);
-
-/** `run logs`: lines shown by default, and at most */
-export const DEFAULT_LINES = 20;
-export const MAX_LINES = 200;
 
 /** A known run, or a word that is nothing else (so that a typo gets "unknown run", not "did not understand"). */
 const looksLikeRun = (w: string, k: Known): boolean =>

@@ -7,7 +7,7 @@ import type { AlertSnapshot, Notification, NotificationItem } from '../engine/no
 import { formatValue } from '../lib/numbers.ts';
 import { finishedFields } from '../render/finished.ts';
 import { sparkline } from '../render/sparkline.ts';
-import type { ChartSpec } from '../interact/reply.ts';
+import type { ChartSpec } from '../render/reply.ts';
 
 /** One alert as a chat card, whatever the platform: built from the notification item and the state it
  * carries, so that an ack, a mute or a resolution re-renders the same card with its new state. */

@@ -4,7 +4,7 @@
  * (`redactingTarget`) and where a command's reply is produced (src/interact/interaction.ts); the database keeps what
  * the file held. Built-in shapes plus `redact.patterns` from the config; there is no switch to turn it off.
  */
-import type { Reply } from '../interact/reply.ts';
+import type { Reply } from '../render/reply.ts';
 import type { Config } from '../config/schema.ts';
 import type { Notification } from '../engine/notification.ts';
 import type { Target } from './dispatcher.ts';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ago } from '../../src/interact/reply.ts';
+import { ago } from '../../src/commands/context.ts';
 import { interact } from '../../src/interact/interaction.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';

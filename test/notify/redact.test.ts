@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/interact/reply.ts';
+import type { Reply } from '../../src/render/reply.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';

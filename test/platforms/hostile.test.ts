@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/interact/reply.ts';
+import type { Reply } from '../../src/render/reply.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
 import { cardsMessage, replyMessage, resolvedMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, fallback, replyBlocks, resolvedText } from '../../src/platforms/slack/bot.ts';

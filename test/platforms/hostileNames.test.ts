@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/interact/reply.ts';
+import type { Reply } from '../../src/render/reply.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import type { AlertCard } from '../../src/notify/cards.ts';
 import { interact } from '../../src/interact/interaction.ts';

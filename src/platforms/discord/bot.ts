@@ -32,7 +32,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import PQueue from 'p-queue';
 import { UserError } from '../../lib/errors.ts';
 import { COMMANDS, knownNames, type Args, type CommandSpec, type OptionSpec } from '../../interact/registry.ts';
-import type { Reply } from '../../interact/reply.ts';
+import type { Reply } from '../../render/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../lib/log.ts';
 import { COLORS, noteParts, resolvedReply, type AlertCard } from '../../notify/cards.ts';

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebClient } from '@slack/web-api';
 import { UserError } from '../../lib/errors.ts';
 import { COMMANDS } from '../../interact/registry.ts';
-import type { Reply } from '../../interact/reply.ts';
+import type { Reply } from '../../render/reply.ts';
 import type { Notification } from '../../engine/notification.ts';
 import type { Log } from '../../lib/log.ts';
 import { BUTTON_ID } from '../../notify/buttons.ts';

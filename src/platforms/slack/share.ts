@@ -4,7 +4,7 @@
  * sends back only the button's value, not the private message it was on.
  */
 import { randomBytes } from 'node:crypto';
-import type { Reply } from '../../interact/reply.ts';
+import type { Reply } from '../../render/reply.ts';
 
 /** the action id of the "Post to channel" button; its value is the held answer's token */
 export const SHARE_ID = 'share';

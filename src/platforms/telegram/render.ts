@@ -5,7 +5,7 @@
  */
 import { resolvedReply, type AlertCard } from '../../notify/cards.ts';
 import { cut } from '../../notify/limits.ts';
-import type { Reply } from '../../interact/reply.ts';
+import type { Reply } from '../../render/reply.ts';
 
 /** Telegram's limit is 4096 characters of text after parsing: the HTML is kept under it. */
 const MESSAGE_CHARS = 4000;

@@ -1,5 +1,5 @@
 /** The terminal: the default sink that prints notifications, and the renderer of the CLI's command replies. */
-import type { Reply } from '../../interact/reply.ts';
+import type { Reply } from '../../render/reply.ts';
 import type { ExampleSnippet, Notification } from '../../engine/notification.ts';
 import type { Target } from '../../notify/dispatcher.ts';
 import { formatValue } from '../../lib/numbers.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HeldReplies, HOLD_MS } from '../../../src/platforms/slack/share.ts';
-import type { Reply } from '../../../src/interact/reply.ts';
+import type { Reply } from '../../../src/render/reply.ts';
 
 const reply = (title: string): Reply => ({ title, fields: [], lines: [], data: null });
 const answer = (title: string) => ({ reply: reply(title), user: 'U0ANA', channel: 'C0RLWATCH' });
