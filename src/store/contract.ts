@@ -2,7 +2,7 @@
  * The store contract: the one asynchronous vocabulary of table families the app uses, implemented on SQLite and on
  * PostgreSQL, and the row shapes it hands out.
  */
-import type { EventRecord } from '../ingest/records.ts';
+import type { EventRecord } from './records.ts';
 import type { AlertChange, AlertRow, Who } from './alerts.ts';
 import type { AttemptRow } from './attempts.ts';
 import type { ChatMessageRow } from './chatMessages.ts';

@@ -3,7 +3,7 @@
  * `FOR UPDATE SKIP LOCKED`.
  */
 import type pg from 'pg';
-import type { EventRecord } from '../../ingest/records.ts';
+import type { EventRecord } from '../records.ts';
 import type {
   AlertChange,
   AlertRow,

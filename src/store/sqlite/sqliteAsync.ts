@@ -2,7 +2,7 @@
  * The asynchronous store contract over the synchronous SQLite `Store`: each call one synchronous call, its answer a
  * promise.
  */
-import type { EventRecord } from '../../ingest/records.ts';
+import type { EventRecord } from '../records.ts';
 import type {
   AlertChange,
   AlertRow,
