@@ -15,7 +15,7 @@ await build({
   // it), and so does a PostgreSQL watcher's connection (src/store/postgres/pgLiveStore.ts), and `start`'s WAL checkpoints
   // (src/store/sqlite/walCheckpoints.ts), and the bot's charts (src/render/chartThread.ts)
   entryPoints: {
-    cli: join(root, 'src', 'cli.ts'),
+    cli: join(root, 'src', 'cli', 'main.ts'),
     parseWorker: join(root, 'src', 'ingest', 'threads', 'parseWorker.ts'),
     liveWorker: join(root, 'src', 'store', 'postgres', 'liveWorker.ts'),
     checkpointWorker: join(root, 'src', 'store', 'sqlite', 'checkpointWorker.ts'),
