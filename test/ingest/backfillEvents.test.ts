@@ -13,7 +13,8 @@ import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { AlertRow } from '../../src/store/alerts.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { ensureParent, realLogsDir, tempDir } from '../helpers.ts';
 
 const T0 = Date.UTC(2025, 0, 1, 3, 0, 0);
@@ -49,7 +50,7 @@ async function backfilled(
 ): Promise<Array<[string, string]>> {
   const root = tempDir();
   for (const [name, bytes] of Object.entries(files)) writeFileSync(ensureParent(join(root, 'runs', run, name)), bytes);
-  const store = Store.open(join(root, 'rlwatch.db'));
+  const { store } = freshStore({ dir: root });
   try {
     const engine = engineOf(store);
     const history = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
@@ -77,7 +78,7 @@ async function watched(
   const runs = join(root, 'runs');
   const path = ensureParent(join(runs, run, name));
   writeFileSync(path, '');
-  const store = Store.open(join(root, 'rlwatch.db'));
+  const { store } = freshStore({ dir: root });
   try {
     const engine = engineOf(store);
     engine.caughtUp();
@@ -164,7 +165,7 @@ describe('small cases', () => {
     const runs = join(root, 'runs');
     const path = ensureParent(join(runs, 'alive', 'train.log'));
     writeFileSync(path, [config, ...trace('')].join('\n') + '\n');
-    const store = Store.open(join(root, 'rlwatch.db'));
+    const { store } = freshStore({ dir: root });
     try {
       const engine = engineOf(store);
       let catchingUp = true;

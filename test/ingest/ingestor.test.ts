@@ -1,9 +1,10 @@
 import { appendFileSync, chmodSync, mkdirSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+import type { Ingestor, IngestEvent } from '../../src/ingest/ingestor.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { ensureParent, learningLine } from '../helpers.ts';
 
 let root: string;
 let store: Store;
@@ -11,10 +12,7 @@ let events: IngestEvent[];
 let ingestor: Ingestor;
 
 beforeEach(() => {
-  root = tempDir();
-  store = Store.open(join(root, 'test.db'));
-  events = [];
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }, (e) => events.push(e));
+  ({ dir: root, store, ingestor, events } = pipeline({ ingest: { maxLineBytes: 64 * 1024, examplesPerStep: 2 } }));
   return () => store.close();
 });
 

@@ -2,18 +2,17 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+import type { Ingestor } from '../../src/ingest/ingestor.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { ensureParent } from '../helpers.ts';
 
 let root: string;
 let store: Store;
 let ingestor: Ingestor;
 
 beforeEach(() => {
-  root = tempDir();
-  store = Store.open(join(root, 'test.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 1 });
+  ({ dir: root, store, ingestor } = pipeline({ ingest: { maxLineBytes: 64 * 1024, examplesPerStep: 1 } }));
   return () => store.close();
 });
 

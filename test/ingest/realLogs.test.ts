@@ -11,11 +11,12 @@ import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { cleanLine } from '../../src/ingest/formats/common.ts';
 import { consoleLog } from '../../src/ingest/formats/console.ts';
 import { readKeyValueLine } from '../../src/ingest/formats/keyValue.ts';
-import { Ingestor, type FileOutcome } from '../../src/ingest/ingestor.ts';
+import type { FileOutcome } from '../../src/ingest/ingestor.ts';
 import { parseNumber } from '../../src/ingest/metricNames.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { realLogsDir, tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { realLogsDir } from '../helpers.ts';
 
 const CORPUS = realLogsDir();
 
@@ -23,8 +24,8 @@ let store: Store;
 const outcomes = new Map<string, FileOutcome>();
 
 beforeAll(async () => {
-  store = Store.open(join(tempDir(), 'real.db'));
-  const ingestor = new Ingestor(store, { maxLineBytes: 1024 * 1024, examplesPerStep: 2 });
+  const { store: opened, ingestor } = pipeline({ ingest: { maxLineBytes: 1024 * 1024, examplesPerStep: 2 } });
+  store = opened;
   for (const path of discoverFiles(CORPUS, 4)) {
     const out = await ingestor.ingest(path, CORPUS);
     if (out) outcomes.set(path.slice(CORPUS.length + 1), out);

@@ -5,10 +5,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runFiles } from '../../src/commands/files.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
+import type { Ingestor } from '../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../src/ingest/discover/watcher.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 let root: string;
@@ -24,10 +25,9 @@ const runNames = (): string[] =>
     .sort();
 
 beforeEach(() => {
-  const dir = tempDir();
+  let dir: string;
+  ({ dir, store, ingestor } = pipeline({ ingest: { maxLineBytes: 64 * 1024, examplesPerStep: 2 } }));
   root = join(dir, 'runs');
-  store = Store.open(join(dir, 'test.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
 });
 afterEach(() => store.close());
 

@@ -12,7 +12,8 @@ import { STEP_LINE_NOT_READ, consoleLog } from '../../src/ingest/formats/console
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { MetricRecord } from '../../src/ingest/records.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { ensureParent, realLogsDir, tempDir } from '../helpers.ts';
 
 /** The metric records of `lines` read by one console reader, as [step, values]. */
@@ -142,7 +143,7 @@ describe('only training records are records', () => {
         'Training Progress:   0%|          | 2/15625 [02:12<288:57:10, 66.71s/it]',
       ].join('\n') + '\n',
     );
-    const store = Store.open(join(root, 'rlwatch.db'));
+    const { store } = freshStore({ dir: root });
     try {
       const outcome = await new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }).ingest(
         path,
@@ -201,7 +202,7 @@ describe('a home-grown loop', () => {
     const root = tempDir();
     const path = ensureParent(join(root, 'runs', 'loop', 'train.log'));
     writeFileSync(path, 'Step: 1 | Loss: 0.5 | KL: 0.01\nStep 2: loss=0.1 reward=n/a\n');
-    const store = Store.open(join(root, 'rlwatch.db'));
+    const { store } = freshStore({ dir: root });
     try {
       await new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }).ingest(path, join(root, 'runs'));
       const [file] = (await runFiles(new SqliteAsyncStore(store)))[0]!.files;
@@ -229,7 +230,7 @@ async function readCorpusFile(file: string, seed: number | null): Promise<Record
   const root = tempDir();
   const runs = join(root, 'runs');
   const path = ensureParent(join(runs, 'run', 'train.log'));
-  const store = Store.open(join(root, 'rlwatch.db'));
+  const { store } = freshStore({ dir: root });
   try {
     const rand = seed === null ? null : mulberry32(seed);
     const chunkBytes = rand ? 256 + Math.floor(rand() * 4096) : undefined;

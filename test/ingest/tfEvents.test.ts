@@ -2,8 +2,9 @@ import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { ensureParent } from '../helpers.ts';
 import { eventRecord, trainerEvents, versionRecord } from '../tfeventsWriter.ts';
 
 let root: string;
@@ -11,9 +12,11 @@ let store: Store;
 let ingestor: Ingestor;
 
 beforeEach(() => {
-  root = tempDir();
-  store = Store.open(join(root, 'test.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2, chunkBytes: 4096 });
+  ({
+    dir: root,
+    store,
+    ingestor,
+  } = pipeline({ ingest: { maxLineBytes: 64 * 1024, examplesPerStep: 2, chunkBytes: 4096 } }));
   return () => store.close();
 });
 

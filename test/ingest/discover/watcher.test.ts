@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Ingestor, type IngestEvent } from '../../../src/ingest/ingestor.ts';
 import { LiveIngest, type WatchOptions } from '../../../src/ingest/discover/watcher.ts';
-import { Store } from '../../../src/store/sqlite/store.ts';
+import type { Store } from '../../../src/store/sqlite/store.ts';
+import { freshStore } from '../../fixtures/pipeline.ts';
 import { ensureParent, tempDir } from '../../helpers.ts';
 
 // The live watcher against real files and real file-system events: what it reads, and when.
@@ -50,7 +51,7 @@ beforeEach(() => {
   dir = tempDir();
   root = join(dir, 'runs');
   mkdirSync(root, { recursive: true });
-  store = Store.open(join(dir, 'test.db'));
+  ({ store } = freshStore({ dir }));
   live = null;
   errors = [];
 });

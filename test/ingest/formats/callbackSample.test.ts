@@ -4,12 +4,11 @@
  * Ingestor into SQLite, compared with the generator's own numbers.
  */
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Ingestor } from '../../../src/ingest/ingestor.ts';
-import { Store } from '../../../src/store/sqlite/store.ts';
+import type { Store } from '../../../src/store/sqlite/store.ts';
 import { CALLBACK_STORY, DEFAULT_FILE, callbackRun } from '../../../scripts/make-callback-sample.ts';
-import { tempDir } from '../../helpers.ts';
+import { pipeline } from '../../fixtures/pipeline.ts';
 
 const SAMPLES = resolve(DEFAULT_FILE, '../..');
 const RUN = 'grpo-callback';
@@ -19,8 +18,8 @@ let store: Store;
 let runId: number;
 
 beforeAll(async () => {
-  store = Store.open(join(tempDir(), 'callback.db'));
-  const ingestor = new Ingestor(store, { maxLineBytes: 1024 * 1024, examplesPerStep: 2 });
+  const { store: opened, ingestor } = pipeline({ ingest: { maxLineBytes: 1024 * 1024, examplesPerStep: 2 } });
+  store = opened;
   const out = await ingestor.ingest(DEFAULT_FILE, SAMPLES);
   expect(out).toMatchObject({ run: RUN, format: 'console', skips: {} });
   runId = store.runs.byName(RUN)!.id;

@@ -2,18 +2,17 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Ingestor } from '../../../src/ingest/ingestor.ts';
-import { Store } from '../../../src/store/sqlite/store.ts';
-import { ensureParent, tempDir } from '../../helpers.ts';
+import type { Ingestor } from '../../../src/ingest/ingestor.ts';
+import type { Store } from '../../../src/store/sqlite/store.ts';
+import { pipeline } from '../../fixtures/pipeline.ts';
+import { ensureParent } from '../../helpers.ts';
 
 let root: string;
 let store: Store;
 let ingestor: Ingestor;
 
 beforeEach(() => {
-  root = tempDir();
-  store = Store.open(join(root, 'test.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 1024 * 1024, examplesPerStep: 2 });
+  ({ dir: root, store, ingestor } = pipeline({ ingest: { maxLineBytes: 1024 * 1024, examplesPerStep: 2 } }));
   return () => store.close();
 });
 
