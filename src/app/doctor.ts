@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
-import { loadConfig } from '../config/load.ts';
+import { loadConfig } from './loadConfig.ts';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import { discover, isIgnoredDir } from '../ingest/discover/discover.ts';

@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { BackfillStores } from '../app/start.ts';
-import { loadConfig } from '../config/load.ts';
+import { loadConfig } from '../app/loadConfig.ts';
 import type { Config } from '../config/schema.ts';
 import type { BackfillSummary } from '../ingest/backfill.ts';
 import type { ParseThread } from '../ingest/threads/parseThread.ts';

@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { readdirSync, type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadConfig, resolveDbPath } from '../config/load.ts';
+import { loadConfig } from '../app/loadConfig.ts';
+import { resolveDbPath } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import type { Reply } from '../render/reply.ts';
 import { UserError } from '../lib/errors.ts';

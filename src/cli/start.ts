@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { PlatformSettings } from '../app/start.ts';
-import { loadConfig } from '../config/load.ts';
+import { loadConfig } from '../app/loadConfig.ts';
 import type { Config } from '../config/schema.ts';
 import { UserError } from '../lib/errors.ts';
 import { stderrLog } from '../lib/log.ts';

@@ -1,6 +1,6 @@
 /**
- * Finds and loads the config (`--config`, RLWATCH_CONFIG, ./rlwatch.yaml or the defaults), validates it, and resolves
- * the database path.
+ * Finds and reads the config (`--config`, RLWATCH_CONFIG, ./rlwatch.yaml or the defaults), validates its shape, and
+ * resolves the database path. Its rules are checked against the rule book where it is loaded (app/loadConfig.ts).
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -20,7 +20,7 @@ const warnedReadable = new Set<string>();
 
 /** `--config`, else RLWATCH_CONFIG, else ./rlwatch.yaml if present, else the defaults. Paths inside the
  * file are resolved against its directory. */
-export async function loadConfig(
+export async function readConfig(
   explicit?: string,
   env: NodeJS.ProcessEnv = process.env,
   warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
@@ -38,18 +38,6 @@ export async function loadConfig(
   if (!parsed.success) throw new UserError(`${file}: ${describeIssue(parsed.error)}`);
   const base = dirname(file);
   const config = parsed.data;
-  // the rule book is built here only to check the file's rules (the preset is parsed as it loads): a command that
-  // runs on the defaults does without it
-  const [{ ruleBookFor }, { RuleError }] = await Promise.all([
-    import('../engine/presets/index.ts'),
-    import('../engine/rules.ts'),
-  ]);
-  try {
-    ruleBookFor(config); // a bad rule stops start-up here, naming the rule's place in the file
-  } catch (err) {
-    if (err instanceof RuleError) throw new UserError(`${file}: ${err.message}`);
-    throw err;
-  }
   config.watch.roots = config.watch.roots.map((r) => resolve(base, r));
   if (config.db && !isPostgresUrl(config.db)) config.db = resolve(base, config.db);
   return { config, file };

@@ -5,7 +5,7 @@ import { parse as parseEnv } from 'dotenv';
 import { parse as parseYaml } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { init } from '../../src/app/init.ts';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/app/loadConfig.ts';
 import { startFakeDiscord, type FakeDiscord } from '../fakes/discordServer.ts';
 import { tempDir } from '../helpers.ts';
 import { BIN, rlwatch, type CliResult } from '../integration/cli.ts';

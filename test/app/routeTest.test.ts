@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { alertRoute, platformsFromEnv } from '../../src/app/start.ts';
 import { routeTest } from '../../src/app/routeTest.ts';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/app/loadConfig.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { UserError } from '../../src/lib/errors.ts';
 import { tempDir } from '../helpers.ts';

@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } fro
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { findCommand, parseText } from '../../src/interact/registry.ts';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/app/loadConfig.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact } from '../../src/interact/interaction.ts';

@@ -1,7 +1,8 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, resolveDbPath } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/app/loadConfig.ts';
+import { resolveDbPath } from '../../src/config/load.ts';
 import { MAX_CONFIG_BYTES } from '../../src/config/readYaml.ts';
 import { UserError } from '../../src/lib/errors.ts';
 import { tempDir } from '../helpers.ts';

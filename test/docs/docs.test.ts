@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/app/loadConfig.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { tempDir } from '../helpers.ts';
 

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Reply } from '../../src/render/reply.ts';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/app/loadConfig.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import type { Target } from '../../src/notify/dispatcher.ts';
