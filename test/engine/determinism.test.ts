@@ -16,6 +16,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { discoverFiles } from '../../src/ingest/discover/discover.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { realLogsDir, tempDir } from '../helpers.ts';
 import { Trace, presetOnly, times, type Values } from './trace.ts';
 
@@ -101,7 +102,7 @@ async function readByBackfill(files: Files): Promise<Seen[]> {
     mkdirSync(dirname(join(runs, rel)), { recursive: true });
     writeFileSync(join(runs, rel), bytes);
   }
-  const store = Store.open(join(root, 'rlwatch.db'), { now: () => NOW });
+  const { store } = freshStore({ dir: root, now: () => NOW });
   try {
     const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
     const ingestor = new Ingestor(store, config.ingest, (e) => {

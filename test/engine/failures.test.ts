@@ -6,15 +6,14 @@
 import { appendFileSync, readdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Engine } from '../../src/engine/engine.ts';
+import type { Engine } from '../../src/engine/engine.ts';
 import { isFinished } from '../../src/engine/finished.ts';
 import type { Notification, NotificationItem } from '../../src/engine/notification.ts';
-import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
-import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, realLogsDir, tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { ensureParent, realLogsDir } from '../helpers.ts';
 
 const T0 = Date.UTC(2025, 0, 1, 3, 0, 0);
 const MIN = 60_000;
@@ -28,13 +27,16 @@ let ingestor: Ingestor;
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['Date'] });
   vi.setSystemTime(T0);
-  root = tempDir('rlw-fail-');
-  store = Store.open(join(root, 'rlwatch.db'));
-  engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), { repeatIntervalMs: 4 * 60 * MIN, targets: ['console'] });
-  engine.caughtUp(); // watching live, as `start` does once the (here empty) tree was read
-  ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
-    if (e.kind === 'batch') engine.evaluate(e.result.runId);
-  });
+  ({
+    dir: root,
+    store,
+    engine,
+    ingestor,
+  } = pipeline({
+    ingest: { maxLineBytes: 1 << 20, examplesPerStep: 2 },
+    // watching live, as `start` does once the (here empty) tree was read
+    engine: { repeatIntervalMs: 4 * 60 * MIN, targets: ['console'], caughtUp: true },
+  }));
 });
 afterEach(() => {
   store.close();

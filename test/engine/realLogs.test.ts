@@ -8,14 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { Engine } from '../../src/engine/engine.ts';
-import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
-import { RuleBook } from '../../src/engine/rules.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { AlertRow } from '../../src/store/alerts.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { realLogsDir, tempDir } from '../helpers.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { realLogsDir } from '../helpers.ts';
 
 const T0 = Date.UTC(2025, 0, 1, 3, 0, 0);
 let fired: Map<string, AlertRow[]>;
@@ -23,13 +19,13 @@ let fired: Map<string, AlertRow[]>;
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] });
   vi.setSystemTime(T0);
-  const store = Store.open(join(tempDir('rlw-real-'), 'rlwatch.db'));
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
-    repeatIntervalMs: 4 * 3_600_000,
-    targets: ['console'],
-  });
-  const history = new Ingestor(store, { maxLineBytes: 1 << 23, examplesPerStep: 2 }, (e) => {
-    if (e.kind === 'batch') engine.evaluate(e.result.runId, false);
+  const {
+    store,
+    engine,
+    ingestor: history,
+  } = pipeline({
+    ingest: { maxLineBytes: 1 << 23, examplesPerStep: 2 },
+    engine: { repeatIntervalMs: 4 * 3_600_000, targets: ['console'], announce: false },
   });
   await backfill(history, [realLogsDir()], { depth: 8 });
   vi.setSystemTime(T0 + 3 * 60_000);

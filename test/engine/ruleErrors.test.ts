@@ -9,7 +9,7 @@ import { ConfigSchema } from '../../src/config/schema.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor, type IngestEvent } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { tempDir } from '../helpers.ts';
 
 describe('a rule that throws', () => {
@@ -25,7 +25,7 @@ describe('a rule that throws', () => {
         appendFileSync(path, `${JSON.stringify({ step, reward: 0.5, frac_reward_zero_std: frac, grad_norm })}\n`);
       }
     };
-    const store = Store.open(join(root, 'rlwatch.db'));
+    const { store } = freshStore({ dir: root });
     // grad_explosion's evaluation fails while `broken` (grad_norm 0.5, then 50 from step 9, would fire it)
     let broken = true;
     const cursor = store.alerts.cursor.bind(store.alerts);
