@@ -5,11 +5,11 @@ import { runCompare } from '../../src/commands/runCompare.ts';
 import { COMMANDS, parseText } from '../../src/interact/registry.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { Comparison } from '../../src/report/compare.ts';
 import { lineChartSpec, renderLineChart, chartRows, PNG_SIGNATURE } from '../../src/render/chart.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
 import { tempDir } from '../helpers.ts';
 
 /** A learning.log (the OCaml GRPO trainer's) of `n` lines: reward and frac_zero_std as functions of the line number. */
@@ -29,8 +29,8 @@ async function store(runs: Record<string, string>): Promise<Store> {
     mkdirSync(join(root, name));
     writeFileSync(join(root, name, name.endsWith('jsonl') ? 'metrics.jsonl' : 'learning.log'), text);
   }
-  const s = Store.open(join(tempDir(), 'c.db'));
-  await backfill(new Ingestor(s, ConfigSchema.parse({}).ingest), [root], { depth: 4 });
+  const { store: s, ingestor } = pipeline({ ingest: ConfigSchema.parse({}).ingest });
+  await backfill(ingestor, [root], { depth: 4 });
   return s;
 }
 

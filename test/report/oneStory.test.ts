@@ -8,15 +8,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { reportOf } from '../../src/commands/runReport.ts';
 import { runList } from '../../src/commands/runList.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { Engine } from '../../src/engine/engine.ts';
-import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
-import { RuleBook } from '../../src/engine/rules.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
+import type { Ingestor } from '../../src/ingest/ingestor.ts';
 import { summaryLines } from '../../src/report/markdown.ts';
 import { ReportSchedule } from '../../src/report/schedule.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { ensureParent } from '../helpers.ts';
 import { Trace, presetOnly } from '../engine/trace.ts';
 
 const T0 = Date.UTC(2025, 0, 1, 3, 0, 0);
@@ -28,16 +26,14 @@ describe('a run that crashed', () => {
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(T0);
-    root = tempDir('rlw-story-');
-    store = Store.open(join(root, 'rlwatch.db'));
-    const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
-      repeatIntervalMs: 3_600_000,
-      targets: ['console'],
-    });
-    engine.caughtUp();
-    ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 }, (e) => {
-      if (e.kind === 'batch') engine.evaluate(e.result.runId);
-    });
+    ({
+      dir: root,
+      store,
+      ingestor,
+    } = pipeline({
+      ingest: { maxLineBytes: 1 << 20, examplesPerStep: 2 },
+      engine: { repeatIntervalMs: 3_600_000, targets: ['console'], caughtUp: true },
+    }));
   });
   afterEach(() => {
     store.close();

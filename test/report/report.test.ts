@@ -8,20 +8,20 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeEngine } from '../../src/app/start.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { reportOf, runReport } from '../../src/commands/runReport.ts';
 import { ConfigSchema, type Config } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import type { RunReport } from '../../src/report/build.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
 /** Reads the files (real Ingestor), then the engine evaluates what was read, as at start-up (unless `alerts` is
  * false: the logging callback sample's 3,000 restarts make the engine take ~30 s on it, a problem reported apart). */
 async function ingest(roots: string[], config: Config = ConfigSchema.parse({}), alerts = true): Promise<Store> {
-  const store = Store.open(join(tempDir(), 'r.db'));
-  await backfill(new Ingestor(store, config.ingest), roots, config.watch);
+  const { store, ingestor } = pipeline({ ingest: config.ingest });
+  await backfill(ingestor, roots, config.watch);
   if (alerts) makeEngine(store, config, { terminal: true }).evaluateBehind();
   return store;
 }
