@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 let dir: string;
@@ -23,8 +24,7 @@ beforeEach(() => {
   dir = tempDir();
   root = join(dir, 'runs');
   for (const run of ['a', 'b', 'c']) writeFileSync(ensureParent(logOf(run)), lines(1, 5));
-  store = Store.open(join(dir, 'test.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 });
+  ({ store, ingestor } = pipeline({ dir, name: 'test.db', ingest: { maxLineBytes: 64 * 1024, examplesPerStep: 2 } }));
 });
 afterEach(() => store.close());
 

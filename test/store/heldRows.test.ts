@@ -1,11 +1,9 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Engine } from '../../src/engine/engine.ts';
-import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
-import { RuleBook } from '../../src/engine/rules.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
+import type { Ingestor } from '../../src/ingest/ingestor.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
 import { ensureParent, tempDir } from '../helpers.ts';
 
 // The writer holds in memory what only it writes of the runs it reads (their rows, metrics, files, attempts and events),
@@ -51,16 +49,13 @@ function bothSay(run: string): void {
 beforeEach(() => {
   dir = tempDir();
   root = join(dir, 'runs');
-  store = Store.open(join(dir, 'test.db'));
-  // the rules after each batch, as `start` runs them once caught up: they mark the run evaluated and live
-  const engine = new Engine(store, RuleBook.build(GRPO_PRESET, []), {
-    repeatIntervalMs: 3_600_000,
-    targets: ['console'],
-  });
-  engine.caughtUp();
-  ingestor = new Ingestor(store, { maxLineBytes: 64 * 1024, examplesPerStep: 2 }, (e) => {
-    if (e.kind === 'batch') engine.evaluate(e.result.runId);
-  });
+  ({ store, ingestor } = pipeline({
+    dir,
+    name: 'test.db',
+    ingest: { maxLineBytes: 64 * 1024, examplesPerStep: 2 },
+    // the rules after each batch, as `start` runs them once caught up: they mark the run evaluated and live
+    engine: { repeatIntervalMs: 3_600_000, targets: ['console'], caughtUp: true },
+  }));
 });
 afterEach(() => store.close());
 

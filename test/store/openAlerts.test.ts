@@ -4,19 +4,17 @@
  * or changed one rolls back: the engine's (Store.transaction), a batch's (Store.commit), a command's own
  * db.transaction. Real SQLite file, two connections.
  */
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AlertChange, AlertRow } from '../../src/store/alerts.ts';
 import type { Batch } from '../../src/store/sqlite/store.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 const NOW = 1_800_000_000_000;
 const change: AlertChange = { step: 3, at: NOW, severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {} };
 
 function setup() {
-  const path = join(tempDir(), 'rlwatch.db');
-  const store = Store.open(path, { now: () => NOW });
+  const { path, store } = freshStore({ now: () => NOW });
   const run = store.runs.ensure('job', '/runs/job');
   const first = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
   /** the table's open alerts of the run, read past what the store holds */

@@ -7,11 +7,9 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
-import { Engine } from '../../src/engine/engine.ts';
 import type { Notification } from '../../src/engine/notification.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
 import { tempDir } from '../helpers.ts';
 
 const RANK: Record<string, number> = { critical: 2, warning: 1 };
@@ -28,11 +26,11 @@ describe('outbox urgency', () => {
         appendFileSync(path, `${JSON.stringify({ step, reward: 0.5, grad_norm: 1, ...v })}\n`);
       }
     };
-    const store = Store.open(join(root, 'rlwatch.db'));
     const config = ConfigSchema.parse({});
-    const engine = new Engine(store, ruleBookFor(config), { repeatIntervalMs: 3_600_000, targets: ['console'] });
-    const ingestor = new Ingestor(store, config.ingest, (e) => {
-      if (e.kind === 'batch') engine.evaluate(e.result.runId);
+    const { store, ingestor } = pipeline({
+      dir: root,
+      ingest: config.ingest,
+      engine: { rules: ruleBookFor(config), repeatIntervalMs: 3_600_000, targets: ['console'] },
     });
     // each read's rows delivered before the next, as a live terminal does: a row still waiting takes its run's next
     // items in (Outbox.add), and this test wants the rows of each kind apart

@@ -4,11 +4,10 @@
  * NaN, -0, a metric first seen mid-run and tails longer than what is kept. The expected answers come from a plain
  * model of the points written (the last value per metric and step), not from the store. And the steps a batch notes.
  */
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ShapedRows, type MetricRow } from '../../src/store/metricRows.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 type Point = { step: number; value: number };
 
@@ -38,7 +37,7 @@ class Model {
 }
 
 function open(): { store: Store; runId: number; fileId: number } {
-  const store = Store.open(join(tempDir(), 'rlwatch.db'));
+  const { store } = freshStore();
   const run = store.runs.ensure('r', '/x/r');
   const file = store.files.add(run.id, '/x/r/learning.log', 'learning-log');
   return { store, runId: run.id, fileId: file.id };

@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 function commit(store: Store, runId: number, fileId: number, steps: Array<[number, number]>): void {
   store.commit(
@@ -19,7 +18,7 @@ function commit(store: Store, runId: number, fileId: number, steps: Array<[numbe
 
 describe('series columns, kept in memory between requests', () => {
   it('are topped up with new steps and dropped when a batch rewrites cached steps', () => {
-    const store = Store.open(join(tempDir(), 'c.db'));
+    const { store } = freshStore();
     const run = store.runs.ensure('r', '/r');
     const file = store.files.add(run.id, '/r/trainer_state.json', 'trainerState');
     commit(store, run.id, file.id, [
@@ -40,7 +39,7 @@ describe('series columns, kept in memory between requests', () => {
   });
 
   it('grow past their first allocation', () => {
-    const store = Store.open(join(tempDir(), 'c.db'));
+    const { store } = freshStore();
     const run = store.runs.ensure('r', '/r');
     const file = store.files.add(run.id, '/r/learning.log', 'learningLog');
     commit(
