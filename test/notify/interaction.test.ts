@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/interact/registry.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { buttonRequest, displayName, interact, type Asker } from '../../src/interact/interaction.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 const stores: Store[] = [];
 afterEach(() => {
@@ -14,7 +13,7 @@ afterEach(() => {
 
 /** A run `grpo-7b` with one firing mode_collapse alert. */
 function world(): { store: Store; alertId: number; warnings: string[]; asker: (o?: Partial<Asker>) => Asker } {
-  const store = Store.open(join(tempDir('rlw-interact-'), 'a.db'));
+  const { store } = freshStore();
   stores.push(store);
   const run = store.runs.ensure('grpo-7b', '/runs/grpo-7b');
   const change = {

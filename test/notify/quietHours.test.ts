@@ -3,7 +3,6 @@
  * what the dispatcher does with them on a real SQLite outbox: warnings held and summed up in one message once the
  * interval ends (after a restart too), a critical posted at once, a held alert that resolved or was acked left out.
  */
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
@@ -16,8 +15,8 @@ import { redactingTarget, redactorOf } from '../../src/notify/redact.ts';
 import { quietOf, router } from '../../src/notify/routing.ts';
 import { webhook } from '../../src/platforms/webhook/index.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 const at = (iso: string): number => Date.parse(iso);
 
@@ -68,7 +67,7 @@ afterEach(async () => {
 function setUp(quiet: Record<string, unknown>) {
   const config = ConfigSchema.parse({});
   const section = webhook.section.parse({ channel: 'ops', quiet, urls: { ops: 'http://127.0.0.1:9/' } });
-  const store = Store.open(join(tempDir('rlw-quiet-'), 'a.db'));
+  const { store } = freshStore();
   stores.push(store);
   const clock = { now: 0 };
   const engine = new Engine(store, ruleBookFor(config), {
