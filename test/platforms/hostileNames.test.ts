@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Reply } from '../../src/render/reply.ts';
 import { silentLog } from '../../src/lib/log.ts';
@@ -8,8 +7,8 @@ import { cardsMessage, replyMessage } from '../../src/platforms/discord/bot.ts';
 import { cardBlocks, replyBlocks } from '../../src/platforms/slack/bot.ts';
 import { cardsHtml, replyHtml } from '../../src/platforms/telegram/render.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 /** A display name that tries to ping a Slack channel and a Discord server, open a quote and a heading. */
 const NAME = '<!channel> @everyone *x*\n> quoted\n# Heading <@U123>';
@@ -21,7 +20,7 @@ afterEach(() => {
 
 /** `/alerts` after `who` acked alert #1 under NAME, as the command path answers it. */
 async function alertsReply(who: string): Promise<{ reply: Reply; stored: string }> {
-  const store = Store.open(join(tempDir('rlw-names-'), 'a.db'));
+  const { store } = freshStore();
   stores.push(store);
   const run = store.runs.ensure('grpo', '/runs/grpo');
   store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', {
@@ -114,7 +113,7 @@ describe('a hostile display name stays inert wherever it is shown', () => {
   });
 
   it('/mute and /mutes name the muter literally on Discord and as plain_text on Slack', async () => {
-    const store = Store.open(join(tempDir('rlw-names-'), 'a.db'));
+    const { store } = freshStore();
     stores.push(store);
     store.runs.ensure('grpo', '/runs/grpo');
     const asker = {

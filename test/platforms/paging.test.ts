@@ -7,7 +7,6 @@
  */
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -22,11 +21,10 @@ import { sectionOf, type Platform } from '../../src/platforms/platform.ts';
 import { slack } from '../../src/platforms/slack/index.ts';
 import { telegram } from '../../src/platforms/telegram/index.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { discordEnv, startFakeDiscord, type FakeDiscord, type Json } from '../fakes/discordServer.ts';
 import { startFakeSlack } from '../fakes/slackServer.ts';
 import { FakeTelegram } from '../fakes/telegramServer.ts';
-import { tempDir } from '../helpers.ts';
 
 const ROLE = '123456789012345678';
 const HOUR = 3600_000;
@@ -44,7 +42,7 @@ async function paging<S, T>(platform: Platform<S, T>, section: unknown, env: Nod
   const config = ConfigSchema.parse({ [platform.id]: section });
   const settings = platform.settings(sectionOf(config, platform), env);
   if (settings === null) throw new Error(`${platform.id} is not configured`);
-  const store = Store.open(join(tempDir('rlw-paging-'), 'a.db'));
+  const { store } = freshStore();
   const contract = new SqliteAsyncStore(store);
   const instance = await platform.create(settings, { store: contract, config, log: silentLog, wake: () => {} });
   instance.start?.();

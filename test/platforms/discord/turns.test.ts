@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Notification } from '../../../src/engine/notification.ts';
@@ -6,15 +5,14 @@ import type { Target } from '../../../src/notify/dispatcher.ts';
 import { DiscordBot } from '../../../src/platforms/discord/bot.ts';
 import { DiscordSection } from '../../../src/platforms/discord/index.ts';
 import { SqliteAsyncStore } from '../../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../../src/store/sqlite/store.ts';
+import { freshStore } from '../../fixtures/pipeline.ts';
 import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../../fakes/discordServer.ts';
-import { tempDir } from '../../helpers.ts';
 
 describe("Discord: a channel's posts go one at a time, the most urgent first (the real client, a local fake)", () => {
   let fake: FakeDiscord;
   let bot: DiscordBot;
   let target: Target;
-  const store = Store.open(join(tempDir(), 'rlwatch.db'));
+  const { store } = freshStore();
   /** A firing alert of a run of its own, and the delivery of its card (`key` and outbox urgency). */
   const deliver = (rule: string, severity: string, key: string, urgency: number): Promise<void> => {
     const run = store.runs.ensure(rule, `/runs/${rule}`);

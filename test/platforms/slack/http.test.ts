@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlackBot } from '../../../src/platforms/slack/bot.ts';
@@ -10,9 +9,9 @@ import type { Log } from '../../../src/lib/log.ts';
 import { slack } from '../../../src/platforms/slack/index.ts';
 import { sectionOf } from '../../../src/platforms/platform.ts';
 import { SqliteAsyncStore } from '../../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../../src/store/sqlite/store.ts';
+import type { Store } from '../../../src/store/sqlite/store.ts';
+import { freshStore } from '../../fixtures/pipeline.ts';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slackServer.ts';
-import { tempDir } from '../../helpers.ts';
 
 const SECRET = 'test-signing-secret';
 
@@ -37,7 +36,7 @@ describe("Slack over Bolt's HTTP receiver, with the signing secret; requests fro
 
   beforeAll(async () => {
     fake = await startFakeSlack();
-    store = Store.open(join(tempDir(), 'rlwatch.db'));
+    ({ store } = freshStore());
     store.runs.ensure('grpo', '/runs/grpo');
     responses = createServer((req, res) => {
       let body = '';
