@@ -8,6 +8,7 @@ import { MIGRATIONS_DIR } from '../../src/lib/paths.ts';
 import { migrate } from '../../src/store/sqlite/migrate.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { tempDir } from '../helpers.ts';
 
 const MIN = 60_000;
@@ -21,7 +22,7 @@ afterEach(() => {
 
 /** A run `grpo-7b` with a collapse that fired at T and a spike that fired at T + 5 min and resolved at T + 20 min. */
 function world() {
-  const store = Store.open(join(tempDir('rlw-alerts-'), 'a.db'));
+  const { store } = freshStore();
   stores.push(store);
   const run = store.runs.ensure('grpo-7b', '/runs/grpo-7b');
   const collapse = store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', {

@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact, type Asker } from '../../src/interact/interaction.ts';
 import { commandPlaces, CommandsSchema, NOT_HERE, type Route } from '../../src/notify/routing.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 const T = Date.UTC(2026, 10, 22, 9, 0, 0);
 const A = 'team-a/grpo';
@@ -20,7 +19,7 @@ afterEach(() => {
 
 /** Runs A and B, each with a firing alert, and a chat asker from `channel` as the Slack bot would build it. */
 function world(commands: object = {}) {
-  const store = Store.open(join(tempDir('rlw-vis-'), 'v.db'));
+  const { store } = freshStore();
   stores.push(store);
   const alertOf = (run: string) =>
     store.alerts.create(store.runs.ensure(run, `/runs/${run}`).id, 'mode_collapse', 'frac_zero_std', 'firing', {
