@@ -9,9 +9,8 @@ import { makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
 import { CURSOR_ROWS } from './tableRows.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 const SAMPLES = join(import.meta.dirname, '../../samples');
 
@@ -21,7 +20,7 @@ async function backfillSample(fromMemory: boolean): Promise<Tables> {
   const config = ConfigSchema.parse({});
   let clock = 1_700_000_000_000;
   const now = (): number => (clock += 1000);
-  const store = Store.open(join(tempDir(), 'rlwatch.db'), { now });
+  const { store } = freshStore({ now });
   const engine = makeEngine(store, config, { terminal: true, now });
   // small reads: many batches, so rule cursors sit inside and before each batch
   const ingestor = new Ingestor(store, { ...config.ingest, chunkBytes: 16384 }, (e) => {

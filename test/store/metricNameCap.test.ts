@@ -12,6 +12,7 @@ import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { pastCap } from '../../src/store/batchGuard.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { tempDir } from '../helpers.ts';
 import { rlwatch } from '../integration/cli.ts';
 
@@ -56,7 +57,7 @@ describe('a cap on distinct metric names per run', () => {
   it('keeps the first names, counts the lines of values past the cap under one reason naming the first few: backfill and live (across a restart) alike', async () => {
     const whole = runRoot();
     writeFileSync(whole.file, LINES.map((l) => `${l}\n`).join(''));
-    const a = Store.open(join(tempDir(), 'a.db'));
+    const { store: a } = freshStore();
     await backfill(new Ingestor(a, config.ingest), [whole.root], config.watch);
     const backfilled = held(a, whole.file);
     a.close();
@@ -93,7 +94,7 @@ describe('a cap on distinct metric names per run', () => {
   });
 
   it('names a long or multi-line name past the cap short and on one line', () => {
-    const store = Store.open(join(tempDir(), 'c.db'));
+    const { store } = freshStore();
     const run = store.runs.ensure('r', '/runs/r');
     const file = store.files.add(run.id, '/runs/r/m.jsonl', 'jsonlMetrics');
     const long = `${'x'.repeat(100)}\nINJECTED`;

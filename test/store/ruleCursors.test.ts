@@ -12,7 +12,8 @@ import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { backfill } from '../../src/ingest/backfill.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { tempDir } from '../helpers.ts';
 import { CURSOR_ROWS } from './tableRows.ts';
 
@@ -55,7 +56,7 @@ function expectExact(store: Store): number {
 
 describe('rule cursors held in memory', () => {
   it('are the table after a backfill of the sample runs', async () => {
-    const store = Store.open(join(tempDir(), 'rlwatch.db'), { now: () => NOW });
+    const { store } = freshStore({ now: () => NOW });
     const engine = makeEngine(store, config, { terminal: true, now: () => NOW });
     const opts = { ...config.ingest, chunkBytes: 4096 };
     await backfill(
@@ -88,7 +89,7 @@ describe('rule cursors held in memory', () => {
         );
       }
     };
-    const store = Store.open(join(root, 'rlwatch.db'));
+    const { store } = freshStore({ dir: root });
     // the last rule of the book throws: every other rule has saved its cursors in the transaction rolled back
     const book = ruleBookFor(config);
     const last = book.forRun('job').at(-1)!.id;
@@ -125,7 +126,7 @@ describe('rule cursors held in memory', () => {
   });
 
   it('are the table after a batch whose transaction rolled back, and after the run is removed', () => {
-    const store = Store.open(join(tempDir(), 'rlwatch.db'));
+    const { store } = freshStore();
     const run = store.runs.ensure('job', '/logs/job');
     const file = store.files.add(run.id, '/logs/job/metrics.jsonl', 'jsonl');
     store.alerts.saveCursor(run.id, 'r', 'reward', 3, { streak: 1 });
