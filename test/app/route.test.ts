@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { alertRoute, makeEngine } from '../../src/app/start.ts';
 import { ConfigSchema } from '../../src/config/schema.ts';
@@ -8,8 +7,8 @@ import type { Notification } from '../../src/engine/notification.ts';
 import { Dispatcher } from '../../src/notify/dispatcher.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 
 const stores: Store[] = [];
 afterEach(() => {
@@ -20,7 +19,7 @@ afterEach(() => {
  * settings (a watcher's), then routed by the dispatcher of a process holding Discord's settings (with no lane, so that
  * the routed rows stay to be read); the outbox rows: target -> rules. */
 async function routed(config: unknown): Promise<Record<string, string[]>> {
-  const store = Store.open(join(tempDir('rlw-route-'), 'a.db'));
+  const { store } = freshStore();
   stores.push(store);
   const run = store.runs.ensure('r1', '/x/r1');
   const file = store.files.add(run.id, '/x/r1/train.jsonl', 'jsonlMetrics');
