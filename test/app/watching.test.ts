@@ -10,8 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/schema.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { PostgresError } from '../../src/store/dbErrors.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
 import { startWatching, type Watching } from '../../src/app/watching.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { ensureParent, learningLines as lines, tempDir } from '../helpers.ts';
 
 const cleanup: Array<() => unknown> = [];
@@ -25,7 +25,7 @@ describe('startWatching', () => {
     const root = join(dir, 'runs');
     const file = ensureParent(join(root, 'grpo', 'learning.log'));
     writeFileSync(file, lines(1, 10));
-    const store = Store.open(join(dir, 'rlwatch.db'));
+    const { store } = freshStore({ dir });
     cleanup.push(() => store.close());
     // the first look at the runs after the files there were committed finds the connection gone
     let armed = false;

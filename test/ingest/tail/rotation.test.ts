@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ingestor, type IngestEvent } from '../../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../../src/ingest/discover/watcher.ts';
 import { Store } from '../../../src/store/sqlite/store.ts';
-import { ensureParent, tempDir } from '../../helpers.ts';
+import { freshStore } from '../../fixtures/pipeline.ts';
+import { ensureParent } from '../../helpers.ts';
 import { eventRecord, versionRecord } from '../../tfeventsWriter.ts';
 
 let root: string;
@@ -17,9 +18,7 @@ const OPTS = { maxLineBytes: 64 * 1024, examplesPerStep: 2 };
 const newIngestor = (): Ingestor => new Ingestor(store, OPTS, (e) => events.push(e));
 
 beforeEach(() => {
-  root = tempDir();
-  dbPath = join(root, 'test.db');
-  store = Store.open(dbPath);
+  ({ dir: root, path: dbPath, store } = freshStore());
   events = [];
 });
 afterEach(() => store.close());
