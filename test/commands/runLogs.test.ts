@@ -3,21 +3,20 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { findCommand, parseText } from '../../src/interact/registry.ts';
 import { loadConfig } from '../../src/app/loadConfig.ts';
-import { Ingestor } from '../../src/ingest/ingestor.ts';
+import type { Ingestor } from '../../src/ingest/ingestor.ts';
 import { silentLog } from '../../src/lib/log.ts';
 import { interact } from '../../src/interact/interaction.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, learningLine, tempDir } from '../helpers.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { pipeline } from '../fixtures/pipeline.ts';
+import { ensureParent, learningLine } from '../helpers.ts';
 
 let root: string;
 let store: Store;
 let ingestor: Ingestor;
 
 beforeEach(() => {
-  root = tempDir('rlw-logs-');
-  store = Store.open(join(root, 'rlwatch.db'));
-  ingestor = new Ingestor(store, { maxLineBytes: 1 << 20, examplesPerStep: 2 });
+  ({ dir: root, store, ingestor } = pipeline({ ingest: { maxLineBytes: 1 << 20, examplesPerStep: 2 } }));
   return () => store.close();
 });
 
