@@ -16,7 +16,8 @@ import { ReportSchedule } from '../../src/report/schedule.ts';
 import type { Platform, PlatformInstance } from '../../src/platforms/platform.ts';
 import { ROUTED } from '../../src/store/outbox.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
-import { Store } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { learningLine, tempDir } from '../helpers.ts';
 
 export type OutboxRow = {
@@ -68,7 +69,7 @@ export class PlatformRun {
     const settings = platform.settings(platform.section.parse(section), env);
     if (settings === null) throw new Error(`${platform.id} is not configured`);
     const root = tempDir();
-    const store = Store.open(join(root, 'rlwatch.db'));
+    const { store } = freshStore({ dir: root });
     // no dispatcher to wake here: `write` drains the outbox after every batch
     const ctx = { store: new SqliteAsyncStore(store), config: ConfigSchema.parse({}), log: silentLog, wake: () => {} };
     return new PlatformRun(root, store, await platform.create(settings, ctx), platform.route(settings, ctx.config));
