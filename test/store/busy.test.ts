@@ -9,7 +9,8 @@ import { Engine } from '../../src/engine/engine.ts';
 import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { Log } from '../../src/lib/log.ts';
-import { retryWhileBusy, Store } from '../../src/store/sqlite/store.ts';
+import { retryWhileBusy } from '../../src/store/sqlite/store.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
 import { ensureParent, learningLine, tempDir } from '../helpers.ts';
 
 // "Busy" for real: a second connection holds the write lock (BEGIN IMMEDIATE), as a CLI `mute` does for a moment,
@@ -32,11 +33,9 @@ function holdWriteLock(dbPath: string): Database.Database {
 
 describe('a busy database', () => {
   it("retries a batch's rule evaluation instead of skipping it", async () => {
-    const dir = tempDir();
-    const dbPath = join(dir, 'test.db');
+    const { dir, path: dbPath, store } = freshStore();
     const log = ensureParent(join(dir, 'runs', 'r1', 'learning.log'));
     writeFileSync(log, collapsed(1, 6));
-    const store = Store.open(dbPath);
     cleanup.push(() => store.close());
     await new Ingestor(store, { maxLineBytes: 65536, examplesPerStep: 2 }).ingest(log, join(dir, 'runs'));
     const runId = store.runs.byName('r1')!.id;
