@@ -7,7 +7,8 @@ import { Ingestor } from '../../src/ingest/ingestor.ts';
 import { LiveIngest } from '../../src/ingest/discover/watcher.ts';
 import { DatabaseError } from '../../src/store/dbErrors.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
-import { ensureParent, tempDir } from '../helpers.ts';
+import { freshStore } from '../fixtures/pipeline.ts';
+import { ensureParent } from '../helpers.ts';
 
 // The disk fills for real inside SQLite: `max_page_count` makes every write past it fail with SQLITE_FULL
 // ("database or disk is full"), exactly as a full file system does, without a mount.
@@ -33,10 +34,8 @@ function fillAfter(s: Store, kb: number): void {
 }
 
 beforeEach(() => {
-  dir = tempDir();
-  dbPath = join(dir, 'test.db');
+  ({ dir, path: dbPath, store } = freshStore());
   for (const run of RUNS) writeFileSync(ensureParent(join(root(), run, 'learning.log')), lines(1, LINES));
-  store = Store.open(dbPath);
 });
 afterEach(() => store.close());
 
