@@ -84,8 +84,8 @@ async function tableBytes(client: pg.Client, tables: readonly string[]): Promise
 
 async function viaStore(url: string): Promise<{ seconds: number; bytes: number }> {
   const store = await PgStore.open(url, { max: 1 });
-  const run = await store.ensureRun('bench', '/bench');
-  const file = await store.addFile(run.id, '/bench/metrics.jsonl', 'jsonl');
+  const run = await store.runs.ensure('bench', '/bench');
+  const file = await store.files.add(run.id, '/bench/metrics.jsonl', 'jsonl');
   const batches = makeBatches(POINTS, run.id, file.id);
   const t0 = performance.now();
   for (const b of batches) await store.commit(b, 0);

@@ -63,7 +63,7 @@ export async function startBot(opts: BotOptions & { db: string; tickMs?: number 
     side = started;
     void side.failure.then(refused);
     // outbox rows other processes commit (a watcher's alert, a CLI ack's card update) are posted when announced
-    unlisten = await store.onOutbox?.((critical) => void side?.dispatcher.kick({ critical }));
+    unlisten = await store.outbox.listen?.((critical) => void side?.dispatcher.kick({ critical }));
     void side.tick();
     tick = setInterval(() => void side?.tick(), opts.tickMs ?? TICK_MS);
   };

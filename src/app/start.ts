@@ -161,7 +161,7 @@ export async function startBotSide(store: StoreContract, opts: BotOptions): Prom
   const reports = new ReportSchedule(store, config, route);
   // this process is the one that delivers (the writer lock on SQLite, the bot lock on PostgreSQL): a lease left on a
   // row is a dead process's, and its rows go now rather than once the lease ran out
-  const reclaimed = await store.reclaimLeases();
+  const reclaimed = await store.outbox.reclaimLeases();
   if (reclaimed > 0) log.info(`took over ${reclaimed} outbox rows a stopped process had claimed`);
   const dispatcher = new Dispatcher(store, targets, { ...opts.delivery, log, route });
   wake = (prefix) => dispatcher.wake(prefix);

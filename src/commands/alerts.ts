@@ -20,8 +20,8 @@ async function seenAlert(
   id: number,
   seesRun: (run: string) => boolean,
 ): Promise<{ alert: AlertRow; run: string }> {
-  const alert = await store.alertById(id);
-  const run = alert ? (await store.runById(alert.run_id))?.name : undefined;
+  const alert = await store.alerts.byId(id);
+  const run = alert ? (await store.runs.byId(alert.run_id))?.name : undefined;
   if (!alert || run === undefined || !seesRun(run)) throw new UserError(`no alert #${id} (see \`alerts --all\`)`);
   return { alert, run };
 }
@@ -39,9 +39,9 @@ export async function alertList(
   now = Date.now(),
 ): Promise<Reply> {
   const run = args.run ? await resolveRun(store, args.run, seesRun) : undefined;
-  const names = new Map((await store.listRuns()).map((r) => [r.id, r.name]));
-  const silences = await store.activeSilences(now);
-  const listed = (await store.listAlerts({ runId: run?.id, all: args.all })).filter((a) =>
+  const names = new Map((await store.runs.list()).map((r) => [r.id, r.name]));
+  const silences = await store.silences.active(now);
+  const listed = (await store.alerts.list({ runId: run?.id, all: args.all })).filter((a) =>
     seesRun(names.get(a.run_id) ?? ''),
   );
   const rows = listed.map((a) => {
@@ -96,7 +96,7 @@ export async function ackAlert(
   const { alert } = await seenAlert(store, args.id, seesRun);
   if (alert.state === 'resolved') throw new UserError(`alert #${args.id} is already resolved`);
   await store.transaction(async (tx) => {
-    await tx.ackAlert(alert.id, args.by, args.comment ?? null, now);
+    await tx.alerts.ack(alert.id, args.by, args.comment ?? null, now);
     await queueCardUpdates(tx, [alert.id], now);
   });
   return {
@@ -187,7 +187,7 @@ export async function muteAlerts(
     );
   }
   const s = await store.transaction(async (tx) => {
-    const added = await tx.addSilence({
+    const added = await tx.silences.add({
       run: run ?? null,
       rule: args.rule ?? null,
       severity: severity ? severity.data : null,
@@ -231,13 +231,13 @@ async function seesAllOf(
 ): Promise<boolean> {
   if (!seesRun) return true;
   if (!isGlob(run)) return seesRun(run as string);
-  return (await store.listRuns()).every((r) => (run !== null && !globMatch(run, r.name)) || seesRun(r.name));
+  return (await store.runs.list()).every((r) => (run !== null && !globMatch(run, r.name)) || seesRun(r.name));
 }
 
 /** `mutes`: the mutes in force. */
 export async function muteList({ store, seesRun }: CommandContext, now = Date.now()): Promise<Reply> {
   const active = [];
-  for (const s of await store.activeSilences(now)) if (await seesAllOf(store, s.run, seesRun)) active.push(s);
+  for (const s of await store.silences.active(now)) if (await seesAllOf(store, s.run, seesRun)) active.push(s);
   return {
     title:
       active.length === 0 ? 'No mutes in force' : `${active.length} mute${active.length === 1 ? '' : 's'} in force`,
@@ -255,11 +255,11 @@ export async function unmute(
   args: { id: number },
   now = Date.now(),
 ): Promise<Reply> {
-  const s = await store.silenceById(args.id);
+  const s = await store.silences.byId(args.id);
   if (!s || s.ended_at !== null || s.ends_at <= now || !(await seesAllOf(store, s.run, seesRun)))
     throw new UserError(`no mute #${args.id} in force (see \`mutes\`)`);
   await store.transaction(async (tx) => {
-    await tx.endSilence(s.id, now);
+    await tx.silences.end(s.id, now);
     await queueCardUpdates(tx, await alertsUnder(tx, s), now);
   });
   const ended = describeSilence({ ...s, ended_at: now }, now);

@@ -23,14 +23,14 @@ export async function resolveRun(
   name: string | undefined,
   seesRun?: (run: string) => boolean,
 ): Promise<RunRow> {
-  const all = await store.listRuns();
+  const all = await store.runs.list();
   const runs = seesRun ? all.filter((r) => seesRun(r.name)) : all;
   if (name === undefined || name === '') {
     if (runs.length === 1) return runs[0] as RunRow;
     if (runs.length === 0) throw new UserError('no runs yet: run `rlwatch backfill DIR` or `rlwatch start` first');
     throw new UserError(`which run? one of: ${runs.map((r) => r.name).join(', ')}`);
   }
-  const run = await store.runByName(name);
+  const run = await store.runs.byName(name);
   if (run && (!seesRun || seesRun(run.name))) return run;
   const known = runs.map((r) => r.name);
   throw new UserError(

@@ -14,7 +14,7 @@ export async function examples(
 ): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
   const step = args.step ?? run.last_step ?? 0;
-  const kept = await store.examplesAtOrBefore(run.id, step);
+  const kept = await store.examples.atOrBefore(run.id, step);
   if (kept.length === 0) throw new UserError(`run '${run.name}' has no generations kept at or before step ${step}`);
   const half = Math.ceil(kept.length / 2);
   const best = kept.slice(0, half);

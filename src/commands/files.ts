@@ -46,11 +46,11 @@ export async function runFiles(
   run?: string,
   seesRun: (run: string) => boolean = () => true,
 ): Promise<RunFiles[]> {
-  const unread = (await store.unreadFiles(run)).filter((u) => existsSync(u.path) && seesRun(u.run));
+  const unread = (await store.unread.list(run)).filter((u) => existsSync(u.path) && seesRun(u.run));
   const names = new Set(unread.map((u) => u.run));
   let runs: RunRow[];
-  if (run === undefined) runs = (await store.listRuns()).filter((r) => seesRun(r.name));
-  else if (names.has(run) && !(await store.runByName(run)))
+  if (run === undefined) runs = (await store.runs.list()).filter((r) => seesRun(r.name));
+  else if (names.has(run) && !(await store.runs.byName(run)))
     runs = []; // only unread files: no run row, still named
   else runs = [await resolveRun(store, run, seesRun)];
   for (const r of runs) names.add(r.name);
@@ -58,7 +58,7 @@ export async function runFiles(
   for (const name of [...names].sort()) {
     const row = runs.find((r) => r.name === name);
     const files: ReadFile[] = [];
-    for (const f of row ? await store.filesOfRun(row.id) : []) {
+    for (const f of row ? await store.files.ofRun(row.id) : []) {
       files.push({
         path: relPath(row!.path, f.path),
         format: f.format,
@@ -67,7 +67,7 @@ export async function runFiles(
         lines: f.lines,
         records: f.records,
         skipped: f.skipped,
-        skips: f.skipped > 0 ? skipsOf(await store.skipsOf(f.id)) : [],
+        skips: f.skipped > 0 ? skipsOf(await store.files.skipsOf(f.id)) : [],
       });
     }
     out.push({
@@ -147,19 +147,19 @@ export async function unreadSummary(
   const under = (path: string): boolean => roots.some((root) => path === root || path.startsWith(root + sep));
   const ours = (row: { scope?: string }): boolean => scope === undefined || (row.scope ?? '') === scope;
   const out: string[] = [];
-  for (const u of await store.unreadFiles()) {
+  for (const u of await store.unread.list()) {
     // an empty file has said nothing yet (a run just starting): `rlwatch files` lists it, a warning would be noise
     if (u.size > 0 && ours(u) && under(u.path) && existsSync(u.path)) {
       out.push(`not read: ${u.run}/${u.rel_path} (${u.reason})`);
     }
   }
-  for (const run of await store.listRuns()) {
+  for (const run of await store.runs.list()) {
     if (!ours(run)) continue;
-    for (const f of await store.filesOfRun(run.id)) {
+    for (const f of await store.files.ofRun(run.id)) {
       if (!under(f.path)) continue;
       if (noMetrics(f)) out.push(`not understood: ${run.name}/${relPath(run.path, f.path)} (${noMetricsText(f)})`);
       if (f.skipped === 0) continue;
-      const skips = skipsOf(await store.skipsOf(f.id));
+      const skips = skipsOf(await store.files.skipsOf(f.id));
       out.push(`unparsed lines: ${run.name}/${relPath(run.path, f.path)}: ${skipText({ skipped: f.skipped, skips })}`);
     }
   }

@@ -24,7 +24,7 @@ function alertsIn(payload: string): number[] {
  * platform is unreachable or refuses rlwatch, so it is not a slash command.
  */
 export async function outboxList({ store }: CommandContext): Promise<Reply> {
-  const rows = (await store.openOutbox()).map((r) => {
+  const rows = (await store.outbox.open()).map((r) => {
     const n = JSON.parse(r.payload) as Notification;
     return {
       id: r.id,
@@ -63,8 +63,8 @@ export async function outboxList({ store }: CommandContext): Promise<Reply> {
  */
 export async function outboxRetry({ store }: CommandContext, args: { id: number }): Promise<Reply> {
   const back = await store.transaction(async (tx) => {
-    const row = (await tx.openOutbox()).find((r) => r.id === args.id);
-    if (!(await tx.requeue(args.id))) return row ? 'pending' : 'gone';
+    const row = (await tx.outbox.open()).find((r) => r.id === args.id);
+    if (!(await tx.outbox.requeue(args.id))) return row ? 'pending' : 'gone';
     await queueCardUpdates(tx, alertsIn(row!.payload), Date.now());
     return 'back';
   });

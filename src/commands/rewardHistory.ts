@@ -21,20 +21,20 @@ export async function rewardHistory(
 ): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
   const metric = args.metric ?? 'reward';
-  const known = await store.metricsOf(run.id);
+  const known = await store.points.metricsOf(run.id);
   if (!known.includes(metric)) {
     throw new UserError(`run '${run.name}' has no metric '${metric}' (it logs: ${known.join(', ') || 'nothing yet'})`);
   }
   if (args.last !== undefined && (!Number.isInteger(args.last) || args.last < 1)) {
     throw new UserError(`--last must be a whole number of at least 1, not ${args.last}`);
   }
-  const d = await store.digest(run.id, metric, args.last);
+  const d = await store.points.digest(run.id, metric, args.last);
   const n = d.length;
   const stats = Number.isFinite(d.min)
     ? `min ${formatValue(d.min)}  max ${formatValue(d.max)}  last ${formatValue(d.tail.values.at(-1) ?? NaN)}`
     : 'no finite values';
   const tail = { steps: d.tail.steps.slice(-TABLE_ROWS), values: d.tail.values.slice(-TABLE_ROWS) };
-  const tailEpochs = await store.epochsAt(run.id, tail.steps);
+  const tailEpochs = await store.points.epochsAt(run.id, tail.steps);
   return {
     title:
       `${metric} of ${run.name}: ${n} point${n === 1 ? '' : 's'}` +
@@ -60,9 +60,9 @@ export async function rewardHistory(
     // the epoch beside each point (--json) is a second series: read only when asked for
     get data() {
       return (async () => {
-        const cols = await store.columns(run.id, metric);
+        const cols = await store.points.columns(run.id, metric);
         const from = newestFrom(cols.length, args.last);
-        const epochs = known.includes('epoch') ? await store.columns(run.id, 'epoch') : null;
+        const epochs = known.includes('epoch') ? await store.points.columns(run.id, 'epoch') : null;
         const [steps, values] = [cols.steps.subarray(from, cols.length), cols.values.subarray(from, cols.length)];
         return { run: run.name, metric, points: pointsWithEpochs(steps, values, epochs) };
       })();

@@ -13,10 +13,10 @@ import type { Reply } from '../render/reply.ts';
 export async function runList(ctx: CommandContext, now = Date.now()): Promise<Reply> {
   const { store, local, seesRun } = ctx;
   const runs = [];
-  for (const r of await store.listRuns()) {
+  for (const r of await store.runs.list()) {
     if (seesRun && !seesRun(r.name)) continue;
-    const epoch = (await store.series(r.id, 'epoch', 1))[0]?.value ?? null;
-    const firing = await store.listAlerts({ runId: r.id });
+    const epoch = (await store.points.series(r.id, 'epoch', 1))[0]?.value ?? null;
+    const firing = await store.alerts.list({ runId: r.id });
     runs.push({
       name: r.name,
       path: r.path,

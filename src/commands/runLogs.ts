@@ -60,7 +60,7 @@ export async function runLogs(
   const n = Math.min(MAX_LINES, Math.max(1, args.lines ?? DEFAULT_LINES));
   // a file's name is shown as its run's is (runLocator.ts `visibleName`), and so asked for
   const named = (f: FileRow): string => visibleName(relative(run.path, f.path).split(sep).join('/'));
-  const logs = (await store.filesOfRun(run.id)).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
+  const logs = (await store.files.ofRun(run.id)).filter(isTextLog).sort((a, b) => (b.grew_at ?? 0) - (a.grew_at ?? 0));
   if (logs.length === 0)
     throw new UserError(`${run.name} has no console log (captured stdout such as *.log, *.out, nohup.out)`);
   const wanted = args.file;

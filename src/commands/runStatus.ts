@@ -24,17 +24,17 @@ export async function runStatus(
   now = Date.now(),
 ): Promise<Reply> {
   const run = await resolveRun(store, args.run, seesRun);
-  const head = await store.replayingStep(run.id, run.last_step);
+  const head = await store.attempts.replaying(run.id, run.last_step);
   // a restarted job logging its steps again: its latest values, not those the earlier attempt logged past it
   const latest: LatestValue[] = [];
-  for (const l of await store.latest(run.id)) {
+  for (const l of await store.points.latest(run.id)) {
     if (head === null || l.step <= head) latest.push(l);
-    else latest.push(...(await store.upTo(run.id, l.metric, head, 1)).map((p) => ({ metric: l.metric, ...p })));
+    else latest.push(...(await store.points.upTo(run.id, l.metric, head, 1)).map((p) => ({ metric: l.metric, ...p })));
   }
   const canonical = latest.filter((l) => isCanonicalMetric(l.metric));
   const epoch = latest.find((l) => l.metric === 'epoch')?.value ?? null;
   const other = latest.length - canonical.length;
-  const attempts = await store.attemptsOf(run.id);
+  const attempts = await store.attempts.list(run.id);
   const step = head ?? run.last_step;
   return {
     title: `${run.name}: step ${step ?? '-'}` + (epoch === null ? '' : `, epoch ${formatValue(epoch)}`),

@@ -333,8 +333,8 @@ export const COMMANDS: readonly CommandSpec[] = [
 
 /** The names a caller may see: runs their channel sees (`seesRun`, absent: all), every metric name. */
 export async function knownNames(store: StoreContract, seesRun?: (run: string) => boolean): Promise<Known> {
-  const runs = (await store.listRuns()).map((r) => r.name);
-  return { runs: seesRun ? runs.filter(seesRun) : runs, metrics: await store.metricNames() };
+  const runs = (await store.runs.list()).map((r) => r.name);
+  return { runs: seesRun ? runs.filter(seesRun) : runs, metrics: await store.points.allNames() };
 }
 
 /** A wrong argument: answered with the command's usage line. */

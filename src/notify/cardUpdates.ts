@@ -36,18 +36,18 @@ function postsAlert(payload: string, alertId: number): boolean {
  * per target and run. Call it inside the transaction that changed them. Returns the rows written.
  */
 export async function queueCardUpdates(store: StoreTx, alertIds: Iterable<number>, now: number): Promise<number> {
-  const silences = await store.activeSilences(now);
+  const silences = await store.silences.active(now);
   const rows = new Map<string, { runId: number; target: string; n: Notification }>();
   let waiting: OpenOutboxRow[] | undefined;
   for (const id of new Set(alertIds)) {
-    const a = await store.alertById(id);
-    const run = a && (await store.runById(a.run_id));
+    const a = await store.alerts.byId(id);
+    const run = a && (await store.runs.byId(a.run_id));
     if (!a || !run) continue;
     const state = snapshotOf(a, isMuted(silences, run.name, a));
     // read once, and only when an alert changed: posts not delivered yet, newest first like the messages
-    waiting ??= (await store.openOutbox()).filter((r) => r.dead_at === null).reverse();
+    waiting ??= (await store.outbox.open()).filter((r) => r.dead_at === null).reverse();
     const posts = waiting.filter((r) => r.run_id === a.run_id && postsAlert(r.payload, id));
-    for (const m of [...(await store.messagesShowing(id)), ...posts]) {
+    for (const m of [...(await store.chat.showing(id)), ...posts]) {
       const key = `${m.target}\n${a.run_id}`;
       const row = rows.get(key) ?? { runId: a.run_id, target: m.target, n: { run: run.name, items: [] } };
       if (row.n.items.some((i) => i.alertId === id)) continue; // the target's newest message of it gave the item
@@ -57,14 +57,14 @@ export async function queueCardUpdates(store: StoreTx, alertIds: Iterable<number
       rows.set(key, row);
     }
   }
-  for (const { runId, target, n } of rows.values()) await store.enqueue(runId, target, n, now);
+  for (const { runId, target, n } of rows.values()) await store.outbox.add(runId, target, n, now);
   return rows.size;
 }
 
 /** The firing alerts a mute matches (or matched, once ended): their cards show whether they are muted. */
 export async function alertsUnder(store: StoreTx, s: SilenceRow): Promise<number[]> {
-  const names = new Map((await store.listRuns()).map((r) => [r.id, r.name]));
-  return (await store.listAlerts({}))
+  const names = new Map((await store.runs.list()).map((r) => [r.id, r.name]));
+  return (await store.alerts.list({}))
     .filter((a) => silenceMatches(s, { run: names.get(a.run_id) ?? '', rule: a.rule, severity: a.severity }))
     .map((a) => a.id);
 }
@@ -75,10 +75,10 @@ export async function alertsUnder(store: StoreTx, s: SilenceRow): Promise<number
  */
 export function endExpiredMutes(store: StoreContract, now: number): Promise<number> {
   return store.transaction(async (tx) => {
-    const expired = await tx.expiredSilences(now);
+    const expired = await tx.silences.expired(now);
     const held: number[] = [];
     for (const s of expired) {
-      await tx.endSilence(s.id, s.ends_at);
+      await tx.silences.end(s.id, s.ends_at);
       held.push(...(await alertsUnder(tx, s)));
     }
     await queueCardUpdates(tx, held, now);

@@ -19,10 +19,7 @@ import { parseNotification } from './payload.ts';
 import { QUIET_SUMMARY } from './quietHours.ts';
 
 /** What delivery reads and writes of a channel's own records of the messages it posted. */
-export type MessageRecords = Pick<
-  StoreContract,
-  'messagesOfAlert' | 'messageByDelivery' | 'recordMessage' | 'setMessagePayload'
->;
+export type MessageRecords = Pick<StoreContract['chat'], 'ofAlert' | 'byDelivery' | 'record' | 'setPayload'>;
 
 /**
  * Lets timers and I/O run (a slash command, the watcher's next lines). The SQLite store answers within the turn, and
@@ -180,11 +177,11 @@ function withStates(posted: Notification, changed: readonly NotificationItem[]):
 /** The cards of a posted message as its record shows them now (acks, mutes and resolutions included); null for a
  * message rlwatch did not post, or whose record no longer reads. */
 export async function shownNow(
-  messages: Pick<StoreContract, 'messageByRef'>,
+  messages: Pick<StoreContract['chat'], 'byRef'>,
   target: string,
   ref: string,
 ): Promise<AlertCard[] | null> {
-  const m = await messages.messageByRef(target, ref);
+  const m = await messages.byRef(target, ref);
   const posted = m && postedOf(m);
   return posted ? messageCards(posted) : null;
 }
@@ -200,17 +197,17 @@ export async function recapture(
   ref: string,
   now = Date.now(),
 ): Promise<AlertCard[] | null> {
-  const m = await store.messageByRef(target, ref);
+  const m = await store.chat.byRef(target, ref);
   const posted = m && postedOf(m);
   if (!posted) return null; // nothing to re-render it from: the message stays as it is
-  const silences = await store.activeSilences(now);
+  const silences = await store.silences.active(now);
   const items: NotificationItem[] = [];
   for (const item of posted.items) {
-    const a = await store.alertById(item.alertId);
+    const a = await store.alerts.byId(item.alertId);
     items.push(a ? { ...item, state: snapshotOf(a, isMuted(silences, posted.run, a)) } : item);
   }
   const n: Notification = { ...posted, items };
-  await store.setMessagePayload(m.id, n);
+  await store.chat.setPayload(m.id, n);
   return messageCards(n);
 }
 
@@ -237,7 +234,7 @@ export async function deliverCards(
   for (const [k, item] of n.items.entries()) {
     if (k > 0 && k % GIVE_WAY_EVERY === 0) await giveWay();
     const edited = item.kind === 'resolved' || item.kind === 'update';
-    const showing = edited ? await messages.messagesOfAlert(item.alertId, target) : [];
+    const showing = edited ? await messages.ofAlert(item.alertId, target) : [];
     if (showing.length === 0 && item.kind !== 'update') fresh.push(item); // an update never posts
     showing.forEach((m, i) => {
       const e = edits.get(m.ref) ?? { message: m, changed: [], thread: false };
@@ -250,12 +247,12 @@ export async function deliverCards(
   const parts = messagesOf(fresh);
   for (let i = 0; i < parts.length; i++) {
     const part = `${key}/${i * CARDS_PER_MESSAGE}`;
-    if (await messages.messageByDelivery(target, part)) continue; // posted before a later part failed
+    if (await messages.byDelivery(target, part)) continue; // posted before a later part failed
     const posted: Notification = { run: n.run, items: parts[i]! };
     const cards = messageCards(posted);
     const ref = await channel.post(cards);
     const alertIds = posted.items.map((x) => x.alertId);
-    await messages.recordMessage(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
+    await messages.record(target, ref, { runId, alertIds, payload: posted, delivery: part }, Date.now());
     await channel.afterPost?.(ref, cards);
   }
   for (const { message, changed, thread } of edits.values()) {
@@ -266,16 +263,15 @@ export async function deliverCards(
     // an edit only when what the message shows changed: a summed-up alert's own change is kept in its record
     if (!posted || JSON.stringify(cards) !== JSON.stringify(messageCards(posted)))
       await channel.edit(message.ref, cards);
-    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted))
-      await messages.setMessagePayload(message.id, shown);
+    if (!posted || JSON.stringify(shown) !== JSON.stringify(posted)) await messages.setPayload(message.id, shown);
     const part = `${key}/reply/${message.id}`;
-    if (!thread || !channel.replyResolved || (await messages.messageByDelivery(target, part))) continue;
+    if (!thread || !channel.replyResolved || (await messages.byDelivery(target, part))) continue;
     const ids = new Set(changed.filter((c) => c.kind === 'resolved').map((c) => c.alertId));
     const resolved = cards.filter((c) => ids.has(c.alertId) && c.status === 'resolved');
     if (resolved.length === 0) continue;
     const ref = await channel.replyResolved(message.ref, resolved);
     const reply = { runId, alertIds: [], payload: { run: n.run, items: [] }, delivery: part };
-    await messages.recordMessage(target, ref, reply, Date.now());
+    await messages.record(target, ref, reply, Date.now());
   }
 }
 
@@ -289,8 +285,8 @@ async function deliverReport(
   channel: CardChannel,
 ): Promise<void> {
   const part = `${delivery.key}/0`;
-  if (await messages.messageByDelivery(target, part)) return;
+  if (await messages.byDelivery(target, part)) return;
   const ref = await channel.post([scheduledCard(n.run, r)]);
   const m = { runId: delivery.runId, alertIds: [], payload: n, delivery: part };
-  await messages.recordMessage(target, ref, m, Date.now());
+  await messages.record(target, ref, m, Date.now());
 }

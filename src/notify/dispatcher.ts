@@ -144,7 +144,7 @@ interface Lane {
  * failure stops that target until the platform's Retry-After, or a capped exponential backoff, has passed. A row
  * is done only once its target accepted it; rows wait in the store meanwhile, so an outage of hours delivers
  * everything afterwards, once. A permanent failure sets the row aside (dead letter, `rlwatch outbox`), so the
- * next row still goes out. Rows are claimed with a lease (`StoreContract.claim`): two dispatchers on one database
+ * next row still goes out. Rows are claimed with a lease (`outbox.claim`): two dispatchers on one database
  * (a bot handing over to the next) never deliver the same row.
  */
 export class Dispatcher {
@@ -228,7 +228,7 @@ export class Dispatcher {
   private routeSome(route: (run: string, severity: string) => readonly string[]): Promise<number> {
     return this.store.transaction(async (tx) => {
       const now = this.now();
-      const rows = await tx.claim(ROUTED, { owner: this.router, now, leaseMs: LEASE_MS, limit: ROUTE_BATCH });
+      const rows = await tx.outbox.claim(ROUTED, { owner: this.router, now, leaseMs: LEASE_MS, limit: ROUTE_BATCH });
       for (const row of rows) {
         let n: Notification;
         try {
@@ -236,12 +236,12 @@ export class Dispatcher {
           n = JSON.parse(row.payload) as Notification; // as written: each target's row carries every field of it
         } catch (err) {
           const reason = `outbox row #${row.id}: ${(err as Error).message}`;
-          await tx.setAside(row.id, reason, now);
+          await tx.outbox.setAside(row.id, reason, now);
           this.opts.log?.warn(`${reason}; set aside (\`rlwatch outbox\` lists it)`);
           continue;
         }
-        for (const [target, routed] of fanOut(n, route)) await tx.enqueue(row.run_id, target, routed, now);
-        await tx.delivered(row.id, now);
+        for (const [target, routed] of fanOut(n, route)) await tx.outbox.add(row.run_id, target, routed, now);
+        await tx.outbox.done(row.id, now);
       }
       return rows.length;
     });
@@ -256,7 +256,7 @@ export class Dispatcher {
       if (!lane.target.name.startsWith(prefix) || this.stopped) continue;
       if (lane.timer) clearTimeout(lane.timer);
       lane.timer = null;
-      void this.store.clearWait(lane.target.name).then(
+      void this.store.outbox.clearWait(lane.target.name).then(
         () => this.kickLane(lane),
         (err: Error) => this.opts.log?.warn(`${lane.target.name}: cannot look at the outbox: ${err.message}`),
       );
@@ -279,7 +279,7 @@ export class Dispatcher {
     if (!(await Promise.race([drained, grace]))) this.abandoned = true;
     clearTimeout(timer);
     // rows claimed and not delivered go to whoever delivers next, now rather than when their lease ends
-    await Promise.all(this.lanes.map((l) => this.store.releaseClaims(l.owner).catch(() => {})));
+    await Promise.all(this.lanes.map((l) => this.store.outbox.releaseClaims(l.owner).catch(() => {})));
   }
 
   private kickLane(lane: Lane, critical = true): Promise<void> {
@@ -360,7 +360,7 @@ export class Dispatcher {
         if (any + kept > 0) {
           toClaim = 0;
           keptUnlooked = false;
-          (await this.store.claim(target.name, claiming(any, kept)!)).forEach(start);
+          (await this.store.outbox.claim(target.name, claiming(any, kept)!)).forEach(start);
         }
         if (inFlight.size === 0) return; // nothing to claim, nothing running: drained
         // a slot frees (a run's next row may have been claimed with it), or rows were written
@@ -394,7 +394,7 @@ export class Dispatcher {
     } catch (err) {
       // written by a broken or foreign writer: no retry can heal it, and the rows after it still go out
       const reason = `outbox row #${row.id}: ${(err as Error).message}`;
-      await this.store.setAside(row.id, reason, this.now());
+      await this.store.outbox.setAside(row.id, reason, this.now());
       this.opts.log?.warn(`${target.name}: ${reason}; set aside (\`rlwatch outbox\` lists it)`);
       return null;
     }
@@ -412,7 +412,7 @@ export class Dispatcher {
       const e = err as Error;
       this.opts.onError?.(target.name, e);
       if (e instanceof DeliveryError && e.permanent) {
-        await this.store.setAside(row.id, e.message, this.now());
+        await this.store.outbox.setAside(row.id, e.message, this.now());
         this.opts.log?.warn(
           `${target.name}: alert row #${row.id} (run ${n.run}) set aside, it cannot be delivered: ${e.message}. ` +
             `\`rlwatch outbox\` lists it; \`rlwatch outbox retry ${row.id}\` sends it again once fixed`,
@@ -423,7 +423,7 @@ export class Dispatcher {
         e instanceof DeliveryError && e.retryAfterMs !== undefined
           ? e.retryAfterMs
           : Math.min(this.max, this.base * 2 ** Math.min(row.attempts, 20));
-      await this.store.failed(row.id, e.message, this.now() + delay);
+      await this.store.outbox.failed(row.id, e.message, this.now() + delay);
       this.noteFailure(lane, e, delay);
       this.retryLater(lane, delay);
       return false;
@@ -459,7 +459,7 @@ export class Dispatcher {
       held.push(i);
     }
     if (held.length === 0) return n;
-    await this.store.enqueue(row.run_id, heldTarget(lane.target.name), { run: n.run, items: held }, now);
+    await this.store.outbox.add(row.run_id, heldTarget(lane.target.name), { run: n.run, items: held }, now);
     for (const i of held) known.set(i.alertId, { run: n.run, severity: i.severity });
     const rest = n.items.filter((i) => !held.includes(i));
     return rest.length > 0 || n.report ? { ...n, items: rest } : null;
@@ -472,11 +472,11 @@ export class Dispatcher {
     const out: Array<{ id: number; runId: number; n: Notification }> = [];
     const first = lane.held === null;
     const open = first
-      ? (this.firstLook ??= this.store.openOutbox().catch((err: Error) => {
+      ? (this.firstLook ??= this.store.outbox.open().catch((err: Error) => {
           this.firstLook = null; // the next look reads again
           throw err;
         }))
-      : this.store.openOutbox();
+      : this.store.outbox.open();
     const rows = await open;
     // once every lane has had its first look, the read is let go (a backlog's payloads are not kept)
     if (first && this.lanes.every((l) => l === lane || l.held !== null)) this.firstLook = null;
@@ -485,7 +485,7 @@ export class Dispatcher {
       try {
         out.push({ id: r.id, runId: r.run_id, n: parseNotification(r.payload) });
       } catch (err) {
-        await this.store.setAside(r.id, `outbox row #${r.id}: ${(err as Error).message}`, this.now());
+        await this.store.outbox.setAside(r.id, `outbox row #${r.id}: ${(err as Error).message}`, this.now());
       }
     }
     return out;
@@ -525,11 +525,11 @@ export class Dispatcher {
       for (const item of n.items)
         latest.set(item.alertId, { run: n.run, item, quiet: target.quiet?.(n.run, item.severity) });
     }
-    const silences = await this.store.activeSilences(now);
+    const silences = await this.store.silences.active(now);
     const firing: Held[] = [];
     for (const h of latest.values()) {
       if (h.item.kind === 'resolved') continue;
-      const a = await this.store.alertById(h.item.alertId);
+      const a = await this.store.alerts.byId(h.item.alertId);
       if (a?.state === 'firing' && a.acked_by === null && !isMuted(silences, h.run, a)) firing.push(h);
     }
     if (firing.length > 0) {
@@ -546,7 +546,7 @@ export class Dispatcher {
         const e = err as Error;
         this.opts.onError?.(target.name, e);
         if (e instanceof DeliveryError && e.permanent) {
-          for (const { id } of due) await this.store.setAside(id, e.message, now);
+          for (const { id } of due) await this.store.outbox.setAside(id, e.message, now);
           this.opts.log?.warn(
             `${target.name}: the summary of the alerts held in quiet hours cannot be delivered: ${e.message}`,
           );
@@ -562,7 +562,7 @@ export class Dispatcher {
         return false;
       }
     }
-    for (const { id } of due) await this.store.delivered(id, now);
+    for (const { id } of due) await this.store.outbox.done(id, now);
     return true;
   }
 
@@ -573,10 +573,10 @@ export class Dispatcher {
     claim: ClaimOptions | null,
   ): Promise<ClaimedRow[] | null> {
     if (!claim) {
-      await this.store.delivered(row.id, this.now());
+      await this.store.outbox.done(row.id, this.now());
       return null;
     }
-    return this.store.deliveredAndClaim(row.id, this.now(), target.name, claim);
+    return this.store.outbox.doneAndClaim(row.id, this.now(), target.name, claim);
   }
 
   /** The first failure is logged at once; later ones are counted and summed up once per `logEveryMs`. */

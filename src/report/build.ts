@@ -128,11 +128,13 @@ async function milestone(store: StoreTx, runId: number, rule: MilestoneRule, unt
     value: rule.value,
     stop: rule.severity === 'critical',
   };
-  if (!(await store.metricsOf(runId)).includes(rule.metric)) {
+  if (!(await store.points.metricsOf(runId)).includes(rule.metric)) {
     return { ...base, state: 'unlogged', actual: null, atEpoch: null };
   }
-  const at = (await store.series(runId, 'epoch')).find((p) => p.value >= rule.epoch - 1e-9 && p.step <= until);
-  const recent = at ? (await store.upTo(runId, rule.metric, at.step, rule.window, true)).map((p) => p.value) : [];
+  const at = (await store.points.series(runId, 'epoch')).find((p) => p.value >= rule.epoch - 1e-9 && p.step <= until);
+  const recent = at
+    ? (await store.points.upTo(runId, rule.metric, at.step, rule.window, true)).map((p) => p.value)
+    : [];
   if (!at || recent.length === 0) return { ...base, state: 'pending', actual: null, atEpoch: null };
   const m = mean(recent);
   return { ...base, state: compare(m, rule.op, rule.value) ? 'met' : 'missed', actual: m, atEpoch: at.value };
@@ -176,7 +178,7 @@ const gapOf = (best: number, m: number): number => (best - m < 1e-12 ? 0 : best 
 /** Reward components: logged `rewards/<fn>` series, else the breakdowns of the kept generations. */
 async function components(store: StoreTx, runId: number, w: Window): Promise<ComponentRow[]> {
   // `rewards/<fn>` is a component's mean (TRL's rewards/<fn>/mean maps onto it); /std, /min, /max are not parts
-  const names = (await store.metricsOf(runId)).filter((m) => /^rewards\/[^/]+$/.test(m));
+  const names = (await store.points.metricsOf(runId)).filter((m) => /^rewards\/[^/]+$/.test(m));
   const rows: ComponentRow[] = [];
   for (const name of names) {
     const v = finite(await valuesIn(store, runId, name, w));
@@ -186,7 +188,7 @@ async function components(store: StoreTx, runId: number, w: Window): Promise<Com
     rows.push({ name, mean: m, best, gap: gapOf(best, m), source: 'metric' });
   }
   const byKey = new Map<string, number[]>();
-  const kept = await store.examplesBetween(runId, w.from, w.examplesTo);
+  const kept = await store.examples.between(runId, w.from, w.examplesTo);
   for (const e of kept) {
     for (const [k, x] of Object.entries(e.breakdown))
       if (Number.isFinite(x)) byKey.set(k, [...(byKey.get(k) ?? []), x]);
@@ -203,14 +205,14 @@ async function components(store: StoreTx, runId: number, w: Window): Promise<Com
 }
 
 async function progress(store: StoreTx, run: RunRow, until: number | undefined): Promise<RunReport['progress']> {
-  const meta = await store.runMeta(run.id);
+  const meta = await store.events.meta(run.id);
   const totalSteps = meta.total_steps ?? meta.max_steps ?? null;
   if (until !== undefined && until !== run.last_step) {
     // as of an earlier step: the run's clock is read at its last step only, so no pace is told
-    const epoch = (await store.upTo(run.id, 'epoch', until, 1))[0]?.value ?? null;
+    const epoch = (await store.points.upTo(run.id, 'epoch', until, 1))[0]?.value ?? null;
     return { step: until, epoch, totalSteps, elapsedMs: null, etaMs: null };
   }
-  const epoch = (await store.latest(run.id)).find((l) => l.metric === 'epoch')?.value ?? null;
+  const epoch = (await store.points.latest(run.id)).find((l) => l.metric === 'epoch')?.value ?? null;
   const span = run.started_at !== null && run.updated_at !== null ? run.updated_at - run.started_at : null;
   // a log read at once (backfill) has no pace to speak of: under a second is no elapsed time
   const elapsedMs = span !== null && span >= 1000 ? span : null;
@@ -231,14 +233,14 @@ export async function buildReport(
 ): Promise<RunReport> {
   const store = readOnce(tx);
   const w = await windowOf(store, run, opts);
-  const epochs = (await store.series(run.id, 'epoch')).filter((p) => p.step >= w.from && p.step <= w.to);
+  const epochs = (await store.points.series(run.id, 'epoch')).filter((p) => p.step >= w.from && p.step <= w.to);
   const ranges: RangeRow[] = [];
   for (const r of opts.ranges) {
     const row = await rangeRow(store, run.id, r, w, opts.rules);
     if (row.n > 0) ranges.push(row);
   }
   const until = opts.until ?? Number.MAX_SAFE_INTEGER;
-  const fired = (await store.listAlerts({ runId: run.id, all: true }))
+  const fired = (await store.alerts.list({ runId: run.id, all: true }))
     .reverse()
     .filter((a): a is AlertRow & { fired_step: number } => a.fired_step !== null && a.fired_step <= until);
   // firing at `until` (now, without one): fired by then, and not resolved by then
@@ -285,7 +287,7 @@ export async function buildReport(
   );
   const actions = distinct(live.flatMap((f) => f.actions)).slice(0, ACTIONS_SHOWN);
   const gen = async (which: 'best' | 'worst'): Promise<Generation[]> =>
-    (await store.examplesExtremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN)).map((e) => ({
+    (await store.examples.extremes(run.id, w.from, w.examplesTo, which, GENERATIONS_SHOWN)).map((e) => ({
       step: e.step,
       reward: e.reward,
       breakdown: e.breakdown,
@@ -304,8 +306,8 @@ export async function buildReport(
     status: statusOf(stop, firing, ranges, milestones, fmt),
     progress: await progress(store, run, opts.until),
     config: {
-      ...numbersAsText(await store.runMeta(run.id)),
-      ...(await store.runConfig(run.id)),
+      ...numbersAsText(await store.events.meta(run.id)),
+      ...(await store.events.config(run.id)),
       ...(await loggedLr(store, run.id, until)),
     },
     ranges,
@@ -334,6 +336,6 @@ function distinct(actions: readonly string[]): string[] {
 /** The learning rate the run logs now (the training analysis: "currently running at ~3.55e-6 due to
  * warmup"). */
 async function loggedLr(store: StoreTx, runId: number, until: number): Promise<Record<string, string>> {
-  const lr = (await store.upTo(runId, 'lr', until, 1, true))[0];
+  const lr = (await store.points.upTo(runId, 'lr', until, 1, true))[0];
   return lr ? { 'lr (logged now)': `${lr.value.toExponential(2)} at step ${lr.step}` } : {};
 }

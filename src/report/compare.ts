@@ -56,7 +56,7 @@ export interface Comparison {
 }
 
 async function aligned(store: StoreTx, run: RunRow, metric: string, by: 'epoch' | 'step'): Promise<Aligned[]> {
-  return (await store.series(run.id, metric))
+  return (await store.points.series(run.id, metric))
     .filter((p) => Number.isFinite(p.value) && (by === 'step' || p.epoch !== null))
     .map((p) => ({ x: by === 'epoch' ? (p.epoch as number) : p.step, value: p.value }));
 }
@@ -82,10 +82,10 @@ function compareMetric(metric: string, a: Aligned[], b: Aligned[]): MetricCompar
 }
 
 export async function compareRuns(store: StoreTx, a: RunRow, b: RunRow, metric?: string): Promise<Comparison> {
-  const hasEpochs = async (r: RunRow) => (await store.series(r.id, 'epoch', 1)).length > 0;
+  const hasEpochs = async (r: RunRow) => (await store.points.series(r.id, 'epoch', 1)).length > 0;
   const by = (await hasEpochs(a)) && (await hasEpochs(b)) ? 'epoch' : 'step';
-  const both = new Set(await store.metricsOf(b.id));
-  const ofA = await store.metricsOf(a.id);
+  const both = new Set(await store.points.metricsOf(b.id));
+  const ofA = await store.points.metricsOf(a.id);
   const names = metric ? [metric] : COMPARED.filter((m) => both.has(m) && ofA.includes(m));
   const metrics: MetricComparison[] = [];
   for (const m of names) {

@@ -45,8 +45,8 @@ async function trajectoryRow(
   w: Window,
   line: Array<[number, number]>,
 ): Promise<RangeRow> {
-  const epochs = new Map((await store.series(runId, 'epoch')).map((p) => [p.step, p.value]));
-  const pts = (await store.series(runId, r.metric)).filter(
+  const epochs = new Map((await store.points.series(runId, 'epoch')).map((p) => [p.step, p.value]));
+  const pts = (await store.points.series(runId, r.metric)).filter(
     (p) => p.step >= w.from && p.step <= w.to && Number.isFinite(p.value) && epochs.has(p.step),
   );
   const v = pts.map((p) => p.value);
@@ -63,7 +63,7 @@ export async function rangeRow(
 ): Promise<RangeRow> {
   if (r.basis === 'milestones') {
     const line = floorLine(rules, r.metric);
-    const hasEpochs = (await store.series(runId, 'epoch', 1)).length > 0;
+    const hasEpochs = (await store.points.series(runId, 'epoch', 1)).length > 0;
     if (line.length > 0 && hasEpochs) return trajectoryRow(store, runId, r, w, line);
     r = { ...r, basis: 'baseline', max: undefined, source: 'ours: at least its early median (no epochs to judge by)' };
   }
@@ -97,6 +97,6 @@ export async function rangeRow(
 }
 
 async function earlyMedian(store: StoreTx, runId: number, metric: string): Promise<number | undefined> {
-  const early = finite((await store.series(runId, metric)).slice(0, BASELINE_RECORDS).map((p) => p.value));
+  const early = finite((await store.points.series(runId, metric)).slice(0, BASELINE_RECORDS).map((p) => p.value));
   return early.length >= 5 ? median(early) : undefined;
 }

@@ -45,7 +45,7 @@ export class ReportSchedule {
     this.ticking = true;
     try {
       let written = 0;
-      for (const run of await this.store.listRuns()) written += await this.milestones(run);
+      for (const run of await this.store.runs.list()) written += await this.milestones(run);
       return written + (await this.store.transaction((tx) => this.digest(tx)));
     } finally {
       this.ticking = false;
@@ -53,7 +53,7 @@ export class ReportSchedule {
   }
 
   private async muted(tx: StoreTx, run: string, rule: 'report' | 'digest'): Promise<boolean> {
-    return (await tx.activeSilences(this.now())).some((s) => silenceMatches(s, { run, rule, severity: 'info' }));
+    return (await tx.silences.active(this.now())).some((s) => silenceMatches(s, { run, rule, severity: 'info' }));
   }
 
   private async send(
@@ -64,7 +64,7 @@ export class ReportSchedule {
     report: ScheduledReport,
   ): Promise<number> {
     const n: Notification = { run, items: [], report };
-    for (const t of targets) await tx.enqueue(runId, t, n, this.now());
+    for (const t of targets) await tx.outbox.add(runId, t, n, this.now());
     return targets.length;
   }
 
@@ -72,15 +72,15 @@ export class ReportSchedule {
   private async milestones(run: RunRow): Promise<number> {
     const due = this.config.report.milestones.filter((e) => !this.marked.has(`${run.id} ${e}`));
     if (due.length === 0) return 0;
-    const epoch = (await this.store.upTo(run.id, 'epoch', Number.MAX_SAFE_INTEGER, 1))[0]?.value;
+    const epoch = (await this.store.points.upTo(run.id, 'epoch', Number.MAX_SAFE_INTEGER, 1))[0]?.value;
     if (epoch === undefined) return 0;
     let written = 0;
     for (const e of due) {
       if (epoch < e - 1e-9) continue;
       // the report tells the run as it was at the step that reached the epoch, not as it went on after it
-      const reached = (await this.store.series(run.id, 'epoch')).find((p) => p.value >= e - 1e-9)?.step;
+      const reached = (await this.store.points.series(run.id, 'epoch')).find((p) => p.value >= e - 1e-9)?.step;
       written += await this.store.transaction(async (tx) => {
-        if (!(await tx.markReport(run.id, `epoch:${e}`, this.now()))) return 0;
+        if (!(await tx.reports.mark(run.id, `epoch:${e}`, this.now()))) return 0;
         if (run.live_at === null || (await this.muted(tx, run.name, 'report'))) return 0;
         const report = await reportOfRun(tx, run, this.config, { until: reached }, this.now());
         const title = `${run.name} reached epoch ${e}: ${LEVEL_LABEL[report.status.level]}`;
@@ -98,10 +98,10 @@ export class ReportSchedule {
     const [h, m] = this.config.report.digest.split(':').map(Number) as [number, number];
     const { day, midnight } = localDay(now, this.config.report.digestZone);
     const due = midnight + (h * 60 + m) * 60_000;
-    if (now < due || !(await tx.markReport(0, `digest:${day}`, now))) return 0;
+    if (now < due || !(await tx.reports.mark(0, `digest:${day}`, now))) return 0;
     if (this.since > due) return 0; // started after today's digest time: marked, the next one is tomorrow's
     const byTarget = new Map<string, string[]>();
-    for (const run of await tx.listRuns()) {
+    for (const run of await tx.runs.list()) {
       if (run.last_step === null || (await this.muted(tx, run.name, 'digest'))) continue;
       const lines = [await this.digestLine(tx, run, now), ...(await this.infoLines(tx, run, now))];
       for (const t of this.route(run.name, 'warning')) byTarget.set(t, [...(byTarget.get(t) ?? []), ...lines]);
@@ -115,7 +115,7 @@ export class ReportSchedule {
   private async infoLines(tx: StoreTx, run: RunRow, now: number): Promise<string[]> {
     const counts = new Map<string, { n: number; metric: string }>();
     // newest first: the metric named is the latest alert's
-    for (const a of await tx.listAlerts({ runId: run.id, all: true })) {
+    for (const a of await tx.alerts.list({ runId: run.id, all: true })) {
       if (a.severity !== 'info' || a.fired_at === null || a.fired_at <= now - DAY || a.fired_at > now) continue;
       const c = counts.get(a.rule);
       if (c) c.n++;
@@ -124,7 +124,7 @@ export class ReportSchedule {
     if (counts.size === 0) return [];
     const parts: string[] = [];
     for (const [rule, { n, metric }] of [...counts].sort(([a], [b]) => a.localeCompare(b))) {
-      const last = (await tx.upTo(run.id, metric, Number.MAX_SAFE_INTEGER, 1))[0]?.value;
+      const last = (await tx.points.upTo(run.id, metric, Number.MAX_SAFE_INTEGER, 1))[0]?.value;
       parts.push(`${rule} ×${n}${last === undefined ? '' : ` (${metric} now ${formatValue(last)})`}`);
     }
     return [`  info, last 24 h: ${parts.join(', ')}`];
@@ -133,14 +133,14 @@ export class ReportSchedule {
   private async digestLine(tx: StoreTx, run: RunRow, now: number): Promise<string> {
     const report = await reportOfRun(tx, run, this.config, {}, now);
     // info alerts (a run finished) are events, not trouble: told in the info line below
-    const firing = (await tx.listAlerts({ runId: run.id })).filter((a) => a.severity !== 'info').map((a) => a.rule);
+    const firing = (await tx.alerts.list({ runId: run.id })).filter((a) => a.severity !== 'info').map((a) => a.rule);
     const rewardAt = async (step: number | null): Promise<number | null> => {
       if (step === null) return null;
-      const v = finite((await tx.upTo(run.id, 'reward', step, REWARD_RECORDS, true)).map((p) => p.value));
+      const v = finite((await tx.points.upTo(run.id, 'reward', step, REWARD_RECORDS, true)).map((p) => p.value));
       return v.length > 0 ? mean(v) : null;
     };
     const today = await rewardAt(run.last_step);
-    const yesterday = await rewardAt(await tx.stepAt(run.id, now - DAY));
+    const yesterday = await rewardAt(await tx.reports.stepAt(run.id, now - DAY));
     const before = yesterday === null ? '' : ` (yesterday ${formatValue(yesterday)})`;
     const reward = today === null ? '' : ` · reward ${formatValue(today)}${before}`;
     const alerts = firing.length === 0 ? 'no alert firing' : `firing: ${firing.join(', ')}`;

@@ -11,7 +11,7 @@ export interface Window {
 }
 
 export async function windowOf(store: StoreTx, run: RunRow, opts: ReportOptions): Promise<Window> {
-  const logged = await store.steps(run.id);
+  const logged = await store.points.steps(run.id);
   const until = opts.until;
   // as of `until`: the steps logged after it are not there yet
   const all = until === undefined ? logged : logged.filter((s) => s <= until);
@@ -21,7 +21,7 @@ export async function windowOf(store: StoreTx, run: RunRow, opts: ReportOptions)
     steps = all.filter((s) => s >= from);
   } else if (opts.since) {
     const e = opts.since.epoch;
-    const first = (await store.series(run.id, 'epoch')).find((p) => p.value >= e - 1e-9);
+    const first = (await store.points.series(run.id, 'epoch')).find((p) => p.value >= e - 1e-9);
     steps = first ? all.filter((s) => s >= first.step) : [];
   } else steps = all.slice(-opts.window);
   const to = steps[steps.length - 1] ?? -1;
@@ -31,7 +31,8 @@ export async function windowOf(store: StoreTx, run: RunRow, opts: ReportOptions)
 
 /** The values of a metric over the window, by step (reward_cv derived per record). */
 export async function valuesIn(store: StoreTx, runId: number, metric: string, w: Window): Promise<number[]> {
-  const inW = async (m: string) => (await store.series(runId, m)).filter((p) => p.step >= w.from && p.step <= w.to);
+  const inW = async (m: string) =>
+    (await store.points.series(runId, m)).filter((p) => p.step >= w.from && p.step <= w.to);
   if (metric !== 'reward_cv') return (await inW(metric)).map((p) => p.value);
   const std = new Map((await inW('reward_std')).map((p) => [p.step, p.value]));
   return (await inW('reward')).flatMap((p) => {

@@ -2,21 +2,21 @@
  * The store contract: the one asynchronous vocabulary of table families the app uses, implemented on SQLite and on
  * PostgreSQL, and the row shapes it hands out.
  */
-import type { EventRecord } from './records.ts';
-import type { AlertChange, AlertRow, Who } from './alerts.ts';
-import type { AttemptRow } from './attempts.ts';
-import type { ChatMessageRow } from './chatMessages.ts';
-import type { EventRow } from './events.ts';
-import type { StoredExample } from './examples.ts';
-import type { FileRow, SkipCount } from './files.ts';
-import type { OpenOutboxRow, OutboxRow } from './outbox.ts';
-import type { LatestValue, SeriesPoint } from './points.ts';
-import type { RunRow } from './runs.ts';
+import type { AlertChange, AlertRow, Alerts, Who } from './alerts.ts';
+import type { Arrivals } from './arrivals.ts';
+import type { AttemptRow, Attempts } from './attempts.ts';
+import type { ChatMessageRow, ChatMessages } from './chatMessages.ts';
+import type { EventRow, Events } from './events.ts';
+import type { Examples, StoredExample } from './examples.ts';
+import type { FileRow, Files, SkipCount } from './files.ts';
+import type { OpenOutboxRow, Outbox, OutboxRow } from './outbox.ts';
+import type { LatestValue, Points, SeriesPoint } from './points.ts';
+import type { RunRow, Runs } from './runs.ts';
 import type { Columns } from './seriesCache.ts';
-import type { SeriesDigest } from './seriesDigest.ts';
-import type { NewSilence, SilenceRow } from './silences.ts';
+import type { NewSilence, SilenceRow, Silences } from './silences.ts';
+import type { ReportMarks } from './sqlite/reportMarks.ts';
 import type { Batch, BatchResult } from './sqlite/store.ts';
-import type { UnreadRow } from './unread.ts';
+import type { Unread, UnreadRow } from './unread.ts';
 
 export type { AlertChange, AlertRow, AttemptRow, Batch, BatchResult, ChatMessageRow, Columns, EventRow, FileRow };
 export type { LatestValue, UnreadRow };
@@ -76,25 +76,64 @@ export interface PostedMessage {
   delivery: string;
 }
 
+/** `T`'s methods as the async stores have them: the same arguments, the result a promise. Each family of the contract
+ * is declared through it from its table module, so that a method renamed on one side does not compile on the other. */
+export type Async<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<R> : never;
+};
+
 /**
- * The store as the app will use it once it can be PostgreSQL as well as SQLite: asynchronous, and
- * nothing outside `store/` touches SQL or a driver. Methods are those the engine, ingestor, dispatcher, commands
- * and bots call on today's synchronous `Store` and its table modules, under one name each; rows have the same
- * shapes. Implemented by `sqliteAsync.ts` (over the synchronous Store) and `pg/pgStore.ts`.
+ * The store as commands, reports, delivery, the bots and the platforms use it, on SQLite or PostgreSQL: asynchronous,
+ * and nothing outside `store/` touches SQL or a driver. Its families and their methods are those of the synchronous
+ * tables (live.ts, the same names for the same operations), each a promise here; what only this side does is declared
+ * beside them. Implemented by `sqlite/sqliteAsync.ts` (over the synchronous Store) and `postgres/pgStore.ts`.
  */
 export interface StoreContract {
   readonly kind: 'sqlite' | 'postgres';
   close(): Promise<void>;
 
-  // runs and files (ingestor, commands)
-  ensureRun(name: string, path: string): Promise<RunRow>;
-  runById(id: number): Promise<RunRow | undefined>;
-  runByName(name: string): Promise<RunRow | undefined>;
-  listRuns(): Promise<RunRow[]>;
-  addFile(runId: number, path: string, format: string): Promise<FileRow>;
-  fileByPath(path: string): Promise<FileRow | undefined>;
-  filesOfRun(runId: number): Promise<FileRow[]>;
-  skipsOf(fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>>;
+  readonly runs: Async<Pick<Runs, 'byId' | 'byName' | 'ensure' | 'list'>>;
+  readonly files: Async<Pick<Files, 'add' | 'byPath' | 'ofRun' | 'skipsOf'>>;
+  /** `allNames`: every metric name of every run, sorted (chat reads free words against them); `columns`: the whole
+   * series as two columns (charts and history of a million points); `digest`: what `reward history` shows of it */
+  readonly points: Async<
+    Pick<
+      Points,
+      'after' | 'allNames' | 'columns' | 'digest' | 'epochsAt' | 'latest' | 'metricsOf' | 'series' | 'steps' | 'upTo'
+    >
+  >;
+  readonly examples: Async<Pick<Examples, 'atOrBefore' | 'between' | 'extremes'>>;
+  readonly events: Async<Pick<Events, 'after' | 'config' | 'meta'>>;
+  readonly attempts: Async<Pick<Attempts, 'list' | 'markRewound' | 'replaying'>>;
+  readonly arrivals: Async<Pick<Arrivals, 'recent'>>;
+  readonly unread: Async<Pick<Unread, 'list'>>;
+  /** the engine opens, updates and resolves; commands and buttons ack. `saveCursor` is durable once it resolves. */
+  readonly alerts: Async<
+    Pick<
+      Alerts,
+      | 'ack'
+      | 'byId'
+      | 'create'
+      | 'cursor'
+      | 'drop'
+      | 'events'
+      | 'fire'
+      | 'list'
+      | 'markNotified'
+      | 'open'
+      | 'openOf'
+      | 'resolve'
+      | 'saveCursor'
+    >
+  >;
+  readonly silences: Async<Pick<Silences, 'active' | 'add' | 'byId' | 'end' | 'expired'>>;
+  /** the engine adds in its transaction; the one leader delivers */
+  readonly outbox: Async<Pick<Outbox, 'add' | 'clearWait' | 'done' | 'failed' | 'open' | 'requeue' | 'setAside'>> &
+    OutboxDelivery;
+  /** chat message ids, so that a posted message is edited in place */
+  readonly chat: Async<Pick<ChatMessages, 'byDelivery' | 'byRef' | 'ofAlert' | 'record' | 'setPayload' | 'showing'>>;
+  /** scheduled reports (milestones, the daily digest), each sent once: `mark` is false when it was there already */
+  readonly reports: Async<Pick<ReportMarks, 'mark' | 'stepAt'>>;
 
   /**
    * One read of one file: its points (a step written again replaces its values: batches are idempotent by
@@ -103,83 +142,19 @@ export interface StoreContract {
    */
   commit(batch: Batch, examplesPerStep: number): Promise<BatchResult>;
 
-  // series (engine, commands, charts)
-  metricsOf(runId: number): Promise<string[]>;
-  steps(runId: number): Promise<number[]>;
-  latest(runId: number): Promise<LatestValue[]>;
-  series(runId: number, metric: string, last?: number): Promise<SeriesPoint[]>;
-  /** values after `step`, ascending (what the engine has not looked at yet) */
-  after(runId: number, metric: string, step: number): Promise<StepValue[]>;
-  /** the last `n` values up to and including `step`, ascending; `finite` skips NaN and ±Infinity */
-  upTo(runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]>;
-  examplesAtOrBefore(runId: number, step: number): Promise<StoredExample[]>;
-  eventsAfter(runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]>;
+  /**
+   * Runs `fn` in one transaction (the engine's evaluation of a batch: alert changes, cursors and outbox rows
+   * together). Calls on `tx` are inside it; the store's other callers wait until it ends.
+   */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
 
-  // what commands and reports read besides (run status, reward history, files, run report)
-  /** every metric name of every run, sorted (chat reads free words against them) */
-  metricNames(): Promise<string[]>;
-  /** the whole series as two columns, steps ascending (charts and history of a million points) */
-  columns(runId: number, metric: string): Promise<Columns>;
-  /** what `reward history` shows of the series (or of its newest `last` points), from every point of it */
-  digest(runId: number, metric: string, last?: number): Promise<SeriesDigest>;
-  /** the epoch logged at each of `steps`, null where none was */
-  epochsAt(runId: number, steps: readonly number[]): Promise<Array<number | null>>;
-  /** every kept generation over steps `from`..`to`, oldest first */
-  examplesBetween(runId: number, from: number, to: number): Promise<StoredExample[]>;
-  /** the `n` best (or worst) kept generations over steps `from`..`to` */
-  examplesExtremes(
-    runId: number,
-    from: number,
-    to: number,
-    which: 'best' | 'worst',
-    n: number,
-  ): Promise<StoredExample[]>;
-  /** the latest value of each number the run's `meta` events gave (total_steps, ...) */
-  runMeta(runId: number): Promise<Record<string, number>>;
-  /** the configuration the run's `meta` events printed, later values over earlier ones */
-  runConfig(runId: number): Promise<Record<string, string>>;
-  attemptsOf(runId: number): Promise<AttemptRow[]>;
-  /** the highest step of the newest attempt while it logs again steps an earlier one logged (below `runLast`) */
-  replayingStep(runId: number, runLast: number | null): Promise<number | null>;
-  /** the engine has rewound the run's rule cursors and alerts for this attempt (a restart is handled once) */
-  markRewound(runId: number, attempt: number): Promise<void>;
-  /** the newest reads that took the run to new steps (up to 400), oldest first: its pace, for the stall rule */
-  arrivalsOf(runId: number): Promise<Arrival[]>;
-  /** files that look like logs but that no format claims, of one run or all */
-  unreadFiles(run?: string): Promise<UnreadRow[]>;
+  /** The leader lock `name`, or null while another process (or connection) holds it. It is released when the
+   * holder releases it or its connection or process dies, so a dead leader is taken over. */
+  tryLead(name: string): Promise<Leadership | null>;
+}
 
-  // alerts (engine: open/update/resolve; commands and buttons: ack)
-  openAlert(runId: number, rule: string, metric: string): Promise<AlertRow | undefined>;
-  alertById(id: number): Promise<AlertRow | undefined>;
-  openAlertsOf(runId: number): Promise<AlertRow[]>;
-  listAlerts(opts: { runId?: number; all?: boolean }): Promise<AlertRow[]>;
-  createAlert(
-    runId: number,
-    rule: string,
-    metric: string,
-    state: 'pending' | 'firing',
-    c: AlertChange,
-  ): Promise<AlertRow>;
-  fireAlert(id: number, c: AlertChange): Promise<void>;
-  resolveAlert(id: number, c: AlertChange): Promise<void>;
-  /** a pending alert whose condition cleared before it fired */
-  dropAlert(id: number): Promise<void>;
-  ackAlert(id: number, by: Who, comment: string | null, at: number): Promise<void>;
-  markNotified(id: number, state: 'firing' | 'resolved', at: number): Promise<void>;
-  alertEvents(id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>>;
-  cursor(runId: number, rule: string, metric: string): Promise<RuleCursor | undefined>;
-  saveCursor(runId: number, rule: string, metric: string, step: number, state: Record<string, unknown>): Promise<void>;
-
-  // silences
-  addSilence(s: NewSilence): Promise<SilenceRow>;
-  endSilence(id: number, at: number): Promise<void>;
-  activeSilences(now: number): Promise<SilenceRow[]>;
-  silenceById(id: number): Promise<SilenceRow | undefined>;
-  /** mutes whose time ran out but that are not marked ended yet */
-  expiredSilences(now: number): Promise<SilenceRow[]>;
-
-  // outbox (engine enqueues in its transaction; the one leader delivers)
-  enqueue(runId: number, target: string, payload: unknown, at: number): Promise<void>;
+/** What only the async outbox does: hand rows to deliverers under a lease. */
+export interface OutboxDelivery {
   /**
    * Up to `limit` rows of the target, each the oldest open row of its run, now leased to `owner` (PostgreSQL: `FOR
    * UPDATE SKIP LOCKED`): two claimers at once never get the same row. A run whose oldest row is leased gives none,
@@ -191,20 +166,12 @@ export interface StoreContract {
    * retries it). Rows set aside are skipped. `criticalExtra` more rows are handed out only if critical.
    */
   claim(target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
-  delivered(id: number, at: number): Promise<void>;
   /**
-   * `delivered(id, at)`, then `claim(target, opts)` for the slot it frees, in one statement (PostgreSQL; one
-   * transaction on SQLite): a delivery costs one round trip, not two. The claim sees the row as done (its run's next
-   * row may be handed out) and hands out rows as `claim` does, most urgent first.
+   * `done(id, at)`, then `claim(target, opts)` for the slot it frees, in one statement (PostgreSQL; one transaction
+   * on SQLite): a delivery costs one round trip, not two. The claim sees the row as done (its run's next row may be
+   * handed out) and hands out rows as `claim` does, most urgent first.
    */
-  deliveredAndClaim(id: number, at: number, target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
-  /** a failed try: counted, the lease dropped, the row due again at `nextAttemptAt` */
-  failed(id: number, error: string, nextAttemptAt: number | null): Promise<void>;
-  setAside(id: number, reason: string, at: number): Promise<void>;
-  requeue(id: number): Promise<boolean>;
-  openOutbox(): Promise<OpenOutboxRow[]>;
-  /** the target's platform is back: its waiting rows may be claimed now rather than after their backoff */
-  clearWait(target: string): Promise<void>;
+  doneAndClaim(id: number, at: number, target: string, opts: ClaimOptions): Promise<ClaimedRow[]>;
   /** drops the leases `owner` holds on rows it did not deliver (it stops, or a failure stops its lane) */
   releaseClaims(owner: string): Promise<void>;
   /** drops every lease on rows not delivered; returns how many. Only for the one deliverer, once it holds the bot
@@ -216,33 +183,7 @@ export interface StoreContract {
    * process that writes the file both queues and delivers. `critical`: the rows include a critical one (or may: said
    * after a lost connection, for what was committed meanwhile).
    */
-  onOutbox?(fn: (critical: boolean) => void): Promise<() => Promise<void>>;
-
-  // chat message ids (edits in place)
-  recordMessage(target: string, ref: string, m: PostedMessage, at: number): Promise<void>;
-  messageByDelivery(target: string, delivery: string): Promise<ChatMessageRow | undefined>;
-  messageByRef(target: string, ref: string): Promise<ChatMessageRow | undefined>;
-  messagesOfAlert(alertId: number, target: string): Promise<ChatMessageRow[]>;
-  /** the messages of every target that show this alert, newest first */
-  messagesShowing(alertId: number): Promise<ChatMessageRow[]>;
-  /** what a posted message shows now (its alerts' latest captured states) */
-  setMessagePayload(id: number, payload: unknown): Promise<void>;
-
-  // scheduled reports (milestones, the daily digest): each sent once
-  /** records the mark; false when it was there already */
-  markReport(runId: number, mark: string, at: number): Promise<boolean>;
-  /** the last step the run had logged by `at` (when steps arrived) */
-  stepAt(runId: number, at: number): Promise<number | null>;
-
-  /**
-   * Runs `fn` in one transaction (the engine's evaluation of a batch: alert changes, cursors and outbox rows
-   * together). Calls on `tx` are inside it; the store's other callers wait until it ends.
-   */
-  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
-
-  /** The leader lock `name`, or null while another process (or connection) holds it. It is released when the
-   * holder releases it or its connection or process dies, so a dead leader is taken over. */
-  tryLead(name: string): Promise<Leadership | null>;
+  listen?(fn: (critical: boolean) => void): Promise<() => Promise<void>>;
 }
 
 /** What a transaction body may do: everything but closing, nesting and leading. */
@@ -265,74 +206,65 @@ export type Members<T> = {
 export const CONTRACT_MEMBERS: Members<StoreContract> = {
   kind: 'value',
   close: 'method',
-  ensureRun: 'method',
-  runById: 'method',
-  runByName: 'method',
-  listRuns: 'method',
-  addFile: 'method',
-  fileByPath: 'method',
-  filesOfRun: 'method',
-  skipsOf: 'method',
+  runs: { byId: 'method', byName: 'method', ensure: 'method', list: 'method' },
+  files: { add: 'method', byPath: 'method', ofRun: 'method', skipsOf: 'method' },
+  points: {
+    after: 'method',
+    allNames: 'method',
+    columns: 'method',
+    digest: 'method',
+    epochsAt: 'method',
+    latest: 'method',
+    metricsOf: 'method',
+    series: 'method',
+    steps: 'method',
+    upTo: 'method',
+  },
+  examples: { atOrBefore: 'method', between: 'method', extremes: 'method' },
+  events: { after: 'method', config: 'method', meta: 'method' },
+  attempts: { list: 'method', markRewound: 'method', replaying: 'method' },
+  arrivals: { recent: 'method' },
+  unread: { list: 'method' },
+  alerts: {
+    ack: 'method',
+    byId: 'method',
+    create: 'method',
+    cursor: 'method',
+    drop: 'method',
+    events: 'method',
+    fire: 'method',
+    list: 'method',
+    markNotified: 'method',
+    open: 'method',
+    openOf: 'method',
+    resolve: 'method',
+    saveCursor: 'method',
+  },
+  silences: { active: 'method', add: 'method', byId: 'method', end: 'method', expired: 'method' },
+  outbox: {
+    add: 'method',
+    clearWait: 'method',
+    done: 'method',
+    failed: 'method',
+    open: 'method',
+    requeue: 'method',
+    setAside: 'method',
+    claim: 'method',
+    doneAndClaim: 'method',
+    releaseClaims: 'method',
+    reclaimLeases: 'method',
+    listen: 'optional',
+  },
+  chat: {
+    byDelivery: 'method',
+    byRef: 'method',
+    ofAlert: 'method',
+    record: 'method',
+    setPayload: 'method',
+    showing: 'method',
+  },
+  reports: { mark: 'method', stepAt: 'method' },
   commit: 'method',
-  metricsOf: 'method',
-  steps: 'method',
-  latest: 'method',
-  series: 'method',
-  after: 'method',
-  upTo: 'method',
-  examplesAtOrBefore: 'method',
-  eventsAfter: 'method',
-  metricNames: 'method',
-  columns: 'method',
-  digest: 'method',
-  epochsAt: 'method',
-  examplesBetween: 'method',
-  examplesExtremes: 'method',
-  runMeta: 'method',
-  runConfig: 'method',
-  attemptsOf: 'method',
-  replayingStep: 'method',
-  markRewound: 'method',
-  arrivalsOf: 'method',
-  unreadFiles: 'method',
-  openAlert: 'method',
-  alertById: 'method',
-  openAlertsOf: 'method',
-  listAlerts: 'method',
-  createAlert: 'method',
-  fireAlert: 'method',
-  resolveAlert: 'method',
-  dropAlert: 'method',
-  ackAlert: 'method',
-  markNotified: 'method',
-  alertEvents: 'method',
-  cursor: 'method',
-  saveCursor: 'method',
-  addSilence: 'method',
-  endSilence: 'method',
-  activeSilences: 'method',
-  silenceById: 'method',
-  expiredSilences: 'method',
-  enqueue: 'method',
-  claim: 'method',
-  delivered: 'method',
-  deliveredAndClaim: 'method',
-  failed: 'method',
-  setAside: 'method',
-  requeue: 'method',
-  openOutbox: 'method',
-  clearWait: 'method',
-  releaseClaims: 'method',
-  reclaimLeases: 'method',
-  onOutbox: 'optional',
-  recordMessage: 'method',
-  messageByDelivery: 'method',
-  messageByRef: 'method',
-  messagesOfAlert: 'method',
-  messagesShowing: 'method',
-  setMessagePayload: 'method',
-  markReport: 'method',
-  stepAt: 'method',
   transaction: 'method',
   tryLead: 'method',
 };

@@ -38,7 +38,7 @@ export function urgencyOf(severity: string): number {
 /** A claimed row with the urgency its run was handed out with (the most severe of its open rows). */
 export type RankedRow = OutboxRow & { rank: number };
 
-/** Claimed rows in the order they were handed out (`StoreContract.claim`), each leased `until`. */
+/** Claimed rows in the order they were handed out (`StoreContract.outbox.claim`), each leased `until`. */
 export function handOutOrder(
   rows: RankedRow[],
   until: number,

@@ -62,7 +62,7 @@ describe('rlwatch start --role bot', () => {
     const a = startBot(url, fake);
     await fake.waitFor(() => postedOnce(fake).length === first.length, 30_000);
     expect(postedOnce(fake)).toEqual(first);
-    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0);
+    await expect.poll(async () => (await store.outbox.open()).length, { timeout: 10_000 }).toBe(0);
     await fake.waitFor(() => a.stderr().includes('leading: delivering notifications and answering chat'), 10_000);
 
     const b = startBot(url, fake);
@@ -74,7 +74,7 @@ describe('rlwatch start --role bot', () => {
     expect(postedOnce(fake)).toEqual([...first, ...after]);
     // its stderr comes through a pipe, which the test may read after the HTTP posts that followed it
     await fake.waitFor(() => b.stderr().includes('leading: delivering notifications and answering chat'), 10_000);
-    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0); // each marked done
+    await expect.poll(async () => (await store.outbox.open()).length, { timeout: 10_000 }).toBe(0); // each marked done
 
     // the leader answers chat from PostgreSQL: a command, and an Ack click that edits its card in place
     const list = await fake.command({ name: 'alerts', user: ANA, timeoutMs: 10_000 });
@@ -82,7 +82,7 @@ describe('rlwatch start --role bot', () => {
     const card = fake.channelMessages().find((m) => JSON.stringify(m.components).includes(`"ack:${after[0]}"`))!;
     const click = await fake.click({ customId: `ack:${after[0]}`, messageId: card.id, user: ANA, timeoutMs: 10_000 });
     expect(click.callback?.type).toBe(7);
-    expect(await store.alertById(after[0]!)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana Lima' });
+    expect(await store.alerts.byId(after[0]!)).toMatchObject({ acked_by: '@ana', acked_by_name: 'Ana Lima' });
     expect(JSON.stringify(fake.messages.get(card.id)!.embeds)).toContain('Acked by Ana Lima');
 
     b.child.kill('SIGTERM'); // a clean stop: the lock is released, the process exits 0
@@ -95,7 +95,7 @@ describe('rlwatch start --role bot', () => {
     const first = await enqueueAlerts(store, fake, 3);
     const a = startBot(url, fake);
     await fake.waitFor(() => postedOnce(fake).length === first.length, 30_000);
-    await expect.poll(async () => (await store.openOutbox()).length, { timeout: 10_000 }).toBe(0);
+    await expect.poll(async () => (await store.outbox.open()).length, { timeout: 10_000 }).toBe(0);
     // what a server restart or an administrator does to the session holding the lock
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();

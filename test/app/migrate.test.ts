@@ -98,23 +98,23 @@ describe('rlwatch migrate', () => {
 
     const store = await PgStore.open(url);
     try {
-      const run = (await store.runByName('grpo-demo'))!;
+      const run = (await store.runs.byName('grpo-demo'))!;
       // samples/grpo-demo/learning.log, lines 1 and 3: reward=0.049±0.058 ... frac_zero_std=0.25 (step 3)
-      const reward = await store.series(run.id, 'reward', undefined);
+      const reward = await store.points.series(run.id, 'reward', undefined);
       expect(reward[0]).toMatchObject({ step: 1, value: 0.049 });
-      expect((await store.upTo(run.id, 'frac_zero_std', 3, 1))[0]).toEqual({ step: 3, value: 0.25 });
-      expect(await store.upTo(run.id, 'loss', 100_000, 1)).toEqual([{ step: 100_000, value: NaN }]);
-      expect((await store.activeSilences(1000)).map((x) => [x.run, x.author])).toEqual([['grpo-*', 'ana']]);
-      expect((await store.messageByRef('discord:ops', '998877'))?.delivery).toBe('1:0');
+      expect((await store.points.upTo(run.id, 'frac_zero_std', 3, 1))[0]).toEqual({ step: 3, value: 0.25 });
+      expect(await store.points.upTo(run.id, 'loss', 100_000, 1)).toEqual([{ step: 100_000, value: NaN }]);
+      expect((await store.silences.active(1000)).map((x) => [x.run, x.author])).toEqual([['grpo-*', 'ana']]);
+      expect((await store.chat.byRef('discord:ops', '998877'))?.delivery).toBe('1:0');
       // the alerts as the SQLite file has them
       const db = new Database(sqlitePath, { readonly: true });
       const alerts = db.prepare('SELECT id, rule, state, summary FROM alerts ORDER BY id DESC').all();
       db.close();
-      const moved = await store.listAlerts({ all: true });
+      const moved = await store.alerts.list({ all: true });
       expect(moved.map((a) => ({ id: a.id, rule: a.rule, state: a.state, summary: a.summary }))).toEqual(alerts);
       // ids go on after the copied ones
-      const copied = Math.max(...(await store.listRuns()).map((r) => r.id));
-      expect((await store.ensureRun('host-b/new', '/elsewhere/new')).id).toBeGreaterThan(copied);
+      const copied = Math.max(...(await store.runs.list()).map((r) => r.id));
+      expect((await store.runs.ensure('host-b/new', '/elsewhere/new')).id).toBeGreaterThan(copied);
     } finally {
       await store.close();
     }
@@ -137,7 +137,7 @@ describe('rlwatch migrate', () => {
   it('refuses a database that holds other runs under the same ids, and leaves it as it was', async () => {
     const url = await freshPgDatabase();
     const store = await PgStore.open(url);
-    await store.ensureRun('host-b/exp', '/b/exp');
+    await store.runs.ensure('host-b/exp', '/b/exp');
     await store.close();
     const r = rlwatch(['migrate', '--from', sqlitePath, '--to', url]);
     expect(r.status).toBe(1);

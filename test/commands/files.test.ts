@@ -77,7 +77,7 @@ describe('files', () => {
     );
     const path = file('grpo/reward_logs/completions.jsonl', `${gens.join('\n')}\n`);
     await ingestor.ingest(path, runs());
-    expect((await db.examplesBetween((await db.runByName('grpo'))!.id, 0, 10)).length).toBeGreaterThan(0);
+    expect((await db.examples.between((await db.runs.byName('grpo'))!.id, 0, 10)).length).toBeGreaterThan(0);
     const reply = await files({ store: db }, { run: 'grpo' });
     expect(reply.blocks?.[0]?.code).toMatch(
       new RegExp(`^reward_logs/completions\\.jsonl  completions  .*  ${gens.length} records$`),

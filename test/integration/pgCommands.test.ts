@@ -19,7 +19,7 @@ async function aRun() {
   const url = await freshPgDatabase();
   const store = await PgStore.open(url);
   opened.push(store);
-  const run = await store.ensureRun('host-a/grpo', '/runs/host-a/grpo');
+  const run = await store.runs.ensure('host-a/grpo', '/runs/host-a/grpo');
   return { url, store, run };
 }
 
@@ -43,7 +43,7 @@ describe('commands on PostgreSQL', () => {
   it('runs, alerts and ack read and write the database the URL names', async () => {
     const { url, store, run } = await aRun();
     const change = { step: 7, at: Date.now(), severity: 'critical', summary: 'frac_zero_std 1 > 0.8', details: {} };
-    const alert = await store.createAlert(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
+    const alert = await store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
     const cwd = tempDir();
 
     const runs = rlwatch(['runs', '--json', '--db', url], { cwd });
@@ -54,7 +54,7 @@ describe('commands on PostgreSQL', () => {
 
     const ack = rlwatch(['ack', String(alert.id), 'looking', '--by', 'ana', '--db', url], { cwd });
     expect(ack.status).toBe(0);
-    const acked = await store.alertById(alert.id);
+    const acked = await store.alerts.byId(alert.id);
     expect(acked).toMatchObject({ acked_by: 'ana', acked_by_name: 'ana', ack_comment: 'looking' });
     const unknown = rlwatch(['run', 'status', 'nope', '--db', url], { cwd });
     expect(unknown.status).toBe(1);
@@ -63,7 +63,7 @@ describe('commands on PostgreSQL', () => {
 
   it('run status shows the attempts of a job restarted from a checkpoint', async () => {
     const { url, store, run } = await aRun();
-    const file = await store.addFile(run.id, '/runs/host-a/grpo/learning.log', 'learning.log');
+    const file = await store.files.add(run.id, '/runs/host-a/grpo/learning.log', 'learning.log');
     const read = (steps: number[], offset: number) =>
       store.commit(
         {

@@ -27,17 +27,25 @@ const ana = { id: '111111111111111111', username: 'ana' };
 /** Discord's Manage Messages permission bit (1 << 13), as a registered command carries it */
 const MANAGE_MESSAGES = String(1 << 13);
 
-/** A store whose `ctl.method` (the latest values, an alert by id) takes `ctl.delayMs` when set: a slow answer. */
+/** A store whose `ctl.method` (`table.method`: the latest values, an alert by id) takes `ctl.delayMs` when set: a slow
+ * answer. */
 function slowable(inner: StoreContract, ctl: { delayMs: number; method: string }): StoreContract {
+  const table = (t: object, name: string): object =>
+    new Proxy(t, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== 'function' || `${name}.${String(key)}` !== ctl.method) return value;
+        return async (...args: unknown[]) => {
+          if (ctl.delayMs > 0) await new Promise((r) => setTimeout(r, ctl.delayMs));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
   return new Proxy(inner, {
     get(target, key, receiver) {
       const value = Reflect.get(target, key, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      if (key !== ctl.method) return value.bind(target);
-      return async (...args: unknown[]) => {
-        if (ctl.delayMs > 0) await new Promise((r) => setTimeout(r, ctl.delayMs));
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
+      if (typeof value === 'function') return value.bind(target);
+      return typeof value === 'object' && value !== null ? table(value, String(key)) : value;
     },
   });
 }
@@ -165,7 +173,7 @@ describe('Discord: where commands are taken from, who may write, what a channel 
   });
 
   it('a command not marked slow whose answer takes longer than Discord waits says "thinking" first, then answers', async () => {
-    Object.assign(slow, { delayMs: 3500, method: 'latest' });
+    Object.assign(slow, { delayMs: 3500, method: 'points.latest' });
     try {
       const out = await fake.command({
         name: 'run',
@@ -190,7 +198,7 @@ describe('Discord: where commands are taken from, who may write, what a channel 
       content: 'card',
       components: [new ActionRowBuilder<ButtonBuilder>().addComponents(button)],
     });
-    Object.assign(slow, { delayMs: 3500, method: 'alertById' });
+    Object.assign(slow, { delayMs: 3500, method: 'alerts.byId' });
     try {
       const out = await fake.click({
         customId: `ack:${alertB}`,

@@ -35,7 +35,13 @@ describe('deliverCards: one outbox row to a chat channel', () => {
       replyResolved: async (ref) => (calls.push(`reply ${ref}`), `r${ref}`),
     };
     const deliver = (items: NotificationItem[], key: string): Promise<void> =>
-      deliverCards(async, 'discord:C1', { run: 'grpo', items } satisfies Notification, { key, runId: run.id }, channel);
+      deliverCards(
+        async.chat,
+        'discord:C1',
+        { run: 'grpo', items } satisfies Notification,
+        { key, runId: run.id },
+        channel,
+      );
     const warning = alert('milestone_reward', 'warning');
     await deliver([warning], '1');
     const spike = alert('grad_explosion', 'critical');

@@ -357,7 +357,7 @@ describe('Dispatcher: runs at once, each in order', () => {
     for (let r = 0; r < RUNS; r++) {
       const run = store.runs.ensure(`run-${r}`, `/runs/run-${r}`);
       const change = { step: 1, at: Date.now(), severity: 'warning', summary: 's', details: {} };
-      alerts.push((await async.createAlert(run.id, 'reward_plateau', 'reward', 'firing', change)).id);
+      alerts.push((await async.alerts.create(run.id, 'reward_plateau', 'reward', 'firing', change)).id);
     }
     // every run's card, then every run's resolution: rows of one run far apart, and the later runs more urgent
     const severity = (r: number): string => (r < 4 ? 'warning' : 'critical');
@@ -378,7 +378,7 @@ describe('Dispatcher: runs at once, each in order', () => {
       edits: true,
       deliver: (n, key, runId) =>
         deliverCards(
-          async,
+          async.chat,
           'discord:C1',
           n,
           { key, runId },
@@ -407,14 +407,15 @@ describe('Dispatcher: runs at once, each in order', () => {
     const { store, async, add } = runs();
     for (let i = 0; i < 10; i++) add('one', [{ summary: `one-${i}` }]);
     for (let r = 0; r < 3; r++) add(`run-${r}`, [{ summary: `run-${r}` }]);
-    const statements = { claim: 0, delivered: 0, deliveredAndClaim: 0 };
-    const counted = new Proxy(async, {
+    const statements = { claim: 0, done: 0, doneAndClaim: 0 };
+    const outbox = new Proxy(async.outbox, {
       get(t, key: string) {
         const v = Reflect.get(t, key) as unknown;
         if (!(key in statements) || typeof v !== 'function') return v;
         return (...args: unknown[]) => (statements[key as keyof typeof statements]++, v.apply(t, args));
       },
     });
+    const counted = new Proxy(async, { get: (t, key) => (key === 'outbox' ? outbox : Reflect.get(t, key)) });
     const order: string[] = [];
     const target: Target = { name: 'discord:C1', deliver: async (n) => void order.push(n.items[0]!.summary) };
     const d = new Dispatcher(counted, [target]);
@@ -424,7 +425,7 @@ describe('Dispatcher: runs at once, each in order', () => {
     expect(order).toHaveLength(13);
     expect(store.outbox.pending('discord:C1')).toEqual([]);
     // the first claim, then one statement per delivered row (each run's next row claimed with the one before)
-    expect(statements).toEqual({ claim: 1, delivered: 0, deliveredAndClaim: 13 });
+    expect(statements).toEqual({ claim: 1, done: 0, doneAndClaim: 13 });
     await d.stop();
   });
 
@@ -493,10 +494,11 @@ describe('Dispatcher: runs at once, each in order', () => {
     const { async, add } = runs();
     for (let r = 0; r < IN_FLIGHT; r++) add(`warned-${r}`, [{ severity: 'warning', summary: `warned-${r}` }]);
     let claims = 0;
-    const counted = new Proxy(async, {
-      get: (t, key: string) =>
-        key === 'claim' ? (...a: Parameters<typeof async.claim>) => (claims++, t.claim(...a)) : Reflect.get(t, key),
-    });
+    const outbox = {
+      ...async.outbox,
+      claim: (...a: Parameters<typeof async.outbox.claim>) => (claims++, async.outbox.claim(...a)),
+    };
+    const counted = new Proxy(async, { get: (t, key) => (key === 'outbox' ? outbox : Reflect.get(t, key)) });
     const answers: Array<() => void> = [];
     const started: string[] = [];
     const target: Target = {

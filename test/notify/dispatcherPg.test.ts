@@ -74,7 +74,7 @@ describe('two dispatchers on one PostgreSQL', () => {
     expect([...posted.values()].every((n) => n === 1)).toBe(true);
     // each run's cards in the order its rows were queued, whichever dispatcher posted them
     for (const run of byRun) expect([...posted.keys()].filter((id) => run.includes(id))).toEqual(run);
-    expect(await a.store.openOutbox()).toEqual([]);
+    expect(await a.store.outbox.open()).toEqual([]);
     // both took part: each delivered rows of its claims
     expect(await claimers(url)).toHaveLength(2);
   }, 60_000);
@@ -83,21 +83,21 @@ describe('two dispatchers on one PostgreSQL', () => {
     const url = await freshPgDatabase();
     const [listening, writer] = [await PgStore.open(url), await PgStore.open(url)];
     const heard: boolean[] = [];
-    const stop = await listening.onOutbox!((critical) => heard.push(critical));
+    const stop = await listening.outbox.listen!((critical) => heard.push(critical));
     cleanup.push(
       () => listening.close(),
       () => writer.close(),
       stop,
     );
-    const run = await writer.ensureRun('host-a/grpo', '/runs/grpo');
+    const run = await writer.runs.ensure('host-a/grpo', '/runs/grpo');
     // items as the engine writes them: severity, then rule
     const row = (severity: string) => ({ run: 'grpo', items: [{ alertId: 1, kind: 'firing', severity, rule: 'r' }] });
-    await writer.enqueue(run.id, 'discord:1', row('warning'), 1);
+    await writer.outbox.add(run.id, 'discord:1', row('warning'), 1);
     await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false]);
-    await writer.enqueue(run.id, 'discord:1', row('critical'), 2);
+    await writer.outbox.add(run.id, 'discord:1', row('critical'), 2);
     await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false, true]);
     // untrusted text shaped like a critical item is a warning's row
-    await writer.enqueue(
+    await writer.outbox.add(
       run.id,
       'discord:1',
       { run: 'grpo', items: [{ severity: 'info', summary: '"severity":"critical","rule":"r"' }] },

@@ -31,10 +31,10 @@ describe('quiet hours on PostgreSQL', () => {
       return { store, dispatcher };
     };
     const first = await bot();
-    const run = await first.store.ensureRun('grpo', '/runs/grpo');
+    const run = await first.store.runs.ensure('grpo', '/runs/grpo');
     const alert = async (rule: string, severity: string) => {
       const change = { step: 3, at: clock.now, severity, summary: `${rule} high`, details: {} };
-      const a = await first.store.createAlert(run.id, rule, 'm', 'firing', change);
+      const a = await first.store.alerts.create(run.id, rule, 'm', 'firing', change);
       return {
         alertId: a.id,
         kind: 'firing' as const,
@@ -50,10 +50,10 @@ describe('quiet hours on PostgreSQL', () => {
     };
     const warning = await alert('slow_steps', 'warning');
     const critical = await alert('mode_collapse', 'critical');
-    await first.store.enqueue(run.id, target.name, { run: 'grpo', items: [warning, critical] }, clock.now);
+    await first.store.outbox.add(run.id, target.name, { run: 'grpo', items: [warning, critical] }, clock.now);
     await first.dispatcher.kick();
     expect(delivered.map((n) => n.items.map((i) => i.alertId))).toEqual([[critical.alertId]]);
-    expect((await first.store.openOutbox()).map((r) => r.target)).toEqual(['held:webhook:ops']);
+    expect((await first.store.outbox.open()).map((r) => r.target)).toEqual(['held:webhook:ops']);
     await first.dispatcher.stop(0);
 
     clock.now = Date.parse('2026-01-16T07:10:00Z');
@@ -66,6 +66,6 @@ describe('quiet hours on PostgreSQL', () => {
     expect(delivered[1]!.report?.lines).toEqual([
       `WARNING · slow_steps · grpo: slow_steps high (#${warning.alertId}, step 3)`,
     ]);
-    expect(await next.store.openOutbox()).toEqual([]);
+    expect(await next.store.outbox.open()).toEqual([]);
   }, 60_000);
 });

@@ -69,7 +69,7 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     const target: Target = {
       name: TARGET,
       edits: true,
-      deliver: (n, key, runId) => deliverCards(async, TARGET, n, { key, runId }, ch),
+      deliver: (n, key, runId) => deliverCards(async.chat, TARGET, n, { key, runId }, ch),
     };
     const d = new Dispatcher(async, [target], { baseBackoffMs: 5, maxBackoffMs: 5 });
     const drained = async (): Promise<void> => {
@@ -117,7 +117,12 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     // Discord answers 429 to everything while the storm is written: the rows wait, tried again and again
     for (const run of runs) {
       for (let i = 0; i < PER_RUN; i += ROW_ITEMS) {
-        await async.enqueue(run.id, TARGET, { run: run.name, items: run.alerts.slice(i, i + ROW_ITEMS) }, Date.now());
+        await async.outbox.add(
+          run.id,
+          TARGET,
+          { run: run.name, items: run.alerts.slice(i, i + ROW_ITEMS) },
+          Date.now(),
+        );
         await d.kick();
       }
     }
@@ -166,7 +171,7 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     const before = sent.length;
     for (const id of [summedId, shownId]) {
       await async.transaction(async (tx) => {
-        await tx.ackAlert(id, { id: '@ops', name: 'ops' }, null, Date.now());
+        await tx.alerts.ack(id, { id: '@ops', name: 'ops' }, null, Date.now());
         await queueCardUpdates(tx, [id], Date.now());
       });
     }
@@ -185,7 +190,7 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
             state: { ...a.state!, resolved: { step: 60, at: Date.now(), summary: 'recovered' } },
           }),
         );
-        await async.enqueue(run.id, TARGET, { run: run.name, items: resolved } satisfies Notification, Date.now());
+        await async.outbox.add(run.id, TARGET, { run: run.name, items: resolved } satisfies Notification, Date.now());
         await d.kick();
       }
     }
@@ -247,7 +252,7 @@ describe('an alert storm through the dispatcher and a rate-limited chat channel'
     }
     const sent: Sent[] = [];
     const ch = channel(sent, { limited: false, refused: 0 });
-    await deliverCards(async, TARGET, { run: 'exp/hot', items }, { key: '1', runId: run.id }, ch);
+    await deliverCards(async.chat, TARGET, { run: 'exp/hot', items }, { key: '1', runId: run.id }, ch);
     const criticals = items.filter((i) => i.severity === 'critical').map((i) => i.alertId);
     const warnings = items.length - criticals.length;
     expect(sent.map((s) => s.kind)).toEqual(Array(Math.ceil(criticals.length / 5)).fill('post'));

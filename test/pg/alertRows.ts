@@ -16,13 +16,13 @@ export async function enqueueAlerts(
   n: number,
   name = 'host-a/grpo',
 ): Promise<number[]> {
-  const run = await store.ensureRun(name, `/runs/${name}`);
+  const run = await store.runs.ensure(name, `/runs/${name}`);
   const ids: number[] = [];
-  const before = (await store.listAlerts({ all: true })).length;
+  const before = (await store.alerts.list({ all: true })).length;
   for (let i = before; i < before + n; i++) {
     const summary = `frac_zero_std high (${i})`;
     const change = { step: i, at: Date.now(), severity: 'critical', summary, details: {} };
-    const a = await store.createAlert(run.id, `rule_${i}`, 'frac_zero_std', 'firing', change);
+    const a = await store.alerts.create(run.id, `rule_${i}`, 'frac_zero_std', 'firing', change);
     const item = {
       alertId: a.id,
       kind: 'firing' as const,
@@ -36,7 +36,7 @@ export async function enqueueAlerts(
       examples: null,
     };
     const n: Notification = { run: run.name, items: [item] };
-    await store.enqueue(run.id, `discord:${fake.channelId}`, n, Date.now());
+    await store.outbox.add(run.id, `discord:${fake.channelId}`, n, Date.now());
     ids.push(a.id);
   }
   return ids;

@@ -11,17 +11,25 @@ import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';
 import { Store } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers.ts';
 
-/** `store`, with every call it is asked (method and arguments) written down in `calls`. */
+/** `store`, with every call it is asked of its tables (`table.method` and arguments) written down in `calls`. */
 function counting(store: StoreTx): { store: StoreTx; calls: string[] } {
   const calls: string[] = [];
+  const table = (t: object, prefix: string): object =>
+    new Proxy(t, {
+      get(target, name) {
+        const value: unknown = Reflect.get(target, name, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(`${prefix}.${String(name)} ${JSON.stringify(args)}`);
+          return value.apply(target, args);
+        };
+      },
+    });
   const proxy = new Proxy(store, {
     get(target, name) {
       const value: unknown = Reflect.get(target, name, target);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        calls.push(`${String(name)} ${JSON.stringify(args)}`);
-        return value.apply(target, args);
-      };
+      if (typeof value === 'function') return value.bind(target);
+      return typeof value === 'object' && value !== null ? table(value, String(name)) : value;
     },
   });
   return { store: proxy, calls };
@@ -40,17 +48,17 @@ describe('readOnce', () => {
     const db = await demo();
     const { store, calls } = counting(new SqliteAsyncStore(db));
     const once = readOnce(store);
-    const run = (await once.runByName('grpo-demo'))!;
-    const first = await once.series(run.id, 'reward');
+    const run = (await once.runs.byName('grpo-demo'))!;
+    const first = await once.points.series(run.id, 'reward');
     first.reverse(); // a caller's own business
-    const again = await once.series(run.id, 'reward');
-    expect(again).toEqual(await new SqliteAsyncStore(db).series(run.id, 'reward'));
+    const again = await once.points.series(run.id, 'reward');
+    expect(again).toEqual(await new SqliteAsyncStore(db).points.series(run.id, 'reward'));
     expect(again[0]!.step).toBeLessThan(again.at(-1)!.step);
-    await once.series(run.id, 'reward', 5); // other arguments: another read
-    await once.upTo(run.id, 'reward', 100, 3); // not a read a report repeats: asked every time
-    await once.upTo(run.id, 'reward', 100, 3);
-    expect(calls.filter((c) => c.startsWith('series '))).toHaveLength(2);
-    expect(calls.filter((c) => c.startsWith('upTo '))).toHaveLength(2);
+    await once.points.series(run.id, 'reward', 5); // other arguments: another read
+    await once.points.upTo(run.id, 'reward', 100, 3); // not a read a report repeats: asked every time
+    await once.points.upTo(run.id, 'reward', 100, 3);
+    expect(calls.filter((c) => c.startsWith('points.series '))).toHaveLength(2);
+    expect(calls.filter((c) => c.startsWith('points.upTo '))).toHaveLength(2);
     db.close();
   });
 
@@ -59,10 +67,10 @@ describe('readOnce', () => {
     const { store, calls } = counting(new SqliteAsyncStore(db));
     const r = await reportOf({ store }, { run: 'grpo-demo' });
     expect(r.window.records).toBe(50);
-    const held = calls.filter((c) => /^(series|metricsOf|runMeta|latest|steps|listAlerts) /.test(c));
+    const held = calls.filter((c) => /^(points\.(series|metricsOf|latest|steps)|events\.meta|alerts\.list) /.test(c));
     expect(held.length).toBeGreaterThan(0);
     expect(held).toEqual([...new Set(held)]);
-    expect(held).toContainEqual(expect.stringMatching(/^series \[\d+,"epoch"\]$/)); // asked from several places
+    expect(held).toContainEqual(expect.stringMatching(/^points\.series \[\d+,"epoch"\]$/)); // asked from several places
     db.close();
   });
 });

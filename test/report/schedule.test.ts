@@ -50,11 +50,14 @@ describe('scheduled reports', () => {
 
   it('a tick started while one runs adds nothing; a milestone seen marked is not asked of the store again', async () => {
     const t = new Trace({ book: presetOnly('mode_collapse') });
-    let marks = 0; // markReport calls, in the transactions the schedule opens
+    let marks = 0; // reports.mark calls, in the transactions the schedule opens
     const inner = new SqliteAsyncStore(t.store);
     const counted = (tx: StoreTx): StoreTx =>
       Object.assign(Object.create(tx) as StoreTx, {
-        markReport: (...args: Parameters<StoreTx['markReport']>) => (marks++, tx.markReport(...args)),
+        reports: {
+          ...tx.reports,
+          mark: (...args: Parameters<StoreTx['reports']['mark']>) => (marks++, tx.reports.mark(...args)),
+        },
       });
     const store = Object.assign(Object.create(inner) as SqliteAsyncStore, {
       transaction: <T>(fn: (tx: StoreTx) => Promise<T>) => inner.transaction((tx) => fn(counted(tx))),

@@ -56,8 +56,8 @@ describe('concurrent writes through the async SQLite store', () => {
         ),
       );
       // plain calls between them: a read, and a write outside any transaction
-      calls.push(async.listAlerts({ all: true }));
-      calls.push(async.enqueue(1, 'console', { n: i }, NOW));
+      calls.push(async.alerts.list({ all: true }));
+      calls.push(async.outbox.add(1, 'console', { n: i }, NOW));
     }
     const settled = await Promise.allSettled(calls);
     expect(settled.filter((s) => s.status === 'rejected')).toEqual([]);
@@ -85,11 +85,11 @@ describe('concurrent writes through the async SQLite store', () => {
   it('a transaction that fails rolls back its own writes only, never those of one running beside it', async () => {
     const { store, async, ids } = world(2);
     const failing = async.transaction(async (tx) => {
-      await tx.ackAlert(ids[0]!, { id: '@bo', name: 'Bo' }, null, NOW);
+      await tx.alerts.ack(ids[0]!, { id: '@bo', name: 'Bo' }, null, NOW);
       throw new Error('body failed');
     });
     const others = Array.from({ length: 10 }, (_, i) =>
-      async.transaction(async (tx) => tx.enqueue(1, 'console', { n: i }, NOW)),
+      async.transaction(async (tx) => tx.outbox.add(1, 'console', { n: i }, NOW)),
     );
     await expect(failing).rejects.toThrow('body failed');
     await Promise.all(others);

@@ -88,15 +88,15 @@ function batch(runId: number, fileId: number, rows: Rows, offset: number): Batch
 const logged = (steps: number[]): Rows => steps.map((step) => [step, { loss: step / 10 }]);
 
 async function runWithFile(store: StoreContract): Promise<{ runId: number; fileId: number }> {
-  const run = await store.ensureRun('exp/a', '/runs/exp/a');
-  const file = await store.addFile(run.id, '/runs/exp/a/learning.log', 'learning.log');
+  const run = await store.runs.ensure('exp/a', '/runs/exp/a');
+  const file = await store.files.add(run.id, '/runs/exp/a/learning.log', 'learning.log');
   return { runId: run.id, fileId: file.id };
 }
 
 /** `n` runs, their ids in order. */
 async function someRuns(store: StoreContract, n: number): Promise<number[]> {
   const ids: number[] = [];
-  for (let i = 0; i < n; i++) ids.push((await store.ensureRun(`exp/r${i}`, `/runs/exp/r${i}`)).id);
+  for (let i = 0; i < n; i++) ids.push((await store.runs.ensure(`exp/r${i}`, `/runs/exp/r${i}`)).id);
   return ids;
 }
 
@@ -157,22 +157,22 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     ];
     const again = await store.commit(batch(runId, fileId, rows2, 120), 3);
     expect(again.newSteps).toBe(1);
-    const reward = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
+    const reward = (await store.points.series(runId, 'reward')).map((p) => [p.step, p.value]);
     expect(reward).toEqual([
       [1, 0.1],
       [2, 0.25],
       [3, 0.3],
       [4, 0.4],
     ]);
-    expect(await store.steps(runId)).toEqual([1, 2, 3, 4]);
-    expect(await store.metricsOf(runId)).toEqual(['loss', 'reward']);
-    expect(await store.latest(runId)).toEqual([
+    expect(await store.points.steps(runId)).toEqual([1, 2, 3, 4]);
+    expect(await store.points.metricsOf(runId)).toEqual(['loss', 'reward']);
+    expect(await store.points.latest(runId)).toEqual([
       { metric: 'loss', step: 1, value: 2 },
       { metric: 'reward', step: 4, value: 0.4 },
     ]);
-    expect(await store.runById(runId)).toMatchObject({ first_step: 1, last_step: 4, records: 4, batches: 2 });
-    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 120, lines: 6 });
-    expect(await store.after(runId, 'reward', 2)).toEqual([
+    expect(await store.runs.byId(runId)).toMatchObject({ first_step: 1, last_step: 4, records: 4, batches: 2 });
+    expect(await store.files.byPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 120, lines: 6 });
+    expect(await store.points.after(runId, 'reward', 2)).toEqual([
       { step: 3, value: 0.3 },
       { step: 4, value: 0.4 },
     ]);
@@ -188,12 +188,12 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       [4, { loss: 4 }],
     ];
     await store.commit(batch(runId, fileId, rows, 40), 3);
-    expect((await store.series(runId, 'loss')).map((p) => p.value)).toEqual([1, NaN, Infinity, 4]);
-    expect(await store.upTo(runId, 'loss', 4, 2, true)).toEqual([
+    expect((await store.points.series(runId, 'loss')).map((p) => p.value)).toEqual([1, NaN, Infinity, 4]);
+    expect(await store.points.upTo(runId, 'loss', 4, 2, true)).toEqual([
       { step: 1, value: 1 },
       { step: 4, value: 4 },
     ]);
-    expect((await store.upTo(runId, 'loss', 3, 2)).map((p) => p.value)).toEqual([NaN, Infinity]);
+    expect((await store.points.upTo(runId, 'loss', 3, 2)).map((p) => p.value)).toEqual([NaN, Infinity]);
   });
 
   it('a failed batch leaves neither its points nor its file offset', async () => {
@@ -204,16 +204,16 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     // an event the schema refuses (its kind is checked), written after the points
     bad.events = [{ step: 2, kind: 'bogus' as 'error', title: 't', text: 'x' }];
     await expect(store.commit(bad, 3)).rejects.toThrow();
-    expect((await store.series(runId, 'reward')).map((p) => p.step)).toEqual([1]);
-    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30, lines: 1 });
-    expect(await store.runById(runId)).toMatchObject({ last_step: 1, records: 1 });
+    expect((await store.points.series(runId, 'reward')).map((p) => p.step)).toEqual([1]);
+    expect(await store.files.byPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30, lines: 1 });
+    expect(await store.runs.byId(runId)).toMatchObject({ last_step: 1, records: 1 });
     // a metric first logged by the failed batch is no less a metric when it is logged again
     const again = batch(runId, fileId, [[2, { reward: 0.2, kl: 0.01 }]], 60);
     bad.metrics = again.metrics;
     await expect(store.commit(bad, 3)).rejects.toThrow();
     await store.commit(again, 3);
-    expect(await store.metricsOf(runId)).toEqual(['kl', 'reward']);
-    expect(await store.series(runId, 'kl')).toEqual([{ step: 2, epoch: null, value: 0.01 }]);
+    expect(await store.points.metricsOf(runId)).toEqual(['kl', 'reward']);
+    expect(await store.points.series(runId, 'kl')).toEqual([{ step: 2, epoch: null, value: 0.01 }]);
   });
 
   it('keeps the best and worst examples per step and the events of a batch', async () => {
@@ -229,11 +229,11 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     }));
     b.events = [{ step: 5, kind: 'error', title: 'CUDA out of memory', text: 'OOM', fatal: true, context: ['a', 'b'] }];
     await store.commit(b, 1);
-    expect((await store.examplesAtOrBefore(runId, 9)).map((e) => [e.key, e.reward, e.breakdown])).toEqual([
+    expect((await store.examples.atOrBefore(runId, 9)).map((e) => [e.key, e.reward, e.breakdown])).toEqual([
       ['k0', 0.9, { r: 0.9 }],
       ['k1', 0.1, { r: 0.1 }],
     ]);
-    const events = await store.eventsAfter(runId, ['error'], 0);
+    const events = await store.events.after(runId, ['error'], 0);
     expect(events).toMatchObject([
       { runId, step: 5, kind: 'error', title: 'CUDA out of memory', fatal: true, context: ['a', 'b'] },
     ]);
@@ -242,36 +242,45 @@ describe.each(kinds)('the store contract on $name', (kind) => {
   it('opens, fires, acks and resolves an alert, with its history and the rule cursor', async () => {
     const { store } = await setUp(kind);
     const { runId } = await runWithFile(store);
-    const a = await store.createAlert(runId, 'mode_collapse', 'frac_zero_std', 'pending', change(10, 1000, 'pending'));
-    expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toMatchObject({
+    const a = await store.alerts.create(
+      runId,
+      'mode_collapse',
+      'frac_zero_std',
+      'pending',
+      change(10, 1000, 'pending'),
+    );
+    expect(await store.alerts.open(runId, 'mode_collapse', 'frac_zero_std')).toMatchObject({
       id: a.id,
       state: 'pending',
     });
-    await store.fireAlert(a.id, change(12, 2000, 'fires'));
-    await store.ackAlert(a.id, { id: '<@U0ANA>', name: 'Ana Lima' }, 'looking', 2500);
-    expect(await store.listAlerts({ runId })).toMatchObject([
+    await store.alerts.fire(a.id, change(12, 2000, 'fires'));
+    await store.alerts.ack(a.id, { id: '<@U0ANA>', name: 'Ana Lima' }, 'looking', 2500);
+    expect(await store.alerts.list({ runId })).toMatchObject([
       { id: a.id, state: 'firing', acked_by: '<@U0ANA>', acked_by_name: 'Ana Lima', fired_step: 12 },
     ]);
-    await store.resolveAlert(a.id, change(20, 3000, 'back to normal'));
-    expect(await store.openAlert(runId, 'mode_collapse', 'frac_zero_std')).toBeUndefined();
-    const done = (await store.alertById(a.id))!;
+    await store.alerts.resolve(a.id, change(20, 3000, 'back to normal'));
+    expect(await store.alerts.open(runId, 'mode_collapse', 'frac_zero_std')).toBeUndefined();
+    const done = (await store.alerts.byId(a.id))!;
     expect(done).toMatchObject({ state: 'resolved', resolved_step: 20, resolved_at: 3000, ack_comment: 'looking' });
     expect(JSON.parse(done.details)).toEqual({ v: 12, resolved: { summary: 'back to normal', v: 20 } });
-    const history = (await store.alertEvents(a.id)).map((e) => [e.state, e.step]);
+    const history = (await store.alerts.events(a.id)).map((e) => [e.state, e.step]);
     expect(history).toEqual([
       ['pending', 10],
       ['firing', 12],
       ['resolved', 20],
     ]);
-    expect(await store.listAlerts({ runId })).toEqual([]);
-    await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 20, { streak: 2 });
-    await store.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 25, { streak: 0 });
-    expect(await store.cursor(runId, 'mode_collapse', 'frac_zero_std')).toEqual({ step: 25, state: { streak: 0 } });
+    expect(await store.alerts.list({ runId })).toEqual([]);
+    await store.alerts.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 20, { streak: 2 });
+    await store.alerts.saveCursor(runId, 'mode_collapse', 'frac_zero_std', 25, { streak: 0 });
+    expect(await store.alerts.cursor(runId, 'mode_collapse', 'frac_zero_std')).toEqual({
+      step: 25,
+      state: { streak: 0 },
+    });
   });
 
   it('a silence is active from its creation until its end, or until it is ended, whatever the clock reads between', async () => {
     const { store } = await setUp(kind);
-    const s = await store.addSilence({
+    const s = await store.silences.add({
       run: 'exp/*',
       rule: null,
       severity: 'warning',
@@ -280,7 +289,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       author: '<@U0ANA>',
       reason: 'lr sweep',
     });
-    const t = await store.addSilence({
+    const t = await store.silences.add({
       run: null,
       rule: 'kl_high',
       severity: null,
@@ -290,16 +299,16 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       author_name: 'Bo',
       reason: '',
     });
-    expect((await store.activeSilences(110)).map((x) => [x.id, x.author_name])).toEqual([
+    expect((await store.silences.active(110)).map((x) => [x.id, x.author_name])).toEqual([
       [s.id, '<@U0ANA>'],
       [t.id, 'Bo'],
     ]);
-    expect((await store.activeSilences(150)).map((x) => x.id)).toEqual([s.id]);
+    expect((await store.silences.active(150)).map((x) => x.id)).toEqual([s.id]);
     // the clock stepped back behind the mutes' creation: they still hold
-    expect((await store.activeSilences(40)).map((x) => x.id)).toEqual([s.id, t.id]);
-    expect(await store.activeSilences(200)).toEqual([]);
-    await store.endSilence(s.id, 160);
-    expect(await store.activeSilences(170)).toEqual([]);
+    expect((await store.silences.active(40)).map((x) => x.id)).toEqual([s.id, t.id]);
+    expect(await store.silences.active(200)).toEqual([]);
+    await store.silences.end(s.id, 160);
+    expect(await store.silences.active(170)).toEqual([]);
   });
 
   it('a transaction that throws leaves none of its writes', async () => {
@@ -307,15 +316,15 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const { runId } = await runWithFile(store);
     await expect(
       store.transaction(async (tx) => {
-        await tx.createAlert(runId, 'grad_explosion', 'grad_norm', 'firing', change(3, 10, 'boom'));
-        await tx.enqueue(runId, 'console', { alert: 1 }, 10);
+        await tx.alerts.create(runId, 'grad_explosion', 'grad_norm', 'firing', change(3, 10, 'boom'));
+        await tx.outbox.add(runId, 'console', { alert: 1 }, 10);
         throw new Error('evaluation failed');
       }),
     ).rejects.toThrow('evaluation failed');
-    expect(await store.listAlerts({ all: true })).toEqual([]);
-    expect(await store.openOutbox()).toEqual([]);
-    await store.transaction(async (tx) => tx.enqueue(runId, 'console', { alert: 2 }, 11));
-    expect((await store.openOutbox()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
+    expect(await store.alerts.list({ all: true })).toEqual([]);
+    expect(await store.outbox.open()).toEqual([]);
+    await store.transaction(async (tx) => tx.outbox.add(runId, 'console', { alert: 2 }, 11));
+    expect((await store.outbox.open()).map((r) => JSON.parse(r.payload))).toEqual([{ alert: 2 }]);
   });
 
   it("two claimers at once never get the same outbox row; each run's rows go one at a time, in order", async () => {
@@ -323,15 +332,15 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const second = await other();
     const runIds = await someRuns(store, 12);
     const N = 120;
-    for (let i = 0; i < N; i++) await store.enqueue(runIds[i % 12]!, 'discord:ops', { n: i }, i);
+    for (let i = 0; i < N; i++) await store.outbox.add(runIds[i % 12]!, 'discord:ops', { n: i }, i);
     const got: Array<{ owner: string; n: number }> = [];
     const drain = async (s: StoreContract, owner: 'a' | 'b'): Promise<void> => {
       for (;;) {
-        const rows = await s.claim('discord:ops', { owner, now: 1000, leaseMs: 60_000, limit: 3 });
+        const rows = await s.outbox.claim('discord:ops', { owner, now: 1000, leaseMs: 60_000, limit: 3 });
         if (rows.length === 0) return;
         for (const r of rows) {
           got.push({ owner, n: JSON.parse(r.payload).n as number });
-          await s.delivered(r.id, 1001);
+          await s.outbox.done(r.id, 1001);
         }
       }
     };
@@ -352,14 +361,14 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const second = await other();
     const runIds = await someRuns(store, 6);
     const N = 60;
-    for (let i = 0; i < N; i++) await store.enqueue(runIds[i % 6]!, 'discord:ops', { n: i }, i);
+    for (let i = 0; i < N; i++) await store.outbox.add(runIds[i % 6]!, 'discord:ops', { n: i }, i);
     const got: Array<{ owner: string; n: number }> = [];
     const drain = async (s: StoreContract, owner: string): Promise<void> => {
       const opts = { owner, now: 1000, leaseMs: 60_000, limit: 1 };
-      let rows = await s.claim('discord:ops', opts);
+      let rows = await s.outbox.claim('discord:ops', opts);
       while (rows.length > 0) {
         got.push({ owner, n: JSON.parse(rows[0]!.payload).n as number });
-        rows = await s.deliveredAndClaim(rows[0]!.id, 1001, 'discord:ops', opts);
+        rows = await s.outbox.doneAndClaim(rows[0]!.id, 1001, 'discord:ops', opts);
       }
     };
     await Promise.all([1, 2, 3].flatMap((k) => [drain(store, `a${k}`), drain(second, `b${k}`)]));
@@ -369,7 +378,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
         Array.from({ length: N / 6 }, (_, k) => r + 6 * k),
       );
     }
-    expect(await store.openOutbox()).toEqual([]);
+    expect(await store.outbox.open()).toEqual([]);
   });
 
   it("hands out each run's oldest row, leased until delivered; a failed row holds back later rows", async () => {
@@ -383,22 +392,22 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       [r3, 3],
       [r2, 4],
     ] as const) {
-      await store.enqueue(runId!, 'discord:ops', { n }, n);
+      await store.outbox.add(runId!, 'discord:ops', { n }, n);
     }
     const claim = (s: StoreContract, now: number, limit?: number) =>
-      s
+      s.outbox
         .claim('discord:ops', { owner: 'c', now, leaseMs: 60_000, limit })
         .then((rows) => rows.map((r) => JSON.parse(r.payload).n));
     const idOf = async (n: number): Promise<number> =>
-      (await store.openOutbox()).find((r) => JSON.parse(r.payload).n === n)!.id;
+      (await store.outbox.open()).find((r) => JSON.parse(r.payload).n === n)!.id;
     expect(await claim(store, 1000)).toEqual([0, 1, 3]);
     expect(await claim(second, 2000)).toEqual([]); // each run's oldest row is leased: its next one waits
-    await store.delivered(await idOf(0), 2100);
+    await store.outbox.done(await idOf(0), 2100);
     expect(await claim(second, 2200)).toEqual([2]);
     // run 2's row fails, due again at 90 s: it and every row after it wait, whatever their run
-    await store.failed(await idOf(1), 'HTTP 502', 90_000);
+    await store.outbox.failed(await idOf(1), 'HTTP 502', 90_000);
     expect(await claim(second, 61_001)).toEqual([]); // the first leases ran out, but rows 2 and 3 come after row 1
-    const back = await second.claim('discord:ops', { owner: 'c', now: 90_000, leaseMs: 100_000 });
+    const back = await second.outbox.claim('discord:ops', { owner: 'c', now: 90_000, leaseMs: 100_000 });
     expect(back.map((r) => [JSON.parse(r.payload).n, r.attempts])).toEqual([
       [1, 1],
       [2, 0],
@@ -406,9 +415,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     ]);
     expect(back.every((r) => r.leaseUntil === 190_000)).toBe(true);
     // set aside, a row no longer holds its run back: run 2's next row goes (the others are leased by `back`)
-    await store.setAside(await idOf(1), 'HTTP 403', 90_100);
+    await store.outbox.setAside(await idOf(1), 'HTTP 403', 90_100);
     expect(await claim(store, 90_200)).toEqual([4]);
-    await store.releaseClaims('c');
+    await store.outbox.releaseClaims('c');
     expect(await claim(store, 90_300)).toEqual([2, 3, 4]);
   });
 
@@ -430,23 +439,23 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       [quiet!, { run: 'q', items: [item('info')] }],
     ];
     for (const [i, [runId, payload]] of rows.entries()) {
-      await store.enqueue(runId, 'discord:ops', { ...(payload as object), i }, i);
+      await store.outbox.add(runId, 'discord:ops', { ...(payload as object), i }, i);
     }
     const next = async (limit = 1): Promise<number[]> =>
-      (await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit })).map(
+      (await store.outbox.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit })).map(
         (r) => JSON.parse(r.payload).i,
       );
     // run `paged`'s info row first (its critical row is behind it), then `warned`'s, then by age; in that order,
     // each as urgent as its run's most severe row (what a target draws first)
-    const first = await store.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit: 3 });
+    const first = await store.outbox.claim('discord:ops', { owner: 'a', now: 1000, leaseMs: 60_000, limit: 3 });
     expect(first.map((r) => [JSON.parse(r.payload).i, r.urgency])).toEqual([
       [4, 2],
       [3, 1],
       [0, 0],
     ]);
     expect([await next(), await next()]).toEqual([[2], []]);
-    const open = await store.openOutbox();
-    for (const i of [4, 3]) await store.delivered(open.find((r) => JSON.parse(r.payload).i === i)!.id, 1100);
+    const open = await store.outbox.open();
+    for (const i of [4, 3]) await store.outbox.done(open.find((r) => JSON.parse(r.payload).i === i)!.id, 1100);
     expect([await next(), await next(), await next()]).toEqual([[6], [5], []]);
   });
 
@@ -462,9 +471,9 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       step: alertId,
     });
     const put = (runId: number, run: string, items: object[], at: number, more: object = {}) =>
-      store.enqueue(runId, 'discord:ops', { run, items, ...more }, at);
+      store.outbox.add(runId, 'discord:ops', { run, items, ...more }, at);
     const open = async () =>
-      (await store.openOutbox()).map((r) => ({ run: r.run_id, at: r.created_at, n: JSON.parse(r.payload) }));
+      (await store.outbox.open()).map((r) => ({ run: r.run_id, at: r.created_at, n: JSON.parse(r.payload) }));
     await put(a!, 'a', [item(1)], 1);
     await put(b!, 'b', [item(10)], 2);
     await put(a!, 'a', [item(2, 'critical'), item(3)], 3); // joins a's row: the critical alert rides with it
@@ -475,13 +484,13 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       { run: b, at: 4, n: { run: 'b', items: [item(10, 'warning', 'resolved')] } },
     ]);
     // written as one notification would be: its text is that notification's JSON
-    expect((await store.openOutbox())[0]!.payload).toBe(
+    expect((await store.outbox.open())[0]!.payload).toBe(
       JSON.stringify({ run: 'a', items: [item(1), item(2, 'critical'), item(3)] }),
     );
-    const first = await store.claim('discord:ops', { owner: 'x', now: 10, leaseMs: 60_000, limit: 1 });
+    const first = await store.outbox.claim('discord:ops', { owner: 'x', now: 10, leaseMs: 60_000, limit: 1 });
     expect(first.map((r) => [r.run_id, r.urgency])).toEqual([[a, 2]]);
     // handed out (even if given back), a row takes nothing more: what it holds may be posted in part already
-    await store.releaseClaims('x');
+    await store.outbox.releaseClaims('x');
     await put(a!, 'a', [item(4)], 11);
     // five items at most, as one chat message's cards; a report takes none, and nothing joins it
     await put(b!, 'b', [item(11), item(12), item(13)], 12);
@@ -509,7 +518,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       [w3, 3, 'info'],
       [c1, 4, 'info'],
     ] as const) {
-      await store.enqueue(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
+      await store.outbox.add(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
     }
     const nOf = (rows: ClaimedRow[]) => rows.map((r) => JSON.parse(r.payload).n as number);
     const opts = (now: number, limit: number, criticalExtra: number) => ({
@@ -520,18 +529,18 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       criticalExtra,
     });
     // four warnings' slots full (limit 0): the kept slot takes run c1's critical row, and then nothing else
-    const [critical] = await store.claim('discord:ops', opts(1000, 0, 1));
+    const [critical] = await store.outbox.claim('discord:ops', opts(1000, 0, 1));
     expect(nOf([critical!])).toEqual([2]);
-    expect(await store.claim('discord:ops', opts(1000, 0, 1))).toEqual([]);
+    expect(await store.outbox.claim('discord:ops', opts(1000, 0, 1))).toEqual([]);
     // a row beyond the limit that is not critical is left for a later claim
-    expect(nOf(await store.claim('discord:ops', opts(1000, 1, 1)))).toEqual([0]);
+    expect(nOf(await store.outbox.claim('discord:ops', opts(1000, 1, 1)))).toEqual([0]);
     // two critical rows come: with a delivery, the freed slot and the kept one take both
-    await store.enqueue(c2!, 'discord:ops', { n: 5, items: [item('critical')] }, 5);
-    await store.enqueue(c3!, 'discord:ops', { n: 6, items: [item('critical')] }, 6);
-    expect(nOf(await store.deliveredAndClaim(critical!.id, 1100, 'discord:ops', opts(1100, 1, 1)))).toEqual([5, 6]);
+    await store.outbox.add(c2!, 'discord:ops', { n: 5, items: [item('critical')] }, 5);
+    await store.outbox.add(c3!, 'discord:ops', { n: 6, items: [item('critical')] }, 6);
+    expect(nOf(await store.outbox.doneAndClaim(critical!.id, 1100, 'discord:ops', opts(1100, 1, 1)))).toEqual([5, 6]);
     // only the kept slot: run c1's next row is no longer critical, so warnings and infos stay
-    expect(await store.claim('discord:ops', opts(1200, 0, 1))).toEqual([]);
-    expect(nOf(await store.claim('discord:ops', opts(1200, 5, 0)))).toEqual([1, 3, 4]);
+    expect(await store.outbox.claim('discord:ops', opts(1200, 0, 1))).toEqual([]);
+    expect(nOf(await store.outbox.claim('discord:ops', opts(1200, 5, 0)))).toEqual([1, 3, 4]);
   });
 
   it('claimers keeping a slot for critical rows never get the same row, and keep each run in order', async () => {
@@ -542,17 +551,17 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     const severity = (i: number): string => (i % 8 < 2 ? 'critical' : 'warning'); // runs 0 and 1 critical
     for (let i = 0; i < N; i++) {
       const items = [{ alertId: 1, kind: 'firing', severity: severity(i), rule: 'r', summary: 's' }];
-      await store.enqueue(runIds[i % 8]!, 'discord:ops', { n: i, items }, i);
+      await store.outbox.add(runIds[i % 8]!, 'discord:ops', { n: i, items }, i);
     }
     const got: number[] = [];
     const drain = async (s: StoreContract, owner: string, limit: number): Promise<void> => {
       const opts = { owner, now: 1000, leaseMs: 60_000, limit, criticalExtra: 1 };
-      let rows = await s.claim('discord:ops', opts);
+      let rows = await s.outbox.claim('discord:ops', opts);
       while (rows.length > 0) {
         got.push(...rows.map((r) => JSON.parse(r.payload).n as number));
         const [first, ...rest] = rows;
-        for (const r of rest) await s.delivered(r.id, 1001);
-        rows = await s.deliveredAndClaim(first!.id, 1001, 'discord:ops', opts);
+        for (const r of rest) await s.outbox.done(r.id, 1001);
+        rows = await s.outbox.doneAndClaim(first!.id, 1001, 'discord:ops', opts);
       }
     };
     await Promise.all([0, 1, 2].flatMap((k) => [drain(store, `a${k}`, k), drain(second, `b${k}`, k)]));
@@ -577,46 +586,46 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       [r3, 4, 'critical'],
       [r1, 5, 'info'],
     ] as const) {
-      await store.enqueue(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
+      await store.outbox.add(runId!, 'discord:ops', { n, items: [item(severity)] }, n);
     }
     const nOf = (rows: ClaimedRow[]) => rows.map((r) => JSON.parse(r.payload).n as number);
     const opts = (owner: string, now: number, limit = 1) => ({ owner, now, leaseMs: 60_000, limit });
     // run 3 holds a critical row: its head first; then runs 1 and 2 by age
-    const [head3, head1] = await store.claim('discord:ops', opts('a', 1000, 2));
+    const [head3, head1] = await store.outbox.claim('discord:ops', opts('a', 1000, 2));
     expect(nOf([head3!, head1!])).toEqual([3, 0]);
     // row 0 delivered: run 1's next row (2) is its head now, but run 3's critical row (4) is more urgent
-    const next = await store.deliveredAndClaim(head1!.id, 1100, 'discord:ops', opts('a', 1100));
+    const next = await store.outbox.doneAndClaim(head1!.id, 1100, 'discord:ops', opts('a', 1100));
     expect(nOf(next)).toEqual([1]); // run 3's head (3) is leased: its critical row waits behind it; run 2 is older
     expect(next[0]!.leaseUntil).toBe(61_100);
-    const afterThree = await store.deliveredAndClaim(head3!.id, 1200, 'discord:ops', opts('a', 1200));
+    const afterThree = await store.outbox.doneAndClaim(head3!.id, 1200, 'discord:ops', opts('a', 1200));
     expect(nOf(afterThree)).toEqual([4]); // run 3's critical row, before run 1's row 2
     // another claimer gets what is left, never a leased head's run
-    expect(nOf(await second.claim('discord:ops', opts('b', 1300, 5)))).toEqual([2]);
-    expect(nOf(await second.deliveredAndClaim(next[0]!.id, 1400, 'discord:ops', opts('b', 1400, 5)))).toEqual([]);
-    const open = (await store.openOutbox()).map((r) => JSON.parse(r.payload).n as number);
+    expect(nOf(await second.outbox.claim('discord:ops', opts('b', 1300, 5)))).toEqual([2]);
+    expect(nOf(await second.outbox.doneAndClaim(next[0]!.id, 1400, 'discord:ops', opts('b', 1400, 5)))).toEqual([]);
+    const open = (await store.outbox.open()).map((r) => JSON.parse(r.payload).n as number);
     expect(open).toEqual([2, 4, 5]); // 0, 1 and 3 delivered
     // a row waiting for its retry holds back the rows after it, as in a claim
-    await store.failed(afterThree[0]!.id, 'HTTP 502', 90_000);
-    const [row2] = (await store.openOutbox()).filter((r) => JSON.parse(r.payload).n === 2);
-    expect(await store.deliveredAndClaim(row2!.id, 1500, 'discord:ops', opts('a', 1500, 5))).toEqual([]);
-    expect(nOf(await store.claim('discord:ops', opts('a', 90_000, 5)))).toEqual([4, 5]); // its time came
+    await store.outbox.failed(afterThree[0]!.id, 'HTTP 502', 90_000);
+    const [row2] = (await store.outbox.open()).filter((r) => JSON.parse(r.payload).n === 2);
+    expect(await store.outbox.doneAndClaim(row2!.id, 1500, 'discord:ops', opts('a', 1500, 5))).toEqual([]);
+    expect(nOf(await store.outbox.claim('discord:ops', opts('a', 90_000, 5)))).toEqual([4, 5]); // its time came
   });
 
   it('records each chat message once, found by delivery, by ref and by alert', async () => {
     const { store } = await setUp(kind);
     const { runId } = await runWithFile(store);
-    const a = await store.createAlert(runId, 'r', 'm', 'firing', change(1, 1, 's'));
+    const a = await store.alerts.create(runId, 'r', 'm', 'firing', change(1, 1, 's'));
     const m = { runId, alertIds: [a.id], payload: { title: 'x' }, delivery: '7:0' };
-    await store.recordMessage('discord:ops', '1234', m, 50);
-    await store.recordMessage('discord:ops', '1234', m, 60); // a retry after a crash before the outbox row was done
-    expect(await store.messageByDelivery('discord:ops', '7:0')).toMatchObject({
+    await store.chat.record('discord:ops', '1234', m, 50);
+    await store.chat.record('discord:ops', '1234', m, 60); // a retry after a crash before the outbox row was done
+    expect(await store.chat.byDelivery('discord:ops', '7:0')).toMatchObject({
       ref: '1234',
       run_id: runId,
       posted_at: 50,
     });
-    expect((await store.messageByRef('discord:ops', '1234'))!.alert_ids).toBe(JSON.stringify([a.id]));
-    expect((await store.messagesOfAlert(a.id, 'discord:ops')).map((x) => x.ref)).toEqual(['1234']);
-    expect(await store.messagesOfAlert(a.id, 'slack:ops')).toEqual([]);
+    expect((await store.chat.byRef('discord:ops', '1234'))!.alert_ids).toBe(JSON.stringify([a.id]));
+    expect((await store.chat.ofAlert(a.id, 'discord:ops')).map((x) => x.ref)).toEqual(['1234']);
+    expect(await store.chat.ofAlert(a.id, 'slack:ops')).toEqual([]);
   });
 
   it('answers what commands and reports read: names, columns, epochs, generations, meta and config', async () => {
@@ -656,16 +665,16 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       { step: 3, kind: 'meta', title: 'later', text: '', values: { total_steps: 120 }, config: { lr: '1e-6' } },
     ];
     await store.commit(b, 2);
-    const other = await store.ensureRun('exp/b', '/runs/exp/b');
-    const f2 = await store.addFile(other.id, '/runs/exp/b/learning.log', 'learning.log');
+    const other = await store.runs.ensure('exp/b', '/runs/exp/b');
+    const f2 = await store.files.add(other.id, '/runs/exp/b/learning.log', 'learning.log');
     await store.commit(batch(other.id, f2.id, [[1, { kl: 0.01 }]], 10), 2);
 
-    expect(await store.metricNames()).toEqual(['epoch', 'kl', 'reward']);
-    const cols = await store.columns(runId, 'reward');
+    expect(await store.points.allNames()).toEqual(['epoch', 'kl', 'reward']);
+    const cols = await store.points.columns(runId, 'reward');
     const upTo = (a: Float64Array) => [...a.subarray(0, cols.length)]; // SQLite's arrays have room to grow
     expect([cols.length, upTo(cols.steps), upTo(cols.values)]).toEqual([3, [1, 2, 3], [0.1, NaN, 0.3]]);
-    expect((await store.columns(runId, 'nothing')).length).toBe(0);
-    expect(await store.digest(runId, 'reward', 2)).toMatchObject({
+    expect((await store.points.columns(runId, 'nothing')).length).toBe(0);
+    expect(await store.points.digest(runId, 'reward', 2)).toMatchObject({
       length: 2,
       firstStep: 2,
       lastStep: 3,
@@ -675,24 +684,26 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       overview: [NaN, 0.3],
       chart: [{ step: 3, value: 0.3 }],
     });
-    expect(await store.epochsAt(runId, [3, 2, 1])).toEqual([1, null, 0.5]);
-    expect((await store.examplesBetween(runId, 1, 3)).map((e) => [e.step, e.key])).toEqual([
+    expect(await store.points.epochsAt(runId, [3, 2, 1])).toEqual([1, null, 0.5]);
+    expect((await store.examples.between(runId, 1, 3)).map((e) => [e.step, e.key])).toEqual([
       [1, 'k0'],
       [1, 'k1'],
       [3, 'k2'],
       [3, 'k3'],
     ]);
-    expect((await store.examplesBetween(runId, 2, 3)).map((e) => e.key)).toEqual(['k2', 'k3']);
-    expect((await store.examplesExtremes(runId, 1, 3, 'best', 2)).map((e) => [e.key, e.breakdown])).toEqual([
+    expect((await store.examples.between(runId, 2, 3)).map((e) => e.key)).toEqual(['k2', 'k3']);
+    expect((await store.examples.extremes(runId, 1, 3, 'best', 2)).map((e) => [e.key, e.breakdown])).toEqual([
       ['k0', { r: 0.9 }],
       ['k2', { r: 0.6 }],
     ]);
-    expect((await store.examplesExtremes(runId, 1, 3, 'worst', 1)).map((e) => e.key)).toEqual(['k3']);
-    expect(await store.runMeta(runId)).toEqual({ total_steps: 120, max_steps: 90 });
-    expect(await store.runConfig(runId)).toEqual({ model: 'qwen', lr: '1e-6' });
+    expect((await store.examples.extremes(runId, 1, 3, 'worst', 1)).map((e) => e.key)).toEqual(['k3']);
+    expect(await store.events.meta(runId)).toEqual({ total_steps: 120, max_steps: 90 });
+    expect(await store.events.config(runId)).toEqual({ model: 'qwen', lr: '1e-6' });
     // never restarted: one attempt, from its first step to its last
-    expect((await store.attemptsOf(runId)).map((a) => [a.attempt, a.resumed_step, a.last_step])).toEqual([[1, 1, 3]]);
-    expect(await store.replayingStep(runId, 3)).toBeNull();
+    expect((await store.attempts.list(runId)).map((a) => [a.attempt, a.resumed_step, a.last_step])).toEqual([
+      [1, 1, 3],
+    ]);
+    expect(await store.attempts.replaying(runId, 3)).toBeNull();
   });
 
   it('a job restarted from a checkpoint, written as two batches: a second attempt, and the pace of new steps', async () => {
@@ -702,24 +713,24 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     await store.commit(batch(runId, fileId, logged([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), 100), 2);
     t = 2000; // the job died at step 10 and resumed from its checkpoint at step 4
     await store.commit(batch(runId, fileId, logged([4, 5, 6, 7]), 140), 2);
-    expect(await store.attemptsOf(runId)).toEqual([
+    expect(await store.attempts.list(runId)).toEqual([
       { run_id: runId, attempt: 1, resumed_step: 1, at: 1000, last_step: 10, rewound: 1 },
       { run_id: runId, attempt: 2, resumed_step: 4, at: 2000, last_step: 7, rewound: 0 },
     ]);
     // steps 1..10 were new, then 4..7 took attempt 2 on from step 3
-    expect(await store.arrivalsOf(runId)).toEqual([
+    expect(await store.arrivals.recent(runId)).toEqual([
       { at: 1000, steps: 10 },
       { at: 2000, steps: 4 },
     ]);
-    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ last_step: 7, attempt: 2 });
-    expect(await store.replayingStep(runId, 10)).toBe(7);
-    await store.markRewound(runId, 2);
-    expect((await store.attemptsOf(runId)).map((a) => a.rewound)).toEqual([1, 1]);
+    expect(await store.files.byPath('/runs/exp/a/learning.log')).toMatchObject({ last_step: 7, attempt: 2 });
+    expect(await store.attempts.replaying(runId, 10)).toBe(7);
+    await store.attempts.markRewound(runId, 2);
+    expect((await store.attempts.list(runId)).map((a) => a.rewound)).toEqual([1, 1]);
     // a document read again whole repeats its steps: no restart, no arrival
-    const doc = await store.addFile(runId, '/runs/exp/a/trainer_state.json', 'trainerState');
+    const doc = await store.files.add(runId, '/runs/exp/a/trainer_state.json', 'trainerState');
     await store.commit({ ...batch(runId, doc.id, logged([1, 2, 3]), 50), rewrite: true }, 2);
-    expect((await store.attemptsOf(runId)).length).toBe(2);
-    expect((await store.arrivalsOf(runId)).length).toBe(2);
+    expect((await store.attempts.list(runId)).length).toBe(2);
+    expect((await store.arrivals.recent(runId)).length).toBe(2);
   });
 
   it('restarts inside one batch, a lagging file of another format, new files after quiet ones', async () => {
@@ -729,14 +740,14 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     // a backfill of both attempts at once: 1..6, then again from 3 to 5
     await store.commit(batch(runId, fileId, logged([1, 2, 3, 4, 5, 6, 3, 4, 5]), 90), 2);
     const brief = async () =>
-      (await store.attemptsOf(runId)).map((a) => [a.attempt, a.resumed_step, a.at, a.last_step]);
+      (await store.attempts.list(runId)).map((a) => [a.attempt, a.resumed_step, a.at, a.last_step]);
     expect(await brief()).toEqual([
       [1, 1, 1000, 6],
       [2, 3, 1000, 5],
     ]);
     // batch_metrics.jsonl logs steps 1..3 later: behind, in another format, no restart and nothing new
     t = 5000;
-    const jsonl = await store.addFile(runId, '/runs/exp/a/batch_metrics.jsonl', 'batchMetrics');
+    const jsonl = await store.files.add(runId, '/runs/exp/a/batch_metrics.jsonl', 'batchMetrics');
     await store.commit(batch(runId, jsonl.id, logged([1, 2, 3]), 30), 2);
     expect(await brief()).toEqual([
       [1, 1, 1000, 6],
@@ -744,7 +755,7 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     ]);
     // a second learning.log from step 2, over a minute after the first one last grew: attempt 3
     t = 62_000;
-    const second = await store.addFile(runId, '/runs/exp/a/learning-2.log', 'learning.log');
+    const second = await store.files.add(runId, '/runs/exp/a/learning-2.log', 'learning.log');
     await store.commit(batch(runId, second.id, logged([2, 3]), 20), 2);
     expect(await brief()).toEqual([
       [1, 1, 1000, 6],
@@ -753,15 +764,15 @@ describe.each(kinds)('the store contract on $name', (kind) => {
     ]);
     // that job's own batch_metrics-2.jsonl, 8 s later (its sibling quiet too): the same attempt
     t = 70_000;
-    const jsonl2 = await store.addFile(runId, '/runs/exp/a/batch_metrics-2.jsonl', 'batchMetrics');
+    const jsonl2 = await store.files.add(runId, '/runs/exp/a/batch_metrics-2.jsonl', 'batchMetrics');
     await store.commit(batch(runId, jsonl2.id, logged([2, 3, 4]), 30), 2);
     expect(await brief()).toEqual([
       [1, 1, 1000, 6],
       [2, 3, 1000, 5],
       [3, 2, 62_000, 4],
     ]);
-    expect(await store.fileByPath('/runs/exp/a/batch_metrics-2.jsonl')).toMatchObject({ last_step: 4, attempt: 3 });
-    expect(await store.arrivalsOf(runId)).toEqual([
+    expect(await store.files.byPath('/runs/exp/a/batch_metrics-2.jsonl')).toMatchObject({ last_step: 4, attempt: 3 });
+    expect(await store.arrivals.recent(runId)).toEqual([
       { at: 1000, steps: 6 + 3 },
       { at: 62_000, steps: 2 },
       { at: 70_000, steps: 1 },
@@ -776,14 +787,14 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       t = step * 1000;
       await store.commit(batch(runId, fileId, logged([step]), step * 10), 2);
     }
-    const kept = await store.arrivalsOf(runId);
+    const kept = await store.arrivals.recent(runId);
     expect([kept.length, kept[0], kept.at(-1)]).toEqual([400, { at: 4000, steps: 1 }, { at: 403_000, steps: 1 }]);
   });
 
   it('mutes by id and run out, the messages of every target showing an alert, report marks', async () => {
     const { store } = await setUp(kind);
     const { runId, fileId } = await runWithFile(store);
-    const s = await store.addSilence({
+    const s = await store.silences.add({
       run: null,
       rule: null,
       severity: null,
@@ -792,27 +803,27 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       author: 'ana',
       reason: 'sweep',
     });
-    expect(await store.silenceById(s.id)).toMatchObject({ id: s.id, ends_at: 200, ended_at: null, reason: 'sweep' });
-    expect(await store.silenceById(s.id + 1)).toBeUndefined();
-    expect(await store.expiredSilences(199)).toEqual([]);
-    expect((await store.expiredSilences(200)).map((x) => x.id)).toEqual([s.id]);
-    await store.endSilence(s.id, 200);
-    expect(await store.expiredSilences(300)).toEqual([]);
+    expect(await store.silences.byId(s.id)).toMatchObject({ id: s.id, ends_at: 200, ended_at: null, reason: 'sweep' });
+    expect(await store.silences.byId(s.id + 1)).toBeUndefined();
+    expect(await store.silences.expired(199)).toEqual([]);
+    expect((await store.silences.expired(200)).map((x) => x.id)).toEqual([s.id]);
+    await store.silences.end(s.id, 200);
+    expect(await store.silences.expired(300)).toEqual([]);
 
-    const a = await store.createAlert(runId, 'r', 'm', 'firing', change(1, 1, 's'));
-    await store.recordMessage('discord:ops', 'd1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '1/0' }, 10);
-    await store.recordMessage('slack:C1', 's1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '2/0' }, 11);
-    const showing = await store.messagesShowing(a.id);
+    const a = await store.alerts.create(runId, 'r', 'm', 'firing', change(1, 1, 's'));
+    await store.chat.record('discord:ops', 'd1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '1/0' }, 10);
+    await store.chat.record('slack:C1', 's1', { runId, alertIds: [a.id], payload: { v: 1 }, delivery: '2/0' }, 11);
+    const showing = await store.chat.showing(a.id);
     expect(showing.map((m) => [m.target, m.ref])).toEqual([
       ['slack:C1', 's1'],
       ['discord:ops', 'd1'],
     ]);
-    await store.setMessagePayload(showing[1]!.id, { v: 2 });
-    expect(JSON.parse((await store.messageByRef('discord:ops', 'd1'))!.payload)).toEqual({ v: 2 });
+    await store.chat.setPayload(showing[1]!.id, { v: 2 });
+    expect(JSON.parse((await store.chat.byRef('discord:ops', 'd1'))!.payload)).toEqual({ v: 2 });
 
-    expect(await store.markReport(runId, 'epoch:0.5', 50)).toBe(true);
-    expect(await store.markReport(runId, 'epoch:0.5', 60)).toBe(false);
-    expect(await store.markReport(0, 'digest:2026-11-22', 60)).toBe(true);
+    expect(await store.reports.mark(runId, 'epoch:0.5', 50)).toBe(true);
+    expect(await store.reports.mark(runId, 'epoch:0.5', 60)).toBe(false);
+    expect(await store.reports.mark(0, 'digest:2026-11-22', 60)).toBe(true);
     // steps arrive at the store's clock: one batch now, the step it reached is the one logged by then
     await store.commit(
       batch(
@@ -826,28 +837,35 @@ describe.each(kinds)('the store contract on $name', (kind) => {
       ),
       2,
     );
-    expect(await store.stepAt(runId, Date.now() + 60_000)).toBe(2);
-    expect(await store.stepAt(runId, 0)).toBeNull();
-    expect(await store.unreadFiles()).toEqual([]);
+    expect(await store.reports.stepAt(runId, Date.now() + 60_000)).toBe(2);
+    expect(await store.reports.stepAt(runId, 0)).toBeNull();
+    expect(await store.unread.list()).toEqual([]);
   });
 
   it('a failed row holds its target back until it is back (clearWait); released leases are claimed at once', async () => {
     const { store, other } = await setUp(kind);
     const second = await other();
     const runIds = await someRuns(store, 4);
-    for (let i = 0; i < 4; i++) await store.enqueue(runIds[i]!, 'discord:ops', { n: i }, i);
-    await store.enqueue(runIds[0]!, 'slack:C1', { n: 9 }, 9);
+    for (let i = 0; i < 4; i++) await store.outbox.add(runIds[i]!, 'discord:ops', { n: i }, i);
+    await store.outbox.add(runIds[0]!, 'slack:C1', { n: 9 }, 9);
     const claim = (s: StoreContract, owner: string, target = 'discord:ops') =>
-      s.claim(target, { owner, now: 1000, leaseMs: 60_000 }).then((rows) => rows.map((r) => JSON.parse(r.payload).n));
-    const [first] = await store.claim('discord:ops', { owner: 'a/discord', now: 1000, leaseMs: 60_000, limit: 1 });
-    await store.failed(first!.id, 'HTTP 502', 500_000);
+      s.outbox
+        .claim(target, { owner, now: 1000, leaseMs: 60_000 })
+        .then((rows) => rows.map((r) => JSON.parse(r.payload).n));
+    const [first] = await store.outbox.claim('discord:ops', {
+      owner: 'a/discord',
+      now: 1000,
+      leaseMs: 60_000,
+      limit: 1,
+    });
+    await store.outbox.failed(first!.id, 'HTTP 502', 500_000);
     expect(await claim(second, 'b/discord')).toEqual([]); // behind the failed row, in order
     expect(await claim(store, 'a/slack', 'slack:C1')).toEqual([9]); // another target goes on
     // Discord is back: the failed row and those after it may go now
-    await second.clearWait('discord:ops');
+    await second.outbox.clearWait('discord:ops');
     expect(await claim(second, 'b/discord')).toEqual([0, 1, 2, 3]);
     // that lane gives its claims back (it stops): another process claims them now, not when the lease ends
-    await second.releaseClaims('b/discord');
+    await second.outbox.releaseClaims('b/discord');
     expect(await claim(store, 'a/discord')).toEqual([0, 1, 2, 3]);
     expect(await claim(second, 'b/slack', 'slack:C1')).toEqual([]); // a/slack still holds its lease
   });
@@ -902,7 +920,7 @@ describe('PostgreSQL points', () => {
     await other.query('COMMIT');
     await other.end();
     expect(await committing).toMatchObject({ minStep: 4, maxStep: COPY_MIN_POINTS + 3, newSteps: COPY_MIN_POINTS });
-    const series = (await store.series(runId, 'reward')).map((p) => [p.step, p.value]);
+    const series = (await store.points.series(runId, 'reward')).map((p) => [p.step, p.value]);
     expect(series.slice(0, 4)).toEqual([
       [1, 0.1],
       [4, 0.4],
@@ -910,7 +928,7 @@ describe('PostgreSQL points', () => {
       [6, 0.06],
     ]);
     expect(series).toHaveLength(COPY_MIN_POINTS + 1);
-    expect(await store.fileByPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30 });
+    expect(await store.files.byPath('/runs/exp/a/learning.log')).toMatchObject({ offset: 30 });
   });
 });
 

@@ -24,10 +24,10 @@ describe.each(kinds)('the outbox on $name: the edits waiting for a run are one r
   it("edits join edits, any number up to EDIT_ITEMS_MAX, an alert's later state after its earlier one", async () => {
     const store = await k.open();
     opened.push(store);
-    const { id: run } = await store.ensureRun('exp/r', '/runs/exp/r');
-    const put = (items: object[], at: number) => store.enqueue(run, 'discord:ops', { run: 'exp/r', items }, at);
+    const { id: run } = await store.runs.ensure('exp/r', '/runs/exp/r');
+    const put = (items: object[], at: number) => store.outbox.add(run, 'discord:ops', { run: 'exp/r', items }, at);
     const open = async () =>
-      (await store.openOutbox()).map((r) =>
+      (await store.outbox.open()).map((r) =>
         JSON.parse(r.payload).items.map((i: { alertId: number; kind: string }) => `${i.alertId}:${i.kind}`),
       );
     // a storm's card: more than a message's cards, a row of its own that nothing joins

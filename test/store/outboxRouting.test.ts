@@ -79,7 +79,7 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     const a = await kind.open(where);
     const b = await kind.second(where, a);
     opened.push(...new Set([a, b]));
-    const runs = [await a.ensureRun('host/grpo', '/r/grpo'), await a.ensureRun('host/ppo', '/r/ppo')];
+    const runs = [await a.runs.ensure('host/grpo', '/r/grpo'), await a.runs.ensure('host/ppo', '/r/ppo')];
     const severities = ['info', 'warning', 'critical'];
     const written: Array<{ run: string; items: NotificationItem[] }> = [];
     let id = 0;
@@ -88,11 +88,11 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
       for (const r of runs) {
         const items = severities.slice(0, 1 + (k % 3)).map((s) => item(++id, s));
         written.push({ run: r.name, items });
-        await a.enqueue(r.id, ROUTED, { run: r.name, items }, k);
+        await a.outbox.add(r.id, ROUTED, { run: r.name, items }, k);
       }
     }
     const old = item(++id, 'critical');
-    await a.enqueue(runs[0]!.id, 'chat:ops', { run: runs[0]!.name, items: [old] }, 100);
+    await a.outbox.add(runs[0]!.id, 'chat:ops', { run: runs[0]!.name, items: [old] }, 100);
 
     const got = new Map<string, number[]>();
     const names = ['console', 'chat:ops', 'chat:pager'];
@@ -114,7 +114,7 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     const sorted = (m: Map<string, number[]>) =>
       Object.fromEntries([...m].map(([k, v]) => [k, [...v].sort((x, y) => x - y)]));
     expect(sorted(got)).toEqual(sorted(expected));
-    const open = await a.openOutbox();
+    const open = await a.outbox.open();
     expect(open).toEqual([]); // the neutral rows done, every target's row delivered
   });
 
@@ -122,9 +122,9 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     const where = await kind.fresh();
     const store = await kind.open(where);
     opened.push(store);
-    const run = await store.ensureRun('host/grpo', '/r/grpo');
-    await store.enqueue(run.id, ROUTED, { run: run.name, items: [{ alertId: 'x' }] }, 1);
-    await store.enqueue(run.id, ROUTED, { run: run.name, items: [item(7, 'critical')] }, 2);
+    const run = await store.runs.ensure('host/grpo', '/r/grpo');
+    await store.outbox.add(run.id, ROUTED, { run: run.name, items: [{ alertId: 'x' }] }, 1);
+    await store.outbox.add(run.id, ROUTED, { run: run.name, items: [item(7, 'critical')] }, 2);
     const got = new Map<string, number[]>();
     const d = new Dispatcher(
       store,
@@ -134,7 +134,7 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     dispatchers.push(d);
     await d.kick();
     expect(Object.fromEntries(got)).toEqual({ console: [7], 'chat:ops': [7], 'chat:pager': [7] });
-    const open = await store.openOutbox();
+    const open = await store.outbox.open();
     expect(open.map((r) => [r.target, r.dead_at !== null])).toEqual([[ROUTED, true]]);
   });
 
@@ -142,11 +142,11 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     const where = await kind.fresh();
     const store = await kind.open(where);
     opened.push(store);
-    const run = await store.ensureRun('host/grpo', '/r/grpo');
+    const run = await store.runs.ensure('host/grpo', '/r/grpo');
     const change = { step: 3, at: 1, severity: 'critical', summary: 'collapse', details: {} };
-    const a = await store.createAlert(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
-    await store.enqueue(run.id, ROUTED, { run: run.name, items: [{ ...item(a.id, 'critical'), rule: a.rule }] }, 1);
-    await store.ackAlert(a.id, { id: 'u1', name: 'ana' }, null, 2);
+    const a = await store.alerts.create(run.id, 'mode_collapse', 'frac_zero_std', 'firing', change);
+    await store.outbox.add(run.id, ROUTED, { run: run.name, items: [{ ...item(a.id, 'critical'), rule: a.rule }] }, 1);
+    await store.alerts.ack(a.id, { id: 'u1', name: 'ana' }, null, 2);
     expect(await store.transaction((tx) => queueCardUpdates(tx, [a.id], 2))).toBe(1);
     const got: Array<[string, string, number]> = []; // target, item kind, alert
     const record = (name: string): Target => ({
@@ -172,18 +172,20 @@ describe.each(kinds)('routing at delivery on $name', (kind) => {
     const where = await kind.fresh();
     const store = await kind.open(where);
     opened.push(store);
-    const run = await store.ensureRun('host/grpo', '/r/grpo');
-    const other = await store.ensureRun('host/ppo', '/r/ppo');
+    const run = await store.runs.ensure('host/grpo', '/r/grpo');
+    const other = await store.runs.ensure('host/ppo', '/r/ppo');
     for (const r of [run, other])
-      await store.enqueue(r.id, 'chat:ops', { run: r.name, items: [item(r.id, 'critical')] }, 1);
+      await store.outbox.add(r.id, 'chat:ops', { run: r.name, items: [item(r.id, 'critical')] }, 1);
     const now = Date.now();
-    const leased = await store.claim('chat:ops', { owner: 'dead', now, leaseMs: 120_000, limit: 10 });
+    const leased = await store.outbox.claim('chat:ops', { owner: 'dead', now, leaseMs: 120_000, limit: 10 });
     expect(leased).toHaveLength(2);
-    await store.delivered(leased[1]!.id, now);
+    await store.outbox.done(leased[1]!.id, now);
     // leased for two minutes: nobody else gets the row
-    expect(await store.claim('chat:ops', { owner: 'next', now: now + 1, leaseMs: 120_000, limit: 10 })).toEqual([]);
-    expect(await store.reclaimLeases()).toBe(1);
-    const taken = await store.claim('chat:ops', { owner: 'next', now: now + 2, leaseMs: 120_000, limit: 10 });
+    expect(await store.outbox.claim('chat:ops', { owner: 'next', now: now + 1, leaseMs: 120_000, limit: 10 })).toEqual(
+      [],
+    );
+    expect(await store.outbox.reclaimLeases()).toBe(1);
+    const taken = await store.outbox.claim('chat:ops', { owner: 'next', now: now + 2, leaseMs: 120_000, limit: 10 });
     expect(taken.map((r) => r.id)).toEqual([leased[0]!.id]);
   });
 });

@@ -183,9 +183,12 @@ describe('run_cursors', () => {
     const store = await PgStore.open(url);
     try {
       for (const r of OLD_ROWS) {
-        expect(await store.cursor(r.run, r.rule, r.metric)).toEqual({ step: r.step, state: JSON.parse(r.state) });
+        expect(await store.alerts.cursor(r.run, r.rule, r.metric)).toEqual({
+          step: r.step,
+          state: JSON.parse(r.state),
+        });
       }
-      expect(await store.cursor(2, 'nan_loss', 'loss')).toBeUndefined();
+      expect(await store.alerts.cursor(2, 'nan_loss', 'loss')).toBeUndefined();
     } finally {
       await store.close();
     }
@@ -213,7 +216,7 @@ describe('rlwatch migrate', () => {
     const store = await PgStore.open(url);
     try {
       for (const r of saved) {
-        expect(await store.cursor(r.run, r.rule, r.metric)).toEqual({ step: r.step, state: r.state });
+        expect(await store.alerts.cursor(r.run, r.rule, r.metric)).toEqual({ step: r.step, state: r.state });
       }
     } finally {
       await store.close();
@@ -235,8 +238,8 @@ describe.each(kinds)('run_cursors on $name', (kind) => {
   it('keep each cursor of several rules, metrics and runs apart as they are saved over', async () => {
     const store = await kind.open();
     opened.push(store);
-    const a = (await store.ensureRun('exp/a', '/runs/exp/a')).id;
-    const b = (await store.ensureRun('exp/b', '/runs/exp/b')).id;
+    const a = (await store.runs.ensure('exp/a', '/runs/exp/a')).id;
+    const b = (await store.runs.ensure('exp/b', '/runs/exp/b')).id;
     const saves: Array<[number, string, string, number, Record<string, unknown>]> = [
       [a, 'mode_collapse', 'frac_reward_zero_std', 5, { streak: 1 }],
       [a, 'mode_collapse', 'reward_std', 5, { streak: 0 }],
@@ -245,7 +248,7 @@ describe.each(kinds)('run_cursors on $name', (kind) => {
       [a, 'mode_collapse', 'frac_reward_zero_std', 6, { streak: 2, recovering: true }],
       [a, 'nan_loss', 'loss', 6, {}],
     ];
-    for (const s of saves) await store.saveCursor(...s);
+    for (const s of saves) await store.alerts.saveCursor(...s);
     // the last save of each cursor, from the list above
     const last = new Map(
       saves.map(([run, rule, metric, step, state]) => [`${run} ${rule} ${metric}`, { step, state }]),
@@ -253,9 +256,9 @@ describe.each(kinds)('run_cursors on $name', (kind) => {
     expect(last.size).toBe(4);
     for (const [key, want] of last) {
       const [run, rule, metric] = key.split(' ') as [string, string, string];
-      expect(await store.cursor(Number(run), rule, metric)).toEqual(want);
+      expect(await store.alerts.cursor(Number(run), rule, metric)).toEqual(want);
     }
-    expect(await store.cursor(b, 'nan_loss', 'loss')).toBeUndefined();
-    expect(await store.cursor(a, 'mode_collapse', 'kl')).toBeUndefined();
+    expect(await store.alerts.cursor(b, 'nan_loss', 'loss')).toBeUndefined();
+    expect(await store.alerts.cursor(a, 'mode_collapse', 'kl')).toBeUndefined();
   });
 });

@@ -514,7 +514,7 @@ export class DiscordBot {
       // a card goes out as soon as its numbers are ready, and its delivery ends there: its chart is drawn after and
       // attached by an edit, so neither its push nor its run's next card (maybe critical) waits for a picture
       await deliverCards(
-        this.opts.store,
+        this.opts.store.chat,
         target,
         n,
         { key, runId },
@@ -587,7 +587,7 @@ export class DiscordBot {
       try {
         if (!attached) await channel.messages.edit(ref, charted);
         attached = true;
-        const now = await shownNow(this.opts.store, target, ref);
+        const now = await shownNow(this.opts.store.chat, target, ref);
         if (now && JSON.stringify(now) !== JSON.stringify(posted)) {
           await channel.messages.edit(ref, await cardsMessage(now, 'kept', 0, this.mention(channel.id, now)));
         }
@@ -718,8 +718,8 @@ export class DiscordBot {
     if (focused.name === 'run') names = known.runs;
     else if (focused.name === 'metric') {
       const run = i.options.getString('run');
-      const row = run && place.seesRun(run) ? await this.opts.store.runByName(run) : undefined;
-      names = row ? await this.opts.store.metricsOf(row.id) : known.metrics;
+      const row = run && place.seesRun(run) ? await this.opts.store.runs.byName(run) : undefined;
+      names = row ? await this.opts.store.points.metricsOf(row.id) : known.metrics;
     }
     const typed = String(focused.value).toLowerCase();
     await i.respond(

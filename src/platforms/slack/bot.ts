@@ -488,7 +488,7 @@ export class SlackBot {
     const paging = (cards: readonly AlertCard[]): SlackMention | null => mentionOf(this.opts.section, channel, cards);
     try {
       await deliverCards(
-        this.opts.store,
+        this.opts.store.chat,
         targetName('slack', channel),
         n,
         { key, runId },
@@ -655,7 +655,9 @@ export class SlackBot {
   private async onExamples({ actionId, place, channel, ts, respond }: Click): Promise<void> {
     if (place.refused !== undefined) return whisper(respond, slackEscape(place.refused));
     const id = Number(EXAMPLES_ID.exec(actionId)?.[1]);
-    const card = (await shownNow(this.opts.store, targetName('slack', channel), ts))?.find((c) => c.alertId === id);
+    const card = (await shownNow(this.opts.store.chat, targetName('slack', channel), ts))?.find(
+      (c) => c.alertId === id,
+    );
     if (!card || card.examples.length === 0 || !place.seesRun(card.run)) {
       return whisper(respond, 'This card no longer holds its generations: /examples reads them from the run.');
     }

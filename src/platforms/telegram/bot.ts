@@ -96,7 +96,7 @@ export class TelegramBot {
 
   private async deliver(chat: string, n: Notification, key: string, runId: number, urgency: number): Promise<void> {
     await deliverCards(
-      this.ctx.store,
+      this.ctx.store.chat,
       `telegram:${chat}`,
       n,
       { key, runId },

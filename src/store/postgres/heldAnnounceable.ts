@@ -2,7 +2,7 @@
 import { changeDetails, type AlertChange, type AlertRow } from '../alerts.ts';
 
 /**
- * The alerts a run's announcement may read (`PgStore.announceable` for any `firedSince`: the firing ones, the resolved
+ * The alerts a run's announcement may read (`alerts.announceable` for any `firedSince`: the firing ones, the resolved
  * ones whose firing was announced, and those that fired and resolved unannounced), as a batch's round trip read them,
  * kept true to the watcher's own alert writes until they are used once or the transaction ends: the rules that fire
  * or resolve an alert, and the announcement that records it, then need no read of their own. Other processes write
@@ -50,7 +50,7 @@ export class HeldAnnounceable {
   }
 
   /**
-   * A resolution, as `PgStore.resolveAlert` writes it: its state, step and time, and `resolved` merged into the
+   * A resolution, as `PgStore.alerts.resolve` writes it: its state, step and time, and `resolved` merged into the
    * details. PostgreSQL prints the merged details as jsonb does (spaced, keys reordered): the same JSON value in
    * other text, and every reader parses it. An alert not held (it was not firing) has its run's answer read again.
    */

@@ -37,45 +37,61 @@ export interface LiveWorkerData {
 /** What the worker tells its parent once, on start: connected with the schema up to date, or why not. */
 export type WorkerStart = { kind: 'ready' } | { kind: 'failed'; message: string; code?: string };
 
-/** PgStore's methods a watcher calls as they are. */
+/** `family.method` for each method of PgStore's families (`runs.byId`, ...). */
+type StorePath = {
+  [F in keyof PgStore & string]: PgStore[F] extends (...args: never[]) => unknown
+    ? never
+    : PgStore[F] extends object
+      ? `${F}.${keyof PgStore[F] & string}`
+      : never;
+}[keyof PgStore & string];
+
+/** The method of PgStore at `P`. */
+type AtPath<P extends StorePath> = P extends `${infer F extends keyof PgStore}.${infer M}`
+  ? M extends keyof PgStore[F]
+    ? PgStore[F][M]
+    : never
+  : never;
+
+/** PgStore's methods a watcher calls as they are, by their path. */
 const FORWARDED = [
-  'runById',
-  'ensureRun',
-  'unevaluatedRuns',
-  'markLive',
-  'markEvaluated',
-  'fileByPath',
-  'addFile',
-  'clearSkips',
-  'after',
-  'latest',
-  'metricsOf',
-  'series',
-  'stepSpan',
-  'upTo',
-  'examplesAtOrBefore',
-  'announceable',
-  'alertById',
-  'alertIds',
-  'createAlert',
-  'dropAlert',
-  'fireAlert',
-  'resolveAlert',
-  'markNotified',
-  'firedByRule',
-  'openAlertsOf',
-  'activeSilences',
-  'enqueue',
-  'noteUnread',
-  'forgetUnread',
-  'eventsAfter',
-  'eventById',
-  'finishedEvent',
-  'runMeta',
-  'attemptsOf',
-  'replayingStep',
-  'arrivalsOf',
-] as const satisfies ReadonlyArray<keyof PgStore>;
+  'runs.byId',
+  'runs.ensure',
+  'runs.unevaluated',
+  'runs.markLive',
+  'runs.markEvaluated',
+  'files.byPath',
+  'files.add',
+  'files.clearSkips',
+  'points.after',
+  'points.latest',
+  'points.metricsOf',
+  'points.series',
+  'points.stepSpan',
+  'points.upTo',
+  'examples.atOrBefore',
+  'alerts.announceable',
+  'alerts.byId',
+  'alerts.ids',
+  'alerts.create',
+  'alerts.drop',
+  'alerts.fire',
+  'alerts.resolve',
+  'alerts.markNotified',
+  'alerts.firedByRule',
+  'alerts.openOf',
+  'silences.active',
+  'outbox.add',
+  'unread.note',
+  'unread.forget',
+  'events.after',
+  'events.byId',
+  'events.finished',
+  'events.meta',
+  'attempts.list',
+  'attempts.replaying',
+  'arrivals.recent',
+] as const satisfies ReadonlyArray<StorePath>;
 type Forwarded = (typeof FORWARDED)[number];
 
 /** The worker's own methods: transactions, a batch, the run's rule cursors as its row. */
@@ -117,16 +133,16 @@ export interface RunFacts {
   run: RunRow | undefined;
   attempts: AttemptRow[];
   metrics: string[];
-  /** those of `PgStore.announceable` for any `firedSince` (pgLiveStore.ts picks among them) */
+  /** those of `PgStore.alerts.announceable` for any `firedSince` (pgLiveStore.ts picks among them) */
   alerts: AlertRow[];
-  /** its newest arrivals, oldest first (`PgStore.arrivalsOf`): read with the list a tick starts from */
+  /** its newest arrivals, oldest first (`PgStore.arrivals.recent`): read with the list a tick starts from */
   arrivals?: Arrival[];
   /** the lowest step it kept generations of (null: none), so that a card of an earlier step knows it has none */
   examplesFrom: number | null;
 }
 
 /** Every method a PgLiveStore may call, with its arguments and what it resolves to. */
-export type LiveOps = Pick<PgStore, Forwarded> & Own;
+export type LiveOps = { [P in Forwarded]: AtPath<P> } & Own;
 
 /**
  * The writes a watcher posts that send one statement, from the `run` they make at once, or none (a savepoint, held
@@ -140,17 +156,17 @@ const OVERLAPS = new Set<keyof LiveOps>([
   'release',
   'saveRunCursors',
   'markRewound',
-  'markEvaluated',
-  'markLive',
-  'clearSkips',
-  'createAlert',
-  'dropAlert',
-  'fireAlert',
-  'resolveAlert',
-  'markNotified',
-  'enqueue',
-  'noteUnread',
-  'forgetUnread',
+  'runs.markEvaluated',
+  'runs.markLive',
+  'files.clearSkips',
+  'alerts.create',
+  'alerts.drop',
+  'alerts.fire',
+  'alerts.resolve',
+  'alerts.markNotified',
+  'outbox.add',
+  'unread.note',
+  'unread.forget',
 ]);
 
 /** The connection and what goes with it. */
@@ -325,8 +341,8 @@ function isLost(err: unknown): boolean {
   return /Connection terminated|not queryable/.test((err as Error).message ?? '');
 }
 
-/** The run's row, attempts and metric names, as PgStore's `runById`, `attemptsOf` and `metricsOf` read them, and
- * the alerts `announceable` returns for some `firedSince`, in one statement. */
+/** The run's row, attempts and metric names, as PgStore's `runs.byId`, `attempts.list`, `points.metricsOf` read them,
+ * and the alerts `alerts.announceable` returns for some `firedSince`, in one statement. */
 async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts> {
   const r = await client.query<FactsRow>(
     `SELECT ${runColumns('r')}, ${factColumns('$1', false)} FROM (VALUES (1)) AS one (x) LEFT JOIN runs r ON r.id = $1`,
@@ -335,7 +351,7 @@ async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts>
   return factsOfRow(r.rows[0]!);
 }
 
-/** The scope's runs (as PgStore's `runsOfScope`), each with its facts and its arrivals (`arrivalsOf`): what a tick
+/** The scope's runs (as PgStore's `runsOfScope`), each with its facts and its arrivals (`arrivals.recent`): what a tick
  * reads of every run, in one statement instead of four per run. */
 async function runsWithFacts(client: pg.ClientBase, scope: string): Promise<RunFacts[]> {
   const r = await client.query<FactsRow>(
@@ -479,7 +495,7 @@ function ops(conn: Connection): Own {
     markRewound: (runId, attempt) =>
       conn.run(({ store }) => {
         conn.heads.forgetRun(runId);
-        return store.markRewound(runId, attempt);
+        return store.attempts.markRewound(runId, attempt);
       }),
     close: () => conn.close(),
   };
@@ -506,7 +522,9 @@ async function main(data: LiveWorkerData): Promise<void> {
   const methodOf = (name: string): Method | null => {
     if (Object.hasOwn(own, name)) return (own as unknown as Record<string, Method>)[name]!;
     if (!forwarded.has(name)) return null;
-    return (...args) => conn.run(({ store }) => (store as unknown as Record<string, Method>)[name]!(...args));
+    const [family, method] = name.split('.') as [string, string];
+    return (...args) =>
+      conn.run(({ store }) => (store as unknown as Record<string, Record<string, Method>>)[family]![method]!(...args));
   };
   serveSync(
     data.port,

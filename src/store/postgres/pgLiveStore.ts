@@ -54,30 +54,30 @@ type OnceFacts = Omit<RunFacts, 'alerts' | 'attempts' | 'examplesFrom'>;
 
 /** Calls after which a batch's answers still hold: reads, and savepoints (they change no row). */
 const KEEP_FACTS = new Set<keyof LiveOps>([
-  'runById',
+  'runs.byId',
   'runsWithFacts',
-  'unevaluatedRuns',
-  'fileByPath',
-  'after',
-  'latest',
-  'metricsOf',
-  'series',
-  'stepSpan',
-  'upTo',
-  'examplesAtOrBefore',
-  'announceable',
-  'alertById',
-  'alertIds',
-  'firedByRule',
-  'openAlertsOf',
-  'activeSilences',
-  'eventsAfter',
-  'eventById',
-  'finishedEvent',
-  'runMeta',
-  'attemptsOf',
-  'replayingStep',
-  'arrivalsOf',
+  'runs.unevaluated',
+  'files.byPath',
+  'points.after',
+  'points.latest',
+  'points.metricsOf',
+  'points.series',
+  'points.stepSpan',
+  'points.upTo',
+  'examples.atOrBefore',
+  'alerts.announceable',
+  'alerts.byId',
+  'alerts.ids',
+  'alerts.firedByRule',
+  'alerts.openOf',
+  'silences.active',
+  'events.after',
+  'events.byId',
+  'events.finished',
+  'events.meta',
+  'attempts.list',
+  'attempts.replaying',
+  'arrivals.recent',
   'runCursors',
   'savepoint',
   'release',
@@ -127,31 +127,32 @@ export class PgLiveStore implements LiveStore {
     null;
 
   readonly runs: LiveStore['runs'] = {
-    byId: (id) => this.fresh(id, 'run') ?? this.call('runById', id),
-    ensure: (name, path) => this.call('ensureRun', name, path, this.scope),
+    byId: (id) => this.fresh(id, 'run') ?? this.call('runs.byId', id),
+    ensure: (name, path) => this.call('runs.ensure', name, path, this.scope),
     list: () => this.hold(this.call('runsWithFacts', this.scope)).map((f) => f.run!),
-    markEvaluated: (runId) => this.write('markEvaluated', runId),
-    markLive: (runId) => this.write('markLive', runId),
-    unevaluated: () => this.call('unevaluatedRuns', this.scope),
+    markEvaluated: (runId) => this.write('runs.markEvaluated', runId),
+    markLive: (runId) => this.write('runs.markLive', runId),
+    unevaluated: () => this.call('runs.unevaluated', this.scope),
   };
 
   readonly files: LiveStore['files'] = {
-    add: (runId, path, format) => this.holdFile(this.call('addFile', runId, path, format)),
-    byPath: (path) => this.heldFiles.get(path) ?? this.holdFile(this.call('fileByPath', path, this.scope)),
+    add: (runId, path, format) => this.holdFile(this.call('files.add', runId, path, format)),
+    byPath: (path) => this.heldFiles.get(path) ?? this.holdFile(this.call('files.byPath', path, this.scope)),
     clearSkips: (fileId) => {
-      this.write('clearSkips', fileId);
+      this.write('files.clearSkips', fileId);
       for (const [path, f] of this.heldFiles) if (f.id === fileId) this.heldFiles.delete(path);
     },
   };
 
   readonly points: LiveStore['points'] = {
-    after: (runId, metric, step) => this.held.after(runId, metric, step) ?? this.call('after', runId, metric, step),
-    latest: (runId) => this.call('latest', runId),
-    metricsOf: (runId) => this.fresh(runId, 'metrics') ?? this.call('metricsOf', runId),
-    series: (runId, metric, last) => this.call('series', runId, metric, last),
-    stepSpan: (runId) => this.call('stepSpan', runId),
+    after: (runId, metric, step) =>
+      this.held.after(runId, metric, step) ?? this.call('points.after', runId, metric, step),
+    latest: (runId) => this.call('points.latest', runId),
+    metricsOf: (runId) => this.fresh(runId, 'metrics') ?? this.call('points.metricsOf', runId),
+    series: (runId, metric, last) => this.call('points.series', runId, metric, last),
+    stepSpan: (runId) => this.call('points.stepSpan', runId),
     upTo: (runId, metric, step, n, finite = false) =>
-      this.held.upTo(runId, metric, step, n, finite) ?? this.call('upTo', runId, metric, step, n, finite),
+      this.held.upTo(runId, metric, step, n, finite) ?? this.call('points.upTo', runId, metric, step, n, finite),
   };
 
   readonly examples: LiveStore['examples'] = {
@@ -159,20 +160,20 @@ export class PgLiveStore implements LiveStore {
       const from = this.examplesFrom.get(runId);
       // none kept at or before it: no round trip (a run that logs no generations, a card of an early step)
       if (from === null || (from !== undefined && step < from)) return [];
-      return this.call('examplesAtOrBefore', runId, step);
+      return this.call('examples.atOrBefore', runId, step);
     },
   };
 
   readonly alerts: LiveStore['alerts'] = {
     announceable: (runId: number, firedSince = Infinity): AlertRow[] =>
       this.announceable.take(runId, firedSince) ??
-      this.call('announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
-    byId: (id) => this.call('alertById', id),
+      this.call('alerts.announceable', runId, Number.isFinite(firedSince) ? firedSince : null),
+    byId: (id) => this.call('alerts.byId', id),
     // sent without waiting: its id comes from those taken beforehand, and its row is the one the insert makes
     create: (runId: number, rule: string, metric: string, state: 'pending' | 'firing', c: AlertChange) => {
-      if (this.alertIds.length === 0) this.alertIds = this.call('alertIds', ALERT_IDS_TAKEN);
+      if (this.alertIds.length === 0) this.alertIds = this.call('alerts.ids', ALERT_IDS_TAKEN);
       const id = this.alertIds.shift()!;
-      this.write('createAlert', runId, rule, metric, state, c, id);
+      this.write('alerts.create', runId, rule, metric, state, c, id);
       const row = newAlertRow(id, runId, rule, metric, state, c);
       this.opened.created(row);
       this.announceable.fired(row);
@@ -180,25 +181,25 @@ export class PgLiveStore implements LiveStore {
     },
     cursor: (runId, rule, metric) => this.cursors.cursor(runId, rule, metric),
     drop: (id) => {
-      this.write('dropAlert', id);
+      this.write('alerts.drop', id);
       this.opened.closed(id);
     },
     fire: (id, c) => {
-      this.write('fireAlert', id, c);
+      this.write('alerts.fire', id, c);
       const row = this.opened.fired(id, c);
       if (row) this.announceable.fired(row);
       else this.announceable.clear(); // its run unknown here: every run's answer is read again
     },
-    firedByRule: (runId): RuleIncidents[] => this.call('firedByRule', runId),
+    firedByRule: (runId): RuleIncidents[] => this.call('alerts.firedByRule', runId),
     flushCursors: () => this.cursors.flush(),
     markNotified: (id, state, at) => {
-      this.write('markNotified', id, state, at);
+      this.write('alerts.markNotified', id, state, at);
       this.opened.notified(id, state, at);
       this.announceable.notified(id, state, at);
     },
-    openOf: (runId) => this.opened.of(runId, () => this.call('openAlertsOf', runId)),
+    openOf: (runId) => this.opened.of(runId, () => this.call('alerts.openOf', runId)),
     resolve: (id, c) => {
-      this.write('resolveAlert', id, c);
+      this.write('alerts.resolve', id, c);
       const runId = this.opened.closed(id);
       if (runId === undefined) this.announceable.clear();
       else this.announceable.resolved(runId, id, c);
@@ -211,44 +212,44 @@ export class PgLiveStore implements LiveStore {
    * by reading them a few milliseconds earlier */
   readonly silences: LiveStore['silences'] = {
     active: (now) => {
-      if (this.depth === 0) return this.call('activeSilences', now);
-      return (this.silencesRead ??= this.call('activeSilences', now));
+      if (this.depth === 0) return this.call('silences.active', now);
+      return (this.silencesRead ??= this.call('silences.active', now));
     },
   };
   /** pg_notify with the row: the bot's LISTEN hears it when the transaction commits */
   readonly outbox: LiveStore['outbox'] = {
-    add: (runId, target, payload, at) => this.write('enqueue', runId, target, payload, at),
+    add: (runId, target, payload, at) => this.write('outbox.add', runId, target, payload, at),
   };
   readonly unread: LiveStore['unread'] = {
-    forget: (path) => this.write('forgetUnread', path, this.scope),
-    note: (row: UnreadRow) => this.write('noteUnread', row, this.scope),
+    forget: (path) => this.write('unread.forget', path, this.scope),
+    note: (row: UnreadRow) => this.write('unread.note', row, this.scope),
   };
 
   readonly events: LiveStore['events'] = {
     after: (runId, kinds, afterId) => {
-      const read = (): EventRow[] => this.call('eventsAfter', runId, kinds, afterId);
+      const read = (): EventRow[] => this.call('events.after', runId, kinds, afterId);
       return this.heldEvents.get(runId, `after ${afterId} ${kinds.join()}`, read);
     },
-    byId: (id) => this.call('eventById', id),
-    finished: (runId) => this.heldEvents.get(runId, 'finished', () => this.call('finishedEvent', runId)),
-    meta: (runId) => this.heldEvents.get(runId, 'meta', () => this.call('runMeta', runId)),
+    byId: (id) => this.call('events.byId', id),
+    finished: (runId) => this.heldEvents.get(runId, 'finished', () => this.call('events.finished', runId)),
+    meta: (runId) => this.heldEvents.get(runId, 'meta', () => this.call('events.meta', runId)),
   };
 
   readonly attempts: LiveStore['attempts'] = {
     list: (runId) => {
       let held = this.heldAttempts.get(runId);
-      if (!held) this.heldAttempts.set(runId, (held = this.call('attemptsOf', runId)));
+      if (!held) this.heldAttempts.set(runId, (held = this.call('attempts.list', runId)));
       return [...held];
     },
     markRewound: (runId, attempt) => {
       this.write('markRewound', runId, attempt);
       this.heldAttempts.delete(runId);
     },
-    replaying: (runId, runLast) => this.call('replayingStep', runId, runLast),
+    replaying: (runId, runLast) => this.call('attempts.replaying', runId, runLast),
   };
 
   readonly arrivals: LiveStore['arrivals'] = {
-    recent: (runId) => this.fresh(runId, 'arrivals') ?? this.call('arrivalsOf', runId),
+    recent: (runId) => this.fresh(runId, 'arrivals') ?? this.call('arrivals.recent', runId),
   };
 
   private constructor(
@@ -439,7 +440,7 @@ export class PgLiveStore implements LiveStore {
       this.silencesRead = null;
     }
     if (KEEP_FACTS.has(method)) return;
-    if (method === 'markLive') delete this.facts.get(args[0] as number)?.run;
+    if (method === 'runs.markLive') delete this.facts.get(args[0] as number)?.run;
     else this.facts.clear();
   }
 

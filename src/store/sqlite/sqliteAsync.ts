@@ -2,38 +2,8 @@
  * The asynchronous store contract over the synchronous SQLite `Store`: each call one synchronous call, its answer a
  * promise.
  */
-import type { EventRecord } from '../records.ts';
-import type {
-  AlertChange,
-  AlertRow,
-  Batch,
-  BatchResult,
-  ChatMessageRow,
-  ClaimedRow,
-  ClaimOptions,
-} from '../contract.ts';
-import type {
-  EventRow,
-  FileRow,
-  LatestValue,
-  Leadership,
-  OpenOutboxRow,
-  PostedMessage,
-  RuleCursor,
-} from '../contract.ts';
-import type {
-  NewSilence,
-  RunRow,
-  SeriesPoint,
-  SilenceRow,
-  StepValue,
-  StoredExample,
-  StoreContract,
-  StoreTx,
-  Who,
-} from '../contract.ts';
-import type { Arrival, AttemptRow, Columns, UnreadRow } from '../contract.ts';
-import type { SeriesDigest } from '../seriesDigest.ts';
+import type { Async, Batch, BatchResult, ClaimedRow, ClaimOptions, Leadership } from '../contract.ts';
+import type { StoreContract, StoreTx } from '../contract.ts';
 import { CRITICAL_URGENCY, handOutOrder, type RankedRow } from '../outbox.ts';
 import { prepared } from './prepared.ts';
 import { ReportMarks } from './reportMarks.ts';
@@ -111,139 +81,118 @@ export class SqliteAsyncStore implements StoreContract {
     return this.inTx ? settled(fn) : this.gate.run(fn);
   }
 
+  /** The methods `names` of the table `of()` gives, each one synchronous call through the gate. */
+  #family<T, K extends keyof T>(of: () => T, names: readonly K[]): Async<Pick<T, K>> {
+    const call = (name: K, args: unknown[]): Promise<unknown> =>
+      this.#call(() => {
+        const table = of();
+        return (table[name] as (...a: unknown[]) => unknown).apply(table, args);
+      });
+    return Object.fromEntries(names.map((name) => [name, (...args: unknown[]) => call(name, args)])) as Async<
+      Pick<T, K>
+    >;
+  }
+
   close(): Promise<void> {
     return this.gate.run(() => this.store.close());
   }
 
-  ensureRun = (name: string, path: string): Promise<RunRow> => this.#call(() => this.store.runs.ensure(name, path));
-  runById = (id: number): Promise<RunRow | undefined> => this.#call(() => this.store.runs.byId(id));
-  runByName = (name: string): Promise<RunRow | undefined> => this.#call(() => this.store.runs.byName(name));
-  listRuns = (): Promise<RunRow[]> => this.#call(() => this.store.runs.list());
-  addFile = (runId: number, path: string, format: string): Promise<FileRow> =>
-    this.#call(() => this.store.files.add(runId, path, format));
-  fileByPath = (path: string): Promise<FileRow | undefined> => this.#call(() => this.store.files.byPath(path));
-  filesOfRun = (runId: number): Promise<FileRow[]> => this.#call(() => this.store.files.ofRun(runId));
-  skipsOf = (fileId: number): Promise<Array<{ reason: string; count: number; sample: string }>> =>
-    this.#call(() => this.store.files.skipsOf(fileId));
+  readonly runs: StoreContract['runs'] = this.#family(() => this.store.runs, ['byId', 'byName', 'ensure', 'list']);
+  readonly files: StoreContract['files'] = this.#family(() => this.store.files, ['add', 'byPath', 'ofRun', 'skipsOf']);
+  readonly points: StoreContract['points'] = this.#family(
+    () => this.store.points,
+    ['after', 'allNames', 'columns', 'digest', 'epochsAt', 'latest', 'metricsOf', 'series', 'steps', 'upTo'],
+  );
+  readonly examples: StoreContract['examples'] = this.#family(
+    () => this.store.examples,
+    ['atOrBefore', 'between', 'extremes'],
+  );
+  readonly events: StoreContract['events'] = this.#family(() => this.store.events, ['after', 'config', 'meta']);
+  readonly attempts: StoreContract['attempts'] = this.#family(
+    () => this.store.attempts,
+    ['list', 'markRewound', 'replaying'],
+  );
+  readonly arrivals: StoreContract['arrivals'] = this.#family(() => this.store.arrivals, ['recent']);
+  readonly unread: StoreContract['unread'] = this.#family(() => this.store.unread, ['list']);
+
+  readonly alerts: StoreContract['alerts'] = {
+    ...this.#family(
+      () => this.store.alerts,
+      [
+        'ack',
+        'byId',
+        'create',
+        'cursor',
+        'drop',
+        'events',
+        'fire',
+        'list',
+        'markNotified',
+        'open',
+        'openOf',
+        'resolve',
+      ],
+    ),
+    // the table holds cursors in memory until the engine's batch ends: written at once here
+    saveCursor: (runId, rule, metric, step, state) =>
+      this.#call(() => {
+        this.store.alerts.saveCursor(runId, rule, metric, step, state);
+        this.store.alerts.flushCursors();
+      }),
+  };
+
+  readonly silences: StoreContract['silences'] = this.#family(
+    () => this.store.silences,
+    ['active', 'add', 'byId', 'end', 'expired'],
+  );
+
+  readonly outbox: StoreContract['outbox'] = {
+    ...this.#family(() => this.store.outbox, ['add', 'clearWait', 'done', 'open', 'requeue']),
+    failed: (id, error, nextAttemptAt) =>
+      this.#call(() => {
+        this.store.outbox.failed(id, error, nextAttemptAt);
+        this.#releaseClaim(id);
+      }),
+    setAside: (id, reason, at) =>
+      this.#call(() => {
+        this.store.outbox.setAside(id, reason, at);
+        this.#releaseClaim(id);
+      }),
+    /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
+    claim: (target, o) => this.#call(() => this.#claimNow(target, o)),
+    /** One transaction: one commit for both. */
+    doneAndClaim: (id, at, target, o) =>
+      this.#call(() =>
+        this.store.db.transaction(() => {
+          this.store.outbox.done(id, at);
+          return this.#claimNow(target, o);
+        })(),
+      ),
+    releaseClaims: (owner) =>
+      this.#call(() => {
+        prepared(
+          this.store.db,
+          'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND done_at IS NULL',
+        ).run(owner);
+      }),
+    reclaimLeases: () =>
+      this.#call(
+        () =>
+          prepared(
+            this.store.db,
+            'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
+          ).run().changes,
+      ),
+  };
+
+  readonly chat: StoreContract['chat'] = this.#family(
+    () => this.store.chatMessages,
+    ['byDelivery', 'byRef', 'ofAlert', 'record', 'setPayload', 'showing'],
+  );
+  readonly reports: StoreContract['reports'] = this.#family(() => this.marks, ['mark', 'stepAt']);
 
   commit = (batch: Batch, examplesPerStep: number): Promise<BatchResult> =>
     this.#call(() => this.store.commit(batch, examplesPerStep));
-
-  metricsOf = (runId: number): Promise<string[]> => this.#call(() => this.store.points.metricsOf(runId));
-  steps = (runId: number): Promise<number[]> => this.#call(() => this.store.points.steps(runId));
-  latest = (runId: number): Promise<LatestValue[]> => this.#call(() => this.store.points.latest(runId));
-  series = (runId: number, metric: string, last?: number): Promise<SeriesPoint[]> =>
-    this.#call(() => this.store.points.series(runId, metric, last));
-  after = (runId: number, metric: string, step: number): Promise<StepValue[]> =>
-    this.#call(() => this.store.points.after(runId, metric, step));
-  upTo = (runId: number, metric: string, step: number, n: number, finite?: boolean): Promise<StepValue[]> =>
-    this.#call(() => this.store.points.upTo(runId, metric, step, n, finite));
-  examplesAtOrBefore = (runId: number, step: number): Promise<StoredExample[]> =>
-    this.#call(() => this.store.examples.atOrBefore(runId, step));
-  eventsAfter = (runId: number, kinds: ReadonlyArray<EventRecord['kind']>, afterId: number): Promise<EventRow[]> =>
-    this.#call(() => this.store.events.after(runId, kinds, afterId));
-
-  metricNames = (): Promise<string[]> => this.#call(() => this.store.points.allNames());
-  columns = (runId: number, metric: string): Promise<Columns> =>
-    this.#call(() => this.store.points.columns(runId, metric));
-  digest = (runId: number, metric: string, last?: number): Promise<SeriesDigest> =>
-    this.#call(() => this.store.points.digest(runId, metric, last));
-  epochsAt = (runId: number, steps: readonly number[]): Promise<Array<number | null>> =>
-    this.#call(() => this.store.points.epochsAt(runId, steps));
-  examplesBetween = (runId: number, from: number, to: number): Promise<StoredExample[]> =>
-    this.#call(() => this.store.examples.between(runId, from, to));
-  examplesExtremes = (runId: number, from: number, to: number, which: 'best' | 'worst', n: number) =>
-    this.#call(() => this.store.examples.extremes(runId, from, to, which, n));
-  runMeta = (runId: number): Promise<Record<string, number>> => this.#call(() => this.store.events.meta(runId));
-  runConfig = (runId: number): Promise<Record<string, string>> => this.#call(() => this.store.events.config(runId));
-  attemptsOf = (runId: number): Promise<AttemptRow[]> => this.#call(() => this.store.attempts.list(runId));
-  replayingStep = (runId: number, runLast: number | null): Promise<number | null> =>
-    this.#call(() => this.store.attempts.replaying(runId, runLast));
-  markRewound = (runId: number, attempt: number): Promise<void> =>
-    this.#call(() => this.store.attempts.markRewound(runId, attempt));
-  arrivalsOf = (runId: number): Promise<Arrival[]> => this.#call(() => this.store.arrivals.recent(runId));
-  unreadFiles = (run?: string): Promise<UnreadRow[]> => this.#call(() => this.store.unread.list(run));
-
-  openAlert = (runId: number, rule: string, metric: string): Promise<AlertRow | undefined> =>
-    this.#call(() => this.store.alerts.open(runId, rule, metric));
-  alertById = (id: number): Promise<AlertRow | undefined> => this.#call(() => this.store.alerts.byId(id));
-  openAlertsOf = (runId: number): Promise<AlertRow[]> => this.#call(() => this.store.alerts.openOf(runId));
-  listAlerts = (opts: { runId?: number; all?: boolean }): Promise<AlertRow[]> =>
-    this.#call(() => this.store.alerts.list(opts));
-  createAlert = (
-    runId: number,
-    rule: string,
-    metric: string,
-    state: 'pending' | 'firing',
-    c: AlertChange,
-  ): Promise<AlertRow> => this.#call(() => this.store.alerts.create(runId, rule, metric, state, c));
-  fireAlert = (id: number, c: AlertChange): Promise<void> => this.#call(() => this.store.alerts.fire(id, c));
-  resolveAlert = (id: number, c: AlertChange): Promise<void> => this.#call(() => this.store.alerts.resolve(id, c));
-  dropAlert = (id: number): Promise<void> => this.#call(() => this.store.alerts.drop(id));
-  ackAlert = (id: number, by: Who, comment: string | null, at: number): Promise<void> =>
-    this.#call(() => this.store.alerts.ack(id, by, comment, at));
-  markNotified = (id: number, state: 'firing' | 'resolved', at: number): Promise<void> =>
-    this.#call(() => this.store.alerts.markNotified(id, state, at));
-  alertEvents = (id: number): Promise<Array<{ at: number; step: number | null; state: string; details: string }>> =>
-    this.#call(() => this.store.alerts.events(id));
-  cursor = (runId: number, rule: string, metric: string): Promise<RuleCursor | undefined> =>
-    this.#call(() => this.store.alerts.cursor(runId, rule, metric));
-  saveCursor = (runId: number, rule: string, metric: string, step: number, state: RuleCursor['state']): Promise<void> =>
-    this.#call(() => {
-      this.store.alerts.saveCursor(runId, rule, metric, step, state);
-      this.store.alerts.flushCursors();
-    });
-
-  addSilence = (s: NewSilence): Promise<SilenceRow> => this.#call(() => this.store.silences.add(s));
-  endSilence = (id: number, at: number): Promise<void> => this.#call(() => this.store.silences.end(id, at));
-  activeSilences = (now: number): Promise<SilenceRow[]> => this.#call(() => this.store.silences.active(now));
-  silenceById = (id: number): Promise<SilenceRow | undefined> => this.#call(() => this.store.silences.byId(id));
-  expiredSilences = (now: number): Promise<SilenceRow[]> => this.#call(() => this.store.silences.expired(now));
-
-  enqueue = (runId: number, target: string, payload: unknown, at: number): Promise<void> =>
-    this.#call(() => this.store.outbox.add(runId, target, payload, at));
-  delivered = (id: number, at: number): Promise<void> => this.#call(() => this.store.outbox.done(id, at));
-  failed = (id: number, error: string, nextAttemptAt: number | null): Promise<void> =>
-    this.#call(() => {
-      this.store.outbox.failed(id, error, nextAttemptAt);
-      this.#releaseClaim(id);
-    });
-  setAside = (id: number, reason: string, at: number): Promise<void> =>
-    this.#call(() => {
-      this.store.outbox.setAside(id, reason, at);
-      this.#releaseClaim(id);
-    });
-  requeue = (id: number): Promise<boolean> => this.#call(() => this.store.outbox.requeue(id));
-  openOutbox = (): Promise<OpenOutboxRow[]> => this.#call(() => this.store.outbox.open());
-  clearWait = (target: string): Promise<void> => this.#call(() => this.store.outbox.clearWait(target));
-  releaseClaims = (owner: string): Promise<void> =>
-    this.#call(() => {
-      prepared(
-        this.store.db,
-        'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND done_at IS NULL',
-      ).run(owner);
-    });
-
-  reclaimLeases = (): Promise<number> =>
-    this.#call(
-      () =>
-        prepared(
-          this.store.db,
-          'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IS NOT NULL AND done_at IS NULL',
-        ).run().changes,
-    );
-
-  /** One UPDATE ... RETURNING: SQLite runs one write at a time, so two claimers never get the same row. */
-  claim = (target: string, o: ClaimOptions): Promise<ClaimedRow[]> => this.#call(() => this.#claimNow(target, o));
-
-  /** One transaction: one commit for both. */
-  deliveredAndClaim = (id: number, at: number, target: string, o: ClaimOptions): Promise<ClaimedRow[]> =>
-    this.#call(() =>
-      this.store.db.transaction(() => {
-        this.store.outbox.done(id, at);
-        return this.#claimNow(target, o);
-      })(),
-    );
 
   #claimNow(target: string, o: ClaimOptions): ClaimedRow[] {
     const until = o.now + o.leaseMs;
@@ -279,23 +228,6 @@ export class SqliteAsyncStore implements StoreContract {
   #releaseClaim(id: number): void {
     prepared(this.store.db, 'UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE id = ?').run(id);
   }
-
-  recordMessage = (target: string, ref: string, m: PostedMessage, at: number): Promise<void> =>
-    this.#call(() => this.store.chatMessages.record(target, ref, m, at));
-  messageByDelivery = (target: string, delivery: string): Promise<ChatMessageRow | undefined> =>
-    this.#call(() => this.store.chatMessages.byDelivery(target, delivery));
-  messageByRef = (target: string, ref: string): Promise<ChatMessageRow | undefined> =>
-    this.#call(() => this.store.chatMessages.byRef(target, ref));
-  messagesOfAlert = (alertId: number, target: string): Promise<ChatMessageRow[]> =>
-    this.#call(() => this.store.chatMessages.ofAlert(alertId, target));
-  messagesShowing = (alertId: number): Promise<ChatMessageRow[]> =>
-    this.#call(() => this.store.chatMessages.showing(alertId));
-  setMessagePayload = (id: number, payload: unknown): Promise<void> =>
-    this.#call(() => this.store.chatMessages.setPayload(id, payload));
-
-  markReport = (runId: number, mark: string, at: number): Promise<boolean> =>
-    this.#call(() => this.marks.mark(runId, mark, at));
-  stepAt = (runId: number, at: number): Promise<number | null> => this.#call(() => this.marks.stepAt(runId, at));
 
   /**
    * BEGIN IMMEDIATE .. COMMIT around an async body; the gate keeps the store's other callers out meanwhile. The

@@ -23,9 +23,9 @@ it('reads each open row about once, however many runs wait, on an outbox autovac
   const RUNS = 100;
   const PER_RUN = 4;
   for (let r = 0; r < RUNS; r++) {
-    const run = await store.ensureRun(`gpu-a/run${r}`, `/runs/run${r}`, 'gpu-a');
+    const run = await store.runs.ensure(`gpu-a/run${r}`, `/runs/run${r}`, 'gpu-a');
     for (let k = 0; k < PER_RUN; k++) {
-      await store.enqueue(run.id, 'discord', { run: run.name, items: [{ severity: 'warning', rule: 'r' }] }, k);
+      await store.outbox.add(run.id, 'discord', { run: run.name, items: [{ severity: 'warning', rule: 'r' }] }, k);
     }
   }
   // half of them delivered already, as in a bot that keeps up with part of a backlog
@@ -42,5 +42,5 @@ it('reads each open row about once, however many runs wait, on an outbox autovac
   expect(blocks).toBeGreaterThan(0);
   expect(blocks).toBeLessThan(RUNS);
   // and the claim does claim: the oldest row of one run
-  expect((await store.claim('discord', { now: 1_000, limit: 1, owner: 'bot', leaseMs: 60_000 })).length).toBe(1);
+  expect((await store.outbox.claim('discord', { now: 1_000, limit: 1, owner: 'bot', leaseMs: 60_000 })).length).toBe(1);
 }, 60_000);

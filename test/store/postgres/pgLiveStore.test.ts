@@ -286,7 +286,7 @@ describe('PgLiveStore', () => {
     });
     const direct = await PgStore.open(url);
     cleanup.push(() => direct.close());
-    expect(heldRows).toEqual(await direct.announceable(run.id, null)); // the rows, acks and all
+    expect(heldRows).toEqual(await direct.alerts.announceable(run.id, null)); // the rows, acks and all
     expect(ids(heldRows)).toEqual([firing, late]);
     // a resolution too, its details merged as PostgreSQL merges them: the same JSON value, in other text
     const parsed = (as: AlertRow[]) => as.map((a) => ({ ...a, details: JSON.parse(a.details) as unknown }));
@@ -298,7 +298,7 @@ describe('PgLiveStore', () => {
       expect(store.calls.waited).toBe(before);
     });
     expect(ids(heldRows)).toEqual([firing, late]);
-    expect(parsed(heldRows)).toEqual(parsed(await direct.announceable(run.id, 800)));
+    expect(parsed(heldRows)).toEqual(parsed(await direct.alerts.announceable(run.id, 800)));
     expect(parsed(heldRows)[1]).toMatchObject({
       state: 'resolved',
       resolved_step: 5,
@@ -351,10 +351,10 @@ describe('PgLiveStore', () => {
     });
     for (const [k, r] of runs.entries()) {
       expect(held[k]).toEqual({
-        attempts: await direct.attemptsOf(r.id),
-        arrivals: await direct.arrivalsOf(r.id),
-        metrics: await direct.metricsOf(r.id),
-        announceable: await direct.announceable(r.id, null),
+        attempts: await direct.attempts.list(r.id),
+        arrivals: await direct.arrivals.recent(r.id),
+        metrics: await direct.points.metricsOf(r.id),
+        announceable: await direct.alerts.announceable(r.id, null),
       });
       expect(held[k]!.arrivals.length).toBeGreaterThan(0);
       expect(held[k]!.attempts.length).toBeGreaterThan(0);
@@ -381,12 +381,12 @@ describe('PgLiveStore', () => {
       };
 
       // attempts: as the batch's round trip read them, as often as asked, until a rewind
-      expect(store.attempts.list(run.id)).toEqual(await direct.attemptsOf(run.id));
+      expect(store.attempts.list(run.id)).toEqual(await direct.attempts.list(run.id));
       expect(waited(() => store.attempts.list(run.id))).toBe(0);
       store.attempts.markRewound(run.id, 1);
       let listed: unknown;
       expect(waited(() => (listed = store.attempts.list(run.id)))).toBe(1);
-      expect(listed).toEqual(await direct.attemptsOf(run.id));
+      expect(listed).toEqual(await direct.attempts.list(run.id));
       expect((listed as Array<{ rewound: number }>)[0]!.rewound).not.toBe(0);
 
       // generations: none kept, so none is asked for; once kept from step 5 on, asked for at 5, not at 4
@@ -395,7 +395,7 @@ describe('PgLiveStore', () => {
       withExamples.examples = [{ step: 5, key: 'k1', completion: 'the answer is 4', reward: 1, breakdown: {} }];
       store.commit(withExamples, 2, () => {});
       expect(waited(() => expect(store.examples.atOrBefore(run.id, 4)).toEqual([]))).toBe(0);
-      expect(store.examples.atOrBefore(run.id, 5)).toEqual(await direct.examplesAtOrBefore(run.id, 5));
+      expect(store.examples.atOrBefore(run.id, 5)).toEqual(await direct.examples.atOrBefore(run.id, 5));
       expect(store.examples.atOrBefore(run.id, 9)).toMatchObject([{ step: 5, key: 'k1' }]);
 
       // mutes: read once in a transaction; another process's new mute is read by the next one
@@ -425,7 +425,7 @@ describe('PgLiveStore', () => {
       const before = store.calls.waited;
       held.push(store.alerts.openOf(run.id));
       waits.push(store.calls.waited - before);
-      table.push(await direct.openAlertsOf(run.id));
+      table.push(await direct.alerts.openOf(run.id));
     };
     // created without waiting for their rows: ids are taken 16 at a time (the first round trip), and the COMMIT
     let before = store.calls.waited;
@@ -438,7 +438,7 @@ describe('PgLiveStore', () => {
     before = store.calls.waited;
     const d = store.transaction(() => store.alerts.create(run.id, 'late', 'kl', 'firing', change(2)));
     expect(store.calls.waited - before).toBe(1);
-    expect(await direct.alertById(d.id)).toEqual(d);
+    expect(await direct.alerts.byId(d.id)).toEqual(d);
     store.transaction(() => store.alerts.drop(d.id));
     store.transaction(() => store.alerts.fire(a!.id, { ...change(2), severity: 'critical', details: { n: 2 } }));
     await look();

@@ -91,27 +91,27 @@ async function readAll(store: PgStore, runId: number, alertId: number, openRule:
     return got;
   };
   const one = <T extends object>(table: Table, got: T | undefined): T => keyed(table, [got!])[0]!;
-  const run = one('runs', await store.runById(runId));
-  const files = keyed('files', await store.filesOfRun(runId));
-  const opened = one('alerts', await store.openAlert(runId, openRule, 'loss'));
-  const byId = one('alerts', await store.alertById(alertId));
-  const open = keyed('alerts', await store.openAlertsOf(runId));
-  const listed = keyed('alerts', await store.listAlerts({ runId, all: true }));
-  const announceable = keyed('alerts', await store.announceable(runId, 0));
-  const attempts = keyed('attempts', await store.attemptsOf(runId));
-  const replaying = await store.replayingStep(runId, 1_000);
+  const run = one('runs', await store.runs.byId(runId));
+  const files = keyed('files', await store.files.ofRun(runId));
+  const opened = one('alerts', await store.alerts.open(runId, openRule, 'loss'));
+  const byId = one('alerts', await store.alerts.byId(alertId));
+  const open = keyed('alerts', await store.alerts.openOf(runId));
+  const listed = keyed('alerts', await store.alerts.list({ runId, all: true }));
+  const announceable = keyed('alerts', await store.alerts.announceable(runId, 0));
+  const attempts = keyed('attempts', await store.attempts.list(runId));
+  const replaying = await store.attempts.replaying(runId, 1_000);
   // events are handed out mapped from their rows (events.ts fromRow): the statements read the listed columns
-  const events = await store.eventsAfter(runId, ['error', 'finished'], 0);
-  const event = await store.eventById(events[0]!.id);
-  const finished = await store.finishedEvent(runId);
-  const silence = one('silences', await store.silenceById(silenceId));
-  const active = keyed('silences', await store.activeSilences(150));
-  const expired = keyed('silences', await store.expiredSilences(250));
-  const byDelivery = one('chat_messages', await store.messageByDelivery('discord:ops', '1/0'));
-  const byRef = one('chat_messages', await store.messageByRef('discord:ops', 'd1'));
-  const ofAlert = keyed('chat_messages', await store.messagesOfAlert(alertId, 'discord:ops'));
-  const showing = keyed('chat_messages', await store.messagesShowing(alertId));
-  const unread = keyed('unread_files', await store.unreadFiles('grpo'));
+  const events = await store.events.after(runId, ['error', 'finished'], 0);
+  const event = await store.events.byId(events[0]!.id);
+  const finished = await store.events.finished(runId);
+  const silence = one('silences', await store.silences.byId(silenceId));
+  const active = keyed('silences', await store.silences.active(150));
+  const expired = keyed('silences', await store.silences.expired(250));
+  const byDelivery = one('chat_messages', await store.chat.byDelivery('discord:ops', '1/0'));
+  const byRef = one('chat_messages', await store.chat.byRef('discord:ops', 'd1'));
+  const ofAlert = keyed('chat_messages', await store.chat.ofAlert(alertId, 'discord:ops'));
+  const showing = keyed('chat_messages', await store.chat.showing(alertId));
+  const unread = keyed('unread_files', await store.unread.list('grpo'));
   return {
     run,
     files,
@@ -166,12 +166,12 @@ describe('PgStore after a migration adds columns under it', () => {
       const pooled = await PgStore.open(url, { now: () => 5_000 });
       cleanup.push(() => pooled.close());
       const store = how === 'pooled' ? pooled : await onPreparedConnection(url);
-      const run = await store.ensureRun('grpo', '/runs/grpo');
-      const file = await store.addFile(run.id, '/runs/grpo/train.log', 'learning.log');
+      const run = await store.runs.ensure('grpo', '/runs/grpo');
+      const file = await store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
       await store.commit(batchOf(run.id, file.id, 1, 3), 0);
-      const a = await store.createAlert(run.id, 'rise', 'loss', 'firing', change(2, 'loss rose'));
-      await store.markNotified(a.id, 'firing', 2_500);
-      const s = await store.addSilence({
+      const a = await store.alerts.create(run.id, 'rise', 'loss', 'firing', change(2, 'loss rose'));
+      await store.alerts.markNotified(a.id, 'firing', 2_500);
+      const s = await store.silences.add({
         run: 'grpo',
         rule: null,
         severity: null,
@@ -181,8 +181,8 @@ describe('PgStore after a migration adds columns under it', () => {
         reason: 'sweep',
       });
       const posted = { runId: run.id, alertIds: [a.id], payload: { v: 1 }, delivery: '1/0' };
-      await store.recordMessage('discord:ops', 'd1', posted, 10);
-      await store.noteUnread(
+      await store.chat.record('discord:ops', 'd1', posted, 10);
+      await store.unread.note(
         {
           path: '/runs/grpo/notes.txt',
           run: 'grpo',
@@ -201,10 +201,10 @@ describe('PgStore after a migration adds columns under it', () => {
 
       // the same statements again, and rows written after the change
       await store.commit(batchOf(run.id, file.id, 4, 6, true), 0);
-      const b = await store.createAlert(run.id, 'nan', 'loss', 'pending', change(5, 'loss is NaN'));
+      const b = await store.alerts.create(run.id, 'nan', 'loss', 'pending', change(5, 'loss is NaN'));
       expect(Object.keys(b).sort()).toEqual(names('alerts'));
-      await store.resolveAlert(a.id, change(6, 'loss fell'));
-      const t = await store.addSilence({
+      await store.alerts.resolve(a.id, change(6, 'loss fell'));
+      const t = await store.silences.add({
         run: null,
         rule: 'nan',
         severity: null,
@@ -214,7 +214,7 @@ describe('PgStore after a migration adds columns under it', () => {
         reason: 'known',
       });
       expect(Object.keys(t).sort()).toEqual(names('silences'));
-      await store.recordMessage('slack:C1', 's1', { ...posted, delivery: '2/0' }, 11);
+      await store.chat.record('slack:C1', 's1', { ...posted, delivery: '2/0' }, 11);
       const after = await readAll(store, run.id, a.id, 'nan', s.id);
 
       expect(after.run).toEqual({ ...before.run, last_step: 6, records: 6, batches: 2, updated_at: 5_000 });

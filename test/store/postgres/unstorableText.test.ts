@@ -160,11 +160,11 @@ describe('text PostgreSQL refuses, in a log', () => {
   it("stores a mute's reason and an ack's comment from chat without the NUL, instead of failing the command", async () => {
     const store = await PgStore.open(await freshPgDatabase());
     try {
-      const run = await store.ensureRun('grpo', '/runs/grpo');
+      const run = await store.runs.ensure('grpo', '/runs/grpo');
       const change = { step: 1, at: NOW, severity: 'critical', summary: 'x', details: {} };
-      const alert = await store.createAlert(run.id, 'grad_explosion', 'grad_norm', 'firing', change);
-      await store.ackAlert(alert.id, { id: '<@U1>', name: 'A\u0000na' }, 'on it\u0000\ud800', NOW);
-      const mute = await store.addSilence({
+      const alert = await store.alerts.create(run.id, 'grad_explosion', 'grad_norm', 'firing', change);
+      await store.alerts.ack(alert.id, { id: '<@U1>', name: 'A\u0000na' }, 'on it\u0000\ud800', NOW);
+      const mute = await store.silences.add({
         run: 'grpo',
         rule: null,
         severity: null,
@@ -173,7 +173,7 @@ describe('text PostgreSQL refuses, in a log', () => {
         author: '<@U1>',
         reason: 'noisy\u0000',
       });
-      expect(await store.alertById(alert.id)).toMatchObject({ acked_by_name: 'Ana', ack_comment: 'on it\ufffd' });
+      expect(await store.alerts.byId(alert.id)).toMatchObject({ acked_by_name: 'Ana', ack_comment: 'on it\ufffd' });
       expect(mute.reason).toBe('noisy');
     } finally {
       await store.close();
