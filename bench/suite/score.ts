@@ -54,20 +54,31 @@ export interface RunScore {
   pass: boolean;
 }
 
-/** Held back: an incident of the same run whose rule inhibits this one's fired before it (at the same step: the
- * inhibitor, or of two that inhibit each other the older) and had not resolved when this one fired. */
-function heldBack(i: Incident, all: readonly Incident[]): boolean {
-  return all.some(
+/** The step an incident is notified at, or null while an incident of the same run whose rule inhibits this one's
+ * holds it back all along: one that fired before it (at the same step: the inhibitor, or of two that inhibit each
+ * other the older) and resolved after it, or not at all. A symptom still firing when its cause resolves is notified
+ * then, as the rules' docs say (Alertmanager's inhibition lasts while the inhibitor fires). */
+function notifiedAt(i: Incident, all: readonly Incident[]): number | null {
+  const causes = all.filter(
     (j) =>
       j.run === i.run &&
       inhibits(j.rule, i.rule) &&
       (j.step < i.step || (j.step === i.step && (!inhibits(i.rule, j.rule) || j.id < i.id))) &&
       (j.resolvedStep === null || j.resolvedStep > i.step),
   );
+  if (causes.length === 0) return i.step;
+  const releases = causes.map((j) => j.resolvedStep);
+  if (releases.includes(null)) return null;
+  const released = Math.max(...(releases as number[]));
+  return i.resolvedStep !== null && i.resolvedStep <= released ? null : released;
 }
 
 export function notifications(all: readonly Incident[]): Incident[] {
-  return all.filter((i) => (i.severity === 'warning' || i.severity === 'critical') && !heldBack(i, all));
+  return all.flatMap((i) => {
+    if (i.severity !== 'warning' && i.severity !== 'critical') return [];
+    const at = notifiedAt(i, all);
+    return at === null ? [] : [{ ...i, step: at }];
+  });
 }
 
 const page = (i: Incident): Page => ({ rule: i.rule, step: i.step, severity: i.severity });
