@@ -111,7 +111,7 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
     if (holds) st.streak++;
     else st.streak = 0;
     const n = st.streak;
-    const past = !holds && !compare(now, rule.op, lineOf(rule, rule.recover ?? rule.factor, base));
+    const past = !holds && !compare(now, rule.op, recoveryLine(rule, base));
     // most records change nothing: the words and details are built only for those that do
     if (holds ? !lc.wouldChange('bad', n >= rule.for) : !lc.wouldChange('ok', past)) continue;
     const ratio = base !== null && base > 0 ? now / base : null;
@@ -134,9 +134,10 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
         recovered: past,
         describe: () => ({
           summary:
-            ratio !== null && byFactor
+            // a line drawn by the floor is named as such, unless the recovery is a multiple of the baseline too
+            ratio !== null && (byFactor || rule.recover !== undefined)
               ? `${metric} ${formatValue(now)}: back to ${formatValue(ratio)}× ${NAMES[rule.baseline]}`
-              : `${metric} ${formatValue(now)}: back past ${formatValue(lineOf(rule, rule.recover ?? rule.factor, base))}`,
+              : `${metric} ${formatValue(now)}: back past ${formatValue(recoveryLine(rule, base))}`,
           details,
         }),
       });
@@ -147,11 +148,18 @@ export function evaluateRelative(ctx: RunContext, rule: RelativeRule): void {
   store.alerts.saveCursor(runId, rule.id, metric, fresh[fresh.length - 1]!.step, { ...st });
 }
 
+/** The line a firing alert must be back past: `recover` × baseline, without the floor (a line to fire at, not to
+ * calm down at: a norm that lives at 1.1 is not calm at 8 because 10 is the floor); else the firing line. */
+const recoveryLine = (rule: RelativeRule, base: number | null): number =>
+  rule.recover !== undefined && base !== null && base > 0
+    ? lineOf(rule, rule.recover, base, false)
+    : lineOf(rule, rule.factor, base);
+
 /** factor × baseline, held within [floor, cap] on the rule's side (no baseline: the floor). */
-function lineOf(rule: RelativeRule, factor: number, base: number | null): number {
+function lineOf(rule: RelativeRule, factor: number, base: number | null, floored = true): number {
   const up = rule.op === '>';
   let line = base !== null && base > 0 ? factor * base : (rule.floor as number);
-  if (rule.floor !== undefined) line = up ? Math.max(line, rule.floor) : Math.min(line, rule.floor);
+  if (rule.floor !== undefined && floored) line = up ? Math.max(line, rule.floor) : Math.min(line, rule.floor);
   if (rule.cap !== undefined) line = up ? Math.min(line, rule.cap) : Math.max(line, rule.cap);
   return line;
 }

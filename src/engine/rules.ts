@@ -126,7 +126,7 @@ const Relative = z.strictObject({
   smooth: z._default(wholeFrom(1), 1),
   op: Comparison,
   factor: z.number().check(z.positive()),
-  /** hysteresis: firing until the value is back past recover × baseline (default: factor) */
+  /** hysteresis: firing until the value is back past recover × baseline, the floor aside (default: factor, floored) */
   recover: z.optional(z.number().check(z.positive())),
   /** the value must also differ from the baseline by this much (absolute), so that tiny baselines do not fire */
   minDelta: z._default(z.number().check(z.minimum(0)), 0),

@@ -63,8 +63,8 @@ describe('announcing alert changes', () => {
     const t = spike().feed([...times(3, { grad_norm: 0.024 }), { grad_norm: 15.786 }]);
     t.feed(times(5, { grad_norm: 0.024 }));
     expect(t.said()).toEqual([['firing grad_explosion@4'], ['resolved grad_explosion@9']]);
-    // 10× the median 0.024 is under the floor: the line was 10
-    expect(t.outbox()[1]!.notification.items[0]!.summary).toBe('grad_norm 0.024: back past 10');
+    // the line to fire at was the floor (10× the median 0.024 is under it); calm is back under 3× the median
+    expect(t.outbox()[1]!.notification.items[0]!.summary).toBe('grad_norm 0.024: back to 1× its recent median');
   });
 
   it('live, an incident that fires and resolves within one batch is announced as both', () => {

@@ -70,6 +70,20 @@ describe('grad_explosion: a multiple of the run own rolling median, 10 at least'
     expect(t.alert('grad_explosion')).toMatchObject({ state: 'firing', fired_step: 101 });
   });
 
+  it('is calm again once back under 3× the median it spiked from, not at the floor of 10', () => {
+    // a run at 1.1; a 50× spike for 3 records (steps 101-103), then 30 records at 5.5 (5×, under the floor), then 1.1
+    const values = [
+      ...Array<number>(100).fill(1.1),
+      55,
+      55,
+      55,
+      ...Array<number>(30).fill(5.5),
+      ...Array<number>(20).fill(1.1),
+    ];
+    const t = new Trace({ book: book() }).feed(series('grad_norm', values));
+    // back under 3 × 1.1 at step 134 (the first 1.1), calm for 5 records (134-138): resolved at 138, one incident
+    expect(t.alerts().map((a) => [a.rule, a.fired_step, a.resolved_step])).toEqual([['grad_explosion', 101, 138]]);
+  });
   it('cap: a configured absolute line pages whatever the baseline', () => {
     const capped = RuleBook.build(presetOnly('grad_explosion').all(), [{ id: 'grad_explosion', cap: 100 }]);
     const values = lognormal(2, 300, 20, 1.5);

@@ -372,6 +372,9 @@ export const GRPO_PRESET: readonly Rule[] = [
     floor: 10,
     logSigmas: 4,
     for: 1,
+    // ours: calm again once back under 3× the median it spiked from, for 5 records (an update that kept the norms
+    // at 3-8× for 30 steps after a 50× spike is still exploding, though under the floor of 10)
+    recover: 3,
     recoverFor: 5,
     // ours: what an exploding update does to the reward, the KL, the entropy and the losses is its symptom
     inhibits: [
