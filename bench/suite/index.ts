@@ -107,7 +107,10 @@ export function formatSuiteReport(r: SuiteResult): string {
       caught,
       `<= ${s.target}${s.detectedBy ? (s.inTime ? ' ok' : ' late') : ''}`,
       `${s.falseAlarms.length} before: ${pages(s.falseAlarms)}`,
-      `${s.after.length} after (${s.wrongCause.length} wrong: ${pages(s.wrongCause)})`,
+      `${s.after.length} after (${s.wrongCause.length} wrong: ${pages(s.wrongCause)})` +
+        (s.riders.length > 0
+          ? `; with a resolution: ${s.riders.map((p) => `${p.rule}@${p.step} (${p.with})`).join(', ')}`
+          : ''),
       verdict,
     ];
   });
@@ -138,7 +141,7 @@ export function formatSuiteReport(r: SuiteResult): string {
     ...rows.map(line),
     '',
     `failures caught with the right cause in time: ${t.caught} of ${t.failures} (detected at all: ${t.detected}); ` +
-      `wrong-cause pages after onset: ${t.wrongCause}`,
+      `wrong-cause pages after onset: ${t.wrongCause}; symptoms announced with their cause's resolution: ${t.riders}`,
     `healthy runs with any warning or critical: ${t.healthyWithPages} of ${t.healthy}; false alarms in all: ${t.falseAlarms}`,
     `suite ${t.pass ? 'PASS' : 'FAIL'} (${r.seconds.total.toFixed(1)} s: generate ${r.seconds.generate.toFixed(1)} s, ` +
       `backfill ${r.seconds.backfill.toFixed(1)} s)`,

@@ -1,10 +1,12 @@
 /**
  * Scores `rlwatch alerts --all --json` against the suite's labels. A notification is an incident that reaches the
  * channel: severity warning or critical (an info incident, and a milestone explained by a firing critical, which
- * rlwatch records as info, reach the terminal only), and not held back by an inhibiting rule while it fired.
+ * rlwatch records as info, reach the terminal only), and not held back by an inhibiting rule all along.
  * The JSON does not say which incidents were held back: the preset's documented inhibitions (`inhibits`, ids or
  * globs) are applied from the incidents' own steps, as the engine applies them (docs/alerts.md, "One cause, one
- * page"): an incident that fired first, and was still firing, holds back a later one of a rule it names.
+ * page"): an incident that fired first, and was still firing, holds back a later one of a rule it names, for as
+ * long as it fires. A symptom still firing when its cause resolves is announced then, in the message that says the
+ * cause resolved (one evaluation announces both): it is listed apart, as riding on that resolution.
  */
 import { globMatch } from '../../src/lib/duration.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
@@ -34,6 +36,8 @@ export interface Page {
   rule: string;
   step: number;
   severity: string;
+  /** announced in the message of this rule's resolution (a symptom that outlived its cause) */
+  with?: string;
 }
 
 export interface RunScore {
@@ -48,17 +52,20 @@ export interface RunScore {
   inTime: boolean;
   /** notifications before the onset (every notification of a healthy run) */
   falseAlarms: Page[];
-  /** notifications at or after the onset, and those of them by a rule that does not name the cause */
+  /** notifications at or after the onset in messages of their own, and those of them by a rule that does not name
+   * the cause */
   after: Page[];
   wrongCause: Page[];
+  /** symptoms at or after the onset announced in the message of their cause's resolution */
+  riders: Page[];
   pass: boolean;
 }
 
-/** The step an incident is notified at, or null while an incident of the same run whose rule inhibits this one's
- * holds it back all along: one that fired before it (at the same step: the inhibitor, or of two that inhibit each
- * other the older) and resolved after it, or not at all. A symptom still firing when its cause resolves is notified
- * then, as the rules' docs say (Alertmanager's inhibition lasts while the inhibitor fires). */
-function notifiedAt(i: Incident, all: readonly Incident[]): number | null {
+/** When an incident is notified: at its firing step; or, held back by incidents of the same run whose rules inhibit
+ * its rule (one that fired before it, at the same step the inhibitor or of two that inhibit each other the older,
+ * and resolved after it fired or not at all), at the last of their resolutions if it still fires then (`with`: the
+ * rule resolving there); null if it is held back all along. */
+function notifiedAt(i: Incident, all: readonly Incident[]): { step: number; with?: string } | null {
   const causes = all.filter(
     (j) =>
       j.run === i.run &&
@@ -66,22 +73,29 @@ function notifiedAt(i: Incident, all: readonly Incident[]): number | null {
       (j.step < i.step || (j.step === i.step && (!inhibits(i.rule, j.rule) || j.id < i.id))) &&
       (j.resolvedStep === null || j.resolvedStep > i.step),
   );
-  if (causes.length === 0) return i.step;
-  const releases = causes.map((j) => j.resolvedStep);
-  if (releases.includes(null)) return null;
-  const released = Math.max(...(releases as number[]));
-  return i.resolvedStep !== null && i.resolvedStep <= released ? null : released;
+  if (causes.length === 0) return { step: i.step };
+  if (causes.some((j) => j.resolvedStep === null)) return null;
+  const last = causes.reduce((a, b) => ((b.resolvedStep as number) > (a.resolvedStep as number) ? b : a));
+  const released = last.resolvedStep as number;
+  return i.resolvedStep !== null && i.resolvedStep <= released ? null : { step: released, with: last.rule };
 }
 
-export function notifications(all: readonly Incident[]): Incident[] {
+export type Notified = Incident & { with?: string };
+
+export function notifications(all: readonly Incident[]): Notified[] {
   return all.flatMap((i) => {
     if (i.severity !== 'warning' && i.severity !== 'critical') return [];
     const at = notifiedAt(i, all);
-    return at === null ? [] : [{ ...i, step: at }];
+    return at === null ? [] : [{ ...i, ...at }];
   });
 }
 
-const page = (i: Incident): Page => ({ rule: i.rule, step: i.step, severity: i.severity });
+const page = (i: Notified): Page => ({
+  rule: i.rule,
+  step: i.step,
+  severity: i.severity,
+  ...(i.with ? { with: i.with } : {}),
+});
 
 export function scoreRun(run: string, label: Label, incidents: readonly Incident[]): RunScore {
   const mine = incidents.filter((i) => i.run === run);
@@ -95,6 +109,7 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
       falseAlarms,
       after: [],
       wrongCause: [],
+      riders: [],
       pass: falseAlarms.length === 0,
     };
   }
@@ -102,7 +117,8 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
   const target = label.sudden ? SUDDEN_TARGET : GRADUAL_TARGET;
   const right = new Set(label.rules);
   const before = sent.filter((i) => i.step < onset).map(page);
-  const after = sent.filter((i) => i.step >= onset).map(page);
+  const after = sent.filter((i) => i.step >= onset && !i.with).map(page);
+  const riders = sent.filter((i) => i.step >= onset && i.with).map(page);
   const hit = after.find((p) => right.has(p.rule));
   // a gradual failure is due from the step it is significant (a 25% decline over 300 steps is no failure 10 steps in)
   const due = Math.max(onset, label.significant ?? onset);
@@ -121,6 +137,7 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
     falseAlarms: before,
     after,
     wrongCause,
+    riders,
     pass: inTime && before.length === 0 && after.length <= MAX_NOTIFICATIONS_AFTER,
   };
 }
@@ -135,6 +152,8 @@ export interface SuiteTotals {
   /** notifications before onset on failure runs plus every notification of a healthy run */
   falseAlarms: number;
   wrongCause: number;
+  /** symptoms announced in the message of their cause's resolution, after the onset */
+  riders: number;
   pass: boolean;
 }
 
@@ -149,6 +168,7 @@ export function totals(scores: readonly RunScore[]): SuiteTotals {
     healthyWithPages: healthy.filter((s) => s.falseAlarms.length > 0).length,
     falseAlarms: scores.reduce((n, s) => n + s.falseAlarms.length, 0),
     wrongCause: failures.reduce((n, s) => n + s.wrongCause.length, 0),
+    riders: failures.reduce((n, s) => n + s.riders.length, 0),
     pass: scores.every((s) => s.pass),
   };
 }

@@ -152,8 +152,26 @@ describe('the suite scorer', () => {
       'entropy_drop@120',
       'entropy_drop@200',
     ]);
+    // the collapse (125-135) is held back by the drop (120-130) until the drop resolves, then announced with it
     const held = [incident('entropy_collapse', 125), incident('entropy_drop', 120)];
-    expect(notifications(held).map((i) => `${i.rule}@${i.step}`)).toEqual(['entropy_drop@120']);
+    expect(notifications(held).map((i) => `${i.rule}@${i.step}${i.with ? ` with ${i.with}` : ''}`)).toEqual([
+      'entropy_collapse@130 with entropy_drop',
+      'entropy_drop@120',
+    ]);
+    // resolved (at 128) before its cause: held back all along
+    const over = [incident('entropy_collapse', 125, 'warning', { resolvedStep: 128 }), incident('entropy_drop', 120)];
+    expect(notifications(over).map((i) => `${i.rule}@${i.step}`)).toEqual(['entropy_drop@120']);
+  });
+
+  it('a symptom that outlives its cause rides on the message of its resolution: listed apart, not an extra page', () => {
+    const s = scoreRun('r', sudden, [
+      incident('grad_explosion', 101, 'critical', { resolvedStep: 140 }),
+      incident('reward_trend', 115, 'warning', { resolvedStep: 300 }),
+    ]);
+    expect(s.after).toEqual([{ rule: 'grad_explosion', step: 101, severity: 'critical' }]);
+    expect(s.riders).toEqual([{ rule: 'reward_trend', step: 140, severity: 'warning', with: 'grad_explosion' }]);
+    expect(s.wrongCause).toEqual([]);
+    expect(s.pass).toBe(true);
   });
 
   it('a gradual failure is due from the step it is significant', () => {
@@ -178,6 +196,7 @@ describe('the suite scorer', () => {
       healthyWithPages: 1,
       falseAlarms: 2,
       wrongCause: 0,
+      riders: 0,
       pass: false,
     });
   });
