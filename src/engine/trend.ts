@@ -116,11 +116,11 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
       const dd =
         peaks && i >= 3 * dw - 1
-          ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, rule.declineSigmas / 2)
+          ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, declineGate(rule, earlier + i + 1) / 2)
           : null;
       const ddScale = onLevel && dd ? dd.peak : scale;
       const ddRel = dd ? ratio(dd.now - dd.peak, ddScale) : 0;
-      const declined = dd !== null && fell(dd, ddRel, rule);
+      const declined = dd !== null && fell(dd, ddRel, rule, declineGate(rule, earlier + i + 1));
       const up = upWindows || (broke && brkDelta > 0);
       const down = downWindows || declined || (broke && brkDelta < 0);
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
@@ -138,7 +138,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
         rule.direction === 'flat'
           ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
           : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) &&
-            !(dd !== null && fell(dd, ddRel, rule, 2));
+            !(dd !== null && fell(dd, ddRel, rule, declineGate(rule, earlier + i + 1), 2));
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
       if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
       const of = onLevel ? '' : ' of its range';
@@ -263,10 +263,19 @@ function isFlat(
   return Math.abs(delta) + FLAT_SIGMAS * Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS) < limit;
 }
 
-/** A fall from the best level beyond `declineSigmas` standard errors, `change` and `minDelta` (each over `by`: a
- * decline has settled once it is back within half of them). */
-function fell(dd: Drawdown, rel: number, rule: TrendRule, by = 1): boolean {
-  return dd.z > rule.declineSigmas / by && -rel > rule.change / by && dd.peak - dd.now > rule.minDelta / by;
+/** The decline's gate after `records` records of the run: `declineSigmas` up to 1,000 records, a quarter of a
+ * standard error more per decade after (6.2 at 50,000). Each record is one more look at the run's best level: the
+ * more looks, the further pure noise strays once, while a 1,500-step run that has fallen 10% must be told without
+ * waiting for what a 50,000-step one needs. */
+function declineGate(rule: TrendRule, records: number): number {
+  return rule.declineSigmas + LOOK_SIGMAS * Math.log10(Math.max(records, 1_000) / 1_000);
+}
+const LOOK_SIGMAS = 0.25;
+
+/** A fall from the best level beyond `gate` standard errors, `change` and `minDelta` (each over `by`: a decline
+ * has settled once it is back within half of them). */
+function fell(dd: Drawdown, rel: number, rule: TrendRule, gate: number, by = 1): boolean {
+  return dd.z > gate / by && -rel > rule.change / by && dd.peak - dd.now > rule.minDelta / by;
 }
 
 /** A change in units of `scale` (a level or a range); from 0 it is infinite. */
