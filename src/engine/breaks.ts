@@ -20,17 +20,19 @@ const lag2 = (values: readonly number[], j: number, from: number, to: number): n
 /** How many of the largest jumps a φ estimate takes out before it calls the series a step level. */
 const TRIMMED = 3;
 
-/** The TRIMMED largest squared lag-1 differences of values[from + 2, to), largest first, with their indices. */
-function topJumps(values: readonly number[], from: number, to: number): Array<{ d: number; at: number }> {
-  const tops: Array<{ d: number; at: number }> = [];
-  for (let j = from + 2; j < to; j++) {
-    const d = ((values[j] as number) - (values[j - 1] as number)) ** 2;
-    if (tops.length === TRIMMED && d <= tops[TRIMMED - 1]!.d) continue;
-    if (tops.length === TRIMMED) tops.pop();
-    tops.push({ d, at: j });
-    tops.sort((a, b) => b.d - a.d);
-  }
-  return tops;
+interface Jump {
+  d: number;
+  at: number;
+}
+
+/** Takes record j's squared lag-1 difference into `tops` (the TRIMMED largest, largest first) if it is larger than
+ * the smallest there: of equal ones the earlier stays. */
+function addJump(tops: Jump[], values: readonly number[], j: number): void {
+  const d = ((values[j] as number) - (values[j - 1] as number)) ** 2;
+  if (tops.length === TRIMMED && d <= tops[TRIMMED - 1]!.d) return;
+  if (tops.length === TRIMMED) tops.pop();
+  tops.push({ d, at: j });
+  tops.sort((a, b) => b.d - a.d);
 }
 
 /** The lengths m of the records after the line that are tried: a large break shows in 5, a small one in 20. */
@@ -46,6 +48,8 @@ export class Sums {
   private readonly e2: Float64Array;
   /** batchSe's second differences, one array reused */
   private readonly scratch: number[] = [];
+  /** the last window's largest jumps (`topJumps`), kept as the window slides */
+  private jumps: { values: readonly number[]; from: number; to: number; tops: Jump[] } | null = null;
 
   constructor(values: readonly number[]) {
     const n = values.length;
@@ -82,7 +86,7 @@ export class Sums {
     // one carries a fifth of what is left of v₁; φ is read from the rest (a heavy-tailed record of meandering noise
     // is such a jump: read as 0, its φ of 0.85 let a healthy 50,000-step run raise five warnings). A series that is
     // still all jumps after that is a step level: 0
-    const tops = topJumps(values, from, to);
+    const tops = this.topJumps(values, from, to);
     let rest1 = ss1;
     let rest2 = ss2;
     for (const { d, at } of tops) {
@@ -93,6 +97,29 @@ export class Sums {
       rest2 -= lag2(values, at, from, to) + lag2(values, at + 1, from, to);
     }
     return 0;
+  }
+
+  /** The TRIMMED largest squared lag-1 differences of values[from + 2, to), largest first (of equal ones, the
+   * earlier), with their indices. A window that slid forward from the last one asked keeps its jumps and takes the
+   * new records' (a trend asks at every record, over the last 400): scanned anew only when one of them fell out. */
+  private topJumps(values: readonly number[], from: number, to: number): Jump[] {
+    const last = this.jumps;
+    let tops: Jump[];
+    if (
+      last !== null &&
+      last.values === values &&
+      from >= last.from &&
+      to >= last.to &&
+      last.tops.every((t) => t.at >= from + 2)
+    ) {
+      tops = [...last.tops];
+      for (let j = Math.max(last.to, from + 2); j < to; j++) addJump(tops, values, j);
+    } else {
+      tops = [];
+      for (let j = from + 2; j < to; j++) addJump(tops, values, j);
+    }
+    this.jumps = { values, from, to, tops };
+    return tops;
   }
 
   /** mean of values[from, to) */

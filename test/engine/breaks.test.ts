@@ -56,3 +56,22 @@ describe('lineBreak', () => {
     expect(lineBreak(new Sums(v), 119, 100, 15, () => true)!.m).toBe(5);
   });
 });
+
+describe('Sums.phi over a sliding window', () => {
+  it('reads the same φ as a fresh reading of each window, jumps, ties and steps included', () => {
+    // AR(1)-ish noise rounded to 2 decimals (equal differences: ties among the largest jumps), with a few jumps
+    // that enter the 400-record window and fall out of it again
+    const e = noise(3000, 11);
+    let x = 0;
+    const values = e.map((v, i) => {
+      x = 0.8 * x + 0.1 * v;
+      const jump = i % 700 === 350 ? 3 : i % 500 === 100 ? -2 : 0;
+      return Math.round((0.5 + x + jump) * 100) / 100;
+    });
+    const sliding = new Sums(values);
+    for (let i = 0; i < values.length; i++) {
+      const from = Math.max(0, i - 399);
+      expect(sliding.phi(values, from, i + 1)).toBe(new Sums(values).phi(values, from, i + 1));
+    }
+  });
+});
