@@ -8,8 +8,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { callbackRun } from '../scripts/make-callback-sample.ts';
-import { consoleLog } from '../src/ingest/formats/console.ts';
-import { readKeyValueLine } from '../src/ingest/formats/keyValue.ts';
+import { consoleLog } from '../src/ingest/formats/console/console.ts';
+import { readKeyValueLine } from '../src/ingest/formats/console/keyValue.ts';
 import { parseNumber } from '../src/ingest/metricNames.ts';
 import { rng } from './generate.ts';
 

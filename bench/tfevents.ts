@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConfigSchema } from '../src/config/schema.ts';
-import { tfEvents } from '../src/ingest/formats/tfEvents.ts';
+import { tfEvents } from '../src/ingest/formats/tfevents/tfEvents.ts';
 import { backfill } from '../src/ingest/backfill.ts';
 import { Ingestor } from '../src/ingest/ingestor.ts';
 import { Store } from '../src/store/sqlite/store.ts';

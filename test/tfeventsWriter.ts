@@ -1,6 +1,6 @@
 /** A small TensorBoard event writer for the tests and the benchmark: protobufjs encoding plus TFRecord framing. */
-import { EVENT } from '../src/ingest/formats/tfEventsDecoder.ts';
-import { maskedCrc32c } from '../src/ingest/formats/tfrecord.ts';
+import { EVENT } from '../src/ingest/formats/tfevents/tfEventsDecoder.ts';
+import { maskedCrc32c } from '../src/ingest/formats/tfevents/tfrecord.ts';
 
 export interface ScalarEvent {
   step: number;

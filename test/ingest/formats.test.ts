@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FORMATS, detectFormat } from '../../src/ingest/formats/index.ts';
-import { DICT_NOT_READ } from '../../src/ingest/formats/console.ts';
+import { DICT_NOT_READ } from '../../src/ingest/formats/console/console.ts';
 import type { DocumentFormat, ExampleRecord, LineFormat, MetricRecord, ParseResult } from '../../src/ingest/records.ts';
 
 // ------------------------------------------------------------------------------------------- helpers

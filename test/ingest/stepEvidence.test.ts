@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../scripts/rng.ts';
 import { runFiles, unreadSummary } from '../../src/commands/files.ts';
-import { STEP_LINE_NOT_READ, consoleLog } from '../../src/ingest/formats/console.ts';
+import { STEP_LINE_NOT_READ, consoleLog } from '../../src/ingest/formats/console/console.ts';
 import { Ingestor } from '../../src/ingest/ingestor.ts';
 import type { MetricRecord } from '../../src/ingest/records.ts';
 import { SqliteAsyncStore } from '../../src/store/sqlite/sqliteAsync.ts';

@@ -2,12 +2,12 @@
 import type { FileInfo, Format } from '../records.ts';
 import { batchMetrics } from './batchMetrics.ts';
 import { completions } from './completions.ts';
-import { consoleLog } from './console.ts';
+import { consoleLog } from './console/console.ts';
 import { jsonlMetrics } from './jsonlMetrics.ts';
 import { learningLog } from './learningLog.ts';
 import { parquetCompletions } from './parquetCompletions.ts';
 import { rewardBreakdown } from './rewardBreakdown.ts';
-import { tfEvents } from './tfEvents.ts';
+import { tfEvents } from './tfevents/tfEvents.ts';
 import { trainerState } from './trainerState.ts';
 import { verlRollout } from './verlRollout.ts';
 

@@ -5,8 +5,8 @@
  * `tf.summary.scalar`); the values of one step become one metric record, tags mapped to canonical names
  * (`train/reward` -> `reward`). Histograms, images, text and the file-version header are noise.
  */
-import type { FileInfo, RecordFormat } from '../records.ts';
-import { baseName } from './common.ts';
+import type { FileInfo, RecordFormat } from '../../records.ts';
+import { baseName } from '../common.ts';
 
 export const tfEvents: RecordFormat = {
   id: 'tfEvents',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { consoleLog } from '../../../src/ingest/formats/console.ts';
-import type { ParseResult } from '../../../src/ingest/records.ts';
+import { consoleLog } from '../../../../src/ingest/formats/console/console.ts';
+import type { ParseResult } from '../../../../src/ingest/records.ts';
 
 const reader = () => consoleLog.open({ relPath: 'train.log' });
 const feed = (text: string, parse = reader()): ParseResult[] => text.split('\n').map((l) => parse(l));

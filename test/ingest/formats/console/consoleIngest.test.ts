@@ -2,10 +2,10 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { Ingestor } from '../../../src/ingest/ingestor.ts';
-import type { Store } from '../../../src/store/sqlite/store.ts';
-import { pipeline } from '../../fixtures/pipeline.ts';
-import { ensureParent } from '../../helpers.ts';
+import type { Ingestor } from '../../../../src/ingest/ingestor.ts';
+import type { Store } from '../../../../src/store/sqlite/store.ts';
+import { pipeline } from '../../../fixtures/pipeline.ts';
+import { ensureParent } from '../../../helpers.ts';
 
 let root: string;
 let store: Store;

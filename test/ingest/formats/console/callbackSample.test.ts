@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../../../src/store/sqlite/store.ts';
-import { CALLBACK_STORY, DEFAULT_FILE, callbackRun } from '../../../scripts/make-callback-sample.ts';
-import { pipeline } from '../../fixtures/pipeline.ts';
+import type { Store } from '../../../../src/store/sqlite/store.ts';
+import { CALLBACK_STORY, DEFAULT_FILE, callbackRun } from '../../../../scripts/make-callback-sample.ts';
+import { pipeline } from '../../../fixtures/pipeline.ts';
 
 const SAMPLES = resolve(DEFAULT_FILE, '../..');
 const RUN = 'grpo-callback';

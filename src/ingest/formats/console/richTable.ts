@@ -12,9 +12,9 @@
  * reward functions (their sum is the reward, each one a breakdown entry); columns after Advantage (parsed
  * answers, solutions) are not scores.
  */
-import type { ParseResult } from '../records.ts';
-import { parseNumber } from '../metricNames.ts';
-import { NOISE, exampleKey, shortHash } from './common.ts';
+import type { ParseResult } from '../../records.ts';
+import { parseNumber } from '../../metricNames.ts';
+import { NOISE, exampleKey, shortHash } from '../common.ts';
 
 const PANEL_TOP = '╭';
 const PANEL_BOTTOM = '╰';

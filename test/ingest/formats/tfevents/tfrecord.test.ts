@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { decoder, EVENT } from '../../../src/ingest/formats/tfEventsDecoder.ts';
-import { FrameReader, maskedCrc32c } from '../../../src/ingest/formats/tfrecord.ts';
-import type { MetricRecord, ParseResult } from '../../../src/ingest/records.ts';
-import { eventRecord, frame, versionRecord } from '../../tfeventsWriter.ts';
+import { decoder, EVENT } from '../../../../src/ingest/formats/tfevents/tfEventsDecoder.ts';
+import { FrameReader, maskedCrc32c } from '../../../../src/ingest/formats/tfevents/tfrecord.ts';
+import type { MetricRecord, ParseResult } from '../../../../src/ingest/records.ts';
+import { eventRecord, frame, versionRecord } from '../../../tfeventsWriter.ts';
 
 /** CRC32C bit by bit (reflected Castagnoli polynomial 0x82F63B78): independent of the package under test. */
 function crc32cBitwise(bytes: Uint8Array): number {

@@ -13,8 +13,8 @@
  * - home-grown `key: value` lines (keyValue.ts).
  * Everything else (bars, warnings, banners, tracebacks) is noise here; the failure scanner reads it.
  */
-import type { FileInfo, LineFormat, LineParser, ParseResult } from '../records.ts';
-import { canonicalName, isCanonicalMetric, isCounter, parseNumber } from '../metricNames.ts';
+import type { FileInfo, LineFormat, LineParser, ParseResult } from '../../records.ts';
+import { canonicalName, isCanonicalMetric, isCounter, parseNumber } from '../../metricNames.ts';
 import { CallbackLog } from './callbackLog.ts';
 import {
   DETECT_LIMIT,
@@ -31,7 +31,7 @@ import {
   setMetric,
   splitHead,
   type Detection,
-} from './common.ts';
+} from '../common.ts';
 import { readKeyValueLine } from './keyValue.ts';
 import { readPyDict } from './pyDict.ts';
 import { RichTable } from './richTable.ts';

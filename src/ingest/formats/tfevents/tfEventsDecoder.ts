@@ -2,8 +2,8 @@
  * The decoder of TensorBoard event files (see tfEvents.ts): protobufjs, loaded only when a run has such a file.
  */
 import protobuf from 'protobufjs';
-import type { DecodedRecords, ParseResult, RecordDecoder } from '../records.ts';
-import { NOISE, bad, metricResult, setMetric } from './common.ts';
+import type { DecodedRecords, ParseResult, RecordDecoder } from '../../records.ts';
+import { NOISE, bad, metricResult, setMetric } from '../common.ts';
 import { FrameReader } from './tfrecord.ts';
 
 /** The part of tensorflow/core/util/event.proto, summary.proto and tensor.proto that carries scalars. */

@@ -12,9 +12,9 @@
  * and every few steps a GENERATION EXAMPLES block (best and worst content with its reward breakdown), read as
  * examples of the current step. `±` may arrive as `Â±` or `¬±` (UTF-8 read as Latin-1 / Mac Roman).
  */
-import type { ParseResult } from '../records.ts';
-import { canonicalName, parseNumber } from '../metricNames.ts';
-import { NOISE, exampleKey, metricResult } from './common.ts';
+import type { ParseResult } from '../../records.ts';
+import { canonicalName, parseNumber } from '../../metricNames.ts';
+import { NOISE, exampleKey, metricResult } from '../common.ts';
 import { readKeyValueLine } from './keyValue.ts';
 
 type Section = 'none' | 'rewards' | 'quality' | 'performance';

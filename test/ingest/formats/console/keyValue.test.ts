@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { consoleLog } from '../../../src/ingest/formats/console.ts';
-import { readKeyValueLine } from '../../../src/ingest/formats/keyValue.ts';
-import { parseNumber } from '../../../src/ingest/metricNames.ts';
-import type { LineParser, ParseResult } from '../../../src/ingest/records.ts';
+import { consoleLog } from '../../../../src/ingest/formats/console/console.ts';
+import { readKeyValueLine } from '../../../../src/ingest/formats/console/keyValue.ts';
+import { parseNumber } from '../../../../src/ingest/metricNames.ts';
+import type { LineParser, ParseResult } from '../../../../src/ingest/records.ts';
 
 const read = (line: string) => readKeyValueLine(line, parseNumber);
 
