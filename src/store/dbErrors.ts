@@ -20,7 +20,7 @@ export function sqliteCode(err: unknown): string | undefined {
 }
 
 /**
- * An error of PostgreSQL as a watcher's live store (pg/pgLiveStore.ts) throws it: the server's SQLSTATE `code`
+ * An error of PostgreSQL as a watcher's live store (postgres/pgLiveStore.ts) throws it: the server's SQLSTATE `code`
  * (`23505`, `57P01`, ...) or, for a connection that could not be made or was lost, Node's (`ECONNREFUSED`).
  */
 export class PostgresError extends Error {

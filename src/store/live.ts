@@ -20,7 +20,7 @@ import type { Unread } from './unread.ts';
  * What the ingestor, the rule engine and the live watcher use of a store: the SQLite `Store`'s table modules, as
  * far as they reach, and its transactions. It is synchronous on purpose: a batch, its rules and its outbox rows are
  * one transaction in which nothing else interleaves (no await inside), and SQLite answers from the same thread.
- * `Store` is one implementation; `pg/pgLiveStore.ts` is the other, for watchers that write PostgreSQL: a worker
+ * `Store` is one implementation; `postgres/pgLiveStore.ts` is the other, for watchers that write PostgreSQL: a worker
  * thread holds the connection and this thread waits for each statement, as it waits for SQLite's.
  */
 export interface LiveStore {
