@@ -10,7 +10,7 @@ COPY scripts ./scripts
 COPY src ./src
 # `prepare` bundles src/ into dist/ (esbuild is a development dependency), then the build tools are pruned: the image
 # runs the bundle, no TypeScript compile. Of better-sqlite3 the runtime loads lib/ and its addon by path
-# (src/store/sqliteAddon.ts): its SQLite sources and compile leftovers (26 MB of 28 when built here) stay behind.
+# (src/store/sqlite/sqliteAddon.ts): its SQLite sources and compile leftovers (26 MB of 28 when built here) stay behind.
 RUN npm ci && npm prune --omit=dev \
   && cd node_modules/better-sqlite3 && mv build/Release/better_sqlite3.node /tmp/ \
   && rm -rf build deps src && mkdir -p build/Release && mv /tmp/better_sqlite3.node build/Release/

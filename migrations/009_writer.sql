@@ -1,4 +1,4 @@
--- The process holding the database's writer lock (an OS lock on `<db>.lock`, see src/store/writerLock.ts):
+-- The process holding the database's writer lock (an OS lock on `<db>.lock`, see src/store/sqlite/writerLock.ts):
 -- named in the refusal a second `start` or `backfill` on the same file gets.
 CREATE TABLE writer (
   id         INTEGER PRIMARY KEY CHECK (id = 1),

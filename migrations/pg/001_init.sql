@@ -1,4 +1,4 @@
--- The PostgreSQL store (src/store/pg/): the tables of the SQLite store (migrations/0*.sql), same names and
+-- The PostgreSQL store (src/store/postgres/): the tables of the SQLite store (migrations/0*.sql), same names and
 -- columns, with PostgreSQL types. Times are ms since the epoch (bigint); JSON stays text, as in SQLite, so that
 -- rows read the same from either store. Ids are identities that accept given values (`rlwatch migrate` keeps a
 -- SQLite history's ids).

@@ -85,7 +85,7 @@ export interface AlertChange {
 }
 
 /** What a change records of itself: its event's details, and a resolution's `resolved` in the alert's details. Both
- * stores write it, and PostgreSQL's watcher holds it as written (pg/heldAnnounceable.ts). */
+ * stores write it, and PostgreSQL's watcher holds it as written (postgres/heldAnnounceable.ts). */
 export const changeDetails = (c: AlertChange): Record<string, unknown> => ({ summary: c.summary, ...c.details });
 
 /** A rule's incidents that fired in a run: the worst severity, how many, and how many still fire. */
