@@ -277,7 +277,7 @@ export class Ingestor {
       }
     } else {
       // a plain loop, not `for await`: live, an append's one chunk commits before the first await, inside the
-      // watcher's group transaction (commitGroup.ts); the file's parser is made once, not its run looked up per read
+      // watcher's group transaction (Store.group); the file's parser is made once, not its run looked up per read
       for (const chunk of parsedChunks(range, this.parserFor(row, range))) {
         // the group this read began in rolled back (Store.group): its first chunk with it; read again from there
         if (this.store.groupsRolledBack !== groups) return start;

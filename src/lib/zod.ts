@@ -19,6 +19,6 @@ export const nonEmpty = () => string().check(minLength(1));
 export const wholeFrom = (min: number, max?: number) =>
   int().check(minimum(min), ...(max === undefined ? [] : [maximum(max)]));
 
-/** A duration such as 90s, 15m, 2h or 1d (src/engine/duration.ts). */
+/** A duration such as 90s, 15m, 2h or 1d (duration.ts). */
 export const duration = () =>
   string().check(refine((s) => parseDuration(s) !== undefined, { message: DURATION_EXPECTED }));
