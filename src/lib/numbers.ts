@@ -1,3 +1,5 @@
+/** Metric values as text: for people (`formatValue`) and in JSON, which has no NaN or Infinity (`jsonValue`). */
+
 /** A metric value for people: 4 significant digits, exponent for the very small and very large. */
 export function formatValue(v: number): string {
   if (Number.isNaN(v)) return 'nan';

@@ -1,3 +1,6 @@
+/** Fitting text into a chat platform's length limits: cut with an ellipsis, code blocks whose fence survives the cut,
+ * parts joined while they fit, and a log's last lines. */
+
 /** Cuts text to `max` characters, marking the cut with an ellipsis. */
 export function cut(text: string, max: number): string {
   if (text.length <= max) return text;

@@ -1,3 +1,5 @@
+/** The metric records of a batch as the store takes them: one row per step, or the same as columns by line shape. */
+
 /** One logging step's values, by canonical metric name. */
 export interface MetricRow {
   step: number;

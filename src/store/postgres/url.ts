@@ -1,3 +1,5 @@
+/** What messages say of a PostgreSQL URL and of a failure to reach its server. */
+
 /** The URL with its password hidden, for messages. */
 export function redactUrl(url: string): string {
   try {
