@@ -15,7 +15,8 @@ export interface Reply {
   /** preformatted text (generations, code) shown as code blocks, each under its title */
   blocks?: Array<{
     title: string;
-    code: string /** its end matters (a log tail): cut from the start */;
+    code: string;
+    /** its end matters (a log tail): cut from the start */
     tail?: boolean;
   }>;
   /** a line chart the chat front ends render as a PNG */
