@@ -110,7 +110,7 @@ interface Own {
   writeBatchLater(batch: Batch, keep: number, facts: boolean): Promise<void>;
   /** what the batches written since the last call wrote, in order; throws the first one's error */
   writtenBatches(): Promise<WrittenBatch[]>;
-  /** `runsOfScope`, each run with its facts */
+  /** the scope's runs (a watcher's `runs.list`), each with its facts */
   runsWithFacts(scope: string): Promise<RunFacts[]>;
   /** the run's `run_cursors` row as JSON text (null when it has none) */
   runCursors(runId: number): Promise<string | null>;
@@ -351,7 +351,7 @@ async function runFacts(client: pg.ClientBase, runId: number): Promise<RunFacts>
   return factsOfRow(r.rows[0]!);
 }
 
-/** The scope's runs (as PgStore's `runsOfScope`), each with its facts and its arrivals (`arrivals.recent`): what a tick
+/** The scope's runs (a watcher's `runs.list`), each with its facts and its arrivals (`arrivals.recent`): what a tick
  * reads of every run, in one statement instead of four per run. */
 async function runsWithFacts(client: pg.ClientBase, scope: string): Promise<RunFacts[]> {
   const r = await client.query<FactsRow>(
