@@ -449,7 +449,7 @@ export const GRPO_PRESET: readonly Rule[] = [
     // brushes 6 standard errors for a record or four in a dip that passes
     for: 5,
     // ours: a fall from the course the reward was on (a climb that turns into a 20% drop): the last
-    // 5-20 records against the line of the 100 before them, beyond 6 standard errors (README: trend)
+    // 5-20 records against the line of the 100 before them, beyond 6 standard errors (docs/alerts.md: trend, break)
     breakSigmas: 6,
     breakFit: 100,
     // ours: a slow decline (25% over 300 steps moves two adjacent windows by 1%): the last 30 records' mean
