@@ -37,7 +37,7 @@ import { databaseError } from '../store/dbErrors.ts';
 import { dbLocation, isPostgresUrl } from '../store/open.ts';
 import { redactUrl } from '../store/postgres/url.ts';
 
-export type { Check, Status };
+export type { Check };
 
 export interface DoctorOptions {
   /** `--config` */

@@ -7,16 +7,9 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
-import {
-  ENV_SECTIONS,
-  INIT_HELP,
-  INIT_PLATFORMS,
-  SETUP_FILES,
-  YAML_SECTIONS,
-  type InitPlatform,
-} from '../platforms/index.ts';
+import { ENV_SECTIONS, INIT_PLATFORMS, SETUP_FILES, YAML_SECTIONS, type InitPlatform } from '../platforms/index.ts';
 
-export { INIT_HELP, INIT_PLATFORMS, type InitPlatform };
+export { INIT_PLATFORMS };
 
 export interface InitOptions {
   dir: string;

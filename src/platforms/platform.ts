@@ -9,7 +9,7 @@ import type { Log } from '../lib/log.ts';
 import type { Target } from '../notify/dispatcher.ts';
 import type { StoreContract } from '../store/contract.ts';
 
-export { commonSection, RouteSchema, router, type Route } from '../notify/routing.ts';
+export { commonSection, router, type Route } from '../notify/routing.ts';
 
 /** What a platform instance is given: the store for bots answering commands, the config, the log. */
 export interface PlatformContext {

@@ -11,9 +11,6 @@ import { tfEvents } from './tfevents/tfEvents.ts';
 import { trainerState } from './trainerState.ts';
 import { verlRollout } from './verlRollout.ts';
 
-export { batchMetrics, completions, consoleLog, jsonlMetrics, learningLog, rewardBreakdown, trainerState, verlRollout };
-export { parquetCompletions, tfEvents };
-
 /** Specific names before catch-alls: `completions.jsonl` is not `jsonlMetrics`, `learning.log` is not `console`. */
 export const FORMATS: readonly Format[] = [
   learningLog,
