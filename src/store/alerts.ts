@@ -35,7 +35,7 @@ export interface AlertRow {
 }
 
 /** The row `INSERT INTO alerts` makes of a new alert `id` (both stores' create, and a PostgreSQL watcher that sends
- * the insert without waiting for the row: pgLiveStore.ts). */
+ * the insert without waiting for the row: postgres/pgLiveStore.ts). */
 export function newAlertRow(
   id: number,
   runId: number,
