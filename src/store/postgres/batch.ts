@@ -60,7 +60,7 @@ export class MetricIds {
 }
 
 /**
- * Writes one batch inside the caller's transaction: points (by COPY for many new ones: src/store/postgres/points.ts), the
+ * Writes one batch inside the caller's transaction: points (by COPY for many new ones: points.ts), the
  * steps and run metrics it adds, the run's attempts and arrivals (as the SQLite store's `Store.commit`), examples,
  * events, skips, the file's offset and the run's summary. A live line is 2 statements: what attempt tracking reads
  * (`readHead`), then every write in one statement of data-modifying CTEs (its parts see the tables as they were
