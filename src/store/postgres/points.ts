@@ -1,4 +1,4 @@
-/** Many new points of a batch go into PostgreSQL by COPY, inside the caller's transaction. */
+/** A batch's points into PostgreSQL, inside the caller's transaction: many new ones by COPY, the rest by an upsert. */
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
