@@ -79,7 +79,7 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
   /** one metric up and another down over the same windows, the short ones first. Over the long windows, also a
    * pair whose gap opened by twice `minDelta` beyond `sigmas` standard errors of the gap, each of the two moving its
    * way by half `minDelta` and beyond JOINT_SIGMAS of its own: a component falling slowly under a rising one
-   * (accuracy 0.38 → 0.10 over 200 steps) is beyond its own noise only ~80 steps in, the gap between them ~60 */
+   * (accuracy 0.38 → 0.10 over 200 steps) is beyond its own noise only ~80 steps in, the gap between them ~55 */
   const diverging = (): { up: Move; down: Move } | null => {
     for (const win of windows) {
       const moves = series.map((s) => moveOf(s, win)).filter((m) => m !== null);
