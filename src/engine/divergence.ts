@@ -68,11 +68,14 @@ export function evaluateDivergence(ctx: RunContext, rule: DivergenceRule): void 
     if (i + 1 < 2 * w) return null;
     const before = s.sums.mean(i - 2 * w + 1, i - w + 1);
     const after = s.sums.mean(i - w + 1, i + 1);
+    const delta = after - before;
+    // below what either test asks of a move (minDelta; half of it in the long windows' gap test): no noise read
+    if (!(Math.abs(delta) > (w > rule.window ? rule.minDelta / 2 : rule.minDelta))) return null;
     const from = Math.max(0, i - NOISE_WINDOWS * w + 1);
     // a long window's means meander with the records' autocorrelation (a batch-mean reward's): its se read as AR(1)
     const phi = w > rule.window ? s.sums.phi(s.values, Math.max(0, i - PHI_RECORDS + 1), i + 1) : 0;
     const se = s.sums.sd(from, i + 1) * windowDiffSe(phi, w);
-    return { metric: s.metric, before, after, delta: after - before, window: w, se };
+    return { metric: s.metric, before, after, delta, window: w, se };
   };
   const real = (m: Move & { se: number }): boolean =>
     Math.abs(m.delta) > rule.minDelta && Math.abs(m.delta) > rule.sigmas * m.se;
