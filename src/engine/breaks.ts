@@ -104,7 +104,6 @@ export class Sums {
    * new records' (a trend asks at every record, over the last 400): scanned anew only when one of them fell out. */
   private topJumps(values: readonly number[], from: number, to: number): Jump[] {
     const last = this.jumps;
-    let tops: Jump[];
     if (
       last !== null &&
       last.values === values &&
@@ -112,12 +111,13 @@ export class Sums {
       to >= last.to &&
       last.tops.every((t) => t.at >= from + 2)
     ) {
-      tops = [...last.tops];
-      for (let j = Math.max(last.to, from + 2); j < to; j++) addJump(tops, values, j);
-    } else {
-      tops = [];
-      for (let j = from + 2; j < to; j++) addJump(tops, values, j);
+      for (let j = Math.max(last.to, from + 2); j < to; j++) addJump(last.tops, values, j);
+      last.from = from;
+      last.to = to;
+      return last.tops;
     }
+    const tops: Jump[] = [];
+    for (let j = from + 2; j < to; j++) addJump(tops, values, j);
     this.jumps = { values, from, to, tops };
     return tops;
   }

@@ -114,11 +114,12 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       }
       const upWindows = rel > rule.change && delta > rule.minDelta && real;
       const downWindows = rel < -rule.change && -delta > rule.minDelta && real;
-      const gate = peaks && i >= 3 * dw - 1 ? declineGate(rule, earlier + i + 1) : 0;
-      const dd = gate > 0 ? drawdown(sums, peaks!, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, gate / 2) : null;
+      const gate = peaks && i >= 3 * dw - 1 ? declineGate(rule, earlier + i + 1) : null;
+      const dd =
+        peaks && gate !== null ? drawdown(sums, peaks, i, dw, 2 * dw, sd, inflate, PHI_RECORDS, gate / 2) : null;
       const ddScale = onLevel && dd ? dd.peak : scale;
       const ddRel = dd ? ratio(dd.now - dd.peak, ddScale) : 0;
-      const declined = dd !== null && fell(dd, ddRel, rule, gate);
+      const declined = dd !== null && gate !== null && fell(dd, ddRel, rule, gate);
       const up = upWindows || (broke && brkDelta > 0);
       const down = downWindows || declined || (broke && brkDelta < 0);
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
@@ -136,7 +137,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
         rule.direction === 'flat'
           ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
           : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) &&
-            !(dd !== null && fell(dd, ddRel, rule, gate, 2));
+            !(dd !== null && gate !== null && fell(dd, ddRel, rule, gate, 2));
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
       if (isBad ? lc.state === 'firing' && lc.quiet === 0 && !turned(lc, up) : !lc.wouldChange('ok', settled)) continue;
       const of = onLevel ? '' : ' of its range';
