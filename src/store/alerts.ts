@@ -171,6 +171,23 @@ export class Alerts {
     this.opened.fired(id, c);
   }
 
+  /**
+   * A firing alert's severity rose (a warning become critical): the same incident, one row, with its new severity,
+   * summary and details, `fired_at` the time it last fired (`fired_step`, `started_*` and acks kept), and its
+   * announcement cleared so that the next one tells it anew. An alert not firing is left as it is.
+   */
+  escalate(id: number, c: AlertChange): void {
+    const info = prepared(
+      this.db,
+      `UPDATE alerts SET severity = ?, summary = ?, details = ?, fired_at = ?, notified_state = NULL,
+           notified_at = NULL
+         WHERE id = ? AND state = 'firing'`,
+    ).run(c.severity, c.summary, JSON.stringify(c.details), c.at, id);
+    if (info.changes === 0) return;
+    this.event(id, 'firing', c);
+    this.opened.escalated(id, c);
+  }
+
   resolve(id: number, c: AlertChange): void {
     prepared(
       this.db,

@@ -8,7 +8,7 @@ import type { AlertChange, AlertRow } from './alerts.ts';
  * The open (pending or firing) alerts of the runs a process evaluates, per run, in id order, exactly as in the
  * database: every rule's lifecycle looks its alert up after every batch. Kept exact by the store that holds them: a
  * row it creates is added (`created`); its firing and its announcement change the row as the store's UPDATE does
- * (`fired`, `notified`), a resolution or a drop takes it out (`closed`), any other change drops its run's list
+ * (`fired`, `escalated`, `notified`), a resolution or a drop takes it out (`closed`), any other change drops its run's list
  * (`changed`: an ack); a rollback, or a write by another process that may have changed one, drops them all
  * (`forget`). Changed rows are new objects: a row handed out earlier stays as it was read.
  */
@@ -47,6 +47,25 @@ export class HeldOpenAlerts {
       summary: c.summary,
       details: JSON.stringify(c.details),
     }));
+  }
+
+  /** The firing alert escalated: as `UPDATE alerts SET severity, summary, details, fired_at, notified_state = NULL,
+   * notified_at = NULL WHERE state = 'firing'`. Returns its row as changed, if its run's list is held and it fires. */
+  escalated(id: number, c: AlertChange): AlertRow | undefined {
+    const row = this.update(id, (a) =>
+      a.state !== 'firing'
+        ? a
+        : {
+            ...a,
+            severity: c.severity,
+            summary: c.summary,
+            details: JSON.stringify(c.details),
+            fired_at: c.at,
+            notified_state: null,
+            notified_at: null,
+          },
+    );
+    return row?.state === 'firing' ? row : undefined;
   }
 
   /** The alert's announcement was recorded: as `UPDATE alerts SET notified_state, notified_at`. */

@@ -113,4 +113,58 @@ describe('the open alerts held in memory', () => {
     expect(held().map((a) => [a.id, a.state, a.notified_state])).toEqual([[pending.id, 'firing', 'firing']]);
     store.close();
   });
+
+  it('follow an escalation at once: one row, its new severity, summary and details, its announcement cleared', () => {
+    const { store, run, table } = setup();
+    const warning = { ...change, step: 4, severity: 'warning', summary: 'frac_zero_std 0.6 > 0.5' };
+    const a = store.alerts.create(run.id, 'collapse_levels', 'frac_zero_std', 'firing', warning);
+    store.alerts.ack(a.id, { id: 'U1', name: 'ana' }, 'looking', NOW + 1);
+    store.alerts.markNotified(a.id, 'firing', NOW + 2);
+    const before = store.alerts.byId(a.id)!;
+    const critical = {
+      step: 9,
+      at: NOW + 5,
+      severity: 'critical',
+      summary: 'frac_zero_std 0.9 > 0.8',
+      details: { n: 3 },
+    };
+    store.transaction(() => {
+      store.alerts.openOf(run.id); // as the rules look their alerts up first: held from here
+      store.alerts.escalate(a.id, critical);
+      // read back in the same evaluation, from what the store holds
+      expect(store.alerts.openOf(run.id).find((x) => x.id === a.id)).toMatchObject({ severity: 'critical' });
+    });
+    expect(store.alerts.openOf(run.id)).toEqual(table());
+    expect(store.alerts.byId(a.id)).toEqual({
+      ...before,
+      severity: 'critical',
+      summary: 'frac_zero_std 0.9 > 0.8',
+      details: '{"n":3}',
+      fired_at: NOW + 5,
+      notified_state: null,
+      notified_at: null,
+    });
+    expect(before).toMatchObject({ fired_step: 4, started_step: 4, acked_by: 'U1', notified_state: 'firing' });
+    // the next announcement tells it as firing again
+    expect(store.alerts.announceable(run.id).find((x) => x.id === a.id)).toEqual(store.alerts.byId(a.id));
+    expect(store.alerts.events(a.id).map((e) => [e.state, e.step, JSON.parse(e.details)])).toEqual([
+      ['firing', 4, { summary: 'frac_zero_std 0.6 > 0.5' }],
+      ['firing', 9, { summary: 'frac_zero_std 0.9 > 0.8', n: 3 }],
+    ]);
+    store.close();
+  });
+
+  it('leave an alert that does not fire as it is when asked to escalate it', () => {
+    const { store, run, first, table } = setup();
+    const pending = store.alerts.create(run.id, 'grad_explosion', 'grad_norm', 'pending', { ...change, step: 4 });
+    store.alerts.resolve(first.id, { ...change, step: 5 });
+    const rows = [store.alerts.byId(pending.id), store.alerts.byId(first.id)];
+    const events = [store.alerts.events(pending.id), store.alerts.events(first.id)];
+    store.alerts.escalate(pending.id, { ...change, step: 6, summary: 'worse' });
+    store.alerts.escalate(first.id, { ...change, step: 6, summary: 'worse' });
+    expect([store.alerts.byId(pending.id), store.alerts.byId(first.id)]).toEqual(rows);
+    expect([store.alerts.events(pending.id), store.alerts.events(first.id)]).toEqual(events);
+    expect(store.alerts.openOf(run.id)).toEqual(table());
+    store.close();
+  });
 });
