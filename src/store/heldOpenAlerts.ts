@@ -50,9 +50,9 @@ export class HeldOpenAlerts {
   }
 
   /** The firing alert escalated: as `UPDATE alerts SET severity, summary, details, fired_at, notified_state = NULL,
-   * notified_at = NULL WHERE state = 'firing'`. Returns its row as changed, if its run's list is held and it fires. */
+   * notified_at = NULL WHERE state = 'firing'`. Returns its row (changed if it fires), if its run's list is held. */
   escalated(id: number, c: AlertChange): AlertRow | undefined {
-    const row = this.update(id, (a) =>
+    return this.update(id, (a) =>
       a.state !== 'firing'
         ? a
         : {
@@ -65,7 +65,6 @@ export class HeldOpenAlerts {
             notified_at: null,
           },
     );
-    return row?.state === 'firing' ? row : undefined;
   }
 
   /** The alert's announcement was recorded: as `UPDATE alerts SET notified_state, notified_at`. */

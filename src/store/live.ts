@@ -35,6 +35,7 @@ export interface LiveStore {
     | 'create'
     | 'cursor'
     | 'drop'
+    | 'escalate'
     | 'fire'
     | 'firedByRule'
     | 'flushCursors'
@@ -97,6 +98,7 @@ export const LIVE_MEMBERS: Members<LiveStore> = {
     create: 'method',
     cursor: 'method',
     drop: 'method',
+    escalate: 'method',
     fire: 'method',
     firedByRule: 'method',
     flushCursors: 'method',

@@ -21,6 +21,7 @@ import { freshPgDatabase } from '../pg/pgTest.ts';
  * (liveWorker.ts FORWARDED), which the SQLite watcher makes on its `Store`'s tables instead. */
 const WATCHER_CALLS = [
   'alerts.announceable',
+  'alerts.escalate',
   'alerts.firedByRule',
   'alerts.ids',
   'events.byId',

@@ -28,8 +28,8 @@ export class HeldAnnounceable {
     );
   }
 
-  /** An alert created or fired: its row as written (`fired`: as HeldOpenAlerts changed it). A row held already keeps
-   * its acks as read. */
+  /** An alert created, fired or escalated: its row as written (as HeldOpenAlerts changed it). A row held already
+   * keeps its acks as read. */
   fired(row: AlertRow): void {
     const rows = this.runs.get(row.run_id);
     if (!rows || row.state !== 'firing') return;

@@ -100,7 +100,7 @@ export class PgLiveStore implements LiveStore {
   /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
   private readonly held = new HeldPoints();
   /**
-   * Each run's open alerts (heldOpenAlerts.ts): this watcher alone makes, fires, resolves, drops and announces its
+   * Each run's open alerts (heldOpenAlerts.ts): this watcher alone makes, fires, escalates, resolves, drops and announces its
    * runs' alerts. Other processes write only their ack columns, which the rules do not read; what is announced, and
    * how, is read from PostgreSQL (`announceable`), acks and mutes included.
    */
@@ -183,6 +183,13 @@ export class PgLiveStore implements LiveStore {
     drop: (id) => {
       this.write('alerts.drop', id);
       this.opened.closed(id);
+    },
+    escalate: (id, c) => {
+      this.write('alerts.escalate', id, c);
+      const row = this.opened.escalated(id, c);
+      // the row as changed, notified_state cleared: the held answer announces it again (one not firing is unchanged)
+      if (row?.state === 'firing') this.announceable.fired(row);
+      else if (!row) this.announceable.clear(); // its run unknown here: every run's answer is read again
     },
     fire: (id, c) => {
       this.write('alerts.fire', id, c);

@@ -507,6 +507,18 @@ export class PgStore implements StoreContract {
         [id, c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), eventDetails(c)],
       );
     },
+    /** `Alerts.escalate`: a firing alert's new severity, summary and details, `fired_at`, and its announcement
+     * cleared, with its event, in one statement; an alert not firing is left as it is. */
+    escalate: async (id: number, c: AlertChange): Promise<void> => {
+      await this.#run(
+        `WITH escalated AS (
+         UPDATE alerts SET severity = $4, summary = $5, details = $6, fired_at = $3, notified_state = NULL,
+           notified_at = NULL
+         WHERE id = $1 AND state = 'firing' RETURNING id)
+       ${eventOf('id', '$3', '$2', "'firing'", '$7')} FROM escalated`,
+        [id, c.step, c.at, c.severity, c.summary, JSON.stringify(c.details), eventDetails(c)],
+      );
+    },
     resolve: async (id: number, c: AlertChange): Promise<void> => {
       const details = eventDetails(c);
       // the same text twice: $4 is read as jsonb, the event keeps $5 as written

@@ -411,6 +411,57 @@ describe('PgLiveStore', () => {
     },
   );
 
+  it('escalates a firing alert in its one row, its announcement cleared, and answers both reads from what it holds', async () => {
+    const url = await freshPgDatabase();
+    const store = await open(url, 'gpu-esc');
+    const direct = await PgStore.open(url);
+    cleanup.push(() => direct.close());
+    const run = store.runs.ensure('gpu-esc/grpo', '/runs/grpo');
+    const file = store.files.add(run.id, '/runs/grpo/train.log', 'learning.log');
+    const warning = { step: 1, at: 500, severity: 'warning', summary: 'frac_zero_std 0.6 > 0.5', details: {} };
+    let id = 0;
+    let waiting = 0;
+    store.commit(batchOf(run.id, file.id, [1], 10), 0, () => {
+      id = store.alerts.create(run.id, 'collapse_levels', 'frac_zero_std', 'firing', warning).id;
+      store.alerts.markNotified(id, 'firing', 600);
+      waiting = store.alerts.create(run.id, 'spike', 'loss', 'pending', warning).id;
+    });
+    await rows(url, `UPDATE alerts SET acked_by = 'u1', acked_by_name = 'Ann' WHERE id = $1`, [id]);
+    const before = (await direct.alerts.byId(id))!;
+    const critical = { step: 3, at: 900, severity: 'critical', summary: 'frac_zero_std 0.9 > 0.8', details: { n: 3 } };
+    let held: AlertRow[] = [];
+    let announced: AlertRow[] = [];
+    store.commit(batchOf(run.id, file.id, [2], 20), 0, () => {
+      store.alerts.openOf(run.id); // as the rules look their alerts up first
+      store.alerts.escalate(id, critical);
+      store.alerts.escalate(waiting, critical); // not firing: left as it is
+      const waited = store.calls.waited;
+      held = store.alerts.openOf(run.id);
+      announced = store.alerts.announceable(run.id);
+      expect(store.calls.waited).toBe(waited); // no round trip: both followed the write
+    });
+    const after = await direct.alerts.byId(id);
+    expect(after).toEqual({
+      ...before,
+      severity: 'critical',
+      summary: 'frac_zero_std 0.9 > 0.8',
+      details: '{"n":3}',
+      fired_at: 900,
+      notified_state: null,
+      notified_at: null,
+    });
+    expect(before).toMatchObject({ fired_step: 1, started_step: 1, acked_by: 'u1', notified_state: 'firing' });
+    expect(held).toEqual(await direct.alerts.openOf(run.id));
+    expect(announced).toEqual(await direct.alerts.announceable(run.id, null)); // the ack as read, too
+    expect(announced).toEqual([after]);
+    expect((await direct.alerts.byId(waiting))!.summary).toBe(warning.summary);
+    expect((await direct.alerts.events(id)).map((e) => [e.state, e.step, JSON.parse(e.details)])).toEqual([
+      ['firing', 1, { summary: 'frac_zero_std 0.6 > 0.5' }],
+      ['firing', 3, { summary: 'frac_zero_std 0.9 > 0.8', n: 3 }],
+    ]);
+    expect(await direct.alerts.events(waiting)).toHaveLength(1);
+  });
+
   it("holds a run's open alerts through its own firings, announcements, resolutions and drops, as the table has them", async () => {
     const url = await freshPgDatabase();
     const store = await open(url, 'gpu-open');
