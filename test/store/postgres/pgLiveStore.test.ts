@@ -18,7 +18,8 @@ import {
   silenceColumns,
 } from '../../../src/store/postgres/rows.ts';
 import type { MetricRow } from '../../../src/store/metricRows.ts';
-import type { Batch } from '../../../src/store/sqlite/store.ts';
+import { Store, type Batch } from '../../../src/store/sqlite/store.ts';
+import { tempDir } from '../../helpers.ts';
 import { freshPgDatabase, pgRows as rows } from '../../pg/pgTest.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -460,6 +461,24 @@ describe('PgLiveStore', () => {
       ['firing', 3, { summary: 'frac_zero_std 0.9 > 0.8', n: 3 }],
     ]);
     expect(await direct.alerts.events(waiting)).toHaveLength(1);
+    // the same calls on SQLite leave the same rows and history
+    const lite = Store.open(join(tempDir(), 'rlwatch.db'));
+    cleanup.push(async () => lite.close());
+    const liteRun = lite.runs.ensure('gpu-esc/grpo', '/runs/grpo');
+    const [liteId, liteWaiting] = lite.transaction(() => {
+      const a = lite.alerts.create(liteRun.id, 'collapse_levels', 'frac_zero_std', 'firing', warning).id;
+      lite.alerts.markNotified(a, 'firing', 600);
+      return [a, lite.alerts.create(liteRun.id, 'spike', 'loss', 'pending', warning).id] as const;
+    });
+    lite.db.prepare(`UPDATE alerts SET acked_by = 'u1', acked_by_name = 'Ann' WHERE id = ?`).run(liteId);
+    lite.transaction(() => {
+      lite.alerts.escalate(liteId, critical);
+      lite.alerts.escalate(liteWaiting, critical);
+    });
+    const ids = { run_id: liteRun.id };
+    expect(lite.alerts.byId(liteId)).toEqual({ ...after, ...ids, id: liteId });
+    expect(lite.alerts.byId(liteWaiting)).toEqual({ ...(await direct.alerts.byId(waiting)), ...ids, id: liteWaiting });
+    expect(lite.alerts.events(liteId)).toEqual(await direct.alerts.events(id));
   });
 
   it("holds a run's open alerts through its own firings, announcements, resolutions and drops, as the table has them", async () => {
