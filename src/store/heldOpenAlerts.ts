@@ -7,9 +7,9 @@ import type { AlertChange, AlertRow } from './alerts.ts';
 /**
  * The open (pending or firing) alerts of the runs a process evaluates, per run, in id order, exactly as in the
  * database: every rule's lifecycle looks its alert up after every batch. Kept exact by the store that holds them: a
- * row it creates is added (`created`); its firing and its announcement change the row as the store's UPDATE does
- * (`fired`, `escalated`, `notified`), a resolution or a drop takes it out (`closed`), any other change drops its run's list
- * (`changed`: an ack); a rollback, or a write by another process that may have changed one, drops them all
+ * row it creates is added (`created`); its firing, escalation and announcement change the row as the store's UPDATE
+ * does (`fired`, `escalated`, `notified`), a resolution or a drop takes it out (`closed`), any other change drops its
+ * run's list (`changed`: an ack); a rollback, or a write by another process that may have changed one, drops them all
  * (`forget`). Changed rows are new objects: a row handed out earlier stays as it was read.
  */
 export class HeldOpenAlerts {

@@ -100,9 +100,9 @@ export class PgLiveStore implements LiveStore {
   /** each run's last batch and each series' newest points: this watcher alone writes its runs' points */
   private readonly held = new HeldPoints();
   /**
-   * Each run's open alerts (heldOpenAlerts.ts): this watcher alone makes, fires, escalates, resolves, drops and announces its
-   * runs' alerts. Other processes write only their ack columns, which the rules do not read; what is announced, and
-   * how, is read from PostgreSQL (`announceable`), acks and mutes included.
+   * Each run's open alerts (heldOpenAlerts.ts): this watcher alone makes, fires, escalates, resolves, drops and
+   * announces its runs' alerts. Other processes write only their ack columns, which the rules do not read; what is
+   * announced, and how, is read from PostgreSQL (`announceable`), acks and mutes included.
    */
   private readonly opened = new HeldOpenAlerts();
   private readonly heldEvents = new HeldEvents();
