@@ -106,7 +106,9 @@ export function generateHealthy(p: HealthyParams): Generated {
       put(`rewards/${p.fns[0]}/std`, acc.std);
       put(`rewards/${p.fns[1]}`, fmt.mean);
       put(`rewards/${p.fns[1]}/std`, fmt.std);
-      reward = 0.5 * acc.mean + 0.5 * fmt.mean;
+      // TRL's reward is the weighted sum of its reward functions (GRPOTrainer: rewards_per_func × reward_weights,
+      // summed over the functions; the weights default to 1), not their mean
+      reward = acc.mean + fmt.mean;
     } else {
       const sd = sampleSd(p.scale, level) / Math.sqrt(p.batch);
       reward = level + sd * W * noiseR[i]!;
@@ -119,7 +121,9 @@ export function generateHealthy(p: HealthyParams): Generated {
     put('reward_std', within);
     if (p.fns && p.fns.length === 1) put(`rewards/${p.fns[0]}/std`, within);
     // groups whose G rewards all came out equal: few, more as the easy prompts get solved
-    const solved = p.scale === '01' ? Math.max(0, reward - 0.55) * 0.3 : 0;
+    // (of two reward functions, their mean: the share of completions that score)
+    const share = p.fns && p.fns.length === 2 ? reward / 2 : reward;
+    const solved = p.scale === '01' ? Math.max(0, share - 0.55) * 0.3 : 0;
     put('frac_zero_std', binomialShare(r, groups, clamp(0.03 + solved + 0.03 * (drift - 1), 0, 1)));
     put(
       'entropy',

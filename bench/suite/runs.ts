@@ -457,7 +457,7 @@ const failures: Failure[] = [
         col(g, 'rewards/accuracy_reward/std')[i] = acc.std;
         col(g, 'rewards/format_reward')[i] = fmt.mean;
         col(g, 'rewards/format_reward/std')[i] = fmt.std;
-        col(g, 'reward')[i] = 0.5 * acc.mean + 0.5 * fmt.mean;
+        col(g, 'reward')[i] = acc.mean + fmt.mean;
       }
     },
   },
