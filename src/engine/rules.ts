@@ -73,6 +73,9 @@ const Trend = z.strictObject({
   fall: z._default(Severity, 'warning'),
   /** direction flat: only while the mean is below this (a plateau of a low reward) */
   below: z.optional(z.number()),
+  /** direction flat: stuck when, at its pace over the last two windows (read optimistically), the metric would not
+   * reach `below` within this many records */
+  plateauHorizon: z._default(wholeFrom(1), 300),
   /** noise gate: the change must also exceed this many standard errors of the difference of the window
    * means (the noise measured within the last four windows); 0 turns the gate off */
   sigmas: z._default(z.number().check(z.minimum(0)), 5),

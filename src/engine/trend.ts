@@ -21,11 +21,11 @@ function turned(lc: Lifecycle, up: boolean): boolean {
 const PHI_RECORDS = 400;
 /** How many windows the noise of a trend is measured over (the two compared and those before them). */
 const NOISE_WINDOWS = 8;
-/** A plateau is flat by this many standard errors of the difference of its window means beyond the noise of
- * those two windows alone (measured there, so that a noisy climb just before it does not hide it). One: the se
- * read as AR(1) is already wider than independent records' (30 seeded plateaus at 0.15 under AR(1) noise, φ 0.6:
- * with 1.5, 4 were caught 63-93 records in and 1 missed; with 1, all 28-64 records in). */
-const FLAT_SIGMAS = 1;
+/** A plateau's pace is read optimistically, this many standard errors above the slope fitted to its records: a
+ * reward is called stuck only when even that pace would not take it to its line in time. */
+const PACE_SIGMAS = 2;
+/** A noisy reward's plateau is read over this many windows (a quiet one's over two). */
+const PLATEAU_WINDOWS = 4;
 
 /** Trend: the mean of the last `window` records against the mean of the `window` before them, (with
  * `breakSigmas`) the last records against the line the metric was on (breaks.ts), and (with `declineSigmas`) the
@@ -124,18 +124,20 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
       const down = downWindows || declined || (broke && brkDelta < 0);
       // flat only on a positive level: on a reward near or below 0, "flat below 0.3" cannot tell stuck from a
       // slow climb (the range it is measured against grows with the climb); only a plateau rule asks
-      const flat = flatRule && onLevel && isFlat(sums, i, w, delta, scale, after, rule, diffSe, inflate / rootW);
+      const plateau = flatRule && onLevel ? plateauOf(sums, i, w, after, rule, inflate, inflate / rootW) : null;
+      const flat = plateau?.stuck === true;
+      const pace = plateau?.pace;
       const step = steps[i]!;
       const isBad = flatRule ? flat : (up && rule.direction !== 'down') || (down && rule.direction !== 'up');
       held = (flatRule ? flat : upWindows || downWindows || declined) ? held + 1 : 0;
       // a break fires at once: it is judged once (the line is learnt again after it)
       const firing = broke || held >= rule.for;
       // hysteresis both ways: a trend settles once the change is back under half the threshold or within
-      // half the noise; a plateau ends once the metric really moves (twice the threshold, beyond the noise)
-      // or climbs past `below` (else it flaps at the edge)
+      // half the noise; a plateau ends once the metric climbs past `below` or, read pessimistically, is on its way
+      // there within half the horizon (else it flaps at the edge)
       const settled =
         rule.direction === 'flat'
-          ? (Math.abs(rel) >= 2 * rule.change && real) || after >= (rule.below ?? Infinity)
+          ? after >= (rule.below ?? Infinity) || plateau?.moving === true
           : (Math.abs(rel) <= rule.change / 2 || Math.abs(delta) <= noise / 2) &&
             !(dd !== null && gate !== null && fell(dd, ddRel, rule, gate, 2));
       // most steps change nothing: skip the words (and, while firing, the direction check) for those
@@ -151,6 +153,7 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
         noise,
         scale: onLevel ? 'level' : 'range',
         ...(brk && { line: { ...brk } }),
+        ...(pace && { pace: { slope: pace.slope, se: pace.se, horizon: rule.plateauHorizon } }),
         ...(declined && { best: { mean: dd.peak, step: steps[dd.peakEnd], window: dw, z: dd.z } }),
       };
       let bad: { severity: string; direction: string; summary: () => string } | null = null;
@@ -160,7 +163,8 @@ export function evaluateTrend(ctx: RunContext, rule: TrendRule): void {
             severity: rule.severity,
             direction: 'flat',
             summary: () =>
-              `${metric} flat at ${formatValue(after)} (${pct(rel)} over ${w} steps), below ${formatValue(rule.below ?? Infinity)}`,
+              `${metric} flat at ${formatValue(after)} (${pct(pace!.change)} over the last ${pace!.n} steps), below ` +
+              `${formatValue(rule.below ?? Infinity)}: not there within ${rule.plateauHorizon} steps at that pace`,
           };
         }
       } else if ((up && rule.direction !== 'down') || (down && rule.direction !== 'up')) {
@@ -235,31 +239,61 @@ function columnsOf(
   return { steps, values };
 }
 
-/** A plateau at record i (on a positive level): the two windows' means differ by less than `change` of the level,
- * beyond the noise of those two windows alone, and the level is below `below` beyond the noise of a window mean
- * (else a noisy level above it dips in). The noise is σ_d of the two windows read as AR(1), as the trend's gate:
- * `diffSe` is the se of the difference of the window means and `meanSe` that of one window mean, both in units of
- * σ_d (windowDiffSe; longRunFactor / √w): a meandering reward's windows agree by chance more often than
- * independent records' would, and that is no plateau. */
-function isFlat(
+/** A pace read over n records at record i: the least-squares slope, its standard error and the change it makes
+ * over them in % of the level. */
+interface Pace {
+  n: number;
+  slope: number;
+  se: number;
+  change: number;
+}
+
+/** The pace of the n records ending at index i: se = σ_d · √(1 + φ)/(1 − φ) / √Sxx, the records read as AR(1)
+ * (`inflate`), or from the window means' own spread where they meander wider than φ says (Sums.batchSe), the larger
+ * (`wide`: worked out only when asked, as it costs a sort). */
+function paceOf(sums: Sums, i: number, n: number, after: number, inflate: number, wide: boolean): Pace {
+  const from = i - n + 1;
+  const { slope, sxx } = sums.line(from, i + 1);
+  const rootSxx = Math.sqrt(sxx);
+  let se = (sums.sd(from, i + 1) * inflate) / rootSxx;
+  if (wide) se = Math.max(se, (sums.batchSe(i, n / 2, PHI_RECORDS) * Math.sqrt(n / 2)) / rootSxx);
+  return { n, slope, se, change: after > 0 ? (slope * n) / after : 0 };
+}
+
+/**
+ * A plateau of a reward below its line at record i (on a positive level), judged by the distance to the line: the
+ * reward is stuck when it moved less than `change` of its level over the records read and even its optimistic pace
+ * (slope + PACE_SIGMAS · se) would not reach `below` within `plateauHorizon` records. The records read are the last
+ * two windows where they give the pace to within `change` of the level (a quiet reward), else the last four: at 0.1
+ * under a batch of 256's noise a 60-record slope is read to about ±15% of the level, and a steady climb of +25% in
+ * 60 steps was called flat. It has ended when the pessimistic pace would reach the line within half the horizon, or
+ * the reward is past it. A yardstick in the level's own % alone cannot tell a plateau at 0.12 from a slow climb (5%
+ * of 0.12 is under the noise of a batch of 256); the distance to the line can.
+ */
+function plateauOf(
   sums: Sums,
   i: number,
   w: number,
-  delta: number,
-  scale: number,
   after: number,
   rule: TrendRule,
-  diffSe: number,
+  inflate: number,
   meanSe: number,
-): boolean {
-  const localSd = sums.sd(i - 2 * w + 1, i + 1);
-  const margin = (rule.sigmas / 2) * localSd * meanSe;
-  if (!(after + margin < (rule.below ?? Infinity))) return false;
-  const limit = rule.change * scale;
-  if (!(Math.abs(delta) + FLAT_SIGMAS * localSd * diffSe < limit)) return false;
-  // or the window means' own spread, where they show a meander wider than φ says (Sums.batchSe): worked out only
-  // for what is flat by the first reading (the larger se can only make it less so)
-  return Math.abs(delta) + FLAT_SIGMAS * Math.SQRT2 * sums.batchSe(i, w, PHI_RECORDS) < limit;
+): { pace: Pace; stuck: boolean; moving: boolean } {
+  const gap = (rule.below ?? Infinity) - after;
+  const h = rule.plateauHorizon;
+  const flat = (p: Pace): boolean => Math.abs(p.change) < rule.change && (p.slope + PACE_SIGMAS * p.se) * h < gap;
+  const short = paceOf(sums, i, 2 * w, after, inflate, false);
+  const precise = PACE_SIGMAS * short.se * short.n < rule.change * after;
+  const n = precise || i + 1 < PLATEAU_WINDOWS * w ? 2 * w : PLATEAU_WINDOWS * w;
+  const pace = n === short.n ? short : paceOf(sums, i, n, after, inflate, false);
+  const moving = (pace.slope - PACE_SIGMAS * pace.se) * (h / 2) >= gap;
+  const below = gap > (rule.sigmas / 2) * sums.sd(i - 2 * w + 1, i + 1) * meanSe;
+  // too few records for a noisy reward's pace: not judged yet
+  if (!below || (n === short.n && !precise) || !flat(pace)) return { pace, stuck: false, moving };
+  // the batch means' spread only for what is stuck by the first reading (a larger se can only make it less so)
+  const wide = paceOf(sums, i, n, after, inflate, true);
+  const sure = flat(wide) && (n !== short.n || PACE_SIGMAS * wide.se * n < rule.change * after);
+  return { pace: wide, stuck: sure, moving };
 }
 
 /** The decline's gate after `records` records of the run: `declineSigmas` up to 1,000 records, a quarter of a

@@ -156,13 +156,15 @@ describe("GRPO preset on the learning.log guide's patterns", () => {
     ]);
   });
 
-  it('reward ~0.2 flat for 60 records fires reward_plateau at the 60th (two 30-record windows)', () => {
-    const flat = Array.from({ length: 60 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
-    const t = new Trace().feed(flat.slice(0, 59));
-    expect(t.alerts()).toEqual([]);
-    t.feed(flat.slice(59));
-    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 60 });
-    expect(t.alert('reward_plateau').summary).toMatch(/^reward flat at 0\.2 \([+-]?0\.0% over 30 steps\), below 0\.3$/);
+  it('reward ~0.2 flat for 69 records fires reward_plateau at the 69th (two 30-record windows, held 10)', () => {
+    const flat = Array.from({ length: 69 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
+    const t = new Trace().feed(flat.slice(0, 68));
+    expect(t.alerts().filter((a) => a.state === 'firing')).toEqual([]);
+    t.feed(flat.slice(68));
+    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 69 });
+    expect(t.alert('reward_plateau').summary).toMatch(
+      /^reward flat at 0\.2 \([+-]?0\.\d% over the last 60 steps\), below 0\.3: not there within 300 steps at that pace$/,
+    );
   });
 
   it('a noisy climb at ~0.2 is no plateau: flat means flat beyond the noise of the two windows', () => {
@@ -262,9 +264,10 @@ describe("GRPO preset on the learning.log guide's patterns", () => {
   });
 
   it('the plateau resolves once the reward has moved again for 30 records (quietFor)', () => {
-    const t = new Trace().feed(times(60, { reward: 0.2 }));
-    // 30 records at 0.3: within 7 the 30-record windows move by > 10%, then the reward is past 0.3; 30 such
-    // records in a row (quietFor) end the plateau
+    const t = new Trace().feed(times(70, { reward: 0.2 }));
+    expect(t.alert('reward_plateau').state).toBe('firing');
+    // 30 records at 0.3: within a few its pace, read pessimistically, would reach 0.3 within 150 records, then the
+    // reward is past it; 30 such records in a row (quietFor) end the plateau
     t.feed(times(30, { reward: 0.3 }));
     expect(t.alert('reward_plateau').state).toBe('firing');
     t.feed(times(10, { reward: 0.3 }));
