@@ -26,6 +26,8 @@ const NOISE_WINDOWS = 8;
 const PACE_SIGMAS = 2;
 /** A noisy reward's plateau is read over this many windows (a quiet one's over two). */
 const PLATEAU_WINDOWS = 4;
+/** The blocks a plateau's records are cut into for the spread of their means. */
+const PACE_BLOCKS = 6;
 
 /** Trend: the mean of the last `window` records against the mean of the `window` before them, (with
  * `breakSigmas`) the last records against the line the metric was on (breaks.ts), and (with `declineSigmas`) the
@@ -249,14 +251,18 @@ interface Pace {
 }
 
 /** The pace of the n records ending at index i: se = σ_d · √(1 + φ)/(1 − φ) / √Sxx, the records read as AR(1)
- * (`inflate`), or from the window means' own spread where they meander wider than φ says (Sums.batchSe), the larger
- * (`wide`: worked out only when asked, as it costs a sort). */
+ * (`inflate`), or from the means of PACE_BLOCKS blocks of them where they meander wider than φ says (Sums.batchSe),
+ * the larger (`wide`: worked out only when asked, as it costs a sort). */
 function paceOf(sums: Sums, i: number, n: number, after: number, inflate: number, wide: boolean): Pace {
   const from = i - n + 1;
   const { slope, sxx } = sums.line(from, i + 1);
   const rootSxx = Math.sqrt(sxx);
   let se = (sums.sd(from, i + 1) * inflate) / rootSxx;
-  if (wide) se = Math.max(se, (sums.batchSe(i, n / 2, PHI_RECORDS) * Math.sqrt(n / 2)) / rootSxx);
+  if (wide) {
+    // blocks within the records read: a fall just before a plateau is no noise of it
+    const b = Math.floor(n / PACE_BLOCKS);
+    se = Math.max(se, (sums.batchSe(i, b, n) * Math.sqrt(b)) / rootSxx);
+  }
   return { n, slope, se, change: after > 0 ? (slope * n) / after : 0 };
 }
 
