@@ -207,15 +207,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     seed: collapseSeed,
     onset: ONSET,
     expected: { rule: 'mode_collapse', metric: 'frac_zero_std', severities: ['critical'] },
-    friends: [
-      'zero_std_rising',
-      'entropy_collapse',
-      'entropy_drop',
-      'no_learning',
-      'reward_trend',
-      'reward_plateau',
-      ...milestones,
-    ],
+    friends: ['entropy_collapse', 'entropy_drop', 'no_learning', 'reward_trend', 'reward_plateau', ...milestones],
     steps: patchFrom(healthySteps(collapseSeed), ONSET, collapseSeed, (_v, _s, g) => ({
       loss: 0,
       grad_norm: 0,
@@ -238,7 +230,7 @@ export function buildScenarios(seedOffset = 0): Scenario[] {
     seed: runawaySeed,
     onset: ONSET,
     expected: { rule: 'runaway_completions', metric: 'reward', severities: ['critical'] },
-    friends: ['mode_collapse', 'zero_std_rising', 'reward_trend', 'reward_plateau', ...milestones],
+    friends: ['mode_collapse', 'reward_trend', 'reward_plateau', ...milestones],
     steps: patchFrom(healthySteps(runawaySeed), ONSET, runawaySeed, (_v, _s, g) => ({
       reward: 0.05,
       reward_std: 0,

@@ -397,7 +397,6 @@ const failures: Failure[] = [
     significantAfter: 98,
     rules: [
       'mode_collapse',
-      'zero_std_rising',
       'milestone_frac_zero_std_epoch_0.5',
       'stop_frac_zero_std_epoch_1',
       'no_learning',

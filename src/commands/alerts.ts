@@ -32,6 +32,12 @@ function changed(a: AlertRow, now: number): string {
   return a.state === 'firing' ? `fired ${ago(a.fired_at, now)}` : `first seen ${ago(a.started_at, now)}`;
 }
 
+/** The escalation an alert's details record, if its severity rose while it fired. */
+function escalationOf(details: string): { from: string; step: number } | null {
+  const e = (JSON.parse(details) as { escalated?: { from?: unknown; step?: unknown } }).escalated;
+  return e && typeof e.from === 'string' && typeof e.step === 'number' ? { from: e.from, step: e.step } : null;
+}
+
 /** `alerts [run] [--all]`: firing alerts (all incidents with --all), newest first, muted ones marked. */
 export async function alertList(
   { store, seesRun = everyRun }: CommandContext,
@@ -55,6 +61,8 @@ export async function alertList(
       state: a.state,
       step: a.fired_step ?? a.started_step,
       resolvedStep: a.resolved_step,
+      // an incident whose severity rose while it fired (an early warning, then its page): from what, at which step
+      escalated: escalationOf(a.details),
       summary: a.summary,
       startedAt: isoTime(a.fired_at ?? a.started_at),
       resolvedAt: isoTime(a.resolved_at),

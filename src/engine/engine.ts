@@ -248,7 +248,14 @@ export class Engine {
     rules: readonly Rule[],
     charted = true,
   ): NotificationItem {
-    const step = (kind === 'resolved' ? a.resolved_step : a.fired_step) ?? a.started_step;
+    const details = JSON.parse(a.details) as {
+      evidence?: NotificationItem['evidence'];
+      finished?: FinishedSummary;
+      escalated?: { step?: number };
+    };
+    // an escalated incident is told at the step it escalated
+    const firedAt = details.escalated?.step ?? a.fired_step;
+    const step = (kind === 'resolved' ? a.resolved_step : firedAt) ?? a.started_step;
     const summary =
       kind === 'resolved'
         ? String((JSON.parse(a.details) as { resolved?: { summary?: string } }).resolved?.summary ?? 'resolved')
@@ -265,7 +272,6 @@ export class Engine {
       completion: e.completion.length > SNIPPET_CHARS ? `${e.completion.slice(0, SNIPPET_CHARS)}…` : e.completion,
     });
     const half = Math.ceil(kept.length / 2);
-    const details = JSON.parse(a.details) as { evidence?: NotificationItem['evidence']; finished?: FinishedSummary };
     const hint = kind === 'resolved' ? undefined : knowledgeOfAlert(a.rule, a.details)?.hint;
     return {
       ...(hint ? { hint } : {}),

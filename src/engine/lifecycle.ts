@@ -2,6 +2,10 @@
 import type { AlertRow } from '../store/alerts.ts';
 import type { OpenAlerts } from './openAlerts.ts';
 
+/** How a severity ranks: an incident's severity only rises while it fires. */
+const RANK: Record<string, number> = { info: 0, warning: 1, critical: 2 };
+const rank = (severity: string): number => RANK[severity] ?? 0;
+
 /** Words and values for a transition; built only when a transition happens (most steps change nothing). */
 export type Describe = () => { summary: string; details: Record<string, unknown> };
 
@@ -64,7 +68,14 @@ export class Lifecycle {
    */
   hold(step: number, n: number, needed: number, severity: string, describe: Describe): void {
     const firing = n >= needed;
-    if (this.wouldChange('bad', firing)) this.apply(step, { kind: 'bad', firing, severity, describe });
+    if (this.wouldChange('bad', firing) || (firing && this.raises(severity)))
+      this.apply(step, { kind: 'bad', firing, severity, describe });
+  }
+
+  /** Whether a firing verdict of this severity would escalate the firing alert. */
+  private raises(severity: string): boolean {
+    const cur = this.current;
+    return cur?.state === 'firing' && rank(severity) > rank(cur.severity);
   }
 
   apply(step: number, v: Verdict): void {
@@ -77,6 +88,12 @@ export class Lifecycle {
         this.current = this.alerts.create(this.key.rule, this.key.metric, v.firing ? 'firing' : 'pending', change());
       } else if (cur.state === 'pending' && v.firing) {
         this.current = this.alerts.fire(cur, change());
+      } else if (v.firing && this.raises(v.severity)) {
+        // the same incident, announced anew at its new severity, saying from what and since when
+        const c = change();
+        const escalated = { from: cur.severity, step, firedStep: cur.fired_step };
+        const summary = `${c.summary}; escalated from ${cur.severity}, firing since step ${cur.fired_step}`;
+        this.current = this.alerts.escalate(cur, { ...c, summary, details: { ...c.details, escalated } });
       }
       return;
     }

@@ -46,6 +46,14 @@ export class OpenAlerts {
     return row;
   }
 
+  /** Raises a firing alert's severity; returns its row as it is now. */
+  escalate(a: AlertRow, c: AlertChange): AlertRow {
+    this.alerts.escalate(a.id, c);
+    const row = this.alerts.byId(a.id) as AlertRow;
+    this.put(row);
+    return row;
+  }
+
   resolve(a: AlertRow, c: AlertChange): void {
     this.alerts.resolve(a.id, c);
     this.held().get(a.rule)?.delete(a.metric);

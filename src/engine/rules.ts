@@ -45,6 +45,16 @@ const Threshold = z
      * once), so that a condition that returns within them continues the same incident (Prometheus'
      * keep_firing_for) */
     quietFor: z._default(wholeFrom(1), 1),
+    /** a second line on the first metric alone: past it for `for` records, the incident fires at (or rises to)
+     * `severity`, whatever the other conditions and the learning period say: one incident, an early warning and then
+     * its page (a rule of its own would be a second incident of the same cause) */
+    escalate: z.optional(
+      z.strictObject({
+        value: z.number(),
+        for: z._default(wholeFrom(1), 1),
+        severity: z._default(Severity, 'critical'),
+      }),
+    ),
     /** learning period: nothing fires before this many records of the first metric; then the rule applies
      * only if their median is on the good side of the line (a model that lives below the learning.log metrics
      * guide's entropy line is not collapsing). 0: judged from the first record */
@@ -73,7 +83,7 @@ const Trend = z.strictObject({
   fall: z._default(Severity, 'warning'),
   /** direction flat: only while the mean is below this (a plateau of a low reward) */
   below: z.optional(z.number()),
-  /** direction flat: stuck when, at its pace over the last two windows (read optimistically), the metric would not
+  /** direction flat: stuck when, at its pace over the records read (read optimistically), the metric would not
    * reach `below` within this many records */
   plateauHorizon: z._default(wholeFrom(1), 300),
   /** noise gate: the change must also exceed this many standard errors of the difference of the window

@@ -4,7 +4,7 @@ import { RuleBook, RuleError, type Rule } from '../../src/engine/rules.ts';
 import { Trace, times } from './trace.ts';
 
 const OVERRIDES = [
-  { id: 'mode_collapse', value: 0.9 },
+  { id: 'mode_collapse', escalate: { value: 0.9, for: 3 } },
   { id: 'entropy_collapse', runs: 'sweep-*', enabled: false },
   { id: 'kl_high', kind: 'threshold', metric: 'kl', op: '>', value: 0.5 },
 ];
@@ -26,10 +26,11 @@ describe('RuleBook: the preset changed and extended by the config', () => {
         kind: 'threshold',
         metric: 'frac_zero_std',
         op: '>',
-        value: 0.9,
-        for: 3,
+        value: 0.5,
+        for: 5,
+        escalate: { value: 0.9, for: 3, severity: 'critical' },
         recover: 0.5,
-        severity: 'critical',
+        severity: 'warning',
       });
     }
   });
@@ -55,7 +56,7 @@ describe('RuleBook: the preset changed and extended by the config', () => {
   });
 
   it('leaves the preset itself unchanged', () => {
-    expect(rule(GRPO_PRESET, 'mode_collapse')).toMatchObject({ value: 0.8 });
+    expect(rule(GRPO_PRESET, 'mode_collapse')).toMatchObject({ escalate: { value: 0.8 } });
     expect(ids(RuleBook.build(GRPO_PRESET, []).forRun('sweep-1'))).toEqual(ids(GRPO_PRESET));
   });
 
@@ -91,7 +92,8 @@ describe('RuleBook: the preset changed and extended by the config', () => {
     ];
     const sweep = new Trace({ book, run: 'sweep-1' }).feed(collapse);
     const main = new Trace({ book, run: 'main' }).feed(collapse);
-    expect(sweep.states()).toEqual(['kl_high firing']); // frac_zero_std 0.85 is under 0.9 now
+    // frac_zero_std 0.85 is under the critical line of 0.9 now, and 3 records are too few for the early warning
+    expect(sweep.states()).toEqual(['kl_high firing']);
     expect(main.states().sort()).toEqual(['entropy_collapse firing', 'kl_high firing']);
   });
 });

@@ -305,39 +305,27 @@ const ASSUMED = { scale: 'unit', assumed: true } as const;
  */
 export const GRPO_PRESET: readonly Rule[] = [
   {
-    // learning.log guide: "frac_reward_zero_std ... Values > 0.8: Strong sign of mode collapse"; "> 0.5:
-    // converging too strongly"
+    // learning.log guide: "frac_reward_zero_std ... > 0.5: converging too strongly" (the early warning, for 5
+    // records); "Values > 0.8: Strong sign of mode collapse" (the same incident escalates to a critical page, for 3).
+    // Ours: one incident, so that the page continues the warning rather than being a second alert of one cause. The
+    // warning is judged on runs whose first 20 records sat below 0.5 (a run that starts on prompts it cannot tell
+    // apart is not converging) and with the reward below 0.9 (above, the groups agree because every answer is right:
+    // zero_signal_too_easy); the critical line on frac_zero_std alone, from the first record. Resolves below 0.5 for 3
     id: 'mode_collapse',
-    kind: 'threshold',
-    severity: 'critical',
-    metric: 'frac_zero_std',
-    op: '>',
-    value: 0.8,
-    for: 3,
-    recover: 0.5,
-    recoverFor: 3,
-    // ours: the entropy, the reward, the zero-std milestones and a zero loss and grad (no advantage left) follow
-    // the collapse: one page
-    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*', 'zero_std_rising', 'no_learning'],
-  },
-  {
-    // learning.log guide: "frac_reward_zero_std ... > 0.5: converging too strongly": the early warning, before
-    // mode_collapse's 0.8; judged on runs whose first 20 records sat below it (a run that starts on prompts it cannot
-    // tell apart is not converging), with the reward below 0.9 (above, the groups agree because every answer is
-    // right: zero_signal_too_easy)
-    id: 'zero_std_rising',
     kind: 'threshold',
     severity: 'warning',
     metric: 'frac_zero_std',
     op: '>',
     value: 0.5,
     and: [{ metric: 'reward', op: '<', value: 0.9 }],
-    // it resolves as mode_collapse does (below 0.5 for 3): held back while the collapse fires, it would otherwise
-    // outlive it by a few records and be announced as news of its own
     for: 5,
+    escalate: { value: 0.8, for: 3, severity: 'critical' },
+    recover: 0.5,
     recoverFor: 3,
     learn: 20,
-    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*'],
+    // ours: the entropy, the reward, the zero-std milestones and a zero loss and grad (no advantage left) follow
+    // the collapse: one page
+    inhibits: ['entropy_*', 'reward_*', 'milestone_*', 'stop_*', 'no_learning'],
   },
   {
     // learning.log guide: "Detect mode collapse: Watch for ... entropy < 0.04"; "Low entropy (<0.05): ...

@@ -101,12 +101,6 @@ const TRUNCATION: RuleKnowledge = {
 /** Keyed by rule id (preset rules) and by the report's own findings (`reward_low`, `reward_cv`, ...). */
 export const KNOWLEDGE: Readonly<Record<string, RuleKnowledge>> = {
   mode_collapse: MODE_COLLAPSE,
-  zero_std_rising: {
-    ...MODE_COLLAPSE,
-    meaning:
-      'half the groups now get one reward for every generation, and rising: converging too strongly, the road to ' +
-      'mode collapse (the learning.log metrics guide: frac_zero_std > 0.5)',
-  },
   entropy_collapse: ENTROPY_LOW,
   entropy_drop: {
     ...ENTROPY_LOW,
