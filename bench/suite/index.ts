@@ -110,6 +110,9 @@ export function formatSuiteReport(r: SuiteResult): string {
       `${s.after.length} after (${s.wrongCause.length} wrong: ${pages(s.wrongCause)})` +
         (s.riders.length > 0
           ? `; with a resolution: ${s.riders.map((p) => `${p.rule}@${p.step} (${p.with})`).join(', ')}`
+          : '') +
+        (s.escalations.length > 0
+          ? `; escalated, the same incident: ${s.escalations.map((p) => `${p.rule}@${p.step} (${p.severity})`).join(', ')}`
           : ''),
       verdict,
     ];
@@ -141,7 +144,8 @@ export function formatSuiteReport(r: SuiteResult): string {
     ...rows.map(line),
     '',
     `failures caught with the right cause in time: ${t.caught} of ${t.failures} (detected at all: ${t.detected}); ` +
-      `wrong-cause pages after onset: ${t.wrongCause}; symptoms announced with their cause's resolution: ${t.riders}`,
+      `wrong-cause pages after onset: ${t.wrongCause}; symptoms announced with their cause's resolution: ${t.riders}; ` +
+      `incidents announced again when their severity rose: ${t.escalations}`,
     `healthy runs with any warning or critical: ${t.healthyWithPages} of ${t.healthy}; false alarms in all: ${t.falseAlarms}`,
     `suite ${t.pass ? 'PASS' : 'FAIL'} (${r.seconds.total.toFixed(1)} s: generate ${r.seconds.generate.toFixed(1)} s, ` +
       `backfill ${r.seconds.backfill.toFixed(1)} s)`,

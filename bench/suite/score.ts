@@ -6,7 +6,9 @@
  * globs) are applied from the incidents' own steps, as the engine applies them (docs/alerts.md, "One cause, one
  * page"): an incident that fired first, and was still firing, holds back a later one of a rule it names, for as
  * long as it fires. A symptom still firing when its cause resolves is announced then, in the message that says the
- * cause resolved (one evaluation announces both): it is listed apart, as riding on that resolution.
+ * cause resolved (one evaluation announces both): it is listed apart, as riding on that resolution. An incident
+ * whose severity rose while it fired (an early warning, then its page) is one incident, announced again at the step
+ * it rose: listed apart too, as an escalation.
  */
 import { globMatch } from '../../src/lib/duration.ts';
 import { GRPO_PRESET } from '../../src/engine/presets/grpo.ts';
@@ -21,6 +23,8 @@ export interface Incident {
   step: number;
   resolvedStep: number | null;
   summary?: string;
+  /** its severity rose while it fired: from what, at which step */
+  escalated?: { from: string; step: number } | null;
   startedAt: string | null;
   resolvedAt: string | null;
 }
@@ -58,6 +62,8 @@ export interface RunScore {
   wrongCause: Page[];
   /** symptoms at or after the onset announced in the message of their cause's resolution */
   riders: Page[];
+  /** incidents at or after the onset announced again when their severity rose (at that step, at the new severity) */
+  escalations: Page[];
   pass: boolean;
 }
 
@@ -110,6 +116,7 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
       after: [],
       wrongCause: [],
       riders: [],
+      escalations: [],
       pass: falseAlarms.length === 0,
     };
   }
@@ -119,6 +126,9 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
   const before = sent.filter((i) => i.step < onset).map(page);
   const after = sent.filter((i) => i.step >= onset && !i.with).map(page);
   const riders = sent.filter((i) => i.step >= onset && i.with).map(page);
+  const escalations = sent.flatMap((i) =>
+    i.step >= onset && i.escalated ? [{ rule: i.rule, step: i.escalated.step, severity: i.severity }] : [],
+  );
   const hit = after.find((p) => right.has(p.rule));
   // a gradual failure is due from the step it is significant (a 25% decline over 300 steps is no failure 10 steps in)
   const due = Math.max(onset, label.significant ?? onset);
@@ -138,6 +148,7 @@ export function scoreRun(run: string, label: Label, incidents: readonly Incident
     after,
     wrongCause,
     riders,
+    escalations,
     pass: inTime && before.length === 0 && after.length <= MAX_NOTIFICATIONS_AFTER,
   };
 }
@@ -154,6 +165,8 @@ export interface SuiteTotals {
   wrongCause: number;
   /** symptoms announced in the message of their cause's resolution, after the onset */
   riders: number;
+  /** incidents announced again when their severity rose, after the onset */
+  escalations: number;
   pass: boolean;
 }
 
@@ -169,6 +182,7 @@ export function totals(scores: readonly RunScore[]): SuiteTotals {
     falseAlarms: scores.reduce((n, s) => n + s.falseAlarms.length, 0),
     wrongCause: failures.reduce((n, s) => n + s.wrongCause.length, 0),
     riders: failures.reduce((n, s) => n + s.riders.length, 0),
+    escalations: failures.reduce((n, s) => n + s.escalations.length, 0),
     pass: scores.every((s) => s.pass),
   };
 }

@@ -174,6 +174,15 @@ describe('the suite scorer', () => {
     expect(s.pass).toBe(true);
   });
 
+  it('an incident whose severity rose is one incident, its escalation listed apart at the step it rose', () => {
+    const s = scoreRun('r', gradual, [
+      incident('kl_blowup', 120, 'critical', { escalated: { from: 'warning', step: 150 } }),
+    ]);
+    expect(s.after).toEqual([{ rule: 'kl_blowup', step: 120, severity: 'critical' }]);
+    expect(s.escalations).toEqual([{ rule: 'kl_blowup', step: 150, severity: 'critical' }]);
+    expect(s.pass).toBe(true);
+  });
+
   it('a gradual failure is due from the step it is significant', () => {
     const slow: Label = { ...gradual, significant: 220 };
     expect(scoreRun('r', slow, [incident('kl_blowup', 250)])).toMatchObject({ delay: 30, inTime: true });
@@ -197,6 +206,7 @@ describe('the suite scorer', () => {
       falseAlarms: 2,
       wrongCause: 0,
       riders: 0,
+      escalations: 0,
       pass: false,
     });
   });
