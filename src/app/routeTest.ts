@@ -50,8 +50,15 @@ export function routeTest(
       .forRun(run)
       .find((r) => r.id === rule);
     if (!watched) throw new UserError(`no rule ${rule} watches run ${run}`);
-    if (watched.severity !== severity) {
-      throw new UserError(`rule ${rule} alerts at ${watched.severity}, not ${severity}`);
+    // a rule that escalates alerts at its severity and at the one it rises to; a trend at its rise's and fall's
+    const severities = new Set<string>([watched.severity]);
+    if (watched.kind === 'threshold' && watched.escalate) severities.add(watched.escalate.severity);
+    if (watched.kind === 'trend' && watched.direction !== 'flat') {
+      if (watched.direction !== 'down') severities.add(watched.rise);
+      if (watched.direction !== 'up') severities.add(watched.fall);
+    }
+    if (!severities.has(severity)) {
+      throw new UserError(`rule ${rule} alerts at ${[...severities].join(' or ')}, not ${severity}`);
     }
   }
   // the terminal too, as `start` and the bot print what they deliver

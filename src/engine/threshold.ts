@@ -99,7 +99,8 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         if ((gate === undefined && !esc) || !lc.wouldChange('ok', recovered)) continue;
         const bound = rule.recover ?? first.value;
         const n = recovering;
-        const { shown, details } = describeValues(missing ? conds.slice(0, 1) : conds, [...values]);
+        // an escalating rule resolves on its first metric alone: said on it alone
+        const { shown, details } = describeValues(missing || esc ? conds.slice(0, 1) : conds, [...values]);
         lc.apply(p.step, {
           kind: 'ok',
           recovered,

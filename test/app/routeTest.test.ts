@@ -95,8 +95,13 @@ describe('rlwatch route test', () => {
   it('refuses a severity that is none, and a rule that does not alert at the severity asked', () => {
     const config = ConfigSchema.parse({});
     expect(() => routeTest(config, {}, 'r', 'urgent')).toThrow(UserError);
-    expect(() => routeTest(config, {}, 'r', 'warning', 'mode_collapse')).toThrow(
-      'rule mode_collapse alerts at critical, not warning',
+    // an early warning that escalates alerts at both; a trend at its rise's and its fall's
+    expect(() => routeTest(config, {}, 'r', 'info', 'mode_collapse')).toThrow(
+      'rule mode_collapse alerts at warning or critical, not info',
+    );
+    expect(routeTest(config, {}, 'r', 'warning', 'mode_collapse').severity).toBe('warning');
+    expect(() => routeTest(config, {}, 'r', 'critical', 'reward_trend')).toThrow(
+      'rule reward_trend alerts at info or warning, not critical',
     );
     expect(() => routeTest(config, {}, 'r', 'warning', 'no_such_rule')).toThrow('no rule no_such_rule watches run r');
   });

@@ -8,8 +8,10 @@ import { series, Trace } from '../engine/trace.ts';
 
 describe("an alert card's chart", () => {
   it("draws the rule's line from the config, the records past it and the step it fired at", async () => {
-    // the preset's mode_collapse line (0.8) moved to 0.6 by the config
-    const config = ConfigSchema.parse({ alerts: { rules: [{ id: 'mode_collapse', value: 0.6 }] } });
+    // the preset's mode_collapse page (past 0.8 for 3) moved to 0.6 by the config
+    const config = ConfigSchema.parse({
+      alerts: { rules: [{ id: 'mode_collapse', escalate: { value: 0.6, for: 3 } }] },
+    });
     const t = new Trace({ book: ruleBookFor(config) });
     const values = [0.1, 0.2, 0.1, 0.3, 0.2, 0.7, 0.7, 0.7];
     t.feed(series('frac_zero_std', values));
@@ -20,10 +22,14 @@ describe("an alert card's chart", () => {
     )!;
     expect(card.chart).toMatchObject({ metric: 'frac_zero_std', markStep: 8 });
     expect(card.chart!.points.map((p) => p.value)).toEqual(values);
-    expect(card.chart!.guides!.lines).toEqual([{ value: 0.6, label: 'limit > 0.6', limit: true }]);
+    // the early warning's line and the page's; the records past the page's line are its breaches
+    expect(card.chart!.guides!.lines).toEqual([
+      { value: 0.5, label: 'limit > 0.5', limit: true },
+      { value: 0.6, label: 'critical > 0.6', limit: true },
+    ]);
     expect(card.chart!.guides!.breaches).toEqual([6, 7, 8].map((step) => ({ step, value: 0.7 })));
     const svg = await specToSvg(chartSpecOf(card.chart!));
-    expect(svg).toContain('limit &gt; 0.6');
+    expect(svg).toContain('critical &gt; 0.6');
     expect(svg).toContain('step 8');
   });
 
