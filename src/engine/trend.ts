@@ -24,8 +24,9 @@ const NOISE_WINDOWS = 8;
 /** A plateau's pace is read optimistically, this many standard errors above the slope fitted to its records: a
  * reward is called stuck only when even that pace would not take it to its line in time. */
 const PACE_SIGMAS = 2;
-/** A noisy reward's plateau is read over this many windows (a quiet one's over two). */
+/** A noisy reward's plateau is read over this many windows; a quiet one's over one and a half, or two. */
 const PLATEAU_WINDOWS = 4;
+const QUIET_SPAN = 1.5;
 /** The blocks a plateau's records are cut into for the spread of their means. */
 const PACE_BLOCKS = 6;
 
@@ -268,13 +269,15 @@ function paceOf(sums: Sums, i: number, n: number, after: number, inflate: number
 
 /**
  * A plateau of a reward below its line at record i (on a positive level), judged by the distance to the line: the
- * reward is stuck when it moved less than `change` of its level over the records read and even its optimistic pace
- * (slope + PACE_SIGMAS · se) would not reach `below` within `plateauHorizon` records. The records read are the last
- * two windows where they give the pace to within `change` of the level (a quiet reward), else the last four: at 0.1
- * under a batch of 256's noise a 60-record slope is read to about ±15% of the level, and a steady climb of +25% in
- * 60 steps was called flat. It has ended when the pessimistic pace would reach the line within half the horizon, or
- * the reward is past it. A yardstick in the level's own % alone cannot tell a plateau at 0.12 from a slow climb (5%
- * of 0.12 is under the noise of a batch of 256); the distance to the line can.
+ * reward is stuck when it has not moved by `change` of its level and even its optimistic pace (slope + PACE_SIGMAS ·
+ * se) would not reach `below` within `plateauHorizon` records. A quiet reward is judged over the last one and a half
+ * or two windows, where the change is read to within `change` (|change| + PACE_SIGMAS · se · n < `change` × level:
+ * a plateau seen soon after it starts, its fit not reaching back into the climb before it); a noisy one over the
+ * last four, where the change is under `change` (at 0.1 under a batch of 256's noise a 60-record slope is read to
+ * about ±15% of the level, and a steady climb of +25% in 60 steps was called flat). It has ended when the
+ * pessimistic pace would reach the line within half the horizon, or the reward is past it. A change in % of the level
+ * alone cannot tell a plateau at 0.12 from a slow climb (5% of 0.12 is under the noise of a batch of 256); the
+ * distance to the line can.
  */
 function plateauOf(
   sums: Sums,
@@ -287,19 +290,23 @@ function plateauOf(
 ): { pace: Pace; stuck: boolean; moving: boolean } {
   const gap = (rule.below ?? Infinity) - after;
   const h = rule.plateauHorizon;
-  const flat = (p: Pace): boolean => Math.abs(p.change) < rule.change && (p.slope + PACE_SIGMAS * p.se) * h < gap;
-  const short = paceOf(sums, i, 2 * w, after, inflate, false);
-  const precise = PACE_SIGMAS * short.se * short.n < rule.change * after;
-  const n = precise || i + 1 < PLATEAU_WINDOWS * w ? 2 * w : PLATEAU_WINDOWS * w;
-  const pace = n === short.n ? short : paceOf(sums, i, n, after, inflate, false);
-  const moving = (pace.slope - PACE_SIGMAS * pace.se) * (h / 2) >= gap;
-  const below = gap > (rule.sigmas / 2) * sums.sd(i - 2 * w + 1, i + 1) * meanSe;
-  // too few records for a noisy reward's pace: not judged yet
-  if (!below || (n === short.n && !precise) || !flat(pace)) return { pace, stuck: false, moving };
-  // the batch means' spread only for what is stuck by the first reading (a larger se can only make it less so)
-  const wide = paceOf(sums, i, n, after, inflate, true);
-  const sure = flat(wide) && (n !== short.n || PACE_SIGMAS * wide.se * n < rule.change * after);
-  return { pace: wide, stuck: sure, moving };
+  const onCourse = (p: Pace): boolean => (p.slope + PACE_SIGMAS * p.se) * h >= gap;
+  const long = i + 1 >= PLATEAU_WINDOWS * w ? paceOf(sums, i, PLATEAU_WINDOWS * w, after, inflate, false) : null;
+  const two = paceOf(sums, i, 2 * w, after, inflate, false);
+  const judged = long ?? two;
+  const moving = (judged.slope - PACE_SIGMAS * judged.se) * (h / 2) >= gap;
+  if (!(gap > (rule.sigmas / 2) * sums.sd(i - 2 * w + 1, i + 1) * meanSe))
+    return { pace: judged, stuck: false, moving };
+  for (const p of [paceOf(sums, i, Math.round(QUIET_SPAN * w), after, inflate, false), two]) {
+    if (Math.abs(p.change) + (PACE_SIGMAS * p.se * p.n) / after < rule.change && !onCourse(p))
+      return { pace: p, stuck: true, moving };
+  }
+  if (long && Math.abs(long.change) < rule.change && !onCourse(long)) {
+    // the batch means' spread only for what is stuck by the first reading (a larger se can only make it less so)
+    const wide = paceOf(sums, i, long.n, after, inflate, true);
+    if (Math.abs(wide.change) < rule.change && !onCourse(wide)) return { pace: wide, stuck: true, moving };
+  }
+  return { pace: judged, stuck: false, moving };
 }
 
 /** The decline's gate after `records` records of the run: `declineSigmas` up to 1,000 records, a quarter of a

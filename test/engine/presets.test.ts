@@ -156,14 +156,15 @@ describe("GRPO preset on the learning.log guide's patterns", () => {
     ]);
   });
 
-  it('reward ~0.2 flat for 69 records fires reward_plateau at the 69th (two 30-record windows, held 10)', () => {
-    const flat = Array.from({ length: 69 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
-    const t = new Trace().feed(flat.slice(0, 68));
+  it('reward ~0.2 flat for 64 records fires reward_plateau at the 64th (judged from the 60th, held 5)', () => {
+    const flat = Array.from({ length: 64 }, (_, i) => ({ reward: i % 2 === 0 ? 0.199 : 0.201 }));
+    const t = new Trace().feed(flat.slice(0, 63));
     expect(t.alerts().filter((a) => a.state === 'firing')).toEqual([]);
-    t.feed(flat.slice(68));
-    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 69 });
+    t.feed(flat.slice(63));
+    expect(t.alert('reward_plateau')).toMatchObject({ state: 'firing', severity: 'warning', fired_step: 64 });
+    // a quiet reward: its pace read over the last 45 records
     expect(t.alert('reward_plateau').summary).toMatch(
-      /^reward flat at 0\.2 \([+-]?0\.\d% over the last 60 steps\), below 0\.3: not there within 300 steps at that pace$/,
+      /^reward flat at 0\.2 \([+-]?0\.\d% over the last 45 steps\), below 0\.3: not there within 300 steps at that pace$/,
     );
   });
 
@@ -264,7 +265,7 @@ describe("GRPO preset on the learning.log guide's patterns", () => {
   });
 
   it('the plateau resolves once the reward has moved again for 30 records (quietFor)', () => {
-    const t = new Trace().feed(times(70, { reward: 0.2 }));
+    const t = new Trace().feed(times(64, { reward: 0.2 }));
     expect(t.alert('reward_plateau').state).toBe('firing');
     // 30 records at 0.3: within a few its pace, read pessimistically, would reach 0.3 within 150 records, then the
     // reward is past it; 30 such records in a row (quietFor) end the plateau

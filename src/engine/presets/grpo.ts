@@ -407,17 +407,17 @@ export const GRPO_PRESET: readonly Rule[] = [
     id: 'reward_plateau',
     kind: 'trend',
     severity: 'warning',
-    // ours: stuck below 0.3 by the distance to it: moving less than 10% over the last 60 records (120 where the
-    // noise hides its pace in 60) and not on course to reach 0.3 within 300 records at its pace read 2 standard
-    // errors up, held for 10 records (a steady climb of +25% in 60 steps at 0.1 under a batch of 256 is no plateau;
-    // a 5% change between 30-record windows called it one); one plateau is one incident
+    // ours: stuck below 0.3 by the distance to it: not moving by 10% of its level (read within 10% over 45 or 60
+    // records where it is quiet, under 10% over 120 where it is noisy) and not on course to reach 0.3 within 300
+    // records at its pace read 2 standard errors up, held for 5 (a steady climb of +25% in 60 steps at 0.1 under a
+    // batch of 256 is no plateau; a 5% change between 30-record windows called it one); one plateau is one incident
     metrics: ['reward'],
     direction: 'flat',
     window: 30,
     change: 0.1,
     below: 0.3,
     quietFor: 30,
-    for: 10,
+    for: 5,
   },
   {
     // logging guide: "Alert System: Warnings for significant reward changes (>10%)";
