@@ -3,6 +3,7 @@
  * heading, when it names one), the README stays short, its minimal config is one rlwatch accepts, and the
  * configuration page lists every field of the schema's own sections.
  */
+import { ruleBookFor } from '../../src/engine/presets/index.ts';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -89,7 +90,16 @@ describe('the README and docs/', () => {
     writeFileSync(file, block!, { mode: 0o600 });
     const { config } = await loadConfig(file, {});
     expect(config.watch.roots).toEqual([join(dirname(file), 'runs')]);
-    expect(config.alerts.rules).toEqual([{ id: 'mode_collapse', value: 0.9 }]);
+    expect(config.alerts.rules).toEqual([{ id: 'mode_collapse', escalate: { value: 0.9, for: 3 } }]);
+    // the preset's rule, patched: its page at 0.9, its early warning as it was
+    const rule = ruleBookFor(config)
+      .forRun('r')
+      .find((r) => r.id === 'mode_collapse');
+    expect(rule).toMatchObject({
+      value: 0.5,
+      severity: 'warning',
+      escalate: { value: 0.9, for: 3, severity: 'critical' },
+    });
   });
 
   it('docs/configuration.md has a row for every field of the schema, platform sections included', () => {
