@@ -129,16 +129,17 @@ function guidesOf(
       guides.lines = own.map(limitOf);
       // an escalating rule's second line, and (once it rose) the records past that line as its breaches
       const esc = rule.escalate;
+      let breachedBy = own;
       if (esc && own[0]) {
         guides.lines.push({
           value: esc.value,
           label: `${esc.severity} ${own[0].op} ${formatValue(esc.value)}`,
           limit: true,
         });
-        if (a.severity === esc.severity) own.splice(0, own.length, { ...own[0], value: esc.value });
+        if (a.severity === esc.severity) breachedBy = [{ ...own[0], value: esc.value }];
       }
       guides.breaches = points.filter(
-        (p) => Number.isFinite(p.value) && own.every((c) => compare(p.value, c.op, c.value)),
+        (p) => Number.isFinite(p.value) && breachedBy.every((c) => compare(p.value, c.op, c.value)),
       );
       const other = conds.find((c) => c.metric !== a.metric);
       if (other) {

@@ -1,10 +1,7 @@
 /** One alert key's lifecycle (pending, firing, resolved) as the rules' verdicts arrive, step by step. */
 import type { AlertRow } from '../store/alerts.ts';
+import { urgencyOf } from '../store/outbox.ts';
 import type { OpenAlerts } from './openAlerts.ts';
-
-/** How a severity ranks: an incident's severity only rises while it fires. */
-const RANK: Record<string, number> = { info: 0, warning: 1, critical: 2 };
-const rank = (severity: string): number => RANK[severity] ?? 0;
 
 /** Words and values for a transition; built only when a transition happens (most steps change nothing). */
 export type Describe = () => { summary: string; details: Record<string, unknown> };
@@ -72,10 +69,11 @@ export class Lifecycle {
       this.apply(step, { kind: 'bad', firing, severity, describe });
   }
 
-  /** Whether a firing verdict of this severity would escalate the firing alert. */
+  /** Whether a firing verdict of this severity would escalate the firing alert (severities ranked as the outbox
+   * ranks them: an incident's severity only rises while it fires). */
   private raises(severity: string): boolean {
     const cur = this.current;
-    return cur?.state === 'firing' && rank(severity) > rank(cur.severity);
+    return cur?.state === 'firing' && urgencyOf(severity) > urgencyOf(cur.severity);
   }
 
   apply(step: number, v: Verdict): void {

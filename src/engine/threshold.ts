@@ -47,6 +47,17 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
     const lc = new Lifecycle(ctx.alerts, { rule: rule.id, metric: first.metric }, ctx.now, quiet);
     // plain loops and one reused array: this runs for every step of every threshold rule in a backfill
     const values: Array<number | undefined> = new Array<number | undefined>(conds.length);
+    // the words of a verdict, built only for a transition; the escalation is said against its own line, on its metric
+    const describe =
+      (k: number, line: boolean): Describe =>
+      () => {
+        const judged = line ? conds.slice(0, 1) : conds;
+        const { shown, details } = describeValues(judged, values);
+        const summary = shown()
+          .map((s, i) => `${s} ${judged[i]!.op} ${formatValue(i === 0 && line ? esc!.value : judged[i]!.value)}`)
+          .join(' and ');
+        return { summary: `${summary} for ${plural(k, 'step')}`, details: details() };
+      };
     for (const p of main) {
       if (gate === undefined && Number.isFinite(p.value)) {
         early.push(p.value);
@@ -72,17 +83,6 @@ export function evaluateThreshold(ctx: RunContext, rule: ThresholdRule): void {
         hot = hotNow ? hot + 1 : 0;
         recovering = 0;
         const raised = esc !== undefined && hot >= esc.for;
-        const describe =
-          (k: number, line: boolean): Describe =>
-          () => {
-            // the escalation is said against its own line, on its own metric
-            const judged = line ? conds.slice(0, 1) : conds;
-            const { shown, details } = describeValues(judged, values);
-            const summary = shown()
-              .map((s, i) => `${s} ${judged[i]!.op} ${formatValue(i === 0 && line ? esc!.value : judged[i]!.value)}`)
-              .join(' and ');
-            return { summary: `${summary} for ${plural(k, 'step')}`, details: details() };
-          };
         if (raised) lc.hold(p.step, 1, 1, esc.severity, describe(hot, true));
         else if (holds && gate === 'on') lc.hold(p.step, n, rule.for, rule.severity, describe(n, false));
         else if (hotNow) lc.hold(p.step, 0, 1, esc.severity, describe(hot, true));

@@ -291,6 +291,7 @@ function plateauOf(
   const gap = (rule.below ?? Infinity) - after;
   const h = rule.plateauHorizon;
   const onCourse = (p: Pace): boolean => (p.slope + PACE_SIGMAS * p.se) * h >= gap;
+  const still = (p: Pace): boolean => Math.abs(p.change) < rule.change && !onCourse(p);
   const long = i + 1 >= PLATEAU_WINDOWS * w ? paceOf(sums, i, PLATEAU_WINDOWS * w, after, inflate, false) : null;
   const two = paceOf(sums, i, 2 * w, after, inflate, false);
   const judged = long ?? two;
@@ -301,10 +302,10 @@ function plateauOf(
     if (Math.abs(p.change) + (PACE_SIGMAS * p.se * p.n) / after < rule.change && !onCourse(p))
       return { pace: p, stuck: true, moving };
   }
-  if (long && Math.abs(long.change) < rule.change && !onCourse(long)) {
+  if (long && still(long)) {
     // the batch means' spread only for what is stuck by the first reading (a larger se can only make it less so)
     const wide = paceOf(sums, i, long.n, after, inflate, true);
-    if (Math.abs(wide.change) < rule.change && !onCourse(wide)) return { pace: wide, stuck: true, moving };
+    if (still(wide)) return { pace: wide, stuck: true, moving };
   }
   return { pace: judged, stuck: false, moving };
 }
